@@ -1,0 +1,327 @@
+"""Load and validate the data catalogs into typed entries.
+
+Each catalog kind (see :data:`dcplan.schema.KINDS`) is a YAML file holding a list of
+entries. Loading checks every entry against its schema and every cross-reference
+(a rack's accelerator, a workload's model), and reports every problem found in one
+:class:`~dcplan.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from dcplan.errors import InputError, Problem, display_path
+from dcplan.paths import data_dir
+from dcplan.schema import ID_RE, KINDS, Entry
+from dcplan.yamlio import LINE_KEY, read_yaml
+
+E = TypeVar("E", bound=BaseModel)
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    """Return a " did you mean 'x'?" hint for ``word`` among ``choices``, or ''."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _fmt_input(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def pydantic_problems(
+    exc: ValidationError, schema: type[BaseModel], file: str, entry: str | None, line: int | None
+) -> list[Problem]:
+    """Turn a pydantic ValidationError into readable :class:`Problem` objects.
+
+    Parameters
+    ----------
+    exc : ValidationError
+    schema : type
+        The model that was validated (used for did-you-mean suggestions).
+    file, entry : str
+        Where the data came from.
+    line : int, optional
+        Line of the entry in the file.
+    """
+    fields = list(schema.model_fields)
+    out = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        fld = ".".join(loc) if loc else None
+        kind = err["type"]
+        got = err.get("input")
+        ctx = err.get("ctx") or {}
+        if kind == "extra_forbidden":
+            msg = f"unknown field{suggest(loc[-1], fields) or ''}"
+            if not suggest(loc[-1], fields):
+                msg += f"; allowed fields: {', '.join(fields)}"
+            else:
+                msg += " Remove or rename it."
+        elif kind == "missing":
+            msg = "required field is missing; add it"
+        elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+                  "less_than_equal": "<="}[kind]
+            bound = next(iter(ctx.values())) if ctx else "?"
+            msg = f"must be {op} {bound} (got {_fmt_input(got)}); correct the value"
+        elif kind == "string_pattern_mismatch":
+            pattern = ctx.get("pattern", "")
+            if pattern.startswith("^[a-z0-9_]"):
+                msg = (f"{_fmt_input(got)} is not a valid id; use only lowercase letters, digits "
+                       "and '_' (e.g. 'gb200_nvl72')")
+            else:
+                msg = f"{_fmt_input(got)} is not a date; write YYYY-MM or YYYY-MM-DD"
+        elif kind == "enum" or kind == "literal_error":
+            msg = f"{_fmt_input(got)} is not allowed; {err['msg'].lower()}"
+        elif kind == "value_error":
+            msg = err["msg"].removeprefix("Value error, ")
+        else:
+            msg = f"{err['msg']} (got {_fmt_input(got)})"
+        out.append(Problem(file, msg, entry=entry, field=fld, line=line))
+    return out
+
+
+def validate_entries(
+    raw: Any, schema: type[E], file: str, key: str = "id"
+) -> tuple[dict[str, E], list[Problem]]:
+    """Validate a list of raw entry mappings against ``schema``.
+
+    Parameters
+    ----------
+    raw : Any
+        Parsed YAML (should be a list of mappings, or a mapping with key ``entries``).
+    schema : type
+        Pydantic model of one entry.
+    file : str
+        Displayed file name.
+    key : str
+        Field holding the entry id.
+
+    Returns
+    -------
+    entries : dict
+        Valid entries by id, in file order.
+    problems : list of Problem
+    """
+    problems: list[Problem] = []
+    if isinstance(raw, dict) and "entries" in raw:
+        raw = raw["entries"]
+    if raw is None:
+        return {}, [Problem(file, "file is empty; it must hold a list of entries")]
+    if not isinstance(raw, list):
+        return {}, [Problem(file, "must be a YAML list of entries ('- id: ...')")]
+    entries: dict[str, E] = {}
+    first_line: dict[str, int | None] = {}
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict):
+            problems.append(Problem(file, f"item {index + 1} is not a mapping of fields"))
+            continue
+        line = item.get(LINE_KEY)
+        data = {k: v for k, v in item.items() if k != LINE_KEY}
+        ident = data.get(key)
+        label = str(ident) if ident is not None else f"#{index + 1}"
+        if isinstance(ident, str) and ident in first_line:
+            where = f" (first at line {first_line[ident]})" if first_line[ident] else ""
+            problems.append(
+                Problem(file, f"duplicate id{where}; ids must be unique, rename one",
+                        entry=label, field=key, line=line)
+            )
+            continue
+        try:
+            entry = schema.model_validate(data)
+        except ValidationError as exc:
+            problems += pydantic_problems(exc, schema, file, label, line)
+            if isinstance(ident, str):
+                first_line[ident] = line
+            continue
+        entries[label] = entry
+        first_line[label] = line
+    return entries, problems
+
+
+@dataclass
+class Catalog:
+    """All catalog entries, by kind and id.
+
+    Attributes
+    ----------
+    entries : dict
+        kind -> {id -> entry}.
+    files : dict
+        kind -> file it was loaded from.
+    lines : dict
+        (kind, id) -> line of the entry in its file.
+    """
+
+    entries: dict[str, dict[str, Entry]] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+    lines: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def __getattr__(self, kind: str) -> dict[str, Entry]:
+        if kind in KINDS:
+            return self.entries.get(kind, {})
+        raise AttributeError(kind)
+
+    def get(self, kind: str, ident: str) -> Entry:
+        """Return entry ``ident`` of ``kind``.
+
+        Raises
+        ------
+        InputError
+            If there is no such entry (with a did-you-mean suggestion).
+        """
+        table = self.entries.get(kind, {})
+        if ident not in table:
+            file = display_path(self.files[kind]) if kind in self.files else kind
+            raise InputError(
+                Problem(file, f"unknown {kind[:-1] if kind.endswith('s') else kind} id "
+                              f"'{ident}'{suggest(ident, table)}; known: {', '.join(table)}")
+            )
+        return table[ident]
+
+    def find(self, ident: str) -> tuple[str, Entry]:
+        """Find ``ident`` in any kind; return ``(kind, entry)``."""
+        hits = [(k, t[ident]) for k, t in self.entries.items() if ident in t]
+        if not hits:
+            every = [i for t in self.entries.values() for i in t]
+            raise InputError(Problem("<catalogs>", f"no entry with id '{ident}'"
+                                                   f"{suggest(ident, every)}"))
+        return hits[0]
+
+    def replace(self, kind: str, ident: str, **changes: Any) -> Catalog:
+        """Return a copy with fields of one entry changed and re-validated.
+
+        Raises
+        ------
+        InputError
+            If a changed field does not exist or the new value is invalid.
+        """
+        old = self.get(kind, ident)
+        schema = type(old)
+        unknown = [k for k in changes if k not in schema.model_fields]
+        file = display_path(self.files.get(kind, kind))
+        if unknown:
+            raise InputError([
+                Problem(file, f"cannot override: no such field{suggest(k, schema.model_fields)}",
+                        entry=ident, field=k) for k in unknown
+            ])
+        try:
+            new = schema.model_validate({**old.model_dump(), **changes})
+        except ValidationError as exc:
+            raise InputError(pydantic_problems(exc, schema, file, ident, None)) from None
+        entries = {k: dict(v) for k, v in self.entries.items()}
+        entries[kind][ident] = new
+        out = Catalog(entries=entries, files=dict(self.files), lines=dict(self.lines))
+        check_references(out, raise_=True)
+        return out
+
+
+def check_references(catalog: Catalog, raise_: bool = False) -> list[Problem]:
+    """Check that every id-reference field names an existing entry of its kind."""
+    problems = []
+    for kind, table in catalog.entries.items():
+        file = display_path(catalog.files.get(kind, kind))
+        for ident, entry in table.items():
+            for fld, target in type(entry).references.items():
+                value = getattr(entry, fld)
+                if value is None or value in catalog.entries.get(target, {}):
+                    continue
+                known = catalog.entries.get(target, {})
+                problems.append(
+                    Problem(file, f"unknown {target} id '{value}'{suggest(value, known)}; "
+                                  f"add it to {KINDS[target][0]} or use one of: "
+                                  f"{', '.join(known) or '(none loaded)'}",
+                            entry=ident, field=fld, line=catalog.lines.get((kind, ident)))
+                )
+    if raise_ and problems:
+        raise InputError(problems)
+    return problems
+
+
+def load_kind_file(path: Path, kind: str) -> tuple[dict[str, Entry], dict[str, int], list[Problem]]:
+    """Load one catalog file of ``kind``; return entries, their lines and problems."""
+    shown = display_path(path)
+    try:
+        raw = read_yaml(path)
+    except InputError as exc:
+        return {}, {}, exc.problems
+    lines = {}
+    if isinstance(raw, list):
+        lines = {str(it.get("id")): it.get(LINE_KEY) for it in raw if isinstance(it, dict)}
+    entries, problems = validate_entries(raw, KINDS[kind][1], shown)
+    return entries, lines, problems
+
+
+def kind_of_file(path: Path) -> str | None:
+    """Guess the catalog kind of ``path`` from its file name (``racks.yaml`` -> racks)."""
+    stem = path.name.split(".")[0]
+    return stem if stem in KINDS else None
+
+
+def load_catalog(
+    catalog_dir: Path | str | None = None,
+    extra_files: Mapping[str, Path] | None = None,
+    require_all: bool = True,
+) -> Catalog:
+    """Load every catalog kind from ``catalog_dir`` and validate it.
+
+    Parameters
+    ----------
+    catalog_dir : Path or str, optional
+        Folder with one ``<kind>.yaml`` per kind; defaults to ``$DCPLAN_CATALOG_DIR``
+        or the shipped catalogs.
+    extra_files : mapping, optional
+        kind -> file that replaces that kind's file from ``catalog_dir``.
+    require_all : bool
+        Report a missing kind file as a problem.
+
+    Returns
+    -------
+    Catalog
+
+    Raises
+    ------
+    InputError
+        With every problem found in every file.
+    """
+    base = data_dir("catalogs", catalog_dir)
+    extra = dict(extra_files or {})
+    catalog = Catalog()
+    problems: list[Problem] = []
+    if not base.is_dir() and len(extra) < len(KINDS):
+        raise InputError(Problem(display_path(base), "catalog folder not found; pass "
+                                 "--catalog-dir or set DCPLAN_CATALOG_DIR to a folder with "
+                                 f"{', '.join(f for f, _ in KINDS.values())}"))
+    for kind, (fname, _) in KINDS.items():
+        path = extra.get(kind, base / fname)
+        if not path.exists():
+            if require_all:
+                problems.append(Problem(display_path(path), f"missing {kind} catalog file; "
+                                        f"create {fname} with a list of entries"))
+            continue
+        entries, lines, found = load_kind_file(path, kind)
+        catalog.entries[kind] = entries
+        catalog.files[kind] = path
+        catalog.lines.update({(kind, i): ln for i, ln in lines.items() if ln})
+        problems += found
+    problems += check_references(catalog)
+    if problems:
+        raise InputError(problems)
+    return catalog
+
+
+def entry_table(entries: Mapping[str, Entry]) -> list[dict[str, Any]]:
+    """Entries as plain dicts (enums as their values), for tables and JSON."""
+    return [e.model_dump(mode="json") for e in entries.values()]
+
+
+def check_ids(values: Iterable[str]) -> list[str]:
+    """Return the values that are not valid ids."""
+    return [v for v in values if not ID_RE.match(v)]

@@ -1,0 +1,536 @@
+"""Typed schemas of every catalog entry (pydantic).
+
+Field names carry their unit (``_kw``, ``_w``, ``_usd``, ``_gb``, ``_tb_per_s``,
+``_gbps`` = Gb/s, ``_c`` = degrees Celsius, ``_k`` = kelvin, ``_frac`` = fraction
+0..1). Every entry has a ``source`` and an ``as_of`` date; a figure that is an
+estimate is listed in ``estimates`` with a note saying how it was estimated.
+
+Units inside dcplan: kW, kWh, USD, s, tokens. Catalog fields in W, GB or TFLOPS
+are converted by the code that uses them, never here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from enum import Enum
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+ID_PATTERN = r"^[a-z0-9_]+$"
+ID_RE = re.compile(ID_PATTERN)
+DATE_PATTERN = r"^\d{4}-\d{2}(-\d{2})?$"
+
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+IsoDate = Annotated[str, StringConstraints(pattern=DATE_PATTERN)]
+Pos = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, Field(ge=0)]
+Frac = Annotated[float, Field(ge=0, le=1)]
+PosInt = Annotated[int, Field(gt=0)]
+
+
+def parse_date(value: str) -> dt.date:
+    """Turn ``YYYY-MM`` or ``YYYY-MM-DD`` into a date (first of month for ``YYYY-MM``)."""
+    parts = [int(p) for p in value.split("-")]
+    if len(parts) == 2:
+        parts.append(1)
+    return dt.date(*parts)
+
+
+class Entry(BaseModel):
+    """Fields every catalog entry has.
+
+    Attributes
+    ----------
+    id : str
+        Identifier, ``[a-z0-9_]+``.
+    name : str
+        Human-readable name.
+    source : str
+        Where the figures come from (document, URL, or "estimate: ...").
+    as_of : str
+        Date of the source, ``YYYY-MM`` or ``YYYY-MM-DD``.
+    estimates : dict
+        Field name -> how that figure was estimated, for every figure that is not a
+        published number.
+    notes : str, optional
+        Free text.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Fields that refer to entries of another catalog: field -> catalog kind.
+    references: ClassVar[dict[str, str]] = {}
+
+    id: Id
+    name: str
+    source: Annotated[str, StringConstraints(min_length=3)]
+    as_of: IsoDate
+    estimates: dict[str, str] = Field(default_factory=dict)
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _estimates_name_fields(self):
+        unknown = [k for k in self.estimates if k not in type(self).model_fields]
+        if unknown:
+            raise ValueError(
+                f"'estimates' names unknown field(s) {unknown}; list only fields of this entry"
+            )
+        return self
+
+
+class Precision(str, Enum):
+    """Numeric precision of weights/activations."""
+
+    bf16 = "bf16"
+    fp8 = "fp8"
+    fp4 = "fp4"
+
+
+#: Bytes per element for each precision.
+BYTES_PER_ELEMENT = {Precision.bf16: 2.0, Precision.fp8: 1.0, Precision.fp4: 0.5}
+
+
+class Accelerator(Entry):
+    """One accelerator package (GPU).
+
+    Attributes
+    ----------
+    vendor : str
+    hbm_gb : float
+        HBM capacity [GB].
+    hbm_tb_per_s : float
+        Peak HBM bandwidth [TB/s].
+    bf16_dense_tflops, fp8_dense_tflops, fp4_dense_tflops : float or None
+        Dense (non-sparse) peak throughput [TFLOPS]; None where unsupported.
+    max_power_w, idle_power_w : float
+        Board power at full load and at idle [W].
+    scaleup_gb_per_s : float
+        Scale-up (NVLink / Infinity Fabric) bandwidth per accelerator, per direction [GB/s].
+    dies_per_package : int
+        Compute dies per package (Rubin Ultra: 4).
+    first_available : str
+        First volume availability, ``YYYY-MM[-DD]``.
+    """
+
+    vendor: str
+    hbm_gb: Pos
+    hbm_tb_per_s: Pos
+    bf16_dense_tflops: Pos
+    fp8_dense_tflops: Pos | None = None
+    fp4_dense_tflops: Pos | None = None
+    max_power_w: Pos
+    idle_power_w: Pos
+    scaleup_gb_per_s: Pos
+    dies_per_package: PosInt = 1
+    first_available: IsoDate
+
+    @model_validator(mode="after")
+    def _idle_below_max(self):
+        if self.idle_power_w >= self.max_power_w:
+            raise ValueError(
+                f"idle_power_w ({self.idle_power_w}) must be below max_power_w "
+                f"({self.max_power_w})"
+            )
+        return self
+
+    def dense_tflops(self, precision: Precision | str) -> float | None:
+        """Dense peak [TFLOPS] at ``precision``, or None if unsupported."""
+        return getattr(self, f"{Precision(precision).value}_dense_tflops")
+
+
+class CoolingType(str, Enum):
+    """How a rack rejects its heat."""
+
+    air = "air"
+    direct_liquid = "direct_liquid"
+
+
+class Rack(Entry):
+    """A deployable unit: a rack-scale system or a rack of 8-GPU servers.
+
+    Attributes
+    ----------
+    vendor : str
+    accelerator : str
+        Accelerator id.
+    accelerators_per_rack : int
+    scaleup_domain : int
+        Accelerators in one scale-up (NVLink) domain; a replica never spans domains.
+    it_power_max_kw, it_power_idle_kw : float
+        Rack IT power at full load and at idle [kW], everything in the rack included.
+    liquid_heat_frac : float
+        Share of the rack's heat removed by liquid [0..1].
+    cooling : {"air", "direct_liquid"}
+    coolant_supply_max_c : float, optional
+        Warmest facility/TCS supply water the rack accepts [degC]; None for air racks.
+    nic : str
+        Scale-out NIC id.
+    scaleout_nics_per_accelerator : float
+    scaleout_gbps_per_accelerator : float
+        Back-end (scale-out) bandwidth per accelerator [Gb/s].
+    rail_optimized : bool
+        Whether the back-end fabric is rail-optimised (NIC k of every server on leaf k).
+    frontend_gbps_per_rack : float
+        Front-end (storage/north-south) bandwidth per rack [Gb/s].
+    capex_usd : float
+        Purchase price per rack [USD].
+    capex_basis : str
+        What the price includes.
+    maintenance_frac_per_year : float
+        Yearly maintenance and support as a share of capex [1/yr].
+    first_available : str
+        First volume availability, ``YYYY-MM[-DD]``.
+    lifetime_years : float
+        Economic lifetime [years].
+    rack_positions : int
+        Rack positions (floor tiles) used.
+    """
+
+    references: ClassVar[dict[str, str]] = {"accelerator": "accelerators", "nic": "nics"}
+
+    vendor: str
+    accelerator: Id
+    accelerators_per_rack: PosInt
+    scaleup_domain: PosInt
+    it_power_max_kw: Pos
+    it_power_idle_kw: Pos
+    liquid_heat_frac: Frac
+    cooling: CoolingType
+    coolant_supply_max_c: Pos | None = None
+    nic: Id
+    scaleout_nics_per_accelerator: Pos
+    scaleout_gbps_per_accelerator: Pos
+    rail_optimized: bool = True
+    frontend_gbps_per_rack: NonNeg = 0.0
+    capex_usd: Pos
+    capex_basis: str
+    maintenance_frac_per_year: Frac
+    first_available: IsoDate
+    lifetime_years: Pos
+    rack_positions: PosInt = 1
+
+    @model_validator(mode="after")
+    def _consistency(self):
+        problems = []
+        if self.it_power_idle_kw >= self.it_power_max_kw:
+            problems.append(
+                f"it_power_idle_kw ({self.it_power_idle_kw}) must be below it_power_max_kw "
+                f"({self.it_power_max_kw})"
+            )
+        if self.scaleup_domain > self.accelerators_per_rack and (
+            self.scaleup_domain % self.accelerators_per_rack
+        ):
+            problems.append("scaleup_domain must divide or be a multiple of accelerators_per_rack")
+        if self.scaleup_domain <= self.accelerators_per_rack and (
+            self.accelerators_per_rack % self.scaleup_domain
+        ):
+            problems.append("accelerators_per_rack must be a multiple of scaleup_domain")
+        if self.cooling is CoolingType.direct_liquid and self.coolant_supply_max_c is None:
+            problems.append("direct_liquid racks need coolant_supply_max_c [degC]")
+        if self.cooling is CoolingType.air and self.liquid_heat_frac > 0:
+            problems.append("air-cooled racks must have liquid_heat_frac 0")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+class LLM(Entry):
+    """Shape of a served language model.
+
+    Attributes
+    ----------
+    layers, hidden_size, attention_heads, kv_heads, head_dim, ffn_size, vocab_size : int
+        Transformer shape; ``ffn_size`` is the dense FFN intermediate size.
+    experts_total, experts_active : int, optional
+        Routed experts per MoE layer and experts each token uses (MoE models only).
+    shared_experts : int
+        Always-on shared experts per MoE layer.
+    expert_ffn_size : int, optional
+        Intermediate size of one routed expert.
+    moe_layers : int, optional
+        Number of layers whose FFN is MoE (defaults to all layers for MoE models).
+    kv_latent_dim : int, optional
+        Compressed KV width per layer for multi-head latent attention (MLA); when set,
+        the KV cache holds this many elements per token per layer instead of
+        ``2 * kv_heads * head_dim``.
+    sliding_window_tokens : int, optional
+        Window of the sliding-window attention layers.
+    sliding_window_layers : int
+        How many layers use sliding-window attention.
+    total_params_b, active_params_b : float
+        Total parameters and parameters used per token [billions].
+    max_context_tokens : int
+        Longest context the model supports [tokens].
+    """
+
+    family: str
+    layers: PosInt
+    hidden_size: PosInt
+    attention_heads: PosInt
+    kv_heads: PosInt
+    head_dim: PosInt
+    ffn_size: PosInt
+    vocab_size: PosInt
+    experts_total: PosInt | None = None
+    experts_active: PosInt | None = None
+    shared_experts: Annotated[int, Field(ge=0)] = 0
+    expert_ffn_size: PosInt | None = None
+    moe_layers: PosInt | None = None
+    kv_latent_dim: PosInt | None = None
+    sliding_window_tokens: PosInt | None = None
+    sliding_window_layers: Annotated[int, Field(ge=0)] = 0
+    total_params_b: Pos
+    active_params_b: Pos
+    max_context_tokens: PosInt
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether the model routes tokens to experts."""
+        return self.experts_total is not None
+
+    @model_validator(mode="after")
+    def _consistency(self):
+        problems = []
+        if self.kv_heads > self.attention_heads:
+            problems.append("kv_heads must not exceed attention_heads")
+        if self.active_params_b > self.total_params_b:
+            problems.append("active_params_b must not exceed total_params_b")
+        moe_fields = (self.experts_total, self.experts_active, self.expert_ffn_size)
+        if any(v is not None for v in moe_fields) and any(v is None for v in moe_fields):
+            problems.append(
+                "MoE models need experts_total, experts_active and expert_ffn_size together"
+            )
+        if self.experts_total and self.experts_active and self.experts_active > self.experts_total:
+            problems.append("experts_active must not exceed experts_total")
+        if self.moe_layers and self.moe_layers > self.layers:
+            problems.append("moe_layers must not exceed layers")
+        if self.sliding_window_layers > self.layers:
+            problems.append("sliding_window_layers must not exceed layers")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+class CduPlacement(str, Enum):
+    """Where a coolant distribution unit sits."""
+
+    in_rack = "in_rack"
+    in_row = "in_row"
+    facility = "facility"
+
+
+class Cdu(Entry):
+    """Coolant distribution unit (liquid-to-liquid heat exchanger + pumps).
+
+    Attributes
+    ----------
+    vendor : str
+    placement : {"in_rack", "in_row", "facility"}
+    capacity_kw : float
+        Heat it moves at rated flow and approach [kW].
+    pump_power_kw : float
+        Electric pump power at rated flow [kW].
+    approach_k : float
+        Technology-coolant supply minus facility-water supply temperature [K].
+    capex_usd : float
+        Price per unit, installed [USD].
+    positions : float
+        Rack positions it occupies (0 for in-rack units).
+    """
+
+    vendor: str
+    placement: CduPlacement
+    capacity_kw: Pos
+    pump_power_kw: NonNeg
+    approach_k: NonNeg
+    capex_usd: Pos
+    positions: NonNeg = 0.0
+
+
+class HeatRejectionKind(str, Enum):
+    """Kinds of heat-rejection plant."""
+
+    chiller_water_cooled = "chiller_water_cooled"
+    chiller_air_cooled = "chiller_air_cooled"
+    dry_cooler = "dry_cooler"
+    cooling_tower = "cooling_tower"
+    adiabatic_dry_cooler = "adiabatic_dry_cooler"
+    crah = "crah"
+
+
+class HeatRejection(Entry):
+    """Heat-rejection plant: moves heat from facility water (or room air) outdoors.
+
+    Attributes
+    ----------
+    kind : str
+        One of :class:`HeatRejectionKind`.
+    electric_kw_per_kw_heat : float
+        Electric power per kW of heat rejected at the rated condition [kW/kW].
+    rated_supply_c : float
+        Leaving (supply) water or air temperature of the rated condition [degC].
+    rated_ambient_c : float
+        Ambient temperature of the rated condition [degC] (dry- or wet-bulb per
+        ``ambient_basis``).
+    ambient_basis : {"dry_bulb", "wet_bulb"}
+        Which ambient temperature limits this plant.
+    approach_k : float, optional
+        Free-cooling plant only: smallest ambient-to-supply difference it can achieve
+        [K]; it works only while ``ambient + approach_k <= supply``. None for
+        chillers, which work at any ambient.
+    lift_sensitivity_per_k : float
+        Chillers only: relative change of electric power per K of lift (supply
+        colder or ambient hotter than rated) [1/K].
+    capex_usd_per_kw : float
+        Installed cost per kW of heat capacity [USD/kW].
+    """
+
+    kind: HeatRejectionKind
+    electric_kw_per_kw_heat: Pos
+    rated_supply_c: float
+    rated_ambient_c: float
+    ambient_basis: Literal["dry_bulb", "wet_bulb"]
+    approach_k: NonNeg | None = None
+    lift_sensitivity_per_k: NonNeg = 0.0
+    capex_usd_per_kw: NonNeg
+
+
+class Switch(Entry):
+    """Network switch (one box).
+
+    Attributes
+    ----------
+    vendor : str
+    protocol : {"ethernet", "infiniband"}
+    ports : int
+        Ports at ``port_gbps``.
+    port_gbps : float
+        Speed of one port [Gb/s].
+    power_w : float
+        Typical power without pluggable optics [W].
+    capex_usd : float
+        Price per switch without optics [USD].
+    cpo : bool
+        Whether optics are co-packaged (no pluggable transceiver on this end).
+    """
+
+    vendor: str
+    protocol: Literal["ethernet", "infiniband"]
+    ports: PosInt
+    port_gbps: Pos
+    power_w: Pos
+    capex_usd: Pos
+    cpo: bool = False
+
+
+class OpticKind(str, Enum):
+    """Kinds of link media."""
+
+    pluggable = "pluggable"
+    lpo = "lpo"
+    cpo = "cpo"
+    copper_dac = "copper_dac"
+    copper_acc = "copper_acc"
+    aoc = "aoc"
+
+
+class Optic(Entry):
+    """Transceiver or cable type, priced and powered per port end.
+
+    Attributes
+    ----------
+    kind : str
+        One of :class:`OpticKind`.
+    gbps : float
+        Port speed [Gb/s].
+    power_w : float
+        Power per port end [W] (per transceiver; for CPO the optical engine share of
+        one port; for passive copper 0).
+    reach_m : float
+        Longest supported link [m].
+    capex_usd : float
+        Price per port end [USD] (per transceiver; per cable end for copper: half the
+        cable).
+    """
+
+    kind: OpticKind
+    gbps: Pos
+    power_w: NonNeg
+    reach_m: Pos
+    capex_usd: NonNeg
+
+
+class Nic(Entry):
+    """Network interface card.
+
+    Attributes
+    ----------
+    vendor : str
+    ports : int
+    gbps : float
+        Total bandwidth [Gb/s].
+    power_w : float
+        Typical power [W].
+    capex_usd : float
+        Price [USD].
+    """
+
+    vendor: str
+    ports: PosInt
+    gbps: Pos
+    power_w: Pos
+    capex_usd: NonNeg
+
+
+class ServingMode(str, Enum):
+    """Whether prefill and decode share replicas."""
+
+    aggregated = "aggregated"
+    disaggregated = "disaggregated"
+
+
+class Workload(Entry):
+    """An inference workload: traffic shape, precision and latency SLO.
+
+    Attributes
+    ----------
+    model : str
+        Model id served.
+    input_tokens_mean, output_tokens_mean : float
+        Mean prompt and generated tokens per request [tokens].
+    cache_hit_frac : float
+        Share of prompt tokens served from the prefix cache [0..1].
+    precision : {"bf16", "fp8", "fp4"}
+    ttft_s : float
+        Time-to-first-token limit [s].
+    tpot_ms : float
+        Time-per-output-token limit [ms].
+    mode : {"aggregated", "disaggregated"}
+    """
+
+    references: ClassVar[dict[str, str]] = {"model": "models"}
+
+    model: Id
+    input_tokens_mean: Pos
+    output_tokens_mean: Pos
+    cache_hit_frac: Annotated[float, Field(ge=0, lt=1)]
+    precision: Precision
+    ttft_s: Pos
+    tpot_ms: Pos
+    mode: ServingMode = ServingMode.aggregated
+
+
+#: Catalog kinds: kind -> (file name in the catalog dir, entry schema).
+KINDS: dict[str, tuple[str, type[Entry]]] = {
+    "accelerators": ("accelerators.yaml", Accelerator),
+    "racks": ("racks.yaml", Rack),
+    "models": ("models.yaml", LLM),
+    "cdus": ("cdus.yaml", Cdu),
+    "heat_rejection": ("heat_rejection.yaml", HeatRejection),
+    "switches": ("switches.yaml", Switch),
+    "optics": ("optics.yaml", Optic),
+    "nics": ("nics.yaml", Nic),
+    "workloads": ("workloads.yaml", Workload),
+}
