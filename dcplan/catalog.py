@@ -19,9 +19,16 @@ from pydantic import BaseModel, ValidationError
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
 from dcplan.schema import ID_RE, KINDS, Entry
-from dcplan.yamlio import LINE_KEY, read_yaml
+from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml, strip_lines
 
 E = TypeVar("E", bound=BaseModel)
+
+
+def singular(kind: str) -> str:
+    """Singular noun of a catalog kind (``racks`` -> ``rack``)."""
+    return {"heat_rejection": "heat-rejection entry", "switches": "switch"}.get(
+        kind, kind[:-1] if kind.endswith("s") else kind
+    )
 
 
 def suggest(word: str, choices: Iterable[str]) -> str:
@@ -36,7 +43,12 @@ def _fmt_input(value: Any) -> str:
 
 
 def pydantic_problems(
-    exc: ValidationError, schema: type[BaseModel], file: str, entry: str | None, line: int | None
+    exc: ValidationError,
+    schema: type[BaseModel],
+    file: str,
+    entry: str | None,
+    line: int | None,
+    key_lines: Mapping[str, int] | None = None,
 ) -> list[Problem]:
     """Turn a pydantic ValidationError into readable :class:`Problem` objects.
 
@@ -49,21 +61,35 @@ def pydantic_problems(
         Where the data came from.
     line : int, optional
         Line of the entry in the file.
+    key_lines : mapping, optional
+        Line of each top-level field of the entry.
     """
     fields = list(schema.model_fields)
+    key_lines = key_lines or {}
+    errors = exc.errors()
+    # A misspelt field shows up twice (unknown + missing); report it once, as the typo.
+    typo_targets = {
+        close[0]
+        for err in errors
+        if err["type"] == "extra_forbidden"
+        for close in [difflib.get_close_matches(str(err["loc"][-1]), fields, n=1, cutoff=0.6)]
+        if close
+    }
     out = []
-    for err in exc.errors():
+    for err in errors:
         loc = [str(p) for p in err["loc"]]
         fld = ".".join(loc) if loc else None
         kind = err["type"]
         got = err.get("input")
         ctx = err.get("ctx") or {}
+        if kind == "missing" and loc and loc[-1] in typo_targets:
+            continue
         if kind == "extra_forbidden":
-            msg = f"unknown field{suggest(loc[-1], fields) or ''}"
-            if not suggest(loc[-1], fields):
-                msg += f"; allowed fields: {', '.join(fields)}"
+            hint = suggest(loc[-1], fields)
+            if hint:
+                msg = f"unknown field{hint} Rename it."
             else:
-                msg += " Remove or rename it."
+                msg = f"unknown field; remove it (allowed fields: {', '.join(fields)})"
         elif kind == "missing":
             msg = "required field is missing; add it"
         elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
@@ -84,7 +110,8 @@ def pydantic_problems(
             msg = err["msg"].removeprefix("Value error, ")
         else:
             msg = f"{err['msg']} (got {_fmt_input(got)})"
-        out.append(Problem(file, msg, entry=entry, field=fld, line=line))
+        where = key_lines.get(loc[0], line) if loc else line
+        out.append(Problem(file, msg, entry=entry, field=fld, line=where))
     return out
 
 
@@ -124,20 +151,21 @@ def validate_entries(
             problems.append(Problem(file, f"item {index + 1} is not a mapping of fields"))
             continue
         line = item.get(LINE_KEY)
-        data = {k: v for k, v in item.items() if k != LINE_KEY}
+        key_lines = item.get(KEY_LINES, {})
+        data = strip_lines(item)
         ident = data.get(key)
         label = str(ident) if ident is not None else f"#{index + 1}"
         if isinstance(ident, str) and ident in first_line:
             where = f" (first at line {first_line[ident]})" if first_line[ident] else ""
             problems.append(
                 Problem(file, f"duplicate id{where}; ids must be unique, rename one",
-                        entry=label, field=key, line=line)
+                        entry=label, field=key, line=key_lines.get(key, line))
             )
             continue
         try:
             entry = schema.model_validate(data)
         except ValidationError as exc:
-            problems += pydantic_problems(exc, schema, file, label, line)
+            problems += pydantic_problems(exc, schema, file, label, line, key_lines)
             if isinstance(ident, str):
                 first_line[ident] = line
             continue
@@ -163,6 +191,10 @@ class Catalog:
     entries: dict[str, dict[str, Entry]] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)
     lines: dict[tuple[str, str], int] = field(default_factory=dict)
+    field_lines: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    #: kind -> ids whose entries failed validation, or None when the whole file failed;
+    #: references to them are not reported again.
+    invalid: dict[str, set[str] | None] = field(default_factory=dict)
 
     def __getattr__(self, kind: str) -> dict[str, Entry]:
         if kind in KINDS:
@@ -181,8 +213,8 @@ class Catalog:
         if ident not in table:
             file = display_path(self.files[kind]) if kind in self.files else kind
             raise InputError(
-                Problem(file, f"unknown {kind[:-1] if kind.endswith('s') else kind} id "
-                              f"'{ident}'{suggest(ident, table)}; known: {', '.join(table)}")
+                Problem(file, f"unknown {singular(kind)} '{ident}'{suggest(ident, table)}; "
+                              f"known: {', '.join(table)}")
             )
         return table[ident]
 
@@ -218,7 +250,8 @@ class Catalog:
             raise InputError(pydantic_problems(exc, schema, file, ident, None)) from None
         entries = {k: dict(v) for k, v in self.entries.items()}
         entries[kind][ident] = new
-        out = Catalog(entries=entries, files=dict(self.files), lines=dict(self.lines))
+        out = Catalog(entries=entries, files=dict(self.files), lines=dict(self.lines),
+                      field_lines=dict(self.field_lines))
         check_references(out, raise_=True)
         return out
 
@@ -233,30 +266,52 @@ def check_references(catalog: Catalog, raise_: bool = False) -> list[Problem]:
                 value = getattr(entry, fld)
                 if value is None or value in catalog.entries.get(target, {}):
                     continue
+                bad = catalog.invalid.get(target, set())
+                if bad is None or value in bad:
+                    continue  # already reported where that entry is defined
                 known = catalog.entries.get(target, {})
+                hint = suggest(value, known)
                 problems.append(
-                    Problem(file, f"unknown {target} id '{value}'{suggest(value, known)}; "
-                                  f"add it to {KINDS[target][0]} or use one of: "
+                    Problem(file, f"unknown {singular(target)} '{value}'"
+                                  f"{' (' + hint[2:] + ')' if hint else ''}; add it to "
+                                  f"{KINDS[target][0]} or use one of: "
                                   f"{', '.join(known) or '(none loaded)'}",
-                            entry=ident, field=fld, line=catalog.lines.get((kind, ident)))
+                            entry=ident, field=fld,
+                            line=catalog.field_lines.get((kind, ident, fld),
+                                                         catalog.lines.get((kind, ident))))
                 )
     if raise_ and problems:
         raise InputError(problems)
     return problems
 
 
-def load_kind_file(path: Path, kind: str) -> tuple[dict[str, Entry], dict[str, int], list[Problem]]:
-    """Load one catalog file of ``kind``; return entries, their lines and problems."""
+def load_kind_file(
+    path: Path, kind: str
+) -> tuple[dict[str, Entry], dict[str, int], dict[tuple[str, str], int], list[Problem]]:
+    """Load one catalog file of ``kind``.
+
+    Returns
+    -------
+    entries, entry_lines, field_lines, problems
+        Entries by id, the line of each entry, the line of each (id, field), and the
+        problems found.
+    """
     shown = display_path(path)
     try:
         raw = read_yaml(path)
     except InputError as exc:
-        return {}, {}, exc.problems
-    lines = {}
+        return {}, {}, {}, exc.problems
+    lines: dict[str, int] = {}
+    field_lines: dict[tuple[str, str], int] = {}
     if isinstance(raw, list):
-        lines = {str(it.get("id")): it.get(LINE_KEY) for it in raw if isinstance(it, dict)}
+        for it in raw:
+            if isinstance(it, dict):
+                ident = str(it.get("id"))
+                lines.setdefault(ident, it.get(LINE_KEY))
+                for fld, ln in it.get(KEY_LINES, {}).items():
+                    field_lines.setdefault((ident, fld), ln)
     entries, problems = validate_entries(raw, KINDS[kind][1], shown)
-    return entries, lines, problems
+    return entries, lines, field_lines, problems
 
 
 def kind_of_file(path: Path) -> str | None:
@@ -306,10 +361,13 @@ def load_catalog(
                 problems.append(Problem(display_path(path), f"missing {kind} catalog file; "
                                         f"create {fname} with a list of entries"))
             continue
-        entries, lines, found = load_kind_file(path, kind)
+        entries, lines, field_lines, found = load_kind_file(path, kind)
         catalog.entries[kind] = entries
         catalog.files[kind] = path
         catalog.lines.update({(kind, i): ln for i, ln in lines.items() if ln})
+        catalog.field_lines.update({(kind, i, f): ln for (i, f), ln in field_lines.items()})
+        if found:
+            catalog.invalid[kind] = (set(lines) - set(entries)) if lines else None
         problems += found
     problems += check_references(catalog)
     if problems:

@@ -15,6 +15,8 @@ from dcplan.errors import InputError, Problem, display_path
 
 #: Key under which the 1-based line of a mapping is stored by :func:`read_yaml`.
 LINE_KEY = "__line__"
+#: Key under which the 1-based line of each key of a mapping is stored.
+KEY_LINES = "__key_lines__"
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -32,6 +34,7 @@ class _LineLoader(yaml.SafeLoader):
             seen[key] = line
         mapping = super().construct_mapping(node, deep=deep)
         mapping[LINE_KEY] = node.start_mark.line + 1
+        mapping[KEY_LINES] = {str(k): ln for k, ln in seen.items()}
         return mapping
 
 
@@ -92,9 +95,9 @@ def read_yaml(path: Path) -> Any:
 
 
 def strip_lines(data: Any) -> Any:
-    """Return ``data`` without the ``__line__`` keys added by :func:`read_yaml`."""
+    """Return ``data`` without the line keys added by :func:`read_yaml`."""
     if isinstance(data, dict):
-        return {k: strip_lines(v) for k, v in data.items() if k != LINE_KEY}
+        return {k: strip_lines(v) for k, v in data.items() if k not in (LINE_KEY, KEY_LINES)}
     if isinstance(data, list):
         return [strip_lines(v) for v in data]
     return data

@@ -1,0 +1,22 @@
+"""Shared test fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    """Folder of test fixture files."""
+    return FIXTURES
+
+
+@pytest.fixture
+def min_catalog_dir() -> Path:
+    """A minimal valid catalog folder (one entry per kind)."""
+    return FIXTURES / "catalog_min"
