@@ -1,0 +1,120 @@
+"""CLI: catalog list/show, validate, --version; exit codes and messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from dcplan import __version__
+from dcplan.cli import app
+
+runner = CliRunner()
+
+
+def run(*args, env=None):
+    return runner.invoke(app, list(args), env=env)
+
+
+def test_version():
+    result = run("--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"dcplan {__version__}"
+
+
+def test_list_kinds_summary(min_catalog_dir):
+    result = run("--catalog-dir", str(min_catalog_dir), "catalog", "list")
+    assert result.exit_code == 0, result.output
+    assert "racks" in result.stdout and "workloads" in result.stdout
+
+
+def test_list_json_has_all_fields(min_catalog_dir):
+    result = run("--catalog-dir", str(min_catalog_dir), "catalog", "list", "racks", "--json")
+    assert result.exit_code == 0, result.output
+    (rack,) = json.loads(result.stdout)
+    assert rack["id"] == "test_rack"
+    assert rack["it_power_max_kw"] == 10.0
+    assert rack["source"] == "test fixture"
+
+
+def test_catalog_dir_from_environment(min_catalog_dir):
+    result = run("catalog", "list", "racks", "--json",
+                 env={"DCPLAN_CATALOG_DIR": str(min_catalog_dir)})
+    assert result.exit_code == 0, result.output
+    assert [r["id"] for r in json.loads(result.stdout)] == ["test_rack"]
+
+
+def test_show(min_catalog_dir):
+    result = run("--catalog-dir", str(min_catalog_dir), "catalog", "show", "test_gpu")
+    assert result.exit_code == 0, result.output
+    assert "hbm_tb_per_s" in result.stdout and "4.0" in result.stdout
+    assert "accelerators.yaml:2" in result.stdout
+
+
+def test_show_unknown_id_suggests(min_catalog_dir):
+    result = run("--catalog-dir", str(min_catalog_dir), "catalog", "show", "test_rak")
+    assert result.exit_code == 1
+    assert "no entry with id 'test_rak'; did you mean 'test_rack'?" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_unknown_kind_is_usage_error(min_catalog_dir):
+    result = run("--catalog-dir", str(min_catalog_dir), "catalog", "list", "rackz")
+    assert result.exit_code == 2
+    assert "did you mean 'racks'" in result.output
+
+
+def test_validate_ok(min_catalog_dir):
+    result = run("validate", str(min_catalog_dir))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("ok:")
+
+
+def test_validate_names_all_three_problems(min_catalog_dir, fixtures):
+    broken = fixtures / "broken" / "racks.three_problems.yaml"
+    result = run("validate", str(min_catalog_dir), str(broken))
+    assert result.exit_code == 1
+    err = result.stderr
+    assert "3 problems found" in err
+    for entry, field in [("rack_typo", "it_power_max_kww"), ("rack_negative", "it_power_max_kw"),
+                         ("rack_unknown_gpu", "accelerator")]:
+        line = next(ln for ln in err.splitlines() if f"entry '{entry}'" in ln)
+        assert "racks.three_problems.yaml:" in line
+        assert f"field '{field}'" in line
+    assert "Traceback" not in result.output
+
+
+def test_validate_single_file_against_catalog_in_use(min_catalog_dir, fixtures):
+    broken = fixtures / "broken" / "racks.unknown_reference.yaml"
+    result = run("--catalog-dir", str(min_catalog_dir), "validate", str(broken))
+    assert result.exit_code == 1
+    assert "unknown accelerator 'test_gpuu' (did you mean 'test_gpu'?)" in result.stderr
+
+
+def test_bad_catalog_dir_is_clear(tmp_path):
+    result = run("--catalog-dir", str(tmp_path / "nope"), "catalog", "list", "racks")
+    assert result.exit_code == 1
+    assert "catalog folder not found" in result.stderr
+
+
+def test_debug_shows_traceback(tmp_path):
+    result = run("--debug", "--catalog-dir", str(tmp_path / "nope"), "catalog", "list", "racks")
+    assert result.exit_code == 1
+    assert "Traceback" in result.output
+
+
+def test_missing_path_is_usage_error(tmp_path):
+    result = run("validate", str(tmp_path / "missing.yaml"))
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("args", [["catalog", "list", "racks"], ["catalog", "show", "x"]])
+def test_broken_catalog_fails_every_command_cleanly(tmp_path, min_catalog_dir, fixtures, args):
+    for f in min_catalog_dir.iterdir():
+        (tmp_path / f.name).write_text(f.read_text())
+    (tmp_path / "racks.yaml").write_text(
+        (fixtures / "broken" / "racks.out_of_range.yaml").read_text())
+    result = run("--catalog-dir", str(tmp_path), *args)
+    assert result.exit_code == 1
+    assert "liquid_heat_frac" in result.stderr
