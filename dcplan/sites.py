@@ -1,0 +1,387 @@
+"""Sites: where racks can be installed, with grid, tariff, space, power chain and climate.
+
+A site file is YAML: either one mapping (one site) or a list of site mappings. Every
+``*.yaml`` file in the sites folder is read (see :func:`load_sites`); every problem in
+every file is reported at once, each naming the file, the site id, the field and the
+line.
+
+Climate
+-------
+Cooling needs the hours of the year spent at each outdoor condition. A site gives
+either ``climate_bins`` (a list of ``{dry_bulb_c, wet_bulb_c, hours}`` summing to 8,760
+hours) or ``climate_monthly`` (twelve monthly normals of mean, mean-daily-maximum and
+mean-daily-minimum dry-bulb temperature and mean relative humidity), from which
+:func:`monthly_to_bins` derives 48 bins: each month's diurnal cycle is a sinusoid
+between the daily minimum and maximum, sampled at four phase quarters; the dew point is
+held at the monthly mean and the wet bulb follows from Stull (2011). This is a
+documented simplification: weather extremes beyond the normal daily cycle appear only
+in the design (peak) condition ``design_dry_bulb_c`` / ``design_wet_bulb_c``.
+
+Units: temperatures [degC], power [MW] for the grid and [kW] per rack, money in the
+site's ``currency`` for tariffs and [USD] for build cost.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dcplan.catalog import suggest, validate_entries
+from dcplan.errors import InputError, Problem, display_path
+from dcplan.paths import data_dir
+from dcplan.schema import Entry, Frac, Id, NonNeg, Pos, PosInt
+from dcplan.yamlio import read_yaml
+
+#: Hours in a (non-leap) year [h].
+HOURS_PER_YEAR = 8760.0
+#: Days in each month of a non-leap year.
+DAYS_PER_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+#: Tolerance on the hours of ``climate_bins`` [h].
+HOURS_TOLERANCE = 1.0
+
+Efficiency = Annotated[float, Field(gt=0, le=1)]
+
+
+class ClimateBin(BaseModel):
+    """Hours of the year at one outdoor condition.
+
+    Attributes
+    ----------
+    dry_bulb_c : float
+        Dry-bulb temperature [degC].
+    wet_bulb_c : float
+        Wet-bulb temperature [degC]; not above the dry bulb.
+    hours : float
+        Hours per year at this condition [h].
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dry_bulb_c: Annotated[float, Field(ge=-60, le=60)]
+    wet_bulb_c: Annotated[float, Field(ge=-60, le=40)]
+    hours: NonNeg
+
+    @model_validator(mode="after")
+    def _wet_below_dry(self):
+        if self.wet_bulb_c > self.dry_bulb_c + 1e-9:
+            raise ValueError(
+                f"wet_bulb_c ({self.wet_bulb_c}) must not exceed dry_bulb_c ({self.dry_bulb_c})"
+            )
+        return self
+
+
+class ClimateMonth(BaseModel):
+    """Monthly climate normals of one month.
+
+    Attributes
+    ----------
+    month : int
+        1..12.
+    dry_bulb_mean_c, dry_bulb_max_c, dry_bulb_min_c : float
+        Monthly mean, mean daily maximum and mean daily minimum dry bulb [degC].
+    rh_frac : float
+        Monthly mean relative humidity [0..1].
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    month: Annotated[int, Field(ge=1, le=12)]
+    dry_bulb_mean_c: Annotated[float, Field(ge=-60, le=60)]
+    dry_bulb_max_c: Annotated[float, Field(ge=-60, le=60)]
+    dry_bulb_min_c: Annotated[float, Field(ge=-60, le=60)]
+    rh_frac: Annotated[float, Field(gt=0.01, le=1)]
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if not self.dry_bulb_min_c <= self.dry_bulb_mean_c <= self.dry_bulb_max_c:
+            raise ValueError(
+                f"month {self.month}: need dry_bulb_min_c <= dry_bulb_mean_c <= dry_bulb_max_c"
+            )
+        return self
+
+
+# --- psychrometrics -------------------------------------------------------------------
+
+_MAGNUS_B = 17.62
+_MAGNUS_C = 243.12  # [degC]
+
+
+def dew_point_c(dry_bulb_c: float, rh_frac: float) -> float:
+    """Dew point from dry bulb and relative humidity (Magnus formula).
+
+    Parameters
+    ----------
+    dry_bulb_c : float
+        Dry-bulb temperature [degC].
+    rh_frac : float
+        Relative humidity [0..1].
+
+    Returns
+    -------
+    float
+        Dew point [degC].
+    """
+    gamma = math.log(rh_frac) + _MAGNUS_B * dry_bulb_c / (_MAGNUS_C + dry_bulb_c)
+    return _MAGNUS_C * gamma / (_MAGNUS_B - gamma)
+
+
+def rh_from_dew_point(dry_bulb_c: float, dew_c: float) -> float:
+    """Relative humidity [0..1] of air at ``dry_bulb_c`` [degC] with dew point ``dew_c`` [degC]."""
+    rh = math.exp(
+        _MAGNUS_B * dew_c / (_MAGNUS_C + dew_c) - _MAGNUS_B * dry_bulb_c / (_MAGNUS_C + dry_bulb_c)
+    )
+    return min(1.0, rh)
+
+
+def wet_bulb_c(dry_bulb_c: float, rh_frac: float) -> float:
+    """Wet-bulb temperature at sea-level pressure (Stull 2011 empirical fit).
+
+    Parameters
+    ----------
+    dry_bulb_c : float
+        Dry-bulb temperature [degC].
+    rh_frac : float
+        Relative humidity [0..1].
+
+    Returns
+    -------
+    float
+        Wet-bulb temperature [degC], never above the dry bulb. Stull quotes about
+        +-1 K accuracy for 5-99 % RH and -20..50 degC.
+    """
+    rh = max(5.0, min(99.0, rh_frac * 100.0))
+    t = dry_bulb_c
+    tw = (
+        t * math.atan(0.151977 * math.sqrt(rh + 8.313659))
+        + math.atan(t + rh)
+        - math.atan(rh - 1.676331)
+        + 0.00391838 * rh**1.5 * math.atan(0.023101 * rh)
+        - 4.686035
+    )
+    return min(tw, t)
+
+
+#: Phases (cosine values) of the four equal-hour samples of a diurnal sinusoid.
+_DIURNAL = (math.cos(math.pi / 8), math.cos(3 * math.pi / 8),
+            -math.cos(3 * math.pi / 8), -math.cos(math.pi / 8))
+
+
+def monthly_to_bins(months: list[ClimateMonth]) -> list[ClimateBin]:
+    """Derive annual climate bins from twelve monthly normals.
+
+    Each month's hours are split in four equal parts at ``mean + a * cos(phase)``,
+    ``a = (max - min) / 2``, ``cos(phase)`` in (0.924, 0.383, -0.383, -0.924) (the
+    quarter-means of a sinusoid's sorted values, rounded to the mid-quarter points);
+    the dew point stays at its monthly-mean value through the day.
+
+    Parameters
+    ----------
+    months : list of ClimateMonth
+        Twelve months.
+
+    Returns
+    -------
+    list of ClimateBin
+        48 bins whose hours sum to 8,760 [h].
+    """
+    bins = []
+    for m in sorted(months, key=lambda x: x.month):
+        hours = DAYS_PER_MONTH[m.month - 1] * 24.0 / len(_DIURNAL)
+        amp = (m.dry_bulb_max_c - m.dry_bulb_min_c) / 2.0
+        dew = dew_point_c(m.dry_bulb_mean_c, m.rh_frac)
+        for c in _DIURNAL:
+            t = m.dry_bulb_mean_c + amp * c
+            rh = rh_from_dew_point(t, dew)
+            bins.append(ClimateBin(dry_bulb_c=round(t, 3),
+                                   wet_bulb_c=round(wet_bulb_c(t, rh), 3), hours=hours))
+    return bins
+
+
+# --- the site -------------------------------------------------------------------------
+
+
+class Site(Entry):
+    """A place to install racks.
+
+    Attributes
+    ----------
+    region : str
+        Region id (e.g. ``seoul_metro``, ``honam``), used by scenario rules.
+    country : str
+        ISO 3166 alpha-2 code (``KR``, ``US``).
+    currency : {"KRW", "USD"}
+        Currency of the tariff fields.
+    grid_mw : dict
+        Year -> grid capacity available to us from that year on [MW] (a step function;
+        0 before the first year).
+    energy_price_per_kwh : float
+        Energy charge [currency/kWh].
+    demand_charge_per_kw_month : float
+        Demand (basic) charge on contracted or peak power [currency/(kW month)]; 0 if none.
+    carbon_g_per_kwh : float
+        Grid emission factor [gCO2/kWh].
+    rack_positions : int
+        Rack positions (floor tiles) available for IT racks.
+    max_rack_kw : float
+        Densest rack the site can power and cool [kW/rack].
+    facility_water : bool
+        Whether the site has a facility-water loop for direct-liquid-cooled racks.
+    liquid_supply_c : float
+        Design facility-water supply temperature of the liquid loop [degC].
+    air_chilled_water_c : float
+        Chilled-water supply temperature of the air-side plant (CRAH coils) [degC].
+    build_capex_usd_per_mw : float
+        Cost to build facility capacity (shell, electrical, mechanical) [USD/MW].
+    lead_time_months : float
+        Time from decision to energised capacity [months].
+    ups_efficiency : float
+        UPS efficiency at typical load [0..1]; IT and network loads pass through it.
+    distribution_efficiency : float
+        Transformer + switchgear + cabling efficiency [0..1]; all loads pass through it.
+    mechanical_on_ups : bool
+        Whether cooling loads are also fed through the UPS.
+    design_dry_bulb_c, design_wet_bulb_c : float
+        Peak design outdoor condition for sizing (e.g. ASHRAE 0.4 %) [degC].
+    climate_bins : list of ClimateBin, optional
+        Annual hours per outdoor condition (sum 8,760 h).
+    climate_monthly : list of ClimateMonth, optional
+        Twelve monthly normals; used when ``climate_bins`` is not given.
+    """
+
+    region: Id
+    country: Annotated[str, Field(pattern=r"^[A-Z]{2}$")]
+    currency: Literal["KRW", "USD"]
+    grid_mw: dict[int, NonNeg]
+    energy_price_per_kwh: Pos
+    demand_charge_per_kw_month: NonNeg = 0.0
+    carbon_g_per_kwh: NonNeg
+    rack_positions: PosInt
+    max_rack_kw: Pos
+    facility_water: bool
+    liquid_supply_c: Annotated[float, Field(ge=5, le=70)]
+    air_chilled_water_c: Annotated[float, Field(ge=4, le=30)] = 18.0
+    build_capex_usd_per_mw: NonNeg
+    lead_time_months: NonNeg
+    ups_efficiency: Efficiency
+    distribution_efficiency: Efficiency
+    mechanical_on_ups: bool = False
+    design_dry_bulb_c: Annotated[float, Field(ge=-30, le=60)]
+    design_wet_bulb_c: Annotated[float, Field(ge=-30, le=40)]
+    climate_bins: list[ClimateBin] | None = None
+    climate_monthly: list[ClimateMonth] | None = None
+
+    @model_validator(mode="after")
+    def _consistency(self):
+        problems = []
+        if not self.grid_mw:
+            problems.append("grid_mw needs at least one 'year: MW' step")
+        elif any(y < 1990 or y > 2200 for y in self.grid_mw):
+            problems.append("grid_mw keys must be years (e.g. 2027: 40)")
+        if (self.climate_bins is None) == (self.climate_monthly is None):
+            problems.append("give exactly one of climate_bins or climate_monthly")
+        if self.climate_bins is not None:
+            total = sum(b.hours for b in self.climate_bins)
+            if abs(total - HOURS_PER_YEAR) > HOURS_TOLERANCE:
+                problems.append(
+                    f"climate_bins hours sum to {total:g}; they must sum to 8760 (one year)"
+                )
+        if self.climate_monthly is not None:
+            months = sorted(m.month for m in self.climate_monthly)
+            if months != list(range(1, 13)):
+                problems.append("climate_monthly needs each month 1..12 exactly once")
+        if self.design_wet_bulb_c > self.design_dry_bulb_c:
+            problems.append("design_wet_bulb_c must not exceed design_dry_bulb_c")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def grid_mw_in(self, year: int | float) -> float:
+        """Grid capacity available in ``year`` [MW]: the latest step at or before it, else 0."""
+        steps = [y for y in self.grid_mw if y <= year]
+        return float(self.grid_mw[max(steps)]) if steps else 0.0
+
+    @cached_property
+    def climate(self) -> tuple[ClimateBin, ...]:
+        """Annual climate bins (given, or derived from the monthly normals)."""
+        if self.climate_bins is not None:
+            return tuple(self.climate_bins)
+        return tuple(monthly_to_bins(list(self.climate_monthly or [])))
+
+    @property
+    def loss_chain(self) -> tuple[float, float]:
+        """Efficiencies (IT/network path, cooling path) from grid to load [0..1]."""
+        it = self.ups_efficiency * self.distribution_efficiency
+        mech = it if self.mechanical_on_ups else self.distribution_efficiency
+        return it, mech
+
+
+def _site_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load_sites(sites_dir: Path | str | None = None, files: list[Path] | None = None
+               ) -> dict[str, Site]:
+    """Load and validate every site file.
+
+    Parameters
+    ----------
+    sites_dir : Path or str, optional
+        Folder of site YAML files; defaults to ``$DCPLAN_SITES_DIR`` or the shipped
+        ``sites/``.
+    files : list of Path, optional
+        Load exactly these files instead of a folder.
+
+    Returns
+    -------
+    dict
+        Site id -> :class:`Site`, sorted by id.
+
+    Raises
+    ------
+    InputError
+        With every problem of every file (file, site, field, line).
+    """
+    if files is None:
+        folder = data_dir("sites", sites_dir)
+        if not folder.is_dir():
+            raise InputError(Problem(display_path(folder), "sites folder not found; pass "
+                                     "--sites-dir or set DCPLAN_SITES_DIR to a folder of site "
+                                     "YAML files"))
+        files = _site_files(folder)
+    sites: dict[str, Site] = {}
+    where: dict[str, str] = {}
+    problems: list[Problem] = []
+    for path in files:
+        shown = display_path(path)
+        try:
+            raw = read_yaml(path)
+        except InputError as exc:
+            problems += exc.problems
+            continue
+        if isinstance(raw, dict) and "entries" not in raw:
+            raw = [raw]
+        entries, found = validate_entries(raw, Site, shown)
+        problems += found
+        for ident, site in entries.items():
+            if ident in sites:
+                problems.append(Problem(shown, f"duplicate site id (also in {where[ident]}); "
+                                        "site ids must be unique, rename one",
+                                        entry=ident, field="id"))
+                continue
+            sites[ident] = site
+            where[ident] = shown
+    if problems:
+        raise InputError(problems)
+    return dict(sorted(sites.items()))
+
+
+def get_site(sites: dict[str, Site], site_id: str) -> Site:
+    """Return ``sites[site_id]`` or raise an :class:`InputError` with a suggestion."""
+    if site_id not in sites:
+        raise InputError(Problem("<sites>", f"unknown site id '{site_id}'"
+                                 f"{suggest(site_id, sites)}; known: {', '.join(sites)}"))
+    return sites[site_id]
