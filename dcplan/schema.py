@@ -186,6 +186,10 @@ class Rack(Entry):
         Economic lifetime [years].
     rack_positions : int
         Rack positions (floor tiles) used.
+    scaleout_rails : int, optional
+        Rails of a rail-optimised back-end: NIC ports per server node (8 for an 8-GPU
+        HGX/DGX server, 4 for a GB200/GB300 compute tray). None: the facility models'
+        default (``dcplan/facility/assumptions.yaml``).
     """
 
     references: ClassVar[dict[str, str]] = {"accelerator": "accelerators", "nic": "nics"}
@@ -210,6 +214,7 @@ class Rack(Entry):
     first_available: IsoDate
     lifetime_years: Pos
     rack_positions: PosInt = 1
+    scaleout_rails: PosInt | None = None
 
     @model_validator(mode="after")
     def _consistency(self):
