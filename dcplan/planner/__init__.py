@@ -1,0 +1,351 @@
+"""Fleet planner: how many racks of which type, where and when, at least discounted cost.
+
+Python API::
+
+    from dcplan.planner import plan
+    result = plan("examples/minimal.yaml")
+    result.status, result.objective_usd
+    result.tables["fleet"]          # tidy DataFrames with units in the column names
+    for name, df in result:          # every result table
+        ...
+
+See ``docs/planner.md`` for the scenario format and the formulation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
+from dcplan.planner.inputs import PlanInputs, prepare_inputs
+from dcplan.planner.model import build_model
+from dcplan.planner.names import lp_name, parse_lp_name
+from dcplan.planner.results import (
+    Solution,
+    allocation_table,
+    cooling_table,
+    cost_values,
+    costs_table,
+    demand_table,
+    fleet_table,
+    kpi_table,
+    network_table,
+    power_table,
+    unserved_table,
+)
+from dcplan.planner.solve import SolveInfo, SolveOptions, SolveStatus, solve
+
+__all__ = ["PlanInputs", "PlanResult", "SolveOptions", "SolveStatus", "build_model", "lp_name",
+           "parse_lp_name", "plan", "prepare_inputs", "solve", "solve_inputs"]
+
+#: Order of the result tables (and of the CSV files).
+TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
+          "unserved", "shadow_prices", "binding", "sizing")
+
+
+@dataclass
+class PlanResult:
+    """A solved (or diagnosed) plan.
+
+    Attributes
+    ----------
+    name : str
+        Scenario name.
+    status : SolveStatus
+        Of the plan that the tables describe.
+    objective_usd : float or None
+        Present value of all costs [USD] (the elastic plan's includes the unserved
+        penalty).
+    gap : float or None
+        Relative MIP gap reached; None when the solver does not report it.
+    solver : str
+    unserved : bool
+        True when demand could not be met and the tables describe the elastic plan.
+    message : str
+        Human-readable summary of the outcome (diagnosis when demand is unserved).
+    tables : dict
+        Name -> DataFrame (see :data:`TABLES`).
+    timings_s : dict
+        prepare, build, solve, explain, total [s].
+    model_size : dict
+        variables, integers, constraints, nonzeros.
+    notes : list of str
+    inputs : PlanInputs
+    """
+
+    name: str
+    status: SolveStatus
+    objective_usd: float | None
+    gap: float | None
+    solver: str
+    unserved: bool = False
+    message: str = ""
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    timings_s: dict[str, float] = field(default_factory=dict)
+    model_size: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    inputs: PlanInputs | None = None
+
+    def __iter__(self) -> Iterator[tuple[str, pd.DataFrame]]:
+        """Iterate over ``(name, table)`` in :data:`TABLES` order."""
+        for name in TABLES:
+            if name in self.tables:
+                yield name, self.tables[name]
+
+    @property
+    def ok(self) -> bool:
+        """A plan exists and meets all demand."""
+        return self.status.has_solution and not self.unserved
+
+    def kpi(self, name: str) -> float | None:
+        """Value of one KPI (see the ``kpis`` table)."""
+        df = self.tables.get("kpis")
+        if df is None or name not in set(df.kpi):
+            raise KeyError(f"no KPI {name!r}")
+        v = df.loc[df.kpi == name, "value"].iloc[0]
+        return None if pd.isna(v) else float(v)
+
+    def write_csvs(self, outdir: Path | str) -> list[Path]:
+        """Write every table to ``outdir/<name>.csv`` atomically; return the paths."""
+        from dcplan.yamlio import atomic_path
+
+        out = []
+        for name, df in self:
+            path = Path(outdir) / f"{name}.csv"
+            with atomic_path(path) as tmp:
+                df.to_csv(tmp, index=False)
+            out.append(path)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Machine-readable summary (status, objective, KPIs, fleet, unserved, shadow prices)."""
+        def records(name: str) -> list[dict]:
+            df = self.tables.get(name)
+            if df is None or not len(df):
+                return []
+            return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                    for r in df.to_dict("records")]
+
+        kpis = {r["kpi"]: r["value"] for r in records("kpis")}
+        fleet = [r for r in records("fleet")]
+        power = [{k: r[k] for k in ("period", "site", "facility_kw_peak", "grid_kw", "it_kw_peak",
+                                    "built_kw")} for r in records("power")]
+        return {
+            "scenario": self.name, "status": self.status.value, "optimal": self.status is
+            SolveStatus.OPTIMAL, "unserved": self.unserved, "objective_usd": self.objective_usd,
+            "gap": self.gap, "solver": self.solver, "message": self.message, "kpis": kpis,
+            "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
+            "binding": records("binding"), "shadow_prices": records("shadow_prices"),
+            "timings_s": self.timings_s, "model_size": self.model_size, "notes": self.notes,
+        }
+
+
+def model_size(prob) -> dict[str, int]:
+    """Variables, integer variables, constraints and nonzeros of a pulp problem."""
+    variables = prob.variables()
+    return {"variables": len(variables),
+            "integers": sum(v.cat == "Integer" for v in variables),
+            "constraints": len(prob.constraints),
+            "nonzeros": sum(len(c) for c in prob.constraints.values())}
+
+
+def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
+    fleet = fleet_table(d, sol)
+    power = power_table(d, sol)
+    demand = demand_table(d, sol)
+    cost = cost_values(d, sol, power)
+    costs = costs_table(d, cost)
+    return {"fleet": fleet, "allocation": allocation_table(d, sol), "demand": demand,
+            "power": power, "cooling": cooling_table(d, sol, power),
+            "network": network_table(d, sol), "costs": costs,
+            "kpis": kpi_table(d, fleet, power, demand, costs),
+            "unserved": unserved_table(d, sol)}
+
+
+def solve_inputs(d: PlanInputs, options: SolveOptions | None = None, *,
+                 explain: bool = True, write_lp: Path | str | None = None,
+                 progress: Callable[[str], None] | None = None) -> PlanResult:
+    """Build, solve and explain the plan for precomputed inputs.
+
+    If the demand cannot be met, the elastic model (priced unserved demand) is solved
+    and the result describes it, with ``unserved=True`` and a diagnosis in
+    ``message``.
+
+    Parameters
+    ----------
+    d : PlanInputs
+    options : SolveOptions, optional
+    explain : bool
+        Compute shadow prices (one more LP solve).
+    write_lp : path, optional
+        Write the MILP in LP format.
+    progress : callable, optional
+        Receives one-line progress messages.
+    """
+    say = progress or (lambda _m: None)
+    opt = options or SolveOptions()
+    t = {}
+    t0 = time.perf_counter()
+    prob, mv = build_model(d)
+    t["build"] = time.perf_counter() - t0
+    size = model_size(prob)
+    say(f"model: {size['variables']:,} variables ({size['integers']:,} integer), "
+        f"{size['constraints']:,} constraints, built in {t['build']:.2f} s")
+    if write_lp:
+        prob.writeLP(str(write_lp))
+        say(f"wrote {write_lp}")
+    say(f"solving with {opt.solver} (time limit {opt.time_limit_s:g} s, gap {opt.gap:g})")
+    info = solve(prob, opt)
+    t["solve"] = info.runtime_s
+    say(f"solver: {info.status.value} in {info.runtime_s:.2f} s"
+        + (f", gap {info.gap:.3%}" if info.gap is not None else "")
+        + (f" ({info.message})" if info.message else ""))
+    unserved = False
+    message = info.message
+    if info.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
+        say("demand cannot be met within the limits; re-solving with priced unserved demand")
+        t1 = time.perf_counter()
+        prob, mv = build_model(d, elastic=True)
+        t["build"] += time.perf_counter() - t1
+        info = solve(prob, opt)
+        t["solve"] += info.runtime_s
+        unserved = info.status.has_solution
+        if not info.status.has_solution:
+            message = ("infeasible even with unserved demand allowed: the existing fleet "
+                       "or the budget does not fit the site limits")
+    result = PlanResult(d.name, info.status, info.objective, info.gap, info.solver,
+                        unserved=unserved, message=message, model_size=size,
+                        notes=list(d.notes), inputs=d)
+    if not info.status.has_solution:
+        t["total"] = sum(t.values())
+        result.timings_s = t
+        return result
+    t2 = time.perf_counter()
+    sol = Solution.from_model(mv)
+    tables = _tables(d, sol)
+    shadow = None
+    if explain:
+        say("shadow prices: integers fixed, re-solving the LP")
+        shadow = shadow_prices(prob, d, mv, sol, opt)
+        tables["shadow_prices"] = shadow
+    tables["binding"] = binding_limits(d, sol, tables["power"], tables["fleet"],
+                                       tables["cooling"], shadow)
+    if unserved:
+        result.message = diagnosis(d, tables["unserved"], tables["binding"])
+        if not len(tables["unserved"]):
+            result.unserved = False
+    elif info.status is SolveStatus.FEASIBLE:
+        result.message = (f"NOT PROVEN OPTIMAL: {info.message}; the plan may cost up to "
+                          f"{info.gap:.2%} more than the optimum" if info.gap is not None
+                          else f"NOT PROVEN OPTIMAL: {info.message}")
+    t["explain"] = time.perf_counter() - t2
+    t["total"] = sum(t.values())
+    result.tables = tables
+    result.timings_s = t
+    return result
+
+
+def load_inputs(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
+                catalog_dir: Path | str | None = None, sites_dir: Path | str | None = None,
+                calibration: Any = None,
+                progress: Callable[[str], None] | None = None) -> tuple[Any, PlanInputs, Any]:
+    """Load a scenario (path or :class:`~dcplan.scenario.Scenario`) and prepare its inputs.
+
+    Returns
+    -------
+    scenario, inputs, (catalog, sites)
+    """
+    from dcplan.catalog import load_catalog
+    from dcplan.scenario import Scenario, load_scenario, resolve_scenario
+    from dcplan.sites import load_sites
+
+    scn = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+    if catalog is None:
+        catalog = load_catalog(catalog_dir or scn.catalog_dir)
+    if sites is None:
+        sites = load_sites(sites_dir or scn.sites_dir)
+    catalog, sites = resolve_scenario(scn, catalog, sites)
+    if isinstance(calibration, str | Path):
+        from dcplan.perf import load_calibration
+
+        calibration = load_calibration(calibration)
+    d = prepare_inputs(scn, catalog, sites, calibration=calibration, progress=progress)
+    return scn, d, (catalog, sites)
+
+
+def plan(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
+         catalog_dir: Path | str | None = None, sites_dir: Path | str | None = None,
+         calibration: Any = None, solver: str | None = None, time_limit_s: float | None = None,
+         gap: float | None = None, threads: int | None = None, explain: bool = True,
+         size: bool = True, write_lp: Path | str | None = None,
+         progress: Callable[[str], None] | None = None) -> PlanResult:
+    """Plan the fleet of a scenario.
+
+    Parameters
+    ----------
+    scenario : path or Scenario
+        Scenario YAML file or a validated :class:`~dcplan.scenario.Scenario`.
+    catalog, sites : optional
+        Already-loaded catalog and sites (else loaded from ``catalog_dir`` /
+        ``sites_dir``, the scenario's folders, or the shipped data).
+    calibration : path or calibration, optional
+        Performance-model calibration.
+    solver, time_limit_s, gap, threads : optional
+        Override the scenario's solver options.
+    explain : bool
+        Compute shadow prices.
+    size : bool
+        Size the exact network and cooling of the solved fleet and compare with the
+        linear estimate (table ``sizing``).
+    write_lp : path, optional
+        Write the MILP in LP format.
+    progress : callable, optional
+        Receives one-line progress messages.
+
+    Returns
+    -------
+    PlanResult
+        Never raises for infeasible demand: check ``result.ok`` / ``result.unserved``.
+
+    Raises
+    ------
+    InputError
+        For a bad scenario, catalog or site file.
+    """
+    say = progress or (lambda _m: None)
+    t0 = time.perf_counter()
+    say("loading scenario, catalogs and sites")
+    scn, d, (cat, site_map) = load_inputs(scenario, catalog=catalog, sites=sites,
+                                          catalog_dir=catalog_dir, sites_dir=sites_dir,
+                                          calibration=calibration, progress=progress)
+    prep = time.perf_counter() - t0
+    so = scn.solver
+    opt = SolveOptions(solver=solver or so.name,
+                       time_limit_s=time_limit_s if time_limit_s is not None else so.time_limit_s,
+                       gap=gap if gap is not None else so.gap,
+                       threads=threads if threads is not None else so.threads)
+    result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress)
+    result.name = scn.name
+    if size and result.status.has_solution:
+        from dcplan.planner.sizing import sizing_table
+
+        t1 = time.perf_counter()
+        say("sizing the exact network and cooling of the chosen fleet")
+        result.tables["sizing"], notes = sizing_table(scn, d, cat, site_map, result.tables)
+        result.notes += notes
+        result.timings_s["sizing"] = time.perf_counter() - t1
+    result.timings_s["prepare"] = prep
+    result.timings_s["total"] = time.perf_counter() - t0
+    return result
+
+
+def result_info(result: PlanResult) -> SolveInfo:
+    """The solver outcome of ``result`` as a :class:`SolveInfo`."""
+    return SolveInfo(result.status, result.objective_usd, result.gap, result.solver,
+                     result.timings_s.get("solve", 0.0), result.message)

@@ -1,0 +1,178 @@
+"""Explaining a plan: binding limits, shadow prices, and why demand cannot be met.
+
+Shadow prices come from the LP obtained by fixing every integer variable (racks,
+CDUs) at its value in the plan and re-solving: they are short-run marginal values
+with the fleet held fixed.
+
+- grid [USD per MW per period]: present-value saving of 1 MW more grid capacity at
+  that site in that period;
+- space [USD per rack position per period];
+- demand [USD per million tokens]: marginal cost of serving one more token in that
+  period, in that period's money (the present-value dual divided by the period's opex
+  discount factor and by the tokens one token/s of peak capacity serves in the period);
+- budget [USD per USD]: present-value saving of one more USD of budget.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pulp
+
+from dcplan.planner.inputs import PlanInputs
+from dcplan.planner.model import ModelVars
+from dcplan.planner.results import Solution, _frame
+from dcplan.planner.solve import SolveOptions, SolveStatus, solve
+
+#: Families whose duals are reported, with the unit of the reported value.
+DUAL_UNITS = {
+    "grid": "USD per MW (present value)",
+    "space": "USD per rack position (present value)",
+    "demand": "USD per million tokens (period money)",
+    "budget": "USD per USD (present value)",
+}
+
+
+def fix_integers(mv: ModelVars, sol: Solution) -> None:
+    """Fix racks and CDUs at their planned values and make them continuous."""
+    for d, vals in ((mv.new, sol.new), (mv.cdu, sol.cdu)):
+        for k, var in d.items():
+            var.cat = pulp.LpContinuous
+            var.lowBound = var.upBound = vals.get(k, 0.0)
+    for k, var in mv.cdu_on.items():
+        on = 1.0 if sol.cdu.get(k, 0.0) > 0 else 0.0
+        var.cat = pulp.LpContinuous
+        var.lowBound = var.upBound = on
+
+
+def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solution,
+                  options: SolveOptions | None = None) -> pd.DataFrame:
+    """Duals of the grid, space, demand and budget constraints with integers fixed.
+
+    Returns
+    -------
+    DataFrame
+        family, site, workload, pool, period, shadow_price, unit; empty if the LP
+        could not be solved.
+    """
+    fix_integers(mv, sol)
+    opt = options or SolveOptions()
+    lp_opt = SolveOptions(solver=opt.solver, time_limit_s=opt.time_limit_s, gap=opt.gap,
+                          threads=opt.threads, fallback=True)
+    info = solve(prob, lp_opt, mip=False)
+    cols = ["family", "site", "workload", "pool", "period", "shadow_price", "unit"]
+    if info.status is not SolveStatus.OPTIMAL:
+        return _frame([], {"shadow_price": "see unit column"}, cols)
+    pidx = {per.label: i for i, per in enumerate(d.periods)}
+    rows = []
+    for family, unit in DUAL_UNITS.items():
+        for keys, con in mv.cons.get(family, {}).items():
+            pi = con.pi
+            if pi is None:
+                continue
+            row = dict(family=family, site=None, workload=None, pool=None, period=keys[-1],
+                       unit=unit)
+            if family == "grid":
+                row.update(site=keys[0], shadow_price=-pi * 1000.0)
+            elif family == "space":
+                row.update(site=keys[0], shadow_price=-pi)
+            elif family == "budget":
+                row.update(shadow_price=-pi)
+            else:
+                w, k = keys[0], keys[1]
+                p = pidx[keys[-1]]
+                tokens = d.hours(p) * 3600.0 / d.workloads[w].peak_factor
+                row.update(workload=w, pool=k,
+                           shadow_price=pi / d.df_opex(p) / tokens * 1e6)
+            rows.append(row)
+    df = _frame(rows, {"shadow_price": "see unit column"}, cols)
+    df["shadow_price"] = df["shadow_price"].astype(float).round(9) + 0.0
+    return df
+
+
+def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.DataFrame,
+                   cooling: pd.DataFrame, shadow: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Site limits that stop the plan from adding one more rack, ranked.
+
+    A grid limit binds when the headroom is below the facility power of the smallest
+    rack the site may host; space when fewer positions are free than the smallest
+    rack needs; lead time when the built capacity is full and no new capacity can be
+    built yet. Ranked by shadow price (largest first) within grid, then space, then
+    lead time.
+    """
+    rows = []
+    sp = {}
+    if shadow is not None and len(shadow):
+        for r in shadow.itertuples():
+            if r.family in ("grid", "space"):
+                sp[r.family, r.site, r.period] = r.shadow_price
+    used_pos = fleet.groupby(["period", "site"]).rack_positions.sum() if len(fleet) else {}
+    cdu_pos = cooling.set_index(["period", "site"]).cdu_positions
+    for row in power.itertuples():
+        s, p_label = row.site, row.period
+        p = next(i for i, per in enumerate(d.periods) if per.label == p_label)
+        sd = d.sites[s]
+        allowed = [r for r in d.racks if d.rack_site.get((r, s)) and d.rack_site[r, s].allowed]
+        if not allowed:
+            continue
+        step_kw = min(_rack_facility_kw(d, r, s) for r in allowed)
+        if row.headroom_kw < step_kw:
+            rows.append(dict(limit="grid", site=s, period=p_label, value=row.grid_kw,
+                             used=row.facility_kw_peak, unit="kW",
+                             shadow_price=sp.get(("grid", s, p_label)),
+                             shadow_unit=DUAL_UNITS["grid"]))
+        pos = float(used_pos.get((p_label, s), 0.0)) + float(cdu_pos.get((p_label, s), 0.0))
+        step_pos = min(d.racks[r].rack_positions for r in allowed)
+        if sd.rack_positions - pos < step_pos:
+            rows.append(dict(limit="space", site=s, period=p_label, value=sd.rack_positions,
+                             used=pos, unit="rack positions",
+                             shadow_price=sp.get(("space", s, p_label)),
+                             shadow_unit=DUAL_UNITS["space"]))
+        if p < sd.first_build_period and sd.built_kw_initial - row.facility_kw_peak < step_kw \
+                and row.headroom_kw >= step_kw:
+            rows.append(dict(limit="lead_time", site=s, period=p_label,
+                             value=sd.built_kw_initial, used=row.facility_kw_peak, unit="kW built",
+                             shadow_price=None, shadow_unit=""))
+    order = {"grid": 0, "space": 1, "lead_time": 2}
+    rows.sort(key=lambda r: (order[r["limit"]], -(r["shadow_price"] or 0.0), r["period"],
+                             r["site"]))
+    for i, r in enumerate(rows, 1):
+        r["rank"] = i
+    return _frame(rows, {"value": "see unit", "used": "see unit",
+                         "shadow_price": "see shadow_unit"},
+                  ["rank", "limit", "site", "period", "value", "used", "unit", "shadow_price",
+                   "shadow_unit"])
+
+
+def _rack_facility_kw(d: PlanInputs, r: str, s: str) -> float:
+    """Facility power of one rack at full load at site s [kW]."""
+    rs, rk = d.rack_site[r, s], d.racks[r]
+    return (1 + rs.loss_frac) * ((1 + rs.cooling_kw_per_it_kw_peak) * rk.it_power_max_kw
+                                 + rs.network_kw_per_rack)
+
+
+def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> str:
+    """One message: which workload is short, when, by how much, and which limits bind."""
+    if not len(unserved):
+        return ""
+    parts = []
+    for r in unserved.itertuples():
+        pool = "" if r.pool == "all" else f" ({r.pool})"
+        parts.append(f"{r.workload}{pool} short by {r.short_tokens_per_s_peak:,.0f} tokens/s "
+                     f"at peak ({r.short_frac:.0%}) in {r.period}")
+    periods = set(unserved.period)
+    lim = binding[binding.period.isin(periods)] if len(binding) else binding
+    if len(lim):
+        seen = {}
+        for r in lim.itertuples():
+            seen.setdefault((r.limit, r.site), []).append(r.period)
+        limits = "; ".join(f"{lim_} at {site} in {', '.join(ps)}"
+                           for (lim_, site), ps in seen.items())
+    else:
+        limits = ("no site limit binds: the racks that can serve it are not yet available, "
+                  "or the rules or budget forbid more")
+    return ("demand cannot be met: " + "; ".join(parts) + ". Binding limits: " + limits + ".")
+
+
+def unsolved_status(info_status: SolveStatus) -> str:
+    """Wording of a status for messages."""
+    return info_status.value.replace("_", " ")

@@ -1,0 +1,579 @@
+"""The planner's input tables: every coefficient the MILP needs, precomputed.
+
+:func:`prepare_inputs` is the only place that calls the performance model
+(:func:`dcplan.perf.rack_performance`) and the facility model
+(:func:`dcplan.facility.coefficients`). Everything downstream (model, results, tests)
+works on the plain dataclasses defined here, so tests can build tiny instances by
+hand.
+
+Discounting convention (see ``docs/planner.md``): the discount rate ``r`` is an
+annual effective rate; a period starting ``t`` years after the start of the plan and
+lasting ``L`` years has its capex paid at its start, discount factor
+``(1 + r) ** -t``, and its opex paid at its middle, ``(1 + r) ** -(t + L / 2)``. The
+terminal value (book value of equipment still in service at the end of the horizon
+``H``) is credited at ``(1 + r) ** -H``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dcplan.errors import InputError
+from dcplan.scenario import HOURS_PER_YEAR, SECONDS_PER_MONTH, Period, Scenario, parse_period_label
+from dcplan.schema import CoolingType, parse_date
+
+POOLS_AGGREGATED = ("all",)
+POOLS_DISAGGREGATED = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class RackData:
+    """Per rack type.
+
+    Attributes
+    ----------
+    id : str
+    capex_usd : float
+        Price per rack [USD].
+    maintenance_frac_per_year : float
+        Yearly maintenance as a share of capex [1/yr].
+    lifetime_years : float
+        Economic life [years].
+    rack_positions : int
+        Positions used [-].
+    it_power_max_kw, it_power_idle_kw : float
+        Rack IT power at full load and idle [kW].
+    liquid : bool
+        Needs facility water (direct liquid cooling).
+    first_period : int
+        Index of the first period in which it may be bought (``len(periods)`` = never).
+    """
+
+    id: str
+    capex_usd: float
+    maintenance_frac_per_year: float
+    lifetime_years: float
+    rack_positions: int
+    it_power_max_kw: float
+    it_power_idle_kw: float
+    liquid: bool
+    first_period: int = 0
+
+
+@dataclass(frozen=True)
+class SiteData:
+    """Per site, with money already in USD.
+
+    Attributes
+    ----------
+    id, region : str
+    grid_kw : tuple of float
+        Grid capacity per period [kW].
+    rack_positions : int
+        Positions available [-].
+    max_rack_kw : float
+        Densest rack it can host [kW].
+    facility_water : bool
+    energy_usd_per_kwh : float
+        Energy price [USD/kWh].
+    demand_charge_usd_per_kw_month : float
+        Demand charge on peak facility power [USD/(kW month)].
+    carbon_kg_per_kwh : float
+        Grid emission factor [kgCO2/kWh].
+    build_capex_usd_per_kw : float
+        Facility build cost [USD/kW].
+    built_kw_initial : float
+        Facility capacity already built at the start [kW].
+    first_build_period : int
+        First period in which newly built capacity can be in service (lead time).
+    """
+
+    id: str
+    region: str
+    grid_kw: tuple[float, ...]
+    rack_positions: int
+    max_rack_kw: float
+    facility_water: bool
+    energy_usd_per_kwh: float
+    demand_charge_usd_per_kw_month: float
+    carbon_kg_per_kwh: float
+    build_capex_usd_per_kw: float
+    built_kw_initial: float = 0.0
+    first_build_period: int = 0
+
+
+@dataclass(frozen=True)
+class RackSiteData:
+    """Linear facility coefficients of one rack type at one site.
+
+    Attributes
+    ----------
+    allowed : bool
+        Whether the site can host the rack (densest rack, facility water, facility
+        model).
+    reason : str
+        Why not, when not allowed.
+    network_kw_per_rack, network_capex_usd_per_rack : float
+        [kW], [USD] per rack.
+    cooling_kw_per_it_kw_avg, cooling_kw_per_it_kw_peak : float
+        Cooling electric power per IT kW, annual average and design day [kW/kW].
+    loss_frac : float
+        Facility = (IT + cooling + network) * (1 + loss_frac) [-].
+    liquid_heat_kw_per_rack : float
+        Heat to liquid per rack at full load [kW].
+    cdu_id : str
+        CDU model ('' for air-cooled racks).
+    cdu_capacity_kw, cdu_capex_usd, cdu_positions : float
+        [kW], [USD], rack positions per CDU.
+    cooling_capex_usd_per_kw : float
+        Heat-rejection plant capex per kW of IT [USD/kW].
+    pue_annual : float
+        For reporting [-].
+    """
+
+    allowed: bool = True
+    reason: str = ""
+    network_kw_per_rack: float = 0.0
+    network_capex_usd_per_rack: float = 0.0
+    cooling_kw_per_it_kw_avg: float = 0.0
+    cooling_kw_per_it_kw_peak: float = 0.0
+    loss_frac: float = 0.0
+    liquid_heat_kw_per_rack: float = 0.0
+    cdu_id: str = ""
+    cdu_capacity_kw: float = 0.0
+    cdu_capex_usd: float = 0.0
+    cdu_positions: float = 0.0
+    cooling_capex_usd_per_kw: float = 0.0
+    pue_annual: float = 1.0
+
+
+@dataclass(frozen=True)
+class PerfData:
+    """Operating point of one rack type serving one workload.
+
+    Attributes
+    ----------
+    goodput_tokens_per_s : float
+        Input + output tokens/s per rack (aggregated mode) [tokens/s].
+    power_kw : float
+        Rack IT power at that point [kW].
+    prefill_tokens_per_s, decode_tokens_per_s : float
+        Per rack used as prefill / decode pool (disaggregated) [tokens/s].
+    output_tokens_per_s : float
+        [tokens/s].
+    """
+
+    goodput_tokens_per_s: float
+    power_kw: float
+    prefill_tokens_per_s: float = 0.0
+    decode_tokens_per_s: float = 0.0
+    output_tokens_per_s: float = 0.0
+
+    def rate(self, pool: str) -> float:
+        """Tokens/s per rack in ``pool`` ("all", "prefill" or "decode") [tokens/s]."""
+        return {"all": self.goodput_tokens_per_s, "prefill": self.prefill_tokens_per_s,
+                "decode": self.decode_tokens_per_s}[pool]
+
+
+@dataclass(frozen=True)
+class WorkloadData:
+    """Demand of one workload.
+
+    Attributes
+    ----------
+    id : str
+    disaggregated : bool
+        Served by separate prefill and decode pools.
+    input_frac : float
+        Input tokens / (input + output tokens) [-].
+    peak_factor : float
+        Peak over average demand [-].
+    demand_tokens_per_s : tuple of float
+        Average demand per period, input + output [tokens/s].
+    sites : frozenset of str, optional
+        Sites it may be served from (None = all).
+    """
+
+    id: str
+    disaggregated: bool
+    input_frac: float
+    peak_factor: float
+    demand_tokens_per_s: tuple[float, ...]
+    sites: frozenset[str] | None = None
+
+    @property
+    def pools(self) -> tuple[str, ...]:
+        """Capacity pools serving it."""
+        return POOLS_DISAGGREGATED if self.disaggregated else POOLS_AGGREGATED
+
+    def pool_share(self, pool: str) -> float:
+        """Share of its tokens that ``pool`` must serve [-]."""
+        return {"all": 1.0, "prefill": self.input_frac, "decode": 1.0 - self.input_frac}[pool]
+
+    def peak_tokens_per_s(self, p: int, pool: str = "all") -> float:
+        """Peak demand on ``pool`` in period index ``p`` [tokens/s]."""
+        return self.demand_tokens_per_s[p] * self.peak_factor * self.pool_share(pool)
+
+
+@dataclass(frozen=True)
+class ExistingData:
+    """Racks installed before the plan.
+
+    Attributes
+    ----------
+    rack, site : str
+    count : int
+    retire_period : int
+        Index of the first period they are no longer in service.
+    """
+
+    rack: str
+    site: str
+    count: int
+    retire_period: int
+
+
+@dataclass
+class PlanInputs:
+    """Everything the MILP needs.
+
+    Attributes
+    ----------
+    periods : list of Period
+    racks : dict
+        id -> :class:`RackData`.
+    sites : dict
+        id -> :class:`SiteData`.
+    rack_site : dict
+        (rack, site) -> :class:`RackSiteData`.
+    perf : dict
+        (rack, workload) -> :class:`PerfData` (only pairs that fit).
+    workloads : dict
+        id -> :class:`WorkloadData`.
+    existing : list of ExistingData
+    budget_usd : tuple
+        Largest undiscounted capex per period [USD], None = no limit.
+    discount_rate : float
+        [1/yr].
+    terminal_value : bool
+        Credit straight-line book value at the end of the horizon.
+    building_lifetime_years, cdu_lifetime_years : float, optional
+        For the terminal value of buildings and CDUs (None = no credit).
+    unserved_usd_per_token : float
+        Penalty of unserved demand in the elastic model [USD/token].
+    cdu_redundancy : int
+        Spare CDUs per site and CDU model in use.
+    name : str
+    notes : list of str
+        Warnings from preparation (e.g. racks a site cannot host).
+    """
+
+    periods: list[Period]
+    racks: dict[str, RackData]
+    sites: dict[str, SiteData]
+    rack_site: dict[tuple[str, str], RackSiteData]
+    perf: dict[tuple[str, str], PerfData]
+    workloads: dict[str, WorkloadData]
+    existing: list[ExistingData] = field(default_factory=list)
+    budget_usd: tuple[float | None, ...] = ()
+    discount_rate: float = 0.0
+    terminal_value: bool = True
+    building_lifetime_years: float | None = None
+    cdu_lifetime_years: float | None = None
+    unserved_usd_per_token: float = 1e-4
+    cdu_redundancy: int = 1
+    name: str = "plan"
+    notes: list[str] = field(default_factory=list)
+
+    # --- time and money ------------------------------------------------------------
+
+    @property
+    def horizon_years(self) -> float:
+        """End of the last period counted from the start [years]."""
+        last = self.periods[-1]
+        return last.offset_years + last.years
+
+    def df_capex(self, p: int) -> float:
+        """Discount factor of capex in period ``p`` (paid at its start) [-]."""
+        return (1 + self.discount_rate) ** -self.periods[p].offset_years
+
+    def df_opex(self, p: int) -> float:
+        """Discount factor of opex in period ``p`` (paid at its middle) [-]."""
+        per = self.periods[p]
+        return (1 + self.discount_rate) ** -(per.offset_years + per.years / 2)
+
+    def df_end(self) -> float:
+        """Discount factor at the end of the horizon [-]."""
+        return (1 + self.discount_rate) ** -self.horizon_years
+
+    def hours(self, p: int) -> float:
+        """Hours in period ``p`` [h]."""
+        return self.periods[p].years * HOURS_PER_YEAR
+
+    def months(self, p: int) -> float:
+        """Months in period ``p`` [-]."""
+        return self.periods[p].years * 12
+
+    def alive(self, rack: str, bought: int, p: int) -> bool:
+        """Whether a rack bought in period ``bought`` is in service in period ``p``."""
+        age = self.periods[p].offset_years - self.periods[bought].offset_years
+        return 0 <= age < self.racks[rack].lifetime_years - 1e-9
+
+    def remaining_frac(self, lifetime: float | None, bought: int) -> float:
+        """Share of an asset's life left at the end of the horizon (straight line) [-]."""
+        if not self.terminal_value or not lifetime:
+            return 0.0
+        used = self.horizon_years - self.periods[bought].offset_years
+        return max(0.0, lifetime - used) / lifetime
+
+    def existing_count(self, rack: str, site: str, p: int) -> int:
+        """Racks of the existing fleet in service in period ``p``."""
+        return sum(e.count for e in self.existing
+                   if e.rack == rack and e.site == site and p < e.retire_period)
+
+    def buyable(self, rack: str, site: str, p: int) -> bool:
+        """Whether new racks of ``rack`` can be installed at ``site`` in period ``p``."""
+        rs = self.rack_site.get((rack, site))
+        return bool(rs and rs.allowed) and p >= self.racks[rack].first_period
+
+    def serves(self, rack: str, site: str, workload: str) -> bool:
+        """Whether racks of ``rack`` at ``site`` may serve ``workload``."""
+        w = self.workloads[workload]
+        return (rack, workload) in self.perf and (w.sites is None or site in w.sites)
+
+    def cdu_models(self, site: str) -> list[str]:
+        """CDU models used by liquid-cooled racks at ``site``."""
+        return sorted({rs.cdu_id for (r, s), rs in self.rack_site.items()
+                       if s == site and rs.cdu_id and rs.liquid_heat_kw_per_rack > 0})
+
+    def cdu_data(self, site: str, cdu: str) -> RackSiteData:
+        """Coefficients of one rack type at ``site`` that uses CDU model ``cdu``."""
+        return next(rs for (r, s), rs in sorted(self.rack_site.items())
+                    if s == site and rs.cdu_id == cdu)
+
+
+# ----------------------------------------------------------------------------------------
+# Building the inputs from a scenario
+# ----------------------------------------------------------------------------------------
+
+
+def _first_period(periods: list[Period], first_available: str) -> int:
+    """Index of the first period starting on or after ``first_available``."""
+    date = parse_date(first_available)
+    for i, p in enumerate(periods):
+        if p.start >= date:
+            return i
+    return len(periods)
+
+
+def _period_date(label: Any) -> dt.date:
+    y, q = parse_period_label(label)
+    return dt.date(y, 3 * ((q or 1) - 1) + 1, 1)
+
+
+def _add_months(date: dt.date, months: float) -> dt.date:
+    whole = int(math.ceil(months - 1e-9))
+    y, m = divmod(date.month - 1 + whole, 12)
+    return dt.date(date.year + y, m + 1, 1)
+
+
+def _site_data(scn: Scenario, site: Any, periods: list[Period]) -> SiteData:
+    rate = 1.0 if site.currency == "USD" else scn.economics.exchange_rates_usd_per_unit[
+        site.currency]
+    ready = _add_months(periods[0].start, site.lead_time_months)
+    first_build = next((i for i, p in enumerate(periods) if p.start >= ready), len(periods))
+    return SiteData(
+        id=site.id, region=site.region,
+        grid_kw=tuple(site.grid_mw_in(p.year) * 1000.0 for p in periods),
+        rack_positions=site.rack_positions, max_rack_kw=site.max_rack_kw,
+        facility_water=site.facility_water,
+        energy_usd_per_kwh=site.energy_price_per_kwh * rate,
+        demand_charge_usd_per_kw_month=site.demand_charge_per_kw_month * rate,
+        carbon_kg_per_kwh=site.carbon_g_per_kwh / 1000.0,
+        build_capex_usd_per_kw=site.build_capex_usd_per_mw / 1000.0,
+        built_kw_initial=scn.existing_built_mw.get(site.id, 0.0) * 1000.0,
+        first_build_period=first_build if scn.lead_time else 0,
+    )
+
+
+def _compatibility(rack: Any, site: Any) -> str:
+    """Why ``site`` cannot host ``rack`` ('' if it can)."""
+    if rack.it_power_max_kw > site.max_rack_kw:
+        return (f"rack needs {rack.it_power_max_kw:g} kW, site hosts at most "
+                f"{site.max_rack_kw:g} kW per rack")
+    if rack.cooling is CoolingType.direct_liquid and not site.facility_water:
+        return "rack is liquid-cooled and the site has no facility water"
+    return ""
+
+
+def _planning_scale(scn: Scenario, perf: dict, rack_id: str, site: Any, rack: Any,
+                    demand_peak: float) -> int:
+    if scn.planning_scale_racks:
+        return scn.planning_scale_racks
+    rates = [p.goodput_tokens_per_s for (r, _), p in perf.items() if r == rack_id]
+    best = max(rates, default=0.0)
+    need = math.ceil(demand_peak / best) if best > 0 else 1
+    cap = max(1, site.rack_positions // rack.rack_positions)
+    return int(min(max(need, 1), cap))
+
+
+def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
+                   calibration: Any = None, progress: Any = None) -> PlanInputs:
+    """Compute every coefficient the MILP needs from a resolved scenario.
+
+    Parameters
+    ----------
+    scn : Scenario
+    catalog : Catalog
+        Catalog with the scenario's overrides applied.
+    sites : dict
+        Site id -> Site, with overrides applied.
+    calibration : optional
+        Performance-model calibration (see :func:`dcplan.perf.load_calibration`).
+    progress : callable, optional
+        Called with one-line progress messages.
+
+    Returns
+    -------
+    PlanInputs
+
+    Raises
+    ------
+    InputError
+        When a workload cannot be served by any allowed rack.
+    """
+    from dcplan import facility, perf as perf_model
+
+    say = progress or (lambda _msg: None)
+    periods = scn.period_list()
+    rack_ids = scn.racks or list(catalog.entries["racks"])
+    wl_ids = scn.workload_ids()
+    notes: list[str] = []
+
+    racks = {}
+    for r in rack_ids:
+        e = catalog.get("racks", r)
+        racks[r] = RackData(
+            id=r, capex_usd=e.capex_usd, maintenance_frac_per_year=e.maintenance_frac_per_year,
+            lifetime_years=e.lifetime_years, rack_positions=e.rack_positions,
+            it_power_max_kw=e.it_power_max_kw, it_power_idle_kw=e.it_power_idle_kw,
+            liquid=e.cooling is CoolingType.direct_liquid,
+            first_period=_first_period(periods, e.first_available))
+
+    say(f"performance: {len(rack_ids)} rack types x {len(wl_ids)} workloads")
+    perf: dict[tuple[str, str], PerfData] = {}
+    for r in rack_ids:
+        for w in wl_ids:
+            wl = catalog.get("workloads", w)
+            rp = perf_model.rack_performance(catalog, r, wl.model, w, calibration=calibration)
+            if not rp.fits or rp.goodput_tokens_per_s <= 0:
+                notes.append(f"{r} cannot serve {w}: {rp.reason or 'no goodput'}")
+                continue
+            perf[(r, w)] = PerfData(
+                goodput_tokens_per_s=rp.goodput_tokens_per_s, power_kw=rp.power_kw,
+                prefill_tokens_per_s=rp.prefill_tokens_per_s,
+                decode_tokens_per_s=rp.decode_tokens_per_s,
+                output_tokens_per_s=rp.output_tokens_per_s)
+
+    demand = scn.demand_tokens_per_s()
+    allowed_sites: dict[str, set[str]] = {}
+    for rule in scn.rules:
+        chosen = set(rule.sites or [s for s in scn.sites if sites[s].region in rule.regions])
+        allowed_sites[rule.workload] = allowed_sites.get(rule.workload, set(scn.sites)) & chosen
+    workloads = {}
+    for w in wl_ids:
+        wl = catalog.get("workloads", w)
+        workloads[w] = WorkloadData(
+            id=w, disaggregated=wl.mode.value == "disaggregated",
+            input_frac=wl.input_tokens_mean / (wl.input_tokens_mean + wl.output_tokens_mean),
+            peak_factor=scn.peak_factor(w),
+            demand_tokens_per_s=tuple(demand[(w, p.label)] for p in periods),
+            sites=frozenset(allowed_sites[w]) if w in allowed_sites else None)
+    peak_total = max((sum(wd.peak_tokens_per_s(i) for wd in workloads.values())
+                      for i in range(len(periods))), default=0.0)
+
+    say(f"facility: {len(rack_ids)} rack types x {len(scn.sites)} sites")
+    site_data, rack_site = {}, {}
+    for s in scn.sites:
+        site = sites[s]
+        site_data[s] = _site_data(scn, site, periods)
+        for r in rack_ids:
+            e = catalog.get("racks", r)
+            why = _compatibility(e, site)
+            if why:
+                rack_site[(r, s)] = RackSiteData(allowed=False, reason=why)
+                notes.append(f"{s} cannot host {r}: {why}")
+                continue
+            n = _planning_scale(scn, perf, r, site, e, peak_total)
+            try:
+                fc = facility.coefficients(catalog, site, r, n, optics=scn.optics,
+                                           oversubscription=scn.oversubscription)
+            except InputError as exc:
+                rack_site[(r, s)] = RackSiteData(allowed=False, reason=str(exc))
+                notes.append(f"{s} cannot host {r}: {exc}")
+                continue
+            cdu_pos = 0.0
+            if fc.cdu_id and fc.cdu_id in catalog.entries.get("cdus", {}):
+                cdu_pos = catalog.get("cdus", fc.cdu_id).positions
+            rack_site[(r, s)] = RackSiteData(
+                network_kw_per_rack=fc.network_kw_per_rack,
+                network_capex_usd_per_rack=fc.network_capex_usd_per_rack,
+                cooling_kw_per_it_kw_avg=fc.cooling_kw_per_it_kw_avg,
+                cooling_kw_per_it_kw_peak=fc.cooling_kw_per_it_kw_peak,
+                loss_frac=fc.loss_frac, liquid_heat_kw_per_rack=fc.liquid_heat_kw_per_rack,
+                cdu_id=fc.cdu_id, cdu_capacity_kw=fc.cdu_capacity_kw,
+                cdu_capex_usd=fc.cdu_capex_usd, cdu_positions=cdu_pos,
+                cooling_capex_usd_per_kw=fc.cooling_capex_usd_per_kw,
+                pue_annual=fc.pue_annual)
+
+    existing = []
+    for ex in scn.existing_fleet:
+        life = racks[ex.rack].lifetime_years if ex.rack in racks else \
+            catalog.get("racks", ex.rack).lifetime_years
+        installed = _period_date(ex.installed)
+        retire = next((i for i, p in enumerate(periods)
+                       if (p.start - installed).days / 365.25 >= life - 1e-9), len(periods))
+        existing.append(ExistingData(ex.rack, ex.site, ex.count, retire))
+
+    budget = {}
+    for key, value in scn.budget_usd.items():
+        y, q = parse_period_label(key)
+        for i, p in enumerate(periods):
+            if (q and p.label == f"{y}q{q}") or (not q and p.year == y):
+                budget[i] = budget.get(i, 0.0) + (value * p.years if q is None
+                                                  and p.years < 1 else value)
+    econ = scn.economics
+    inputs = PlanInputs(
+        periods=periods, racks=racks, sites=site_data, rack_site=rack_site, perf=perf,
+        workloads=workloads, existing=existing,
+        budget_usd=tuple(budget.get(i) for i in range(len(periods))),
+        discount_rate=econ.discount_rate, terminal_value=econ.terminal_value == "straight_line",
+        building_lifetime_years=econ.building_lifetime_years,
+        cdu_lifetime_years=econ.cdu_lifetime_years,
+        unserved_usd_per_token=econ.unserved_penalty_usd_per_million_tokens / 1e6,
+        cdu_redundancy=scn.cdu_redundancy, name=scn.name, notes=notes)
+    check_servable(inputs)
+    return inputs
+
+
+def check_servable(inputs: PlanInputs) -> None:
+    """Raise :class:`InputError` for a workload with demand that no allowed rack can serve."""
+    from dcplan.errors import Problem
+
+    probs = []
+    for w, wd in inputs.workloads.items():
+        if not any(wd.demand_tokens_per_s):
+            continue
+        ok = any(inputs.serves(r, s, w) and inputs.rack_site.get((r, s), RackSiteData()).allowed
+                 for r in inputs.racks for s in inputs.sites)
+        if not ok:
+            why = [n for n in inputs.notes if f" {w}:" in n or "cannot host" in n]
+            probs.append(Problem(inputs.name, f"workload '{w}' has demand but no allowed rack "
+                                              f"and site can serve it ({'; '.join(why) or 'check rules'})",
+                                 entry=w))
+    if probs:
+        raise InputError(probs)
+

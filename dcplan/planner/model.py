@@ -1,0 +1,390 @@
+"""The fleet-planning MILP, one small function per constraint family.
+
+Index sets: rack types ``r``, sites ``s``, workloads ``w``, capacity pools ``k``
+(``all`` for aggregated workloads; ``prefill`` and ``decode`` for disaggregated
+ones), periods ``p``, CDU models ``c``. Every variable and constraint is named by
+:func:`~dcplan.planner.names.lp_name`. All money is undiscounted USD inside the cost
+expressions; the objective applies the discount factors of
+:class:`~dcplan.planner.inputs.PlanInputs`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pulp
+
+from dcplan.planner.inputs import PlanInputs
+from dcplan.planner.names import lp_name
+
+#: Cost categories and when they are paid ("capex": period start, "opex": middle,
+#: "end": end of the horizon).
+CATEGORIES = {
+    "rack_capex": "capex", "network_capex": "capex", "cooling_capex": "capex",
+    "cdu_capex": "capex", "building_capex": "capex",
+    "maintenance": "opex", "energy": "opex", "demand_charge": "opex",
+    "unserved_penalty": "opex", "terminal_value": "end",
+}
+CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
+
+
+def _lin(terms) -> pulp.LpAffineExpression:
+    """Affine expression from ``(variable, coefficient)`` pairs (fast path)."""
+    return pulp.LpAffineExpression([(v, c) for v, c in terms if c != 0])
+
+
+@dataclass
+class ModelVars:
+    """Variables, constraints and cost expressions of one model.
+
+    Attributes
+    ----------
+    new : dict
+        (r, s, p) -> integer racks installed in period p [racks].
+    inst : dict
+        (r, s, p) -> racks in service [racks].
+    alloc : dict
+        (r, s, w, k, p) -> racks of r at s serving pool k of w at peak [racks].
+    unserved : dict
+        (w, k, p) -> peak demand not served (elastic model only) [tokens/s].
+    cdu, cdu_on, cdu_new : dict
+        (s, c, p) -> CDUs in service [-], whether any are needed [0/1], CDUs bought [-].
+    built : dict
+        (s, p) -> facility capacity added in period p [kW].
+    fac_peak, fac_avg : dict
+        (s, p) -> facility power on the design day at peak load / annual average [kW]
+        (expressions).
+    costs : dict
+        (category, p) -> undiscounted cost expression [USD].
+    cons : dict
+        family -> {keys -> constraint}.
+    elastic : bool
+    """
+
+    new: dict = field(default_factory=dict)
+    inst: dict = field(default_factory=dict)
+    alloc: dict = field(default_factory=dict)
+    unserved: dict = field(default_factory=dict)
+    cdu: dict = field(default_factory=dict)
+    cdu_on: dict = field(default_factory=dict)
+    cdu_new: dict = field(default_factory=dict)
+    built: dict = field(default_factory=dict)
+    fac_peak: dict = field(default_factory=dict)
+    fac_avg: dict = field(default_factory=dict)
+    costs: dict = field(default_factory=dict)
+    cons: dict = field(default_factory=lambda: defaultdict(dict))
+    elastic: bool = False
+
+    def add(self, prob: pulp.LpProblem, family: str, keys: tuple, constraint) -> None:
+        """Add ``constraint`` to ``prob`` named ``lp_name(family, *keys)`` and record it."""
+        name = lp_name(family, *keys)
+        constraint.name = name
+        prob.addConstraint(constraint, name)
+        self.cons[family][keys] = constraint
+
+    def integers(self) -> list[pulp.LpVariable]:
+        """All integer and binary variables."""
+        return [*self.new.values(), *self.cdu.values(), *self.cdu_on.values()]
+
+
+def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, ModelVars]:
+    """Build the fleet-planning MILP.
+
+    Parameters
+    ----------
+    d : PlanInputs
+    elastic : bool
+        Add priced unserved-demand variables (for diagnosing infeasible demand).
+
+    Returns
+    -------
+    prob : pulp.LpProblem
+    mv : ModelVars
+    """
+    prob = pulp.LpProblem(lp_name("dcplan", "elastic" if elastic else "plan"), pulp.LpMinimize)
+    mv = ModelVars(elastic=elastic)
+    add_fleet_variables(prob, d, mv)
+    add_stock_balance(prob, d, mv)
+    add_allocation_limit(prob, d, mv)
+    add_demand(prob, d, mv)
+    add_power_expressions(d, mv)
+    add_grid_limit(prob, d, mv)
+    add_cdus(prob, d, mv)
+    add_space_limit(prob, d, mv)
+    add_building(prob, d, mv)
+    add_costs(d, mv)
+    add_budget(prob, d, mv)
+    set_objective(prob, d, mv)
+    return prob, mv
+
+
+def _pairs(d: PlanInputs) -> list[tuple[str, str]]:
+    """(rack, site) pairs that can ever hold racks (buyable or existing)."""
+    return [(r, s) for s in d.sites for r in d.racks
+            if any(d.buyable(r, s, p) for p in range(len(d.periods)))
+            or any(e.rack == r and e.site == s for e in d.existing)]
+
+
+def add_fleet_variables(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Integer new racks ``new[r,s,p] >= 0`` and racks in service ``inst[r,s,p] >= 0``.
+
+    ``new[r,s,p]`` exists only where the rack may be bought: from the first period
+    starting on or after its ``first_available`` date, at sites whose densest rack
+    [kW] and facility water allow it (elsewhere it is fixed at 0 by not existing).
+    """
+    for r, s in _pairs(d):
+        cap = d.sites[s].rack_positions // d.racks[r].rack_positions
+        for p, per in enumerate(d.periods):
+            if d.buyable(r, s, p):
+                mv.new[r, s, p] = pulp.LpVariable(lp_name("new", r, s, per.label), 0, cap,
+                                                  cat=pulp.LpInteger)
+            mv.inst[r, s, p] = pulp.LpVariable(lp_name("inst", r, s, per.label), 0)
+
+
+def add_stock_balance(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Racks in service: ``inst[r,s,p] = existing[r,s,p] + sum_{q alive in p} new[r,s,q]``.
+
+    A rack bought in period q is in service in p while ``0 <= t_p - t_q < lifetime``
+    (retired after its lifetime); existing racks retire ``lifetime`` after their
+    installation date.
+    """
+    for (r, s, p), inst in mv.inst.items():
+        terms = [(mv.new[r, s, q], -1.0) for q in range(p + 1)
+                 if (r, s, q) in mv.new and d.alive(r, q, p)]
+        expr = _lin([(inst, 1.0), *terms])
+        mv.add(prob, "stock", (r, s, d.periods[p].label),
+               expr == d.existing_count(r, s, p))
+
+
+def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Allocation of capacity: ``sum_{w,k} alloc[r,s,w,k,p] <= inst[r,s,p]``.
+
+    ``alloc`` (continuous racks) exists where the performance model says the rack can
+    serve the workload and the scenario's rules allow the site.
+    """
+    for (r, s, p), inst in mv.inst.items():
+        label = d.periods[p].label
+        terms = []
+        for w, wd in d.workloads.items():
+            if not d.serves(r, s, w) or wd.demand_tokens_per_s[p] <= 0:
+                continue
+            for k in wd.pools:
+                if d.perf[r, w].rate(k) <= 0:
+                    continue
+                var = pulp.LpVariable(lp_name("alloc", r, s, w, k, label), 0)
+                mv.alloc[r, s, w, k, p] = var
+                terms.append((var, 1.0))
+        if terms:
+            mv.add(prob, "capacity", (r, s, label), _lin([*terms, (inst, -1.0)]) <= 0)
+
+
+def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Demand: ``sum_{r,s} rate[r,w,k] * alloc[r,s,w,k,p] (+ unserved) >= D[w,p] * peak * share_k``.
+
+    ``rate`` is goodput per rack [tokens/s] (``all``), or prefill input tokens/s
+    and decode output tokens/s per rack for disaggregated pools; ``share_k`` is 1,
+    or the input / output share of the workload's tokens. In the elastic model the
+    priced variable ``unserved[w,k,p]`` [tokens/s] closes any gap.
+    """
+    by_wkp = defaultdict(list)
+    for (r, s, w, k, p), var in mv.alloc.items():
+        by_wkp[w, k, p].append((var, d.perf[r, w].rate(k)))
+    for w, wd in d.workloads.items():
+        for p, per in enumerate(d.periods):
+            for k in wd.pools:
+                need = wd.peak_tokens_per_s(p, k)
+                if need <= 0:
+                    continue
+                terms = list(by_wkp.get((w, k, p), []))
+                if mv.elastic:
+                    mv.unserved[w, k, p] = pulp.LpVariable(lp_name("unserved", w, k, per.label), 0)
+                    terms.append((mv.unserved[w, k, p], 1.0))
+                mv.add(prob, "demand", (w, k, per.label), _lin(terms) >= need)
+
+
+def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: bool) -> list:
+    """(variable, kW coefficient) terms of facility power at site s in period p."""
+    terms = []
+    for r in d.racks:
+        if (r, s, p) not in mv.inst:
+            continue
+        rs, rk = d.rack_site[r, s], d.racks[r]
+        cool = rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak
+        gain = (1 + rs.loss_frac)
+        terms.append((mv.inst[r, s, p],
+                      gain * ((1 + cool) * rk.it_power_idle_kw + rs.network_kw_per_rack)))
+        for w, wd in d.workloads.items():
+            for k in wd.pools:
+                var = mv.alloc.get((r, s, w, k, p))
+                if var is not None:
+                    extra = (d.perf[r, w].power_kw - rk.it_power_idle_kw)
+                    extra /= wd.peak_factor if average else 1.0
+                    terms.append((var, gain * (1 + cool) * extra))
+    return terms
+
+
+def add_power_expressions(d: PlanInputs, mv: ModelVars) -> None:
+    """Facility power per site and period (expressions, no constraint).
+
+    ``IT[r] = idle[r] * inst + sum_{w,k} (P[r,w] - idle[r]) * alloc`` at peak (the
+    allocated racks run at the performance model's operating point, the rest idle);
+    the annual average divides the serving term by the peak factor.
+    ``facility = sum_r (1 + loss) * ((1 + cooling_kw_per_it_kw) * IT[r] + net_kw[r] * inst)``,
+    with the design-day cooling factor at peak and the annual-average one on average.
+    """
+    for s in d.sites:
+        for p in range(len(d.periods)):
+            mv.fac_peak[s, p] = _lin(_site_power_terms(d, mv, s, p, average=False))
+            mv.fac_avg[s, p] = _lin(_site_power_terms(d, mv, s, p, average=True))
+
+
+def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Site power: ``facility_peak[s,p] <= grid_kw[s,p]`` [kW]."""
+    for (s, p), expr in mv.fac_peak.items():
+        if len(expr):
+            mv.add(prob, "grid", (s, d.periods[p].label), expr <= d.sites[s].grid_kw[p])
+
+
+def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Integer CDUs with N+redundancy, per site, CDU model and period.
+
+    ``cap_c * cdu[s,c,p] - red * cap_c * on[s,c,p] >= sum_r liquid_kw[r,s] * inst[r,s,p]``;
+    ``sum_r inst[r,s,p] <= positions_s * on[s,c,p]`` (on = 1 when any rack needs c);
+    ``cdu_new[s,c,p] >= cdu[s,c,p] - cdu[s,c,p-1]`` (CDUs bought), with the CDUs of the
+    existing fleet owned before the first period.
+    """
+    for s in d.sites:
+        for c in d.cdu_models(s):
+            racks = [r for r in d.racks if (r, s) in d.rack_site
+                     and d.rack_site[r, s].cdu_id == c and (r, s, 0) in mv.inst]
+            if not racks:
+                continue
+            cd = d.cdu_data(s, c)
+            heat0 = sum(d.rack_site[r, s].liquid_heat_kw_per_rack * d.existing_count(r, s, 0)
+                        for r in racks)
+            prev = -(-heat0 // cd.cdu_capacity_kw) + d.cdu_redundancy if heat0 > 0 else 0
+            for p, per in enumerate(d.periods):
+                key = (s, c, per.label)
+                cdu = mv.cdu[s, c, p] = pulp.LpVariable(lp_name("cdu", *key), 0,
+                                                        cat=pulp.LpInteger)
+                on = mv.cdu_on[s, c, p] = pulp.LpVariable(lp_name("cdu_on", *key),
+                                                          cat=pulp.LpBinary)
+                buy = mv.cdu_new[s, c, p] = pulp.LpVariable(lp_name("cdu_new", *key), 0)
+                heat = [(mv.inst[r, s, p], -d.rack_site[r, s].liquid_heat_kw_per_rack)
+                        for r in racks]
+                cap = cd.cdu_capacity_kw
+                mv.add(prob, "cdu_heat", key,
+                       _lin([(cdu, cap), (on, -d.cdu_redundancy * cap), *heat]) >= 0)
+                mv.add(prob, "cdu_on", key, _lin(
+                    [*[(mv.inst[r, s, p], 1.0) for r in racks],
+                     (on, -float(d.sites[s].rack_positions))]) <= 0)
+                rhs = -prev if p == 0 else 0.0
+                terms = [(buy, 1.0), (cdu, -1.0)]
+                if p > 0:
+                    terms.append((mv.cdu[s, c, p - 1], 1.0))
+                mv.add(prob, "cdu_buy", key, _lin(terms) >= rhs)
+
+
+def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Space: ``sum_r positions[r] * inst[r,s,p] + sum_c positions[c] * cdu[s,c,p] <= positions_s``."""
+    for s, sd in d.sites.items():
+        for p, per in enumerate(d.periods):
+            terms = [(mv.inst[r, s, p], float(d.racks[r].rack_positions))
+                     for r in d.racks if (r, s, p) in mv.inst]
+            terms += [(var, d.cdu_data(s, c).cdu_positions)
+                      for (s2, c, p2), var in mv.cdu.items() if s2 == s and p2 == p]
+            if terms:
+                mv.add(prob, "space", (s, per.label), _lin(terms) <= sd.rack_positions)
+
+
+def add_building(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Facility capacity [kW]: ``built0[s] + sum_{q<=p} build[s,q] >= facility_peak[s,p]``.
+
+    ``build[s,q] >= 0`` is capacity added in period q, fixed at 0 in periods that start
+    before the site's lead time has passed (counted from the start of the plan);
+    ``built0`` is the capacity already built.
+    """
+    for s, sd in d.sites.items():
+        if not any(len(mv.fac_peak[s, p]) for p in range(len(d.periods))):
+            continue
+        terms = []
+        for p, per in enumerate(d.periods):
+            cap = 0.0 if p < sd.first_build_period else None
+            var = mv.built[s, p] = pulp.LpVariable(lp_name("build", s, per.label), 0, cap)
+            terms.append((var, 1.0))
+            mv.add(prob, "building", (s, per.label),
+                   _lin(terms) - mv.fac_peak[s, p] >= -sd.built_kw_initial)
+
+
+def add_costs(d: PlanInputs, mv: ModelVars) -> None:
+    """Undiscounted cost expressions per category and period [USD] (see ``CATEGORIES``).
+
+    Capex: racks, network and heat-rejection plant (per IT kW at full load) for new
+    racks; CDUs bought; facility capacity built. Opex: maintenance (share of capex
+    per year of every rack in service), energy (hours x average facility kW x tariff),
+    demand charge (months x peak facility kW x charge), unserved penalty. Terminal
+    value: minus the straight-line book value at the end of the horizon.
+    """
+    cost = defaultdict(list)
+    n = len(d.periods)
+    for (r, s, p), var in mv.new.items():
+        rk, rs = d.racks[r], d.rack_site[r, s]
+        cost["rack_capex", p].append((var, rk.capex_usd))
+        cost["network_capex", p].append((var, rs.network_capex_usd_per_rack))
+        cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
+        cost["cooling_capex", p].append((var, cooling))
+        left = d.remaining_frac(rk.lifetime_years, p)
+        cost["terminal_value", n - 1].append(
+            (var, -left * (rk.capex_usd + rs.network_capex_usd_per_rack + cooling)))
+    for (s, c, p), var in mv.cdu_new.items():
+        price = d.cdu_data(s, c).cdu_capex_usd
+        cost["cdu_capex", p].append((var, price))
+        cost["terminal_value", n - 1].append((var, -price * d.remaining_frac(
+            d.cdu_lifetime_years, p)))
+    for (s, p), var in mv.built.items():
+        price = d.sites[s].build_capex_usd_per_kw
+        cost["building_capex", p].append((var, price))
+        cost["terminal_value", n - 1].append(
+            (var, -price * d.remaining_frac(d.building_lifetime_years, p)))
+    for (r, s, p), var in mv.inst.items():
+        rk = d.racks[r]
+        cost["maintenance", p].append(
+            (var, rk.maintenance_frac_per_year * rk.capex_usd * d.periods[p].years))
+    for (s, p), expr in mv.fac_avg.items():
+        f = d.hours(p) * d.sites[s].energy_usd_per_kwh
+        cost["energy", p] += [(v, f * c) for v, c in expr.items()]
+    for (s, p), expr in mv.fac_peak.items():
+        f = d.months(p) * d.sites[s].demand_charge_usd_per_kw_month
+        cost["demand_charge", p] += [(v, f * c) for v, c in expr.items()]
+    for (w, k, p), var in mv.unserved.items():
+        wd = d.workloads[w]
+        tokens = d.hours(p) * 3600.0 / wd.peak_factor
+        cost["unserved_penalty", p].append((var, d.unserved_usd_per_token * tokens))
+    mv.costs = {key: _lin(terms) for key, terms in cost.items()}
+
+
+def add_budget(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Budget: ``sum_{capex categories} cost[cat, p] <= budget_usd[p]`` where a budget is set."""
+    for p, limit in enumerate(d.budget_usd):
+        if limit is None:
+            continue
+        terms = [t for cat in CAPEX_CATEGORIES for t in mv.costs.get((cat, p), _lin([])).items()]
+        mv.add(prob, "budget", (d.periods[p].label,), _lin(terms) <= limit)
+
+
+def discount(d: PlanInputs, category: str, p: int) -> float:
+    """Discount factor of ``category`` costs in period ``p`` [-]."""
+    when = CATEGORIES[category]
+    return d.df_capex(p) if when == "capex" else d.df_opex(p) if when == "opex" else d.df_end()
+
+
+def set_objective(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Objective: minimise ``sum_{cat,p} discount(cat, p) * cost[cat, p]`` [USD, present value]."""
+    terms = defaultdict(float)
+    for (cat, p), expr in mv.costs.items():
+        f = discount(d, cat, p)
+        for v, c in expr.items():
+            terms[v] += f * c
+    obj = pulp.LpAffineExpression([(v, c) for v, c in terms.items() if c != 0])
+    prob.setObjective(obj)

@@ -1,0 +1,42 @@
+"""Names of LP variables and constraints: one helper that builds them, one that parses.
+
+Names look like ``grid__seoul_metro__2028``: the family, then the keys, joined by
+``__``. Ids are ``[a-z0-9_]+`` (pulp would silently rewrite ``-``, ``+``, spaces and
+brackets), and a key may not contain ``__`` itself, so every name parses back.
+"""
+
+from __future__ import annotations
+
+import re
+
+SEP = "__"
+_KEY_RE = re.compile(r"^[a-z0-9_]+$")
+
+
+def lp_name(family: str, *keys: object) -> str:
+    """Build the LP name of one variable or constraint.
+
+    Parameters
+    ----------
+    family : str
+        Constraint or variable family (``grid``, ``new``, ...).
+    *keys
+        Ids and period labels.
+
+    Raises
+    ------
+    ValueError
+        If a key is not ``[a-z0-9_]+`` or contains ``__``.
+    """
+    parts = [family, *(str(k) for k in keys)]
+    for part in parts:
+        if not _KEY_RE.match(part) or SEP in part or part.startswith("_") or part.endswith("_"):
+            raise ValueError(f"id {part!r} cannot be used in an LP name: use [a-z0-9_] "
+                             "without '__' and without a leading or trailing '_'")
+    return SEP.join(parts)
+
+
+def parse_lp_name(name: str) -> tuple[str, tuple[str, ...]]:
+    """Split a name made by :func:`lp_name` into ``(family, keys)``."""
+    family, *keys = name.split(SEP)
+    return family, tuple(keys)

@@ -1,0 +1,195 @@
+"""Solving: HiGHS (highspy, through pulp) by default, CBC as fallback.
+
+A plan stopped by the time limit before reaching the requested gap is reported as
+:attr:`SolveStatus.FEASIBLE` with its gap, never as optimal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum
+
+import pulp
+
+
+class SolveStatus(str, Enum):
+    """Outcome of a solve."""
+
+    OPTIMAL = "optimal"            #: proven optimal within the requested gap
+    FEASIBLE = "feasible"          #: a plan, but the gap was not closed (time limit)
+    INFEASIBLE = "infeasible"      #: no plan meets every constraint
+    UNBOUNDED = "unbounded"
+    NOT_SOLVED = "not_solved"      #: stopped without any plan (time limit, error)
+
+    @property
+    def has_solution(self) -> bool:
+        """Whether variable values are available."""
+        return self in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
+
+
+@dataclass
+class SolveOptions:
+    """Solver settings.
+
+    Attributes
+    ----------
+    solver : {"highs", "cbc"}
+    time_limit_s : float
+        [s].
+    gap : float
+        Relative MIP gap to stop at [-].
+    threads : int, optional
+    msg : bool
+        Show the solver log.
+    fallback : bool
+        Try CBC when HiGHS fails (error or no solution).
+    """
+
+    solver: str = "highs"
+    time_limit_s: float = 120.0
+    gap: float = 1e-4
+    threads: int | None = None
+    msg: bool = False
+    fallback: bool = True
+
+
+@dataclass
+class SolveInfo:
+    """What the solver reported.
+
+    Attributes
+    ----------
+    status : SolveStatus
+    objective : float or None
+        [USD, present value].
+    gap : float or None
+        Relative gap between the plan and the best bound; None when unknown (CBC).
+    solver : str
+        Solver that produced the result.
+    runtime_s : float
+        Wall-clock solve time [s].
+    message : str
+        Human-readable detail (fallback used, time limit hit...).
+    """
+
+    status: SolveStatus
+    objective: float | None
+    gap: float | None
+    solver: str
+    runtime_s: float
+    message: str = ""
+
+
+@contextmanager
+def _no_stdout(active: bool):
+    """Send C-level stdout to the null device (HiGHS prints a banner on stdout)."""
+    if not active:
+        yield
+        return
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError):
+        yield
+        return
+    os.dup2(null, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def _highs(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
+    import highspy
+
+    solver = pulp.HiGHS(mip=mip, msg=opt.msg, gapRel=opt.gap, timeLimit=opt.time_limit_s,
+                        threads=opt.threads, random_seed=0)
+    t0 = time.perf_counter()
+    with _no_stdout(not opt.msg):
+        prob.solve(solver)
+    dt = time.perf_counter() - t0
+    h = prob.solverModel
+    ms = h.getModelStatus()
+    info = h.getInfo()
+    S = highspy.HighsModelStatus
+    has_int = mip and any(v.cat == pulp.LpInteger for v in prob.variables())
+    gap = float(info.mip_gap) if has_int else 0.0
+    if ms == S.kOptimal:
+        return SolveInfo(SolveStatus.OPTIMAL, pulp.value(prob.objective), gap if has_int else 0.0,
+                         "highs", dt)
+    if ms in (S.kInfeasible,):
+        return SolveInfo(SolveStatus.INFEASIBLE, None, None, "highs", dt)
+    if ms in (S.kUnbounded, S.kUnboundedOrInfeasible):
+        # HiGHS cannot always tell which; our objective is bounded below by construction.
+        return SolveInfo(SolveStatus.INFEASIBLE, None, None, "highs", dt,
+                         "HiGHS: unbounded or infeasible")
+    has_sol = has_int and info.primal_solution_status == 2
+    if ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit) and has_sol:
+        return SolveInfo(SolveStatus.FEASIBLE, pulp.value(prob.objective), gap, "highs", dt,
+                         f"stopped by the time limit at gap {gap:.2%}")
+    return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", dt,
+                     f"HiGHS stopped: {h.modelStatusToString(ms)}")
+
+
+def _cbc(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
+    solver = pulp.PULP_CBC_CMD(mip=mip, msg=opt.msg, gapRel=opt.gap, timeLimit=opt.time_limit_s,
+                               threads=opt.threads, options=["randomSeed 1"])
+    t0 = time.perf_counter()
+    prob.solve(solver)
+    dt = time.perf_counter() - t0
+    st, sol = prob.status, prob.sol_status
+    if st == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
+        return SolveInfo(SolveStatus.OPTIMAL, pulp.value(prob.objective), 0.0 if not mip else None,
+                         "cbc", dt)
+    if sol == pulp.LpSolutionIntegerFeasible:
+        return SolveInfo(SolveStatus.FEASIBLE, pulp.value(prob.objective), None, "cbc", dt,
+                         "CBC stopped by the time limit; gap unknown")
+    if st == pulp.LpStatusInfeasible:
+        return SolveInfo(SolveStatus.INFEASIBLE, None, None, "cbc", dt)
+    if st == pulp.LpStatusUnbounded:
+        return SolveInfo(SolveStatus.UNBOUNDED, None, None, "cbc", dt)
+    return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "cbc", dt,
+                     f"CBC stopped: {pulp.LpStatus[st]}")
+
+
+def solve(prob: pulp.LpProblem, options: SolveOptions | None = None, mip: bool = True
+          ) -> SolveInfo:
+    """Solve ``prob`` in place (variable values and duals are set on it).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+    options : SolveOptions, optional
+    mip : bool
+        False solves the LP relaxation (integers as continuous).
+
+    Returns
+    -------
+    SolveInfo
+        With CBC's result when HiGHS raised an error or found nothing and
+        ``options.fallback`` is set.
+    """
+    opt = options or SolveOptions()
+    if opt.solver == "cbc":
+        return _cbc(prob, opt, mip)
+    if opt.solver != "highs":
+        raise ValueError(f"unknown solver {opt.solver!r}; use 'highs' or 'cbc'")
+    try:
+        info = _highs(prob, opt, mip)
+    except Exception as exc:  # noqa: BLE001 - any HiGHS failure triggers the fallback
+        if not opt.fallback:
+            raise
+        info = SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", 0.0,
+                         f"HiGHS failed ({type(exc).__name__}: {exc})")
+    if info.status is SolveStatus.NOT_SOLVED and opt.fallback:
+        why = info.message
+        info = _cbc(prob, opt, mip)
+        info.message = f"{why}; fell back to CBC. {info.message}".strip()
+    return info

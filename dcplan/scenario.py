@@ -1,0 +1,740 @@
+"""Scenario files: what to plan, over which periods, against which demand.
+
+A scenario is a YAML mapping validated by :class:`Scenario` (unknown fields are
+rejected with a did-you-mean hint; every problem is reported at once with file,
+line and field). :func:`load_scenario` reads and validates the file;
+:func:`resolve_scenario` checks it against the catalogs and sites (unknown ids,
+periods outside the horizon, overrides of fields that do not exist) and applies the
+overrides, returning the catalog and sites the planner should use.
+
+Units: demand in tokens per month (or per day, see ``demand.unit``) converted to
+tokens/s; money in USD (site tariffs in another currency are converted with the
+scenario's ``exchange_rates_usd_per_unit``); power in MW only where a field name says
+``_mw``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from dcplan.catalog import Catalog, pydantic_problems, suggest
+from dcplan.errors import InputError, Problem, display_path
+from dcplan.schema import KINDS, Id
+from dcplan.yamlio import LINE_KEY, read_yaml, strip_lines
+
+#: Seconds in an average month (365.25 days / 12) [s].
+SECONDS_PER_MONTH = 365.25 * 86400 / 12
+#: Seconds in an average day [s].
+SECONDS_PER_DAY = 86400.0
+#: Hours in an average year (365.25 days) [h].
+HOURS_PER_YEAR = 365.25 * 24
+
+_PERIOD_RE = re.compile(r"^(\d{4})(?:[qQ]([1-4]))?$")
+
+NonNeg = Annotated[float, Field(ge=0)]
+Pos = Annotated[float, Field(gt=0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Period:
+    """One planning period.
+
+    Attributes
+    ----------
+    label : str
+        ``"2026"`` for a year, ``"2026q1"`` for a quarter.
+    start : datetime.date
+        First day of the period.
+    years : float
+        Length [years] (1 or 0.25).
+    offset_years : float
+        Start of the period counted from the start of the plan [years].
+    """
+
+    label: str
+    start: dt.date
+    years: float
+    offset_years: float
+
+    @property
+    def year(self) -> int:
+        """Calendar year the period starts in."""
+        return self.start.year
+
+
+def parse_period_label(value: Any) -> tuple[int, int | None]:
+    """Parse ``2026`` / ``"2026"`` / ``"2026Q3"`` into ``(year, quarter or None)``.
+
+    Raises
+    ------
+    ValueError
+        If the value is not a year or a year with a quarter.
+    """
+    m = _PERIOD_RE.match(str(value).strip())
+    if not m:
+        raise ValueError(f"{value!r} is not a period; write a year (2027) or a quarter (2027Q3)")
+    return int(m.group(1)), (int(m.group(2)) if m.group(2) else None)
+
+
+class Periods(_Strict):
+    """Planning horizon.
+
+    Attributes
+    ----------
+    start, end : str or int
+        First and last period, both included: years (``2026``) or quarters
+        (``2026Q1``) matching ``step``.
+    step : {"year", "quarter"}
+    """
+
+    start: int | str
+    end: int | str
+    step: Literal["year", "quarter"] = "year"
+
+    @model_validator(mode="after")
+    def _check(self):
+        y0, q0 = parse_period_label(self.start)
+        y1, q1 = parse_period_label(self.end)
+        if self.step == "quarter":
+            q0, q1 = q0 or 1, q1 or 4
+        elif q0 or q1:
+            raise ValueError("step is 'year' but start/end name quarters; use step: quarter")
+        if (y1, q1 or 0) < (y0, q0 or 0):
+            raise ValueError(f"end ({self.end}) is before start ({self.start})")
+        return self
+
+    def expand(self) -> list[Period]:
+        """Return the list of :class:`Period` of the horizon, in order."""
+        y0, q0 = parse_period_label(self.start)
+        y1, q1 = parse_period_label(self.end)
+        out: list[Period] = []
+        if self.step == "year":
+            origin = dt.date(y0, 1, 1)
+            for i, y in enumerate(range(y0, y1 + 1)):
+                out.append(Period(str(y), dt.date(y, 1, 1), 1.0, float(i)))
+            return out
+        q0, q1 = q0 or 1, q1 or 4
+        origin = dt.date(y0, 3 * (q0 - 1) + 1, 1)
+        y, q, i = y0, q0, 0
+        while (y, q) <= (y1, q1):
+            start = dt.date(y, 3 * (q - 1) + 1, 1)
+            out.append(Period(f"{y}q{q}", start, 0.25, 0.25 * i))
+            i += 1
+            y, q = (y + 1, 1) if q == 4 else (y, q + 1)
+        del origin
+        return out
+
+
+class Growth(_Strict):
+    """Demand that grows geometrically from the first period.
+
+    Attributes
+    ----------
+    start : float
+        Demand in the first period [tokens per ``demand.unit``].
+    annual_growth : float
+        Growth per year as a fraction (0.8 = +80 %/yr), compounded per period.
+    """
+
+    start: NonNeg
+    annual_growth: Annotated[float, Field(gt=-1)]
+
+
+class Demand(_Strict):
+    """Token demand forecast (input plus output tokens).
+
+    Attributes
+    ----------
+    unit : {"tokens_per_month", "tokens_per_day"}
+        Unit of every figure in ``table`` and ``growth``.
+    peak_to_average : float or dict
+        Peak-hour over average demand, one figure or one per workload [-] (>= 1).
+    table : dict
+        workload -> {period label -> demand}. With quarterly periods a year key
+        applies to each of its quarters.
+    growth : dict
+        workload -> :class:`Growth`.
+    """
+
+    unit: Literal["tokens_per_month", "tokens_per_day"] = "tokens_per_month"
+    peak_to_average: Annotated[float, Field(ge=1)] | dict[Id, Annotated[float, Field(ge=1)]] = 1.0
+    table: dict[Id, dict[int | str, Annotated[float, Field(ge=0)]]] = Field(default_factory=dict)
+    growth: dict[Id, Growth] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self):
+        both = sorted(set(self.table) & set(self.growth))
+        if both:
+            raise ValueError(f"workload(s) {both} appear in both table and growth; keep one")
+        if not self.table and not self.growth:
+            raise ValueError("no demand given; add a 'table' or a 'growth' entry per workload")
+        return self
+
+    def workloads(self) -> list[str]:
+        """Workload ids with demand, in file order."""
+        return list(self.table) + list(self.growth)
+
+
+class ExistingRacks(_Strict):
+    """Racks already installed at the start of the plan.
+
+    Attributes
+    ----------
+    site, rack : str
+        Site and rack ids.
+    count : int
+        Number of racks.
+    installed : int or str
+        Year (or quarter) of installation, at or before the first period; the racks
+        retire ``lifetime_years`` after it.
+    """
+
+    site: Id
+    rack: Id
+    count: Annotated[int, Field(ge=0)]
+    installed: int | str
+
+
+class Rule(_Strict):
+    """Restrict where a workload may be served.
+
+    Attributes
+    ----------
+    workload : str
+    sites : list of str, optional
+        Only these sites.
+    regions : list of str, optional
+        Only sites in these regions.
+    """
+
+    workload: Id
+    sites: list[Id] | None = None
+    regions: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.sites is None) == (self.regions is None):
+            raise ValueError("give exactly one of 'sites' or 'regions'")
+        return self
+
+
+class Override(_Strict):
+    """Change one field of one catalog entry or site for this scenario.
+
+    Attributes
+    ----------
+    kind : str
+        A catalog kind (``racks``, ``workloads``, ...) or ``sites``.
+    id : str
+        Entry id.
+    field : str
+        Field to change.
+    set : Any, optional
+        New value.
+    scale : float, optional
+        Multiply the current (numeric) value.
+    add : float, optional
+        Add to the current (numeric) value.
+    from_year : int, optional
+        For year-keyed step functions (a site's ``grid_mw``): apply the change from
+        this year on (the step at ``from_year`` is created if missing).
+    """
+
+    kind: str
+    id: Id
+    field: str
+    set: Any = None
+    scale: float | None = None
+    add: float | None = None
+    from_year: int | None = None
+
+    @model_validator(mode="after")
+    def _one_op(self):
+        ops = [o for o in ("set", "scale", "add") if getattr(self, o) is not None]
+        if len(ops) != 1:
+            raise ValueError("give exactly one of 'set', 'scale' or 'add'")
+        return self
+
+
+class SolverOptions(_Strict):
+    """Solver settings.
+
+    Attributes
+    ----------
+    name : {"highs", "cbc"}
+        MILP solver; CBC is also the fallback when HiGHS fails.
+    time_limit_s : float
+        Wall-clock limit [s].
+    gap : float
+        Relative MIP gap at which to stop [-].
+    threads : int, optional
+        Solver threads (default: solver's choice).
+    """
+
+    name: Literal["highs", "cbc"] = "highs"
+    time_limit_s: Pos = 120.0
+    gap: NonNeg = 1e-4
+    threads: Annotated[int, Field(gt=0)] | None = None
+
+
+class Economics(_Strict):
+    """Money assumptions.
+
+    Attributes
+    ----------
+    discount_rate : float
+        Annual discount rate [1/yr].
+    exchange_rates_usd_per_unit : dict
+        Currency code -> USD per unit (e.g. ``KRW: 0.00072``); USD is 1.
+    terminal_value : {"straight_line", "none"}
+        Credit the straight-line book value of equipment still in service at the end
+        of the horizon, so that late purchases are not charged their full price.
+    unserved_penalty_usd_per_million_tokens : float
+        Price of demand left unserved in the elastic re-solve [USD per million
+        tokens].
+    building_lifetime_years, cdu_lifetime_years : float, optional
+        Lives used for the terminal value of buildings and CDUs [years]; without
+        them, buildings and CDUs get no terminal credit.
+    """
+
+    discount_rate: Annotated[float, Field(ge=0, lt=1)] = 0.08
+    exchange_rates_usd_per_unit: dict[str, Pos] = Field(default_factory=dict)
+    terminal_value: Literal["straight_line", "none"] = "straight_line"
+    unserved_penalty_usd_per_million_tokens: Pos = 100.0
+    building_lifetime_years: Pos | None = None
+    cdu_lifetime_years: Pos | None = None
+
+
+class Scenario(_Strict):
+    """A planning scenario (see ``docs/planner.md`` for the file format).
+
+    Attributes
+    ----------
+    name : str
+    description : str
+    periods : Periods
+    sites : list of str
+        Site ids that may host racks.
+    racks : list of str, optional
+        Rack ids that may be bought (default: every rack in the catalog).
+    workloads : list of str, optional
+        Workloads to serve (default: those in the demand forecast).
+    demand : Demand
+    economics : Economics
+    existing_fleet : list of ExistingRacks
+    budget_usd : dict, optional
+        Period label -> largest undiscounted capex in that period [USD].
+    existing_built_mw : dict
+        Site -> facility capacity already built at the start [MW].
+    rules : list of Rule
+    optics : str, optional
+        Optic id for the scale-out fabric (default: the facility model's choice).
+    oversubscription : float
+        Scale-out fabric oversubscription [-].
+    cdu_redundancy : int
+        Spare CDUs per site that has liquid-cooled racks (1 = N+1).
+    planning_scale_racks : int, optional
+        Racks per type and site at which the linear facility coefficients are
+        taken (default: estimated from the demand).
+    lead_time : bool
+        Enforce each site's ``lead_time_months``: facility capacity beyond
+        ``existing_built_mw`` is in service only from the first period starting at
+        least that long after the start of the plan.
+    overrides : list of Override
+    solver : SolverOptions
+    catalog_dir, sites_dir : str, optional
+        Data folders, relative to the scenario file.
+    """
+
+    name: str = "scenario"
+    description: str = ""
+    periods: Periods
+    sites: list[Id] = Field(min_length=1)
+    racks: list[Id] | None = None
+    workloads: list[Id] | None = None
+    demand: Demand
+    economics: Economics = Field(default_factory=Economics)
+    existing_fleet: list[ExistingRacks] = Field(default_factory=list)
+    budget_usd: dict[int | str, NonNeg] = Field(default_factory=dict)
+    existing_built_mw: dict[Id, NonNeg] = Field(default_factory=dict)
+    rules: list[Rule] = Field(default_factory=list)
+    optics: Id | None = None
+    oversubscription: Annotated[float, Field(ge=1)] = 1.0
+    cdu_redundancy: Annotated[int, Field(ge=0)] = 1
+    planning_scale_racks: Annotated[int, Field(gt=0)] | None = None
+    lead_time: bool = True
+    overrides: list[Override] = Field(default_factory=list)
+    solver: SolverOptions = Field(default_factory=SolverOptions)
+    catalog_dir: str | None = None
+    sites_dir: str | None = None
+
+    # Set by load_scenario (not part of the file).
+    source_file: str = Field(default="<scenario>", exclude=True)
+    lines: dict[str, int] = Field(default_factory=dict, exclude=True)
+
+    def period_list(self) -> list[Period]:
+        """The horizon as a list of :class:`Period`."""
+        return self.periods.expand()
+
+    def workload_ids(self) -> list[str]:
+        """Workloads to serve."""
+        return list(self.workloads) if self.workloads else self.demand.workloads()
+
+    def peak_factor(self, workload: str) -> float:
+        """Peak-to-average factor of ``workload`` [-]."""
+        p = self.demand.peak_to_average
+        return p.get(workload, 1.0) if isinstance(p, dict) else p
+
+    def demand_tokens_per_s(self) -> dict[tuple[str, str], float]:
+        """Average demand [tokens/s] per (workload, period label)."""
+        periods = self.period_list()
+        per = SECONDS_PER_MONTH if self.demand.unit == "tokens_per_month" else SECONDS_PER_DAY
+        out: dict[tuple[str, str], float] = {}
+        for w, row in self.demand.table.items():
+            keyed = {_norm_label(k): v for k, v in row.items()}
+            for p in periods:
+                value = keyed.get(p.label, keyed.get(str(p.year)))
+                out[(w, p.label)] = (value or 0.0) / per
+        for w, g in self.demand.growth.items():
+            for p in periods:
+                out[(w, p.label)] = g.start * (1 + g.annual_growth) ** p.offset_years / per
+        return out
+
+
+def _norm_label(key: Any) -> str:
+    y, q = parse_period_label(key)
+    return f"{y}q{q}" if q else str(y)
+
+
+def _line_at(raw: Any, loc: tuple) -> int | None:
+    """Line of the innermost mapping along ``loc`` in the raw YAML data."""
+    line = raw.get(LINE_KEY) if isinstance(raw, dict) else None
+    node = raw
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, dict) and str(part) in node:
+            node = node[str(part)]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            break
+        if isinstance(node, dict) and node.get(LINE_KEY):
+            line = node[LINE_KEY]
+    return line
+
+
+def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
+    """Validate already-parsed scenario data (with or without line keys).
+
+    Raises
+    ------
+    InputError
+        With every problem found (file, line, field and fix).
+    """
+    if not isinstance(raw, dict):
+        raise InputError(Problem(file, "a scenario must be a YAML mapping of fields "
+                                       "(periods:, sites:, demand:, ...)"))
+    data = strip_lines(raw)
+    try:
+        scn = Scenario.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err, prob in zip(exc.errors(), pydantic_problems(exc, Scenario, file, None, None),
+                             strict=True):
+            loc = tuple(err["loc"])
+            if err["type"] == "extra_forbidden":
+                parent = _model_at(loc[:-1])
+                hint = suggest(str(loc[-1]), parent.model_fields) if parent else ""
+                allowed = ", ".join(parent.model_fields) if parent else ""
+                msg = ("unknown field" + (hint + " Remove or rename it." if hint
+                                          else f"; allowed fields here: {allowed}"))
+                prob = Problem(file, msg, field=prob.field)
+            problems.append(Problem(file, prob.message, field=prob.field,
+                                    line=_line_at(raw, loc)))
+        raise InputError(problems) from None
+    return scn.model_copy(update={"source_file": file})
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """Pydantic model class that owns the mapping at ``loc`` (for did-you-mean)."""
+    model: Any = Scenario
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if model is None or part not in model.model_fields:
+            return None
+        ann = model.model_fields[part].annotation
+        model = _unwrap_model(ann)
+    return model
+
+
+def _unwrap_model(ann: Any) -> type[BaseModel] | None:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in getattr(ann, "__args__", ()) or ():
+        found = _unwrap_model(arg)
+        if found:
+            return found
+    return None
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """Read and validate a scenario YAML file.
+
+    Parameters
+    ----------
+    path : Path or str
+
+    Returns
+    -------
+    Scenario
+        With ``source_file`` set; relative ``catalog_dir``/``sites_dir`` are resolved
+        against the file's folder.
+
+    Raises
+    ------
+    InputError
+    """
+    path = Path(path)
+    shown = display_path(path)
+    raw = read_yaml(path)
+    scn = parse_scenario(raw, shown)
+    updates: dict[str, Any] = {}
+    for key in ("catalog_dir", "sites_dir"):
+        value = getattr(scn, key)
+        if value and not Path(value).is_absolute():
+            updates[key] = str((path.parent / value).resolve())
+    if isinstance(raw, dict):
+        updates["lines"] = {k: v[LINE_KEY] for k, v in raw.items()
+                            if isinstance(v, dict) and LINE_KEY in v}
+    return scn.model_copy(update=updates)
+
+
+# ----------------------------------------------------------------------------------------
+# Checking against catalogs and sites, and applying overrides
+# ----------------------------------------------------------------------------------------
+
+
+def _unknown(kind: str, ident: str, known: Any) -> str:
+    return f"unknown {kind} id '{ident}'{suggest(ident, known)}; known: {', '.join(known)}"
+
+
+def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> list[Problem]:
+    """Return every problem of ``scn`` against the catalogs and sites."""
+    f = scn.source_file
+    ln = scn.lines
+    probs: list[Problem] = []
+    racks = catalog.entries.get("racks", {})
+    wls = catalog.entries.get("workloads", {})
+    labels = {p.label for p in scn.period_list()}
+    years = {p.year for p in scn.period_list()}
+    for s in scn.sites:
+        if s not in sites:
+            probs.append(Problem(f, _unknown("site", s, sites), field="sites"))
+    for r in scn.racks or []:
+        if r not in racks:
+            probs.append(Problem(f, _unknown("rack", r, racks), field="racks"))
+    wanted = scn.workload_ids()
+    for w in wanted:
+        if w not in wls:
+            probs.append(Problem(f, _unknown("workload", w, wls), field="workloads"))
+    for w in scn.demand.workloads():
+        if w not in wanted:
+            probs.append(Problem(f, f"demand for '{w}', which is not in 'workloads'; add it "
+                                    "there or remove its demand", field="demand",
+                                 line=ln.get("demand")))
+    for w in wanted:
+        if w not in scn.demand.workloads():
+            probs.append(Problem(f, f"workload '{w}' has no demand; add it to demand.table "
+                                    "or demand.growth", field="demand", line=ln.get("demand")))
+    if isinstance(scn.demand.peak_to_average, dict):
+        for w in scn.demand.peak_to_average:
+            if w not in wanted:
+                probs.append(Problem(f, _unknown("workload", w, wanted),
+                                     field="demand.peak_to_average", line=ln.get("demand")))
+    for w, row in scn.demand.table.items():
+        for key in row:
+            probs += _check_label(f, key, labels, years, scn.periods.step,
+                                  f"demand.table.{w}", ln.get("demand"))
+        keyed = set()
+        for key in row:
+            try:
+                keyed.add(_norm_label(key))
+            except ValueError:
+                pass
+        missing = [p.label for p in scn.period_list()
+                   if p.label not in keyed and str(p.year) not in keyed]
+        if missing:
+            probs.append(Problem(f, f"no demand for period(s) {', '.join(missing)}; add them "
+                                    "(0 for none)", field=f"demand.table.{w}",
+                                 line=ln.get("demand")))
+    for key in scn.budget_usd:
+        probs += _check_label(f, key, labels, years, scn.periods.step, "budget_usd",
+                              ln.get("budget_usd"))
+    first = scn.period_list()[0]
+    for i, ex in enumerate(scn.existing_fleet):
+        fld = f"existing_fleet.{i}"
+        if ex.site not in sites or ex.site not in scn.sites:
+            probs.append(Problem(f, _unknown("site", ex.site, scn.sites), field=fld + ".site"))
+        if ex.rack not in racks:
+            probs.append(Problem(f, _unknown("rack", ex.rack, racks), field=fld + ".rack"))
+        try:
+            y, q = parse_period_label(ex.installed)
+            if (y, q or 1) > (first.year, (first.start.month - 1) // 3 + 1):
+                probs.append(Problem(f, f"installed {ex.installed} is after the first period "
+                                        f"{first.label}; existing racks must predate the plan",
+                                     field=fld + ".installed"))
+        except ValueError as exc:
+            probs.append(Problem(f, str(exc), field=fld + ".installed"))
+    for s in scn.existing_built_mw:
+        if s not in scn.sites:
+            probs.append(Problem(f, _unknown("site", s, scn.sites), field="existing_built_mw"))
+    regions = {getattr(sites[s], "region", None) for s in scn.sites if s in sites}
+    for i, rule in enumerate(scn.rules):
+        fld = f"rules.{i}"
+        if rule.workload not in wanted:
+            probs.append(Problem(f, _unknown("workload", rule.workload, wanted),
+                                 field=fld + ".workload"))
+        for s in rule.sites or []:
+            if s not in scn.sites:
+                probs.append(Problem(f, _unknown("site", s, scn.sites), field=fld + ".sites"))
+        for reg in rule.regions or []:
+            if reg not in regions:
+                probs.append(Problem(f, f"no site of the scenario is in region '{reg}'"
+                                        f"{suggest(reg, [r for r in regions if r])}; regions: "
+                                        f"{', '.join(sorted(r for r in regions if r))}",
+                                     field=fld + ".regions"))
+    if scn.optics and scn.optics not in catalog.entries.get("optics", {}):
+        probs.append(Problem(f, _unknown("optic", scn.optics, catalog.entries.get("optics", {})),
+                             field="optics"))
+    for s in scn.sites:
+        cur = getattr(sites.get(s), "currency", "USD")
+        if s in sites and cur != "USD" and cur not in scn.economics.exchange_rates_usd_per_unit:
+            probs.append(Problem(f, f"site '{s}' prices in {cur}; add economics."
+                                    f"exchange_rates_usd_per_unit.{cur} (USD per {cur})",
+                                 field="economics.exchange_rates_usd_per_unit",
+                                 line=ln.get("economics")))
+    return probs
+
+
+def _check_label(file, key, labels, years, step, fld, line) -> list[Problem]:
+    try:
+        lab = _norm_label(key)
+    except ValueError as exc:
+        return [Problem(file, str(exc), field=fld, line=line)]
+    if lab in labels or (step == "quarter" and lab.isdigit() and int(lab) in years):
+        return []
+    return [Problem(file, f"period {key} is outside the horizon {min(labels)}..{max(labels)}; "
+                          "remove it or widen 'periods'", field=fld, line=line)]
+
+
+def _changed(old: Any, ov: Override) -> Any:
+    if ov.set is not None:
+        return ov.set
+    if not isinstance(old, int | float) or isinstance(old, bool):
+        raise TypeError(f"'scale'/'add' need a numeric field (value is {old!r}); use 'set'")
+    return old * ov.scale if ov.scale is not None else old + ov.add
+
+
+def _apply_step(obj: Any, field: str, ov: Override) -> dict:
+    """New value of a year-keyed step function ``field`` with ``ov`` applied from a year."""
+    steps = {int(k): v for k, v in dict(getattr(obj, field)).items()}
+    y0 = ov.from_year
+    if y0 not in steps:
+        below = [k for k in steps if k <= y0]
+        steps[y0] = steps[max(below)] if below else 0.0
+    for y in list(steps):
+        if y >= y0:
+            steps[y] = _changed(steps[y], ov)
+    return dict(sorted(steps.items()))
+
+
+def apply_overrides(
+    scn: Scenario, catalog: Catalog, sites: dict[str, Any]
+) -> tuple[Catalog, dict[str, Any]]:
+    """Apply ``scn.overrides``; return the new catalog and sites.
+
+    Raises
+    ------
+    InputError
+        With every bad override (unknown kind, id or field; invalid new value).
+    """
+    f = scn.source_file
+    probs: list[Problem] = []
+    sites = dict(sites)
+    for i, ov in enumerate(scn.overrides):
+        fld = f"overrides.{i}"
+        try:
+            if ov.kind == "sites":
+                if ov.id not in sites:
+                    raise InputError(Problem(f, _unknown("site", ov.id, sites)))
+                site = sites[ov.id]
+                fields = type(site).model_fields
+                if ov.field not in fields:
+                    raise InputError(Problem(f, f"cannot override: site has no field "
+                                                f"'{ov.field}'{suggest(ov.field, fields)}"))
+                old = getattr(site, ov.field)
+                new = _apply_step(site, ov.field, ov) if ov.from_year is not None \
+                    else _changed(old, ov)
+                try:
+                    sites[ov.id] = type(site).model_validate({**site.model_dump(),
+                                                             ov.field: new})
+                except ValidationError as exc:
+                    raise InputError(pydantic_problems(exc, type(site), f, ov.id, None)) from None
+            elif ov.kind in KINDS:
+                old_entry = catalog.get(ov.kind, ov.id)
+                old = getattr(old_entry, ov.field, None)
+                new = ov.set if ov.field not in type(old_entry).model_fields else (
+                    _apply_step(old_entry, ov.field, ov) if ov.from_year is not None
+                    else _changed(old, ov))
+                catalog = catalog.replace(ov.kind, ov.id, **{ov.field: new})
+            else:
+                raise InputError(Problem(f, f"unknown kind '{ov.kind}'"
+                                            f"{suggest(ov.kind, [*KINDS, 'sites'])}; use one of "
+                                            f"{', '.join([*KINDS, 'sites'])}"))
+        except InputError as exc:
+            for p in exc.problems:
+                probs.append(Problem(f, f"override {ov.kind}/{ov.id}.{ov.field}: {p.message}",
+                                     entry=ov.id, field=fld, line=scn.lines.get("overrides")))
+        except (TypeError, ValueError) as exc:
+            probs.append(Problem(f, f"override {ov.kind}/{ov.id}.{ov.field}: {exc}",
+                                 entry=ov.id, field=fld, line=scn.lines.get("overrides")))
+    if probs:
+        raise InputError(probs)
+    return catalog, sites
+
+
+def resolve_scenario(
+    scn: Scenario, catalog: Catalog, sites: dict[str, Any]
+) -> tuple[Catalog, dict[str, Any]]:
+    """Check ``scn`` against catalogs and sites, then apply its overrides.
+
+    Returns
+    -------
+    catalog, sites
+        The data the planner should use.
+
+    Raises
+    ------
+    InputError
+        With every problem found.
+    """
+    problems = check_scenario(scn, catalog, sites)
+    try:
+        catalog, sites = apply_overrides(scn, catalog, sites)
+    except InputError as exc:
+        problems += exc.problems
+    if problems:
+        raise InputError(problems)
+    return catalog, sites
