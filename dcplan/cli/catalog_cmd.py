@@ -119,8 +119,8 @@ def show_cmd(
 def validate_cmd(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="Catalog folders or files (racks.yaml, ...); later also sites and "
-                            "scenarios.", exists=True),
+        typer.Argument(help="Catalog folders or files (racks.yaml, ...), site folders or "
+                            "files, scenario files.", exists=True),
     ],
 ) -> None:
     """Check input files and report every problem at once (exit 1 if any)."""
@@ -157,7 +157,33 @@ def validate_cmd(
 
 
 def _validate_other(path: Path, checked: list[str]) -> list[Problem]:
-    """Validate a path that is not a catalog (site or scenario), via their loaders."""
+    """Validate a path that is not a catalog: a sites folder, a site file or a scenario."""
+    from dcplan.sites import load_sites
+
     shown = display_path(path)
-    return [Problem(shown, "cannot tell what this file is; catalog files are named after "
-                           f"their kind ({', '.join(f for f, _ in KINDS.values())})")]
+    try:
+        if path.is_dir():
+            sites = load_sites(path)
+            checked.append(f"{len(sites)} sites in {shown}")
+            return []
+        from dcplan.yamlio import read_yaml
+
+        raw = read_yaml(path)
+        if isinstance(raw, dict) and "grid_mw" in raw:
+            sites = load_sites(files=[path])
+            checked.append(f"site {', '.join(sites)}")
+            return []
+        if isinstance(raw, dict) and ("periods" in raw or "demand" in raw):
+            from dcplan.scenario import check_scenario, load_scenario
+
+            scenario = load_scenario(path)
+            sites_dir = getattr(scenario, "sites_dir", None) or STATE.sites_dir
+            problems = check_scenario(scenario, STATE.catalog(), load_sites(sites_dir))
+            if not problems:
+                checked.append(f"scenario {shown}")
+            return problems
+    except InputError as exc:
+        return exc.problems
+    return [Problem(shown, "cannot tell what this file is: catalog files are named after "
+                           f"their kind ({', '.join(f for f, _ in KINDS.values())}), site files "
+                           "have 'grid_mw', scenario files have 'periods'")]
