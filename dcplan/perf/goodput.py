@@ -220,7 +220,9 @@ def _aggregated_curve(su: Setup, g: int, batches: np.ndarray | None = None) -> _
     rep = Replica.build(su.acc, g, su.shape, su.precision, su.params, su.serving)
     i_tok, o_tok = wl.input_tokens_mean, wl.output_tokens_mean
     cached = i_tok * wl.cache_hit_frac
-    bmax = rep.max_batch(i_tok + o_tok)
+    # Paged KV: B sequences at uniformly spread points of their generation hold
+    # I + O/2 tokens each on average.
+    bmax = rep.max_batch(i_tok + o_tok / 2.0)
     if bmax < 1:
         return None
     b = np.arange(1, bmax + 1, dtype=float) if batches is None else np.asarray(batches, float)
@@ -401,7 +403,7 @@ def _disaggregated(su: Setup) -> RackPerf:
                 best_p = (rate, g, ttft, float(activity(su.params, pc / t_pre, pm / t_pre)),
                           "compute" if pc >= pm else "memory_bandwidth")
         # Decode pool.
-        bmax = rep.max_batch(i_tok + o_tok)
+        bmax = rep.max_batch(i_tok + o_tok / 2.0)
         if bmax < 1:
             continue
         b = np.arange(1, bmax + 1, dtype=float)

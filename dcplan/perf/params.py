@@ -33,7 +33,9 @@ class HardwareParams:
     Attributes
     ----------
     compute_eff_frac : float
-        Share of dense peak FLOPS reached by prefill / large-batch GEMMs [0..1].
+        Share of dense peak FLOPS reached by prefill (long-sequence GEMMs) [0..1].
+    decode_compute_eff_frac : float
+        Share of dense peak FLOPS reached by decode steps (GEMMs over the batch) [0..1].
     hbm_eff_frac : float
         Share of peak HBM bandwidth reached when streaming weights and KV [0..1].
     scaleup_eff_frac : float
@@ -51,6 +53,7 @@ class HardwareParams:
     """
 
     compute_eff_frac: float
+    decode_compute_eff_frac: float
     hbm_eff_frac: float
     scaleup_eff_frac: float
     scaleout_eff_frac: float
@@ -64,6 +67,7 @@ class HardwareParams:
 #: Allowed range of each hardware parameter: name -> (low, high, unit text).
 PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "compute_eff_frac": (1e-3, 1.0),
+    "decode_compute_eff_frac": (1e-3, 1.0),
     "hbm_eff_frac": (1e-3, 1.0),
     "scaleup_eff_frac": (1e-3, 1.0),
     "scaleout_eff_frac": (1e-3, 1.0),

@@ -189,7 +189,9 @@ class Replica:
     gpus : int
         Accelerators in the replica [-].
     flops_per_s : float
-        Effective compute = gpus x dense peak x compute efficiency [FLOP/s].
+        Effective prefill compute = gpus x dense peak x compute efficiency [FLOP/s].
+    decode_flops_per_s : float
+        Effective decode compute = gpus x dense peak x decode efficiency [FLOP/s].
     peak_flops_per_s : float
         Peak dense compute of the replica [FLOP/s].
     bytes_per_s : float
@@ -207,6 +209,7 @@ class Replica:
 
     gpus: int
     flops_per_s: float
+    decode_flops_per_s: float
     peak_flops_per_s: float
     bytes_per_s: float
     peak_bytes_per_s: float
@@ -228,6 +231,7 @@ class Replica:
         return cls(
             gpus=gpus,
             flops_per_s=peak_flops * params.compute_eff_frac,
+            decode_flops_per_s=peak_flops * params.decode_compute_eff_frac,
             peak_flops_per_s=peak_flops,
             bytes_per_s=peak_bw * params.hbm_eff_frac,
             peak_bytes_per_s=peak_bw,
@@ -288,14 +292,14 @@ class Replica:
         Returns
         -------
         compute_s, memory_s, comm_s : ndarray
-            ``B * flops_per_token / C_eff``; ``(weights touched + B * KV per
+            ``B * flops_per_token / C_decode``; ``(weights touched + B * KV per
             sequence) / BW_eff``; collective time [s].
         """
         b = np.asarray(batch, dtype=float)
         s = self.shape
         flops = b * s.decode_flops_per_token(context_tokens)
         mem = s.weights_touched_bytes(b) + b * s.kv_bytes_seq(context_tokens)
-        return flops / self.flops_per_s, mem / self.bytes_per_s, self.comm_time(b)
+        return flops / self.decode_flops_per_s, mem / self.bytes_per_s, self.comm_time(b)
 
     def decode_step_time(self, batch, context_tokens) -> np.ndarray:
         """Time of one decode step = max(compute, memory) + comm + overhead [s]."""
