@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from dcplan.catalog import suggest, validate_entries
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
-from dcplan.schema import Entry, Frac, Id, NonNeg, Pos, PosInt
+from dcplan.schema import Entry, Id, NonNeg, Pos, PosInt
 from dcplan.yamlio import read_yaml
 
 #: Hours in a (non-leap) year [h].
@@ -244,6 +244,9 @@ class Site(Entry):
         Transformer + switchgear + cabling efficiency [0..1]; all loads pass through it.
     mechanical_on_ups : bool
         Whether cooling loads are also fed through the UPS.
+    evaporative_cooling : bool
+        Whether water-consuming heat rejection (cooling towers, adiabatic coolers,
+        water-cooled chillers: plants rated on the wet bulb) may be used.
     design_dry_bulb_c, design_wet_bulb_c : float
         Peak design outdoor condition for sizing (e.g. ASHRAE 0.4 %) [degC].
     climate_bins : list of ClimateBin, optional
@@ -269,6 +272,7 @@ class Site(Entry):
     ups_efficiency: Efficiency
     distribution_efficiency: Efficiency
     mechanical_on_ups: bool = False
+    evaporative_cooling: bool = False
     design_dry_bulb_c: Annotated[float, Field(ge=-30, le=60)]
     design_wet_bulb_c: Annotated[float, Field(ge=-30, le=40)]
     climate_bins: list[ClimateBin] | None = None

@@ -37,7 +37,7 @@ def test_grid_step_function():
     assert seoul.grid_mw_in(first_year - 1) == 0.0
     assert seoul.grid_mw_in(first_year) == first_mw
     # between two steps the earlier value holds
-    (y0, mw0), (y1, mw1) = steps[0], steps[1]
+    mw0, (y1, mw1) = steps[0][1], steps[1]
     assert seoul.grid_mw_in(y1 - 1) == mw0
     assert seoul.grid_mw_in(y1) == mw1
     assert seoul.grid_mw_in(2100) == steps[-1][1]

@@ -1,1 +1,158 @@
-"""CLI commands (placeholder until implemented)."""
+"""``dcplan network`` and ``dcplan cooling``: the facility models on the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dcplan.cli import app
+from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
+
+
+@app.command("network")
+@handle_errors
+def network_cmd(
+    rack: Annotated[str, typer.Option("--rack", help="Rack id (see 'dcplan catalog list racks').")],
+    racks: Annotated[int, typer.Option("--racks", help="Number of racks.", min=1)],
+    optics: Annotated[str | None, typer.Option(
+        "--optics", help="Optic on switch ends: pluggable_800g, lpo_800g, cpo ... "
+        "(default: cheapest pluggable at the switch port speed).")] = None,
+    oversubscription: Annotated[float, typer.Option(
+        "--oversubscription", help="Leaf down:up bandwidth ratio (1 = non-blocking).")] = 1.0,
+    switch: Annotated[str | None, typer.Option(
+        "--switch", help="Back-end switch id (default: highest radix).")] = None,
+    graphml: Annotated[Path | None, typer.Option(
+        "--graphml", help="Write the fabric graph to this GraphML file.", dir_okay=False)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Back-end and front-end fabric of N racks: switches, links, optics, power, capex."""
+    from dcplan.facility.network import network, write_graphml
+
+    if oversubscription < 1:
+        fail(f"--oversubscription must be >= 1 (got {oversubscription:g})")
+    result = network(STATE.catalog(), rack, racks, optics=optics,
+                     oversubscription=oversubscription, switch_id=switch,
+                     with_accelerators=graphml is not None, keep_graph=graphml is not None)
+    if graphml is not None:
+        write_graphml(result, graphml)
+    summary = result.summary()
+    if graphml is not None:
+        summary["graphml"] = str(graphml)
+    if json_out:
+        emit_json(summary)
+        return
+    s = summary
+    typer.echo(f"{s['n_racks']} x {s['rack_id']}: {s['accelerators']:,} accelerators, "
+               f"{s['nic_ports']:,} back-end NIC ports at {s['link_gbps']:g} Gb/s")
+    typer.echo(f"back-end: {result.backend.tiers}-tier fat tree of {s['switch_id']} "
+               f"(radix {result.backend.radix} at {s['link_gbps']:g} Gb/s), "
+               f"oversubscription {oversubscription:g}:1; front-end: {s['frontend_switch_id']}")
+    rows = [
+        {"fabric": "back-end", "leaf": result.backend.leaf, "spine": result.backend.spine,
+         "core": result.backend.core, "switches": result.backend.switches},
+        {"fabric": "front-end", "leaf": result.frontend.leaf, "spine": result.frontend.spine,
+         "core": result.frontend.core, "switches": result.frontend.switches},
+    ]
+    typer.echo(format_table(rows))
+    typer.echo("")
+    typer.echo(format_table([{"links": k, "count": v} for k, v in s["links"].items()]))
+    typer.echo(f"copper links {s['copper_links']:,}, optical links {s['optical_links']:,}")
+    media = [{"optic": k, "transceivers": v} for k, v in s["transceivers"].items()]
+    if s["cpo_ports"]:
+        media.append({"optic": "co-packaged ports", "transceivers": s["cpo_ports"]})
+    typer.echo(format_table(media))
+    typer.echo("")
+    typer.echo(format_table([
+        {"item": "switches", "kW": s["switch_kw"], "capex USD": s["switch_capex_usd"]},
+        {"item": "optics + active copper", "kW": s["optics_kw"],
+         "capex USD": s["optics_capex_usd"] + s["copper_capex_usd"]},
+        {"item": "network total", "kW": s["network_kw"], "capex USD": s["network_capex_usd"]},
+        {"item": "per rack", "kW": s["network_kw_per_rack"],
+         "capex USD": s["network_capex_usd_per_rack"]},
+        {"item": "NICs (inside rack IT power)", "kW": s["nic_kw_in_rack"],
+         "capex USD": s["nic_capex_usd_in_rack"]},
+    ]))
+    full = s["bisection_gbps"] >= s["full_bisection_gbps"] - 1e-6
+    typer.echo(f"bisection bandwidth {s['bisection_gbps'] / 1000:,.1f} Tb/s "
+               f"({'full' if full else 'oversubscribed'}; full = "
+               f"{s['full_bisection_gbps'] / 1000:,.1f} Tb/s)")
+    if graphml is not None:
+        typer.echo(f"graph written to {graphml}")
+
+
+@app.command("cooling")
+@handle_errors
+def cooling_cmd(
+    rack: Annotated[str, typer.Option("--rack", help="Rack id.")],
+    racks: Annotated[int, typer.Option("--racks", help="Number of racks.", min=1)],
+    site: Annotated[str, typer.Option("--site", help="Site id (see sites/).")],
+    supply_water_c: Annotated[float | None, typer.Option(
+        "--supply-water-c", help="Facility-water supply of the liquid loop [C] "
+        "(default: the site's design value).")] = None,
+    redundancy: Annotated[int | None, typer.Option(
+        "--redundancy", help="Spare CDUs (default 1 = N+1).", min=0)] = None,
+    optics: Annotated[str | None, typer.Option(
+        "--optics", help="Optic for the network whose heat is added (default pluggable).")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Cooling of N racks at a site: CDUs, heat rejection, cooling power, PUE."""
+    from dcplan.facility.coefficients import cached_network
+    from dcplan.facility.cooling import cooling
+    from dcplan.facility.power import power_chain
+    from dcplan.sites import HOURS_PER_YEAR, get_site, load_sites
+
+    catalog = STATE.catalog()
+    the_site = get_site(load_sites(STATE.sites_dir), site)
+    catalog.get("racks", rack)
+    from dcplan.facility.cooling import check_racks_fit
+
+    check_racks_fit(catalog, the_site, [rack])
+    net = cached_network(catalog, rack, racks, optics)
+    res = cooling(catalog, the_site, {rack: racks}, network_kw=net.network_kw,
+                  supply_water_c=supply_water_c, redundancy=redundancy)
+    peak = power_chain(the_site, res.it_kw, net.network_kw, res.cooling_kw_peak)
+    avg = power_chain(the_site, res.it_kw, net.network_kw, res.cooling_kw_avg)
+    out = res.summary()
+    out.update({
+        "pue_annual": avg.pue, "pue_peak": peak.pue, "loss_kw_peak": peak.loss_kw,
+        "facility_kw_peak": peak.facility_kw, "facility_kw_avg": avg.facility_kw,
+        "annual_facility_kwh": avg.facility_kw * HOURS_PER_YEAR,
+        "cooling_kw_per_it_kw_avg": res.cooling_kw_avg / res.it_kw,
+        "cooling_kw_per_it_kw_peak": res.cooling_kw_peak / res.it_kw,
+    })
+    if json_out:
+        emit_json(out)
+        return
+    typer.echo(f"{racks} x {rack} at {the_site.id} ({the_site.name}), full IT load")
+    typer.echo(format_table([
+        {"heat": "IT", "kW": res.it_kw},
+        {"heat": "network (air side)", "kW": res.network_kw},
+        {"heat": "to liquid", "kW": res.liquid_heat_kw},
+        {"heat": "to air", "kW": res.air_heat_kw},
+    ]))
+    if res.cdu_id:
+        typer.echo(f"CDUs: {res.cdu_count} x {res.cdu_id} ({res.cdu_capacity_kw:g} kW, "
+                   f"N+{res.cdu_redundancy}); facility supply {res.supply_c:g} C; "
+                   f"pumps {res.pump_kw:,.1f} kW")
+    lp, ap = res.liquid_plant, res.air_plant
+    rows = []
+    if res.liquid_heat_kw:
+        rows.append({"loop": f"liquid {lp.supply_c:g} C", "free cooling": lp.free_id or "-",
+                     "chiller": lp.chiller_id or "-", "free hours": lp.free_hours,
+                     "kW/kW avg": lp.kw_per_kw_avg, "kW/kW peak": lp.kw_per_kw_peak})
+    if res.air_heat_kw:
+        rows.append({"loop": f"air (CRAH) {ap.supply_c:g} C", "free cooling": ap.free_id or "-",
+                     "chiller": ap.chiller_id or "-", "free hours": ap.free_hours,
+                     "kW/kW avg": ap.kw_per_kw_avg, "kW/kW peak": ap.kw_per_kw_peak})
+    typer.echo(format_table(rows))
+    typer.echo(f"cooling power: {res.cooling_kw_avg:,.1f} kW annual average, "
+               f"{res.cooling_kw_peak:,.1f} kW on the design day; "
+               f"{res.annual_cooling_kwh / 1e3:,.0f} MWh/year")
+    typer.echo(f"facility power: {peak.facility_kw:,.1f} kW peak (losses {peak.loss_kw:,.1f} "
+               f"kW); PUE {avg.pue:.3f} annual, {peak.pue:.3f} design day")
+    typer.echo(f"cooling capex: {res.capex_usd:,.0f} USD (CDUs {res.cdu_capex_total_usd:,.0f})")
+    for note in res.notes:
+        typer.echo(f"note: {note}")

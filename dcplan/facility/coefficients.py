@@ -1,0 +1,277 @@
+"""Linear facility coefficients for the planner, and exact post-solve sizing.
+
+:func:`coefficients` sizes the network and cooling of ``n_racks`` racks of one type at
+one site (the planned scale) and divides by the rack count or the IT kW, so the planner
+can write network, cooling and losses as linear terms. :func:`size_fleet` sizes the
+exact network (one back-end and front-end fabric per rack type) and cooling (CDUs and
+plants shared by the whole site) of a solved fleet and reports the difference from the
+linear estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dcplan.facility.cooling import CoolingResult, cooling
+from dcplan.facility.network import NetworkResult, network
+from dcplan.facility.power import power_chain
+from dcplan.sites import HOURS_PER_YEAR, Site
+
+
+@dataclass(frozen=True)
+class FacilityCoefficients:
+    """Linear facility coefficients for one rack type at one site.
+
+    Attributes
+    ----------
+    network_kw_per_rack : float
+        Scale-out + front-end network power attributable to one rack (switches,
+        optics; NICs inside the rack's IT power are not counted again) [kW].
+    network_capex_usd_per_rack : float
+        Network capex per rack (switches, transceivers, cables) [USD].
+    cooling_kw_per_it_kw_avg : float
+        Annual-average cooling electric power per kW of IT heat [kW/kW] (includes the
+        cooling of the network's heat, CDU pumps and air-side fans).
+    cooling_kw_per_it_kw_peak : float
+        Cooling electric power per kW of IT heat on the design (hottest) day [kW/kW].
+    loss_frac : float
+        Power-chain losses as a share of the load they feed (UPS, transformers,
+        distribution): facility = (IT + cooling + network) * (1 + loss_frac).
+    liquid_heat_kw_per_rack : float
+        Heat to liquid per rack at full load [kW].
+    cdu_id : str
+        CDU model chosen for this site and rack type ('' for air-cooled racks).
+    cdu_capacity_kw : float
+        Heat one CDU moves [kW].
+    cdu_capex_usd : float
+        Price of one CDU [USD].
+    cooling_capex_usd_per_kw : float
+        Heat-rejection and air-side plant capex per kW of IT heat [USD/kW].
+    pue_annual : float
+        Annual PUE of a hall of this rack type at this site (for reporting).
+    cdu_redundancy : int
+        Spare CDUs per site (N + this).
+    cdus_per_rack : float
+        CDUs per rack at the planned scale, redundancy included [count/rack].
+    n_racks : int
+        Planned scale the coefficients were computed at [racks].
+    supply_water_c : float
+        Facility-water supply of the liquid loop [degC].
+    """
+
+    network_kw_per_rack: float
+    network_capex_usd_per_rack: float
+    cooling_kw_per_it_kw_avg: float
+    cooling_kw_per_it_kw_peak: float
+    loss_frac: float
+    liquid_heat_kw_per_rack: float
+    cdu_id: str
+    cdu_capacity_kw: float
+    cdu_capex_usd: float
+    cooling_capex_usd_per_kw: float
+    pue_annual: float
+    cdu_redundancy: int = 1
+    cdus_per_rack: float = 0.0
+    n_racks: int = 0
+    supply_water_c: float = 0.0
+
+
+def _catalog_key(catalog) -> int:
+    return id(catalog)
+
+
+_NET_CACHE: dict[tuple, NetworkResult] = {}
+
+
+def cached_network(catalog, rack_id: str, n_racks: int, optics=None,
+                   oversubscription: float = 1.0) -> NetworkResult:
+    """:func:`~dcplan.facility.network.network` without the graph, memoised per catalog."""
+    key = (_catalog_key(catalog), rack_id, int(n_racks), optics, float(oversubscription))
+    hit = _NET_CACHE.get(key)
+    if hit is None or hit.__dict__.get("_catalog") is not catalog:
+        hit = network(catalog, rack_id, int(n_racks), optics=optics,
+                      oversubscription=oversubscription, keep_graph=False)
+        hit.__dict__["_catalog"] = catalog
+        if len(_NET_CACHE) > 4096:
+            _NET_CACHE.clear()
+        _NET_CACHE[key] = hit
+    return hit
+
+
+def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | None = None,
+                 oversubscription: float = 1.0) -> FacilityCoefficients:
+    """Linear facility coefficients for ``n_racks`` racks of ``rack_id`` at ``site``.
+
+    Parameters
+    ----------
+    catalog : Catalog
+    site : Site
+    rack_id : str
+    n_racks : int
+        Planned scale [racks] (network and CDU integer effects are spread over it).
+    optics : str, optional
+        Optic id for switch ends (see :func:`~dcplan.facility.network.network`).
+    oversubscription : float
+        Back-end leaf oversubscription (1 = non-blocking).
+
+    Returns
+    -------
+    FacilityCoefficients
+
+    Raises
+    ------
+    InputError
+        Unknown ids, or a rack the site cannot host (too dense, no facility water).
+    """
+    n = max(1, int(math.ceil(n_racks)))
+    net = cached_network(catalog, rack_id, n, optics, oversubscription)
+    cool = cooling(catalog, site, {rack_id: n}, network_kw=net.network_kw)
+    it_kw = cool.it_kw
+    peak = power_chain(site, it_kw, net.network_kw, cool.cooling_kw_peak)
+    avg = power_chain(site, it_kw, net.network_kw, cool.cooling_kw_avg)
+    return FacilityCoefficients(
+        network_kw_per_rack=net.network_kw / n,
+        network_capex_usd_per_rack=net.network_capex_usd / n,
+        cooling_kw_per_it_kw_avg=cool.cooling_kw_avg / it_kw,
+        cooling_kw_per_it_kw_peak=cool.cooling_kw_peak / it_kw,
+        loss_frac=peak.loss_frac,
+        liquid_heat_kw_per_rack=cool.liquid_heat_kw / n,
+        cdu_id=cool.cdu_id,
+        cdu_capacity_kw=cool.cdu_capacity_kw,
+        cdu_capex_usd=cool.cdu_capex_usd,
+        cooling_capex_usd_per_kw=cool.plant_capex_usd / it_kw,
+        pue_annual=avg.pue,
+        cdu_redundancy=cool.cdu_redundancy,
+        cdus_per_rack=cool.cdu_count / n,
+        n_racks=n,
+        supply_water_c=cool.supply_c,
+    )
+
+
+@dataclass
+class FleetSizing:
+    """Exact network and cooling of a fleet at one site, and the linear estimate.
+
+    Attributes
+    ----------
+    site_id : str
+    fleet : dict
+        Rack id -> count.
+    networks : dict
+        Rack id -> :class:`~dcplan.facility.network.NetworkResult` (one fabric per type).
+    cooling : CoolingResult
+        Shared by the whole site.
+    exact, linear, difference : dict
+        Quantities [kW, USD, count, -]: ``it_kw``, ``network_kw``, ``network_capex_usd``,
+        ``cooling_kw_avg``, ``cooling_kw_peak``, ``loss_kw_peak``, ``facility_kw_peak``,
+        ``cdu_count``, ``cdu_capex_usd``, ``cooling_capex_usd``, ``annual_energy_kwh``,
+        ``pue_annual``; difference = exact - linear.
+    relative_error : dict
+        (linear - exact) / exact per quantity (0 where exact is 0) [-].
+    """
+
+    site_id: str
+    fleet: dict[str, int]
+    networks: dict[str, NetworkResult]
+    cooling: CoolingResult
+    exact: dict[str, float]
+    linear: dict[str, float]
+    difference: dict[str, float] = field(default_factory=dict)
+    relative_error: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-dict summary."""
+        return {
+            "site_id": self.site_id, "fleet": dict(self.fleet),
+            "networks": {k: v.summary() for k, v in self.networks.items()},
+            "cooling": self.cooling.summary(), "exact": dict(self.exact),
+            "linear": dict(self.linear), "difference": dict(self.difference),
+            "relative_error": dict(self.relative_error),
+        }
+
+
+def _quantities(site: Site, it_kw, network_kw, network_capex, cool_avg, cool_peak, cdus,
+                cdu_capex, cooling_capex) -> dict[str, float]:
+    peak = power_chain(site, it_kw, network_kw, cool_peak)
+    avg = power_chain(site, it_kw, network_kw, cool_avg)
+    return {
+        "it_kw": it_kw, "network_kw": network_kw, "network_capex_usd": network_capex,
+        "cooling_kw_avg": cool_avg, "cooling_kw_peak": cool_peak,
+        "loss_kw_peak": peak.loss_kw, "facility_kw_peak": peak.facility_kw,
+        "cdu_count": float(cdus), "cdu_capex_usd": cdu_capex,
+        "cooling_capex_usd": cooling_capex,
+        "annual_energy_kwh": avg.facility_kw * HOURS_PER_YEAR,
+        "pue_annual": avg.pue if it_kw + network_kw > 0 else 0.0,
+    }
+
+
+def size_fleet(catalog, site: Site, fleet: dict[str, int], optics: str | None = None,
+               oversubscription: float = 1.0,
+               coefficients_used: dict[str, FacilityCoefficients] | None = None,
+               ) -> FleetSizing:
+    """Size the exact network and cooling for ``fleet`` ({rack_id: count}) at ``site``.
+
+    Parameters
+    ----------
+    catalog : Catalog
+    site : Site
+    fleet : dict
+        Rack id -> count (zero counts are ignored).
+    optics : str, optional
+    oversubscription : float
+    coefficients_used : dict, optional
+        Rack id -> the :class:`FacilityCoefficients` the planner used; default the
+        coefficients at each type's own count in ``fleet``.
+
+    Returns
+    -------
+    FleetSizing
+        Exact figures, the linear estimate (coefficients x counts, CDUs as
+        ``cdus_per_rack`` x racks rounded up) and their difference.
+    """
+    fleet = {r: int(n) for r, n in fleet.items() if n}
+    nets = {r: cached_network(catalog, r, n, optics, oversubscription)
+            for r, n in fleet.items()}
+    net_kw = sum(v.network_kw for v in nets.values())
+    net_capex = sum(v.network_capex_usd for v in nets.values())
+    cool = cooling(catalog, site, fleet, network_kw=net_kw)
+    exact = _quantities(site, cool.it_kw, net_kw, net_capex, cool.cooling_kw_avg,
+                        cool.cooling_kw_peak, cool.cdu_count, cool.cdu_capex_total_usd,
+                        cool.plant_capex_usd)
+
+    coefs = dict(coefficients_used or {})
+    for r, n in fleet.items():
+        if r not in coefs:
+            coefs[r] = coefficients(catalog, site, r, n, optics, oversubscription)
+    it = l_net = l_capex = l_avg = l_peak = l_cdu = l_cdu_capex = l_cool_capex = 0.0
+    l_fac = 0.0
+    for r, n in fleet.items():
+        c = coefs[r]
+        rack_it = catalog.get("racks", r).it_power_max_kw * n
+        it += rack_it
+        l_net += c.network_kw_per_rack * n
+        l_capex += c.network_capex_usd_per_rack * n
+        l_avg += c.cooling_kw_per_it_kw_avg * rack_it
+        l_peak += c.cooling_kw_per_it_kw_peak * rack_it
+        cdus = c.cdus_per_rack * n
+        l_cdu += cdus
+        l_cdu_capex += cdus * c.cdu_capex_usd
+        l_cool_capex += c.cooling_capex_usd_per_kw * rack_it
+        l_fac += (rack_it + c.network_kw_per_rack * n
+                  + c.cooling_kw_per_it_kw_peak * rack_it) * (1 + c.loss_frac)
+    linear = _quantities(site, it, l_net, l_capex, l_avg, l_peak, l_cdu, l_cdu_capex,
+                         l_cool_capex)
+    linear["facility_kw_peak"] = l_fac
+    linear["loss_kw_peak"] = l_fac - (it + l_net + l_peak)
+    diff = {k: exact[k] - linear[k] for k in exact}
+    rel = {k: ((linear[k] - exact[k]) / exact[k] if exact[k] else 0.0) for k in exact}
+    return FleetSizing(site_id=site.id, fleet=fleet, networks=nets, cooling=cool, exact=exact,
+                       linear=linear, difference=diff, relative_error=rel)
+
+
+def coefficients_dict(c: FacilityCoefficients) -> dict[str, Any]:
+    """Return the coefficients as a plain dict."""
+    return asdict(c)
+

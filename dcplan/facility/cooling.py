@@ -1,0 +1,442 @@
+"""Cooling model: CDUs, heat rejection chosen by supply temperature and climate, PUE.
+
+Heat paths (all in [kW] of heat, equal to the electric power that produced it):
+
+* liquid: ``sum(racks * it_kw * liquid_heat_frac)`` goes through CDUs (integer count,
+  N + redundancy) to the facility-water loop at ``supply_c``, then to a heat-rejection
+  plant;
+* air: the rest of the rack heat plus the network switches' heat goes to CRAH fan coils
+  on a chilled-water loop at the site's ``air_chilled_water_c``, then to a plant.
+
+For each loop the plant is a free-cooling unit (dry cooler; cooling tower or adiabatic
+cooler where the site allows evaporative cooling) working while
+``ambient + approach_k <= supply``, backed by a chiller whose electric power per kW of
+heat grows with the lift: ``e = e_rated * max(floor, 1 + s * (lift - lift_rated))`` with
+``lift = ambient - supply`` (the ambient is dry- or wet-bulb per the plant's
+``ambient_basis``). The combination with the lowest annual energy is chosen. Electric
+power is weighted by the site's climate hours; the design (peak) value uses the site's
+design condition. CDU pump power is linear in the heat moved (rated pump power per kW
+of rated capacity).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dcplan.errors import InputError, Problem
+from dcplan.facility.assumptions import value
+from dcplan.schema import Cdu, CduPlacement, CoolingType, HeatRejection, HeatRejectionKind, Rack
+from dcplan.sites import HOURS_PER_YEAR, Site
+
+FREE_KINDS = (HeatRejectionKind.dry_cooler, HeatRejectionKind.adiabatic_dry_cooler,
+              HeatRejectionKind.cooling_tower)
+CHILLER_KINDS = (HeatRejectionKind.chiller_air_cooled, HeatRejectionKind.chiller_water_cooled)
+
+
+def _err(message: str, site: Site | None = None, fld: str | None = None) -> InputError:
+    return InputError(Problem("<cooling>" if site is None else f"site {site.id}", message,
+                              field=fld))
+
+
+# --- plant physics --------------------------------------------------------------------
+
+
+def ambient_for(plant: HeatRejection, dry_bulb_c: float, wet_bulb_c: float) -> float:
+    """Return the ambient temperature that limits ``plant`` [degC]."""
+    return wet_bulb_c if plant.ambient_basis == "wet_bulb" else dry_bulb_c
+
+
+def free_cooling_works(plant: HeatRejection, supply_c: float, dry_bulb_c: float,
+                       wet_bulb_c: float) -> bool:
+    """Whether a free-cooling plant reaches ``supply_c`` [degC] at this ambient."""
+    approach = plant.approach_k or 0.0
+    return ambient_for(plant, dry_bulb_c, wet_bulb_c) + approach <= supply_c + 1e-9
+
+
+def chiller_kw_per_kw(plant: HeatRejection, supply_c: float, dry_bulb_c: float,
+                      wet_bulb_c: float) -> float:
+    """Chiller electric power per kW of heat at this lift [kW/kW].
+
+    ``e_rated * max(floor, 1 + lift_sensitivity_per_k * (lift - lift_rated))`` with
+    ``lift = ambient - supply`` [K] and ``floor`` from the assumptions file.
+    """
+    lift = ambient_for(plant, dry_bulb_c, wet_bulb_c) - supply_c
+    rated = plant.rated_ambient_c - plant.rated_supply_c
+    factor = 1.0 + plant.lift_sensitivity_per_k * (lift - rated)
+    return plant.electric_kw_per_kw_heat * max(value("cooling", "chiller_min_power_frac"),
+                                               factor)
+
+
+@dataclass
+class LoopPlant:
+    """Heat-rejection plant of one water loop and its hours-weighted performance.
+
+    Attributes
+    ----------
+    supply_c : float
+        Loop supply temperature [degC].
+    free_id, chiller_id : str or None
+        Free-cooling plant and chiller chosen ('' if none).
+    free_hours : float
+        Hours per year on free cooling alone [h].
+    kw_per_kw_avg, kw_per_kw_peak : float
+        Electric power per kW of heat, annual average and at the design condition [kW/kW].
+    capex_usd_per_kw : float
+        Plant capex per kW of heat [USD/kW].
+    """
+
+    supply_c: float
+    free_id: str = ""
+    chiller_id: str = ""
+    free_hours: float = 0.0
+    kw_per_kw_avg: float = 0.0
+    kw_per_kw_peak: float = 0.0
+    capex_usd_per_kw: float = 0.0
+
+
+def _eligible(catalog, site: Site, kinds) -> list[HeatRejection]:
+    out = []
+    for p in catalog.heat_rejection.values():
+        if p.kind not in kinds:
+            continue
+        if p.ambient_basis == "wet_bulb" and not site.evaporative_cooling:
+            continue
+        out.append(p)
+    return sorted(out, key=lambda p: p.id)
+
+
+def loop_plant(catalog, site: Site, supply_c: float) -> LoopPlant:
+    """Choose the heat-rejection plant for a loop at ``supply_c`` [degC] at ``site``.
+
+    Every (free plant or none) x (chiller or none) combination that covers every
+    climate bin and the design condition is evaluated; the one with the lowest annual
+    energy wins (then the lowest capex, then the ids).
+
+    Raises
+    ------
+    InputError
+        If no combination can hold ``supply_c`` all year.
+    """
+    frees = _eligible(catalog, site, FREE_KINDS)
+    chillers = _eligible(catalog, site, CHILLER_KINDS)
+    design = (site.design_dry_bulb_c, site.design_wet_bulb_c)
+    conditions = [(b.dry_bulb_c, b.wet_bulb_c, b.hours) for b in site.climate]
+    best = None
+    for free in [None, *frees]:
+        for chiller in [None, *chillers]:
+            if free is None and chiller is None:
+                continue
+            energy = 0.0
+            free_hours = 0.0
+            ok = True
+            chiller_used = False
+            free_used = False
+            for db, wb, hours in [*conditions, (*design, 0.0)]:
+                if free is not None and free_cooling_works(free, supply_c, db, wb):
+                    e = free.electric_kw_per_kw_heat
+                    free_hours += hours
+                    free_used = True
+                elif chiller is not None:
+                    e = chiller_kw_per_kw(chiller, supply_c, db, wb)
+                    chiller_used = True
+                else:
+                    ok = False
+                    break
+                energy += hours * e
+            if not ok:
+                continue
+            capex = ((free.capex_usd_per_kw if free is not None and free_used else 0.0)
+                     + (chiller.capex_usd_per_kw if chiller is not None and chiller_used
+                        else 0.0))
+            if free is not None and free_cooling_works(free, supply_c, *design):
+                peak = free.electric_kw_per_kw_heat
+            else:
+                peak = chiller_kw_per_kw(chiller, supply_c, *design)
+            key = (round(energy, 9), round(capex, 9), free.id if free else "",
+                   chiller.id if chiller else "")
+            if best is None or key < best[0]:
+                best = (key, LoopPlant(
+                    supply_c=supply_c,
+                    free_id=free.id if free is not None and free_used else "",
+                    chiller_id=chiller.id if chiller is not None and chiller_used else "",
+                    free_hours=free_hours, kw_per_kw_avg=energy / HOURS_PER_YEAR,
+                    kw_per_kw_peak=peak, capex_usd_per_kw=capex))
+    if best is None:
+        raise _err(f"no heat-rejection plant in the catalog can hold {supply_c:g} C supply "
+                   f"water all year (design {design[0]:g} C dry bulb); add a chiller to the "
+                   "heat_rejection catalog or raise the supply temperature", site)
+    return best[1]
+
+
+# --- CDUs -----------------------------------------------------------------------------
+
+
+def cdu_count(liquid_heat_kw: float, capacity_kw: float, redundancy: int) -> int:
+    """CDUs for ``liquid_heat_kw`` [kW]: ``ceil(heat / capacity) + redundancy`` (0 if no heat)."""
+    if liquid_heat_kw <= 0:
+        return 0
+    return int(math.ceil(liquid_heat_kw / capacity_kw - 1e-9)) + int(redundancy)
+
+
+def choose_cdu(catalog, liquid_heat_kw: float, redundancy: int, supply_c: float,
+               tcs_max_c: float, cdu_id: str | None = None, fixed_supply: bool = False
+               ) -> tuple[Cdu, float]:
+    """Pick the CDU model and the facility supply it allows.
+
+    Parameters
+    ----------
+    liquid_heat_kw : float
+        Heat to liquid [kW].
+    redundancy : int
+        Spare units (1 = N+1).
+    supply_c : float
+        Facility-water supply [degC] (site design or requested).
+    tcs_max_c : float
+        Warmest technology-coolant supply every rack accepts [degC].
+    cdu_id : str, optional
+        Force this model.
+    fixed_supply : bool
+        The supply was requested explicitly: a CDU whose approach makes the rack
+        coolant too warm is an error instead of lowering the supply.
+
+    Returns
+    -------
+    (Cdu, float)
+        Model and facility supply temperature [degC] = min(supply, tcs_max - approach).
+    """
+    if cdu_id:
+        pool = [catalog.get("cdus", cdu_id)]
+    else:
+        pool = [c for c in catalog.cdus.values() if c.placement is not CduPlacement.in_rack]
+        if not pool:
+            raise _err("no in-row or facility CDU in the cdus catalog; add one or pass a CDU id")
+    options = []
+    for c in pool:
+        allowed = tcs_max_c - c.approach_k
+        if fixed_supply and supply_c > allowed + 1e-9:
+            continue
+        n = cdu_count(liquid_heat_kw, c.capacity_kw, redundancy)
+        options.append(((n * c.capex_usd, c.pump_power_kw / c.capacity_kw, c.id), c,
+                        min(supply_c, allowed)))
+    if not options:
+        c = pool[0]
+        raise _err(f"supply water {supply_c:g} C plus the CDU approach ({c.approach_k:g} K) "
+                   f"exceeds the {tcs_max_c:g} C coolant limit of the racks; lower "
+                   f"--supply-water-c to at most {tcs_max_c - c.approach_k:g} C")
+    _, cdu, supply = min(options, key=lambda t: t[0])
+    return cdu, supply
+
+
+# --- the cooling result ---------------------------------------------------------------
+
+
+@dataclass
+class CoolingResult:
+    """Cooling of a set of racks at one site.
+
+    Attributes
+    ----------
+    site_id : str
+    racks : dict
+        Rack id -> count.
+    it_kw : float
+        IT heat at full load [kW].
+    network_kw : float
+        Network switch heat added to the air side [kW].
+    liquid_heat_kw, air_heat_kw : float
+        Heat to the liquid loop and to air [kW]; their sum is ``it_kw + network_kw``.
+    supply_c : float
+        Facility-water supply of the liquid loop [degC].
+    cdu_id : str
+    cdu_count, cdu_redundancy : int
+    cdu_capacity_kw, cdu_capex_usd : float
+        Per unit.
+    pump_kw : float
+        CDU pump power at full load [kW].
+    crah_id : str
+    crah_kw : float
+        Air-side fan power [kW].
+    liquid_plant, air_plant : LoopPlant
+    cooling_kw_avg, cooling_kw_peak : float
+        Cooling electric power, annual average (at full IT load) and at the design
+        condition [kW].
+    capex_usd : float
+        CDUs + heat-rejection plants + CRAHs [USD].
+    notes : list of str
+    """
+
+    site_id: str
+    racks: dict[str, int]
+    it_kw: float
+    network_kw: float
+    liquid_heat_kw: float
+    air_heat_kw: float
+    supply_c: float
+    cdu_id: str
+    cdu_count: int
+    cdu_redundancy: int
+    cdu_capacity_kw: float
+    cdu_capex_usd: float
+    pump_kw: float
+    crah_id: str
+    crah_kw: float
+    liquid_plant: LoopPlant
+    air_plant: LoopPlant
+    cooling_kw_avg: float
+    cooling_kw_peak: float
+    plant_capex_usd: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def heat_removed_kw(self) -> float:
+        """Heat removed by both paths [kW] (equals IT + network heat)."""
+        return self.liquid_heat_kw + self.air_heat_kw
+
+    @property
+    def cdu_capex_total_usd(self) -> float:
+        """All CDUs [USD]."""
+        return self.cdu_count * self.cdu_capex_usd
+
+    @property
+    def capex_usd(self) -> float:
+        """CDUs + plants + CRAHs [USD]."""
+        return self.cdu_capex_total_usd + self.plant_capex_usd
+
+    @property
+    def annual_cooling_kwh(self) -> float:
+        """Cooling energy of a year at full IT load [kWh]."""
+        return self.cooling_kw_avg * HOURS_PER_YEAR
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-dict summary (for JSON and tables)."""
+        return {
+            "site_id": self.site_id, "racks": dict(self.racks), "it_kw": self.it_kw,
+            "network_kw": self.network_kw, "liquid_heat_kw": self.liquid_heat_kw,
+            "air_heat_kw": self.air_heat_kw, "heat_removed_kw": self.heat_removed_kw,
+            "supply_water_c": self.supply_c, "cdu_id": self.cdu_id,
+            "cdu_count": self.cdu_count, "cdu_redundancy": self.cdu_redundancy,
+            "cdu_capacity_kw": self.cdu_capacity_kw, "pump_kw": self.pump_kw,
+            "crah_id": self.crah_id, "crah_kw": self.crah_kw,
+            "liquid_plant": vars(self.liquid_plant), "air_plant": vars(self.air_plant),
+            "cooling_kw_avg": self.cooling_kw_avg, "cooling_kw_peak": self.cooling_kw_peak,
+            "annual_cooling_kwh": self.annual_cooling_kwh,
+            "cdu_capex_usd": self.cdu_capex_total_usd, "plant_capex_usd": self.plant_capex_usd,
+            "capex_usd": self.capex_usd, "notes": list(self.notes),
+        }
+
+
+def check_racks_fit(catalog, site: Site, rack_ids) -> list[Rack]:
+    """Check every rack can be hosted at ``site``; return the racks.
+
+    Raises
+    ------
+    InputError
+        A rack denser than ``max_rack_kw``, or a liquid rack at a site without facility
+        water (all problems at once).
+    """
+    racks = [catalog.get("racks", r) for r in rack_ids]
+    problems = []
+    for rack in racks:
+        if rack.it_power_max_kw > site.max_rack_kw + 1e-9:
+            problems.append(Problem(
+                f"site {site.id}", f"rack '{rack.id}' draws {rack.it_power_max_kw:g} kW but "
+                f"the densest rack this site can host is {site.max_rack_kw:g} kW; choose "
+                "another site or rack", field="max_rack_kw"))
+        if rack.cooling is CoolingType.direct_liquid and not site.facility_water:
+            problems.append(Problem(
+                f"site {site.id}", f"rack '{rack.id}' is direct-liquid-cooled but the site "
+                "has no facility water; choose a site with facility_water: true or an "
+                "air-cooled rack", field="facility_water"))
+    if problems:
+        raise InputError(problems)
+    return racks
+
+
+def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
+            supply_water_c: float | None = None, redundancy: int | None = None,
+            cdu_id: str | None = None) -> CoolingResult:
+    """Size the cooling of ``racks`` ({rack_id: count}) at ``site`` at full IT load.
+
+    Parameters
+    ----------
+    catalog : Catalog
+    site : Site
+    racks : dict
+        Rack id -> count.
+    network_kw : float
+        Network switch and optics power whose heat goes to the air side [kW].
+    supply_water_c : float, optional
+        Facility-water supply of the liquid loop [degC]; default the site's design
+        value, lowered if a rack's coolant limit needs it.
+    redundancy : int, optional
+        Spare CDUs (default N+1 from the assumptions file).
+    cdu_id : str, optional
+        Force a CDU model.
+
+    Returns
+    -------
+    CoolingResult
+    """
+    racks = {r: int(n) for r, n in racks.items() if n}
+    if any(n < 0 for n in racks.values()):
+        raise _err("rack counts must be >= 0")
+    models = check_racks_fit(catalog, site, racks)
+    red = value("cooling", "default_cdu_redundancy") if redundancy is None else int(redundancy)
+    if red < 0:
+        raise _err(f"--redundancy must be >= 0 (got {red})")
+    it_kw = sum(n * m.it_power_max_kw for m, n in zip(models, racks.values(), strict=True))
+    liquid = sum(n * m.it_power_max_kw * m.liquid_heat_frac
+                 for m, n in zip(models, racks.values(), strict=True))
+    air = it_kw - liquid + network_kw
+    notes = []
+
+    supply = site.liquid_supply_c if supply_water_c is None else float(supply_water_c)
+    cdu = None
+    pump_kw = 0.0
+    n_cdu = 0
+    if liquid > 0:
+        tcs_max = min(m.coolant_supply_max_c for m in models
+                      if m.cooling is CoolingType.direct_liquid)
+        cdu, new_supply = choose_cdu(catalog, liquid, red, supply, tcs_max, cdu_id,
+                                     fixed_supply=supply_water_c is not None)
+        if new_supply < supply - 1e-9:
+            notes.append(f"facility supply lowered from {supply:g} C to {new_supply:g} C so "
+                         f"that rack coolant stays at or below {tcs_max:g} C after the CDU's "
+                         f"{cdu.approach_k:g} K approach")
+        supply = new_supply
+        n_cdu = cdu_count(liquid, cdu.capacity_kw, red)
+        pump_kw = cdu.pump_power_kw * liquid / cdu.capacity_kw
+    liquid_plant = loop_plant(catalog, site, supply) if liquid > 0 else LoopPlant(supply)
+
+    crah_kw = 0.0
+    crah_id = ""
+    crah_capex = 0.0
+    air_plant = LoopPlant(site.air_chilled_water_c)
+    if air > 0:
+        crahs = sorted((p for p in catalog.heat_rejection.values()
+                        if p.kind is HeatRejectionKind.crah), key=lambda p: p.id)
+        if not crahs:
+            raise _err("air-side cooling needs a 'crah' entry (fan coil power per kW of "
+                       "heat) in the heat_rejection catalog")
+        crah = crahs[0]
+        crah_id = crah.id
+        crah_kw = crah.electric_kw_per_kw_heat * air
+        crah_capex = crah.capex_usd_per_kw * air
+        air_plant = loop_plant(catalog, site, site.air_chilled_water_c)
+
+    avg = (pump_kw + liquid * liquid_plant.kw_per_kw_avg + crah_kw
+           + air * air_plant.kw_per_kw_avg)
+    peak = (pump_kw + liquid * liquid_plant.kw_per_kw_peak + crah_kw
+            + air * air_plant.kw_per_kw_peak)
+    plant_capex = (liquid * liquid_plant.capex_usd_per_kw + air * air_plant.capex_usd_per_kw
+                   + crah_capex)
+    return CoolingResult(
+        site_id=site.id, racks=racks, it_kw=it_kw, network_kw=network_kw,
+        liquid_heat_kw=liquid, air_heat_kw=air, supply_c=supply,
+        cdu_id=cdu.id if cdu else "", cdu_count=n_cdu, cdu_redundancy=red if cdu else 0,
+        cdu_capacity_kw=cdu.capacity_kw if cdu else 0.0,
+        cdu_capex_usd=cdu.capex_usd if cdu else 0.0, pump_kw=pump_kw, crah_id=crah_id,
+        crah_kw=crah_kw, liquid_plant=liquid_plant, air_plant=air_plant,
+        cooling_kw_avg=avg, cooling_kw_peak=peak, plant_capex_usd=plant_capex, notes=notes)

@@ -1,0 +1,641 @@
+"""Network fabric model: back-end (scale-out) fat tree and front-end, as a networkx graph.
+
+For ``n_racks`` racks of one type the back-end fabric connects every scale-out NIC port
+to a leaf switch, leaves to spines, and spines to a core tier when one spine tier does
+not fit the switch radix. The same builder makes the front-end (north-south) fabric.
+Every link is an edge of a :class:`networkx.MultiGraph` carrying its tier, speed
+[Gb/s], length [m] and medium (copper or optical); the bill of materials (switches per
+tier, links, transceivers by type, power, capex) is counted from the graph's edges.
+
+Conventions (documented in ``docs/facility.md``):
+
+* Link speed ``p`` = min(NIC port speed, switch port speed); a faster switch port is
+  split into ``port_gbps / p`` logical ports (breakout), so the switch radix at ``p`` is
+  ``ports * port_gbps / p``.
+* Leaf: ``down = floor(R * o / (1 + o))`` ports to NICs, ``up = R - down`` to spines
+  (``o`` the oversubscription). Rail-optimised racks put NIC port ``k`` of every server
+  on the leaves of rail ``k``.
+* Copper (DAC first, then ACC) where the link's length is within the cable's reach:
+  inside a rack and to a neighbouring rack of the same row; leaf-spine and spine-core
+  links run to the network row and are optical.
+* Transceivers: an optical link has one transceiver (or CPO port) at each end. At a
+  switch, the optical Gb/s of all its ports is carried by modules of the chosen
+  optic (a twin-port 800G module carries two 400G links), counted per switch; at a
+  NIC, one module per NIC port. A switch end is co-packaged (no transceiver, a CPO
+  port with the catalog's per-port power) when the switch is a CPO switch or the
+  chosen optic is of kind ``cpo``.
+* NIC power and capex are reported but are part of the rack's IT power and price, so
+  they are not in ``network_kw`` or ``network_capex_usd``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from dcplan.errors import InputError, Problem
+from dcplan.facility.assumptions import value
+from dcplan.schema import Nic, Optic, OpticKind, Rack, Switch
+from dcplan.yamlio import atomic_path
+
+OPTICAL_KINDS = (OpticKind.pluggable, OpticKind.lpo, OpticKind.cpo, OpticKind.aoc)
+COPPER_KINDS = (OpticKind.copper_dac, OpticKind.copper_acc)
+MAX_TIERS = 3
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Physical layout used for cable lengths.
+
+    Attributes
+    ----------
+    rack_pitch_m : float
+        Distance between neighbouring rack positions in a row [m].
+    in_rack_cable_m : float
+        Cable length inside a rack, including the run to the overhead tray [m].
+    racks_per_row : int
+        Compute racks per row; links between rows are optical.
+    copper_max_rack_distance : int
+        Farthest rack (in positions) a copper cable may reach: 0 = inside the rack,
+        1 = the neighbouring rack; beyond it links are optical whatever the cable reach.
+    """
+
+    rack_pitch_m: float = field(default_factory=lambda: value("layout", "rack_pitch_m"))
+    in_rack_cable_m: float = field(default_factory=lambda: value("layout", "in_rack_cable_m"))
+    racks_per_row: int = field(default_factory=lambda: value("layout", "racks_per_row"))
+    copper_max_rack_distance: int = field(
+        default_factory=lambda: value("layout", "copper_max_rack_distance"))
+
+    def length_m(self, rack_a: int, rack_b: int) -> float:
+        """Cable length between devices in racks ``rack_a`` and ``rack_b`` [m].
+
+        Infinite (optical) across rows and beyond ``copper_max_rack_distance``.
+        """
+        if rack_a // self.racks_per_row != rack_b // self.racks_per_row:
+            return math.inf
+        if abs(rack_a - rack_b) > self.copper_max_rack_distance:
+            return math.inf
+        return abs(rack_a - rack_b) * self.rack_pitch_m + self.in_rack_cable_m
+
+
+@dataclass
+class FabricTiers:
+    """Switch counts and ports of one fat tree.
+
+    Attributes
+    ----------
+    leaf, spine, core : int
+        Switches per tier.
+    down_ports, up_ports : int
+        Leaf ports to endpoints and to spines.
+    radix : int
+        Logical ports per switch at the link speed.
+    """
+
+    leaf: int = 0
+    spine: int = 0
+    core: int = 0
+    down_ports: int = 0
+    up_ports: int = 0
+    radix: int = 0
+
+    @property
+    def switches(self) -> int:
+        """All switches of the fabric."""
+        return self.leaf + self.spine + self.core
+
+    @property
+    def tiers(self) -> int:
+        """Number of switch tiers (1, 2 or 3)."""
+        return 1 + (self.spine > 0) + (self.core > 0)
+
+
+@dataclass
+class NetworkResult:
+    """Bill of materials, power and capex of the back-end and front-end fabrics.
+
+    Attributes
+    ----------
+    rack_id : str
+    n_racks : int
+    accelerators : int
+    switch_id, frontend_switch_id : str
+    optic_id : str
+        Optic used on switch ends (``cpo`` when co-packaged).
+    link_gbps, frontend_link_gbps : float
+        Logical link speed [Gb/s].
+    backend, frontend : FabricTiers
+    nic_ports : int
+        Back-end NIC ports (endpoints).
+    links : dict
+        Link tier (``nic_leaf``, ``leaf_spine``, ``spine_core``, ``fe_...``) -> count.
+    copper_links, optical_links : int
+    transceivers : dict
+        Optic id -> pluggable modules (both fabrics, both ends).
+    cpo_ports : int
+        Co-packaged optical ports on switches.
+    switch_kw, optics_kw, nic_kw : float
+        Power of switches (without pluggables), of transceivers/CPO engines/active
+        copper, and of the NICs (informational: inside rack IT power) [kW].
+    switch_capex_usd, optics_capex_usd, copper_capex_usd, nic_capex_usd : float
+        Capex [USD]; NIC capex is informational (inside the rack price).
+    bisection_gbps, full_bisection_gbps : float
+        Back-end bisection bandwidth and its full (non-blocking) value [Gb/s].
+    graph : networkx.MultiGraph or None
+    """
+
+    rack_id: str
+    n_racks: int
+    accelerators: int
+    switch_id: str
+    frontend_switch_id: str
+    optic_id: str
+    link_gbps: float
+    frontend_link_gbps: float
+    backend: FabricTiers
+    frontend: FabricTiers
+    nic_ports: int
+    links: dict[str, int]
+    copper_links: int
+    optical_links: int
+    transceivers: dict[str, int]
+    cpo_ports: int
+    switch_kw: float
+    optics_kw: float
+    nic_kw: float
+    switch_capex_usd: float
+    optics_capex_usd: float
+    copper_capex_usd: float
+    nic_capex_usd: float
+    bisection_gbps: float
+    full_bisection_gbps: float
+    graph: Any = None
+
+    @property
+    def network_kw(self) -> float:
+        """Network power outside the racks: switches + optics [kW]."""
+        return self.switch_kw + self.optics_kw
+
+    @property
+    def network_capex_usd(self) -> float:
+        """Network capex outside the rack price: switches, optics, copper cables [USD]."""
+        return self.switch_capex_usd + self.optics_capex_usd + self.copper_capex_usd
+
+    @property
+    def total_links(self) -> int:
+        """All links of both fabrics."""
+        return sum(self.links.values())
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-dict summary (for JSON and tables)."""
+        return {
+            "rack_id": self.rack_id,
+            "n_racks": self.n_racks,
+            "accelerators": self.accelerators,
+            "switch_id": self.switch_id,
+            "frontend_switch_id": self.frontend_switch_id,
+            "optic_id": self.optic_id,
+            "link_gbps": self.link_gbps,
+            "backend_tiers": self.backend.tiers,
+            "backend_switches": {"leaf": self.backend.leaf, "spine": self.backend.spine,
+                                 "core": self.backend.core},
+            "frontend_switches": {"leaf": self.frontend.leaf, "spine": self.frontend.spine,
+                                  "core": self.frontend.core},
+            "nic_ports": self.nic_ports,
+            "links": dict(self.links),
+            "copper_links": self.copper_links,
+            "optical_links": self.optical_links,
+            "transceivers": dict(self.transceivers),
+            "cpo_ports": self.cpo_ports,
+            "switch_kw": self.switch_kw,
+            "optics_kw": self.optics_kw,
+            "nic_kw_in_rack": self.nic_kw,
+            "network_kw": self.network_kw,
+            "network_kw_per_rack": self.network_kw / self.n_racks,
+            "switch_capex_usd": self.switch_capex_usd,
+            "optics_capex_usd": self.optics_capex_usd,
+            "copper_capex_usd": self.copper_capex_usd,
+            "network_capex_usd": self.network_capex_usd,
+            "network_capex_usd_per_rack": self.network_capex_usd / self.n_racks,
+            "nic_capex_usd_in_rack": self.nic_capex_usd,
+            "bisection_gbps": self.bisection_gbps,
+            "full_bisection_gbps": self.full_bisection_gbps,
+        }
+
+
+# --- choices from the catalog ---------------------------------------------------------
+
+
+def _err(message: str) -> InputError:
+    return InputError(Problem("<network>", message))
+
+
+def logical_radix(switch: Switch, link_gbps: float) -> int:
+    """Logical ports of ``switch`` at ``link_gbps`` (breakout of faster ports) [count]."""
+    if link_gbps >= switch.port_gbps:
+        return switch.ports
+    return int(switch.ports * (switch.port_gbps // link_gbps))
+
+
+def choose_switch(catalog, link_gbps: float, switch_id: str | None = None,
+                  protocol: str | None = None) -> Switch:
+    """Pick the switch model.
+
+    ``switch_id`` if given, else the non-CPO switch with the highest logical radix at
+    ``link_gbps`` (fewest tiers and boxes), then the lowest power per Gb/s, then the id.
+    """
+    if switch_id:
+        return catalog.get("switches", switch_id)
+    cands = [s for s in catalog.switches.values() if not s.cpo]
+    if protocol:
+        cands = [s for s in cands if s.protocol == protocol] or cands
+    if not cands:
+        raise _err("no (non-CPO) switch in the switches catalog; add one or pass a switch id")
+    return sorted(cands, key=lambda s: (-logical_radix(s, min(link_gbps, s.port_gbps)),
+                                        s.power_w / (s.ports * s.port_gbps), s.id))[0]
+
+
+def choose_optic(catalog, optic_id: str | None, switch: Switch) -> Optic:
+    """Pick the optic for switch ends.
+
+    ``optic_id`` if given, else the cheapest pluggable whose speed is the switch port
+    speed (then any optical module).
+    """
+    if optic_id:
+        optic = catalog.get("optics", optic_id)
+        if optic.kind not in OPTICAL_KINDS:
+            raise _err(f"optic '{optic_id}' is {optic.kind.value}; choose an optical module "
+                       "(pluggable, lpo, cpo or aoc) for --optics")
+        return optic
+    optical = [o for o in catalog.optics.values() if o.kind in OPTICAL_KINDS]
+    for pool in (
+        [o for o in optical if o.kind is OpticKind.pluggable and o.gbps == switch.port_gbps],
+        [o for o in optical if o.kind is OpticKind.pluggable and o.gbps >= switch.port_gbps],
+        [o for o in optical if o.kind is not OpticKind.cpo],
+    ):
+        if pool:
+            return sorted(pool, key=lambda o: (o.gbps, o.capex_usd, o.power_w, o.id))[0]
+    raise _err("no optical module in the optics catalog; add a pluggable optic")
+
+
+def _nic_end_optic(catalog, switch_optic: Optic, port_gbps: float) -> Optic:
+    """Pick the module at a NIC end.
+
+    Same kind as the switch end (pluggable for CPO), the smallest speed that carries
+    the NIC port.
+    """
+    kind = OpticKind.pluggable if switch_optic.kind is OpticKind.cpo else switch_optic.kind
+    for k in (kind, OpticKind.pluggable):
+        pool = [o for o in catalog.optics.values() if o.kind is k and o.gbps >= port_gbps]
+        if pool:
+            return sorted(pool, key=lambda o: (o.gbps, o.capex_usd, o.id))[0]
+    pool = [o for o in catalog.optics.values() if o.kind in OPTICAL_KINDS
+            and o.kind is not OpticKind.cpo]
+    if not pool:
+        raise _err("no pluggable optic for NIC ends in the optics catalog")
+    return sorted(pool, key=lambda o: (-o.gbps, o.id))[0]
+
+
+def _cpo_optic(catalog, switch_optic: Optic) -> Optic:
+    if switch_optic.kind is OpticKind.cpo:
+        return switch_optic
+    pool = [o for o in catalog.optics.values() if o.kind is OpticKind.cpo]
+    if not pool:
+        raise _err("a CPO switch needs an optic of kind 'cpo' in the optics catalog "
+                   "(power and price per co-packaged port)")
+    return sorted(pool, key=lambda o: o.id)[0]
+
+
+def _copper_for(catalog, gbps: float, length_m: float) -> Optic | None:
+    pool = [o for o in catalog.optics.values()
+            if o.kind in COPPER_KINDS and o.gbps >= gbps and o.reach_m >= length_m]
+    if not pool:
+        return None
+    # passive DAC before active ACC, then the cheapest
+    return sorted(pool, key=lambda o: (o.kind is not OpticKind.copper_dac, o.capex_usd,
+                                       o.power_w, o.id))[0]
+
+
+# --- fat tree -------------------------------------------------------------------------
+
+
+def leaf_ports(radix: int, oversubscription: float) -> tuple[int, int]:
+    """Split a leaf's ``radix`` into (down, up) ports for ``oversubscription`` = down/up."""
+    if oversubscription < 1:
+        raise _err(f"oversubscription must be >= 1 (got {oversubscription:g})")
+    down = int(math.floor(radix * oversubscription / (1.0 + oversubscription) + 1e-9))
+    up = int(math.ceil(down / oversubscription - 1e-9))
+    while down + up > radix:
+        down -= 1
+        up = int(math.ceil(down / oversubscription - 1e-9))
+    if down < 1 or up < 1:
+        raise _err(f"a {radix}-port switch cannot be split at oversubscription "
+                   f"{oversubscription:g}")
+    return down, up
+
+
+def _fat_tree(g: nx.MultiGraph, endpoints: list[tuple[str, int, int]], radix: int,
+              oversubscription: float, prefix: str, gbps: float, layout: Layout,
+              rail_optimized: bool) -> FabricTiers:
+    """Add a fat tree over ``endpoints`` [(node, rack, rail)] to ``g``; return the tiers."""
+    tiers = FabricTiers(radix=radix)
+    n = len(endpoints)
+    if n == 0:
+        return tiers
+    if n <= radix:  # one switch holds every endpoint
+        groups = [endpoints]
+        down, up = radix, 0
+    else:
+        down, up = leaf_ports(radix, oversubscription)
+        groups = []
+        if rail_optimized:
+            by_rail: dict[int, list] = defaultdict(list)
+            for ep in endpoints:
+                by_rail[ep[2]].append(ep)
+            for rail in sorted(by_rail):
+                eps = by_rail[rail]
+                groups += [eps[i:i + down] for i in range(0, len(eps), down)]
+        else:
+            groups = [endpoints[i:i + down] for i in range(0, n, down)]
+    tiers.down_ports, tiers.up_ports = down, up
+    leaves = []
+    for i, grp in enumerate(groups):
+        racks = sorted(r for _, r, _ in grp)
+        rack = racks[len(racks) // 2]
+        name = f"{prefix}leaf{i}"
+        g.add_node(name, kind="switch", tier="leaf", fabric=prefix, rack=rack)
+        leaves.append(name)
+        for node, r, _ in grp:
+            g.add_edge(node, name, tier=f"{prefix}nic_leaf", gbps=gbps,
+                       length_m=layout.length_m(r, rack))
+    tiers.leaf = len(leaves)
+    if len(leaves) == 1 and n <= radix:
+        return tiers
+    n_leaf = len(leaves)
+    if n_leaf <= radix:  # two tiers
+        # leaf i's uplink j goes to spine (i * up + j) mod S: every leaf reaches every
+        # spine (S <= up when n_leaf <= radix) and each spine gets at most
+        # ceil(n_leaf * up / S) <= radix links
+        spines = int(math.ceil(n_leaf * up / radix))
+        for s in range(spines):
+            g.add_node(f"{prefix}spine{s}", kind="switch", tier="spine", fabric=prefix)
+        for i, leaf in enumerate(leaves):
+            for j in range(up):
+                g.add_edge(leaf, f"{prefix}spine{(i * up + j) % spines}",
+                           tier=f"{prefix}leaf_spine", gbps=gbps, length_m=math.inf)
+        tiers.spine = spines
+        return tiers
+    # three tiers: pods of radix/2 leaves, each with `up` spines of radix/2 down ports
+    pod_leaves = radix // 2
+    pods = int(math.ceil(n_leaf / pod_leaves))
+    if pods > radix:
+        raise _err(f"{n} endpoints need more than {MAX_TIERS} switch tiers with a "
+                   f"{radix}-port switch; choose a larger switch or fewer racks")
+    spine_names = []
+    uplinks = 0
+    for p in range(pods):
+        pod = leaves[p * pod_leaves:(p + 1) * pod_leaves]
+        names = [f"{prefix}spine{p}_{k}" for k in range(up)]
+        for nm in names:
+            g.add_node(nm, kind="switch", tier="spine", fabric=prefix, pod=p)
+        for leaf in pod:
+            for nm in names:
+                g.add_edge(leaf, nm, tier=f"{prefix}leaf_spine", gbps=gbps, length_m=math.inf)
+        spine_names += [(nm, len(pod)) for nm in names]
+        uplinks += len(pod) * len(names)
+    cores = int(math.ceil(uplinks / radix))
+    for c in range(cores):
+        g.add_node(f"{prefix}core{c}", kind="switch", tier="core", fabric=prefix)
+    counter = 0
+    for nm, n_up in spine_names:  # each spine: as many uplinks as leaf links (1:1)
+        for _ in range(n_up):
+            g.add_edge(nm, f"{prefix}core{counter % cores}", tier=f"{prefix}spine_core",
+                       gbps=gbps, length_m=math.inf)
+            counter += 1
+    tiers.spine = len(spine_names)
+    tiers.core = cores
+    return tiers
+
+
+def _bisection(tiers: FabricTiers, endpoints: int, gbps: float, n_leaf_up_links: int,
+               n_spine_up_links: int) -> float:
+    """Return the bisection bandwidth of a fat tree [Gb/s].
+
+    Half the endpoints' injection, limited by half of each tier's uplink capacity.
+    """
+    half = endpoints * gbps / 2.0
+    if tiers.spine == 0:
+        return half
+    bw = min(half, n_leaf_up_links * gbps / 2.0)
+    if tiers.core:
+        bw = min(bw, n_spine_up_links * gbps / 2.0)
+    return bw
+
+
+# --- the whole network ----------------------------------------------------------------
+
+
+def _rack_nics(rack: Rack, nic: Nic) -> tuple[int, float]:
+    """(NICs per rack, Gb/s per NIC) of the scale-out back-end."""
+    n_nic = int(math.ceil(rack.accelerators_per_rack * rack.scaleout_nics_per_accelerator
+                          - 1e-9))
+    gbps = rack.scaleout_gbps_per_accelerator * rack.accelerators_per_rack / n_nic
+    return n_nic, gbps
+
+
+def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
+            oversubscription: float = 1.0, switch_id: str | None = None,
+            frontend_switch_id: str | None = None, layout: Layout | None = None,
+            with_accelerators: bool = False, keep_graph: bool = True) -> NetworkResult:
+    """Build the back-end and front-end fabrics of ``n_racks`` racks of ``rack_id``.
+
+    Parameters
+    ----------
+    catalog : Catalog
+    rack_id : str
+    n_racks : int
+        Racks of this type [count], >= 1.
+    optics : str, optional
+        Optic id for switch ends (``pluggable_800g``, ``lpo_800g``, ``cpo`` ...); default
+        the cheapest pluggable at the switch port speed.
+    oversubscription : float
+        Leaf down/up bandwidth ratio of the back-end, >= 1 (1 = non-blocking).
+    switch_id, frontend_switch_id : str, optional
+        Switch models; default :func:`choose_switch`.
+    layout : Layout, optional
+    with_accelerators : bool
+        Also add accelerator nodes (attached to their NICs) to the graph.
+    keep_graph : bool
+        Keep the graph in the result (drop it to save memory).
+
+    Returns
+    -------
+    NetworkResult
+    """
+    if n_racks < 1 or int(n_racks) != n_racks:
+        raise _err(f"--racks must be a whole number >= 1 (got {n_racks})")
+    n_racks = int(n_racks)
+    layout = layout or Layout()
+    rack: Rack = catalog.get("racks", rack_id)
+    nic: Nic = catalog.get("nics", rack.nic)
+    n_nic, nic_gbps = _rack_nics(rack, nic)
+    switch = choose_switch(catalog, nic_gbps, switch_id)
+    link = min(nic_gbps, switch.port_gbps)
+    links_per_nic = int(math.ceil(nic_gbps / link - 1e-9))
+    radix = logical_radix(switch, link)
+    optic = choose_optic(catalog, optics, switch)
+    rails = rack.scaleout_rails or value("network", "default_rails")
+    per_rack_ports = n_nic * links_per_nic
+
+    g = nx.MultiGraph(name=f"{n_racks} x {rack_id}")
+    endpoints = []
+    for r in range(n_racks):
+        for j in range(n_nic):
+            nic_node = f"r{r}/nic{j}"
+            g.add_node(nic_node, kind="nic", rack=r, nic=rack.nic)
+            for k in range(links_per_nic):
+                port = f"r{r}/nic{j}/p{k}" if links_per_nic > 1 else nic_node
+                if links_per_nic > 1:
+                    g.add_node(port, kind="nic_port", rack=r)
+                    g.add_edge(nic_node, port, tier="internal", gbps=link, length_m=0.0)
+                endpoints.append((port, r, (j * links_per_nic + k) % rails))
+        if with_accelerators:
+            a = rack.accelerators_per_rack
+            for i in range(a):
+                acc = f"r{r}/acc{i}"
+                g.add_node(acc, kind="accelerator", rack=r)
+            for i in range(a):
+                # accelerator i <-> NIC(s) proportionally (k NICs per accelerator or
+                # one NIC per 1/k accelerators)
+                js = {int(i * n_nic / a)} | {j for j in range(n_nic) if int(j * a / n_nic) == i}
+                for j in js:
+                    g.add_edge(f"r{r}/acc{i}", f"r{r}/nic{j}", tier="internal",
+                               gbps=nic_gbps, length_m=0.0)
+    rail_opt = rack.rail_optimized and n_racks * per_rack_ports > radix
+    be = _fat_tree(g, endpoints, radix, oversubscription, "", link, layout, rail_opt)
+
+    # front-end
+    fe_port = value("network", "frontend_port_gbps")
+    fe_switch = choose_switch(catalog, fe_port, frontend_switch_id, protocol="ethernet")
+    fe_link = min(fe_port, fe_switch.port_gbps)
+    fe_tiers = FabricTiers()
+    fe_per_rack = int(math.ceil(rack.frontend_gbps_per_rack / fe_link - 1e-9))
+    if fe_per_rack:
+        fe_eps = []
+        for r in range(n_racks):
+            for j in range(fe_per_rack):
+                node = f"r{r}/fe{j}"
+                g.add_node(node, kind="frontend_port", rack=r)
+                fe_eps.append((node, r, 0))
+        fe_tiers = _fat_tree(g, fe_eps, logical_radix(fe_switch, fe_link),
+                             value("network", "frontend_oversubscription"), "fe_", fe_link,
+                             layout, False)
+
+    result = _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link,
+                    fe_link, be, fe_tiers, len(endpoints))
+    if keep_graph:
+        result.graph = g
+    return result
+
+
+def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link, fe_link,
+           be, fe, n_endpoints) -> NetworkResult:
+    links: Counter = Counter()
+    copper_links = optical_links = 0
+    copper_capex = 0.0
+    copper_kw = 0.0
+    optical_gbps_at: Counter = Counter()  # switch -> optical Gb/s on its ports
+    nic_modules: Counter = Counter()  # optic id -> modules at NIC/front-end ports
+    leaf_up = spine_up = 0
+    for u, v, data in g.edges(data=True):
+        tier = data["tier"]
+        if tier == "internal":
+            continue
+        links[tier] += 1
+        if tier.endswith("leaf_spine") and not tier.startswith("fe_"):
+            leaf_up += 1
+        if tier.endswith("spine_core") and not tier.startswith("fe_"):
+            spine_up += 1
+        gbps = data["gbps"]
+        cu = _copper_for(catalog, gbps, data["length_m"])
+        if cu is not None:
+            data["medium"] = cu.id
+            copper_links += 1
+            share = gbps / cu.gbps  # breakout share of one cable
+            copper_capex += 2 * cu.capex_usd * share
+            copper_kw += 2 * cu.power_w * share / 1000.0
+            continue
+        data["medium"] = "optical"
+        optical_links += 1
+        for end in (u, v):
+            if g.nodes[end]["kind"] == "switch":
+                optical_gbps_at[end] += gbps
+            else:
+                nic_modules[_nic_end_optic(catalog, optic, gbps).id] += 1
+
+    transceivers: Counter = Counter(nic_modules)
+    cpo_ports = 0
+    optics_kw = copper_kw
+    optics_capex = 0.0
+    for sw, gbps in optical_gbps_at.items():
+        model = fe_switch if g.nodes[sw]["fabric"] == "fe_" else switch
+        if model.cpo or optic.kind is OpticKind.cpo:
+            cpo = _cpo_optic(catalog, optic)
+            ports = int(math.ceil(gbps / cpo.gbps - 1e-9))
+            cpo_ports += ports
+            optics_kw += ports * cpo.power_w / 1000.0
+            optics_capex += ports * cpo.capex_usd
+        else:
+            transceivers[optic.id] += int(math.ceil(gbps / optic.gbps - 1e-9))
+    for oid, count in transceivers.items():
+        o = catalog.get("optics", oid)
+        optics_kw += count * o.power_w / 1000.0
+        optics_capex += count * o.capex_usd
+
+    sw_count = be.switches
+    fe_count = fe.switches
+    switch_kw = (sw_count * switch.power_w + fe_count * fe_switch.power_w) / 1000.0
+    switch_capex = sw_count * switch.capex_usd + fe_count * fe_switch.capex_usd
+    nics = n_racks * n_nic
+    return NetworkResult(
+        rack_id=rack.id, n_racks=n_racks, accelerators=n_racks * rack.accelerators_per_rack,
+        switch_id=switch.id, frontend_switch_id=fe_switch.id,
+        optic_id=optic.id, link_gbps=link, frontend_link_gbps=fe_link, backend=be,
+        frontend=fe, nic_ports=n_endpoints, links=dict(sorted(links.items())),
+        copper_links=copper_links, optical_links=optical_links,
+        transceivers=dict(sorted(transceivers.items())), cpo_ports=cpo_ports,
+        switch_kw=switch_kw, optics_kw=optics_kw, nic_kw=nics * nic.power_w / 1000.0,
+        switch_capex_usd=switch_capex, optics_capex_usd=optics_capex,
+        copper_capex_usd=copper_capex, nic_capex_usd=nics * nic.capex_usd,
+        bisection_gbps=_bisection(be, n_endpoints, link, leaf_up, spine_up),
+        full_bisection_gbps=n_endpoints * link / 2.0,
+    )
+
+
+def write_graphml(result: NetworkResult, path: Path | str) -> None:
+    """Write the fabric graph to ``path`` as GraphML, atomically.
+
+    Parameters
+    ----------
+    result : NetworkResult
+        A result built with ``keep_graph=True``.
+    path : Path or str
+        Target file.
+    """
+    if result.graph is None:
+        raise _err("the network was built without its graph; rebuild with keep_graph=True")
+    g = nx.MultiGraph(result.graph)
+    for _, _, data in g.edges(data=True):
+        if math.isinf(data.get("length_m", 0.0)):
+            data["length_m"] = -1.0  # GraphML has no infinity: -1 = network row (optical)
+    for _, data in g.nodes(data=True):
+        for k, v in list(data.items()):
+            if v is None:
+                del data[k]
+    with atomic_path(path) as tmp:
+        nx.write_graphml(g, tmp)
