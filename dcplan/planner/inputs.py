@@ -269,6 +269,9 @@ class PlanInputs:
     name : str
     notes : list of str
         Warnings from preparation (e.g. racks a site cannot host).
+    facility : dict
+        (rack, site) -> the facility model's coefficient object the linear terms came
+        from (used by the post-solve exact sizing; empty for hand-made inputs).
     """
 
     periods: list[Period]
@@ -287,6 +290,7 @@ class PlanInputs:
     cdu_redundancy: int = 1
     name: str = "plan"
     notes: list[str] = field(default_factory=list)
+    facility: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     # --- time and money ------------------------------------------------------------
 
@@ -496,7 +500,7 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
                       for i in range(len(periods))), default=0.0)
 
     say(f"facility: {len(rack_ids)} rack types x {len(scn.sites)} sites")
-    site_data, rack_site = {}, {}
+    site_data, rack_site, fac_objs = {}, {}, {}
     for s in scn.sites:
         site = sites[s]
         site_data[s] = _site_data(scn, site, periods)
@@ -515,6 +519,7 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
                 rack_site[(r, s)] = RackSiteData(allowed=False, reason=str(exc))
                 notes.append(f"{s} cannot host {r}: {exc}")
                 continue
+            fac_objs[r, s] = fc
             cdu_pos = 0.0
             if fc.cdu_id and fc.cdu_id in catalog.entries.get("cdus", {}):
                 cdu_pos = catalog.get("cdus", fc.cdu_id).positions
@@ -554,7 +559,7 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
         building_lifetime_years=econ.building_lifetime_years,
         cdu_lifetime_years=econ.cdu_lifetime_years,
         unserved_usd_per_token=econ.unserved_penalty_usd_per_million_tokens / 1e6,
-        cdu_redundancy=scn.cdu_redundancy, name=scn.name, notes=notes)
+        cdu_redundancy=scn.cdu_redundancy, name=scn.name, notes=notes, facility=fac_objs)
     check_servable(inputs)
     return inputs
 

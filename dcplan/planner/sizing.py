@@ -1,13 +1,15 @@
 """Exact sizing of the chosen fleet (facility model) against the linear estimate.
 
 The MILP uses linear per-rack coefficients taken at a planning scale. After solving,
-:func:`dcplan.facility.size_fleet` sizes the real network and cooling of each site's
-fleet in each period; this module tabulates how far the linear estimate was off.
+:func:`dcplan.facility.size_fleet` sizes the real network (one fabric per rack type)
+and cooling (CDUs and plant shared by the site) of each site's fleet, and compares it
+with the linear estimate built from the same coefficients the planner used. Both are
+at full rack load. By default each site is sized in its peak period (largest IT
+load); ``periods="all"`` sizes every period.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
 from typing import Any
 
 import pandas as pd
@@ -15,72 +17,63 @@ import pandas as pd
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.results import _frame
 
-#: Linear-estimate quantities compared with the exact sizing: sizing attribute ->
-#: (table, column) of the linear estimate.
-COMPARED = {
-    "network_kw": ("network", "network_kw"),
-    "network_capex_usd": ("network", "network_capex_usd"),
-    "cdus": ("cooling", "cdus"),
-    "cooling_kw_peak": ("power", "cooling_kw_peak"),
-}
-
-
-def _numeric(obj: Any) -> dict[str, float]:
-    if is_dataclass(obj):
-        items = {f.name: getattr(obj, f.name) for f in fields(obj)}
-    elif hasattr(obj, "model_dump"):
-        items = obj.model_dump()
-    else:
-        items = dict(vars(obj))
-    return {k: float(v) for k, v in items.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+COLUMNS = ["site", "period", "quantity", "linear", "exact", "diff", "diff_frac"]
+#: Unit of each quantity reported by the facility model.
+UNITS = {"it_kw": "kW", "network_kw": "kW", "network_capex_usd": "USD",
+         "cooling_kw_avg": "kW", "cooling_kw_peak": "kW", "loss_kw_peak": "kW",
+         "facility_kw_peak": "kW", "cdu_count": "units", "cdu_capex_usd": "USD",
+         "cooling_capex_usd": "USD", "annual_energy_kwh": "kWh", "pue_annual": "-"}
 
 
 def sizing_table(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
-                 tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
-    """Exact vs linear network and cooling per (site, period) of the solved fleet.
+                 tables: dict[str, pd.DataFrame], periods: str = "peak"
+                 ) -> tuple[pd.DataFrame, list[str]]:
+    """Exact vs linear network and cooling per site (and period) of the solved fleet.
 
     Returns
     -------
     table : DataFrame
-        site, period, quantity, linear, exact, diff, diff_frac.
+        site, period, quantity, unit, linear, exact, diff (exact - linear), diff_frac
+        (diff / linear).
     notes : list of str
-        Problems met while sizing (the facility model refusing a fleet, ...).
+        Problems met while sizing.
     """
     from dcplan import facility
 
     fleet = tables["fleet"]
-    cols = ["site", "period", "quantity", "linear", "exact", "diff", "diff_frac"]
     notes: list[str] = []
     rows: list[dict] = []
-    cache: dict = {}
-    lin_tables = {k: tables[k].groupby(["period", "site"]).sum(numeric_only=True)
-                  for k in ("network", "cooling", "power") if len(tables[k])}
-    for (period, site), sub in fleet.groupby(["period", "site"], sort=False):
+    if not len(fleet):
+        return _frame([], {}, COLUMNS), notes
+    power = tables["power"]
+    chosen = []
+    for site, sub in power.groupby("site", sort=False):
+        labels = list(sub.period) if periods == "all" else \
+            [sub.loc[sub.it_kw_peak.idxmax(), "period"]]
+        chosen += [(site, p) for p in labels]
+    for site, period in chosen:
+        sub = fleet[(fleet.site == site) & (fleet.period == period)]
         mix = {r: int(round(n)) for r, n in zip(sub.rack, sub.installed_racks, strict=True)
                if n > 0}
         if not mix:
             continue
-        key = (site, tuple(sorted(mix.items())))
-        if key not in cache:
-            try:
-                cache[key] = facility.size_fleet(catalog, sites[site], mix, optics=scn.optics,
-                                                 oversubscription=scn.oversubscription)
-            except NotImplementedError:
-                return _frame([], {}, cols), ["exact sizing skipped: facility.size_fleet "
-                                              "is not implemented"]
-            except Exception as exc:  # noqa: BLE001 - report, keep the plan
-                notes.append(f"exact sizing of {site} {period} failed: {exc}")
-                cache[key] = None
-        exact = cache[key]
-        if exact is None:
+        used = {r: d.facility[r, site] for r in mix if (r, site) in d.facility}
+        try:
+            sized = facility.size_fleet(catalog, sites[site], mix, optics=scn.optics,
+                                        oversubscription=scn.oversubscription,
+                                        coefficients_used=used or None)
+        except NotImplementedError:
+            return _frame([], {}, COLUMNS), ["exact sizing skipped: the facility model has "
+                                             "no size_fleet"]
+        except Exception as exc:  # noqa: BLE001 - report, keep the plan
+            notes.append(f"exact sizing of {site} in {period} failed: {exc}")
             continue
-        values = _numeric(exact)
-        for attr, (table, col) in COMPARED.items():
-            if attr not in values or table not in lin_tables:
-                continue
-            lin = float(lin_tables[table][col].get((period, site), 0.0))
-            ex = values[attr]
-            rows.append(dict(site=site, period=period, quantity=attr, linear=lin, exact=ex,
-                             diff=ex - lin, diff_frac=(ex - lin) / lin if lin else None))
-    return _frame(rows, {"linear": "unit of quantity", "exact": "unit of quantity"}, cols), notes
+        for q, ex in sized.exact.items():
+            lin = sized.linear.get(q, 0.0)
+            rows.append(dict(site=site, period=period, quantity=q, unit=UNITS.get(q, ""),
+                             linear=lin, exact=ex, diff=ex - lin,
+                             diff_frac=(ex - lin) / lin if lin else None))
+    df = _frame(rows, {"linear": "see unit column", "exact": "see unit column",
+                       "diff": "see unit column", "diff_frac": "-"},
+                ["site", "period", "quantity", "unit", "linear", "exact", "diff", "diff_frac"])
+    return df, notes
