@@ -31,6 +31,7 @@ search of :mod:`dcplan.perf.goodput`.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,12 +112,13 @@ def with_models(catalog: Catalog, models_file: Path | str | None) -> Catalog:
     """
     if not models_file:
         return catalog
-    entries, lines, problems = load_kind_file(Path(models_file), "models")
+    result = load_kind_file(Path(models_file), "models")
+    entries, problems = result[0], result[-1]
     if problems:
         raise InputError(problems)
     merged = {k: dict(v) for k, v in catalog.entries.items()}
     merged.setdefault("models", {}).update(entries)
-    return Catalog(entries=merged, files=dict(catalog.files), lines=dict(catalog.lines))
+    return dataclasses.replace(catalog, entries=merged)
 
 
 def _number(text: str, integer: bool = False) -> float | None:
