@@ -42,7 +42,8 @@ def test_perf_does_not_fit_exits_1_with_reason():
 def test_perf_unknown_rack():
     r = run("--rack", "trak8", "--workload", "chat")
     assert r.exit_code == 1
-    assert "unknown rack" in r.output and "trak8" in r.output and "did you mean 'track8'" in r.output
+    assert "unknown rack" in r.output and "trak8" in r.output
+    assert "did you mean 'track8'" in r.output
 
 
 def test_perf_missing_options_is_usage_error():

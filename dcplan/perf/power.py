@@ -45,7 +45,7 @@ def accelerator_power_kw(acc: Accelerator, act) -> np.ndarray:
 
 
 def rack_power_kw(rack: Rack, acc: Accelerator, act) -> np.ndarray:
-    """IT power of ``rack`` when its accelerators run at ``act`` activity [kW].
+    """Return the IT power of ``rack`` when its accelerators run at ``act`` activity [kW].
 
     ``n * P_acc(act) + P_other(act)``, where the non-accelerator power ``P_other`` is
     ``it_power_idle_kw - n * idle`` at idle and ``it_power_max_kw - n * max`` at full

@@ -21,7 +21,7 @@ from dcplan.schema import BYTES_PER_ELEMENT, LLM, Accelerator, Precision
 
 
 def distinct_experts(experts_total: int, experts_active: int, tokens) -> np.ndarray:
-    """Expected number of distinct routed experts hit by ``tokens`` tokens in one layer.
+    """Return the expected distinct routed experts hit by ``tokens`` tokens in one layer.
 
     With uniform routing each token picks ``k`` of ``E`` experts, so an expert is
     missed by one token with probability ``1 - k/E`` and by all ``B`` tokens with
