@@ -515,9 +515,12 @@ def load_scenario(path: Path | str) -> Scenario:
         value = getattr(scn, key)
         if value and not Path(value).is_absolute():
             updates[key] = str((path.parent / value).resolve())
-    if isinstance(raw, dict):
-        updates["lines"] = {k: v[LINE_KEY] for k, v in raw.items()
-                            if isinstance(v, dict) and LINE_KEY in v}
+    lines = {}
+    for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:", text)
+        if m:
+            lines.setdefault(m.group(1), i)
+    updates["lines"] = lines
     return scn.model_copy(update=updates)
 
 
@@ -541,14 +544,14 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
     years = {p.year for p in scn.period_list()}
     for s in scn.sites:
         if s not in sites:
-            probs.append(Problem(f, _unknown("site", s, sites), field="sites"))
+            probs.append(Problem(f, _unknown("site", s, sites), field="sites", line=ln.get("sites")))
     for r in scn.racks or []:
         if r not in racks:
-            probs.append(Problem(f, _unknown("rack", r, racks), field="racks"))
+            probs.append(Problem(f, _unknown("rack", r, racks), field="racks", line=ln.get("racks")))
     wanted = scn.workload_ids()
     for w in wanted:
         if w not in wls:
-            probs.append(Problem(f, _unknown("workload", w, wls), field="workloads"))
+            probs.append(Problem(f, _unknown("workload", w, wls), field="workloads", line=ln.get("workloads")))
     for w in scn.demand.workloads():
         if w not in wanted:
             probs.append(Problem(f, f"demand for '{w}', which is not in 'workloads'; add it "
@@ -599,7 +602,8 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
             probs.append(Problem(f, str(exc), field=fld + ".installed"))
     for s in scn.existing_built_mw:
         if s not in scn.sites:
-            probs.append(Problem(f, _unknown("site", s, scn.sites), field="existing_built_mw"))
+            probs.append(Problem(f, _unknown("site", s, scn.sites), field="existing_built_mw",
+                                 line=ln.get("existing_built_mw")))
     regions = {getattr(sites[s], "region", None) for s in scn.sites if s in sites}
     for i, rule in enumerate(scn.rules):
         fld = f"rules.{i}"
@@ -617,7 +621,7 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
                                      field=fld + ".regions"))
     if scn.optics and scn.optics not in catalog.entries.get("optics", {}):
         probs.append(Problem(f, _unknown("optic", scn.optics, catalog.entries.get("optics", {})),
-                             field="optics"))
+                             field="optics", line=ln.get("optics")))
     for s in scn.sites:
         cur = getattr(sites.get(s), "currency", "USD")
         if s in sites and cur != "USD" and cur not in scn.economics.exchange_rates_usd_per_unit:

@@ -76,7 +76,7 @@ def summary_text(result) -> str:
     if b is not None and len(b):
         out.append(format_table(b.head(15).to_dict("records"),
                                 ["rank", "limit", "site", "period", "value", "used", "unit",
-                                 "shadow_price", "shadow_unit"]))
+                                 "shadow_price", "shadow_price_relaxed", "shadow_unit"]))
     else:
         out.append("(none: no site limit stops one more rack)")
     sp = t.get("shadow_prices")

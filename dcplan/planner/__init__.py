@@ -149,10 +149,10 @@ class PlanResult:
 def model_size(prob) -> dict[str, int]:
     """Variables, integer variables, constraints and nonzeros of a pulp problem."""
     variables = prob.variables()
+    cons = prob.constraints()
     return {"variables": len(variables),
             "integers": sum(v.cat == "Integer" for v in variables),
-            "constraints": len(prob.constraints),
-            "nonzeros": sum(len(c) for c in prob.constraints.values())}
+            "constraints": len(cons), "nonzeros": sum(len(c) for c in cons)}
 
 
 def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:

@@ -19,7 +19,7 @@ import pandas as pd
 import pulp
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import ModelVars
+from dcplan.planner.model import ModelVars, build_model
 from dcplan.planner.results import Solution, _frame
 from dcplan.planner.solve import SolveOptions, SolveStatus, solve
 
@@ -44,49 +44,67 @@ def fix_integers(mv: ModelVars, sol: Solution) -> None:
         var.lowBound = var.upBound = on
 
 
-def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solution,
-                  options: SolveOptions | None = None) -> pd.DataFrame:
-    """Duals of the grid, space, demand and budget constraints with integers fixed.
-
-    Returns
-    -------
-    DataFrame
-        family, site, workload, pool, period, shadow_price, unit; empty if the LP
-        could not be solved.
-    """
-    fix_integers(mv, sol)
-    opt = options or SolveOptions()
-    lp_opt = SolveOptions(solver=opt.solver, time_limit_s=opt.time_limit_s, gap=opt.gap,
-                          threads=opt.threads, fallback=True)
-    info = solve(prob, lp_opt, mip=False)
-    cols = ["family", "site", "workload", "pool", "period", "shadow_price", "unit"]
-    if info.status is not SolveStatus.OPTIMAL:
-        return _frame([], {"shadow_price": "see unit column"}, cols)
+def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
+    """Reported duals of a solved LP: (family, keys) -> value in :data:`DUAL_UNITS`."""
     pidx = {per.label: i for i, per in enumerate(d.periods)}
-    rows = []
-    for family, unit in DUAL_UNITS.items():
+    out = {}
+    for family in DUAL_UNITS:
         for keys, con in mv.cons.get(family, {}).items():
             pi = con.pi
             if pi is None:
                 continue
-            row = dict(family=family, site=None, workload=None, pool=None, period=keys[-1],
-                       unit=unit)
             if family == "grid":
-                row.update(site=keys[0], shadow_price=-pi * 1000.0)
-            elif family == "space":
-                row.update(site=keys[0], shadow_price=-pi)
-            elif family == "budget":
-                row.update(shadow_price=-pi)
+                value = -pi * 1000.0
+            elif family in ("space", "budget"):
+                value = -pi
             else:
-                w, k = keys[0], keys[1]
-                p = pidx[keys[-1]]
+                w, p = keys[0], pidx[keys[-1]]
                 tokens = d.hours(p) * 3600.0 / d.workloads[w].peak_factor
-                row.update(workload=w, pool=k,
-                           shadow_price=pi / d.df_opex(p) / tokens * 1e6)
-            rows.append(row)
-    df = _frame(rows, {"shadow_price": "see unit column"}, cols)
-    df["shadow_price"] = df["shadow_price"].astype(float).round(9) + 0.0
-    return df
+                value = pi / d.df_opex(p) / tokens * 1e6
+            out[family, keys] = round(float(value), 9) + 0.0
+    return out
+
+
+def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solution,
+                  options: SolveOptions | None = None) -> pd.DataFrame:
+    """Duals of the grid, space, demand and budget constraints.
+
+    ``shadow_price`` comes from the LP with every integer fixed at the plan (short
+    run: the fleet is given); ``shadow_price_relaxed`` from the LP relaxation of the
+    whole model (long run: racks may be added fractionally), which values a limit
+    even when the fixed fleet cannot use more of it.
+
+    Returns
+    -------
+    DataFrame
+        family, site, workload, pool, period, shadow_price, shadow_price_relaxed, unit;
+        empty if the LPs could not be solved.
+    """
+    opt = options or SolveOptions()
+    lp_opt = SolveOptions(solver=opt.solver, time_limit_s=opt.time_limit_s, gap=opt.gap,
+                          threads=opt.threads, fallback=True)
+    relaxed_prob, relaxed_mv = build_model(d, elastic=mv.elastic)
+    relaxed = {}
+    if solve(relaxed_prob, lp_opt, mip=False).status is SolveStatus.OPTIMAL:
+        relaxed = _duals(d, relaxed_mv)
+    fix_integers(mv, sol)
+    cols = ["family", "site", "workload", "pool", "period", "shadow_price",
+            "shadow_price_relaxed", "unit"]
+    if solve(prob, lp_opt, mip=False).status is not SolveStatus.OPTIMAL:
+        return _frame([], {"shadow_price": "see unit column"}, cols)
+    fixed = _duals(d, mv)
+    rows = []
+    for (family, keys), value in fixed.items():
+        row = dict(family=family, site=None, workload=None, pool=None, period=keys[-1],
+                   shadow_price=value, shadow_price_relaxed=relaxed.get((family, keys)),
+                   unit=DUAL_UNITS[family])
+        if family in ("grid", "space"):
+            row["site"] = keys[0]
+        elif family == "demand":
+            row.update(workload=keys[0], pool=keys[1])
+        rows.append(row)
+    return _frame(rows, {"shadow_price": "see unit column",
+                         "shadow_price_relaxed": "see unit column"}, cols)
 
 
 def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.DataFrame,
@@ -96,15 +114,15 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     A grid limit binds when the headroom is below the facility power of the smallest
     rack the site may host; space when fewer positions are free than the smallest
     rack needs; lead time when the built capacity is full and no new capacity can be
-    built yet. Ranked by shadow price (largest first) within grid, then space, then
-    lead time.
+    built yet. Ranked within grid, then space, then lead time by the larger of the
+    two shadow prices (fixed-fleet and relaxed), largest first.
     """
     rows = []
     sp = {}
     if shadow is not None and len(shadow):
         for r in shadow.itertuples():
             if r.family in ("grid", "space"):
-                sp[r.family, r.site, r.period] = r.shadow_price
+                sp[r.family, r.site, r.period] = (r.shadow_price, r.shadow_price_relaxed)
     used_pos = fleet.groupby(["period", "site"]).rack_positions.sum() if len(fleet) else {}
     cdu_pos = cooling.set_index(["period", "site"]).cdu_positions
     for row in power.itertuples():
@@ -118,29 +136,35 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
         if row.headroom_kw < step_kw:
             rows.append(dict(limit="grid", site=s, period=p_label, value=row.grid_kw,
                              used=row.facility_kw_peak, unit="kW",
-                             shadow_price=sp.get(("grid", s, p_label)),
+                             **_prices(sp.get(("grid", s, p_label))),
                              shadow_unit=DUAL_UNITS["grid"]))
         pos = float(used_pos.get((p_label, s), 0.0)) + float(cdu_pos.get((p_label, s), 0.0))
         step_pos = min(d.racks[r].rack_positions for r in allowed)
         if sd.rack_positions - pos < step_pos:
             rows.append(dict(limit="space", site=s, period=p_label, value=sd.rack_positions,
                              used=pos, unit="rack positions",
-                             shadow_price=sp.get(("space", s, p_label)),
+                             **_prices(sp.get(("space", s, p_label))),
                              shadow_unit=DUAL_UNITS["space"]))
         if p < sd.first_build_period and sd.built_kw_initial - row.facility_kw_peak < step_kw \
                 and row.headroom_kw >= step_kw:
             rows.append(dict(limit="lead_time", site=s, period=p_label,
                              value=sd.built_kw_initial, used=row.facility_kw_peak, unit="kW built",
-                             shadow_price=None, shadow_unit=""))
+                             **_prices(None), shadow_unit=""))
     order = {"grid": 0, "space": 1, "lead_time": 2}
-    rows.sort(key=lambda r: (order[r["limit"]], -(r["shadow_price"] or 0.0), r["period"],
-                             r["site"]))
+    rows.sort(key=lambda r: (order[r["limit"]], -max(r["shadow_price"] or 0.0,
+                                                      r["shadow_price_relaxed"] or 0.0),
+                             r["period"], r["site"]))
     for i, r in enumerate(rows, 1):
         r["rank"] = i
     return _frame(rows, {"value": "see unit", "used": "see unit",
                          "shadow_price": "see shadow_unit"},
                   ["rank", "limit", "site", "period", "value", "used", "unit", "shadow_price",
-                   "shadow_unit"])
+                   "shadow_price_relaxed", "shadow_unit"])
+
+
+def _prices(pair) -> dict:
+    fixed, relaxed = pair if pair else (None, None)
+    return {"shadow_price": fixed, "shadow_price_relaxed": relaxed}
 
 
 def _rack_facility_kw(d: PlanInputs, r: str, s: str) -> float:

@@ -137,9 +137,9 @@ def add_fleet_variables(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> N
         cap = d.sites[s].rack_positions // d.racks[r].rack_positions
         for p, per in enumerate(d.periods):
             if d.buyable(r, s, p):
-                mv.new[r, s, p] = pulp.LpVariable(lp_name("new", r, s, per.label), 0, cap,
+                mv.new[r, s, p] = prob.add_variable(lp_name("new", r, s, per.label), 0, cap,
                                                   cat=pulp.LpInteger)
-            mv.inst[r, s, p] = pulp.LpVariable(lp_name("inst", r, s, per.label), 0)
+            mv.inst[r, s, p] = prob.add_variable(lp_name("inst", r, s, per.label), 0)
 
 
 def add_stock_balance(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -172,7 +172,7 @@ def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
             for k in wd.pools:
                 if d.perf[r, w].rate(k) <= 0:
                     continue
-                var = pulp.LpVariable(lp_name("alloc", r, s, w, k, label), 0)
+                var = prob.add_variable(lp_name("alloc", r, s, w, k, label), 0)
                 mv.alloc[r, s, w, k, p] = var
                 terms.append((var, 1.0))
         if terms:
@@ -198,7 +198,7 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                     continue
                 terms = list(by_wkp.get((w, k, p), []))
                 if mv.elastic:
-                    mv.unserved[w, k, p] = pulp.LpVariable(lp_name("unserved", w, k, per.label), 0)
+                    mv.unserved[w, k, p] = prob.add_variable(lp_name("unserved", w, k, per.label), 0)
                     terms.append((mv.unserved[w, k, p], 1.0))
                 mv.add(prob, "demand", (w, k, per.label), _lin(terms) >= need)
 
@@ -266,11 +266,11 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             prev = -(-heat0 // cd.cdu_capacity_kw) + d.cdu_redundancy if heat0 > 0 else 0
             for p, per in enumerate(d.periods):
                 key = (s, c, per.label)
-                cdu = mv.cdu[s, c, p] = pulp.LpVariable(lp_name("cdu", *key), 0,
+                cdu = mv.cdu[s, c, p] = prob.add_variable(lp_name("cdu", *key), 0,
                                                         cat=pulp.LpInteger)
-                on = mv.cdu_on[s, c, p] = pulp.LpVariable(lp_name("cdu_on", *key),
-                                                          cat=pulp.LpBinary)
-                buy = mv.cdu_new[s, c, p] = pulp.LpVariable(lp_name("cdu_new", *key), 0)
+                on = mv.cdu_on[s, c, p] = prob.add_variable(lp_name("cdu_on", *key),
+                                                          0, 1, cat=pulp.LpBinary)
+                buy = mv.cdu_new[s, c, p] = prob.add_variable(lp_name("cdu_new", *key), 0)
                 heat = [(mv.inst[r, s, p], -d.rack_site[r, s].liquid_heat_kw_per_rack)
                         for r in racks]
                 cap = cd.cdu_capacity_kw
@@ -311,7 +311,7 @@ def add_building(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         terms = []
         for p, per in enumerate(d.periods):
             cap = 0.0 if p < sd.first_build_period else None
-            var = mv.built[s, p] = pulp.LpVariable(lp_name("build", s, per.label), 0, cap)
+            var = mv.built[s, p] = prob.add_variable(lp_name("build", s, per.label), 0, cap)
             terms.append((var, 1.0))
             mv.add(prob, "building", (s, per.label),
                    _lin(terms) - mv.fac_peak[s, p] >= -sd.built_kw_initial)

@@ -94,7 +94,7 @@ def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """Racks serving each workload pool at peak, with the tokens/s they deliver."""
     rows = []
     for (r, s, w, k, p), x in sorted(sol.alloc.items(), key=lambda kv: (kv[0][4], kv[0][:4])):
-        if x <= 1e-9:
+        if x <= 1e-6:  # below the solver's feasibility tolerance
             continue
         rows.append(dict(period=d.periods[p].label, site=s, rack=r, workload=w, pool=k,
                          racks=x, tokens_per_s=x * d.perf[r, w].rate(k),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -139,8 +140,12 @@ def _highs(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
 
 
 def _cbc(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
-    solver = pulp.PULP_CBC_CMD(mip=mip, msg=opt.msg, gapRel=opt.gap, timeLimit=opt.time_limit_s,
-                               threads=opt.threads, options=["randomSeed 1"])
+    with warnings.catch_warnings():
+        # The CBC bundled with pulp is the one available without a system install.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        solver = pulp.PULP_CBC_CMD(mip=mip, msg=opt.msg, gapRel=opt.gap,
+                                   timeLimit=opt.time_limit_s, threads=opt.threads,
+                                   options=["randomSeed 1"])
     t0 = time.perf_counter()
     prob.solve(solver)
     dt = time.perf_counter() - t0
