@@ -79,6 +79,7 @@ def test_rail_optimised_hand_count(cat):
     g = r.graph
     for leaf in ("leaf0", "leaf1", "leaf2", "leaf3"):
         rails = {int(n.split("nic")[1]) % 4 for n in g.neighbors(leaf) if "/nic" in n}
+        assert sum(d["links"] for _, _, d in g.edges(leaf, data=True) if "links" in d) == 8
         assert len(rails) == 1  # one rail per leaf
 
 
@@ -111,7 +112,8 @@ def _max_flow_between_halves(g, gbps):
         if data["tier"].startswith("fe_"):
             continue
         for a, b in ((u, v), (v, u)):
-            cap = d.get_edge_data(a, b, {"capacity": 0})["capacity"] + data["gbps"]
+            cap = (d.get_edge_data(a, b, {"capacity": 0})["capacity"]
+                   + data["gbps"] * data.get("links", 1))
             d.add_edge(a, b, capacity=cap)
     for v in eps[:half]:
         d.add_edge("SRC", v, capacity=gbps)
@@ -244,4 +246,21 @@ def test_no_switch_exceeds_its_ports(cat, shipped):
         for v, d in r.graph.nodes(data=True):
             if d["kind"] == "switch":
                 radix = r.frontend.radix if d["fabric"] == "fe_" else r.backend.radix
-                assert r.graph.degree(v) <= radix, (rack, n, v)
+                ports = sum(d.get("links", 1) for _, _, d in r.graph.edges(v, data=True))
+                assert ports <= radix, (rack, n, v)
+
+
+def test_aggregated_graph_counts_equal_detailed(cat, shipped):
+    cases = [(cat, "fx_air", 8, None, LAYOUT), (cat, "fx_rail", 4, None, LAYOUT),
+             (cat, "fx_air", 40, None, LAYOUT), (shipped, "gb200_nvl72", 24, "cpo", None),
+             (shipped, "hgx_b300", 20, "lpo_800g", None)]
+    for catalog, rack, n, optic, layout in cases:
+        a = network(catalog, rack, n, optics=optic, layout=layout, detail=False,
+                    keep_graph=False).summary()
+        b = network(catalog, rack, n, optics=optic, layout=layout, detail=True).summary()
+        assert a.keys() == b.keys()
+        for key in a:
+            if isinstance(a[key], float):
+                assert a[key] == pytest.approx(b[key]), (rack, n, key)
+            else:
+                assert a[key] == b[key], (rack, n, key)

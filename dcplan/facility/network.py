@@ -18,6 +18,7 @@ Conventions (documented in ``docs/facility.md``):
 * Copper (DAC first, then ACC) where the link's length is within the cable's reach:
   inside a rack and to a neighbouring rack of the same row; leaf-spine and spine-core
   links run to the network row and are optical.
+* Parallel links between two switches are one edge with a ``links`` multiplicity.
 * Transceivers: an optical link has one transceiver (or CPO port) at each end. At a
   switch, the optical Gb/s of all its ports is carried by modules of the chosen
   optic (a twin-port 800G module carries two 400G links), counted per switch; at a
@@ -339,40 +340,106 @@ def leaf_ports(radix: int, oversubscription: float) -> tuple[int, int]:
     return down, up
 
 
-def _fat_tree(g: nx.MultiGraph, endpoints: list[tuple[str, int, int]], radix: int,
-              oversubscription: float, prefix: str, gbps: float, layout: Layout,
-              rail_optimized: bool) -> FabricTiers:
-    """Add a fat tree over ``endpoints`` [(node, rack, rail)] to ``g``; return the tiers."""
+def _switch_link(g: nx.MultiGraph, a: str, b: str, tier: str, gbps: float, k: int) -> None:
+    """Add ``k`` parallel switch-to-switch links (optical: they run to the network row).
+
+    In a lean graph (``g.graph["lean"]`` is a list) they are recorded there instead of
+    as edges: same counts, a fraction of the memory and time for large fabrics.
+    """
+    lean = g.graph.get("lean")
+    if lean is not None:
+        lean.append((a, b, tier, gbps, k))
+    else:
+        g.add_edge(a, b, tier=tier, gbps=gbps, length_m=math.inf, links=k)
+
+
+@dataclass
+class _Run:
+    """Consecutive endpoints of one rack (and rail): their node names, or just a count."""
+
+    rack: int
+    rail: int
+    count: int
+    names: list[str] | None = None
+
+
+def _chunk(runs: list[_Run], size: int) -> list[list[_Run]]:
+    """Cut the endpoint sequence ``runs`` into groups of ``size`` endpoints."""
+    groups: list[list[_Run]] = []
+    cur: list[_Run] = []
+    room = size
+    for run in runs:
+        pos = 0
+        while pos < run.count:
+            take = min(room, run.count - pos)
+            names = run.names[pos:pos + take] if run.names is not None else None
+            cur.append(_Run(run.rack, run.rail, take, names))
+            pos += take
+            room -= take
+            if room == 0:
+                groups.append(cur)
+                cur, room = [], size
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def _median_rack(group: list[_Run]) -> int:
+    total = sum(r.count for r in group)
+    seen = 0
+    for run in sorted(group, key=lambda r: r.rack):
+        seen += run.count
+        if seen > total // 2:
+            return run.rack
+    return group[-1].rack
+
+
+def _fat_tree(g: nx.MultiGraph, runs: list[_Run], radix: int, oversubscription: float,
+              prefix: str, gbps: float, layout: Layout, rail_optimized: bool,
+              endpoint_kind: str) -> FabricTiers:
+    """Add a fat tree over the endpoints ``runs`` (rack-major order) to ``g``.
+
+    With named runs every endpoint is its own node and link; with counted runs the
+    endpoints of one rack are one node ``{prefix}r{rack}`` and their links to a leaf
+    one edge with a ``links`` multiplicity (same counts, far fewer objects).
+    """
     tiers = FabricTiers(radix=radix)
-    n = len(endpoints)
+    n = sum(r.count for r in runs)
     if n == 0:
         return tiers
     if n <= radix:  # one switch holds every endpoint
-        groups = [endpoints]
+        groups = [runs]
         down, up = radix, 0
     else:
         down, up = leaf_ports(radix, oversubscription)
-        groups = []
         if rail_optimized:
-            by_rail: dict[int, list] = defaultdict(list)
-            for ep in endpoints:
-                by_rail[ep[2]].append(ep)
-            for rail in sorted(by_rail):
-                eps = by_rail[rail]
-                groups += [eps[i:i + down] for i in range(0, len(eps), down)]
+            by_rail: dict[int, list[_Run]] = defaultdict(list)
+            for run in runs:
+                by_rail[run.rail].append(run)
+            groups = [grp for rail in sorted(by_rail) for grp in _chunk(by_rail[rail], down)]
         else:
-            groups = [endpoints[i:i + down] for i in range(0, n, down)]
+            groups = _chunk(runs, down)
     tiers.down_ports, tiers.up_ports = down, up
     leaves = []
     for i, grp in enumerate(groups):
-        racks = sorted(r for _, r, _ in grp)
-        rack = racks[len(racks) // 2]
+        rack = _median_rack(grp)
         name = f"{prefix}leaf{i}"
         g.add_node(name, kind="switch", tier="leaf", fabric=prefix, rack=rack)
         leaves.append(name)
-        for node, r, _ in grp:
+        bundle: Counter = Counter()
+        for run in grp:
+            if run.names is not None:
+                for node in run.names:
+                    g.add_edge(node, name, tier=f"{prefix}nic_leaf", gbps=gbps,
+                               length_m=layout.length_m(run.rack, rack))
+            else:
+                bundle[run.rack] += run.count
+        for r, k in bundle.items():
+            node = f"{prefix}r{r}"
+            if node not in g:
+                g.add_node(node, kind=endpoint_kind, rack=r)
             g.add_edge(node, name, tier=f"{prefix}nic_leaf", gbps=gbps,
-                       length_m=layout.length_m(r, rack))
+                       length_m=layout.length_m(r, rack), links=k)
     tiers.leaf = len(leaves)
     if len(leaves) == 1 and n <= radix:
         return tiers
@@ -384,10 +451,12 @@ def _fat_tree(g: nx.MultiGraph, endpoints: list[tuple[str, int, int]], radix: in
         spines = int(math.ceil(n_leaf * up / radix))
         for s in range(spines):
             g.add_node(f"{prefix}spine{s}", kind="switch", tier="spine", fabric=prefix)
+        bundle: Counter = Counter()
         for i, leaf in enumerate(leaves):
             for j in range(up):
-                g.add_edge(leaf, f"{prefix}spine{(i * up + j) % spines}",
-                           tier=f"{prefix}leaf_spine", gbps=gbps, length_m=math.inf)
+                bundle[(leaf, f"{prefix}spine{(i * up + j) % spines}")] += 1
+        for (a, b), k in bundle.items():
+            _switch_link(g, a, b, f"{prefix}leaf_spine", gbps, k)
         tiers.spine = spines
         return tiers
     # three tiers: pods of radix/2 leaves, each with `up` spines of radix/2 down ports
@@ -405,18 +474,20 @@ def _fat_tree(g: nx.MultiGraph, endpoints: list[tuple[str, int, int]], radix: in
             g.add_node(nm, kind="switch", tier="spine", fabric=prefix, pod=p)
         for leaf in pod:
             for nm in names:
-                g.add_edge(leaf, nm, tier=f"{prefix}leaf_spine", gbps=gbps, length_m=math.inf)
+                _switch_link(g, leaf, nm, f"{prefix}leaf_spine", gbps, 1)
         spine_names += [(nm, len(pod)) for nm in names]
         uplinks += len(pod) * len(names)
     cores = int(math.ceil(uplinks / radix))
     for c in range(cores):
         g.add_node(f"{prefix}core{c}", kind="switch", tier="core", fabric=prefix)
     counter = 0
+    bundle = Counter()
     for nm, n_up in spine_names:  # each spine: as many uplinks as leaf links (1:1)
         for _ in range(n_up):
-            g.add_edge(nm, f"{prefix}core{counter % cores}", tier=f"{prefix}spine_core",
-                       gbps=gbps, length_m=math.inf)
+            bundle[(nm, f"{prefix}core{counter % cores}")] += 1
             counter += 1
+    for (a, b), k in bundle.items():
+        _switch_link(g, a, b, f"{prefix}spine_core", gbps, k)
     tiers.spine = len(spine_names)
     tiers.core = cores
     return tiers
@@ -451,7 +522,8 @@ def _rack_nics(rack: Rack, nic: Nic) -> tuple[int, float]:
 def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
             oversubscription: float = 1.0, switch_id: str | None = None,
             frontend_switch_id: str | None = None, layout: Layout | None = None,
-            with_accelerators: bool = False, keep_graph: bool = True) -> NetworkResult:
+            with_accelerators: bool = False, keep_graph: bool = True,
+            detail: bool | None = None) -> NetworkResult:
     """Build the back-end and front-end fabrics of ``n_racks`` racks of ``rack_id``.
 
     Parameters
@@ -472,6 +544,10 @@ def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
         Also add accelerator nodes (attached to their NICs) to the graph.
     keep_graph : bool
         Keep the graph in the result (drop it to save memory).
+    detail : bool, optional
+        One node per NIC port (default when the graph is kept) or one node per rack
+        and fabric with link multiplicities (default otherwise; same counts, much
+        faster for thousands of racks).
 
     Returns
     -------
@@ -492,18 +568,34 @@ def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
     rails = rack.scaleout_rails or value("network", "default_rails")
     per_rack_ports = n_nic * links_per_nic
 
+    detail = keep_graph if detail is None else detail
+    if with_accelerators:
+        detail = True
     g = nx.MultiGraph(name=f"{n_racks} x {rack_id}")
-    endpoints = []
+    if not keep_graph:
+        g.graph["lean"] = []
+    rail_opt = rack.rail_optimized and n_racks * per_rack_ports > radix
+    runs: list[_Run] = []
     for r in range(n_racks):
-        for j in range(n_nic):
-            nic_node = f"r{r}/nic{j}"
-            g.add_node(nic_node, kind="nic", rack=r, nic=rack.nic)
-            for k in range(links_per_nic):
-                port = f"r{r}/nic{j}/p{k}" if links_per_nic > 1 else nic_node
-                if links_per_nic > 1:
-                    g.add_node(port, kind="nic_port", rack=r)
-                    g.add_edge(nic_node, port, tier="internal", gbps=link, length_m=0.0)
-                endpoints.append((port, r, (j * links_per_nic + k) % rails))
+        names = []
+        if detail:
+            for j in range(n_nic):
+                nic_node = f"r{r}/nic{j}"
+                g.add_node(nic_node, kind="nic", rack=r, nic=rack.nic)
+                for k in range(links_per_nic):
+                    port = nic_node
+                    if links_per_nic > 1:
+                        port = f"r{r}/nic{j}/p{k}"
+                        g.add_node(port, kind="nic_port", rack=r)
+                        g.add_edge(nic_node, port, tier="internal", gbps=link, length_m=0.0)
+                    names.append(port)
+        # port q of a rack (NIC q // links, link q % links) is on rail q mod rails
+        if rail_opt:
+            for rail in range(min(rails, per_rack_ports)):
+                qs = range(rail, per_rack_ports, rails)
+                runs.append(_Run(r, rail, len(qs), [names[q] for q in qs] if detail else None))
+        else:
+            runs.append(_Run(r, 0, per_rack_ports, names if detail else None))
         if with_accelerators:
             a = rack.accelerators_per_rack
             for i in range(a):
@@ -516,8 +608,8 @@ def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
                 for j in js:
                     g.add_edge(f"r{r}/acc{i}", f"r{r}/nic{j}", tier="internal",
                                gbps=nic_gbps, length_m=0.0)
-    rail_opt = rack.rail_optimized and n_racks * per_rack_ports > radix
-    be = _fat_tree(g, endpoints, radix, oversubscription, "", link, layout, rail_opt)
+    be = _fat_tree(g, runs, radix, oversubscription, "", link, layout, rail_opt, "nic")
+    n_endpoints = n_racks * per_rack_ports
 
     # front-end
     fe_port = value("network", "frontend_port_gbps")
@@ -526,18 +618,20 @@ def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
     fe_tiers = FabricTiers()
     fe_per_rack = int(math.ceil(rack.frontend_gbps_per_rack / fe_link - 1e-9))
     if fe_per_rack:
-        fe_eps = []
+        fe_runs = []
         for r in range(n_racks):
-            for j in range(fe_per_rack):
-                node = f"r{r}/fe{j}"
-                g.add_node(node, kind="frontend_port", rack=r)
-                fe_eps.append((node, r, 0))
-        fe_tiers = _fat_tree(g, fe_eps, logical_radix(fe_switch, fe_link),
+            names = None
+            if detail:
+                names = [f"r{r}/fe{j}" for j in range(fe_per_rack)]
+                for node in names:
+                    g.add_node(node, kind="frontend_port", rack=r)
+            fe_runs.append(_Run(r, 0, fe_per_rack, names))
+        fe_tiers = _fat_tree(g, fe_runs, logical_radix(fe_switch, fe_link),
                              value("network", "frontend_oversubscription"), "fe_", fe_link,
-                             layout, False)
+                             layout, False, "frontend_port")
 
     result = _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link,
-                    fe_link, be, fe_tiers, len(endpoints))
+                    fe_link, be, fe_tiers, n_endpoints)
     if keep_graph:
         result.graph = g
     return result
@@ -552,31 +646,49 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link
     optical_gbps_at: Counter = Counter()  # switch -> optical Gb/s on its ports
     nic_modules: Counter = Counter()  # optic id -> modules at NIC/front-end ports
     leaf_up = spine_up = 0
+    copper_memo: dict = {}
+    nic_memo: dict = {}
+    kinds = g.nodes(data="kind")
+    for a, b, tier, gbps, k in g.graph.get("lean") or ():
+        links[tier] += k
+        if tier == "leaf_spine":
+            leaf_up += k
+        elif tier == "spine_core":
+            spine_up += k
+        optical_links += k
+        optical_gbps_at[a] += gbps * k
+        optical_gbps_at[b] += gbps * k
     for u, v, data in g.edges(data=True):
         tier = data["tier"]
         if tier == "internal":
             continue
-        links[tier] += 1
-        if tier.endswith("leaf_spine") and not tier.startswith("fe_"):
-            leaf_up += 1
-        if tier.endswith("spine_core") and not tier.startswith("fe_"):
-            spine_up += 1
+        k = data.get("links", 1)  # parallel links are one edge with a multiplicity
+        links[tier] += k
+        if tier == "leaf_spine":
+            leaf_up += k
+        elif tier == "spine_core":
+            spine_up += k
         gbps = data["gbps"]
-        cu = _copper_for(catalog, gbps, data["length_m"])
+        key = (gbps, data["length_m"])
+        if key not in copper_memo:
+            copper_memo[key] = _copper_for(catalog, gbps, data["length_m"])
+        cu = copper_memo[key]
         if cu is not None:
             data["medium"] = cu.id
-            copper_links += 1
+            copper_links += k
             share = gbps / cu.gbps  # breakout share of one cable
-            copper_capex += 2 * cu.capex_usd * share
-            copper_kw += 2 * cu.power_w * share / 1000.0
+            copper_capex += 2 * cu.capex_usd * share * k
+            copper_kw += 2 * cu.power_w * share * k / 1000.0
             continue
         data["medium"] = "optical"
-        optical_links += 1
+        optical_links += k
         for end in (u, v):
-            if g.nodes[end]["kind"] == "switch":
-                optical_gbps_at[end] += gbps
+            if kinds[end] == "switch":
+                optical_gbps_at[end] += gbps * k
             else:
-                nic_modules[_nic_end_optic(catalog, optic, gbps).id] += 1
+                if gbps not in nic_memo:
+                    nic_memo[gbps] = _nic_end_optic(catalog, optic, gbps).id
+                nic_modules[nic_memo[gbps]] += k
 
     transceivers: Counter = Counter(nic_modules)
     cpo_ports = 0
