@@ -97,6 +97,12 @@ def summary_text(result) -> str:
     return "\n".join(out)
 
 
+def _check_solver(value: str | None) -> str | None:
+    if value is not None and value not in ("highs", "cbc"):
+        raise typer.BadParameter(f"unknown solver '{value}'; use highs or cbc")
+    return value
+
+
 @app.command("plan")
 @handle_errors
 def plan_cmd(
@@ -105,8 +111,8 @@ def plan_cmd(
                                                 help="Write every result table as CSV here.")
                       ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
-    solver: Annotated[str | None, typer.Option("--solver", help="highs (default) or cbc.")
-                      ] = None,
+    solver: Annotated[str | None, typer.Option("--solver", help="highs (default) or cbc.",
+                                               callback=_check_solver)] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.001,
                                                      help="Solver time limit [s].")] = None,
     gap: Annotated[float | None, typer.Option("--gap", min=0.0,
@@ -128,9 +134,6 @@ def plan_cmd(
     """
     from dcplan.planner import plan
 
-    if solver is not None and solver not in ("highs", "cbc"):
-        raise typer.BadParameter(f"unknown solver '{solver}'; use highs or cbc",
-                                 param_hint="--solver")
     progress = None if quiet else _progress
     result = plan(scenario, catalog=STATE.catalog() if STATE.catalog_dir else None,
                   sites_dir=STATE.sites_dir, calibration=calibration, solver=solver,

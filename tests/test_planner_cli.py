@@ -1,0 +1,88 @@
+"""``dcplan plan`` end to end on the shipped catalogs and sites (small scenarios)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_planner import check_plan_from_tables
+from typer.testing import CliRunner
+
+from dcplan.cli import app
+from dcplan.planner import SolveStatus, plan
+
+FIX = Path(__file__).parent / "fixtures" / "planner"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def small():
+    return plan(FIX / "small.yaml")
+
+
+def test_small_plan_end_to_end(small):
+    assert small.status is SolveStatus.OPTIMAL and small.ok
+    check_plan_from_tables(small, small.inputs)
+    assert small.kpi("npv_cost_usd") > 0
+    assert small.tables["costs"].cost_usd_discounted.sum() == pytest.approx(
+        small.objective_usd, rel=1e-6)
+    names = [n for n, _ in small]
+    assert names[:3] == ["kpis", "fleet", "allocation"] and "shadow_prices" in names
+    for name, df in small:
+        assert isinstance(df, pd.DataFrame)
+        assert "units" in df.attrs or name in ("kpis",)
+
+
+def test_sizing_compares_exact_with_linear(small):
+    sz = small.tables["sizing"]
+    assert len(sz) and {"linear", "exact", "diff"} <= set(sz.columns)
+    assert set(sz.site) <= {"seoul_metro", "honam_haenam"}
+
+
+def test_cli_json_and_csvs(tmp_path):
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--json", "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["status"] == "optimal" and data["optimal"] and not data["unserved"]
+    assert data["kpis"]["npv_cost_usd"] > 0 and data["fleet"]
+    for name in ("fleet", "power", "costs", "kpis", "shadow_prices", "binding"):
+        assert (out / f"{name}.csv").exists()
+    assert not list(out.glob(".*"))  # no temporary files left behind
+
+
+def test_cli_text_summary_and_lp(tmp_path):
+    lp = tmp_path / "m.lp"
+    res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--write-lp", str(lp),
+                              "--solver", "cbc"])
+    assert res.exit_code == 0, res.output
+    for needle in ("OPTIMAL", "NPV of costs", "Racks in service", "Facility MW", "Binding"):
+        assert needle in res.stdout
+    assert "[plan] solving with cbc" in res.stderr
+    assert "grid__seoul_metro__2026" in lp.read_text()
+
+
+def test_cli_unserved_exit_codes():
+    res = runner.invoke(app, ["plan", str(FIX / "short.yaml"), "-q"])
+    assert res.exit_code == 1
+    assert "chat short by" in res.stderr and "2026" in res.stderr
+    assert "grid at seoul_metro" in res.stderr and "--allow-unserved" in res.stderr
+    res = runner.invoke(app, ["plan", str(FIX / "short.yaml"), "-q", "--allow-unserved",
+                              "--json"])
+    assert res.exit_code == 0
+    data = json.loads(res.stdout)
+    assert data["unserved"] and data["unserved_demand"][0]["workload"] == "chat"
+
+
+def test_cli_bad_input_exit_codes():
+    res = runner.invoke(app, ["plan", str(FIX / "bad_refs.yaml"), "-q"])
+    assert res.exit_code == 1
+    assert "did you mean 'seoul_metro'" in res.stderr and "Traceback" not in res.output
+    res = runner.invoke(app, ["plan", str(FIX / "missing.yaml"), "-q"])
+    assert res.exit_code == 1 and "file not found" in res.stderr
+    res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--solver", "gurobi"])
+    assert res.exit_code == 2
+    res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--gap", "-1"])
+    assert res.exit_code == 2
