@@ -350,6 +350,11 @@ class Scenario(_Strict):
         Enforce each site's ``lead_time_months``: facility capacity beyond
         ``existing_built_mw`` is in service only from the first period starting at
         least that long after the start of the plan.
+    peak_power : {"operating_point", "nameplate"}
+        Rack IT power used for the peak (grid limit, facility built, demand charge):
+        idle power plus the performance model's serving power of the allocated
+        racks (racks are power-capped at their operating point), or every rack at
+        ``it_power_max_kw``. Energy always uses the operating point.
     overrides : list of Override
     solver : SolverOptions
     catalog_dir, sites_dir : str, optional
@@ -373,6 +378,7 @@ class Scenario(_Strict):
     cdu_redundancy: Annotated[int, Field(ge=0)] = 1
     planning_scale_racks: Annotated[int, Field(gt=0)] | None = None
     lead_time: bool = True
+    peak_power: Literal["operating_point", "nameplate"] = "operating_point"
     overrides: list[Override] = Field(default_factory=list)
     solver: SolverOptions = Field(default_factory=SolverOptions)
     catalog_dir: str | None = None

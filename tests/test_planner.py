@@ -296,3 +296,14 @@ def test_plans_meet_demand_and_limits_and_costs_add_up(p):
     check_plan_from_tables(res, d)
     assert res.tables["costs"].cost_usd_discounted.sum() == pytest.approx(
         res.objective_usd, rel=1e-6, abs=1e-6)
+
+
+def test_nameplate_peak_sizes_grid_on_max_power():
+    # 4 racks at the operating point (6 kW, idle 2) fit 25 kW; at nameplate (10 kW) only 2.
+    from dcplan.planner.inputs import PerfData
+    perf = {("ra", "wa"): PerfData(100.0, 6.0)}
+    base = dict(perf=perf, sites=[site(grid_kw=25)], workloads=[workload(demand=(400, 400, 400))])
+    assert solve_inputs(make_inputs(**base), EXACT, explain=False).ok
+    res = solve_inputs(make_inputs(nameplate_peak=True, **base), EXACT, explain=False)
+    assert res.unserved
+    assert res.tables["power"].facility_kw_peak.max() <= 25 + 1e-6

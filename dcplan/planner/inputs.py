@@ -269,6 +269,9 @@ class PlanInputs:
     name : str
     notes : list of str
         Warnings from preparation (e.g. racks a site cannot host).
+    nameplate_peak : bool
+        Size peak (grid, building, demand charge) on every rack at
+        ``it_power_max_kw`` instead of the performance model's operating point.
     facility : dict
         (rack, site) -> the facility model's coefficient object the linear terms came
         from (used by the post-solve exact sizing; empty for hand-made inputs).
@@ -290,6 +293,7 @@ class PlanInputs:
     cdu_redundancy: int = 1
     name: str = "plan"
     notes: list[str] = field(default_factory=list)
+    nameplate_peak: bool = False
     facility: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     # --- time and money ------------------------------------------------------------
@@ -559,7 +563,8 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
         building_lifetime_years=econ.building_lifetime_years,
         cdu_lifetime_years=econ.cdu_lifetime_years,
         unserved_usd_per_token=econ.unserved_penalty_usd_per_million_tokens / 1e6,
-        cdu_redundancy=scn.cdu_redundancy, name=scn.name, notes=notes, facility=fac_objs)
+        cdu_redundancy=scn.cdu_redundancy, name=scn.name, notes=notes, facility=fac_objs,
+        nameplate_peak=scn.peak_power == "nameplate")
     check_servable(inputs)
     return inputs
 

@@ -206,14 +206,17 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
 def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: bool) -> list:
     """(variable, kW coefficient) terms of facility power at site s in period p."""
     terms = []
+    nameplate = d.nameplate_peak and not average
     for r in d.racks:
         if (r, s, p) not in mv.inst:
             continue
         rs, rk = d.rack_site[r, s], d.racks[r]
         cool = rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak
         gain = (1 + rs.loss_frac)
-        terms.append((mv.inst[r, s, p],
-                      gain * ((1 + cool) * rk.it_power_idle_kw + rs.network_kw_per_rack)))
+        base = rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
+        terms.append((mv.inst[r, s, p], gain * ((1 + cool) * base + rs.network_kw_per_rack)))
+        if nameplate:
+            continue
         for w, wd in d.workloads.items():
             for k in wd.pools:
                 var = mv.alloc.get((r, s, w, k, p))
@@ -229,7 +232,8 @@ def add_power_expressions(d: PlanInputs, mv: ModelVars) -> None:
 
     ``IT[r] = idle[r] * inst + sum_{w,k} (P[r,w] - idle[r]) * alloc`` at peak (the
     allocated racks run at the performance model's operating point, the rest idle);
-    the annual average divides the serving term by the peak factor.
+    the annual average divides the serving term by the peak factor. With
+    ``nameplate_peak`` the peak uses ``IT[r] = it_power_max_kw[r] * inst`` instead.
     ``facility = sum_r (1 + loss) * ((1 + cooling_kw_per_it_kw) * IT[r] + net_kw[r] * inst)``,
     with the design-day cooling factor at peak and the annual-average one on average.
     """

@@ -128,6 +128,8 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
 def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: bool) -> float:
     rk = d.racks[r]
+    if d.nameplate_peak and not average:
+        return rk.it_power_max_kw * sol.installed(d, r, s, p)
     it = rk.it_power_idle_kw * sol.installed(d, r, s, p)
     for (r2, s2, w, k, p2), x in sol.alloc.items():
         if r2 == r and s2 == s and p2 == p:
@@ -310,8 +312,8 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
     last = d.periods[-1].label
     gpw = served_peak.get(last, 0.0) / (peak_fac.get(last, 0.0) * 1000.0) \
         if peak_fac.get(last, 0.0) > 0 else 0.0
-    it_e = (power.it_kw_avg * power.period.map({p.label: d.hours(i)
-                                                for i, p in enumerate(d.periods)})).sum()
+    hours = power.period.map({p.label: d.hours(i) for i, p in enumerate(d.periods)})
+    it_e = ((power.it_kw_avg + power.network_kw) * hours).sum()
     util = fleet.allocated_racks.sum() / fleet.installed_racks.sum() \
         if len(fleet) and fleet.installed_racks.sum() else 0.0
     rows = [
@@ -326,7 +328,8 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
         ("peak_facility_mw", peak_mw, "MW"),
         ("peak_it_mw", peak_it.max() / 1000.0 if len(peak_it) else 0.0, "MW"),
         ("energy_mwh", energy / 1000.0, "MWh"),
-        ("pue_annual", energy / it_e if it_e else None, "- (facility / IT energy)"),
+        ("pue_annual", energy / it_e if it_e else None,
+         "- (facility / IT energy, network counted as IT)"),
         ("utilisation_frac", util, "- (allocated / installed rack-periods at peak)"),
         ("carbon_t", power.carbon_t.sum(), "tCO2"),
         ("racks_bought", fleet.new_racks.sum() if len(fleet) else 0.0, "racks"),
