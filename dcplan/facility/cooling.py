@@ -221,7 +221,7 @@ def choose_cdu(catalog, liquid_heat_kw: float, redundancy: int, supply_c: float,
         options.append(((n * c.capex_usd, c.pump_power_kw / c.capacity_kw, c.id), c,
                         min(supply_c, allowed)))
     if not options:
-        c = pool[0]
+        c = min(pool, key=lambda x: x.approach_k)
         raise _err(f"supply water {supply_c:g} C plus the CDU approach ({c.approach_k:g} K) "
                    f"exceeds the {tcs_max_c:g} C coolant limit of the racks; lower "
                    f"--supply-water-c to at most {tcs_max_c - c.approach_k:g} C")
