@@ -54,6 +54,7 @@ def _main(
 
 # Sub-commands register themselves on `app` when imported.
 from dcplan.cli import catalog_cmd  # noqa: E402,F401
+from dcplan.cli import compare_cmd  # noqa: E402,F401
 from dcplan.cli import facility_cmd  # noqa: E402,F401
 from dcplan.cli import perf_cmd  # noqa: E402,F401
 from dcplan.cli import plan_cmd  # noqa: E402,F401
