@@ -1,0 +1,72 @@
+"""Synthetic planner instances for the benchmarks (coefficients drawn from a seeded RNG).
+
+The figures are generated, not data: they only need realistic orders of magnitude so
+that solver behaviour at scale is representative.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from dcplan.planner.inputs import (
+    PerfData,
+    PlanInputs,
+    RackData,
+    RackSiteData,
+    SiteData,
+    WorkloadData,
+)
+from dcplan.scenario import Period
+
+
+def generate(n_sites: int, n_periods: int, n_racks: int, n_workloads: int, quarterly: bool,
+             seed: int = 0) -> PlanInputs:
+    """A random but well-posed instance with growing demand."""
+    rng = random.Random(seed)
+    step = 0.25 if quarterly else 1.0
+    periods = []
+    for i in range(n_periods):
+        y, q = divmod(i, 4) if quarterly else (i, 0)
+        label = f"{2026 + y}q{q + 1}" if quarterly else str(2026 + i)
+        periods.append(Period(label, dt.date(2026 + y, 3 * q + 1, 1), step, i * step))
+    racks = {}
+    for i in range(n_racks):
+        kw = rng.choice([40.0, 60.0, 120.0, 135.0, 190.0, 600.0])
+        first = 0 if i == 0 else int(rng.random() * n_periods * 0.5)
+        racks[f"rack{i}"] = RackData(f"rack{i}", kw * rng.uniform(20e3, 50e3), 0.05,
+                                     5.0, 2 if kw >= 600 else 1, kw, kw * 0.2, kw >= 100,
+                                     first)
+    sites = {}
+    for i in range(n_sites):
+        base = rng.uniform(5, 60) * 1000
+        grid = tuple(base * (1 + 0.4 * p.offset_years * rng.random()) for p in periods)
+        sites[f"site{i}"] = SiteData(
+            f"site{i}", f"region{i % 4}", grid, rng.randint(200, 3000),
+            rng.choice([150.0, 1000.0]), rng.random() < 0.9, rng.uniform(0.05, 0.15),
+            rng.uniform(0, 6), rng.uniform(0.1, 0.5), rng.uniform(7e3, 12e3),
+            rng.choice([0.0, 5000.0]), 0)
+    rack_site = {}
+    for r, rk in racks.items():
+        for s, sd in sites.items():
+            ok = rk.it_power_max_kw <= sd.max_rack_kw and (sd.facility_water or not rk.liquid)
+            rack_site[r, s] = RackSiteData(
+                allowed=ok, network_kw_per_rack=rk.it_power_max_kw * 0.04,
+                network_capex_usd_per_rack=rk.capex_usd * 0.06,
+                cooling_kw_per_it_kw_avg=rng.uniform(0.05, 0.2),
+                cooling_kw_per_it_kw_peak=rng.uniform(0.15, 0.4), loss_frac=0.05,
+                liquid_heat_kw_per_rack=rk.it_power_max_kw * 0.9 if rk.liquid else 0.0,
+                cdu_id="cdu_a" if rk.liquid else "", cdu_capacity_kw=1350.0,
+                cdu_capex_usd=220e3, cdu_positions=1.0, cooling_capex_usd_per_kw=600.0)
+    workloads, perf = {}, {}
+    grid_total = [sum(sd.grid_kw[i] for sd in sites.values()) for i in range(n_periods)]
+    for j in range(n_workloads):
+        w = f"wl{j}"
+        share = rng.uniform(0.1, 0.25) / n_workloads
+        dem = tuple(share * g * 5e3 for g in grid_total)
+        workloads[w] = WorkloadData(w, j % 3 == 2, 0.7, 1.5, dem)
+        for r, rk in racks.items():
+            rate = rk.it_power_max_kw * rng.uniform(5e3, 2e4) * (1 + 0.3 * rk.first_period * step)
+            perf[r, w] = PerfData(rate, rk.it_power_max_kw * 0.9, rate * 1.5, rate * 0.5)
+    return PlanInputs(periods, racks, sites, rack_site, perf, workloads, discount_rate=0.08,
+                      terminal_value=True, name="generated")

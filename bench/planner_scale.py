@@ -1,0 +1,70 @@
+"""Planner scale benchmark: model size, build time and solve time to 0.5 % gap.
+
+Usage: python bench/planner_scale.py [--quick] [--time-limit S] [--no-cbc]
+
+Prints one row per (instance, solver). Instances are generated (see planner_gen.py),
+from 2 sites x 8 years x 4 rack types x 2 workloads up to 50 sites x 40 quarters x 12
+rack types x 6 workloads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from planner_gen import generate  # noqa: E402
+
+from dcplan.cli.common import format_table  # noqa: E402
+from dcplan.planner import SolveOptions, build_model, model_size, solve  # noqa: E402
+
+SIZES = [  # sites, periods, racks, workloads, quarterly
+    (2, 8, 4, 2, False),
+    (5, 12, 6, 3, False),
+    (10, 20, 8, 4, True),
+    (25, 40, 10, 5, True),
+    (50, 40, 12, 6, True),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="only the two smallest instances")
+    ap.add_argument("--time-limit", type=float, default=120.0, help="per solve [s]")
+    ap.add_argument("--gap", type=float, default=0.005)
+    ap.add_argument("--no-cbc", action="store_true", help="HiGHS only")
+    ap.add_argument("--cbc-max-sites", type=int, default=10,
+                    help="skip CBC above this many sites (it is much slower)")
+    args = ap.parse_args()
+    rows = []
+    for n_s, n_p, n_r, n_w, quarterly in SIZES[:2] if args.quick else SIZES:
+        d = generate(n_s, n_p, n_r, n_w, quarterly)
+        solvers = ["highs"] + ([] if args.no_cbc or n_s > args.cbc_max_sites else ["cbc"])
+        for solver in solvers:
+            t0 = time.perf_counter()
+            prob, _ = build_model(d)
+            build = time.perf_counter() - t0
+            size = model_size(prob)
+            info = solve(prob, SolveOptions(solver=solver, gap=args.gap,
+                                            time_limit_s=args.time_limit, fallback=False))
+            rows.append({
+                "sites x periods x racks x wl": f"{n_s}x{n_p}{'q' if quarterly else 'y'}"
+                                                f"x{n_r}x{n_w}",
+                "solver": solver, "vars": size["variables"], "ints": size["integers"],
+                "cons": size["constraints"], "nonzeros": size["nonzeros"],
+                "build_s": round(build, 2), "solve_s": round(info.runtime_s, 2),
+                "status": info.status.value,
+                "gap": "-" if info.gap is None else f"{info.gap:.3%}",
+                "objective_musd": None if info.objective is None else info.objective / 1e6,
+            })
+            print(format_table(rows[-1:]), flush=True) if len(rows) == 1 else \
+                print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+    print()
+    print(format_table(rows))
+
+
+if __name__ == "__main__":
+    main()
