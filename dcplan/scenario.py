@@ -550,14 +550,17 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
     years = {p.year for p in scn.period_list()}
     for s in scn.sites:
         if s not in sites:
-            probs.append(Problem(f, _unknown("site", s, sites), field="sites", line=ln.get("sites")))
+            probs.append(Problem(f, _unknown("site", s, sites), field="sites",
+                                 line=ln.get("sites")))
     for r in scn.racks or []:
         if r not in racks:
-            probs.append(Problem(f, _unknown("rack", r, racks), field="racks", line=ln.get("racks")))
+            probs.append(Problem(f, _unknown("rack", r, racks), field="racks",
+                                 line=ln.get("racks")))
     wanted = scn.workload_ids()
     for w in wanted:
         if w not in wls:
-            probs.append(Problem(f, _unknown("workload", w, wls), field="workloads", line=ln.get("workloads")))
+            probs.append(Problem(f, _unknown("workload", w, wls), field="workloads",
+                                 line=ln.get("workloads")))
     for w in scn.demand.workloads():
         if w not in wanted:
             probs.append(Problem(f, f"demand for '{w}', which is not in 'workloads'; add it "

@@ -10,8 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_planner_helpers import make_inputs, rack, rack_site, site, workload
 
-from dcplan.planner import SolveOptions, SolveStatus, build_model, lp_name, parse_lp_name
-from dcplan.planner import solve_inputs
+from dcplan.planner import (
+    SolveOptions,
+    SolveStatus,
+    build_model,
+    lp_name,
+    parse_lp_name,
+    solve_inputs,
+)
 from dcplan.scenario import HOURS_PER_YEAR
 
 EXACT = SolveOptions(gap=0.0, time_limit_s=30)
@@ -216,7 +222,7 @@ def test_infeasible_names_workload_period_and_site():
 def test_time_limit_is_never_reported_as_optimal():
     from dcplan.planner.solve import SolveInfo
     info = SolveInfo(SolveStatus.FEASIBLE, 1.0, 0.02, "highs", 1.0, "stopped")
-    assert not info.status is SolveStatus.OPTIMAL and info.status.has_solution
+    assert info.status is not SolveStatus.OPTIMAL and info.status.has_solution
 
 
 def test_deterministic_and_cbc_agrees():

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcplan.errors import InputError
-from dcplan.scenario import HOURS_PER_YEAR, SECONDS_PER_MONTH, Period, Scenario, parse_period_label
+from dcplan.scenario import HOURS_PER_YEAR, Period, Scenario, parse_period_label
 from dcplan.schema import CoolingType, parse_date
 
 POOLS_AGGREGATED = ("all",)
@@ -453,7 +453,8 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
     InputError
         When a workload cannot be served by any allowed rack.
     """
-    from dcplan import facility, perf as perf_model
+    from dcplan import facility
+    from dcplan import perf as perf_model
 
     say = progress or (lambda _msg: None)
     periods = scn.period_list()
@@ -582,7 +583,8 @@ def check_servable(inputs: PlanInputs) -> None:
         if not ok:
             why = [n for n in inputs.notes if f" {w}:" in n or "cannot host" in n]
             probs.append(Problem(inputs.name, f"workload '{w}' has demand but no allowed rack "
-                                              f"and site can serve it ({'; '.join(why) or 'check rules'})",
+                                              "and site can serve it "
+                                              f"({'; '.join(why) or 'check rules'})",
                                  entry=w))
     if probs:
         raise InputError(probs)

@@ -198,7 +198,8 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                     continue
                 terms = list(by_wkp.get((w, k, p), []))
                 if mv.elastic:
-                    mv.unserved[w, k, p] = prob.add_variable(lp_name("unserved", w, k, per.label), 0)
+                    mv.unserved[w, k, p] = prob.add_variable(
+                        lp_name("unserved", w, k, per.label), 0)
                     terms.append((mv.unserved[w, k, p], 1.0))
                 mv.add(prob, "demand", (w, k, per.label), _lin(terms) >= need)
 
@@ -291,7 +292,7 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
 
 
 def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Space: ``sum_r positions[r] * inst[r,s,p] + sum_c positions[c] * cdu[s,c,p] <= positions_s``."""
+    """Space: ``sum_r pos[r] * inst[r,s,p] + sum_c pos[c] * cdu[s,c,p] <= positions_s``."""
     for s, sd in d.sites.items():
         for p, per in enumerate(d.periods):
             terms = [(mv.inst[r, s, p], float(d.racks[r].rack_positions))
