@@ -46,6 +46,17 @@ _LineLoader.yaml_implicit_resolvers = {
 }
 
 
+def read_text(path: Path | str, encoding: str = "utf-8") -> str:
+    """Read a text file; a missing or unreadable file raises a clear :class:`InputError`."""
+    shown = display_path(path)
+    try:
+        return Path(path).read_text(encoding=encoding)
+    except FileNotFoundError:
+        raise InputError(Problem(shown, "file not found; check the path")) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(shown, f"cannot read file ({exc})")) from None
+
+
 def read_yaml(path: Path) -> Any:
     """Read a YAML file; every mapping gets its line number under ``__line__``.
 
@@ -65,12 +76,7 @@ def read_yaml(path: Path) -> Any:
         If the file is missing, is not valid YAML, or repeats a key in one mapping.
     """
     shown = display_path(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(Problem(shown, "file not found; check the path")) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(shown, f"cannot read file ({exc})")) from None
+    text = read_text(path)
     loader = _LineLoader(text)
     loader.duplicate_keys = []
     try:

@@ -44,6 +44,7 @@ from dcplan.perf.params import HardwareParams, ServingParams
 from dcplan.perf.power import accelerator_power_kw, activity
 from dcplan.perf.roofline import ModelShape, Replica
 from dcplan.schema import Precision
+from dcplan.yamlio import read_text
 
 REQUIRED_COLUMNS = ("hardware", "model", "precision", "phase", "gpus", "batch",
                     "context_tokens", "tokens_per_s", "power_w")
@@ -154,12 +155,7 @@ def load_measurements(path: Path | str, catalog: Catalog) -> list[Measurement]:
         values), each naming the row (and its line) and the column.
     """
     shown = display_path(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(Problem(shown, "file not found; check the path")) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(shown, f"cannot read file ({exc})")) from None
+    text = read_text(path, encoding="utf-8-sig")
     lines = [ln for ln in text.splitlines()]
     reader = csv.reader(lines)
     try:
