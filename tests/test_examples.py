@@ -1,0 +1,197 @@
+"""Reference scenarios in examples/: they plan, their key results do not drift, and they
+answer their questions; broken scenario files give clear errors.
+
+Expected values live in ``tests/expected/examples.json``; regenerate them (and the
+results section of docs/scenarios.md) with::
+
+    python docs/gen_scenarios.py --update-expected
+
+Tolerances: NPV and USD per million tokens 1e-3 relative; peak MW (total and by site)
+1e-2 relative + 0.05 MW; racks bought 2 % + 1 rack (the MIP gap is 1 %, so a different
+HiGHS version may pick another plan of nearly the same cost: when the installed highspy
+differs from the one that wrote the file, only NPV is compared, at 1 %); statuses,
+unserved flags and binding grid limits must match.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from dcplan.errors import InputError
+from dcplan.yamlio import read_yaml, strip_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
+EXPECTED = json.loads((Path(__file__).parent / "expected" / "examples.json").read_text())
+
+_spec = importlib.util.spec_from_file_location("gen_scenarios", ROOT / "docs" / "gen_scenarios.py")
+gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen)
+
+SAME_SOLVER = EXPECTED.get("highspy") == version("highspy")
+_cache: dict = {}
+
+
+def solved(name: str):
+    """(result, summary) of examples/<name>.yaml, planned once per test session."""
+    if name not in _cache:
+        result, summary, _ = gen.run(name)
+        _cache[name] = (result, summary)
+    return _cache[name]
+
+
+# --- the demand forecast and its copies --------------------------------------------------
+
+
+def _forecast():
+    return strip_lines(read_yaml(EXAMPLES / "forecasts" / "korea_provider.yaml"))
+
+
+def test_forecast_follows_its_anchors():
+    f = _forecast()
+    k, y0, y1 = f["curve_k"], f["first_year"], f["last_year"]
+    for case, workloads in f["anchors"].items():
+        for w, (d0, d1) in workloads.items():
+            row = f["cases"][case][w]
+            assert sorted(row) == list(range(y0, y1 + 1))
+            for y, value in row.items():
+                x = (y - y0) / (y1 - y0)
+                s = (1 - math.exp(-k * x)) / (1 - math.exp(-k))
+                assert value == pytest.approx(d0 * (d1 / d0) ** s, rel=5e-3), (case, w, y)
+
+
+def test_forecast_cases_are_ordered():
+    cases = _forecast()["cases"]
+    for w in cases["base"]:
+        for y in cases["base"][w]:
+            assert cases["low"][w][y] <= cases["base"][w][y] <= cases["high"][w][y]
+
+
+@pytest.mark.parametrize("name", gen.EXAMPLES)
+def test_scenario_demand_equals_forecast(name):
+    scn = strip_lines(read_yaml(EXAMPLES / f"{name}.yaml"))
+    case = {"low_demand": "low", "high_demand": "high"}.get(name, "base")
+    assert scn["demand"]["table"] == _forecast()["cases"][case]
+
+
+def test_every_example_is_listed():
+    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {"minimal"}
+    assert shipped == set(gen.EXAMPLES)
+    assert set(EXPECTED["examples"]) == set(gen.EXAMPLES)
+
+
+# --- every example plans, and its key results match -------------------------------------
+
+
+def _close(a, b, rel, abs_=0.0):
+    return a == pytest.approx(b, rel=rel, abs=abs_)
+
+
+@pytest.mark.parametrize("name", gen.EXAMPLES)
+def test_example_plans_and_matches_expected(name):
+    result, got = solved(name)
+    exp = EXPECTED["examples"][name]
+    assert result.status.has_solution, result.message
+    assert got["status"] == exp["status"] == "optimal"
+    assert got["unserved"] == exp["unserved"] == (name in gen.EXPECT_UNSERVED)
+    if not SAME_SOLVER:
+        assert _close(got["npv_usd"], exp["npv_usd"], 1e-2)
+        return
+    assert _close(got["npv_usd"], exp["npv_usd"], 1e-3), (got["npv_usd"], exp["npv_usd"])
+    assert _close(got["usd_per_million_tokens"], exp["usd_per_million_tokens"], 1e-3)
+    assert _close(got["racks_bought"], exp["racks_bought"], 0.02, 1)
+    assert _close(got["peak_facility_mw"], exp["peak_facility_mw"], 1e-2, 0.05)
+    sites = set(got["peak_mw_by_site"]) | set(exp["peak_mw_by_site"])
+    for s in sites:
+        assert _close(got["peak_mw_by_site"].get(s, 0.0), exp["peak_mw_by_site"].get(s, 0.0),
+                      1e-2, 0.05), s
+
+    def grid(b):
+        return {(x["site"], x["period"]) for x in b if x["limit"] == "grid"}
+
+    assert grid(got["binding"]) == grid(exp["binding"])
+
+
+# --- the answers the scenarios exist for -------------------------------------------------
+
+
+def test_seoul_only_grid_binds_with_positive_shadow_price():
+    result, s = solved("seoul_only")
+    grid = [b for b in s["binding"] if b["limit"] == "grid" and b["site"] == "seoul_metro"]
+    assert grid, s["binding"]
+    # binding at the 45 MW step, with a positive price both with the integers fixed and
+    # in the LP relaxation
+    assert any((b["shadow_price"] or 0) > 0 for b in grid)
+    assert all((b["shadow_price_relaxed"] or 0) > 0 for b in grid)
+    power = result.tables["power"]
+    last = power[power.period.astype(str) == "2035"]
+    assert float(last.facility_kw_peak.iloc[0]) == pytest.approx(45000.0, rel=1e-6)
+    assert s["unserved"] and s["unserved_frac_last"] > 0.1
+
+
+def test_regional_moves_load_out_of_seoul():
+    _, regional = solved("regional")
+    _, seoul_only = solved("seoul_only")
+    assert not regional["unserved"]
+    seoul = regional["peak_mw_by_site"]["seoul_metro"]
+    outside = sum(v for k, v in regional["peak_mw_by_site"].items() if k != "seoul_metro")
+    assert seoul <= 9.9 + 1e-6
+    assert outside > 5 * seoul
+    assert seoul < seoul_only["peak_mw_by_site"]["seoul_metro"]
+    # every rack bought for growth stands outside Seoul in 2035
+    assert all(k.split("/")[0] != "seoul_metro" or k.endswith("gb200_nvl72")
+               for k in regional["final_fleet"])
+
+
+def test_scenario_directions():
+    npv = {n: solved(n)[1]["npv_usd"] for n in
+           ("baseline", "kyber", "cache", "low_demand", "high_demand")}
+    assert npv["low_demand"] < npv["baseline"] < npv["high_demand"]
+    assert npv["cache"] < npv["baseline"]
+    assert npv["kyber"] < npv["baseline"]
+    cpo, base = solved("cpo")[1], solved("baseline")[1]
+    assert cpo["peak_facility_mw"] < base["peak_facility_mw"]
+
+
+# --- bad scenario files ------------------------------------------------------------------
+
+
+def _problems(fixture: str):
+    from dcplan.planner import load_inputs
+
+    with pytest.raises(InputError) as info:
+        load_inputs(FIXTURES / fixture)
+    return info.value.problems, str(info.value)
+
+
+def test_fixture_base_is_valid():
+    from dcplan.planner import load_inputs
+
+    load_inputs(FIXTURES / "_base.yaml")
+
+
+@pytest.mark.parametrize("fixture, field, entry, words", [
+    ("unknown_site.yaml", "sites", None, ["unknown site id 'seoul_metr'", "seoul_metro"]),
+    ("period_outside.yaml", "demand.table.chat", None, ["2031", "outside the horizon"]),
+    ("negative_demand.yaml", "demand.table.chat.2027", None, [">= 0"]),
+    ("override_unknown_field.yaml", "overrides.0", "gb200_nvl72", ["capex_eur", "capex_usd"]),
+    ("override_unknown_site_field.yaml", "overrides.0", "seoul_metro", ["grid_kw", "grid_mw"]),
+])
+def test_bad_scenario_files(fixture, field, entry, words):
+    problems, text = _problems(fixture)
+    assert len(problems) == 1, text
+    p = problems[0]
+    assert p.file.endswith(f"fixtures/scenarios/{fixture}")
+    assert p.field == field
+    assert p.entry == entry
+    assert p.line is not None
+    for w in words:
+        assert w in p.message
+    assert fixture in text and field in text
