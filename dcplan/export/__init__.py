@@ -1,0 +1,41 @@
+"""Hand-over outputs of a plan: Excel workbooks, PNG charts and scenario comparisons.
+
+The exporters are thin writers over :class:`~dcplan.planner.PlanResult` tables: they
+format and label what the planner computed and add totals (as live Excel formulas in
+workbooks); they do not recompute plan figures.
+
+Python API::
+
+    from dcplan.export import load_sources, write_workbook, write_plan_charts
+    src = load_sources("examples/minimal.yaml")
+    result = plan(src.scenario, catalog=src.catalog_raw, sites=src.sites_raw)
+    write_workbook(result, "out/minimal.xlsx", sources=src)
+    write_plan_charts(result, "out/charts")
+
+See ``docs/outputs.md``.
+"""
+
+from __future__ import annotations
+
+from dcplan.export.sources import PlanSources, load_sources
+
+__all__ = ["PlanSources", "compare_results", "export_plan", "load_sources",
+           "write_comparison_charts", "write_comparison_workbook", "write_plan_charts",
+           "write_workbook"]
+
+
+def __getattr__(name: str):
+    # Import the heavy writers (openpyxl, matplotlib) only when used.
+    if name in ("write_workbook", "export_plan"):
+        from dcplan.export import excel
+
+        return getattr(excel, name)
+    if name in ("write_plan_charts", "write_comparison_charts"):
+        from dcplan.export import charts
+
+        return getattr(charts, name)
+    if name in ("compare_results", "write_comparison_workbook"):
+        from dcplan.export import compare
+
+        return getattr(compare, name)
+    raise AttributeError(name)

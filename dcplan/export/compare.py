@@ -1,0 +1,510 @@
+"""Compare solved scenarios side by side: KPIs with deltas, binding limits, fleets.
+
+:func:`compare_results` lines up the result tables of several plans (no figure is
+recomputed; deltas are differences of the planners' values).
+:func:`write_comparison_workbook` writes them to a workbook whose deltas and NPV
+totals are live Excel formulas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.styles import Alignment
+from openpyxl.utils import get_column_letter
+
+from dcplan.export.excel import (
+    HEADER_FILL,
+    HEADER_FONT,
+    HEADER_ROW,
+    KPI_TEXT,
+    NOTE_FONT,
+    SECTION_FONT,
+    TITLE_FONT,
+    TOTAL_FONT,
+    autosize,
+    formula,
+    put,
+    ref,
+    write_table,
+)
+from dcplan.export.files import atomic_file
+
+#: KPIs shown side by side (in this order; others follow).
+KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
+             "peak_facility_mw", "pue_annual", "tokens_per_kwh", "goodput_per_watt",
+             "carbon_t", "racks_bought", "utilisation_frac", "energy_mwh", "tokens_served",
+             "peak_it_mw", "unserved_tokens_per_s_peak_max")
+
+
+@dataclass
+class Comparison:
+    """Several plans lined up against a baseline.
+
+    Attributes
+    ----------
+    names : list of str
+        Unique scenario names, in input order.
+    baseline : str
+    results : list of PlanResult
+    kpis : DataFrame
+        kpi, unit, one column per scenario, then ``delta vs <baseline>: <name>`` for
+        every other scenario (scenario - baseline, in the KPI's unit).
+    status : DataFrame
+        scenario, status, gap, unserved, message.
+    binding : DataFrame
+        scenario + the planner's binding-limits table.
+    fleet : DataFrame
+        site, rack, period, racks in service per scenario (wide).
+    fleet_diff : DataFrame
+        Rows of ``fleet`` where some scenario differs from the baseline.
+    bought : DataFrame
+        site, rack, racks bought over the horizon per scenario (wide).
+    power : DataFrame
+        scenario, period, site, facility_kw_peak, grid_kw.
+    costs : DataFrame
+        scenario + the planner's costs table.
+    """
+
+    names: list[str]
+    baseline: str
+    results: list[Any]
+    kpis: pd.DataFrame
+    status: pd.DataFrame
+    binding: pd.DataFrame
+    fleet: pd.DataFrame
+    fleet_diff: pd.DataFrame
+    bought: pd.DataFrame
+    power: pd.DataFrame
+    costs: pd.DataFrame
+    files: list[Path] = field(default_factory=list)
+
+    def delta_col(self, name: str) -> str:
+        """Column of ``kpis`` with ``name`` - baseline."""
+        return f"delta vs {self.baseline}: {name}"
+
+    def summary(self) -> dict[str, Any]:
+        """Machine-readable comparison (JSON-safe)."""
+        def rec(df: pd.DataFrame) -> list[dict]:
+            return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                    for r in df.to_dict("records")]
+        return {"baseline": self.baseline, "scenarios": self.names, "status": rec(self.status),
+                "kpis": rec(self.kpis), "binding": rec(self.binding),
+                "fleet_differences": rec(self.fleet_diff), "racks_bought": rec(self.bought),
+                "files": [str(p) for p in self.files]}
+
+
+def unique_names(results: Sequence[Any], labels: Sequence[str] | None = None) -> list[str]:
+    """Scenario names made unique (a repeated name gets its file label appended)."""
+    names = [r.name for r in results]
+    labels = list(labels or [str(i + 1) for i in range(len(results))])
+    out = []
+    for i, n in enumerate(names):
+        out.append(n if names.count(n) == 1 else f"{n} ({labels[i]})")
+    seen: dict[str, int] = {}
+    for i, n in enumerate(out):
+        if n in seen:
+            seen[n] += 1
+            out[i] = f"{n} #{seen[n]}"
+        else:
+            seen[n] = 1
+    return out
+
+
+def _with_scenario(name: str, df: pd.DataFrame | None) -> pd.DataFrame | None:
+    if df is None:
+        return None
+    out = df.copy()
+    out.insert(0, "scenario", name)
+    return out
+
+
+def compare_results(results: Sequence[Any], baseline: str | int | None = None,
+                    labels: Sequence[str] | None = None) -> Comparison:
+    """Line up ``results`` against a baseline.
+
+    Parameters
+    ----------
+    results : sequence of PlanResult
+    baseline : str or int, optional
+        Name, file label or index of the baseline (default: the first).
+    labels : sequence of str, optional
+        File labels of the scenarios (e.g. paths), to pick the baseline and to make
+        repeated names unique.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    ValueError
+        If ``baseline`` matches no scenario.
+    """
+    results = list(results)
+    labels = list(labels or [str(i) for i in range(len(results))])
+    names = unique_names(results, [Path(lab).stem for lab in labels])
+    if baseline is None:
+        b = 0
+    elif isinstance(baseline, int):
+        b = baseline
+    else:
+        cands = [i for i, (n, r, lab) in enumerate(zip(names, results, labels, strict=True))
+                 if baseline in (n, r.name, lab, Path(lab).stem, Path(lab).name)]
+        if not cands:
+            raise ValueError(f"baseline '{baseline}' is none of the scenarios "
+                             f"({', '.join(names)})")
+        b = cands[0]
+    base = names[b]
+
+    # KPIs side by side
+    kpi_units: dict[str, str] = {}
+    values: dict[str, dict[str, float | None]] = {}
+    for r, n in zip(results, names, strict=True):
+        k = r.tables.get("kpis")
+        values[n] = {}
+        if k is None:
+            continue
+        for row in k.itertuples():
+            kpi_units.setdefault(row.kpi, str(row.unit))
+            values[n][row.kpi] = None if pd.isna(row.value) else float(row.value)
+    order = [k for k in KPI_ORDER if k in kpi_units] + [k for k in kpi_units if k not in KPI_ORDER]
+    rows = []
+    for k in order:
+        row = {"kpi": k, "unit": kpi_units[k]}
+        for n in names:
+            row[n] = values[n].get(k)
+        for n in names:
+            if n == base:
+                continue
+            a, c = values[base].get(k), values[n].get(k)
+            row[f"delta vs {base}: {n}"] = c - a if a is not None and c is not None else None
+        rows.append(row)
+    kpis = pd.DataFrame(rows)
+
+    status = pd.DataFrame([dict(scenario=n, status=r.status.value, gap=r.gap, solver=r.solver,
+                                unserved=bool(r.unserved), message=r.message)
+                           for r, n in zip(results, names, strict=True)])
+    parts = [_with_scenario(n, r.tables.get("binding")) for r, n in zip(results, names,
+                                                                        strict=True)]
+    parts = [p for p in parts if p is not None and len(p)]
+    binding = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["scenario", "rank", "limit", "site", "period", "value", "used", "unit",
+                 "shadow_price", "shadow_price_relaxed", "shadow_unit"])
+
+    # Fleets: racks in service per (site, rack, period) and bought over the horizon
+    keys = ["site", "rack", "period"]
+    fleet = None
+    bought = None
+    for r, n in zip(results, names, strict=True):
+        f = r.tables.get("fleet")
+        if f is None:
+            f = pd.DataFrame(columns=[*keys, "installed_racks", "new_racks"])
+        inst = f[keys + ["installed_racks"]].rename(columns={"installed_racks": n})
+        new = f.groupby(["site", "rack"], sort=False).new_racks.sum().rename(n).reset_index()
+        fleet = inst if fleet is None else fleet.merge(inst, on=keys, how="outer")
+        bought = new if bought is None else bought.merge(new, on=["site", "rack"], how="outer")
+    fleet = fleet.fillna({n: 0.0 for n in names})
+    bought = bought.fillna({n: 0.0 for n in names})
+    period_order = []
+    for r in results:
+        if r.inputs is not None:
+            period_order += [p.label for p in r.inputs.periods if p.label not in period_order]
+    if period_order:
+        fleet["_p"] = fleet.period.map({p: i for i, p in enumerate(period_order)})
+        fleet = fleet.sort_values(["site", "rack", "_p"]).drop(columns="_p")
+    fleet = fleet.reset_index(drop=True)
+    differs = pd.Series(False, index=fleet.index)
+    for n in names:
+        differs |= (fleet[n] - fleet[base]).abs() > 1e-6
+    fleet_diff = fleet[differs].reset_index(drop=True)
+    for n in names:
+        if n != base:
+            bought[f"delta vs {base}: {n}"] = bought[n] - bought[base]
+
+    power_parts = []
+    cost_parts = []
+    for r, n in zip(results, names, strict=True):
+        p = r.tables.get("power")
+        if p is not None and len(p):
+            power_parts.append(_with_scenario(n, p[["period", "site", "facility_kw_peak",
+                                                    "grid_kw"]]))
+        c = r.tables.get("costs")
+        if c is not None and len(c):
+            cost_parts.append(_with_scenario(n, c))
+    power = pd.concat(power_parts, ignore_index=True) if power_parts else pd.DataFrame()
+    costs = pd.concat(cost_parts, ignore_index=True) if cost_parts else pd.DataFrame()
+    for df, src in ((power, "power"), (costs, "costs")):
+        for r in results:
+            if src in r.tables:
+                df.attrs["units"] = dict(r.tables[src].attrs.get("units", {}))
+                break
+    fleet.attrs["units"] = {n: "racks" for n in names}
+    fleet_diff.attrs["units"] = fleet.attrs["units"]
+    bought.attrs["units"] = {c: "racks" for c in bought.columns if c not in ("site", "rack")}
+    return Comparison(names, base, results, kpis, status, binding, fleet, fleet_diff, bought,
+                      power, costs)
+
+
+# ----------------------------------------------------------------------------------------
+# Text
+# ----------------------------------------------------------------------------------------
+
+
+def _fmt(v: Any, kpi: str = "") -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "-"
+    if kpi in ("usd_per_million_tokens",):
+        return f"{v:,.4f}"
+    if kpi in ("pue_annual", "utilisation_frac"):
+        return f"{v:.3f}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:,.3g}" if abs(v) < 1 else f"{v:,.1f}"
+
+
+def comparison_text(cmp: Comparison) -> str:
+    """Readable side-by-side comparison."""
+    from dcplan.cli.common import format_table
+
+    out = [f"Comparison of {len(cmp.names)} scenarios (baseline: {cmp.baseline})", ""]
+    out.append(format_table(cmp.status.assign(
+        gap=[None if g is None or g != g else f"{g:.3%}" for g in cmp.status.gap]
+    ).drop(columns=["message"]).to_dict("records")))
+    for rec in cmp.status.itertuples():
+        if rec.message:
+            out.append(f"  {rec.scenario}: {rec.message}")
+    out += ["", "Key figures (delta = scenario - baseline):"]
+    rows = []
+    for rec in cmp.kpis.to_dict("records"):
+        k = rec["kpi"]
+        row = {"KPI": KPI_TEXT.get(k, (k, ""))[0], "unit": rec["unit"].split(" (")[0]}
+        for n in cmp.names:
+            row[n] = _fmt(rec[n], k)
+        for n in cmp.names:
+            if n == cmp.baseline:
+                continue
+            d = rec[cmp.delta_col(n)]
+            base = rec[cmp.baseline]
+            pct = f" ({d / base:+.1%})" if d is not None and base not in (None, 0) else ""
+            row[f"delta {n}"] = ("-" if d is None else
+                                 ("+" if d > 0 else "") + _fmt(d, k) + pct)
+        rows.append(row)
+    out.append(format_table(rows))
+    out += ["", "Binding limits:"]
+    for n in cmp.names:
+        b = cmp.binding[cmp.binding.scenario == n] if len(cmp.binding) else cmp.binding
+        if not len(b):
+            out.append(f"  {n}: none")
+            continue
+        items = []
+        for rec in b.head(8).itertuples():
+            sp = rec.shadow_price_relaxed if rec.shadow_price_relaxed == rec.shadow_price_relaxed \
+                else rec.shadow_price
+            items.append(f"{rec.limit} {rec.site} {rec.period}"
+                         + (f" ({sp:,.0f} {rec.shadow_unit})" if sp == sp and sp else ""))
+        more = f" (+{len(b) - 8} more)" if len(b) > 8 else ""
+        out.append(f"  {n}: " + "; ".join(items) + more)
+    out += ["", "Racks bought over the horizon by site and type:"]
+    out.append(format_table([{k: (_fmt(v) if isinstance(v, float) else v) for k, v in r.items()}
+                             for r in cmp.bought.to_dict("records")]))
+    if len(cmp.fleet_diff):
+        out += ["", f"Racks in service differ from {cmp.baseline} in {len(cmp.fleet_diff)} "
+                    "(site, rack, period) rows; first ones:"]
+        out.append(format_table([{k: (_fmt(v) if isinstance(v, float) else v)
+                                  for k, v in r.items()}
+                                 for r in cmp.fleet_diff.head(12).to_dict("records")]))
+    else:
+        out += ["", f"Fleets: identical to {cmp.baseline} in every site, rack and period."]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------------------
+# Workbook
+# ----------------------------------------------------------------------------------------
+
+
+def _write_kpi_sheet(ws: Any, cmp: Comparison) -> dict[str, Any]:
+    """Side-by-side KPIs; deltas are live formulas. Returns layout info."""
+    put(ws, 1, 1, f"Scenario comparison (baseline: {cmp.baseline})", font=TITLE_FONT)
+    put(ws, 2, 1, "KPIs of each scenario as computed by dcplan; the delta columns are live "
+                  "formulas (scenario - baseline) and (scenario / baseline - 1).", font=NOTE_FONT)
+    names = cmp.names
+    others = [n for n in names if n != cmp.baseline]
+    heads = ["KPI", "Unit", *names]
+    for n in others:
+        heads += [f"Delta {n} - {cmp.baseline} [KPI unit]", f"Delta {n} vs {cmp.baseline} [%]"]
+    for j, h in enumerate(heads, start=1):
+        c = put(ws, HEADER_ROW, j, h, font=HEADER_FONT)
+        c.fill = HEADER_FILL
+        c.alignment = Alignment(wrap_text=True, vertical="top")
+    ws.row_dimensions[HEADER_ROW].height = 45
+    col = {n: 3 + i for i, n in enumerate(names)}
+    bcol = get_column_letter(col[cmp.baseline])
+    r = HEADER_ROW
+    rows = {}
+    for rec in cmp.kpis.to_dict("records"):
+        r += 1
+        k = rec["kpi"]
+        rows[k] = r
+        put(ws, r, 1, KPI_TEXT.get(k, (k, ""))[0])
+        put(ws, r, 2, rec["unit"])
+        fmt = "0.0000" if k == "usd_per_million_tokens" else (
+            "0.000" if k in ("pue_annual", "utilisation_frac") else "#,##0.0")
+        for n in names:
+            put(ws, r, col[n], rec[n], fmt)
+        j = 3 + len(names)
+        for n in others:
+            L = get_column_letter(col[n])
+            formula(ws, r, j, f'=IF(OR({L}{r}="",{bcol}{r}=""),"",{L}{r}-{bcol}{r})', fmt)
+            formula(ws, r, j + 1, f'=IF(OR({L}{r}="",{bcol}{r}="",{bcol}{r}=0),"",'
+                                  f'{L}{r}/{bcol}{r}-1)', "0.0%")
+            j += 2
+    ws.auto_filter.ref = f"A{HEADER_ROW}:{get_column_letter(len(heads))}{r}"
+    ws.freeze_panes = ws.cell(row=HEADER_ROW + 1, column=3)
+    r += 2
+    put(ws, r, 1, "Solver outcome", font=SECTION_FONT)
+    for rec in cmp.status.to_dict("records"):
+        r += 1
+        put(ws, r, 1, rec["scenario"], font=HEADER_FONT)
+        put(ws, r, 2, rec["status"].upper())
+        put(ws, r, 3, rec["gap"], "0.00%")
+        put(ws, r, 4, "demand NOT fully met" if rec["unserved"] else "all demand served")
+        put(ws, r, 5, rec["message"])
+    autosize(ws)
+    ws.column_dimensions["A"].width = 26
+    ws.column_dimensions["B"].width = 30
+    return {"rows": rows, "cols": col}
+
+
+def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]]:
+    """Build (without saving) the comparison workbook.
+
+    Sheets: Comparison (KPIs side by side with live deltas), NPV (discounted cost by
+    category x scenario as live SUMIFS over Costs, totals = NPV), Binding, Fleet
+    differences, Racks bought, Fleet, Power, Costs.
+    """
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Comparison"
+    info: dict[str, Any] = {"kpi": _write_kpi_sheet(ws, cmp)}
+    placed = {}
+    specs = [
+        ("Binding", cmp.binding, "Binding limits per scenario", "Ranked per scenario; "
+         "shadow prices as in each plan's Summary.", (), 2),
+        ("Fleet differences", cmp.fleet_diff, f"Racks in service that differ from "
+         f"{cmp.baseline}", "Only (site, rack, period) rows where some scenario differs.", (), 3),
+        ("Racks bought", cmp.bought, "Racks bought over the horizon by site and type",
+         "Sum of new racks per scenario; delta = scenario - baseline.",
+         tuple(c for c in cmp.bought.columns if c not in ("site", "rack")), 2),
+        ("Fleet", cmp.fleet, "Racks in service by site, type and period", "", tuple(cmp.names),
+         3),
+        ("Power", cmp.power, "Facility power at peak and grid limit by scenario, site and period",
+         "", (), 3),
+        ("Costs", cmp.costs, "Costs by scenario, category and period", "",
+         ("cost_usd", "cost_usd_discounted"), 4),
+    ]
+    npv_ws = wb.create_sheet("NPV", 1)
+    for name, df, title, desc, totals, ids in specs:
+        w = wb.create_sheet(name)
+        placed[name] = write_table(w, df, title=title, description=desc, totals=totals,
+                                   id_cols=ids)
+        autosize(w)
+    info["placed"] = placed
+    # NPV by category x scenario (live SUMIFS over the Costs sheet)
+    put(npv_ws, 1, 1, "Present value of costs by category and scenario [million USD]",
+        font=TITLE_FONT)
+    put(npv_ws, 2, 1, "Live SUMIFS over the Costs sheet; the Total row is each scenario's NPV "
+                      "(terminal value negative).", font=NOTE_FONT)
+    cats = list(dict.fromkeys(cmp.costs.category)) if len(cmp.costs) else []
+    k = placed["Costs"]
+    hr = HEADER_ROW
+    put(npv_ws, hr, 1, "Cost category", font=HEADER_FONT).fill = HEADER_FILL
+    for j, n in enumerate(cmp.names, start=2):
+        put(npv_ws, hr, j, n, font=HEADER_FONT).fill = HEADER_FILL
+    # Each scenario's rows are contiguous on the Costs sheet: sum over its own rows, so
+    # no criterion ever contains a (user-given) scenario name.
+    spans = {}
+    if len(cmp.costs):
+        pos = cmp.costs.reset_index(drop=True).groupby("scenario", sort=False).groups
+        spans = {n: (k.first + int(min(ix)), k.first + int(max(ix))) for n, ix in pos.items()}
+    cost_col, cat_col = k.columns["cost_usd_discounted"], k.columns["category"]
+    for i, cat in enumerate(cats, start=1):
+        put(npv_ws, hr + i, 1, cat)
+        for j, n in enumerate(cmp.names, start=2):
+            if n not in spans:
+                continue
+            a, b = spans[n]
+            formula(npv_ws, hr + i, j,
+                    f"=SUMIFS({ref('Costs', cost_col, a, b)},{ref('Costs', cat_col, a, b)},"
+                    f"$A{hr + i})/1000000", "#,##0.0")
+    tr = hr + len(cats) + 1
+    put(npv_ws, tr, 1, "Total (NPV)", font=TOTAL_FONT)
+    for j in range(2, len(cmp.names) + 2):
+        L = get_column_letter(j)
+        formula(npv_ws, tr, j, f"=SUM({L}{hr + 1}:{L}{tr - 1})", "#,##0.0", TOTAL_FONT)
+    npv_ws.freeze_panes = f"B{hr + 1}"
+    autosize(npv_ws)
+    npv_ws.column_dimensions["A"].width = 22
+    info["npv"] = {"header_row": hr, "total_row": tr, "categories": cats}
+    if cats:
+        from openpyxl.chart import BarChart, Reference
+
+        ch = BarChart()
+        ch.type = "col"
+        ch.grouping = "stacked"
+        ch.overlap = 100
+        ch.title = "Present value of costs by category"
+        ch.y_axis.title = "million USD"
+        ch.height, ch.width = 9, 16
+        data = Reference(npv_ws, min_col=1, max_col=1 + len(cmp.names), min_row=hr + 1,
+                         max_row=tr - 1)
+        ch.add_data(data, from_rows=True, titles_from_data=True)
+        ch.set_categories(Reference(npv_ws, min_col=2, max_col=1 + len(cmp.names), min_row=hr))
+        npv_ws.add_chart(ch, f"{get_column_letter(len(cmp.names) + 3)}{hr}")
+    return wb, info
+
+
+def write_comparison_workbook(cmp: Comparison, path: Path | str) -> Path:
+    """Write the comparison workbook to ``path`` atomically (temporary file + rename)."""
+    wb, _ = build_comparison_workbook(cmp)
+    path = Path(path)
+    with atomic_file(path, suffix=".xlsx") as tmp:
+        wb.save(tmp)
+    return path
+
+
+def export_comparison(cmp: Comparison, *, outdir: Path | str | None = None,
+                      xlsx: Path | str | None = None, png_dir: Path | str | None = None
+                      ) -> list[Path]:
+    """Write the comparison workbook, its KPI CSV and PNG charts.
+
+    ``outdir`` gives defaults: ``OUTDIR/comparison.xlsx``, ``OUTDIR/kpis.csv`` and
+    ``OUTDIR/charts/``; ``xlsx`` and ``png_dir`` override them.
+
+    Returns
+    -------
+    list of Path
+    """
+    from dcplan.export.charts import write_comparison_charts
+
+    out: list[Path] = []
+    if outdir is not None:
+        outdir = Path(outdir)
+        xlsx = xlsx or outdir / "comparison.xlsx"
+        png_dir = png_dir or outdir / "charts"
+        with atomic_file(outdir / "kpis.csv") as tmp:
+            cmp.kpis.to_csv(tmp, index=False)
+        out.append(outdir / "kpis.csv")
+    if xlsx is not None:
+        out.append(write_comparison_workbook(cmp, xlsx))
+    if png_dir is not None:
+        ok = [(r, n) for r, n in zip(cmp.results, cmp.names, strict=True) if r.tables]
+        out += write_comparison_charts([r for r, _ in ok], [n for _, n in ok], png_dir)
+    cmp.files = out
+    return out

@@ -1,0 +1,342 @@
+"""The inputs behind a plan, with provenance, for the Assumptions sheet.
+
+:func:`load_sources` loads a scenario with the catalogs and sites it uses, both as
+shipped (``*_raw``) and with the scenario's overrides applied. Pass the raw ones to
+:func:`dcplan.planner.plan` (so nothing is loaded twice) and the object to the
+workbook writer. :func:`assumptions_table` lists every input figure the plan used,
+with unit, source, date, estimate note and scenario override.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dcplan.errors import display_path
+
+#: Columns of :func:`assumptions_table`.
+ASSUMPTION_COLUMNS = ["section", "kind", "id", "name", "field", "value", "unit", "source",
+                      "as_of", "estimate", "override"]
+
+_META = ("id", "name", "source", "as_of", "estimates", "notes")
+
+
+@dataclass
+class PlanSources:
+    """A scenario and the data it plans with.
+
+    Attributes
+    ----------
+    scenario : Scenario
+    catalog, sites
+        With the scenario's overrides applied (what the planner uses).
+    catalog_raw, sites_raw
+        As loaded, before overrides (to pass to :func:`dcplan.planner.plan`).
+    path : Path or None
+        Scenario file.
+    """
+
+    scenario: Any
+    catalog: Any
+    sites: dict[str, Any]
+    catalog_raw: Any
+    sites_raw: dict[str, Any]
+    path: Path | None = None
+
+
+def load_sources(scenario: Any, *, catalog: Any = None, catalog_dir: Path | str | None = None,
+                 sites: dict | None = None, sites_dir: Path | str | None = None
+                 ) -> PlanSources:
+    """Load ``scenario`` (path or Scenario) with its catalogs and sites.
+
+    Parameters
+    ----------
+    scenario : path or Scenario
+    catalog, sites : optional
+        Already loaded (else from ``catalog_dir`` / ``sites_dir``, the scenario's
+        folders, or the shipped data).
+
+    Raises
+    ------
+    InputError
+        For a bad scenario, catalog, site file or override.
+    """
+    from dcplan.catalog import load_catalog
+    from dcplan.scenario import Scenario, load_scenario, resolve_scenario
+    from dcplan.sites import load_sites
+
+    path = None
+    if isinstance(scenario, Scenario):
+        scn = scenario
+    else:
+        path = Path(scenario)
+        scn = load_scenario(path)
+    if catalog is None:
+        catalog = load_catalog(catalog_dir or scn.catalog_dir)
+    if sites is None:
+        sites = load_sites(sites_dir or scn.sites_dir)
+    cat_used, sites_used = resolve_scenario(scn, catalog, sites)
+    return PlanSources(scn, cat_used, sites_used, catalog, sites, path)
+
+
+# ----------------------------------------------------------------------------------------
+# Units of input fields (field names carry their unit, see dcplan.schema)
+# ----------------------------------------------------------------------------------------
+
+_SUFFIX_UNITS = [
+    ("_usd_per_mw", "USD/MW"), ("_usd_per_kw", "USD/kW"), ("_usd", "USD"),
+    ("_g_per_kwh", "gCO2/kWh"), ("_per_kw_month", "{cur}/(kW month)"),
+    ("_price_per_kwh", "{cur}/kWh"), ("_kw_per_kw_heat", "kW/kW"), ("_per_k", "1/K"),
+    ("_frac_per_year", "1/yr"), ("_frac", "fraction 0..1"), ("_efficiency", "fraction 0..1"),
+    ("_kw", "kW"), ("_mw", "MW"), ("_w", "W"), ("_gb_per_s", "GB/s"), ("_tb_per_s", "TB/s"),
+    ("_gb", "GB"), ("_gbps", "Gb/s"), ("_tflops", "TFLOPS"), ("_c", "degC"), ("_k", "K"),
+    ("_years", "years"), ("_months", "months"), ("_tokens", "tokens"), ("_ms", "ms"),
+    ("_s", "s"), ("_b", "billion"), ("_m", "m"), ("_rate", "1/yr"),
+]
+_NAMED_UNITS = {
+    "rack_positions": "positions", "positions": "positions", "ports": "ports",
+    "accelerators_per_rack": "accelerators", "scaleup_domain": "accelerators",
+    "scaleout_rails": "rails", "scaleout_nics_per_accelerator": "NICs per accelerator",
+    "gbps": "Gb/s", "first_available": "date", "layers": "count", "attention_heads": "count",
+    "kv_heads": "count", "experts_total": "count", "experts_active": "count",
+    "shared_experts": "count", "moe_layers": "count", "sliding_window_layers": "count",
+    "head_dim": "count", "hidden_size": "count", "ffn_size": "count",
+    "expert_ffn_size": "count", "vocab_size": "count", "kv_latent_dim": "count",
+    "input_tokens_mean": "tokens", "output_tokens_mean": "tokens",
+    "oversubscription": "ratio", "cdu_redundancy": "spare CDUs per site and model",
+    "planning_scale_racks": "racks", "peak_to_average": "ratio",
+    "unserved_penalty_usd_per_million_tokens": "USD per million tokens",
+    "discount_rate": "1/yr", "annual_growth": "1/yr", "time_limit_s": "s", "gap": "fraction",
+    "dry_bulb_mean_c": "degC", "dry_bulb_max_c": "degC", "dry_bulb_min_c": "degC",
+    "rh_frac": "fraction 0..1", "month": "month", "hours": "h",
+    "lift_sensitivity_per_k": "1/K",
+}
+
+
+def field_unit(field: str, currency: str = "USD") -> str:
+    """Return the unit of an input field from its name (``capex_usd`` -> ``USD``)."""
+    leaf = field.rsplit(".", 1)[-1].split("[", 1)[0]
+    if leaf in _NAMED_UNITS:
+        return _NAMED_UNITS[leaf]
+    for suffix, unit in _SUFFIX_UNITS:
+        if leaf.endswith(suffix):
+            return unit.format(cur=currency)
+    return "-"
+
+
+def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
+    """Flatten ``{a: {b: 1}}`` to ``[("a.b", 1)]``; list items become ``a[1]``, ``a[2]``."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump()
+    if isinstance(value, dict):
+        out = []
+        for k, v in value.items():
+            key = f"{prefix}.{k}" if prefix and not isinstance(k, int) else (
+                f"{prefix}[{k}]" if prefix else str(k))
+            out += _flatten(key, v)
+        return out
+    if isinstance(value, list | tuple):
+        if all(not isinstance(v, dict | list | tuple) and not hasattr(v, "model_dump")
+               for v in value):
+            return [(prefix, ", ".join(str(getattr(v, "value", v)) for v in value))] \
+                if value else []
+        out = []
+        for i, v in enumerate(value, start=1):
+            out += _flatten(f"{prefix}[{i}]", v)
+        return out
+    return [(prefix, getattr(value, "value", value))]
+
+
+def _scalar(v: Any) -> Any:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int | float | str) or v is None:
+        return v
+    return str(v)
+
+
+def _entry_rows(section: str, kind: str, entry: Any, raw: Any, currency: str = "USD"
+                ) -> list[dict[str, Any]]:
+    estimates = dict(getattr(entry, "estimates", None) or {})
+    raw_vals = dict(_flatten("", raw)) if raw is not None else {}
+    rows = []
+    for fld in type(entry).model_fields:
+        if fld in _META:
+            continue
+        for key, v in _flatten(fld, getattr(entry, fld)):
+            if v is None:
+                continue
+            was = raw_vals.get(key, v)
+            override = "" if was == v else f"scenario override (catalog/site value {was})"
+            est = estimates.get(key.split(".", 1)[0].split("[", 1)[0], "")
+            rows.append(dict(section=section, kind=kind, id=entry.id, name=entry.name,
+                             field=key, value=_scalar(v), unit=field_unit(key, currency),
+                             source=getattr(entry, "source", ""), as_of=entry.as_of,
+                             estimate=f"estimate: {est}" if est else "", override=override))
+    return rows
+
+
+def _used_entries(src: PlanSources, inputs: Any) -> list[tuple[str, str]]:
+    """(kind, id) of the catalog entries behind the plan."""
+    cat = src.catalog
+    scn = src.scenario
+    racks = list(inputs.racks) if inputs is not None else (scn.racks or list(cat.racks))
+    wls = list(inputs.workloads) if inputs is not None else scn.workload_ids()
+    used: list[tuple[str, str]] = []
+
+    def add(kind: str, ident: Any) -> None:
+        if ident and (kind, ident) not in used and ident in cat.entries.get(kind, {}):
+            used.append((kind, ident))
+
+    for r in racks:
+        add("racks", r)
+    for r in racks:
+        e = cat.get("racks", r)
+        add("accelerators", e.accelerator)
+        add("nics", e.nic)
+    for w in wls:
+        add("workloads", w)
+    for w in wls:
+        add("models", cat.get("workloads", w).model)
+    if inputs is not None:
+        for rs in inputs.rack_site.values():
+            add("cdus", rs.cdu_id)
+    # The facility models choose among these (see docs/facility.md).
+    for kind in ("heat_rejection", "switches", "optics"):
+        for ident in cat.entries.get(kind, {}):
+            add(kind, ident)
+    return used
+
+
+def _scenario_rows(src: PlanSources) -> list[dict[str, Any]]:
+    scn = src.scenario
+    where = display_path(src.path) if src.path else "scenario"
+    as_of = ""
+    if src.path and Path(src.path).exists():
+        as_of = dt.date.fromtimestamp(Path(src.path).stat().st_mtime).isoformat()
+    data = scn.model_dump(exclude={"catalog_dir", "sites_dir", "overrides", "name",
+                                   "description"})
+    rows = [dict(section="scenario", kind="scenario", id=scn.name, name=scn.name,
+                 field="description", value=scn.description, unit="-", source=where,
+                 as_of=as_of, estimate="", override="")]
+    for key, v in _flatten("", data):
+        if v is None or v == "":
+            continue
+        unit = field_unit(key)
+        if key.startswith("existing_built_mw"):
+            unit = "MW"
+        elif key.startswith("budget_usd"):
+            unit = "USD"
+        elif key.startswith("exchange_rates") or ".exchange_rates_usd_per_unit" in key:
+            unit = "USD per unit of currency"
+        elif key.startswith("demand.table") or key.endswith(".start"):
+            unit = scn.demand.unit.replace("_", " ") if key.startswith("demand") else unit
+        rows.append(dict(section="scenario", kind="scenario", id=scn.name, name=scn.name,
+                         field=key, value=_scalar(v), unit=unit, source=where, as_of=as_of,
+                         estimate="", override=""))
+    for i, ov in enumerate(scn.overrides, start=1):
+        what = ", ".join(f"{k} {getattr(ov, k)}" for k in ("set", "scale", "add", "from_year")
+                         if getattr(ov, k) is not None)
+        rows.append(dict(section="scenario override", kind=ov.kind, id=ov.id, name="",
+                         field=ov.field, value=what, unit=field_unit(ov.field),
+                         source=f"{where} (overrides[{i}])", as_of=as_of, estimate="",
+                         override="applied to the catalog/site rows marked below"))
+    return rows
+
+
+def _derived_rows(inputs: Any) -> list[dict[str, Any]]:
+    """Coefficients the planner derived from the models (per rack, site, workload)."""
+    rows = []
+
+    def row(kind, ident, field, value, unit, source):
+        rows.append(dict(section="derived coefficient", kind=kind, id=ident, name="",
+                         field=field, value=value, unit=unit, source=source, as_of="",
+                         estimate="", override=""))
+
+    perf_src = "dcplan performance model (docs/perf.md)"
+    for (r, w), p in sorted(inputs.perf.items()):
+        row("rack x workload", f"{r} / {w}", "goodput_tokens_per_s_per_rack",
+            p.goodput_tokens_per_s, "tokens/s", perf_src)
+        row("rack x workload", f"{r} / {w}", "rack_power_kw_at_operating_point", p.power_kw,
+            "kW", perf_src)
+    fac_src = "dcplan facility model at the planning scale (docs/facility.md)"
+    for (r, s), rs in sorted(inputs.rack_site.items()):
+        ident = f"{r} @ {s}"
+        if not rs.allowed:
+            row("rack x site", ident, "not_allowed", rs.reason, "-", fac_src)
+            continue
+        for fld, unit in (("network_kw_per_rack", "kW"), ("network_capex_usd_per_rack", "USD"),
+                          ("cooling_kw_per_it_kw_avg", "kW/kW"),
+                          ("cooling_kw_per_it_kw_peak", "kW/kW"), ("loss_frac", "fraction"),
+                          ("liquid_heat_kw_per_rack", "kW"), ("cdu_id", "-"),
+                          ("cdu_capacity_kw", "kW"), ("cdu_capex_usd", "USD"),
+                          ("cooling_capex_usd_per_kw", "USD/kW"), ("pue_annual", "-")):
+            row("rack x site", ident, fld, getattr(rs, fld), unit, fac_src)
+    site_src = "site data converted to USD with the scenario's exchange rate"
+    for s, sd in inputs.sites.items():
+        for fld, unit in (("energy_usd_per_kwh", "USD/kWh"),
+                          ("demand_charge_usd_per_kw_month", "USD/(kW month)"),
+                          ("carbon_kg_per_kwh", "kgCO2/kWh"),
+                          ("build_capex_usd_per_kw", "USD/kW"), ("built_kw_initial", "kW")):
+            row("site (in USD)", s, fld, getattr(sd, fld), unit, site_src)
+    for w, wd in inputs.workloads.items():
+        row("workload", w, "peak_factor", wd.peak_factor, "ratio", "scenario demand")
+        row("workload", w, "input_frac", wd.input_frac, "fraction", "workload catalog")
+    return rows
+
+
+def assumptions_table(src: PlanSources | None, inputs: Any = None) -> pd.DataFrame:
+    """Every input figure behind a plan, one per row.
+
+    Parameters
+    ----------
+    src : PlanSources, optional
+        Scenario, catalogs and sites (None: only the planner's derived inputs).
+    inputs : PlanInputs, optional
+        The planner's inputs (``result.inputs``): selects the entries used and adds
+        the derived coefficients.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`ASSUMPTION_COLUMNS`: section, kind, id, name, field, value,
+        unit, source, as_of (date of the figure), estimate (how an estimated figure
+        was estimated), override (set when the scenario changed the figure).
+    """
+    rows: list[dict[str, Any]] = []
+    if src is not None:
+        rows += _scenario_rows(src)
+        for kind, ident in _used_entries(src, inputs):
+            raw = src.catalog_raw.entries.get(kind, {}).get(ident)
+            rows += _entry_rows("catalog", kind, src.catalog.get(kind, ident), raw)
+        site_ids = list(inputs.sites) if inputs is not None else list(src.scenario.sites)
+        for s in site_ids:
+            site = src.sites[s]
+            rows += _entry_rows("site", "sites", site, src.sites_raw.get(s), site.currency)
+        try:
+            from dcplan.facility.assumptions import assumptions
+
+            for section, values in assumptions().items():
+                if not isinstance(values, dict):
+                    continue
+                source = str(values.get("source", "dcplan/facility/assumptions.yaml"))
+                for key, v in values.items():
+                    if key == "source":
+                        continue
+                    rows.append(dict(section="facility model assumption", kind=section,
+                                     id=section, name="", field=key, value=_scalar(v),
+                                     unit=field_unit(key), source=source,
+                                     as_of="", estimate="", override=""))
+        except Exception:  # noqa: BLE001 - optional extra rows
+            pass
+    if inputs is not None:
+        rows += _derived_rows(inputs)
+    df = pd.DataFrame(rows, columns=ASSUMPTION_COLUMNS)
+    for c in ASSUMPTION_COLUMNS:
+        if c != "value":
+            df[c] = df[c].fillna("").astype(str)
+    return df
