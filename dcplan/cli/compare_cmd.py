@@ -56,17 +56,21 @@ def compare_cmd(
     from dcplan.planner import plan
 
     if len(scenarios) < 2:
-        raise typer.BadParameter("give at least two scenario files", param_hint="SCENARIOS")
+        fail("give at least two scenario files to compare", 2)
     if solver is not None and solver not in ("highs", "cbc"):
-        raise typer.BadParameter(f"unknown solver '{solver}'; use highs or cbc",
-                                 param_hint="--solver")
+        fail(f"unknown solver '{solver}'; use highs or cbc", 2)
     say = None if quiet else _progress
     catalog = STATE.catalog() if STATE.catalog_dir else None
+    srcs = [load_sources(path, catalog=catalog, sites_dir=STATE.sites_dir) for path in scenarios]
+    if baseline is not None and not any(
+            baseline in (s.scenario.name, str(p), p.stem, p.name)
+            for s, p in zip(srcs, scenarios, strict=True)):
+        fail(f"--baseline: '{baseline}' is none of the scenarios (give a scenario name, file "
+             "or file stem)", 2)
     results = []
-    for path in scenarios:
+    for path, src in zip(scenarios, srcs, strict=True):
         if say:
             say(f"planning {path}")
-        src = load_sources(path, catalog=catalog, sites_dir=STATE.sites_dir)
         results.append(plan(src.scenario, catalog=src.catalog_raw, sites=src.sites_raw,
                             solver=solver, time_limit_s=time_limit, gap=gap))
         r = results[-1]
@@ -77,7 +81,7 @@ def compare_cmd(
     try:
         cmp = compare_results(results, baseline, labels=[str(p) for p in scenarios])
     except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--baseline") from None
+        fail(f"--baseline: {exc}", 2)
     files = []
     if outdir is not None or xlsx is not None or png_dir is not None:
         files = export_comparison(cmp, outdir=outdir, xlsx=xlsx, png_dir=png_dir)

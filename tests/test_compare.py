@@ -1,0 +1,124 @@
+"""dcplan compare: side-by-side KPIs with deltas, binding limits, fleets; workbook and PNGs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import openpyxl
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dcplan.cli import app
+from dcplan.export.compare import compare_results
+
+REPO = Path(__file__).resolve().parent.parent
+MINIMAL = REPO / "examples" / "minimal.yaml"
+EVIL = '=HYPERLINK("http://x","y")'
+SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """Compare the minimal example with a copy whose GB200 racks cost 20 % more."""
+    tmp = tmp_path_factory.mktemp("compare")
+    text = MINIMAL.read_text(encoding="utf-8")
+    text = text.replace("name: minimal", 'name: "=HYPERLINK(\\"http://x\\",\\"y\\")"')
+    text = text.replace("# overrides:\n", "overrides:\n  - {kind: racks, id: gb200_nvl72, "
+                                          "field: capex_usd, scale: 1.2}\n")
+    pricier = tmp / "pricier.yaml"
+    pricier.write_text(text, encoding="utf-8")
+    out = tmp / "out"
+    res = CliRunner().invoke(app, ["compare", str(MINIMAL), str(pricier), "--baseline",
+                                   "minimal", "-o", str(out), "-q"])
+    return res, out, tmp
+
+
+def test_compare_cli_prints_side_by_side(run):
+    res, out, _ = run
+    assert res.exit_code == 0, res.output
+    text = res.stdout
+    assert "baseline: minimal" in text
+    assert "Key figures (delta = scenario - baseline)" in text
+    npv = next(line for line in text.splitlines() if line.startswith("NPV of all costs"))
+    assert "minimal" not in npv and "+" in npv and "%" in npv  # positive delta with percent
+    assert "Binding limits:" in text and "grid" in text
+    assert "Racks bought over the horizon" in text
+
+
+def test_compare_writes_workbook_csv_and_charts(run):
+    _, out, _ = run
+    kpis = pd.read_csv(out / "kpis.csv")
+    row = kpis[kpis.kpi == "npv_cost_usd"].iloc[0]
+    assert row[f"delta vs minimal: {EVIL}"] == pytest.approx(row[EVIL] - row["minimal"])
+    assert row[EVIL] > row["minimal"]
+    for name in ("npv_cost_stack.png", "facility_mw_by_site.png", "usd_per_million_tokens.png"):
+        png = out / "charts" / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    wb = openpyxl.load_workbook(out / "comparison.xlsx")
+    assert wb.sheetnames[:2] == ["Comparison", "NPV"]
+    heads = [c.value for c in wb["Comparison"][3]]
+    assert EVIL in heads
+    cell = next(c for c in wb["Comparison"][3] if c.value == EVIL)
+    assert cell.data_type == "s"  # a scenario name is never a formula
+    assert str(wb["Comparison"]["E4"].value).startswith("=IF(")  # live delta
+
+
+@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed; "
+                                            ".ci/run installs it")
+def test_comparison_workbook_recalculates_in_libreoffice(run):
+    _, out, tmp = run
+    lo = tmp / "lo"
+    proc = subprocess.run([SOFFICE, "--headless", "--norestore",
+                           f"-env:UserInstallation={(tmp / 'lo_profile').as_uri()}",
+                           "--convert-to", "xlsx", "--outdir", str(lo),
+                           str(out / "comparison.xlsx")], capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    wb = openpyxl.load_workbook(lo / "comparison.xlsx", data_only=True)
+    kpis = pd.read_csv(out / "kpis.csv").set_index("kpi")
+    ws = wb["NPV"]
+    total = next(r for r in ws.iter_rows(values_only=True) if r[0] == "Total (NPV)")
+    assert total[1] * 1e6 == pytest.approx(kpis.loc["npv_cost_usd", "minimal"], rel=1e-9)
+    assert total[2] * 1e6 == pytest.approx(kpis.loc["npv_cost_usd", EVIL], rel=1e-9)
+    ws = wb["Comparison"]
+    npv_row = next(r for r in ws.iter_rows(values_only=True) if r[0] == "NPV of all costs")
+    assert npv_row[4] == pytest.approx(npv_row[3] - npv_row[2], rel=1e-12)
+    assert npv_row[5] == pytest.approx(npv_row[3] / npv_row[2] - 1, rel=1e-9)
+    assert ws["C3"].value == "minimal" and ws["D3"].value == EVIL
+
+
+def test_compare_json_and_bad_command_lines(run, tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["compare", str(MINIMAL)])
+    assert res.exit_code == 2 and "at least two" in res.output
+    res = runner.invoke(app, ["compare", str(MINIMAL), str(tmp_path / "missing.yaml")])
+    assert res.exit_code == 1 and "not found" in res.output
+    res = runner.invoke(app, ["compare", str(MINIMAL), str(MINIMAL), "--baseline", "nope"])
+    assert res.exit_code == 2 and "none of the scenarios" in res.output
+
+
+def test_compare_results_baseline_and_names():
+    from types import SimpleNamespace
+
+    from dcplan.planner import SolveStatus
+
+    def fake(name, npv):
+        kpis = pd.DataFrame({"kpi": ["npv_cost_usd"], "value": [npv], "unit": ["USD"]})
+        fleet = pd.DataFrame({"period": ["2026"], "site": ["s"], "rack": ["r"],
+                              "installed_racks": [npv], "new_racks": [npv]})
+        return SimpleNamespace(name=name, tables={"kpis": kpis, "fleet": fleet}, inputs=None,
+                               status=SolveStatus.OPTIMAL, gap=0.0, solver="highs",
+                               unserved=False, message="")
+
+    cmp = compare_results([fake("a", 1.0), fake("a", 3.0)], baseline="y",
+                          labels=["x.yaml", "y.yaml"])
+    assert cmp.names == ["a (x)", "a (y)"] and cmp.baseline == "a (y)"
+    assert cmp.kpis.loc[0, "delta vs a (y): a (x)"] == -2.0
+    assert len(cmp.fleet_diff) == 1
+    with pytest.raises(ValueError, match="none of the scenarios"):
+        compare_results([fake("a", 1.0), fake("b", 2.0)], baseline="zzz")
+    json.dumps(cmp.summary())
