@@ -126,6 +126,10 @@ def plan_cmd(
     calibration: Annotated[Path | None, typer.Option(
         "--calibration", dir_okay=False, help="Performance-model calibration YAML.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    xlsx: Annotated[Path | None, typer.Option("--xlsx", dir_okay=False,
+                                              help="Write the Excel workbook here.")] = None,
+    png_dir: Annotated[Path | None, typer.Option("--png-dir", file_okay=False,
+                                                 help="Write PNG charts here.")] = None,
 ) -> None:
     """Plan the fleet that meets SCENARIO's token demand at least discounted cost.
 
@@ -143,6 +147,11 @@ def plan_cmd(
         paths = result.write_csvs(outdir)
         if progress:
             progress(f"wrote {len(paths)} tables to {outdir}")
+    if (xlsx is not None or png_dir is not None) and result.tables:
+        from dcplan.export import export_plan
+
+        export_plan(result, scenario, xlsx=xlsx, png_dir=png_dir,
+                    catalog_dir=STATE.catalog_dir, sites_dir=STATE.sites_dir, progress=progress)
     if as_json:
         emit_json(result.summary())
     else:
