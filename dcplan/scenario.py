@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from dcplan.catalog import Catalog, pydantic_problems, suggest
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.schema import KINDS, Id
-from dcplan.yamlio import LINE_KEY, read_yaml, strip_lines
+from dcplan.yamlio import KEY_LINES, LINE_KEY, read_text, read_yaml, strip_lines
 
 #: Seconds in an average month (365.25 days / 12) [s].
 SECONDS_PER_MONTH = 365.25 * 86400 / 12
@@ -514,7 +514,7 @@ def load_scenario(path: Path | str) -> Scenario:
     """
     path = Path(path)
     shown = display_path(path)
-    raw = read_yaml(path)
+    raw = _resolve_file(path, ())
     scn = parse_scenario(raw, shown)
     updates: dict[str, Any] = {}
     for key in ("catalog_dir", "sites_dir"):
@@ -522,12 +522,106 @@ def load_scenario(path: Path | str) -> Scenario:
         if value and not Path(value).is_absolute():
             updates[key] = str((path.parent / value).resolve())
     lines = {}
-    for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for i, text in enumerate(read_text(path).splitlines(), 1):
         m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:", text)
         if m:
             lines.setdefault(m.group(1), i)
     updates["lines"] = lines
     return scn.model_copy(update=updates)
+
+
+def _resolve_file(path: Path, chain: tuple[Path, ...]) -> Any:
+    """Read a scenario file and resolve its ``extends:`` and ``demand.forecast:``.
+
+    ``extends: base.yaml`` (relative to this file) starts from that scenario and
+    changes it: mappings merge key by key (a key set to ``null`` removes the base's
+    entry), lists replace the base's list, except ``overrides``, which are appended
+    to the base's. ``demand: {forecast: {file:
+    F, case: C}}`` takes ``demand.table`` (and its unit) from case ``C`` of the
+    forecast file ``F``, a mapping with ``unit`` and ``cases: {case: {workload:
+    {period: demand}}}``.
+    """
+    shown = display_path(path)
+    if path.resolve() in chain:
+        cycle = " -> ".join(display_path(p) for p in (*chain, path.resolve()))
+        raise InputError(Problem(shown, f"'extends' forms a cycle ({cycle}); remove one link",
+                                 field="extends"))
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        return raw
+    raw = _resolve_forecast(path, raw)
+    base_name = raw.get("extends")
+    if base_name is None:
+        return raw
+    line = raw.get(KEY_LINES, {}).get("extends")
+    base_path = path.parent / str(base_name)
+    if not isinstance(base_name, str) or not base_path.is_file():
+        raise InputError(Problem(shown, f"base scenario '{base_name}' not found next to this "
+                                        "file; give a path relative to it",
+                                 field="extends", line=line))
+    base = _resolve_file(base_path, (*chain, path.resolve()))
+    # The base must be a valid scenario on its own: its problems are reported in its file.
+    parse_scenario(base, display_path(base_path))
+    child = {k: v for k, v in raw.items() if k != "extends"}
+    return _merge(base, child)
+
+
+def _merge(base: Any, child: Any, key: str | None = None) -> Any:
+    """Deep-merge ``child`` onto ``base`` (see :func:`_resolve_file`)."""
+    if isinstance(base, dict) and isinstance(child, dict):
+        out = dict(base)
+        for k, v in child.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = _merge(base[k], v, k) if k in base and k != LINE_KEY else v
+        return out
+    if key == "overrides" and isinstance(base, list) and isinstance(child, list):
+        return base + child
+    return child
+
+
+def _resolve_forecast(path: Path, raw: dict) -> dict:
+    """Replace ``demand.forecast`` by the table of the named case of a forecast file."""
+    demand = raw.get("demand")
+    if not isinstance(demand, dict) or "forecast" not in demand:
+        return raw
+    shown = display_path(path)
+    ref = demand["forecast"]
+    line = demand.get(KEY_LINES, {}).get("forecast")
+    if not isinstance(ref, dict) or set(strip_lines(ref)) != {"file", "case"}:
+        raise InputError(Problem(shown, "write forecast as {file: FORECAST.yaml, case: NAME}",
+                                 field="demand.forecast", line=line))
+    if "table" in demand:
+        raise InputError(Problem(shown, "give either demand.table or demand.forecast, not both",
+                                 field="demand.forecast", line=line))
+    fpath = path.parent / str(ref["file"])
+    fshown = display_path(fpath)
+    if not fpath.is_file():
+        raise InputError(Problem(shown, f"forecast file '{ref['file']}' not found next to this "
+                                        "file; give a path relative to it",
+                                 field="demand.forecast.file", line=line))
+    forecast = read_yaml(fpath)
+    cases = forecast.get("cases") if isinstance(forecast, dict) else None
+    if not isinstance(cases, dict):
+        raise InputError(Problem(fshown, "a forecast file needs 'cases: {case: {workload: "
+                                         "{period: demand}}}'", field="cases"))
+    case = str(ref["case"])
+    if case not in cases:
+        known = [k for k in cases if k not in (LINE_KEY, KEY_LINES)]
+        raise InputError(Problem(shown, f"forecast has no case '{case}'{suggest(case, known)}; "
+                                        f"cases: {', '.join(known)}",
+                                 field="demand.forecast.case", line=line))
+    unit = forecast.get("unit")
+    if "unit" in demand and unit is not None and demand["unit"] != unit:
+        raise InputError(Problem(shown, f"demand.unit '{demand['unit']}' differs from the "
+                                        f"forecast's unit '{unit}'; drop demand.unit",
+                                 field="demand.unit", line=line))
+    new_demand = {k: v for k, v in demand.items() if k != "forecast"}
+    new_demand["table"] = cases[case]
+    if unit is not None:
+        new_demand["unit"] = unit
+    return {**raw, "demand": new_demand}
 
 
 # ----------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from dcplan.errors import InputError
+from dcplan.scenario import load_scenario
 from dcplan.yamlio import read_yaml, strip_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,10 +76,12 @@ def test_forecast_cases_are_ordered():
 
 
 @pytest.mark.parametrize("name", gen.EXAMPLES)
-def test_scenario_demand_equals_forecast(name):
-    scn = strip_lines(read_yaml(EXAMPLES / f"{name}.yaml"))
+def test_scenario_demand_comes_from_the_forecast(name):
+    scn = load_scenario(EXAMPLES / f"{name}.yaml")
     case = {"low_demand": "low", "high_demand": "high"}.get(name, "base")
-    assert scn["demand"]["table"] == _forecast()["cases"][case]
+    table = {w: {int(y): v for y, v in row.items()} for w, row in scn.demand.table.items()}
+    assert table == _forecast()["cases"][case]
+    assert scn.demand.unit == _forecast()["unit"]
 
 
 def test_every_example_is_listed():

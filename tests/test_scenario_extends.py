@@ -1,0 +1,119 @@
+"""Scenario files that extend a base scenario and take demand from a forecast file."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from dcplan.errors import InputError
+from dcplan.scenario import load_scenario
+
+BASE = """\
+name: base
+periods: {start: 2026, end: 2028, step: year}
+sites: [seoul_metro, honam_haenam]
+demand:
+  peak_to_average: 1.5
+  forecast: {file: forecast.yaml, case: base}
+existing_built_mw: {seoul_metro: 20, honam_haenam: 10}
+overrides:
+  - {kind: racks, id: gb200_nvl72, field: capex_usd, scale: 1.1}
+"""
+
+FORECAST = """\
+unit: tokens_per_month
+cases:
+  base: {chat: {2026: 1.0e+12, 2027: 2.0e+12, 2028: 3.0e+12}}
+  high: {chat: {2026: 1.0e+12, 2027: 4.0e+12, 2028: 9.0e+12}}
+"""
+
+
+def write(folder, name, text):
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path):
+    write(tmp_path, "base.yaml", BASE)
+    write(tmp_path, "forecast.yaml", FORECAST)
+    return tmp_path
+
+
+def test_forecast_fills_the_table(folder):
+    scn = load_scenario(folder / "base.yaml")
+    assert scn.demand.unit == "tokens_per_month"
+    assert {int(k): v for k, v in scn.demand.table["chat"].items()} == {
+        2026: 1.0e12, 2027: 2.0e12, 2028: 3.0e12}
+
+
+def test_child_merges_mappings_replaces_lists_appends_overrides(folder):
+    child = write(folder, "child.yaml", """\
+        extends: base.yaml
+        name: child
+        sites: [honam_haenam]
+        demand:
+          forecast: {file: forecast.yaml, case: high}
+        existing_built_mw: {seoul_metro: null, honam_haenam: 30}
+        overrides:
+          - {kind: racks, id: gb200_nvl72, field: lifetime_years, set: 6}
+        """)
+    scn = load_scenario(child)
+    assert scn.name == "child"
+    assert scn.sites == ["honam_haenam"]                      # list replaced
+    assert scn.demand.peak_to_average == 1.5                  # kept from the base
+    assert scn.demand.table["chat"][2028] == 9.0e12           # high case
+    assert scn.existing_built_mw == {"honam_haenam": 30}      # null removed seoul_metro
+    assert [o.field for o in scn.overrides] == ["capex_usd", "lifetime_years"]  # appended
+    assert scn.periods == load_scenario(folder / "base.yaml").periods
+
+
+def test_missing_base_is_clear(folder):
+    child = write(folder, "child.yaml", "extends: nope.yaml\nname: x\n")
+    with pytest.raises(InputError) as info:
+        load_scenario(child)
+    (p,) = info.value.problems
+    assert p.file.endswith("child.yaml") and p.field == "extends" and p.line == 1
+    assert "base scenario 'nope.yaml' not found" in p.message
+
+
+def test_cycle_is_reported(folder):
+    write(folder, "a.yaml", "extends: b.yaml\nname: a\n")
+    write(folder, "b.yaml", "extends: a.yaml\nname: b\n")
+    with pytest.raises(InputError, match="'extends' forms a cycle"):
+        load_scenario(folder / "a.yaml")
+
+
+def test_errors_in_the_base_name_the_base_file(folder):
+    write(folder, "base.yaml", BASE.replace("peak_to_average: 1.5", "peak_to_averag: 1.5"))
+    child = write(folder, "child.yaml", "extends: base.yaml\nname: child\n")
+    with pytest.raises(InputError) as info:
+        load_scenario(child)
+    (p,) = info.value.problems
+    assert p.file.endswith("base.yaml")
+    assert "did you mean 'peak_to_average'" in p.message
+
+
+def test_unknown_forecast_case_suggests(folder):
+    write(folder, "base.yaml", BASE.replace("case: base", "case: bsae"))
+    with pytest.raises(InputError) as info:
+        load_scenario(folder / "base.yaml")
+    (p,) = info.value.problems
+    assert p.field == "demand.forecast.case" and p.line == 6
+    assert "forecast has no case 'bsae'; did you mean 'base'?" in p.message
+
+
+def test_forecast_and_table_together_is_an_error(folder):
+    write(folder, "base.yaml", BASE.replace(
+        "  forecast: {file: forecast.yaml, case: base}",
+        "  forecast: {file: forecast.yaml, case: base}\n  table: {chat: {2026: 1}}"))
+    with pytest.raises(InputError, match="either demand.table or demand.forecast"):
+        load_scenario(folder / "base.yaml")
+
+
+def test_missing_forecast_file(folder):
+    (folder / "forecast.yaml").unlink()
+    with pytest.raises(InputError, match="forecast file 'forecast.yaml' not found"):
+        load_scenario(folder / "base.yaml")
