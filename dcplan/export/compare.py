@@ -263,6 +263,10 @@ def _fmt(v: Any, kpi: str = "") -> str:
         return f"{v:,.4f}"
     if kpi in ("pue_annual", "utilisation_frac"):
         return f"{v:.3f}"
+    if abs(v) >= 1e12:
+        return f"{v:.4g}"
+    if float(v).is_integer():
+        return f"{int(v):,}"
     if abs(v) >= 100:
         return f"{v:,.0f}"
     return f"{v:,.3g}" if abs(v) < 1 else f"{v:,.1f}"
