@@ -488,7 +488,10 @@ def _status_sentence(result: Any) -> str:
     if not result.status.has_solution:
         return f"No plan: the solver ended with status {status}."
     gap = f" (relative gap {result.gap:.2%})" if result.gap is not None else " (gap unknown)"
-    if status == "OPTIMAL":
+    if status == "OPTIMAL" and result.unserved:
+        head = (f"Optimal plan{gap} with priced unserved demand: the sites cannot host all "
+                "demand, so the cheapest plan leaves some unserved at the scenario's penalty.")
+    elif status == "OPTIMAL":
         head = f"Optimal plan{gap}: no cheaper plan meets the same demand within the limits."
     else:
         head = (f"NOT PROVEN OPTIMAL ({status}){gap}: the plan may cost up to the gap more "
