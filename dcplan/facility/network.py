@@ -148,6 +148,10 @@ class NetworkResult:
     bisection_gbps, full_bisection_gbps : float
         Back-end bisection bandwidth and its full (non-blocking) value [Gb/s].
     graph : networkx.MultiGraph or None
+    cpo_optic_id : str
+        Optics entry priced for the co-packaged ports ('' when there are none).
+    copper_kw : float
+        Power of the active copper cables (part of ``optics_kw``) [kW].
     """
 
     rack_id: str
@@ -176,6 +180,8 @@ class NetworkResult:
     bisection_gbps: float
     full_bisection_gbps: float
     graph: Any = None
+    cpo_optic_id: str = ""
+    copper_kw: float = 0.0
 
     @property
     def network_kw(self) -> float:
@@ -692,12 +698,14 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link
 
     transceivers: Counter = Counter(nic_modules)
     cpo_ports = 0
+    cpo_id = ""
     optics_kw = copper_kw
     optics_capex = 0.0
     for sw, gbps in optical_gbps_at.items():
         model = fe_switch if g.nodes[sw]["fabric"] == "fe_" else switch
         if model.cpo or optic.kind is OpticKind.cpo:
             cpo = _cpo_optic(catalog, optic)
+            cpo_id = cpo.id
             ports = int(math.ceil(gbps / cpo.gbps - 1e-9))
             cpo_ports += ports
             optics_kw += ports * cpo.power_w / 1000.0
@@ -726,6 +734,7 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link
         copper_capex_usd=copper_capex, nic_capex_usd=nics * nic.capex_usd,
         bisection_gbps=_bisection(be, n_endpoints, link, leaf_up, spine_up),
         full_bisection_gbps=n_endpoints * link / 2.0,
+        cpo_optic_id=cpo_id, copper_kw=copper_kw,
     )
 
 
