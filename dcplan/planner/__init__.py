@@ -40,6 +40,7 @@ from dcplan.planner.results import (
     unserved_table,
 )
 from dcplan.planner.solve import SolveInfo, SolveOptions, SolveStatus, solve
+from dcplan.planner.start import rounding_start
 
 __all__ = ["PlanInputs", "PlanResult", "SolveOptions", "SolveStatus", "build_model", "lp_name",
            "parse_lp_name", "plan", "prepare_inputs", "solve", "solve_inputs"]
@@ -201,7 +202,7 @@ def solve_inputs(d: PlanInputs, options: SolveOptions | None = None, *,
         prob.writeLP(str(write_lp))
         say(f"wrote {write_lp}")
     say(f"solving with {opt.solver} (time limit {opt.time_limit_s:g} s, gap {opt.gap:g})")
-    info = solve(prob, opt)
+    info = solve(prob, opt, rounding=rounding_start(d, mv))
     t["solve"] = info.runtime_s
     say(f"solver: {info.status.value} in {info.runtime_s:.2f} s"
         + (f", gap {info.gap:.3%}" if info.gap is not None else "")
@@ -213,7 +214,7 @@ def solve_inputs(d: PlanInputs, options: SolveOptions | None = None, *,
         t1 = time.perf_counter()
         prob, mv = build_model(d, elastic=True)
         t["build"] += time.perf_counter() - t1
-        info = solve(prob, opt)
+        info = solve(prob, opt, rounding=rounding_start(d, mv))
         t["solve"] += info.runtime_s
         unserved = info.status.has_solution
         if not info.status.has_solution:

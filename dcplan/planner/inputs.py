@@ -352,15 +352,33 @@ class PlanInputs:
         w = self.workloads[workload]
         return (rack, workload) in self.perf and (w.sites is None or site in w.sites)
 
+    def _cdu_index(self) -> dict:
+        """Per site: {CDU model: coefficients of its first rack (sorted)}, cached."""
+        key = (id(self.rack_site), len(self.rack_site))
+        cache = self.__dict__.get("_cdu_cache")
+        if cache is None or cache[0] != key:
+            index: dict[str, dict[str, RackSiteData]] = {}
+            for (_r, s), rs in sorted(self.rack_site.items()):
+                if rs.cdu_id:
+                    index.setdefault(s, {}).setdefault(rs.cdu_id, rs)
+            models = {}
+            for (_r, s), rs in self.rack_site.items():
+                if rs.cdu_id and rs.liquid_heat_kw_per_rack > 0:
+                    models.setdefault(s, set()).add(rs.cdu_id)
+            cache = (key, index, {s: sorted(m) for s, m in models.items()})
+            self.__dict__["_cdu_cache"] = cache
+        return cache
+
     def cdu_models(self, site: str) -> list[str]:
         """CDU models used by liquid-cooled racks at ``site``."""
-        return sorted({rs.cdu_id for (r, s), rs in self.rack_site.items()
-                       if s == site and rs.cdu_id and rs.liquid_heat_kw_per_rack > 0})
+        return list(self._cdu_index()[2].get(site, []))
 
     def cdu_data(self, site: str, cdu: str) -> RackSiteData:
         """Coefficients of one rack type at ``site`` that uses CDU model ``cdu``."""
-        return next(rs for (r, s), rs in sorted(self.rack_site.items())
-                    if s == site and rs.cdu_id == cdu)
+        try:
+            return self._cdu_index()[1][site][cdu]
+        except KeyError:
+            raise StopIteration from None
 
 
 # ----------------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ CATEGORIES = {
     "maintenance": "opex", "energy": "opex", "demand_charge": "opex",
     "unserved_penalty": "opex", "terminal_value": "end",
 }
+#: Models with at least this many (rack, site, period) keys use the sparse stock recursion.
+SPARSE_STOCK_MIN = 5_000
+
 CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
 
 
@@ -147,7 +150,41 @@ def add_stock_balance(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
 
     A rack bought in period q is in service in p while ``0 <= t_p - t_q < lifetime``
     (retired after its lifetime); existing racks retire ``lifetime`` after their
-    installation date.
+    installation date. Written as the equivalent recursion
+    ``inst[p] = inst[p-1] + (racks entering service in p) - (racks retiring in p)
+    + existing[p] - existing[p-1]``, which has a few nonzeros per row instead of one
+    per period of a rack's life (same feasible set, a sparser LP). Models with fewer
+    than :data:`SPARSE_STOCK_MIN` (rack, site, period) keys keep the dense form, whose
+    solver path the example scenarios' regression values were recorded with.
+    """
+    if len(mv.inst) < SPARSE_STOCK_MIN:
+        _add_stock_dense(prob, d, mv)
+        return
+    n = len(d.periods)
+    moves = {}  # rack -> per period: (periods whose purchases enter, ... retire)
+    for r in d.racks:
+        moves[r] = [([q for q in range(p + 1) if d.alive(r, q, p)
+                      and not (p > 0 and d.alive(r, q, p - 1))],
+                     [q for q in range(p) if p > 0 and d.alive(r, q, p - 1)
+                      and not d.alive(r, q, p)]) for p in range(n)]
+    for (r, s, p), inst in mv.inst.items():
+        enter, retire = moves[r][p]
+        terms = [(inst, 1.0)]
+        terms += [(mv.new[r, s, q], -1.0) for q in enter if (r, s, q) in mv.new]
+        rhs = float(d.existing_count(r, s, p))
+        if p > 0:
+            terms.append((mv.inst[r, s, p - 1], -1.0))
+            terms += [(mv.new[r, s, q], 1.0) for q in retire if (r, s, q) in mv.new]
+            rhs -= d.existing_count(r, s, p - 1)
+        mv.add(prob, "stock", (r, s, d.periods[p].label), _lin(terms) == rhs)
+
+
+def _add_stock_dense(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Racks in service: ``inst[r,s,p] = existing[r,s,p] + sum_{q alive in p} new[r,s,q]``.
+
+    A rack bought in period q is in service in p while ``0 <= t_p - t_q < lifetime``
+    (retired after its lifetime); existing racks retire ``lifetime`` after their
+    installation date. One nonzero per period of a rack's life.
     """
     for (r, s, p), inst in mv.inst.items():
         terms = [(mv.new[r, s, q], -1.0) for q in range(p + 1)
@@ -293,12 +330,14 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
 
 def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     """Space: ``sum_r pos[r] * inst[r,s,p] + sum_c pos[c] * cdu[s,c,p] <= positions_s``."""
+    cdus = defaultdict(list)
+    for (s, c, p), var in mv.cdu.items():
+        cdus[s, p].append((var, d.cdu_data(s, c).cdu_positions))
     for s, sd in d.sites.items():
         for p, per in enumerate(d.periods):
             terms = [(mv.inst[r, s, p], float(d.racks[r].rack_positions))
                      for r in d.racks if (r, s, p) in mv.inst]
-            terms += [(var, d.cdu_data(s, c).cdu_positions)
-                      for (s2, c, p2), var in mv.cdu.items() if s2 == s and p2 == p]
+            terms += cdus[s, p]
             if terms:
                 mv.add(prob, "space", (s, per.label), _lin(terms) <= sd.rack_positions)
 

@@ -11,6 +11,7 @@ import re
 
 SEP = "__"
 _KEY_RE = re.compile(r"^[a-z0-9_]+$")
+_VALID: set[str] = set()  # parts already checked (large models reuse them many times)
 
 
 def lp_name(family: str, *keys: object) -> str:
@@ -30,9 +31,13 @@ def lp_name(family: str, *keys: object) -> str:
     """
     parts = [family, *(str(k) for k in keys)]
     for part in parts:
+        if part in _VALID:
+            continue
         if not _KEY_RE.match(part) or SEP in part or part.startswith("_") or part.endswith("_"):
             raise ValueError(f"id {part!r} cannot be used in an LP name: use [a-z0-9_] "
                              "without '__' and without a leading or trailing '_'")
+        if len(_VALID) < 100_000:
+            _VALID.add(part)
     return SEP.join(parts)
 
 

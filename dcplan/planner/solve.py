@@ -11,10 +11,14 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import pulp
+
+
+#: Models at least this large get the rounded-relaxation start by default.
+MIP_START_MIN_VARIABLES = 20_000
 
 
 class SolveStatus(str, Enum):
@@ -48,6 +52,15 @@ class SolveOptions:
         Show the solver log.
     fallback : bool
         Try CBC when HiGHS fails (error or no solution).
+    scale : bool
+        Scale rows, continuous columns and the objective before HiGHS sees them.
+    mip_start : bool, optional
+        Round the relaxation into a start and try a sub-MIP around it before the
+        full MIP (see :mod:`dcplan.planner.start`); None = only for models of at
+        least :data:`MIP_START_MIN_VARIABLES` variables, so small scenarios keep
+        the plain solver path (and their exact regression values).
+    highs_options : dict
+        Extra HiGHS options by name.
     """
 
     solver: str = "highs"
@@ -56,6 +69,9 @@ class SolveOptions:
     threads: int | None = None
     msg: bool = False
     fallback: bool = True
+    scale: bool = True
+    mip_start: bool | None = None
+    highs_options: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -107,36 +123,48 @@ def _no_stdout(active: bool):
         os.close(null)
 
 
-def _highs(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
+def _use_start(prob: pulp.LpProblem, opt: SolveOptions, rounding) -> bool:
+    if rounding is None or opt.mip_start is False:
+        return False
+    return bool(opt.mip_start) or prob.numVariables() >= MIP_START_MIN_VARIABLES
+
+
+def _highs(prob: pulp.LpProblem, opt: SolveOptions, mip: bool, rounding=None) -> SolveInfo:
     import highspy
 
-    solver = pulp.HiGHS(mip=mip, msg=opt.msg, gapRel=opt.gap, timeLimit=opt.time_limit_s,
-                        threads=opt.threads, random_seed=0)
+    from dcplan.planner.highs import HighsDirect
+
+    # Small models keep pulp's own HiGHS interface (the exact solver path their
+    # regression values were recorded with); large ones get the scaled bulk driver.
+    direct = opt.scale and prob.numVariables() >= MIP_START_MIN_VARIABLES
+    solver = HighsDirect(mip=mip, msg=opt.msg, gapRel=opt.gap, timeLimit=opt.time_limit_s,
+                         threads=opt.threads, random_seed=0, scale=direct, bulk=direct,
+                         rounding=rounding if _use_start(prob, opt, rounding) else None,
+                         **opt.highs_options)
     t0 = time.perf_counter()
     with _no_stdout(not opt.msg):
         prob.solve(solver)
     dt = time.perf_counter() - t0
     h = prob.solverModel
+    name, mip_gap, has_sol = solver.outcome(prob)
     ms = h.getModelStatus()
-    info = h.getInfo()
     S = highspy.HighsModelStatus
     has_int = mip and any(v.cat == pulp.LpInteger for v in prob.variables())
-    gap = float(info.mip_gap) if has_int else 0.0
-    if ms == S.kOptimal:
-        return SolveInfo(SolveStatus.OPTIMAL, pulp.value(prob.objective), gap if has_int else 0.0,
-                         "highs", dt)
+    gap = mip_gap if has_int else 0.0
+    if name == "Optimal":
+        return SolveInfo(SolveStatus.OPTIMAL, pulp.value(prob.objective), gap, "highs", dt)
     if ms in (S.kInfeasible,):
         return SolveInfo(SolveStatus.INFEASIBLE, None, None, "highs", dt)
     if ms in (S.kUnbounded, S.kUnboundedOrInfeasible):
         # HiGHS cannot always tell which; our objective is bounded below by construction.
         return SolveInfo(SolveStatus.INFEASIBLE, None, None, "highs", dt,
                          "HiGHS: unbounded or infeasible")
-    has_sol = has_int and info.primal_solution_status == 2
-    if ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit) and has_sol:
+    if ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit) and \
+            has_int and has_sol:
         return SolveInfo(SolveStatus.FEASIBLE, pulp.value(prob.objective), gap, "highs", dt,
                          f"stopped by the time limit at gap {gap:.2%}")
     return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", dt,
-                     f"HiGHS stopped: {h.modelStatusToString(ms)}")
+                     f"HiGHS stopped: {name}")
 
 
 def _cbc(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
@@ -164,8 +192,8 @@ def _cbc(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
                      f"CBC stopped: {pulp.LpStatus[st]}")
 
 
-def solve(prob: pulp.LpProblem, options: SolveOptions | None = None, mip: bool = True
-          ) -> SolveInfo:
+def solve(prob: pulp.LpProblem, options: SolveOptions | None = None, mip: bool = True,
+          rounding=None) -> SolveInfo:
     """Solve ``prob`` in place (variable values and duals are set on it).
 
     Parameters
@@ -187,7 +215,7 @@ def solve(prob: pulp.LpProblem, options: SolveOptions | None = None, mip: bool =
     if opt.solver != "highs":
         raise ValueError(f"unknown solver {opt.solver!r}; use 'highs' or 'cbc'")
     try:
-        info = _highs(prob, opt, mip)
+        info = _highs(prob, opt, mip, rounding)
     except Exception as exc:  # noqa: BLE001 - any HiGHS failure triggers the fallback
         if not opt.fallback:
             raise
