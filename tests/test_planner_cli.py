@@ -41,6 +41,19 @@ def test_sizing_compares_exact_with_linear(small):
     assert set(sz.site) <= {"seoul_metro", "honam_haenam"}
 
 
+def test_equipment_reconciles_with_the_exact_sizing(small):
+    eq, sz = small.tables["equipment"], small.tables["sizing"]
+    assert eq.attrs["units"] == {"count": "units", "kw": "kW", "capex_usd": "USD"}
+    for (site, period), rows in eq.groupby(["site", "period"]):
+        exact = sz[(sz.site == site) & (sz.period == period)].set_index("quantity").exact
+        net = rows[(rows.category == "network") & ~rows.in_rack.astype(bool)]
+        assert net.kw.sum() == pytest.approx(exact["network_kw"], rel=1e-9)
+        assert net.capex_usd.sum() == pytest.approx(exact["network_capex_usd"], rel=1e-9)
+        cdus = rows[rows.item == "cdu"]["count"].sum()
+        assert cdus == exact["cdu_count"]
+        assert {"backend_leaf_switch", "transceiver", "nic"} <= set(rows.item)
+
+
 def test_cli_json_and_csvs(tmp_path):
     out = tmp_path / "out"
     res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--json", "-q", "-o", str(out)])
@@ -48,7 +61,7 @@ def test_cli_json_and_csvs(tmp_path):
     data = json.loads(res.stdout)
     assert data["status"] == "optimal" and data["optimal"] and not data["unserved"]
     assert data["kpis"]["npv_cost_usd"] > 0 and data["fleet"]
-    for name in ("fleet", "power", "costs", "kpis", "shadow_prices", "binding"):
+    for name in ("fleet", "power", "costs", "kpis", "shadow_prices", "binding", "equipment"):
         assert (out / f"{name}.csv").exists()
     assert not list(out.glob(".*"))  # no temporary files left behind
 

@@ -105,6 +105,13 @@ SHEETS: tuple[SheetSpec, ...] = (
               "What one more unit of a limit would save (grid [USD per MW], space) or what one "
               "more million tokens of demand would cost; 'integers fixed' keeps the chosen "
               "racks, 'LP relaxation' lets the rack counts move continuously.", (), 5),
+    SheetSpec("Equipment", "equipment", "Equipment of each site's network and cooling",
+              "Bill of materials of the exact sizing at each site's peak period: switches by "
+              "fabric, tier and model, transceivers by type, co-packaged optical ports, copper "
+              "links, NICs (in_rack = TRUE: inside the rack's IT power and price, so not in the "
+              "network totals), CDUs (with redundant spares; kW = pumps), heat-rejection plant "
+              "and air handlers (kW = electric power on the design day).",
+              ("count", "kw", "capex_usd"), 4),
     SheetSpec("Sizing", "sizing", "Exact sizing of the chosen fleet vs the linear estimate",
               "Network and cooling sized exactly for each site's fleet in its peak period, "
               "compared with the planner's linear coefficients.", (), 3),
@@ -585,6 +592,8 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
              ("Charts", "facility MW by site, racks by type and the cost stack over time "
                         "(live pivot tables and native charts)"),
              ("Demand / Allocation", "token demand, what is served, which racks serve it"),
+             ("Equipment", "switches by tier and model, transceivers by type, NICs, CDUs, "
+                           "heat-rejection plant and air handlers per site"),
              ("Shadow prices / Sizing", "value of each limit; exact vs linear network and "
                                         "cooling"),
              ("Assumptions", "every input figure with unit, source, date and any scenario "

@@ -47,7 +47,7 @@ __all__ = ["PlanInputs", "PlanResult", "SolveOptions", "SolveStatus", "build_mod
 
 #: Order of the result tables (and of the CSV files).
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
-          "unserved", "shadow_prices", "binding", "sizing")
+          "unserved", "shadow_prices", "binding", "sizing", "equipment")
 
 
 @dataclass
@@ -303,7 +303,8 @@ def plan(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
         Compute shadow prices.
     size : bool
         Size the exact network and cooling of the solved fleet and compare with the
-        linear estimate (table ``sizing``).
+        linear estimate (table ``sizing``); list its equipment (table ``equipment``:
+        switches by tier and model, transceivers by type, NICs, CDUs, heat rejection).
     write_lp : path, optional
         Write the MILP in LP format.
     progress : callable, optional
@@ -338,7 +339,8 @@ def plan(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
 
         t1 = time.perf_counter()
         say("sizing the exact network and cooling of the chosen fleet")
-        result.tables["sizing"], notes = sizing_table(scn, d, cat, site_map, result.tables)
+        result.tables["sizing"], result.tables["equipment"], notes = sizing_table(
+            scn, d, cat, site_map, result.tables)
         result.notes += notes
         result.timings_s["sizing"] = time.perf_counter() - t1
     result.timings_s["prepare"] = prep

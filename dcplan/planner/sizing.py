@@ -27,7 +27,7 @@ UNITS = {"it_kw": "kW", "network_kw": "kW", "network_capex_usd": "USD",
 
 def sizing_table(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
                  tables: dict[str, pd.DataFrame], periods: str = "peak"
-                 ) -> tuple[pd.DataFrame, list[str]]:
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Exact vs linear network and cooling per site (and period) of the solved fleet.
 
     Returns
@@ -35,16 +35,27 @@ def sizing_table(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
     table : DataFrame
         site, period, quantity, unit, linear, exact, diff (exact - linear), diff_frac
         (diff / linear).
+    equipment : DataFrame
+        Bill of materials of the same sizing: site, period, category (network or
+        cooling), fabric (rack type, or 'site'), item (backend_leaf_switch,
+        transceiver, cpo_port, copper_link, nic, cdu, liquid_heat_rejection, ...),
+        catalog_id, count [units], kw [kW at full load], capex_usd [USD], in_rack
+        (True: inside the rack's IT power and price, e.g. NICs).
     notes : list of str
         Problems met while sizing.
     """
     from dcplan import facility
+    from dcplan.facility.bom import COLUMNS as BOM_COLUMNS
+    from dcplan.facility.bom import site_bom
 
     fleet = tables["fleet"]
     notes: list[str] = []
     rows: list[dict] = []
+    bom: list[dict] = []
+    bom_units = {c: u for c, u in BOM_COLUMNS.items() if u}
+    bom_columns = ["site", "period", *BOM_COLUMNS]
     if not len(fleet):
-        return _frame([], {}, COLUMNS), notes
+        return _frame([], {}, COLUMNS), _frame([], bom_units, bom_columns), notes
     power = tables["power"]
     chosen = []
     for site, sub in power.groupby("site", sort=False):
@@ -62,12 +73,10 @@ def sizing_table(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
             sized = facility.size_fleet(catalog, sites[site], mix, optics=scn.optics,
                                         oversubscription=scn.oversubscription,
                                         coefficients_used=used or None)
-        except NotImplementedError:
-            return _frame([], {}, COLUMNS), ["exact sizing skipped: the facility model has "
-                                             "no size_fleet"]
         except Exception as exc:  # noqa: BLE001 - report, keep the plan
             notes.append(f"exact sizing of {site} in {period} failed: {exc}")
             continue
+        bom += [dict(site=site, period=period, **row) for row in site_bom(catalog, sized)]
         for q, ex in sized.exact.items():
             lin = sized.linear.get(q, 0.0)
             rows.append(dict(site=site, period=period, quantity=q, unit=UNITS.get(q, ""),
@@ -76,4 +85,4 @@ def sizing_table(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
     df = _frame(rows, {"linear": "see unit column", "exact": "see unit column",
                        "diff": "see unit column", "diff_frac": "-"},
                 ["site", "period", "quantity", "unit", "linear", "exact", "diff", "diff_frac"])
-    return df, notes
+    return df, _frame(bom, bom_units, bom_columns), notes
