@@ -52,6 +52,21 @@ def pydantic_problems(
 ) -> list[Problem]:
     """Turn a pydantic ValidationError into readable :class:`Problem` objects.
 
+    See :func:`explain_errors` for the parameters.
+    """
+    return [p for _, p in explain_errors(exc, schema, file, entry, line, key_lines)]
+
+
+def explain_errors(
+    exc: ValidationError,
+    schema: type[BaseModel],
+    file: str,
+    entry: str | None,
+    line: int | None,
+    key_lines: Mapping[str, int] | None = None,
+) -> list[tuple[dict, Problem]]:
+    """Pair each reported pydantic error (union tags removed) with a readable Problem.
+
     Parameters
     ----------
     exc : ValidationError
@@ -66,7 +81,7 @@ def pydantic_problems(
     """
     fields = list(schema.model_fields)
     key_lines = key_lines or {}
-    errors = exc.errors()
+    errors = _union_errors(exc.errors())
     # A misspelt field shows up twice (unknown + missing); report it once, as the typo.
     typo_targets = {
         close[0]
@@ -111,7 +126,43 @@ def pydantic_problems(
         else:
             msg = f"{err['msg']} (got {_fmt_input(got)})"
         where = key_lines.get(loc[0], line) if loc else line
-        out.append(Problem(file, msg, entry=entry, field=fld, line=where))
+        out.append((err, Problem(file, msg, entry=entry, field=fld, line=where)))
+    return out
+
+
+_TYPE_ERRORS = {"float_type", "float_parsing", "int_type", "int_parsing", "int_from_float",
+                "string_type", "bool_type", "bool_parsing", "dict_type", "list_type",
+                "model_type", "model_attributes_type", "none_required", "literal_error",
+                "enum", "is_instance_of"}
+
+
+def _is_union_tag(part: Any) -> bool:
+    """Whether a location part names a union member (pydantic adds these), not a key."""
+    text = str(part)
+    return ("[" in text or "-" in text or text in
+            {"float", "int", "str", "bool", "dict", "list", "none", "tagged-union"})
+
+
+def _union_errors(errors: list[dict]) -> list[dict]:
+    """Drop union-member tags from error locations and keep the informative errors.
+
+    For a field typed ``float | dict[str, float]`` given a dict with a bad value,
+    pydantic reports one error per union member; the "wrong type" error of the
+    member that was not meant is noise once another member has a specific error.
+    """
+    groups: dict[tuple, list[dict]] = {}
+    out = []
+    for err in errors:
+        loc = tuple(err["loc"])
+        cut = next((i for i, part in enumerate(loc) if _is_union_tag(part)), None)
+        if cut is None:
+            out.append(err)
+            continue
+        clean = tuple(p for p in loc if not _is_union_tag(p))
+        groups.setdefault(loc[:cut], []).append({**err, "loc": clean})
+    for group in groups.values():
+        specific = [e for e in group if e["type"] not in _TYPE_ERRORS]
+        out += specific or group[:1] if specific else group
     return out
 
 

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dcplan.catalog import Catalog, pydantic_problems, suggest
+from dcplan.catalog import Catalog, explain_errors, pydantic_problems, suggest
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.schema import KINDS, Id
 from dcplan.yamlio import KEY_LINES, LINE_KEY, read_text, read_yaml, strip_lines
@@ -456,8 +456,7 @@ def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
         scn = Scenario.model_validate(data)
     except ValidationError as exc:
         problems = []
-        for err, prob in zip(exc.errors(), pydantic_problems(exc, Scenario, file, None, None),
-                             strict=True):
+        for err, prob in explain_errors(exc, Scenario, file, None, None):
             loc = tuple(err["loc"])
             if err["type"] == "extra_forbidden":
                 parent = _model_at(loc[:-1])
@@ -629,6 +628,14 @@ def _resolve_forecast(path: Path, raw: dict) -> dict:
 # ----------------------------------------------------------------------------------------
 
 
+def _not_in_scenario(site: str, scn: Scenario, sites: dict[str, Any]) -> str:
+    """Message for a site named in an entry but missing from ``scn.sites``."""
+    if site in sites:
+        return (f"site '{site}' is not one of this scenario's sites ({', '.join(scn.sites)}); "
+                "add it to 'sites' or remove this entry")
+    return _unknown("site", site, sites)
+
+
 def _unknown(kind: str, ident: str, known: Any) -> str:
     return f"unknown {kind} id '{ident}'{suggest(ident, known)}; known: {', '.join(known)}"
 
@@ -692,7 +699,7 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
     for i, ex in enumerate(scn.existing_fleet):
         fld = f"existing_fleet.{i}"
         if ex.site not in sites or ex.site not in scn.sites:
-            probs.append(Problem(f, _unknown("site", ex.site, scn.sites), field=fld + ".site"))
+            probs.append(Problem(f, _not_in_scenario(ex.site, scn, sites), field=fld + ".site"))
         if ex.rack not in racks:
             probs.append(Problem(f, _unknown("rack", ex.rack, racks), field=fld + ".rack"))
         try:
@@ -705,7 +712,7 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
             probs.append(Problem(f, str(exc), field=fld + ".installed"))
     for s in scn.existing_built_mw:
         if s not in scn.sites:
-            probs.append(Problem(f, _unknown("site", s, scn.sites), field="existing_built_mw",
+            probs.append(Problem(f, _not_in_scenario(s, scn, sites), field="existing_built_mw",
                                  line=ln.get("existing_built_mw")))
     regions = {getattr(sites[s], "region", None) for s in scn.sites if s in sites}
     for i, rule in enumerate(scn.rules):

@@ -117,3 +117,38 @@ def test_missing_forecast_file(folder):
     (folder / "forecast.yaml").unlink()
     with pytest.raises(InputError, match="forecast file 'forecast.yaml' not found"):
         load_scenario(folder / "base.yaml")
+
+
+def test_validate_cli_reports_schema_and_override_problems(tmp_path):
+    from typer.testing import CliRunner
+
+    from dcplan.cli import app
+
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE.replace(
+        "forecast: {file: forecast.yaml, case: base}",
+        "table: {chat: {2026: 1.0e+12, 2027: 2.0e+12, 2028: 3.0e+12}}")
+        + "economics: {exchange_rates_usd_per_unit: {KRW: 0.00072}}\n")
+    bad = write(tmp_path, "bad.yaml", """\
+        extends: base.yaml
+        name: bad
+        demand:
+          peak_to_average: {chat: 0.5}
+        """)
+    res = CliRunner().invoke(app, ["validate", str(bad)])
+    assert res.exit_code == 1
+    # one clean message for the union-typed field, no pydantic type tags
+    assert "field 'demand.peak_to_average.chat': must be >= 1" in res.stderr
+    assert "constrained" not in res.stderr and "problems found" not in res.stderr
+    bad.write_text(textwrap.dedent("""\
+        extends: base.yaml
+        name: bad
+        overrides:
+          - {kind: sites, id: seoul_metro, field: grid_mww, set: 3}
+        """))
+    res = CliRunner().invoke(app, ["validate", str(bad)])
+    assert res.exit_code == 1
+    # the base's (valid) override is applied first, the child's is appended and reported
+    assert "problems found" not in res.stderr
+    assert "field 'overrides.1'" in res.stderr
+    assert "site has no field 'grid_mww'; did you mean 'grid_mw'?" in res.stderr

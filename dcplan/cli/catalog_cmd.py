@@ -173,12 +173,17 @@ def _validate_other(path: Path, checked: list[str]) -> list[Problem]:
             sites = load_sites(files=[path])
             checked.append(f"site {', '.join(sites)}")
             return []
-        if isinstance(raw, dict) and ("periods" in raw or "demand" in raw):
-            from dcplan.scenario import check_scenario, load_scenario
+        if isinstance(raw, dict) and ({"periods", "demand", "extends"} & set(raw)):
+            from dcplan.scenario import apply_overrides, check_scenario, load_scenario
 
             scenario = load_scenario(path)
             sites_dir = getattr(scenario, "sites_dir", None) or STATE.sites_dir
-            problems = check_scenario(scenario, STATE.catalog(), load_sites(sites_dir))
+            sites = load_sites(sites_dir)
+            problems = check_scenario(scenario, STATE.catalog(), sites)
+            try:
+                apply_overrides(scenario, STATE.catalog(), sites)
+            except InputError as exc:
+                problems += exc.problems
             if not problems:
                 checked.append(f"scenario {shown}")
             return problems
