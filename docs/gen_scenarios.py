@@ -1,6 +1,6 @@
 """Run every reference scenario in examples/ and write their answers.
 
-    python docs/gen_scenarios.py                    # rewrite the results section of docs/scenarios.md
+    python docs/gen_scenarios.py                    # rewrite the results of docs/scenarios.md
     python docs/gen_scenarios.py --update-expected  # also rewrite tests/expected/examples.json
     python docs/gen_scenarios.py --check            # exit 1 if docs/scenarios.md is out of date
 
@@ -118,7 +118,8 @@ def _scenario_section(name: str, scn, s: dict, secs: float) -> str:
         f"| NPV of costs | {_musd(s['npv_usd'])} M USD |",
         f"| levelised cost | {s['usd_per_million_tokens']:.4f} USD per million tokens |",
         f"| racks bought 2026-2035 | {s['racks_bought']} |",
-        f"| peak facility power | {s['peak_facility_mw']:.1f} MW (annual PUE {s['pue_annual']:.3f}) |",
+        f"| peak facility power | {s['peak_facility_mw']:.1f} MW "
+        f"(annual PUE {s['pue_annual']:.3f}) |",
         "| peak MW by site | " + ", ".join(f"{k} {v:.1f}" for k, v in s["peak_mw_by_site"].items()
                                           if v >= 0.05) + " |",
         "| fleet in 2035 | " + (", ".join(f"{k}: {v}" for k, v in s["final_fleet"].items())
@@ -181,6 +182,7 @@ def splice(doc: str, section: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line of this script; returns the exit code."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--update-expected", action="store_true",
                     help="also rewrite tests/expected/examples.json")

@@ -53,11 +53,13 @@ def _main(
 
 
 # Sub-commands register themselves on `app` when imported.
-from dcplan.cli import catalog_cmd  # noqa: E402,F401
-from dcplan.cli import compare_cmd  # noqa: E402,F401
-from dcplan.cli import facility_cmd  # noqa: E402,F401
-from dcplan.cli import perf_cmd  # noqa: E402,F401
-from dcplan.cli import plan_cmd  # noqa: E402,F401
+from dcplan.cli import (  # noqa: E402
+    catalog_cmd,  # noqa: F401
+    compare_cmd,  # noqa: F401
+    facility_cmd,  # noqa: F401
+    perf_cmd,  # noqa: F401
+    plan_cmd,  # noqa: F401
+)
 
 
 def main() -> None:

@@ -102,8 +102,9 @@ def show_cmd(
     if as_json:
         emit_json({"kind": kind, **data})
         return
+    line = catalog.lines.get((kind, ident))
     typer.echo(f"{ident}  ({kind}, {display_path(catalog.files[kind])}"
-               f"{':' + str(catalog.lines[(kind, ident)]) if (kind, ident) in catalog.lines else ''})")
+               f"{':' + str(line) if line else ''})")
     width = max(len(k) for k in data)
     for key, value in data.items():
         if key in ("estimates", "id"):

@@ -225,7 +225,7 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     priced variable ``unserved[w,k,p]`` [tokens/s] closes any gap.
     """
     by_wkp = defaultdict(list)
-    for (r, s, w, k, p), var in mv.alloc.items():
+    for (r, _s, w, k, p), var in mv.alloc.items():
         by_wkp[w, k, p].append((var, d.perf[r, w].rate(k)))
     for w, wd in d.workloads.items():
         for p, per in enumerate(d.periods):
@@ -391,7 +391,7 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
         cost["building_capex", p].append((var, price))
         cost["terminal_value", n - 1].append(
             (var, -price * d.remaining_frac(d.building_lifetime_years, p)))
-    for (r, s, p), var in mv.inst.items():
+    for (r, _s, p), var in mv.inst.items():
         rk = d.racks[r]
         cost["maintenance", p].append(
             (var, rk.maintenance_frac_per_year * rk.capex_usd * d.periods[p].years))
@@ -401,7 +401,7 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
     for (s, p), expr in mv.fac_peak.items():
         f = d.months(p) * d.sites[s].demand_charge_usd_per_kw_month
         cost["demand_charge", p] += [(v, f * c) for v, c in expr.items()]
-    for (w, k, p), var in mv.unserved.items():
+    for (w, _k, p), var in mv.unserved.items():
         wd = d.workloads[w]
         tokens = d.hours(p) * 3600.0 / wd.peak_factor
         cost["unserved_penalty", p].append((var, d.unserved_usd_per_token * tokens))

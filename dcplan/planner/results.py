@@ -66,7 +66,7 @@ def fleet_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """Racks installed, new, retired and allocated per (period, site, rack)."""
     rows = []
     alloc = defaultdict(float)
-    for (r, s, w, k, p), x in sol.alloc.items():
+    for (r, s, _w, _k, p), x in sol.alloc.items():
         alloc[r, s, p] += x
     for s in d.sites:
         for r in d.racks:
@@ -107,7 +107,7 @@ def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """Peak demand vs served tokens/s per (period, workload, pool)."""
     served = defaultdict(float)
-    for (r, s, w, k, p), x in sol.alloc.items():
+    for (r, _s, w, k, p), x in sol.alloc.items():
         served[w, k, p] += x * d.perf[r, w].rate(k)
     rows = []
     for p, per in enumerate(d.periods):
@@ -131,7 +131,7 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
     if d.nameplate_peak and not average:
         return rk.it_power_max_kw * sol.installed(d, r, s, p)
     it = rk.it_power_idle_kw * sol.installed(d, r, s, p)
-    for (r2, s2, w, k, p2), x in sol.alloc.items():
+    for (r2, s2, w, _k, p2), x in sol.alloc.items():
         if r2 == r and s2 == s and p2 == p:
             extra = (d.perf[r, w].power_kw - rk.it_power_idle_kw) * x
             it += extra / d.workloads[w].peak_factor if average else extra
@@ -257,7 +257,7 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         cost["energy", p] += row.energy_kwh * sd.energy_usd_per_kwh
         cost["demand_charge", p] += (row.facility_kw_peak * d.months(p)
                                      * sd.demand_charge_usd_per_kw_month)
-    for (w, k, p), x in sol.unserved.items():
+    for (w, _k, p), x in sol.unserved.items():
         tokens = x * d.hours(p) * 3600.0 / d.workloads[w].peak_factor
         cost["unserved_penalty", p] += tokens * d.unserved_usd_per_token
     return cost

@@ -16,7 +16,6 @@ from enum import Enum
 
 import pulp
 
-
 #: Models at least this large get the rounded-relaxation start by default.
 MIP_START_MIN_VARIABLES = 20_000
 

@@ -1,0 +1,20 @@
+"""The code base passes the linter configured in pyproject.toml (style, numpydoc)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_ruff_clean():
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed (pip install -e '.[test]' installs it)")
+    done = subprocess.run([ruff, "check", "--no-cache", "."], cwd=REPO, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
