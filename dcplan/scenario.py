@@ -356,6 +356,10 @@ class Scenario(_Strict):
         racks (racks are power-capped at their operating point), or every rack at
         ``it_power_max_kw``. Energy always uses the operating point.
     overrides : list of Override
+    allow_unserved : bool
+        Accept a plan that leaves demand unserved (priced at
+        ``economics.unserved_penalty_usd_per_million_tokens``): ``dcplan plan`` then
+        reports the shortfall and exits 0, as with ``--allow-unserved``.
     solver : SolverOptions
     catalog_dir, sites_dir : str, optional
         Data folders, relative to the scenario file.
@@ -380,6 +384,7 @@ class Scenario(_Strict):
     lead_time: bool = True
     peak_power: Literal["operating_point", "nameplate"] = "operating_point"
     overrides: list[Override] = Field(default_factory=list)
+    allow_unserved: bool = False
     solver: SolverOptions = Field(default_factory=SolverOptions)
     catalog_dir: str | None = None
     sites_dir: str | None = None

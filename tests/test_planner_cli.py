@@ -89,6 +89,16 @@ def test_cli_unserved_exit_codes():
     assert data["unserved"] and data["unserved_demand"][0]["workload"] == "chat"
 
 
+def test_scenario_can_accept_unserved_demand(tmp_path):
+    accepting = tmp_path / "short_ok.yaml"
+    accepting.write_text((FIX / "short.yaml").read_text() + "\nallow_unserved: true\n")
+    res = runner.invoke(app, ["--sites-dir", str(Path(__file__).parents[1] / "sites"),
+                              "plan", str(accepting), "-q", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["unserved"] and data["unserved_demand"][0]["workload"] == "chat"
+
+
 def test_cli_bad_input_exit_codes():
     res = runner.invoke(app, ["plan", str(FIX / "bad_refs.yaml"), "-q"])
     assert res.exit_code == 1

@@ -94,7 +94,8 @@ def compare_cmd(
     bad = [n for r, n in zip(results, cmp.names, strict=True) if not r.status.has_solution]
     if bad:
         fail(f"no plan for {', '.join(bad)}")
-    short = [n for r, n in zip(results, cmp.names, strict=True) if r.unserved]
+    short = [n for r, n in zip(results, cmp.names, strict=True)
+             if r.unserved and not r.unserved_accepted]
     if short and not allow_unserved:
         fail(f"demand cannot be fully met in {', '.join(short)}; rerun with --allow-unserved "
              "to accept")

@@ -134,7 +134,7 @@ def plan_cmd(
     """Plan the fleet that meets SCENARIO's token demand at least discounted cost.
 
     Exit codes: 0 plan found; 1 bad input, or demand cannot be met (unless
-    --allow-unserved); 2 bad command line.
+    --allow-unserved or the scenario says allow_unserved: true); 2 bad command line.
     """
     from dcplan.planner import plan
 
@@ -158,5 +158,5 @@ def plan_cmd(
         typer.echo(summary_text(result))
     if not result.status.has_solution:
         fail(result.message or f"no plan: solver status {result.status.value}")
-    if result.unserved and not allow_unserved:
+    if result.unserved and not (allow_unserved or result.unserved_accepted):
         fail(result.message + " Rerun with --allow-unserved to accept this plan.")

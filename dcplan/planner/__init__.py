@@ -68,6 +68,8 @@ class PlanResult:
     solver : str
     unserved : bool
         True when demand could not be met and the tables describe the elastic plan.
+    unserved_accepted : bool
+        The scenario accepts unserved demand (``allow_unserved: true``).
     message : str
         Human-readable summary of the outcome (diagnosis when demand is unserved).
     tables : dict
@@ -86,6 +88,7 @@ class PlanResult:
     gap: float | None
     solver: str
     unserved: bool = False
+    unserved_accepted: bool = False
     message: str = ""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)
@@ -334,6 +337,7 @@ def plan(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
                        threads=threads if threads is not None else so.threads)
     result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress)
     result.name = scn.name
+    result.unserved_accepted = scn.allow_unserved
     if size and result.status.has_solution:
         from dcplan.planner.sizing import sizing_table
 
