@@ -125,18 +125,30 @@ def atomic_path(target: Path | str, suffix: str | None = None) -> Iterator[Path]
         writers use to pick a format).
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=suffix or target.suffix, dir=target.parent
-    )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=suffix or target.suffix, dir=target.parent
+        )
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        # mkstemp creates the file owner-only; give it the usual permissions (umask).
+        os.chmod(tmp_path, 0o666 & ~_umask())
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(target: Path | str, text: str) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +15,7 @@ from typing import Any
 
 import typer
 
-from dcplan.errors import InputError
+from dcplan.errors import InputError, Problem
 
 
 @dataclass
@@ -64,6 +66,20 @@ def handle_errors(func: Callable) -> Callable:
         except KeyboardInterrupt:
             typer.secho("interrupted", err=True)
             raise typer.Exit(130) from None
+        except BrokenPipeError:
+            # The reader went away (e.g. `dcplan ... | head`): stop quietly.
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):  # stdout without a file descriptor
+                pass
+            raise typer.Exit(0) from None
+        except OSError as exc:
+            if STATE.debug:
+                traceback.print_exc()
+            where = f" '{exc.filename}'" if exc.filename else ""
+            typer.secho(f"error: cannot use{where}: {exc.strerror or exc}", fg=typer.colors.RED,
+                        err=True)
+            raise typer.Exit(1) from None
         except Exception as exc:  # noqa: BLE001 - last-resort handler of the CLI
             if STATE.debug:
                 traceback.print_exc()
@@ -75,6 +91,66 @@ def handle_errors(func: Callable) -> Callable:
             raise typer.Exit(3) from None
 
     return wrapper
+
+
+def check_outputs(dirs: dict[str, Path | None] | None = None,
+                  files: dict[str, Path | None] | None = None) -> None:
+    """Check output locations before any work is done; exit 1 naming the option if bad.
+
+    Parameters
+    ----------
+    dirs : dict
+        Option name -> folder that will be created if missing (``-o``, ``--png-dir``).
+    files : dict
+        Option name -> file that will be written (``--xlsx``, ``--write-lp``).
+
+    Raises
+    ------
+    InputError
+        Every unusable location: a folder that is a file, a file that is a folder, or a
+        place that cannot be created or written.
+    """
+    problems = []
+
+    def writable_parent(path: Path) -> Path | None:
+        for parent in [path, *path.parents]:
+            if parent.exists():
+                return parent
+        return None
+
+    def can_write_in(folder: Path | None) -> bool:
+        # Permission bits say little for root or special file systems: try it.
+        if folder is None or not folder.is_dir():
+            return False
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".dcplan-probe-", dir=folder)
+        except OSError:
+            return False
+        os.close(fd)
+        os.unlink(probe)
+        return True
+
+    for option, path in (dirs or {}).items():
+        if path is None:
+            continue
+        base = writable_parent(path)
+        if path.exists() and not path.is_dir():
+            problems.append(Problem(str(path), f"{option}: exists and is not a folder; "
+                                               "choose a folder"))
+        elif not can_write_in(base):
+            problems.append(Problem(str(path), f"{option}: cannot create or write this folder "
+                                               f"(no write access to '{base}'); choose another"))
+    for option, path in (files or {}).items():
+        if path is None:
+            continue
+        base = writable_parent(path.parent)
+        if path.is_dir():
+            problems.append(Problem(str(path), f"{option}: is a folder; give a file name"))
+        elif not can_write_in(base):
+            problems.append(Problem(str(path), f"{option}: cannot write here (no write access "
+                                               f"to '{base}'); choose another place"))
+    if problems:
+        raise InputError(problems)
 
 
 def emit_json(obj: Any) -> None:

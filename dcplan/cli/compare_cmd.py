@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from dcplan.cli import app
-from dcplan.cli.common import STATE, emit_json, fail, handle_errors
+from dcplan.cli.common import STATE, check_outputs, emit_json, fail, handle_errors
 
 
 def _progress(msg: str) -> None:
@@ -59,6 +59,7 @@ def compare_cmd(
         fail("give at least two scenario files to compare", 2)
     if solver is not None and solver not in ("highs", "cbc"):
         fail(f"unknown solver '{solver}'; use highs or cbc", 2)
+    check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir}, files={"--xlsx": xlsx})
     say = None if quiet else _progress
     catalog = STATE.catalog() if STATE.catalog_dir else None
     srcs = [load_sources(path, catalog=catalog, sites_dir=STATE.sites_dir) for path in scenarios]

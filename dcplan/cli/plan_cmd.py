@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from dcplan.cli import app
-from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
+from dcplan.cli.common import STATE, check_outputs, emit_json, fail, format_table, handle_errors
 
 
 def _progress(msg: str) -> None:
@@ -138,6 +138,8 @@ def plan_cmd(
     """
     from dcplan.planner import plan
 
+    check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
+                  files={"--xlsx": xlsx, "--write-lp": write_lp})
     progress = None if quiet else _progress
     result = plan(scenario, catalog=STATE.catalog() if STATE.catalog_dir else None,
                   sites_dir=STATE.sites_dir, calibration=calibration, solver=solver,
