@@ -162,6 +162,43 @@ def test_injection_stays_text_in_libreoffice(recalculated):
 
 
 @needs_soffice
+def test_opex_check_of_a_plan_with_unserved_demand(tmp_path):
+    """The Summary's live Opex formula, the Opex KPI and the costs table agree when the
+    plan leaves demand unserved (the KPI used to subtract the discounted penalty from
+    undiscounted opex)."""
+    from test_planner_reporting import _unserved_plan
+
+    _d, result = _unserved_plan()
+    c = result.tables["costs"]
+    opex = c[(c.kind == "opex") & (c.category != "unserved_penalty")].cost_usd.sum()
+    capex = c[c.kind == "capex"].cost_usd.sum()
+    path = tmp_path / "short.xlsx"
+    write_workbook(result, path)
+    ws = openpyxl.load_workbook(soffice_convert(path, tmp_path / "lo"), data_only=True)["Summary"]
+    got = {row[0]: row[1:3] for row in ws.iter_rows(values_only=True)
+           if row[0] in ("Opex", "Capex") and isinstance(row[1], int | float)}
+    assert got["Opex"][0] == pytest.approx(opex, rel=1e-9)
+    assert got["Opex"][1] == pytest.approx(opex, rel=1e-12)
+    assert got["Capex"][0] == pytest.approx(capex, rel=1e-9)
+    text = [row[1] for row in ws.iter_rows(values_only=True) if row[0] == "What this means"]
+    assert text[0].startswith("Demand NOT fully met (elastic plan)")
+
+
+def test_summary_status_wording(book, solved):
+    result, _ = solved
+    ws = openpyxl.load_workbook(book)["Summary"]
+    rows = {r[0]: r[1] for r in ws.iter_rows(values_only=True) if r[0]}
+    assert rows["Plan status"] == result.status_text
+    meaning = rows["What this means"]
+    if result.proven_optimal:
+        assert meaning.startswith("Optimal.") and "No cheaper plan" in meaning
+    else:
+        assert "gap" in meaning and "No cheaper plan" not in meaning
+    k = dict(zip(result.tables["kpis"].kpi, result.tables["kpis"].unit, strict=True))
+    assert "terminal value" in k["usd_per_million_tokens"]
+
+
+@needs_soffice
 def test_libreoffice_recalculates_totals_to_dcplan_values(recalculated, solved):
     result, _ = solved
     t = result.tables

@@ -19,11 +19,22 @@ def _fmt_mw(kw: float) -> str:
     return f"{kw / 1000:.1f}"
 
 
+def _no_nan(rec: dict) -> dict:
+    """``rec`` with NaN values as None (printed as '-')."""
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in rec.items()}
+
+
+def _site_periods(sites: dict[str, list[str]]) -> str:
+    return "; ".join(f"{s} ({', '.join(ps)})" for s, ps in sites.items())
+
+
 def summary_text(result) -> str:
     """Readable summary of a :class:`~dcplan.planner.PlanResult`."""
+    from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
+    from dcplan.planner.results import LEVELISED_TEXT
+
     out = []
-    gap = f", gap {result.gap:.3%}" if result.gap is not None else ", gap unknown"
-    out.append(f"Plan '{result.name}': {result.status.value.upper()}{gap} "
+    out.append(f"Plan '{result.name}': {result.status_text} "
                f"(solver {result.solver}, {result.timings_s.get('total', 0):.1f} s)")
     if result.message:
         out.append(result.message)
@@ -39,7 +50,15 @@ def summary_text(result) -> str:
     out.append("")
     out.append(f"NPV of costs:          {k('npv_cost_usd', '{:,.0f}')} USD")
     out.append(f"USD per million tokens: {k('usd_per_million_tokens', '{:.4f}')} "
-               f"(levelised)   tokens/kWh: {k('tokens_per_kwh', '{:,.0f}')}")
+               f"({LEVELISED_TEXT})")
+    costs = t.get("costs")
+    if costs is not None and len(costs):
+        tv = -costs.loc[costs.category == "terminal_value", "cost_usd_discounted"].sum()
+        if tv > 0:
+            out.append(f"                        (the NPV above is net of a terminal-value "
+                       f"credit of {tv:,.0f} USD, present value, so the levelised figure can "
+                       "be below every period's cash cost)")
+    out.append(f"Tokens per kWh:         {k('tokens_per_kwh', '{:,.0f}')}")
     out.append(f"Peak facility:          {k('peak_facility_mw', '{:.1f}')} MW   "
                f"PUE {k('pue_annual', '{:.3f}')}   utilisation {k('utilisation_frac', '{:.0%}')}"
                f"   carbon {k('carbon_t', '{:,.0f}')} tCO2")
@@ -74,11 +93,21 @@ def summary_text(result) -> str:
     b = t.get("binding")
     out.append("\nBinding limits (ranked):")
     if b is not None and len(b):
-        out.append(format_table(b.head(15).to_dict("records"),
+        out.append("shadow_price: saving of one more unit with the chosen fleet fixed; "
+                   "shadow_price_relaxed: with rack counts free (LP relaxation).")
+        out.append(format_table([_no_nan(r) for r in b.head(15).to_dict("records")],
                                 ["rank", "limit", "site", "period", "value", "used", "unit",
                                  "shadow_price", "shadow_price_relaxed", "shadow_unit"]))
     else:
         out.append("(none: no site limit stops one more rack)")
+    no_grid = no_grid_sites(t.get("power"))
+    if no_grid:
+        out.append(f"Sites with no grid yet (not ranked): {_site_periods(no_grid)}")
+    if result.inputs is not None:
+        waiting = not_buildable_sites(result.inputs, t.get("power"))
+        if waiting:
+            out.append("Sites where no capacity can be built yet (lead time, not ranked): "
+                       + _site_periods(waiting))
     sp = t.get("shadow_prices")
     if sp is not None and len(sp):
         dem = sp[sp.family == "demand"]
@@ -130,6 +159,9 @@ def plan_cmd(
                                               help="Write the Excel workbook here.")] = None,
     png_dir: Annotated[Path | None, typer.Option("--png-dir", file_okay=False,
                                                  help="Write PNG charts here.")] = None,
+    rescale: Annotated[bool, typer.Option(
+        "--rescale", help="Re-solve once with facility coefficients taken at the solved "
+                          "fleet's scale where they differ by more than 10 %.")] = False,
 ) -> None:
     """Plan the fleet that meets SCENARIO's token demand at least discounted cost.
 
@@ -144,7 +176,7 @@ def plan_cmd(
     result = plan(scenario, catalog=STATE.catalog() if STATE.catalog_dir else None,
                   sites_dir=STATE.sites_dir, calibration=calibration, solver=solver,
                   time_limit_s=time_limit, gap=gap, threads=threads, write_lp=write_lp,
-                  progress=progress)
+                  rescale=rescale, progress=progress)
     if outdir is not None and result.tables:
         paths = result.write_csvs(outdir)
         if progress:

@@ -172,8 +172,16 @@ def plot_cost_stack(ax: Any, result: Any) -> None:
 
 
 def plot_unit_cost(ax: Any, results: Sequence[Any], names: Sequence[str] | None = None) -> None:
-    """USD per million tokens over time, one line per plan, levelised figure dotted."""
-    ax.set_title("Cost per million tokens served")
+    """USD per million tokens over time, one line per plan, levelised figure dotted.
+
+    The subtitle says why the levelised figure can lie below every period's cash cost:
+    it is computed from discounted costs net of the terminal value of the assets still
+    in service at the end, over discounted tokens.
+    """
+    from dcplan.planner.results import LEVELISED_TEXT
+
+    what = LEVELISED_TEXT.replace("levelised: ", "levelised cost = ").replace(" / ", " /\n")
+    ax.set_title(f"Cost per million tokens served\ndotted: {what}", fontsize="medium")
     ax.set_ylabel("Cost [USD per million tokens]")
     ax.set_xlabel("Period")
     names = list(names or [r.name for r in results])
@@ -246,7 +254,8 @@ def plot_npv_stack(ax: Any, results: Sequence[Any], names: Sequence[str]) -> Non
             top = table.loc[n].clip(lower=0).sum() if n in table.index else 0.0
             ax.text(i, top, f"NPV {npv / 1e6:,.0f}", ha="center", va="bottom",
                     fontsize="small", fontweight="bold")
-    ax.legend(fontsize="small", ncol=2)
+    # Outside the axes, to the right, so that it never covers a bar.
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 def write_comparison_charts(results: Sequence[Any], names: Sequence[str],

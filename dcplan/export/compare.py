@@ -34,6 +34,7 @@ from dcplan.export.excel import (
     write_table,
 )
 from dcplan.export.files import atomic_file
+from dcplan.planner.solve import status_text
 
 #: KPIs shown side by side (in this order; others follow).
 KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
@@ -56,7 +57,8 @@ class Comparison:
         kpi, unit, one column per scenario, then ``delta vs <baseline>: <name>`` for
         every other scenario (scenario - baseline, in the KPI's unit).
     status : DataFrame
-        scenario, status, gap, unserved, message.
+        scenario, status (solver status value), gap [-], solver, unserved, outcome
+        (honest wording, see :func:`dcplan.planner.solve.status_text`), message.
     binding : DataFrame
         scenario + the planner's binding-limits table.
     fleet : DataFrame
@@ -188,7 +190,10 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
     kpis = pd.DataFrame(rows)
 
     status = pd.DataFrame([dict(scenario=n, status=r.status.value, gap=r.gap, solver=r.solver,
-                                unserved=bool(r.unserved), message=r.message)
+                                unserved=bool(r.unserved),
+                                outcome=status_text(r.status, r.gap, r.solver,
+                                                    bool(r.unserved)),
+                                message=r.message)
                            for r, n in zip(results, names, strict=True)])
     parts = [_with_scenario(n, r.tables.get("binding")) for r, n in zip(results, names,
                                                                         strict=True)]
@@ -379,7 +384,8 @@ def _write_kpi_sheet(ws: Any, cmp: Comparison) -> dict[str, Any]:
         put(ws, r, 2, rec["status"].upper())
         put(ws, r, 3, rec["gap"], "0.00%")
         put(ws, r, 4, "demand NOT fully met" if rec["unserved"] else "all demand served")
-        put(ws, r, 5, rec["message"])
+        put(ws, r, 5, rec["outcome"])
+        put(ws, r, 6, rec["message"])
     autosize(ws)
     ws.column_dimensions["A"].width = 26
     ws.column_dimensions["B"].width = 30

@@ -32,6 +32,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 from dcplan.export.files import atomic_file
 from dcplan.export.labels import header, number_format, unit_of
 from dcplan.export.sources import PlanSources, assumptions_table
+from dcplan.planner.analysis import no_grid_sites
 
 #: Row of the column headers on every data sheet (1-based); data start one row below.
 HEADER_ROW = 3
@@ -126,9 +127,12 @@ KPI_TEXT: dict[str, tuple[str, str]] = {
     "npv_cost_usd": ("NPV of all costs", "Present value of capex and opex over the horizon, "
                      "minus the book value left at the end."),
     "capex_usd": ("Capex", "Racks, network, cooling plant, CDUs and buildings, undiscounted."),
-    "opex_usd": ("Opex", "Energy, demand charges and maintenance, undiscounted."),
-    "usd_per_million_tokens": ("Cost per million tokens", "Levelised: NPV / discounted tokens "
-                               "served (input + output)."),
+    "opex_usd": ("Opex", "Energy, demand charges and maintenance, undiscounted (without the "
+                 "penalty of unserved demand)."),
+    "usd_per_million_tokens": ("Cost per million tokens", "Levelised: discounted costs net of "
+                               "the terminal value of assets still in service / discounted "
+                               "tokens served (input + output). The terminal-value credit can "
+                               "put it below every period's cash cost."),
     "tokens_served": ("Tokens served", "Input + output tokens over the horizon."),
     "tokens_per_kwh": ("Tokens per kWh", "Tokens served per kWh of facility energy."),
     "goodput_per_watt": ("Goodput per watt", "Tokens/s served at peak per W of facility power "
@@ -491,20 +495,17 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed]) ->
 
 
 def _status_sentence(result: Any) -> str:
-    status = result.status.value.upper()
+    """What the outcome means, in words that never overstate it."""
     if not result.status.has_solution:
-        return f"No plan: the solver ended with status {status}."
-    gap = f" (relative gap {result.gap:.2%})" if result.gap is not None else " (gap unknown)"
-    if status == "OPTIMAL" and result.unserved:
-        head = (f"Optimal plan{gap} with priced unserved demand: the sites cannot host all "
-                "demand, so the cheapest plan leaves some unserved at the scenario's penalty.")
-    elif status == "OPTIMAL":
-        head = f"Optimal plan{gap}: no cheaper plan meets the same demand within the limits."
-    else:
-        head = (f"NOT PROVEN OPTIMAL ({status}){gap}: the plan may cost up to the gap more "
-                "than the best possible plan.")
+        return f"No plan: the solver ended with status {result.status.value.upper()}."
+    text = result.status_text
+    head = text[0].upper() + text[1:] + "."
     if result.unserved:
-        head += " Demand is NOT fully met: see Unserved demand below."
+        head += (" The sites cannot host all demand, so the cheapest plan leaves some "
+                 "unserved at the scenario's penalty: see Unserved demand below.")
+    elif result.proven_optimal:
+        head += " No cheaper plan meets the same demand within the limits."
+        head += " All token demand is served in every period."
     else:
         head += " All token demand is served in every period."
     return head
@@ -528,6 +529,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
     rows = [("Scenario", result.name, None),
             ("Scenario file", str(src.path) if src is not None and src.path else "", None),
             ("Solver status", result.status.value.upper(), None),
+            ("Plan status", result.status_text, None),
             ("Relative MIP gap [fraction]", result.gap, "0.00%"),
             ("Solver", result.solver, None),
             ("Objective: present value of all costs [USD]", result.objective_usd, "#,##0"),
@@ -660,6 +662,11 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
                       "'LP relaxation' lets rack counts move continuously.", font=NOTE_FONT)
     r += 2
     b = result.tables.get("binding")
+    no_grid = no_grid_sites(result.tables.get("power"))
+    if no_grid:
+        put(ws, r, 1, "Sites with no grid yet (not ranked): " + "; ".join(
+            f"{s} ({', '.join(ps)})" for s, ps in no_grid.items()), font=NOTE_FONT)
+        r += 1
     if b is None or not len(b):
         put(ws, r, 1, "None: no site limit stops one more rack.")
         return r + 2
@@ -670,6 +677,7 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
     for rec in b.itertuples(index=False, name=None):
         r += 1
         for j, (c, v) in enumerate(zip(b.columns, rec, strict=True), start=1):
+            v = None if isinstance(v, float) and v != v else v
             put(ws, r, j, v, "0" if c == "rank" else "#,##0.####")
     return r + 2
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
+from dcplan.planner.analysis import binding_limits, diagnosis, no_grid_sites, shadow_prices
 from dcplan.planner.inputs import PlanInputs, prepare_inputs
 from dcplan.planner.model import build_model
 from dcplan.planner.names import lp_name, parse_lp_name
@@ -39,11 +39,19 @@ from dcplan.planner.results import (
     power_table,
     unserved_table,
 )
-from dcplan.planner.solve import SolveInfo, SolveOptions, SolveStatus, solve
+from dcplan.planner.solve import (
+    SolveInfo,
+    SolveOptions,
+    SolveStatus,
+    is_proven_optimal,
+    solve,
+    status_text,
+)
 from dcplan.planner.start import rounding_start
 
-__all__ = ["PlanInputs", "PlanResult", "SolveOptions", "SolveStatus", "build_model", "lp_name",
-           "parse_lp_name", "plan", "prepare_inputs", "solve", "solve_inputs"]
+__all__ = ["PlanInputs", "PlanResult", "SolveOptions", "SolveStatus", "build_model",
+           "is_proven_optimal", "lp_name", "parse_lp_name", "plan", "prepare_inputs",
+           "rescale_scale", "solve", "solve_inputs", "status_text"]
 
 #: Order of the result tables (and of the CSV files).
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
@@ -107,6 +115,25 @@ class PlanResult:
         """A plan exists and meets all demand."""
         return self.status.has_solution and not self.unserved
 
+    @property
+    def proven_optimal(self) -> bool:
+        """Optimal with a relative gap of at most :data:`~dcplan.planner.solve.PROVEN_GAP`.
+
+        ``status is SolveStatus.OPTIMAL`` only says the solver closed the *requested*
+        gap (1 % in some examples); this says the plan is the optimum itself.
+        """
+        return is_proven_optimal(self.status, self.gap)
+
+    @property
+    def status_text(self) -> str:
+        """Honest one-line wording of the outcome (see :func:`~dcplan.planner.solve.status_text`).
+
+        E.g. "optimal", "optimal within the 0.27% gap: no plan is more than 0.27%
+        cheaper", "solver reported optimal; gap not reported by CBC", or, for a plan
+        with unserved demand, "demand NOT fully met (elastic plan); ...".
+        """
+        return status_text(self.status, self.gap, self.solver, self.unserved)
+
     def kpi(self, name: str) -> float | None:
         """Value of one KPI (see the ``kpis`` table)."""
         df = self.tables.get("kpis")
@@ -128,7 +155,14 @@ class PlanResult:
         return out
 
     def summary(self) -> dict[str, Any]:
-        """Machine-readable summary (status, objective, KPIs, fleet, unserved, shadow prices)."""
+        """Machine-readable summary (status, objective, KPIs, fleet, unserved, shadow prices).
+
+        ``status`` is the :class:`SolveStatus` value and ``optimal`` whether it is
+        ``optimal`` (within the requested gap); ``proven_optimal`` and ``status_text``
+        say whether the gap is actually closed and word the outcome for people;
+        ``no_grid_yet`` maps sites to the periods in which they have no grid capacity
+        (and host nothing).
+        """
         def records(name: str) -> list[dict]:
             df = self.tables.get(name)
             if df is None or not len(df):
@@ -141,8 +175,11 @@ class PlanResult:
         power = [{k: r[k] for k in ("period", "site", "facility_kw_peak", "grid_kw", "it_kw_peak",
                                     "built_kw")} for r in records("power")]
         return {
-            "scenario": self.name, "status": self.status.value, "optimal": self.status is
-            SolveStatus.OPTIMAL, "unserved": self.unserved, "objective_usd": self.objective_usd,
+            "scenario": self.name, "status": self.status.value,
+            "status_text": self.status_text, "optimal": self.status is SolveStatus.OPTIMAL,
+            "proven_optimal": self.proven_optimal, "unserved": self.unserved,
+            "no_grid_yet": no_grid_sites(self.tables.get("power")),
+            "objective_usd": self.objective_usd,
             "gap": self.gap, "solver": self.solver, "message": self.message, "kpis": kpis,
             "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),
@@ -287,7 +324,7 @@ def plan(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
          catalog_dir: Path | str | None = None, sites_dir: Path | str | None = None,
          calibration: Any = None, solver: str | None = None, time_limit_s: float | None = None,
          gap: float | None = None, threads: int | None = None, explain: bool = True,
-         size: bool = True, write_lp: Path | str | None = None,
+         size: bool = True, rescale: bool = False, write_lp: Path | str | None = None,
          progress: Callable[[str], None] | None = None) -> PlanResult:
     """Plan the fleet of a scenario.
 
@@ -308,6 +345,12 @@ def plan(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
         Size the exact network and cooling of the solved fleet and compare with the
         linear estimate (table ``sizing``); list its equipment (table ``equipment``:
         switches by tier and model, transceivers by type, NICs, CDUs, heat rejection).
+    rescale : bool
+        Second pass (see :func:`rescale_scale`): where the solved fleet of a rack type at
+        a site is so far from the planning scale that its network or cooling
+        coefficients per rack change by more than :data:`RESCALE_FRAC`, take them again
+        at the solved scale and re-solve once. Deterministic; the result is the second
+        plan, with a note naming the pairs and both NPVs.
     write_lp : path, optional
         Write the MILP in LP format.
     progress : callable, optional
@@ -336,6 +379,30 @@ def plan(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
                        gap=gap if gap is not None else so.gap,
                        threads=threads if threads is not None else so.threads)
     result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress)
+    if rescale and result.status.has_solution:
+        scale = rescale_scale(scn, d, cat, site_map, result.tables["fleet"])
+        if scale:
+            from dcplan.planner.inputs import rescaled_inputs
+
+            moves: dict[tuple[str, int, int], list[str]] = {}
+            for (r, s), n in sorted(scale.items()):
+                moves.setdefault((r, d.facility[r, s].n_racks, n), []).append(s)
+            pairs = "; ".join(f"{r}: {a} -> {b} racks at {', '.join(ss)}"
+                              for (r, a, b), ss in moves.items())
+            say(f"re-solving with facility coefficients at the solved scale ({pairs})")
+            d2 = rescaled_inputs(d, scn, cat, site_map, scale)
+            second = solve_inputs(d2, opt, explain=explain, progress=progress)
+            if second.status.has_solution:
+                second.notes.append(
+                    f"re-solved once with facility coefficients at the solved scale ({pairs}): "
+                    f"NPV {result.objective_usd:,.0f} USD with the planning-scale "
+                    f"coefficients, {second.objective_usd:,.0f} USD with these")
+                for k, v in result.timings_s.items():
+                    second.timings_s[k] = second.timings_s.get(k, 0.0) + v
+                result, d = second, d2
+            else:
+                result.notes.append(f"re-solve at the solved scale ({pairs}) ended "
+                                    f"{second.status.value}; the first plan is kept")
     result.name = scn.name
     result.unserved_accepted = scn.allow_unserved
     if size and result.status.has_solution:
@@ -350,6 +417,52 @@ def plan(scenario: Any, *, catalog: Any = None, sites: dict | None = None,
     result.timings_s["prepare"] = prep
     result.timings_s["total"] = time.perf_counter() - t0
     return result
+
+
+#: Relative change of a per-rack facility coefficient that triggers the re-solve [-].
+RESCALE_FRAC = 0.10
+#: Coefficients compared by :func:`rescale_scale`.
+RESCALE_FIELDS = ("network_kw_per_rack", "network_capex_usd_per_rack",
+                  "cooling_kw_per_it_kw_peak", "cdus_per_rack")
+
+
+def rescale_scale(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
+                  fleet: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """(rack, site) pairs whose coefficients should be re-taken at the solved scale.
+
+    The solved scale of a rack type is its largest count of racks in service at one
+    site in one period; it is applied to every site that may host the type (so the
+    re-solve cannot move the fleet to a site still priced at the planning scale). A
+    pair is returned when that count differs from the scale its coefficients were
+    taken at and one of :data:`RESCALE_FIELDS` changes by more than
+    :data:`RESCALE_FRAC` (relative) between the two scales.
+
+    Returns
+    -------
+    dict
+        (rack, site) -> solved scale [racks]; empty when nothing changes enough.
+    """
+    from dcplan import facility
+
+    out: dict[tuple[str, str], int] = {}
+    if not len(fleet):
+        return out
+    peak = fleet.groupby("rack").installed_racks.max()
+    for (r, s), used in sorted(d.facility.items()):
+        n = int(round(peak.get(r, 0.0)))
+        if n <= 0 or n == used.n_racks or not d.rack_site[r, s].allowed:
+            continue
+        try:
+            new = facility.coefficients(catalog, sites[s], r, n, optics=scn.optics,
+                                        oversubscription=scn.oversubscription)
+        except Exception:  # noqa: BLE001 - keep the planning-scale coefficients
+            continue
+        for f in RESCALE_FIELDS:
+            a, b = getattr(used, f), getattr(new, f)
+            if abs(b - a) > RESCALE_FRAC * max(abs(a), 1e-12):
+                out[r, s] = n
+                break
+    return out
 
 
 def result_info(result: PlanResult) -> SolveInfo:

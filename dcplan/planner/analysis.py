@@ -10,7 +10,15 @@ with the fleet held fixed.
 - demand [USD per million tokens]: marginal cost of serving one more token in that
   period, in that period's money (the present-value dual divided by the period's opex
   discount factor and by the tokens one token/s of peak capacity serves in the period);
-- budget [USD per USD]: present-value saving of one more USD of budget.
+- budget [USD per USD]: present-value saving of one more USD of budget;
+- building [USD per MW]: present-value saving of 1 MW more facility capacity already
+  built at that site in that period (what the lead time costs while it binds).
+
+Binding limits leave out limits of zero capacity that nothing uses (a site whose grid
+connection starts later, or where nothing can be built before its lead time): they
+stop nothing the plan wanted and would otherwise top the ranking; they are listed by
+:func:`no_grid_sites` and :func:`not_buildable_sites`, and their shadow prices stay in
+the ``shadow_prices`` table.
 """
 
 from __future__ import annotations
@@ -29,7 +37,10 @@ DUAL_UNITS = {
     "space": "USD per rack position (present value)",
     "demand": "USD per million tokens (period money)",
     "budget": "USD per USD (present value)",
+    "building": "USD per MW (present value)",
 }
+#: Below this a capacity [kW or positions] counts as zero.
+ZERO = 1e-6
 
 
 def fix_integers(mv: ModelVars, sol: Solution) -> None:
@@ -55,6 +66,8 @@ def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
                 continue
             if family == "grid":
                 value = -pi * 1000.0
+            elif family == "building":
+                value = pi * 1000.0
             elif family in ("space", "budget"):
                 value = -pi
             else:
@@ -98,7 +111,7 @@ def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solut
         row = dict(family=family, site=None, workload=None, pool=None, period=keys[-1],
                    shadow_price=value, shadow_price_relaxed=relaxed.get((family, keys)),
                    unit=DUAL_UNITS[family])
-        if family in ("grid", "space"):
+        if family in ("grid", "space", "building"):
             row["site"] = keys[0]
         elif family == "demand":
             row.update(workload=keys[0], pool=keys[1])
@@ -114,14 +127,17 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     A grid limit binds when the headroom is below the facility power of the smallest
     rack the site may host; space when fewer positions are free than the smallest
     rack needs; lead time when the built capacity is full and no new capacity can be
-    built yet. Ranked within grid, then space, then lead time by the larger of the
-    two shadow prices (fixed-fleet and relaxed), largest first.
+    built yet. A limit of zero capacity that nothing uses (no grid yet, nothing built
+    before the lead time) is not listed (see :func:`no_grid_sites`,
+    :func:`not_buildable_sites`). Ranked within grid, then space, then lead time by
+    the larger of the two shadow prices (fixed-fleet and relaxed), largest first; the
+    lead-time price is the dual of the site's building constraint.
     """
     rows = []
     sp = {}
     if shadow is not None and len(shadow):
         for r in shadow.itertuples():
-            if r.family in ("grid", "space"):
+            if r.family in ("grid", "space", "building"):
                 sp[r.family, r.site, r.period] = (r.shadow_price, r.shadow_price_relaxed)
     used_pos = fleet.groupby(["period", "site"]).rack_positions.sum() if len(fleet) else {}
     cdu_pos = cooling.set_index(["period", "site"]).cdu_positions
@@ -133,23 +149,25 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
         if not allowed:
             continue
         step_kw = min(_rack_facility_kw(d, r, s) for r in allowed)
-        if row.headroom_kw < step_kw:
+        unused = row.facility_kw_peak <= ZERO
+        if row.headroom_kw < step_kw and not (row.grid_kw <= ZERO and unused):
             rows.append(dict(limit="grid", site=s, period=p_label, value=row.grid_kw,
                              used=row.facility_kw_peak, unit="kW",
                              **_prices(sp.get(("grid", s, p_label))),
                              shadow_unit=DUAL_UNITS["grid"]))
         pos = float(used_pos.get((p_label, s), 0.0)) + float(cdu_pos.get((p_label, s), 0.0))
         step_pos = min(d.racks[r].rack_positions for r in allowed)
-        if sd.rack_positions - pos < step_pos:
+        if sd.rack_positions - pos < step_pos and not (sd.rack_positions <= 0 and pos <= 0):
             rows.append(dict(limit="space", site=s, period=p_label, value=sd.rack_positions,
                              used=pos, unit="rack positions",
                              **_prices(sp.get(("space", s, p_label))),
                              shadow_unit=DUAL_UNITS["space"]))
         if p < sd.first_build_period and sd.built_kw_initial - row.facility_kw_peak < step_kw \
-                and row.headroom_kw >= step_kw:
+                and row.headroom_kw >= step_kw and not (sd.built_kw_initial <= ZERO and unused):
             rows.append(dict(limit="lead_time", site=s, period=p_label,
                              value=sd.built_kw_initial, used=row.facility_kw_peak, unit="kW built",
-                             **_prices(None), shadow_unit=""))
+                             **_prices(sp.get(("building", s, p_label))),
+                             shadow_unit=DUAL_UNITS["building"]))
     order = {"grid": 0, "space": 1, "lead_time": 2}
     rows.sort(key=lambda r: (order[r["limit"]], -max(r["shadow_price"] or 0.0,
                                                       r["shadow_price_relaxed"] or 0.0),
@@ -160,6 +178,50 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                          "shadow_price": "see shadow_unit"},
                   ["rank", "limit", "site", "period", "value", "used", "unit", "shadow_price",
                    "shadow_price_relaxed", "shadow_unit"])
+
+
+def no_grid_sites(power: pd.DataFrame | None) -> dict[str, list[str]]:
+    """Sites with no grid capacity (and nothing running) by period.
+
+    Parameters
+    ----------
+    power : DataFrame or None
+        The plan's ``power`` table.
+
+    Returns
+    -------
+    dict
+        Site -> period labels (in plan order) in which its grid capacity is zero and
+        it hosts nothing; empty without a power table.
+    """
+    out: dict[str, list[str]] = {}
+    if power is None or not len(power):
+        return out
+    for row in power.itertuples():
+        if row.grid_kw <= ZERO and row.facility_kw_peak <= ZERO:
+            out.setdefault(row.site, []).append(str(row.period))
+    return out
+
+
+def not_buildable_sites(d: PlanInputs, power: pd.DataFrame | None) -> dict[str, list[str]]:
+    """Sites with grid capacity where nothing can be built yet (lead time) and nothing runs.
+
+    Returns
+    -------
+    dict
+        Site -> period labels before the site's lead time has passed in which it has
+        grid capacity, no facility capacity built and no load.
+    """
+    out: dict[str, list[str]] = {}
+    if power is None or not len(power):
+        return out
+    pidx = {per.label: i for i, per in enumerate(d.periods)}
+    for row in power.itertuples():
+        sd = d.sites[row.site]
+        if pidx[row.period] < sd.first_build_period and sd.built_kw_initial <= ZERO \
+                and row.grid_kw > ZERO and row.facility_kw_peak <= ZERO:
+            out.setdefault(row.site, []).append(str(row.period))
+    return out
 
 
 def _prices(pair) -> dict:
@@ -184,13 +246,15 @@ def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> s
         parts.append(f"{r.workload}{pool} short by {r.short_tokens_per_s_peak:,.0f} tokens/s "
                      f"at peak ({r.short_frac:.0%}) in {r.period}")
     periods = set(unserved.period)
+    order = {per.label: i for i, per in enumerate(d.periods)}
     lim = binding[binding.period.isin(periods)] if len(binding) else binding
     if len(lim):
         seen = {}
         for r in lim.itertuples():
             seen.setdefault((r.limit, r.site), []).append(r.period)
-        limits = "; ".join(f"{lim_} at {site} in {', '.join(ps)}"
-                           for (lim_, site), ps in seen.items())
+        limits = "; ".join(
+            f"{lim_} at {site} in {', '.join(sorted(ps, key=lambda x: order.get(x, 0)))}"
+            for (lim_, site), ps in seen.items())
     else:
         limits = ("no site limit binds: the racks that can serve it are not yet available, "
                   "or the rules or budget forbid more")

@@ -471,7 +471,6 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
     InputError
         When a workload cannot be served by any allowed rack.
     """
-    from dcplan import facility
     from dcplan import perf as perf_model
 
     say = progress or (lambda _msg: None)
@@ -536,26 +535,11 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
                 continue
             n = _planning_scale(scn, perf, r, site, e, peak_total)
             try:
-                fc = facility.coefficients(catalog, site, r, n, optics=scn.optics,
-                                           oversubscription=scn.oversubscription)
+                rack_site[(r, s)], fac_objs[r, s] = rack_site_data(scn, catalog, site, r, n)
             except InputError as exc:
                 rack_site[(r, s)] = RackSiteData(allowed=False, reason=str(exc))
                 notes.append(f"{s} cannot host {r}: {exc}")
                 continue
-            fac_objs[r, s] = fc
-            cdu_pos = 0.0
-            if fc.cdu_id and fc.cdu_id in catalog.entries.get("cdus", {}):
-                cdu_pos = catalog.get("cdus", fc.cdu_id).positions
-            rack_site[(r, s)] = RackSiteData(
-                network_kw_per_rack=fc.network_kw_per_rack,
-                network_capex_usd_per_rack=fc.network_capex_usd_per_rack,
-                cooling_kw_per_it_kw_avg=fc.cooling_kw_per_it_kw_avg,
-                cooling_kw_per_it_kw_peak=fc.cooling_kw_per_it_kw_peak,
-                loss_frac=fc.loss_frac, liquid_heat_kw_per_rack=fc.liquid_heat_kw_per_rack,
-                cdu_id=fc.cdu_id, cdu_capacity_kw=fc.cdu_capacity_kw,
-                cdu_capex_usd=fc.cdu_capex_usd, cdu_positions=cdu_pos,
-                cooling_capex_usd_per_kw=fc.cooling_capex_usd_per_kw,
-                pue_annual=fc.pue_annual)
 
     existing = []
     for ex in scn.existing_fleet:
@@ -586,6 +570,78 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
         nameplate_peak=scn.peak_power == "nameplate")
     check_servable(inputs)
     return inputs
+
+
+def rack_site_data(scn: Scenario, catalog: Any, site: Any, rack_id: str, n_racks: int
+                   ) -> tuple[RackSiteData, Any]:
+    """Linear facility coefficients of ``rack_id`` at ``site`` taken at ``n_racks`` racks.
+
+    Parameters
+    ----------
+    scn : Scenario
+        For its optics and oversubscription.
+    catalog : Catalog
+    site : Site
+    rack_id : str
+    n_racks : int
+        Scale the network and cooling are sized at [racks].
+
+    Returns
+    -------
+    RackSiteData, FacilityCoefficients
+
+    Raises
+    ------
+    InputError
+        When the facility model cannot size it.
+    """
+    from dcplan import facility
+
+    fc = facility.coefficients(catalog, site, rack_id, n_racks, optics=scn.optics,
+                               oversubscription=scn.oversubscription)
+    cdu_pos = 0.0
+    if fc.cdu_id and fc.cdu_id in catalog.entries.get("cdus", {}):
+        cdu_pos = catalog.get("cdus", fc.cdu_id).positions
+    return RackSiteData(
+        network_kw_per_rack=fc.network_kw_per_rack,
+        network_capex_usd_per_rack=fc.network_capex_usd_per_rack,
+        cooling_kw_per_it_kw_avg=fc.cooling_kw_per_it_kw_avg,
+        cooling_kw_per_it_kw_peak=fc.cooling_kw_per_it_kw_peak,
+        loss_frac=fc.loss_frac, liquid_heat_kw_per_rack=fc.liquid_heat_kw_per_rack,
+        cdu_id=fc.cdu_id, cdu_capacity_kw=fc.cdu_capacity_kw,
+        cdu_capex_usd=fc.cdu_capex_usd, cdu_positions=cdu_pos,
+        cooling_capex_usd_per_kw=fc.cooling_capex_usd_per_kw,
+        pue_annual=fc.pue_annual), fc
+
+
+def rescaled_inputs(d: PlanInputs, scn: Scenario, catalog: Any, sites: dict[str, Any],
+                    scale: dict[tuple[str, str], int]) -> PlanInputs:
+    """Copy of ``d`` with the facility coefficients of some (rack, site) pairs re-taken.
+
+    Parameters
+    ----------
+    d : PlanInputs
+    scn, catalog, sites
+        As for :func:`prepare_inputs`.
+    scale : dict
+        (rack, site) -> racks to take the coefficients at [racks].
+
+    Returns
+    -------
+    PlanInputs
+        Same periods, demand, prices; new ``rack_site`` and ``facility`` entries for
+        the pairs in ``scale`` (a pair the facility model cannot size keeps its old
+        coefficients).
+    """
+    import dataclasses
+
+    rack_site, fac = dict(d.rack_site), dict(d.facility)
+    for (r, s), n in sorted(scale.items()):
+        try:
+            rack_site[r, s], fac[r, s] = rack_site_data(scn, catalog, sites[s], r, n)
+        except InputError:
+            continue
+    return dataclasses.replace(d, rack_site=rack_site, facility=fac, notes=list(d.notes))
 
 
 def check_servable(inputs: PlanInputs) -> None:

@@ -178,7 +178,22 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
 
 def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
-    """Liquid and air heat, CDUs and PUE per (period, site)."""
+    """Liquid and air heat, CDUs and PUE per (period, site).
+
+    Both heat shares come from the same IT figure, the peak IT power of the power
+    table: liquid = sum over rack types of ``liquid_heat_frac x IT`` (the rack's
+    liquid heat at full load divided by its full-load IT power, times its IT power at
+    peak); air = the rest of the IT heat plus the network's heat (switches and optics
+    are air-cooled). ``liquid_heat_kw_full_load`` is the liquid heat with every rack at
+    full load, which the CDUs are sized for.
+
+    Returns
+    -------
+    DataFrame
+        period, site, liquid_heat_kw [kW, peak], air_heat_kw [kW, peak],
+        liquid_heat_kw_full_load [kW], cdu_ids, cdus [units, redundancy included],
+        cdu_positions [rack positions], cooling_kw_peak [kW], pue_annual [-].
+    """
     rows = []
     cdus = defaultdict(float)
     ids = defaultdict(set)
@@ -191,20 +206,30 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
     pw = power.set_index(["period", "site"])
     for s in d.sites:
         for p, per in enumerate(d.periods):
-            liquid = sum(d.rack_site[r, s].liquid_heat_kw_per_rack * sol.installed(d, r, s, p)
-                         for r in d.racks if (r, s) in d.rack_site)
+            liquid = liquid_full = 0.0
+            for r, rk in d.racks.items():
+                rs = d.rack_site.get((r, s))
+                n = sol.installed(d, r, s, p)
+                if rs is None or n == 0 or rk.it_power_max_kw <= 0:
+                    continue
+                frac = rs.liquid_heat_kw_per_rack / rk.it_power_max_kw
+                liquid += frac * _rack_it_kw(d, sol, r, s, p, False)
+                liquid_full += rs.liquid_heat_kw_per_rack * n
             row = pw.loc[(per.label, s)]
-            it_total = row.it_kw_peak + row.network_kw
-            air = max(0.0, it_total - liquid)
+            air = max(0.0, row.it_kw_peak - liquid) + row.network_kw
             it_avg = row.it_kw_avg + row.network_kw
             rows.append(dict(period=per.label, site=s, liquid_heat_kw=liquid, air_heat_kw=air,
+                             liquid_heat_kw_full_load=liquid_full,
                              cdu_ids=",".join(sorted(ids[s, p])), cdus=cdus[s, p],
                              cdu_positions=cdu_pos[s, p],
                              cooling_kw_peak=row.cooling_kw_peak,
                              pue_annual=row.facility_kw_avg / it_avg if it_avg > 0 else None))
-    return _frame(rows, {"liquid_heat_kw": "kW (full load)", "air_heat_kw": "kW (peak)",
+    return _frame(rows, {"liquid_heat_kw": "kW (peak)", "air_heat_kw": "kW (peak)",
+                         "liquid_heat_kw_full_load": "kW (full load, CDU sizing)",
                          "cdus": "units", "cdu_positions": "positions",
-                         "cooling_kw_peak": "kW", "pue_annual": "-"})
+                         "cooling_kw_peak": "kW", "pue_annual": "-"},
+                  ["period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load",
+                   "cdu_ids", "cdus", "cdu_positions", "cooling_kw_peak", "pue_annual"])
 
 
 def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
@@ -280,14 +305,21 @@ def costs_table(d: PlanInputs, cost: dict) -> pd.DataFrame:
                    "cost_usd_discounted"])
 
 
+#: What the levelised unit cost is (KPI unit, console, workbook, chart).
+LEVELISED_TEXT = ("levelised: discounted costs net of the terminal value of assets still in "
+                  "service / discounted tokens")
+
+
 def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: pd.DataFrame,
               costs: pd.DataFrame) -> pd.DataFrame:
     """Headline figures: NPV, unit cost, energy efficiency, peak MW, utilisation, carbon."""
     npv = costs.cost_usd_discounted.sum() if len(costs) else 0.0
-    pen = costs.loc[costs.category == "unserved_penalty", "cost_usd_discounted"].sum() \
-        if len(costs) else 0.0
+    is_pen = costs.category == "unserved_penalty"
+    # The penalty is not a cost the operator pays: out of the NPV (present value) and
+    # out of opex (undiscounted), each in its own money.
+    pen = costs.loc[is_pen, "cost_usd_discounted"].sum() if len(costs) else 0.0
     capex = costs.loc[costs.kind == "capex", "cost_usd"].sum() if len(costs) else 0.0
-    opex = costs.loc[costs.kind == "opex", "cost_usd"].sum() - pen if len(costs) else 0.0
+    opex = costs.loc[(costs.kind == "opex") & ~is_pen, "cost_usd"].sum() if len(costs) else 0.0
     tokens = tokens_disc = 0.0
     for p, per in enumerate(d.periods):
         sub = demand[demand.period == per.label]
@@ -321,7 +353,7 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
         ("capex_usd", capex, "USD (undiscounted)"),
         ("opex_usd", opex, "USD (undiscounted)"),
         ("usd_per_million_tokens", (npv - pen) / tokens_disc * 1e6 if tokens_disc else None,
-         "USD per million tokens (levelised: NPV / discounted tokens)"),
+         f"USD per million tokens ({LEVELISED_TEXT})"),
         ("tokens_served", tokens, "tokens"),
         ("tokens_per_kwh", tokens / energy if energy else None, "tokens/kWh (facility)"),
         ("goodput_per_watt", gpw, f"tokens/s per W of facility power at peak, {last}"),

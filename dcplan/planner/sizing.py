@@ -6,10 +6,18 @@ and cooling (CDUs and plant shared by the site) of each site's fleet, and compar
 with the linear estimate built from the same coefficients the planner used. Both are
 at full rack load. By default each site is sized in its peak period (largest IT
 load); ``periods="all"`` sizes every period.
+
+The linear CDU figures are the planner's own: per site and CDU model,
+``ceil(liquid heat at full load / capacity) + redundancy`` (the ``cdu_heat``
+constraint at its tightest), not the per-rack average of the planning scale (which
+spreads the redundant CDUs over the planning-scale racks and so multiplies them with
+the fleet). Quantities whose exact figure differs from the linear one by more than
+:data:`NOTE_FRAC` are named in a note.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -18,6 +26,10 @@ from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.results import _frame
 
 COLUMNS = ["site", "period", "quantity", "linear", "exact", "diff", "diff_frac"]
+#: Relative difference between exact and linear above which a note names the quantity [-].
+NOTE_FRAC = 0.10
+#: Quantities left out of the notes (the IT power is the same by construction).
+NOT_NOTED = ("it_kw",)
 #: Unit of each quantity reported by the facility model.
 UNITS = {"it_kw": "kW", "network_kw": "kW", "network_capex_usd": "USD",
          "cooling_kw_avg": "kW", "cooling_kw_peak": "kW", "loss_kw_peak": "kW",
@@ -77,12 +89,62 @@ def sizing_table(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
             notes.append(f"exact sizing of {site} in {period} failed: {exc}")
             continue
         bom += [dict(site=site, period=period, **row) for row in site_bom(catalog, sized)]
+        linear = dict(sized.linear)
+        linear["cdu_count"], linear["cdu_capex_usd"] = planner_cdus(d, site, mix)
+        off = []
         for q, ex in sized.exact.items():
-            lin = sized.linear.get(q, 0.0)
+            lin = linear.get(q, 0.0)
+            frac = (ex - lin) / lin if lin else None
             rows.append(dict(site=site, period=period, quantity=q, unit=UNITS.get(q, ""),
-                             linear=lin, exact=ex, diff=ex - lin,
-                             diff_frac=(ex - lin) / lin if lin else None))
+                             linear=lin, exact=ex, diff=ex - lin, diff_frac=frac))
+            if q not in NOT_NOTED and (abs(frac) > NOTE_FRAC if frac is not None else ex > 0):
+                pct = f" ({frac:+.0%})" if frac is not None else ""
+                off.append(f"{q} {_num(lin)} linear vs {_num(ex)} exact "
+                           f"[{UNITS.get(q, '')}]{pct}")
+        if off:
+            notes.append(f"exact sizing of {site} in {period} differs from the planner's linear "
+                         f"estimate by more than {NOTE_FRAC:.0%}: " + "; ".join(off))
     df = _frame(rows, {"linear": "see unit column", "exact": "see unit column",
                        "diff": "see unit column", "diff_frac": "-"},
                 ["site", "period", "quantity", "unit", "linear", "exact", "diff", "diff_frac"])
     return df, _frame(bom, bom_units, bom_columns), notes
+
+
+def planner_cdus(d: PlanInputs, site: str, mix: dict[str, int]) -> tuple[float, float]:
+    """CDUs the planner's constraint needs for ``mix`` at ``site``, and their capex.
+
+    Per CDU model c: ``ceil(sum_r liquid_heat_kw_per_rack[r] x n_r / capacity_c) +
+    redundancy`` (none without liquid heat).
+
+    Parameters
+    ----------
+    d : PlanInputs
+    site : str
+    mix : dict
+        Rack id -> racks in service [racks].
+
+    Returns
+    -------
+    count : float
+        [units], redundancy included.
+    capex_usd : float
+        [USD].
+    """
+    heat: dict[str, float] = {}
+    for r, n in mix.items():
+        rs = d.rack_site.get((r, site))
+        if rs is not None and rs.cdu_id and rs.liquid_heat_kw_per_rack > 0:
+            heat[rs.cdu_id] = heat.get(rs.cdu_id, 0.0) + rs.liquid_heat_kw_per_rack * n
+    count = capex = 0.0
+    for c, kw in heat.items():
+        if kw <= 0:
+            continue
+        cd = d.cdu_data(site, c)
+        k = math.ceil(kw / cd.cdu_capacity_kw - 1e-9) + d.cdu_redundancy
+        count += k
+        capex += k * cd.cdu_capex_usd
+    return float(count), capex
+
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.4g}"

@@ -1,7 +1,10 @@
 """Solving: HiGHS (highspy, through pulp) by default, CBC as fallback.
 
 A plan stopped by the time limit before reaching the requested gap is reported as
-:attr:`SolveStatus.FEASIBLE` with its gap, never as optimal.
+:attr:`SolveStatus.FEASIBLE` with its gap, never as optimal. :attr:`SolveStatus.OPTIMAL`
+means "optimal within the requested gap"; :func:`is_proven_optimal` and
+:func:`status_text` say whether that gap is (numerically) zero and word the outcome
+honestly for people.
 """
 
 from __future__ import annotations
@@ -11,13 +14,15 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import pulp
 
 #: Models at least this large get the rounded-relaxation start by default.
 MIP_START_MIN_VARIABLES = 20_000
+#: A relative gap at or below this counts as a proven optimum [-].
+PROVEN_GAP = 1e-6
 
 
 class SolveStatus(str, Enum):
@@ -90,6 +95,8 @@ class SolveInfo:
         Wall-clock solve time [s].
     message : str
         Human-readable detail (fallback used, time limit hit...).
+    time_limit_hit : bool
+        The solver stopped at its time limit (with or without a plan).
     """
 
     status: SolveStatus
@@ -98,6 +105,77 @@ class SolveInfo:
     solver: str
     runtime_s: float
     message: str = ""
+    time_limit_hit: bool = False
+
+    @property
+    def proven_optimal(self) -> bool:
+        """Optimal with a relative gap of at most :data:`PROVEN_GAP`."""
+        return is_proven_optimal(self.status, self.gap)
+
+
+def is_proven_optimal(status: SolveStatus, gap: float | None) -> bool:
+    """Whether a solve outcome is a proven optimum.
+
+    Parameters
+    ----------
+    status : SolveStatus
+    gap : float or None
+        Relative gap reached [-]; None when the solver does not report it (CBC).
+
+    Returns
+    -------
+    bool
+        True only for :attr:`SolveStatus.OPTIMAL` with a known gap of at most
+        :data:`PROVEN_GAP`.
+    """
+    return status is SolveStatus.OPTIMAL and gap is not None and gap <= PROVEN_GAP
+
+
+def status_text(status: SolveStatus, gap: float | None, solver: str = "",
+                unserved: bool = False) -> str:
+    """Honest one-line wording of a solve outcome, for people.
+
+    Parameters
+    ----------
+    status : SolveStatus
+    gap : float or None
+        Relative gap reached [-]; None when unknown.
+    solver : str
+        "highs" or "cbc" (CBC never reports its bound).
+    unserved : bool
+        The plan is the elastic one: some demand is left unserved at the penalty.
+
+    Returns
+    -------
+    str
+        "optimal" only for a proven optimum (gap <= :data:`PROVEN_GAP`); "optimal
+        within the 0.27% gap: no plan is more than 0.27% cheaper" for a positive gap;
+        "solver reported optimal; gap not reported by CBC" when the gap is unknown;
+        "NOT PROVEN OPTIMAL ..." for a plan stopped by the time limit; "no plan: ..."
+        without one. Elastic plans start with "demand NOT fully met (elastic plan)".
+    """
+    if not status.has_solution:
+        return f"no plan: {status.value.replace('_', ' ')}"
+    if status is SolveStatus.OPTIMAL:
+        if is_proven_optimal(status, gap):
+            text = "optimal"
+        elif gap is not None:
+            text = (f"optimal within the {gap:.2%} gap: no plan is more than {gap:.2%} "
+                    "cheaper")
+        elif solver == "cbc":
+            text = "solver reported optimal; gap not reported by CBC"
+        else:
+            text = "solver reported optimal; gap unknown"
+    elif gap is not None:
+        text = (f"NOT PROVEN OPTIMAL (stopped by the time limit): the plan may cost up to "
+                f"{gap:.2%} more than the optimum")
+    else:
+        text = ("NOT PROVEN OPTIMAL (stopped by the time limit): gap not reported"
+                + (" by CBC" if solver == "cbc" else ""))
+    if unserved:
+        return ("demand NOT fully met (elastic plan); cheapest plan with priced unserved "
+                f"demand: {text}")
+    return text
 
 
 @contextmanager
@@ -161,7 +239,11 @@ def _highs(prob: pulp.LpProblem, opt: SolveOptions, mip: bool, rounding=None) ->
     if ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit) and \
             has_int and has_sol:
         return SolveInfo(SolveStatus.FEASIBLE, pulp.value(prob.objective), gap, "highs", dt,
-                         f"stopped by the time limit at gap {gap:.2%}")
+                         f"stopped by the time limit at gap {gap:.2%}", time_limit_hit=True)
+    if ms in (S.kTimeLimit, S.kInterrupt):
+        return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", dt,
+                         f"HiGHS reached the time limit ({opt.time_limit_s:g} s) without a "
+                         "plan; raise the time limit", time_limit_hit=True)
     return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", dt,
                      f"HiGHS stopped: {name}")
 
@@ -182,7 +264,7 @@ def _cbc(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
                          "cbc", dt)
     if sol == pulp.LpSolutionIntegerFeasible:
         return SolveInfo(SolveStatus.FEASIBLE, pulp.value(prob.objective), None, "cbc", dt,
-                         "CBC stopped by the time limit; gap unknown")
+                         "CBC stopped by the time limit; gap unknown", time_limit_hit=True)
     if st == pulp.LpStatusInfeasible:
         return SolveInfo(SolveStatus.INFEASIBLE, None, None, "cbc", dt)
     if st == pulp.LpStatusUnbounded:
@@ -205,10 +287,14 @@ def solve(prob: pulp.LpProblem, options: SolveOptions | None = None, mip: bool =
     Returns
     -------
     SolveInfo
-        With CBC's result when HiGHS raised an error or found nothing and
-        ``options.fallback`` is set.
+        With CBC's result when HiGHS raised an error or stopped without a plan for a
+        reason other than the time limit, and ``options.fallback`` is set. CBC then
+        gets only the time left of ``options.time_limit_s`` [s]; a HiGHS run that used
+        up the time limit is not retried (CBC is slower, so it would only double the
+        wall time).
     """
     opt = options or SolveOptions()
+    t0 = time.perf_counter()
     if opt.solver == "cbc":
         return _cbc(prob, opt, mip)
     if opt.solver != "highs":
@@ -220,8 +306,17 @@ def solve(prob: pulp.LpProblem, options: SolveOptions | None = None, mip: bool =
             raise
         info = SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", 0.0,
                          f"HiGHS failed ({type(exc).__name__}: {exc})")
-    if info.status is SolveStatus.NOT_SOLVED and opt.fallback:
-        why = info.message
-        info = _cbc(prob, opt, mip)
-        info.message = f"{why}; fell back to CBC. {info.message}".strip()
+    if info.status is not SolveStatus.NOT_SOLVED or not opt.fallback or info.time_limit_hit:
+        return info
+    why = info.message
+    left = opt.time_limit_s - (time.perf_counter() - t0)
+    if left <= 0:
+        info.message = f"{why}; no time left for the CBC fallback"
+        return info
+    cbc_opt = replace(opt, time_limit_s=left)
+    spent = time.perf_counter() - t0
+    info = _cbc(prob, cbc_opt, mip)
+    info.runtime_s += spent
+    info.message = (f"{why}; fell back to CBC with the {left:.0f} s left. "
+                    f"{info.message}").strip()
     return info

@@ -1,0 +1,205 @@
+"""Honest reporting of a plan: KPIs recomputed from the costs table, status wording, the
+heat split, binding limits, the solver fallback and the exact-vs-linear sizing notes."""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import pytest
+from test_planner_helpers import make_inputs, rack, rack_site, site, workload
+
+from dcplan.planner import SolveOptions, SolveStatus, solve_inputs
+from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
+from dcplan.planner.inputs import PerfData
+from dcplan.planner.sizing import planner_cdus
+from dcplan.planner.solve import PROVEN_GAP, SolveInfo, status_text
+
+EXACT = SolveOptions(gap=0.0, time_limit_s=30)
+# The package exports the function ``solve``, which hides the module of the same name.
+solve_mod = importlib.import_module("dcplan.planner.solve")
+
+
+def _unserved_plan():
+    """Grid of 25 kW in 2028 cannot serve 300 tokens/s; r = 10 % so discounting matters."""
+    d = make_inputs(racks=[rack(capex=1000, maint=0.1, life=4)],
+                    sites=[site(grid_kw=[100, 100, 25], demand_charge=1.0)],
+                    workloads=[workload(demand=(100, 200, 300))], rate=0.10, terminal=True,
+                    unserved_usd_per_token=1e-3)
+    res = solve_inputs(d, EXACT)
+    assert res.unserved and res.status.has_solution
+    return d, res
+
+
+def test_capex_opex_npv_kpis_recomputed_from_the_costs_table_with_unserved_demand():
+    _d, res = _unserved_plan()
+    c = res.tables["costs"]
+    pen = c.category == "unserved_penalty"
+    assert c.loc[pen, "cost_usd"].sum() > 0
+    # Discounted and undiscounted penalty differ, so mixing them shows up.
+    assert c.loc[pen, "cost_usd"].sum() != pytest.approx(c.loc[pen, "cost_usd_discounted"].sum())
+    capex = c.loc[c.kind == "capex", "cost_usd"].sum()
+    opex = c.loc[(c.kind == "opex") & ~pen, "cost_usd"].sum()
+    npv = c.loc[~pen, "cost_usd_discounted"].sum()
+    assert res.kpi("capex_usd") == pytest.approx(capex, rel=1e-12)
+    assert res.kpi("opex_usd") == pytest.approx(opex, rel=1e-12)
+    assert res.kpi("npv_cost_usd") == pytest.approx(npv, rel=1e-12)
+    # Opex is energy + demand charge + maintenance, nothing else.
+    parts = c[c.category.isin(["energy", "demand_charge", "maintenance"])].cost_usd.sum()
+    assert res.kpi("opex_usd") == pytest.approx(parts, rel=1e-12)
+
+
+def test_status_wording_is_honest():
+    assert status_text(SolveStatus.OPTIMAL, 0.0, "highs") == "optimal"
+    assert status_text(SolveStatus.OPTIMAL, PROVEN_GAP, "highs") == "optimal"
+    t = status_text(SolveStatus.OPTIMAL, 0.00265, "highs")
+    assert t.startswith("optimal within the 0.27% gap") and "no plan is more than 0.27%" in t
+    assert status_text(SolveStatus.OPTIMAL, None, "cbc") == (
+        "solver reported optimal; gap not reported by CBC")
+    t = status_text(SolveStatus.FEASIBLE, 0.02, "highs")
+    assert t.startswith("NOT PROVEN OPTIMAL") and "2.00%" in t
+    t = status_text(SolveStatus.OPTIMAL, 0.0, "highs", unserved=True)
+    assert t.startswith("demand NOT fully met (elastic plan)")
+    assert status_text(SolveStatus.INFEASIBLE, None).startswith("no plan")
+    info = SolveInfo(SolveStatus.OPTIMAL, 1.0, 0.003, "highs", 1.0)
+    assert not info.proven_optimal
+    assert SolveInfo(SolveStatus.OPTIMAL, 1.0, 0.0, "highs", 1.0).proven_optimal
+    assert not SolveInfo(SolveStatus.OPTIMAL, 1.0, None, "cbc", 1.0).proven_optimal
+
+
+def test_elastic_plan_is_never_headlined_optimal():
+    _d, res = _unserved_plan()
+    assert res.status is SolveStatus.OPTIMAL        # the enum keeps its meaning
+    assert res.status_text.startswith("demand NOT fully met")
+    s = res.summary()
+    assert s["status"] == "optimal" and s["status_text"] == res.status_text
+    assert s["proven_optimal"] is res.proven_optimal
+
+
+def test_gap_plan_is_not_called_optimal(monkeypatch):
+    d = make_inputs(workloads=[workload(demand=(250, 480, 730))])
+    res = solve_inputs(d, EXACT, explain=False)
+    res.gap = 0.0123                               # as a 1 % gap solve would report
+    assert not res.proven_optimal
+    assert res.status_text.startswith("optimal within the 1.23% gap")
+    res.solver, res.gap = "cbc", None
+    assert "gap not reported by CBC" in res.status_text
+
+
+def test_heat_split_uses_the_same_it_figure():
+    # 90 % of a 10 kW rack's heat goes to liquid; the rack runs at 6 kW (idle 2 kW).
+    perf = {("ra", "wa"): PerfData(100.0, 6.0)}
+    rs = {("ra", "sa"): rack_site(liquid_kw=9.0, cdu_id="c1", cdu_kw=50, cdu_capex=10,
+                                  net_kw=0.5)}
+    d = make_inputs(racks=[rack(liquid=True, kw_max=10, kw_idle=2)], perf=perf, rack_sites=rs,
+                    workloads=[workload(demand=(300, 300, 300))])
+    res = solve_inputs(d, EXACT, explain=False)
+    c = res.tables["cooling"].set_index("period")
+    p = res.tables["power"].set_index("period")
+    for per in ("2026", "2027", "2028"):
+        # 3 racks fully allocated at 6 kW: IT 18 kW, liquid 0.9 x 18, air 0.1 x 18 + 1.5.
+        assert p.it_kw_peak[per] == pytest.approx(18.0)
+        assert c.liquid_heat_kw[per] == pytest.approx(16.2)
+        assert c.air_heat_kw[per] == pytest.approx(1.8 + 1.5)
+        assert c.liquid_heat_kw[per] + c.air_heat_kw[per] == pytest.approx(
+            p.it_kw_peak[per] + p.network_kw[per])
+        assert c.liquid_heat_kw_full_load[per] == pytest.approx(27.0)
+        assert c.cdus[per] == 2                    # ceil(27 / 50) + 1
+
+
+def test_cdu_positions_follow_the_cdu_model():
+    rs = rack_site(liquid_kw=25, cdu_id="c1", cdu_kw=60, cdu_capex=10, cdu_pos=2)
+    d = make_inputs(racks=[rack(liquid=True, kw_idle=25, kw_max=25)], rack_sites={("ra", "sa"): rs},
+                    sites=[site(positions=20, grid_kw=1000)],
+                    workloads=[workload(demand=(500, 500, 500))])
+    c = solve_inputs(d, EXACT, explain=False).tables["cooling"]
+    assert list(c.cdu_positions) == [2 * n for n in c.cdus] and c.cdus.iloc[0] == 4
+
+
+def test_zero_grid_sites_are_not_ranked_and_periods_are_sorted():
+    s1 = site("sa", grid_kw=[20, 20, 20], price=0.30, positions=2)
+    s2 = site("sb", grid_kw=[0, 40, 40], price=0.05, positions=5)
+    d = make_inputs(racks=[rack(capex=500, kw_idle=10, kw_max=10, life=2, maint=0.2)],
+                    sites=[s1, s2], workloads=[workload(demand=(150, 250, 420))], rate=0.05)
+    res = solve_inputs(d, EXACT)
+    b = res.tables["binding"]
+    power = res.tables["power"]
+    assert not ((b.value == 0) & (b.used == 0)).any()
+    assert no_grid_sites(power) == {"sb": ["2026"]}
+    sp = res.tables["shadow_prices"]
+    assert len(sp[(sp.family == "grid") & (sp.site == "sb") & (sp.period == "2026")]) == 1
+    # A site that must wait for its lead time, with nothing built yet.
+    s3 = site("sc", grid_kw=[100, 100, 100], price=0.05, first_build=2)
+    d2 = make_inputs(sites=[site("sa", grid_kw=1000, price=0.5), s3],
+                     workloads=[workload(demand=(100, 100, 100))])
+    res2 = solve_inputs(d2, EXACT)
+    assert not_buildable_sites(d2, res2.tables["power"]) == {"sc": ["2026", "2027"]}
+    assert "lead_time" not in set(res2.tables["binding"].limit)
+
+
+def test_lead_time_rows_carry_a_shadow_price():
+    # 15 kW built, nothing more before 2028; demand needs 2 racks of 10 kW in 2026.
+    d = make_inputs(sites=[site(grid_kw=100, built0=15.0, first_build=2, build=100.0)],
+                    workloads=[workload(demand=(200, 200, 200))], unserved_usd_per_token=1.0)
+    res = solve_inputs(d, EXACT)
+    b = res.tables["binding"]
+    lt = b[b.limit == "lead_time"]
+    assert len(lt) and lt.shadow_price.notna().all()
+    assert (lt.shadow_unit == "USD per MW (present value)").all()
+
+
+def test_diagnosis_lists_periods_in_order():
+    import pandas as pd
+
+    from dcplan.planner.analysis import diagnosis
+
+    d = make_inputs(sites=[site(n=4)], n=4, workloads=[workload(demand=(1, 1, 1, 1))])
+    unserved = pd.DataFrame([dict(workload="wa", pool="all", period=p,
+                                  short_tokens_per_s_peak=10.0, short_frac=0.1)
+                             for p in ("2027", "2028", "2029")])
+    # Ranked by shadow price, so not in time order.
+    binding = pd.DataFrame([dict(limit="grid", site="sa", period=p) for p in
+                            ("2029", "2027", "2028")])
+    msg = diagnosis(d, unserved, binding)
+    assert "grid at sa in 2027, 2028, 2029." in msg
+
+
+def test_time_limit_without_a_plan_does_not_fall_back(monkeypatch):
+    def highs(prob, opt, mip, rounding=None):
+        return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", opt.time_limit_s,
+                         "HiGHS reached the time limit", time_limit_hit=True)
+
+    def cbc(*_a, **_k):
+        raise AssertionError("CBC must not run after a HiGHS time limit")
+
+    monkeypatch.setattr(solve_mod, "_highs", highs)
+    monkeypatch.setattr(solve_mod, "_cbc", cbc)
+    info = solve_mod.solve(None, SolveOptions(time_limit_s=5))
+    assert info.status is SolveStatus.NOT_SOLVED and "time limit" in info.message
+
+
+def test_solver_error_falls_back_with_the_time_left(monkeypatch):
+    seen = {}
+
+    def highs(prob, opt, mip, rounding=None):
+        raise RuntimeError("boom")
+
+    def cbc(prob, opt, mip):
+        seen["limit"] = opt.time_limit_s
+        return SolveInfo(SolveStatus.OPTIMAL, 1.0, None, "cbc", 0.1)
+
+    monkeypatch.setattr(solve_mod, "_highs", highs)
+    monkeypatch.setattr(solve_mod, "_cbc", cbc)
+    info = solve_mod.solve(None, SolveOptions(time_limit_s=50))
+    assert info.solver == "cbc" and "fell back to CBC" in info.message
+    assert 0 < seen["limit"] <= 50
+
+
+def test_planner_cdu_estimate_is_the_constraint_not_a_per_rack_average():
+    rs = rack_site(liquid_kw=25, cdu_id="c1", cdu_kw=60, cdu_capex=10, cdu_pos=1)
+    d = make_inputs(racks=[rack(liquid=True, kw_max=25)], rack_sites={("ra", "sa"): rs},
+                    redundancy=1)
+    # 27 racks x 25 kW = 675 kW -> ceil(675 / 60) = 12, + 1 spare.
+    assert planner_cdus(d, "sa", {"ra": 27}) == (13.0, 130.0)
+    assert planner_cdus(d, "sa", {"ra": 0}) == (0.0, 0.0)
+    assert math.ceil(675 / 60) + 1 == 13
