@@ -26,7 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from dcplan.catalog import Catalog, explain_errors, pydantic_problems, suggest
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.schema import KINDS, Id
-from dcplan.yamlio import KEY_LINES, LINE_KEY, read_text, read_yaml, strip_lines
+from dcplan.yamlio import KEY_LINES, LINE_KEY, read_text, read_yaml
+
+#: Key under which :func:`_tag` stores ``{key: (file, line)}`` of each mapping's keys.
+WHERE_KEY = "__where__"
+#: Key under which :func:`_tag` stores ``(file, line)`` of a mapping itself.
+AT_KEY = "__at__"
+_META_KEYS = (LINE_KEY, KEY_LINES, WHERE_KEY, AT_KEY)
 
 #: Seconds in an average month (365.25 days / 12) [s].
 SECONDS_PER_MONTH = 365.25 * 86400 / 12
@@ -392,6 +398,44 @@ class Scenario(_Strict):
     # Set by load_scenario (not part of the file).
     source_file: str = Field(default="<scenario>", exclude=True)
     lines: dict[str, int] = Field(default_factory=dict, exclude=True)
+    #: Dotted path (``overrides.2``, ``demand.table.chat``) -> (file, line) of its
+    #: entry; entries of a base scenario or forecast file name that file.
+    line_map: dict[str, tuple[str, int]] = Field(default_factory=dict, exclude=True)
+    #: For a best-effort scenario built from a file with schema errors: list field ->
+    #: index in the file of each item kept, and the paths that were dropped.
+    item_index: dict[str, list[int]] = Field(default_factory=dict, exclude=True)
+    dropped: tuple[str, ...] = Field(default=(), exclude=True)
+
+    def where(self, path: str) -> tuple[str, int | None]:
+        """File and line of the entry at dotted ``path`` (or of its nearest parent).
+
+        Parameters
+        ----------
+        path : str
+            Dotted path as in problem messages, e.g. ``overrides.2`` or
+            ``existing_fleet.0.site``.
+        """
+        parts = path.split(".")
+        while parts:
+            hit = self.line_map.get(".".join(parts))
+            if hit:
+                return hit[0], hit[1]
+            parts.pop()
+        return self.source_file, self.lines.get(path.split(".")[0])
+
+    def item_path(self, field: str, i: int) -> str:
+        """Dotted path, as in the file, of item ``i`` of list ``field``."""
+        index = self.item_index.get(field)
+        return f"{field}.{index[i] if index is not None and i < len(index) else i}"
+
+    def problem(self, path: str, message: str, entry: str | None = None,
+                field: str | None = None) -> Problem:
+        """A :class:`Problem` at dotted ``path`` with the file and line of that entry.
+
+        ``field`` names the field in the message (default ``path``).
+        """
+        file, line = self.where(path)
+        return Problem(file, message, entry=entry, field=field or path, line=line)
 
     def period_list(self) -> list[Period]:
         """The horizon as a list of :class:`Period`."""
@@ -445,6 +489,23 @@ def _line_at(raw: Any, loc: tuple) -> int | None:
     return line
 
 
+def _key_line(raw: Any, loc: tuple) -> int | None:
+    """Line of the deepest key along ``loc`` (else of its mapping, :func:`_line_at`)."""
+    node, line = raw, None
+    for part in loc:
+        if isinstance(node, dict) and (part in node or str(part) in node):
+            key = part if part in node else str(part)
+            line = node.get(KEY_LINES, {}).get(str(key), line)
+            node = node[key]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+            if isinstance(node, dict) and node.get(LINE_KEY):
+                line = node[LINE_KEY]
+        else:
+            break
+    return line or _line_at(raw, loc)
+
+
 def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
     """Validate already-parsed scenario data (with or without line keys).
 
@@ -456,7 +517,7 @@ def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
     if not isinstance(raw, dict):
         raise InputError(Problem(file, "a scenario must be a YAML mapping of fields "
                                        "(periods:, sites:, demand:, ...)"))
-    data = strip_lines(raw)
+    data = _strip(raw)
     try:
         scn = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -471,9 +532,165 @@ def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
                                           else f"; allowed fields here: {allowed}"))
                 prob = Problem(file, msg, field=prob.field)
             problems.append(Problem(file, prob.message, field=prob.field,
-                                    line=_line_at(raw, loc)))
+                                    line=_key_line(raw, loc)))
         raise InputError(problems) from None
-    return scn.model_copy(update={"source_file": file})
+    return scn.model_copy(update={"source_file": file, "line_map": _line_map(raw)})
+
+
+def _strip(data: Any) -> Any:
+    """Return ``data`` without the line and file keys added while reading."""
+    if isinstance(data, dict):
+        return {k: _strip(v) for k, v in data.items() if k not in _META_KEYS}
+    if isinstance(data, list):
+        return [_strip(v) for v in data]
+    return data
+
+
+def _tag(data: Any, file: str) -> Any:
+    """Record ``file`` with the line of every mapping and key of ``data`` (in place)."""
+    if isinstance(data, dict):
+        if LINE_KEY in data:
+            data[AT_KEY] = (file, data[LINE_KEY])
+        data[WHERE_KEY] = {k: (file, ln) for k, ln in data.get(KEY_LINES, {}).items()}
+        for k, v in list(data.items()):
+            if k not in _META_KEYS:
+                _tag(v, file)
+    elif isinstance(data, list):
+        for v in data:
+            _tag(v, file)
+    return data
+
+
+def _line_map(raw: Any, prefix: str = "", out: dict | None = None) -> dict:
+    """Dotted path -> (file, line) of every key and list item of tagged ``raw``."""
+    out = {} if out is None else out
+    if isinstance(raw, dict):
+        for k, at in raw.get(WHERE_KEY, {}).items():
+            out[prefix + str(k)] = tuple(at)
+        for k, v in raw.items():
+            if k not in _META_KEYS:
+                _line_map(v, f"{prefix}{k}.", out)
+    elif isinstance(raw, list):
+        for i, v in enumerate(raw):
+            if isinstance(v, dict) and AT_KEY in v:
+                out[f"{prefix}{i}"] = tuple(v[AT_KEY])
+            _line_map(v, f"{prefix}{i}.", out)
+    return out
+
+
+#: List fields whose broken items are dropped from a best-effort scenario.
+_LIST_FIELDS = ("sites", "racks", "workloads", "existing_fleet", "rules", "overrides")
+
+
+def _best_effort(raw: Any, file: str) -> Scenario | None:
+    """The scenario without the parts that fail the schema, or None if that is not possible.
+
+    Used to check the valid parts against catalogs and sites even when the file has
+    schema errors, so that every problem is reported at once. Broken list items are
+    dropped (``item_index`` keeps the original positions); a broken mapping key is
+    removed; anything else (a required field missing or broken) gives None.
+    """
+    if not isinstance(raw, dict):
+        return None
+    data = _strip(raw)
+    index = {f: list(range(len(data[f]))) for f in _LIST_FIELDS
+             if isinstance(data.get(f), list)}
+    dropped: list[str] = []
+    for _ in range(8):
+        try:
+            scn = Scenario.model_validate(data)
+        except ValidationError as exc:
+            drops: dict[str, set[int]] = {}
+            pops: list[tuple[dict, Any, str]] = []
+            for err in exc.errors():
+                if err["type"] == "missing":
+                    return None
+                loc = tuple(err["loc"])
+                if loc and loc[0] in index and len(loc) > 1 and isinstance(loc[1], int):
+                    drops.setdefault(loc[0], set()).add(loc[1])
+                    continue
+                parent, key, node, path = None, None, data, []
+                for part in loc:
+                    if isinstance(node, dict) and part in node:
+                        parent, key, node = node, part, node[part]
+                    elif isinstance(node, dict) and str(part) in node:
+                        parent, key, node = node, str(part), node[str(part)]
+                    else:
+                        break
+                    path.append(str(part))
+                if parent is None:
+                    return None
+                pops.append((parent, key, ".".join(path)))
+            if not drops and not pops:
+                return None
+            for f, idx in drops.items():
+                for i in sorted(idx, reverse=True):
+                    dropped.append(f"{f}.{index[f][i]}")
+                    del data[f][i]
+                    del index[f][i]
+            for parent, key, path in pops:
+                if key in parent:
+                    del parent[key]
+                    dropped.append(path)
+            continue
+        return scn.model_copy(update={"source_file": file, "line_map": _line_map(raw),
+                                      "item_index": index, "dropped": tuple(dropped)})
+    return None
+
+
+#: Data folders used to check a scenario with schema errors against the catalogs and
+#: sites (set by the command line from --catalog-dir / --sites-dir).
+_REFERENCE_DIRS: dict[str, Path | str | None] = {"catalogs": None, "sites": None}
+
+
+def set_reference_dirs(catalog_dir: Path | str | None, sites_dir: Path | str | None) -> None:
+    """Set the catalog and sites folders :func:`load_scenario` checks a broken file against.
+
+    Parameters
+    ----------
+    catalog_dir, sites_dir : Path or str, optional
+        Folders given on the command line; None: the scenario's own folders, else the
+        environment or the shipped data.
+    """
+    _REFERENCE_DIRS["catalogs"] = catalog_dir
+    _REFERENCE_DIRS["sites"] = sites_dir
+
+
+def _reference_problems(scn: Scenario, base: Path, catalog: Catalog | None,
+                        sites: dict[str, Any] | None) -> list[Problem]:
+    """Catalog, site and override problems of a best-effort scenario (never raises)."""
+    try:
+        if catalog is None:
+            from dcplan.catalog import load_catalog
+
+            folder = _REFERENCE_DIRS["catalogs"] or (
+                (base / scn.catalog_dir) if scn.catalog_dir else None)
+            catalog = load_catalog(folder)
+        if sites is None:
+            from dcplan.sites import load_sites
+
+            folder = _REFERENCE_DIRS["sites"] or ((base / scn.sites_dir) if scn.sites_dir
+                                                   else None)
+            sites = load_sites(folder)
+    except (InputError, OSError):
+        return []  # the data folders have problems of their own; reported when used
+    return scenario_problems(scn, catalog, sites)
+
+
+def scenario_problems(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> list[Problem]:
+    """Every problem of ``scn`` against catalogs and sites, overrides included.
+
+    Returns
+    -------
+    list of Problem
+        :func:`check_scenario` problems followed by :func:`apply_overrides` problems.
+    """
+    problems = check_scenario(scn, catalog, sites)
+    try:
+        apply_overrides(scn, catalog, sites)
+    except InputError as exc:
+        problems += exc.problems
+    return problems
 
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:
@@ -499,12 +716,20 @@ def _unwrap_model(ann: Any) -> type[BaseModel] | None:
     return None
 
 
-def load_scenario(path: Path | str) -> Scenario:
+def load_scenario(path: Path | str, catalog: Catalog | None = None,
+                  sites: dict[str, Any] | None = None) -> Scenario:
     """Read and validate a scenario YAML file.
+
+    When the file breaks the schema, the parts that do not are still checked against
+    the catalogs and sites (and its overrides applied on trial), so that the error
+    lists every problem at once rather than the schema problems first.
 
     Parameters
     ----------
     path : Path or str
+    catalog, sites : optional
+        Data to check a file with schema errors against (default: the folders set by
+        :func:`set_reference_dirs`, the scenario's own folders, or the shipped data).
 
     Returns
     -------
@@ -519,7 +744,15 @@ def load_scenario(path: Path | str) -> Scenario:
     path = Path(path)
     shown = display_path(path)
     raw = _resolve_file(path, ())
-    scn = parse_scenario(raw, shown)
+    try:
+        scn = parse_scenario(raw, shown)
+    except InputError as exc:
+        partial = _best_effort(raw, shown)
+        if partial is None:
+            raise
+        more = _reference_problems(partial, path.parent, catalog, sites)
+        seen = {str(p) for p in exc.problems}
+        raise InputError(exc.problems + [p for p in more if str(p) not in seen]) from None
     updates: dict[str, Any] = {}
     for key in ("catalog_dir", "sites_dir"):
         value = getattr(scn, key)
@@ -550,7 +783,7 @@ def _resolve_file(path: Path, chain: tuple[Path, ...]) -> Any:
         cycle = " -> ".join(display_path(p) for p in (*chain, path.resolve()))
         raise InputError(Problem(shown, f"'extends' forms a cycle ({cycle}); remove one link",
                                  field="extends"))
-    raw = read_yaml(path)
+    raw = _tag(read_yaml(path), shown)
     if not isinstance(raw, dict):
         return raw
     raw = _resolve_forecast(path, raw)
@@ -593,7 +826,7 @@ def _resolve_forecast(path: Path, raw: dict) -> dict:
     shown = display_path(path)
     ref = demand["forecast"]
     line = demand.get(KEY_LINES, {}).get("forecast")
-    if not isinstance(ref, dict) or set(strip_lines(ref)) != {"file", "case"}:
+    if not isinstance(ref, dict) or set(_strip(ref)) != {"file", "case"}:
         raise InputError(Problem(shown, "write forecast as {file: FORECAST.yaml, case: NAME}",
                                  field="demand.forecast", line=line))
     if "table" in demand:
@@ -605,14 +838,14 @@ def _resolve_forecast(path: Path, raw: dict) -> dict:
         raise InputError(Problem(shown, f"forecast file '{ref['file']}' not found next to this "
                                         "file; give a path relative to it",
                                  field="demand.forecast.file", line=line))
-    forecast = read_yaml(fpath)
+    forecast = _tag(read_yaml(fpath), fshown)
     cases = forecast.get("cases") if isinstance(forecast, dict) else None
     if not isinstance(cases, dict):
         raise InputError(Problem(fshown, "a forecast file needs 'cases: {case: {workload: "
                                          "{period: demand}}}'", field="cases"))
     case = str(ref["case"])
     if case not in cases:
-        known = [k for k in cases if k not in (LINE_KEY, KEY_LINES)]
+        known = [k for k in cases if k not in _META_KEYS]
         raise InputError(Problem(shown, f"forecast has no case '{case}'{suggest(case, known)}; "
                                         f"cases: {', '.join(known)}",
                                  field="demand.forecast.case", line=line))
@@ -645,46 +878,71 @@ def _unknown(kind: str, ident: str, known: Any) -> str:
     return f"unknown {kind} id '{ident}'{suggest(ident, known)}; known: {', '.join(known)}"
 
 
+def _workload_message(w: str, wanted: list[str], catalog_workloads: Any) -> str:
+    """Message for an entry naming workload ``w`` that the scenario does not serve."""
+    if w in catalog_workloads:
+        return (f"workload '{w}' is not a workload of this scenario ({', '.join(wanted)}); "
+                "add it to 'workloads' (with its demand) or remove this entry")
+    return _unknown("workload", w, list(dict.fromkeys([*wanted, *catalog_workloads])))
+
+
 def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> list[Problem]:
-    """Return every problem of ``scn`` against the catalogs and sites."""
-    f = scn.source_file
-    ln = scn.lines
+    """Return every problem of ``scn`` against the catalogs and sites.
+
+    Each problem names the line of its own entry (a list item, a demand row) where the
+    file gives it. For a best-effort scenario (parts dropped for schema errors, see
+    :func:`load_scenario`), cross-checks that the dropped parts would make misleading
+    are skipped.
+    """
     probs: list[Problem] = []
     racks = catalog.entries.get("racks", {})
     wls = catalog.entries.get("workloads", {})
     labels = {p.label for p in scn.period_list()}
     years = {p.year for p in scn.period_list()}
-    for s in scn.sites:
+    dropped = set(scn.dropped)
+
+    def broken(prefix: str) -> bool:
+        return any(d == prefix or d.startswith(prefix + ".") for d in dropped)
+
+    def at(path: str, message: str, entry: str | None = None, field: str | None = None
+           ) -> None:
+        probs.append(scn.problem(path, message, entry=entry, field=field))
+
+    # Lists of ids name the list as the field (the message names the id).
+    for i, s in enumerate(scn.sites):
         if s not in sites:
-            probs.append(Problem(f, _unknown("site", s, sites), field="sites",
-                                 line=ln.get("sites")))
-    for r in scn.racks or []:
+            at(scn.item_path("sites", i), _unknown("site", s, sites), field="sites")
+    for i, r in enumerate(scn.racks or []):
         if r not in racks:
-            probs.append(Problem(f, _unknown("rack", r, racks), field="racks",
-                                 line=ln.get("racks")))
+            at(scn.item_path("racks", i), _unknown("rack", r, racks), field="racks")
     wanted = scn.workload_ids()
-    for w in wanted:
+    for i, w in enumerate(wanted):
         if w not in wls:
-            probs.append(Problem(f, _unknown("workload", w, wls), field="workloads",
-                                 line=ln.get("workloads")))
-    for w in scn.demand.workloads():
-        if w not in wanted:
-            probs.append(Problem(f, f"demand for '{w}', which is not in 'workloads'; add it "
-                                    "there or remove its demand", field="demand",
-                                 line=ln.get("demand")))
-    for w in wanted:
-        if w not in scn.demand.workloads():
-            probs.append(Problem(f, f"workload '{w}' has no demand; add it to demand.table "
-                                    "or demand.growth", field="demand", line=ln.get("demand")))
+            path = scn.item_path("workloads", i) if scn.workloads else f"demand.table.{w}" \
+                if w in scn.demand.table else f"demand.growth.{w}"
+            at(path, _unknown("workload", w, wls), field=path.rsplit(".", 1)[0]
+               if scn.workloads else path)
+    if not broken("workloads") and not broken("demand"):
+        for w in scn.demand.workloads():
+            if w not in wanted:
+                sect = "table" if w in scn.demand.table else "growth"
+                at(f"demand.{sect}.{w}", f"demand for '{w}', which is not in 'workloads'; add "
+                                         "it there or remove its demand")
+        for i, w in enumerate(wanted):
+            if w not in scn.demand.workloads():
+                at(scn.item_path("workloads", i) if scn.workloads else "demand",
+                   f"workload '{w}' has no demand; add it to demand.table or demand.growth",
+                   field="workloads" if scn.workloads else "demand")
     if isinstance(scn.demand.peak_to_average, dict):
         for w in scn.demand.peak_to_average:
             if w not in wanted:
-                probs.append(Problem(f, _unknown("workload", w, wanted),
-                                     field="demand.peak_to_average", line=ln.get("demand")))
+                at(f"demand.peak_to_average.{w}", _workload_message(w, wanted, wls))
     for w, row in scn.demand.table.items():
+        fld = f"demand.table.{w}"
         for key in row:
-            probs += _check_label(f, key, labels, years, scn.periods.step,
-                                  f"demand.table.{w}", ln.get("demand"))
+            probs += _check_label(scn, key, labels, years, f"{fld}.{key}", fld)
+        if broken(fld):
+            continue
         keyed = set()
         for key in row:
             try:
@@ -694,68 +952,63 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
         missing = [p.label for p in scn.period_list()
                    if p.label not in keyed and str(p.year) not in keyed]
         if missing:
-            probs.append(Problem(f, f"no demand for period(s) {', '.join(missing)}; add them "
-                                    "(0 for none)", field=f"demand.table.{w}",
-                                 line=ln.get("demand")))
+            at(fld, f"no demand for period(s) {', '.join(missing)}; add them (0 for none)")
     for key in scn.budget_usd:
-        probs += _check_label(f, key, labels, years, scn.periods.step, "budget_usd",
-                              ln.get("budget_usd"))
+        probs += _check_label(scn, key, labels, years, f"budget_usd.{key}", "budget_usd")
     first = scn.period_list()[0]
     for i, ex in enumerate(scn.existing_fleet):
-        fld = f"existing_fleet.{i}"
+        fld = scn.item_path("existing_fleet", i)
         if ex.site not in sites or ex.site not in scn.sites:
-            probs.append(Problem(f, _not_in_scenario(ex.site, scn, sites), field=fld + ".site"))
+            if not (broken("sites") and ex.site in sites):
+                at(fld + ".site", _not_in_scenario(ex.site, scn, sites))
         if ex.rack not in racks:
-            probs.append(Problem(f, _unknown("rack", ex.rack, racks), field=fld + ".rack"))
+            at(fld + ".rack", _unknown("rack", ex.rack, racks))
         try:
             y, q = parse_period_label(ex.installed)
             if (y, q or 1) > (first.year, (first.start.month - 1) // 3 + 1):
-                probs.append(Problem(f, f"installed {ex.installed} is after the first period "
-                                        f"{first.label}; existing racks must predate the plan",
-                                     field=fld + ".installed"))
+                at(fld + ".installed", f"installed {ex.installed} is after the first period "
+                                       f"{first.label}; existing racks must predate the plan")
         except ValueError as exc:
-            probs.append(Problem(f, str(exc), field=fld + ".installed"))
+            at(fld + ".installed", str(exc))
     for s in scn.existing_built_mw:
-        if s not in scn.sites:
-            probs.append(Problem(f, _not_in_scenario(s, scn, sites), field="existing_built_mw",
-                                 line=ln.get("existing_built_mw")))
+        if s not in scn.sites and not (broken("sites") and s in sites):
+            at(f"existing_built_mw.{s}", _not_in_scenario(s, scn, sites))
     regions = {getattr(sites[s], "region", None) for s in scn.sites if s in sites}
     for i, rule in enumerate(scn.rules):
-        fld = f"rules.{i}"
-        if rule.workload not in wanted:
-            probs.append(Problem(f, _unknown("workload", rule.workload, wanted),
-                                 field=fld + ".workload"))
+        fld = scn.item_path("rules", i)
+        if rule.workload not in wanted and not broken("workloads"):
+            at(fld + ".workload", _workload_message(rule.workload, wanted, wls))
         for s in rule.sites or []:
-            if s not in scn.sites:
-                probs.append(Problem(f, _unknown("site", s, scn.sites), field=fld + ".sites"))
+            if s not in scn.sites and not (broken("sites") and s in sites):
+                at(fld + ".sites", _not_in_scenario(s, scn, sites))
         for reg in rule.regions or []:
-            if reg not in regions:
-                probs.append(Problem(f, f"no site of the scenario is in region '{reg}'"
-                                        f"{suggest(reg, [r for r in regions if r])}; regions: "
-                                        f"{', '.join(sorted(r for r in regions if r))}",
-                                     field=fld + ".regions"))
+            if reg not in regions and not broken("sites"):
+                at(fld + ".regions", f"no site of the scenario is in region '{reg}'"
+                                     f"{suggest(reg, [r for r in regions if r])}; regions: "
+                                     f"{', '.join(sorted(r for r in regions if r))}")
     if scn.optics and scn.optics not in catalog.entries.get("optics", {}):
-        probs.append(Problem(f, _unknown("optic", scn.optics, catalog.entries.get("optics", {})),
-                             field="optics", line=ln.get("optics")))
-    for s in scn.sites:
-        cur = getattr(sites.get(s), "currency", "USD")
-        if s in sites and cur != "USD" and cur not in scn.economics.exchange_rates_usd_per_unit:
-            probs.append(Problem(f, f"site '{s}' prices in {cur}; add economics."
-                                    f"exchange_rates_usd_per_unit.{cur} (USD per {cur})",
-                                 field="economics.exchange_rates_usd_per_unit",
-                                 line=ln.get("economics")))
+        at("optics", _unknown("optic", scn.optics, catalog.entries.get("optics", {})))
+    if not broken("economics"):
+        for s in scn.sites:
+            cur = getattr(sites.get(s), "currency", "USD")
+            if s in sites and cur != "USD" and cur not in scn.economics.exchange_rates_usd_per_unit:
+                at("economics.exchange_rates_usd_per_unit",
+                   f"site '{s}' prices in {cur}; add economics.exchange_rates_usd_per_unit."
+                   f"{cur} (USD per {cur})")
     return probs
 
 
-def _check_label(file, key, labels, years, step, fld, line) -> list[Problem]:
+def _check_label(scn: Scenario, key: Any, labels: set, years: set, path: str, field: str
+                 ) -> list[Problem]:
+    """Problems of period label ``key`` (at ``path``, reported as ``field``)."""
     try:
         lab = _norm_label(key)
     except ValueError as exc:
-        return [Problem(file, str(exc), field=fld, line=line)]
-    if lab in labels or (step == "quarter" and lab.isdigit() and int(lab) in years):
+        return [scn.problem(path, str(exc), field=field)]
+    if lab in labels or (scn.periods.step == "quarter" and lab.isdigit() and int(lab) in years):
         return []
-    return [Problem(file, f"period {key} is outside the horizon {min(labels)}..{max(labels)}; "
-                          "remove it or widen 'periods'", field=fld, line=line)]
+    return [scn.problem(path, f"period {key} is outside the horizon {min(labels)}.."
+                              f"{max(labels)}; remove it or widen 'periods'", field=field)]
 
 
 def _changed(old: Any, ov: Override) -> Any:
@@ -793,7 +1046,8 @@ def apply_overrides(
     probs: list[Problem] = []
     sites = dict(sites)
     for i, ov in enumerate(scn.overrides):
-        fld = f"overrides.{i}"
+        fld = scn.item_path("overrides", i)
+        ov_file, ov_line = scn.where(fld)
         try:
             if ov.kind == "sites":
                 if ov.id not in sites:
@@ -824,11 +1078,12 @@ def apply_overrides(
                                             f"{', '.join([*KINDS, 'sites'])}"))
         except InputError as exc:
             for p in exc.problems:
-                probs.append(Problem(f, f"override {ov.kind}/{ov.id}.{ov.field}: {p.message}",
-                                     entry=ov.id, field=fld, line=scn.lines.get("overrides")))
+                probs.append(Problem(ov_file, f"override {ov.kind}/{ov.id}.{ov.field}: "
+                                              f"{p.message}", entry=ov.id, field=fld,
+                                     line=ov_line))
         except (TypeError, ValueError) as exc:
-            probs.append(Problem(f, f"override {ov.kind}/{ov.id}.{ov.field}: {exc}",
-                                 entry=ov.id, field=fld, line=scn.lines.get("overrides")))
+            probs.append(Problem(ov_file, f"override {ov.kind}/{ov.id}.{ov.field}: {exc}",
+                                 entry=ov.id, field=fld, line=ov_line))
     if probs:
         raise InputError(probs)
     return catalog, sites
@@ -849,11 +1104,7 @@ def resolve_scenario(
     InputError
         With every problem found.
     """
-    problems = check_scenario(scn, catalog, sites)
-    try:
-        catalog, sites = apply_overrides(scn, catalog, sites)
-    except InputError as exc:
-        problems += exc.problems
+    problems = scenario_problems(scn, catalog, sites)
     if problems:
         raise InputError(problems)
-    return catalog, sites
+    return apply_overrides(scn, catalog, sites)

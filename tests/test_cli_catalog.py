@@ -55,7 +55,7 @@ def test_show(min_catalog_dir):
 def test_show_unknown_id_suggests(min_catalog_dir):
     result = run("--catalog-dir", str(min_catalog_dir), "catalog", "show", "test_rak")
     assert result.exit_code == 1
-    assert "no entry with id 'test_rak'; did you mean 'test_rack'?" in result.stderr
+    assert "id 'test_rak' (did you mean 'test_rack'?)" in result.stderr
     assert "Traceback" not in result.output
 
 
@@ -104,9 +104,10 @@ def test_debug_shows_traceback(tmp_path):
     assert "Traceback" in result.output
 
 
-def test_missing_path_is_usage_error(tmp_path):
+def test_missing_path_is_bad_input(tmp_path):
     result = run("validate", str(tmp_path / "missing.yaml"))
-    assert result.exit_code == 2
+    assert result.exit_code == 1
+    assert "missing.yaml: file or folder not found" in result.stderr
 
 
 @pytest.mark.parametrize("args", [["catalog", "list", "racks"], ["catalog", "show", "x"]])
@@ -118,3 +119,91 @@ def test_broken_catalog_fails_every_command_cleanly(tmp_path, min_catalog_dir, f
     result = run("--catalog-dir", str(tmp_path), *args)
     assert result.exit_code == 1
     assert "liquid_heat_frac" in result.stderr
+
+
+# --- robustness: validate by content, sites, exit codes, help ---------------------------
+
+
+def test_validate_classifies_folders_by_content():
+    """examples/ is a folder of scenarios (and a forecast), not of sites."""
+    result = run("validate", "catalogs", "sites", "examples")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "grid_mw" not in result.output
+    assert "scenarios in examples" in out
+    assert "forecast in examples/forecasts" in out
+    assert "7 sites in sites" in out
+    assert "measurement rows in catalogs/measurements/mlperf_inference.csv" in out
+
+
+def test_validate_measurement_csv_and_forecast_files():
+    result = run("validate", "catalogs/measurements/mlperf_inference.csv",
+                 "examples/forecasts/korea_provider.yaml", "catalogs/measurements")
+    assert result.exit_code == 0, result.output
+    assert "measurement rows in catalogs/measurements/mlperf_inference.csv" in result.stdout
+    assert "forecast examples/forecasts/korea_provider.yaml" in result.stdout
+
+
+def test_validate_bad_forecast(tmp_path):
+    f = tmp_path / "fc.yaml"
+    f.write_text("unit: tokens_per_month\ncases:\n  base:\n    chat: {2026: -1.0e12, 2027: x}\n"
+                 "    chatt: {2026: 1}\n")
+    result = run("validate", str(f))
+    assert result.exit_code == 1
+    err = result.stderr
+    assert "cases.base.chat.2026" in err and "number >= 0" in err
+    assert "cases.base.chat.2027" in err
+    assert "unknown workload id 'chatt'" in err
+    assert f"{f.name}:4" in err
+
+
+def test_validate_empty_folder_is_an_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("nothing here")
+    result = run("validate", str(tmp_path))
+    assert result.exit_code == 1
+    assert "nothing to validate" in result.stderr
+    assert "ok:" not in result.stdout
+
+
+def test_validate_missing_path_exits_1(tmp_path):
+    result = run("validate", str(tmp_path / "nope.yaml"))
+    assert result.exit_code == 1
+    assert "not found" in result.stderr
+
+
+def test_list_and_show_sites():
+    result = run("catalog", "list", "sites")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "seoul_metro" in out and "honam_haenam" in out
+    assert "2026: 9.9, 2028: 30, 2031: 45" in out
+    assert "rack positions" in out and "facility water" in out
+    data = json.loads(run("catalog", "list", "sites", "--json").stdout)
+    assert {d["id"] for d in data} >= {"seoul_metro", "honam_haenam"}
+    shown = run("catalog", "show", "seoul_metro")
+    assert shown.exit_code == 0, shown.output
+    assert "sites/seoul_metro.yaml" in shown.stdout
+    assert "rack_positions" in shown.stdout and "grid_mw" in shown.stdout
+    summary = run("catalog", "list")
+    assert "sites" in summary.stdout
+
+
+def test_unknown_catalog_kind_suggests_sites():
+    result = run("catalog", "list", "site")
+    assert result.exit_code == 2
+    assert "did you mean 'sites'" in result.output
+
+
+def test_show_unknown_id_prefers_prefix_matches():
+    result = run("catalog", "show", "gb200")
+    assert result.exit_code == 1
+    assert "gb200_nvl72" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["network", "--help"], ["--help"], ["perf", "--help"],
+                                  ["validate", "--help"]])
+def test_help_shows_flags_without_value(args):
+    result = run(*args)
+    assert result.exit_code == 0
+    assert "<bool>" not in result.stdout
+    assert "--help" in result.stdout

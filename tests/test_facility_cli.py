@@ -52,7 +52,7 @@ def test_network_bad_ids():
     r = run("network", "--rack", "gb200_nvl72", "--racks", "8", "--optics", "cpoo")
     assert r.exit_code == 1 and "did you mean 'cpo'" in r.output
     r = run("network", "--rack", "gb200_nvl72", "--racks", "8", "--oversubscription", "0.5")
-    assert r.exit_code == 1 and "oversubscription" in r.output
+    assert r.exit_code == 2 and "oversubscription" in r.output
 
 
 def test_cooling_shipped_seoul():

@@ -264,3 +264,52 @@ def test_aggregated_graph_counts_equal_detailed(cat, shipped):
                 assert a[key] == pytest.approx(b[key]), (rack, n, key)
             else:
                 assert a[key] == b[key], (rack, n, key)
+
+
+def test_nic_end_optic_matches_nic_speed():
+    """LPO on the switch ends must not put 800G modules on 400G NIC ports."""
+    from dcplan.catalog import load_catalog
+    from dcplan.facility.network import network
+
+    cat = load_catalog()
+    pl = network(cat, "gb200_nvl72", 64, optics="pluggable_800g", keep_graph=False)
+    lpo = network(cat, "gb200_nvl72", 64, optics="lpo_800g", keep_graph=False)
+    nic_ends = {k: v for k, v in lpo.transceivers_by_end.items() if "NIC" in k}
+    for counts in nic_ends.values():
+        for oid in counts:
+            assert cat.get("optics", oid).gbps == lpo.link_gbps
+    # same NIC-end modules as with pluggables; only the switch ends change
+    assert {k: v for k, v in pl.transceivers_by_end.items() if "NIC" in k} == nic_ends
+    assert lpo.transceivers["lpo_800g"] == pl.transceivers["pluggable_800g"]
+
+
+def test_1600g_modules_are_per_switch_twin_port_count():
+    """A 1.6T module carries four 400G links: per switch ceil(links / 4)."""
+    import math
+
+    from dcplan.catalog import load_catalog
+    from dcplan.facility.network import network
+
+    cat = load_catalog()
+    r = network(cat, "gb200_nvl72", 64, optics="pluggable_1600g")
+    g = r.graph
+    per_switch = {}
+    for u, v, d in g.edges(data=True):
+        if d.get("medium") == "optical":
+            for end in (u, v):
+                if g.nodes[end]["kind"] == "switch":
+                    per_switch[end] = per_switch.get(end, 0) + d["gbps"] * d.get("links", 1)
+    expected = sum(math.ceil(gb / 1600 - 1e-9) for gb in per_switch.values())
+    assert r.transceivers["pluggable_1600g"] == expected
+    switch_ends = sum(c for k, v in r.transceivers_by_end.items() if "switch" in k
+                      for c in v.values())
+    assert switch_ends == expected
+
+
+def test_switch_slower_than_nic_is_a_clear_error():
+    from dcplan.catalog import load_catalog
+    from dcplan.errors import InputError
+    from dcplan.facility.network import network
+
+    with pytest.raises(InputError, match="1 Gb/s ports, below the 400 Gb/s"):
+        network(load_catalog(), "gb200_nvl72", 64, switch_id="nvidia_sn2201", keep_graph=False)

@@ -16,6 +16,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: boolean flags show as "--json", not "--json <bool>", and usage
+    # errors are one plain line instead of a framed panel.
+    rich_markup_mode=None,
 )
 
 
@@ -50,6 +53,9 @@ def _main(
     STATE.sites_dir = sites_dir
     STATE.debug = debug
     STATE._catalog = None
+    from dcplan.scenario import set_reference_dirs
+
+    set_reference_dirs(catalog_dir, sites_dir)
 
 
 # Sub-commands register themselves on `app` when imported.

@@ -13,8 +13,8 @@ from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.schema import KINDS
 
-catalog_app = typer.Typer(help="Browse the hardware, model and workload catalogs.",
-                          no_args_is_help=True)
+catalog_app = typer.Typer(help="Browse the hardware, model and workload catalogs and the sites.",
+                          no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(catalog_app, name="catalog")
 
 #: Columns shown by ``catalog list`` (``--wide`` shows every field).
@@ -40,12 +40,93 @@ LIST_COLUMNS = {
 }
 
 
+#: What ``catalog list`` can list: the catalog kinds and the sites.
+LISTABLE = [*KINDS, "sites"]
+
+
+def closest(word: str, choices, n: int = 3) -> list[str]:
+    """The ids among ``choices`` that ``word`` most likely means (at most ``n``).
+
+    Ids that start with ``word`` (``gb200`` -> ``gb200_nvl72``) come first, then ids
+    that contain it, then the closest spellings.
+    """
+    import difflib
+
+    choices = [str(c) for c in choices]
+    w = word.lower()
+    for pool in ([c for c in choices if c.lower().startswith(w)],
+                 [c for c in choices if w in c.lower()]):
+        if pool:
+            return sorted(pool, key=lambda c: (len(c), c))[:n]
+    return difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+
+
+def did_you_mean(word: str, choices) -> str:
+    """``" (did you mean 'x' or 'y'?)"`` for :func:`closest`, or ''."""
+    hits = closest(word, choices)
+    if not hits:
+        return ""
+    return f" (did you mean {' or '.join(repr(h) for h in hits)}?)"
+
+
+def lookup(catalog, kind: str, ident: str):
+    """Catalog entry ``ident`` of ``kind``; an unknown id is an error naming the closest id.
+
+    Raises
+    ------
+    InputError
+        If there is no such entry.
+    """
+    table = catalog.entries.get(kind, {})
+    if ident in table:
+        return table[ident]
+    file = display_path(catalog.files[kind]) if kind in catalog.files else f"<{kind}>"
+    raise InputError(Problem(file, f"unknown {kind.rstrip('s')} id '{ident}'"
+                                   f"{did_you_mean(ident, table)}; known: {', '.join(table)}"))
+
+
+def lookup_site(sites: dict, ident: str):
+    """Site ``ident``; an unknown id is an error naming the closest id."""
+    if ident in sites:
+        return sites[ident]
+    raise InputError(Problem("<sites>", f"unknown site id '{ident}'"
+                                        f"{did_you_mean(ident, sites)}; known: "
+                                        f"{', '.join(sites)}"))
+
+
 def _check_kind(kind: str) -> str:
-    if kind not in KINDS:
+    if kind not in LISTABLE:
         raise typer.BadParameter(
-            f"unknown catalog '{kind}'{suggest(kind, KINDS)}; choose from: {', '.join(KINDS)}"
+            f"unknown catalog '{kind}'{did_you_mean(kind, LISTABLE)}; choose from: "
+            f"{', '.join(LISTABLE)}"
         )
     return kind
+
+
+def _steps(mapping: dict) -> str:
+    """``{2026: 9.9, 2028: 30}`` -> ``"2026: 9.9, 2028: 30"``."""
+    return ", ".join(f"{k}: {v:,.4g}" for k, v in sorted(mapping.items()))
+
+
+def site_rows(sites: dict) -> list[dict]:
+    """One readable row per site for ``catalog list sites``.
+
+    PUE is not a site input: it comes out of the cooling model (``dcplan cooling``).
+    """
+    rows = []
+    for s in sites.values():
+        rows.append({
+            "id": s.id, "region": s.region,
+            "grid MW by year": _steps(s.grid_mw),
+            "energy /kWh": f"{s.energy_price_per_kwh:,.4g} {s.currency}",
+            "demand /kW-month": f"{s.demand_charge_per_kw_month:,.4g} {s.currency}",
+            "max rack kW": s.max_rack_kw,
+            "facility water": "yes" if s.facility_water else "no",
+            "rack positions": f"{s.rack_positions:,}",
+            "gCO2/kWh": s.carbon_g_per_kwh,
+            "design dry/wet bulb C": f"{s.design_dry_bulb_c:g} / {s.design_wet_bulb_c:g}",
+        })
+    return rows
 
 
 @catalog_app.command("list")
@@ -53,18 +134,25 @@ def _check_kind(kind: str) -> str:
 def list_cmd(
     kind: Annotated[
         str | None,
-        typer.Argument(help=f"Catalog to list: {', '.join(KINDS)}. Omit for a summary.",
+        typer.Argument(help=f"Catalog to list: {', '.join(LISTABLE)}. Omit for a summary.",
                        callback=lambda v: _check_kind(v) if v else v),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON with every field.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="Show every field.")] = False,
 ) -> None:
-    """List catalog entries as a table (estimated figures marked with *)."""
+    """List catalog entries or sites as a table (estimated figures marked with *)."""
+    if kind == "sites":
+        _list_sites(as_json)
+        return
     catalog = STATE.catalog()
     if kind is None:
         rows = [{"catalog": k, "entries": len(catalog.entries.get(k, {})),
                  "file": display_path(catalog.files[k]) if k in catalog.files else "-"}
                 for k in KINDS]
+        from dcplan.paths import data_dir
+
+        rows.append({"catalog": "sites", "entries": len(_sites()),
+                     "file": display_path(data_dir("sites", STATE.sites_dir))})
         if as_json:
             emit_json(rows)
         else:
@@ -89,22 +177,57 @@ def list_cmd(
         typer.echo("\n* estimate; `dcplan catalog show ID` says how it was estimated")
 
 
+def _sites() -> dict:
+    from dcplan.sites import load_sites
+
+    return load_sites(STATE.sites_dir)
+
+
+def _list_sites(as_json: bool) -> None:
+    sites = _sites()
+    if as_json:
+        emit_json([s.model_dump(mode="json") for s in sites.values()])
+        return
+    typer.echo(format_table(site_rows(sites)))
+    typer.echo("\nPUE is not a site input: `dcplan cooling --site ID` computes it from the "
+               "climate; `dcplan catalog show SITE_ID` shows every field.")
+
+
 @catalog_app.command("show")
 @handle_errors
 def show_cmd(
     ident: Annotated[str, typer.Argument(metavar="ID", help="Entry id, e.g. gb200_nvl72.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show every field of one catalog entry, with its source and estimates."""
+    """Show every field of one catalog entry or site, with its source and estimates."""
     catalog = STATE.catalog()
-    kind, entry = catalog.find(ident)
+    hits = [(k, t[ident]) for k, t in catalog.entries.items() if ident in t]
+    where = ""
+    if hits:
+        kind, entry = hits[0]
+        line = catalog.lines.get((kind, ident))
+        where = display_path(catalog.files[kind]) + (f":{line}" if line else "")
+    else:
+        sites = _sites()
+        if ident not in sites:
+            every = [i for t in catalog.entries.values() for i in t] + list(sites)
+            raise InputError(Problem("<catalogs>", f"no catalog entry or site with id "
+                                                   f"'{ident}'{did_you_mean(ident, every)}; "
+                                                   "see 'dcplan catalog list' and "
+                                                   "'dcplan catalog list sites'"))
+        kind, entry = "sites", sites[ident]
+        from dcplan.paths import data_dir
+
+        folder = data_dir("sites", STATE.sites_dir)
+        own = [f for f in (folder / f"{ident}.yaml", folder / f"{ident}.yml") if f.is_file()]
+        where = display_path(own[0] if own else folder)
     data = entry.model_dump(mode="json")
     if as_json:
         emit_json({"kind": kind, **data})
         return
-    line = catalog.lines.get((kind, ident))
-    typer.echo(f"{ident}  ({kind}, {display_path(catalog.files[kind])}"
-               f"{':' + str(line) if line else ''})")
+    if kind == "sites":
+        data = _site_display(entry, data)
+    typer.echo(f"{ident}  ({kind}, {where})")
     width = max(len(k) for k in data)
     for key, value in data.items():
         if key in ("estimates", "id"):
@@ -115,13 +238,26 @@ def show_cmd(
         typer.echo(f"  * {key}: {how}")
 
 
+def _site_display(site, data: dict) -> dict:
+    """Site fields made readable: year steps on one line, the climate summarised."""
+    out = dict(data)
+    out["grid_mw"] = _steps(site.grid_mw)
+    for key in ("climate_bins", "climate_monthly"):
+        value = out.get(key)
+        if isinstance(value, list):
+            out[key] = f"{len(value)} entries (see the site file)"
+    out["rack_positions"] = f"{site.rack_positions:,}"
+    return out
+
+
 @app.command("validate")
 @handle_errors
 def validate_cmd(
     paths: Annotated[
         list[Path],
         typer.Argument(help="Catalog folders or files (racks.yaml, ...), site folders or "
-                            "files, scenario files.", exists=True),
+                            "files, scenario files or folders of them, forecast files, "
+                            "measurement CSVs or folders of them."),
     ],
 ) -> None:
     """Check input files and report every problem at once (exit 1 if any)."""
@@ -131,14 +267,18 @@ def validate_cmd(
     catalog_files: dict[str, Path] = {}
     others: list[Path] = []
     for path in paths:
-        if path.is_dir() and any((path / f).exists() for f, _ in KINDS.values()):
+        if not path.exists():
+            problems.append(Problem(display_path(path), "file or folder not found; check "
+                                                        "the path"))
+        elif path.is_dir() and _is_catalog_dir(path):
             catalog_dirs.append(path)
+            # sub-folders of a catalog folder (measurements/) are checked by content
+            others += sorted(p for p in path.iterdir() if p.is_dir()
+                             and not p.name.startswith((".", "_")))
         elif path.is_file() and kind_of_file(path):
             catalog_files[kind_of_file(path)] = path
         else:
             others.append(path)
-    for path in others:
-        problems += _validate_other(path, checked)
     if catalog_dirs or catalog_files:
         # Kinds not given fall back to the base catalog (the first folder given, else the
         # catalog in use), so a single racks.yaml is checked against known accelerators.
@@ -152,44 +292,227 @@ def validate_cmd(
             checked += [f"{len(catalog.entries[k])} {k}" for k in KINDS if k in extra]
         except InputError as exc:
             problems += exc.problems
+    for path in others:
+        if path.is_dir():
+            problems += _validate_folder(path, checked, top=True)
+        else:
+            problems += _validate_file(path, checked)
     if problems:
         raise InputError(problems)
     typer.echo(f"ok: {', '.join(checked)}")
 
 
-def _validate_other(path: Path, checked: list[str]) -> list[Problem]:
-    """Validate a path that is not a catalog: a sites folder, a site file or a scenario."""
-    from dcplan.sites import load_sites
+def _is_catalog_dir(path: Path) -> bool:
+    return any((path / f).exists() for f, _ in KINDS.values())
 
+
+#: File suffixes ``validate`` looks at inside a folder.
+_DATA_SUFFIXES = (".yaml", ".yml", ".csv")
+
+
+def _validate_folder(path: Path, checked: list[str], top: bool = False) -> list[Problem]:
+    """Validate every data file of a folder (and its sub-folders) by its content.
+
+    A folder of site files is checked as one set (duplicate ids across files); other
+    files are checked one by one. A folder that holds nothing checkable is a problem
+    when it was named on the command line.
+    """
     shown = display_path(path)
-    try:
-        if path.is_dir():
-            sites = load_sites(path)
-            checked.append(f"{len(sites)} sites in {shown}")
-            return []
-        from dcplan.yamlio import read_yaml
+    if _is_catalog_dir(path):
+        before = len(checked)
+        problems = validate_catalog_folder(path, checked)
+        if len(checked) == before and not problems:
+            checked.append(f"catalog folder {shown}")
+        return problems
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in _DATA_SUFFIXES)
+    subdirs = sorted(p for p in path.iterdir() if p.is_dir()
+                     and not p.name.startswith((".", "_")))
+    problems: list[Problem] = []
+    kinds: dict[Path, str] = {}
+    for f in files:
+        kind, found = _classify(f)
+        problems += found
+        if kind:
+            kinds[f] = kind
+    site_files = [f for f, k in kinds.items() if k == "site"]
+    if site_files:
+        from dcplan.sites import load_sites
 
+        try:
+            sites = load_sites(files=site_files)
+            checked.append(f"{len(sites)} site{'s' * (len(sites) != 1)} in {shown}")
+        except InputError as exc:
+            problems += exc.problems
+    counts: dict[str, int] = {}
+    for f, kind in kinds.items():
+        if kind == "site":
+            continue
+        sub: list[str] = []
+        found = _validate_file(f, sub, kind)
+        problems += found
+        if kind == "measurements":
+            checked += sub
+        elif not found:
+            counts[kind] = counts.get(kind, 0) + 1
+    for kind, n in counts.items():
+        checked.append(f"{n} {_PLURAL[kind] if n != 1 else kind} in {shown}")
+    for d in subdirs:
+        problems += _validate_folder(d, checked)
+    if top and not kinds and not subdirs and not problems:
+        problems.append(Problem(shown, "nothing to validate in this folder: no catalog, "
+                                       "site, scenario, forecast or measurement files"))
+    return problems
+
+
+def validate_catalog_folder(path: Path, checked: list[str]) -> list[Problem]:
+    """Validate a catalog folder found below a folder named on the command line."""
+    try:
+        catalog = load_catalog(path)
+    except InputError as exc:
+        return exc.problems
+    checked.append(f"{sum(len(t) for t in catalog.entries.values())} catalog entries in "
+                   f"{display_path(path)}")
+    return []
+
+
+_PLURAL = {"scenario": "scenarios", "forecast": "forecasts"}
+
+
+def _classify(path: Path) -> tuple[str | None, list[Problem]]:
+    """What ``path`` holds: ``site``, ``scenario``, ``forecast`` or ``measurements``.
+
+    Returns
+    -------
+    kind, problems
+        The kind (None when unknown or unreadable) and the problems that stop reading it.
+    """
+    if path.suffix == ".csv":
+        return "measurements", []
+    from dcplan.yamlio import read_yaml
+
+    try:
         raw = read_yaml(path)
-        if isinstance(raw, dict) and "grid_mw" in raw:
+    except InputError as exc:
+        return None, exc.problems
+    if isinstance(raw, dict):
+        if "grid_mw" in raw:
+            return "site", []
+        if "cases" in raw:
+            return "forecast", []
+        if {"periods", "demand", "extends"} & set(raw):
+            return "scenario", []
+    return None, [Problem(display_path(path), "cannot tell what this file is: catalog files "
+                          "are named after their kind "
+                          f"({', '.join(f for f, _ in KINDS.values())}), site files have "
+                          "'grid_mw', scenario files have 'periods', forecast files have "
+                          "'cases', measurement files end in .csv")]
+
+
+def _validate_file(path: Path, checked: list[str], kind: str | None = None) -> list[Problem]:
+    """Validate one site, scenario, forecast or measurement file; append what was checked."""
+    shown = display_path(path)
+    if kind is None:
+        kind, problems = _classify(path)
+        if kind is None:
+            return problems
+    try:
+        if kind == "measurements":
+            from dcplan.perf.measurements import load_measurements
+
+            rows = load_measurements(path, STATE.catalog())
+            checked.append(f"{len(rows)} measurement rows in {shown}")
+            return []
+        if kind == "site":
+            from dcplan.sites import load_sites
+
             sites = load_sites(files=[path])
             checked.append(f"site {', '.join(sites)}")
             return []
-        if isinstance(raw, dict) and ({"periods", "demand", "extends"} & set(raw)):
-            from dcplan.scenario import apply_overrides, check_scenario, load_scenario
-
-            scenario = load_scenario(path)
-            sites_dir = getattr(scenario, "sites_dir", None) or STATE.sites_dir
-            sites = load_sites(sites_dir)
-            problems = check_scenario(scenario, STATE.catalog(), sites)
-            try:
-                apply_overrides(scenario, STATE.catalog(), sites)
-            except InputError as exc:
-                problems += exc.problems
+        if kind == "forecast":
+            problems = check_forecast(path, STATE.catalog())
             if not problems:
-                checked.append(f"scenario {shown}")
+                checked.append(f"forecast {shown}")
             return problems
+        from dcplan.scenario import load_scenario, scenario_problems
+        from dcplan.sites import load_sites
+
+        catalog = STATE.catalog()
+        scenario = load_scenario(path, catalog=catalog)
+        sites = load_sites(STATE.sites_dir or scenario.sites_dir)
+        problems = scenario_problems(scenario, catalog, sites)
+        if not problems:
+            checked.append(f"scenario {shown}")
+        return problems
     except InputError as exc:
         return exc.problems
-    return [Problem(shown, "cannot tell what this file is: catalog files are named after "
-                           f"their kind ({', '.join(f for f, _ in KINDS.values())}), site files "
-                           "have 'grid_mw', scenario files have 'periods'")]
+
+
+def check_forecast(path: Path, catalog) -> list[Problem]:
+    """Check a demand forecast file (``cases: {case: {workload: {period: demand}}}``).
+
+    Every case must be a mapping of known workload ids to mappings of period labels
+    (``2027`` or ``2027Q3``) to non-negative numbers [tokens per ``unit``]; ``unit``,
+    if given, is ``tokens_per_month`` or ``tokens_per_day``.
+
+    Returns
+    -------
+    list of Problem
+    """
+    from dcplan.scenario import parse_period_label
+    from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml
+
+    shown = display_path(path)
+    raw = read_yaml(path)
+    meta = (LINE_KEY, KEY_LINES)
+    problems: list[Problem] = []
+    lines = raw.get(KEY_LINES, {}) if isinstance(raw, dict) else {}
+    cases = raw.get("cases") if isinstance(raw, dict) else None
+    if not isinstance(cases, dict) or not [c for c in cases if c not in meta]:
+        return [Problem(shown, "a forecast file needs 'cases: {case: {workload: {period: "
+                               "demand}}}' with at least one case", field="cases",
+                        line=lines.get("cases"))]
+    unit = raw.get("unit")
+    if unit is not None and unit not in ("tokens_per_month", "tokens_per_day"):
+        problems.append(Problem(shown, f"unit must be tokens_per_month or tokens_per_day "
+                                       f"(got {unit!r})", field="unit", line=lines.get("unit")))
+    workloads = catalog.entries.get("workloads", {})
+    for case, table in cases.items():
+        if case in meta:
+            continue
+        cline = cases.get(KEY_LINES, {}).get(str(case))
+        if not isinstance(table, dict):
+            problems.append(Problem(shown, "a case must map workload ids to {period: demand}",
+                                    entry=str(case), field=f"cases.{case}", line=cline))
+            continue
+        for wl, row in table.items():
+            if wl in meta:
+                continue
+            fld = f"cases.{case}.{wl}"
+            wline = table.get(KEY_LINES, {}).get(str(wl), cline)
+            if wl not in workloads:
+                problems.append(Problem(shown, f"unknown workload id '{wl}'"
+                                               f"{suggest(str(wl), workloads)}; known: "
+                                               f"{', '.join(workloads)}",
+                                        entry=str(case), field=fld, line=wline))
+            if not isinstance(row, dict):
+                problems.append(Problem(shown, "give demand as {period: tokens}",
+                                        entry=str(case), field=fld, line=wline))
+                continue
+            for period, value in row.items():
+                if period in meta:
+                    continue
+                pline = row.get(KEY_LINES, {}).get(str(period), wline)
+                try:
+                    parse_period_label(period)
+                except ValueError as exc:
+                    problems.append(Problem(shown, str(exc), entry=str(case),
+                                            field=f"{fld}.{period}", line=pline))
+                ok = isinstance(value, int | float) and not isinstance(value, bool) \
+                    and value == value and value >= 0
+                if not ok:
+                    problems.append(Problem(shown, f"demand must be a number >= 0 [tokens per "
+                                                   f"{(unit or 'tokens_per_month')[11:]}] "
+                                                   f"(got {value!r})",
+                                            entry=str(case), field=f"{fld}.{period}",
+                                            line=pline))
+    return problems

@@ -8,7 +8,44 @@ from typing import Annotated
 import typer
 
 from dcplan.cli import app
-from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
+from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
+from dcplan.errors import InputError, Problem
+
+
+def _supply_in_range(value: float | None) -> float | None:
+    """Reject a facility-water supply no liquid loop can run at (a usage error)."""
+    if value is None:
+        return value
+    from dcplan.facility.cooling import supply_water_range
+
+    lo, hi = supply_water_range()
+    if not lo <= value <= hi:
+        raise typer.BadParameter(
+            f"{value:g} C is impossible for a liquid loop: facility water must be between "
+            f"{lo:g} C and {hi:g} C (colder water freezes, condenses on cold plates and is "
+            "colder than chillers deliver; warmer water cools no rack)")
+    return value
+
+
+def _n(value) -> str:
+    """Whole number with thousand separators (``3384`` -> ``3,384``)."""
+    return f"{value:,.0f}"
+
+
+def _ids(catalog, **wanted) -> None:
+    """Check ids (kind=id) all at once; unknown ids name the closest known ids."""
+    from dcplan.cli.catalog_cmd import lookup
+
+    problems = []
+    for kind, ident in wanted.items():
+        if ident is None:
+            continue
+        try:
+            lookup(catalog, kind, ident)
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
 
 
 @app.command("network")
@@ -20,7 +57,8 @@ def network_cmd(
         "--optics", help="Optic on switch ends: pluggable_800g, lpo_800g, cpo ... "
         "(default: cheapest pluggable at the switch port speed).")] = None,
     oversubscription: Annotated[float, typer.Option(
-        "--oversubscription", help="Leaf down:up bandwidth ratio (1 = non-blocking).")] = 1.0,
+        "--oversubscription", min=1.0,
+        help="Leaf down:up bandwidth ratio (1 = non-blocking).")] = 1.0,
     switch: Annotated[str | None, typer.Option(
         "--switch", help="Back-end switch id (default: highest radix).")] = None,
     graphml: Annotated[Path | None, typer.Option(
@@ -30,9 +68,9 @@ def network_cmd(
     """Back-end and front-end fabric of N racks: switches, links, optics, power, capex."""
     from dcplan.facility.network import network, write_graphml
 
-    if oversubscription < 1:
-        fail(f"--oversubscription must be >= 1 (got {oversubscription:g})")
-    result = network(STATE.catalog(), rack, racks, optics=optics,
+    catalog = STATE.catalog()
+    _ids(catalog, racks=rack, optics=optics, switches=switch)
+    result = network(catalog, rack, racks, optics=optics,
                      oversubscription=oversubscription, switch_id=switch,
                      with_accelerators=graphml is not None, keep_graph=graphml is not None)
     if graphml is not None:
@@ -50,18 +88,26 @@ def network_cmd(
                f"(radix {result.backend.radix} at {s['link_gbps']:g} Gb/s), "
                f"oversubscription {oversubscription:g}:1; front-end: {s['frontend_switch_id']}")
     rows = [
-        {"fabric": "back-end", "leaf": result.backend.leaf, "spine": result.backend.spine,
-         "core": result.backend.core, "switches": result.backend.switches},
-        {"fabric": "front-end", "leaf": result.frontend.leaf, "spine": result.frontend.spine,
-         "core": result.frontend.core, "switches": result.frontend.switches},
+        {"fabric": "back-end", "leaf": _n(result.backend.leaf),
+         "spine": _n(result.backend.spine), "core": _n(result.backend.core),
+         "switches": _n(result.backend.switches)},
+        {"fabric": "front-end", "leaf": _n(result.frontend.leaf),
+         "spine": _n(result.frontend.spine), "core": _n(result.frontend.core),
+         "switches": _n(result.frontend.switches)},
     ]
     typer.echo(format_table(rows))
     typer.echo("")
-    typer.echo(format_table([{"links": k, "count": v} for k, v in s["links"].items()]))
+    typer.echo(format_table([{"links": k, "count": _n(v)} for k, v in s["links"].items()]))
     typer.echo(f"copper links {s['copper_links']:,}, optical links {s['optical_links']:,}")
-    media = [{"optic": k, "transceivers": v} for k, v in s["transceivers"].items()]
+    media = [{"optic": oid, "where": end, "count": _n(count)}
+             for end, counts in s["transceivers_by_end"].items()
+             for oid, count in counts.items()]
+    total = sum(s["transceivers"].values())
+    media.append({"optic": "total transceivers", "where": "",
+                  "count": _n(total)})
     if s["cpo_ports"]:
-        media.append({"optic": "co-packaged ports", "transceivers": s["cpo_ports"]})
+        media.append({"optic": "total co-packaged ports", "where": "",
+                      "count": _n(s["cpo_ports"])})
     typer.echo(format_table(media))
     typer.echo("")
     typer.echo(format_table([
@@ -89,7 +135,8 @@ def cooling_cmd(
     racks: Annotated[int, typer.Option("--racks", help="Number of racks.", min=1)],
     site: Annotated[str, typer.Option("--site", help="Site id (see sites/).")],
     supply_water_c: Annotated[float | None, typer.Option(
-        "--supply-water-c", help="Facility-water supply of the liquid loop [C] "
+        "--supply-water-c", callback=_supply_in_range,
+        help="Facility-water supply of the liquid loop [C] "
         "(default: the site's design value).")] = None,
     redundancy: Annotated[int | None, typer.Option(
         "--redundancy", help="Spare CDUs (default 1 = N+1).", min=0)] = None,
@@ -99,17 +146,38 @@ def cooling_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Cooling of N racks at a site: CDUs, heat rejection, cooling power, PUE."""
+    from dcplan.cli.catalog_cmd import lookup_site
     from dcplan.facility.coefficients import cached_network
-    from dcplan.facility.cooling import cooling
+    from dcplan.facility.cooling import check_racks_fit, check_supply_water, cooling
     from dcplan.facility.power import power_chain
-    from dcplan.sites import HOURS_PER_YEAR, get_site, load_sites
+    from dcplan.sites import HOURS_PER_YEAR, load_sites
 
     catalog = STATE.catalog()
-    the_site = get_site(load_sites(STATE.sites_dir), site)
-    catalog.get("racks", rack)
-    from dcplan.facility.cooling import check_racks_fit
-
-    check_racks_fit(catalog, the_site, [rack])
+    problems = []
+    try:
+        _ids(catalog, racks=rack, optics=optics)
+    except InputError as exc:
+        problems += exc.problems
+    try:
+        the_site = lookup_site(load_sites(STATE.sites_dir), site)
+    except InputError as exc:
+        problems += exc.problems
+    if problems:
+        raise InputError(problems)
+    if supply_water_c is not None:
+        check_supply_water(catalog, the_site, supply_water_c)
+    model = check_racks_fit(catalog, the_site, [rack])[0]
+    needed = racks * model.rack_positions
+    if needed > the_site.rack_positions:
+        it_mw = racks * model.it_power_max_kw / 1e3
+        grid_mw = max(the_site.grid_mw.values())
+        grid = (f"; their IT load alone ({it_mw:,.1f} MW) is also over the site's grid "
+                f"capacity (at most {grid_mw:,.4g} MW)" if it_mw > grid_mw else "")
+        raise InputError(Problem(
+            f"site {the_site.id}", f"{racks:,} x {rack} need {needed:,} rack positions but "
+            f"the site has {the_site.rack_positions:,}{grid}; use at most "
+            f"{the_site.rack_positions // model.rack_positions:,} racks or another site",
+            field="rack_positions"))
     net = cached_network(catalog, rack, racks, optics)
     res = cooling(catalog, the_site, {rack: racks}, network_kw=net.network_kw,
                   supply_water_c=supply_water_c, redundancy=redundancy)
@@ -123,10 +191,19 @@ def cooling_cmd(
         "cooling_kw_per_it_kw_avg": res.cooling_kw_avg / res.it_kw,
         "cooling_kw_per_it_kw_peak": res.cooling_kw_peak / res.it_kw,
     })
+    grid_mw = max(the_site.grid_mw.values())
+    if peak.facility_kw > grid_mw * 1e3:
+        year = min(y for y, mw in the_site.grid_mw.items() if mw == grid_mw)
+        warning = (f"facility peak {peak.facility_kw / 1e3:,.1f} MW exceeds site "
+                   f"{the_site.id}'s grid capacity in every year (at most {grid_mw:,.4g} MW, "
+                   f"from {year})")
+        out["warnings"] = [warning]
+        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
     if json_out:
         emit_json(out)
         return
-    typer.echo(f"{racks} x {rack} at {the_site.id} ({the_site.name}), full IT load")
+    typer.echo(f"{racks:,} x {rack} at {the_site.id} ({the_site.name}), full IT load; "
+               f"{needed:,} of {the_site.rack_positions:,} rack positions")
     typer.echo(format_table([
         {"heat": "IT", "kW": res.it_kw},
         {"heat": "network (air side)", "kW": res.network_kw},

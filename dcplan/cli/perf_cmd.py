@@ -9,24 +9,24 @@ import typer
 
 from dcplan.cli import app
 from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
+from dcplan.errors import InputError
 
 perf_app = typer.Typer(
     help="Performance model: goodput tokens/s and power per rack; calibrate and validate "
          "it against measurements.",
     invoke_without_command=True,
     no_args_is_help=False,
+    rich_markup_mode=None,
 )
 app.add_typer(perf_app, name="perf")
 
 ModelsOpt = Annotated[
     Path | None,
-    typer.Option("--models", help="Extra model shapes (YAML list in the models-catalog format).",
-                 dir_okay=False),
+    typer.Option("--models", help="Extra model shapes (YAML list in the models-catalog format)."),
 ]
 CalibOpt = Annotated[
     Path | None,
-    typer.Option("--calibration", help="Calibration file written by 'dcplan perf calibrate'.",
-                 dir_okay=False),
+    typer.Option("--calibration", help="Calibration file written by 'dcplan perf calibrate'."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -67,48 +67,69 @@ def perf(
         fail(f"--precision must be bf16, fp8 or fp4 (got '{precision}')", code=2)
     if sweep is not None and sweep != "batch":
         fail(f"--sweep supports only 'batch' (got '{sweep}')", code=2)
+    from dcplan.cli.catalog_cmd import lookup
     from dcplan.perf import batch_sweep, rack_performance
 
     catalog = STATE.catalog()
+    # Unknown ids first, all at once, with the closest ids as suggestions.
+    problems = []
+    for kind, ident in (("racks", rack), ("workloads", workload), ("models", model)):
+        if ident is None:
+            continue
+        try:
+            lookup(catalog, kind, ident)
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
     cal = _calibration(calibration, catalog)
     perf_ = rack_performance(catalog, rack, model, workload, precision, cal)
+    model_id = model or catalog.get("workloads", workload).model
+    if not perf_.fits:
+        # The reason once, on stderr (the JSON on stdout carries it for scripts).
+        if json_out:
+            emit_json({"operating_point": perf_.as_dict(), "sweep": []} if sweep
+                      else perf_.as_dict())
+            raise typer.Exit(1)
+        fail(f"{model_id} does not fit {rack} for workload '{workload}' "
+             f"({perf_.precision}): {perf_.reason}")
     if sweep:
         rows = batch_sweep(catalog, rack, model, workload, precision, cal)
         if json_out:
             emit_json({"operating_point": perf_.as_dict(), "sweep": rows})
         else:
-            _print_point(perf_, rack, model or catalog.get("workloads", workload).model,
-                         workload)
+            _print_point(perf_, rack, model_id, workload)
             typer.echo("")
             typer.echo(format_table(rows))
-        if not perf_.fits:
-            raise typer.Exit(1)
         return
     if json_out:
         emit_json(perf_.as_dict())
     else:
-        _print_point(perf_, rack, model or catalog.get("workloads", workload).model, workload)
-    if not perf_.fits:
-        if not json_out:
-            typer.secho(f"error: {perf_.reason}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1)
+        _print_point(perf_, rack, model_id, workload)
 
 
 def _print_point(p, rack: str, model: str, workload: str) -> None:
     typer.echo(f"{rack} serving {model} for workload '{workload}' "
                f"({p.precision}, {p.mode})")
-    if not p.fits:
-        typer.echo(f"does not fit: {p.reason}")
-        return
+    n = p.replicas_per_rack
+    acc = "accelerator" if p.replica_gpus == 1 else "accelerators"
+    replica = f"{n:g} replica{'s' * (n != 1)} of {p.replica_gpus} {acc} per rack"
+    if p.mode == "disaggregated":
+        replica = f"decode pool: {replica}"
+        bottleneck = (f"prefill pool ({p.prefill_share:.0%} of accelerators): "
+                      f"{p.prefill_bottleneck}; decode pool ({1 - p.prefill_share:.0%}): "
+                      f"{p.decode_bottleneck}")
+    else:
+        bottleneck = f"{p.bottleneck} (step bound: {p.step_bound})"
     lines = [
         ("goodput per rack", f"{p.goodput_tokens_per_s:,.0f} tokens/s (input + output)"),
         ("goodput per accelerator", f"{p.goodput_tokens_per_s_per_accelerator:,.0f} tokens/s"),
         ("output per rack", f"{p.output_tokens_per_s:,.0f} tokens/s"),
-        ("replica", f"{p.replica_gpus} accelerators x {p.replicas_per_rack:g} per rack"),
-        ("batch", f"{p.batch} sequences (memory allows {p.max_batch})"),
+        ("replica", replica),
+        ("batch", f"{p.batch:,} sequences per replica (memory allows {p.max_batch:,})"),
         ("TTFT", f"{p.ttft_s:.3g} s"),
         ("TPOT", f"{p.tpot_ms:.3g} ms"),
-        ("bottleneck", f"{p.bottleneck} (step bound: {p.step_bound})"),
+        ("bottleneck", bottleneck),
         ("rack power", f"{p.power_kw:,.1f} kW (idle {p.idle_power_kw:,.1f} kW)"),
         ("tokens per joule", f"{p.tokens_per_joule:,.2f}"),
         ("tokens/s per MW IT", f"{p.tokens_per_s_per_mw:,.0f}"),
@@ -140,7 +161,7 @@ def _fmt_summary(label: str, s: dict) -> str:
 @perf_app.command("validate")
 @handle_errors
 def validate(
-    measurements: Annotated[Path, typer.Argument(help="Measurement CSV.", dir_okay=False)],
+    measurements: Annotated[Path, typer.Argument(help="Measurement CSV.")],
     models: ModelsOpt = None,
     calibration: CalibOpt = None,
     json_out: JsonOpt = False,
@@ -168,7 +189,7 @@ def validate(
 @perf_app.command("calibrate")
 @handle_errors
 def calibrate_cmd(
-    measurements: Annotated[Path, typer.Argument(help="Measurement CSV.", dir_okay=False)],
+    measurements: Annotated[Path, typer.Argument(help="Measurement CSV.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Calibration YAML to write.",
                                          dir_okay=False)],
     models: ModelsOpt = None,

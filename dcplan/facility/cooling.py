@@ -327,6 +327,43 @@ class CoolingResult:
         }
 
 
+def supply_water_range() -> tuple[float, float]:
+    """Facility-water supply temperatures a liquid loop can run at [degC].
+
+    The bounds of the site schema's ``liquid_supply_c``: below the lower one the water
+    is close to freezing and colder than any chiller is made to deliver (the chillers
+    of the heat_rejection catalog are rated at about 7 C) and far below the dew point
+    of the white space (cold plates would condense); above the upper one no rack's
+    coolant limit is met.
+    """
+    lo, hi = -math.inf, math.inf
+    for m in Site.model_fields["liquid_supply_c"].metadata:
+        lo = getattr(m, "ge", None) if getattr(m, "ge", None) is not None else lo
+        hi = getattr(m, "le", None) if getattr(m, "le", None) is not None else hi
+    return float(lo), float(hi)
+
+
+def check_supply_water(catalog, site: Site, supply_c: float) -> None:
+    """Raise if ``supply_c`` [degC] is not a facility-water supply a loop can run at.
+
+    Raises
+    ------
+    InputError
+        Outside :func:`supply_water_range` (or not a number), with the range and why.
+    """
+    lo, hi = supply_water_range()
+    if not math.isfinite(supply_c) or not lo <= supply_c <= hi:
+        chillers = [p for p in catalog.heat_rejection.values() if p.kind in CHILLER_KINDS]
+        coldest = min((p.rated_supply_c for p in chillers), default=None)
+        rated = (f"; the chillers in the catalog are rated for {coldest:g} C water"
+                 if coldest is not None else "")
+        raise _err(f"a facility-water supply of {supply_c:g} C is impossible: it must be "
+                   f"between {lo:g} C (colder water freezes, condenses on cold plates and is "
+                   f"colder than chillers make{rated}) and {hi:g} C; site {site.id} designs "
+                   f"for {site.liquid_supply_c:g} C (design wet bulb {site.design_wet_bulb_c:g} "
+                   "C)", site)
+
+
 def check_racks_fit(catalog, site: Site, rack_ids) -> list[Rack]:
     """Check every rack can be hosted at ``site``; return the racks.
 
@@ -392,6 +429,8 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
     air = it_kw - liquid + network_kw
     notes = []
 
+    if supply_water_c is not None:
+        check_supply_water(catalog, site, float(supply_water_c))
     supply = site.liquid_supply_c if supply_water_c is None else float(supply_water_c)
     cdu = None
     pump_kw = 0.0

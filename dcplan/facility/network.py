@@ -152,6 +152,10 @@ class NetworkResult:
         Optics entry priced for the co-packaged ports ('' when there are none).
     copper_kw : float
         Power of the active copper cables (part of ``optics_kw``) [kW].
+    transceivers_by_end : dict
+        Where the transceivers (and co-packaged ports) are: ``back-end switch ends``,
+        ``front-end switch ends``, ``back-end NIC ends``, ``front-end NIC ends`` ->
+        {optic id -> count}; the counts add up to ``transceivers`` and ``cpo_ports``.
     """
 
     rack_id: str
@@ -182,6 +186,7 @@ class NetworkResult:
     graph: Any = None
     cpo_optic_id: str = ""
     copper_kw: float = 0.0
+    transceivers_by_end: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def network_kw(self) -> float:
@@ -218,6 +223,7 @@ class NetworkResult:
             "copper_links": self.copper_links,
             "optical_links": self.optical_links,
             "transceivers": dict(self.transceivers),
+            "transceivers_by_end": {k: dict(v) for k, v in self.transceivers_by_end.items()},
             "cpo_ports": self.cpo_ports,
             "switch_kw": self.switch_kw,
             "optics_kw": self.optics_kw,
@@ -242,6 +248,28 @@ def _err(message: str) -> InputError:
     return InputError(Problem("<network>", message))
 
 
+#: Most switch links one NIC port is split into: a twin-port module (one 1.6T NIC port
+#: as 2 x 800G links, one 800G port as 2 x 400G). A switch whose ports would need a
+#: larger split is too slow for the NIC.
+MAX_LINKS_PER_NIC_PORT = 2
+
+
+def check_switch_speed(switch: Switch, nic_gbps: float) -> None:
+    """Raise if ``switch``'s ports are too slow for NIC ports of ``nic_gbps`` [Gb/s].
+
+    Raises
+    ------
+    InputError
+        When one NIC port would need more than :data:`MAX_LINKS_PER_NIC_PORT` switch
+        links.
+    """
+    if switch.port_gbps * MAX_LINKS_PER_NIC_PORT < nic_gbps - 1e-9:
+        raise _err(f"switch '{switch.id}' has {switch.port_gbps:g} Gb/s ports, below the "
+                   f"{nic_gbps:g} Gb/s link speed of the rack's scale-out NIC ports; choose "
+                   f"a switch with ports of at least {nic_gbps / MAX_LINKS_PER_NIC_PORT:g} Gb/s "
+                   "(see 'dcplan catalog list switches')")
+
+
 def logical_radix(switch: Switch, link_gbps: float) -> int:
     """Logical ports of ``switch`` at ``link_gbps`` (breakout of faster ports) [count]."""
     if link_gbps >= switch.port_gbps:
@@ -259,6 +287,8 @@ def choose_switch(catalog, link_gbps: float, switch_id: str | None = None,
     if switch_id:
         return catalog.get("switches", switch_id)
     cands = [s for s in catalog.switches.values() if not s.cpo]
+    fast = [s for s in cands if s.port_gbps * MAX_LINKS_PER_NIC_PORT >= link_gbps - 1e-9]
+    cands = fast or cands
     if protocol:
         cands = [s for s in cands if s.protocol == protocol] or cands
     if not cands:
@@ -293,12 +323,20 @@ def choose_optic(catalog, optic_id: str | None, switch: Switch) -> Optic:
 def _nic_end_optic(catalog, switch_optic: Optic, port_gbps: float) -> Optic:
     """Pick the module at a NIC end.
 
-    Same kind as the switch end (pluggable for CPO), the smallest speed that carries
-    the NIC port.
+    The module must match the NIC link speed: a module of the switch end's kind (LPO
+    for LPO; pluggable for CPO) at exactly ``port_gbps``, else a pluggable at exactly
+    that speed; only when the catalog has neither, the slowest faster module of that
+    kind, then pluggable. A faster module (an 800G LPO on a 400G NIC) would be neither
+    what is installed nor priced right.
     """
     kind = OpticKind.pluggable if switch_optic.kind is OpticKind.cpo else switch_optic.kind
-    for k in (kind, OpticKind.pluggable):
-        pool = [o for o in catalog.optics.values() if o.kind is k and o.gbps >= port_gbps]
+    optics = list(catalog.optics.values())
+    for pool in (
+        [o for o in optics if o.kind is kind and abs(o.gbps - port_gbps) < 1e-9],
+        [o for o in optics if o.kind is OpticKind.pluggable and abs(o.gbps - port_gbps) < 1e-9],
+        [o for o in optics if o.kind is kind and o.gbps >= port_gbps],
+        [o for o in optics if o.kind is OpticKind.pluggable and o.gbps >= port_gbps],
+    ):
         if pool:
             return sorted(pool, key=lambda o: (o.gbps, o.capex_usd, o.id))[0]
     pool = [o for o in catalog.optics.values() if o.kind in OPTICAL_KINDS
@@ -567,6 +605,7 @@ def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
     nic: Nic = catalog.get("nics", rack.nic)
     n_nic, nic_gbps = _rack_nics(rack, nic)
     switch = choose_switch(catalog, nic_gbps, switch_id)
+    check_switch_speed(switch, nic_gbps)
     link = min(nic_gbps, switch.port_gbps)
     links_per_nic = int(math.ceil(nic_gbps / link - 1e-9))
     radix = logical_radix(switch, link)
@@ -651,6 +690,7 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link
     copper_kw = 0.0
     optical_gbps_at: Counter = Counter()  # switch -> optical Gb/s on its ports
     nic_modules: Counter = Counter()  # optic id -> modules at NIC/front-end ports
+    by_end: dict[str, Counter] = defaultdict(Counter)  # end label -> optic id -> count
     leaf_up = spine_up = 0
     copper_memo: dict = {}
     nic_memo: dict = {}
@@ -695,6 +735,9 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link
                 if gbps not in nic_memo:
                     nic_memo[gbps] = _nic_end_optic(catalog, optic, gbps).id
                 nic_modules[nic_memo[gbps]] += k
+                end_label = ("front-end NIC ends" if kinds[end] == "frontend_port"
+                             else "back-end NIC ends")
+                by_end[end_label][nic_memo[gbps]] += k
 
     transceivers: Counter = Counter(nic_modules)
     cpo_ports = 0
@@ -702,7 +745,9 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link
     optics_kw = copper_kw
     optics_capex = 0.0
     for sw, gbps in optical_gbps_at.items():
-        model = fe_switch if g.nodes[sw]["fabric"] == "fe_" else switch
+        front = g.nodes[sw]["fabric"] == "fe_"
+        model = fe_switch if front else switch
+        end_label = "front-end switch ends" if front else "back-end switch ends"
         if model.cpo or optic.kind is OpticKind.cpo:
             cpo = _cpo_optic(catalog, optic)
             cpo_id = cpo.id
@@ -710,8 +755,13 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link
             cpo_ports += ports
             optics_kw += ports * cpo.power_w / 1000.0
             optics_capex += ports * cpo.capex_usd
+            by_end[end_label][f"{cpo.id} (co-packaged ports)"] += ports
         else:
-            transceivers[optic.id] += int(math.ceil(gbps / optic.gbps - 1e-9))
+            # One switch's optical Gb/s in modules of the optic's speed, rounded up per
+            # switch (a module cannot span two switches).
+            n_mod = int(math.ceil(gbps / optic.gbps - 1e-9))
+            transceivers[optic.id] += n_mod
+            by_end[end_label][optic.id] += n_mod
     for oid, count in transceivers.items():
         o = catalog.get("optics", oid)
         optics_kw += count * o.power_w / 1000.0
@@ -735,6 +785,7 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, switch, fe_switch, optic, link
         bisection_gbps=_bisection(be, n_endpoints, link, leaf_up, spine_up),
         full_bisection_gbps=n_endpoints * link / 2.0,
         cpo_optic_id=cpo_id, copper_kw=copper_kw,
+        transceivers_by_end={k: dict(sorted(v.items())) for k, v in sorted(by_end.items())},
     )
 
 

@@ -21,6 +21,7 @@ and blends them in the ratio that balances request rates.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,15 @@ from dcplan.perf.params import (
 )
 from dcplan.perf.power import accelerator_power_kw, activity, rack_power_kw
 from dcplan.perf.roofline import ModelShape, Replica
-from dcplan.schema import LLM, Accelerator, Precision, Rack, ServingMode, Workload
+from dcplan.schema import (
+    BYTES_PER_ELEMENT,
+    LLM,
+    Accelerator,
+    Precision,
+    Rack,
+    ServingMode,
+    Workload,
+)
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,12 @@ class RackPerf:
         Disaggregated mode: accelerators per prefill replica (0 otherwise).
     prefill_racks_per_decode_rack : float
         Disaggregated mode: prefill:decode capacity ratio in racks (0 otherwise).
+    prefill_bottleneck, decode_bottleneck : str
+        Disaggregated mode: what limits each pool (the prefill pool's step bound; the
+        decode pool's ``slo``, ``memory_capacity``, ``batch_limit`` or step bound).
+        ``bottleneck`` is that of the pool with more of the accelerators.
+    prefill_share : float
+        Disaggregated mode: share of the accelerators in the prefill pool [-].
     """
 
     fits: bool
@@ -131,6 +146,9 @@ class RackPerf:
     mode: str = ""
     prefill_replica_gpus: int = 0
     prefill_racks_per_decode_rack: float = 0.0
+    prefill_bottleneck: str = ""
+    decode_bottleneck: str = ""
+    prefill_share: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of every field (for JSON and tables)."""
@@ -290,11 +308,18 @@ def _fit_problem(su: Setup) -> str | None:
     weights_gb = su.shape.weight_bytes / 1e9
     usable_gb = rep.hbm_bytes / 1e9
     if rep.kv_budget_bytes <= 0:
+        # Only precisions with fewer bytes per weight that this accelerator runs help.
+        lower = [p.value for p in Precision
+                 if BYTES_PER_ELEMENT[p] < BYTES_PER_ELEMENT[su.precision]
+                 and acc.dense_tflops(p) is not None]
+        fix = (f"serve at {' or '.join(lower)} (--precision) or use a rack with a larger "
+               "scale-up domain" if lower else
+               f"{acc.id} runs no precision below {su.precision.value}; use a rack with a "
+               "larger scale-up domain or more memory per accelerator")
         return (f"{model.id} at {su.precision.value} needs {weights_gb:,.0f} GB of weights but one "
                 f"scale-up domain of {domain} x {acc.id} holds {domain} x {acc.hbm_gb:g} GB = "
                 f"{domain * acc.hbm_gb:,.0f} GB ({usable_gb:,.0f} GB usable) in the largest "
-                "replica it allows; use a lower precision or a rack with a larger scale-up "
-                "domain")
+                f"replica it allows; {fix}")
     if rep.max_batch(need) < 1:
         kv_gb = float(su.shape.kv_bytes_seq(need)) / 1e9
         return (f"{model.id} at {su.precision.value} fits its {weights_gb:,.0f} GB of weights in "
@@ -439,11 +464,16 @@ def _disaggregated(su: Setup) -> RackPerf:
     power = (share_p * float(rack_power_kw(rack, acc, act_p))
              + (1 - share_p) * float(rack_power_kw(rack, acc, act_d)))
     act = share_p * act_p + (1 - share_p) * act_d
+    # The pool with more of the accelerators names the rack's bottleneck; both pools'
+    # limits are reported (the batch shown is the decode pool's).
+    decode_limit = limit_d or bound_d
     bound = bound_p if share_p >= 0.5 else bound_d
-    bottleneck = bound if share_p >= 0.5 else (limit_d or bound_d)
-    return _finish(su, blended, act, bottleneck, bound, gd, batch, bmax, ttft, tpot,
-                   prefill_tps=rp * i_tok, decode_tps=rd * o_tok, prefill_gpus=gp,
-                   ratio=rd / rp, power_kw=power)
+    bottleneck = bound_p if share_p >= 0.5 else decode_limit
+    out = _finish(su, blended, act, bottleneck, bound, gd, batch, bmax, ttft, tpot,
+                  prefill_tps=rp * i_tok, decode_tps=rd * o_tok, prefill_gpus=gp,
+                  ratio=rd / rp, power_kw=power)
+    return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
+                               prefill_share=share_p)
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,70 @@
+"""dcplan network / cooling: impossible requests, exit codes, readable numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from typer.testing import CliRunner
+
+from dcplan.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_cooling_supply_water_out_of_range_is_usage_error():
+    result = run("cooling", "--rack", "gb200_nvl72", "--racks", "4", "--site", "seoul_metro",
+                 "--supply-water-c", "-40")
+    assert result.exit_code == 2
+    assert "--supply-water-c" in result.output and "between 5 C and 70 C" in result.output
+
+
+def test_cooling_more_racks_than_positions():
+    result = run("cooling", "--rack", "gb200_nvl72", "--racks", "5000", "--site", "seoul_metro")
+    assert result.exit_code == 1
+    err = result.stderr
+    assert "5,000 rack positions" in err and "has 320" in err
+    assert "grid capacity (at most 45 MW)" in err
+
+
+def test_cooling_over_grid_warns():
+    result = run("cooling", "--rack", "gb200_nvl72", "--racks", "320", "--site", "seoul_metro",
+                 "--json")
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.stderr and "45 MW" in result.stderr
+    assert json.loads(result.stdout)["warnings"]
+
+
+def test_cooling_unknown_ids_suggest_prefix_matches():
+    result = run("cooling", "--rack", "gb200", "--racks", "3", "--site", "seoul")
+    assert result.exit_code == 1
+    assert "did you mean 'gb200_nvl72'" in result.stderr
+    assert "did you mean 'seoul_metro'" in result.stderr
+
+
+def test_network_range_errors_are_usage_errors():
+    base = ["network", "--rack", "gb200_nvl72"]
+    for extra in (["--racks", "0"], ["--racks", "4", "--oversubscription", "0"]):
+        result = run(*base, *extra)
+        assert result.exit_code == 2, (extra, result.output)
+
+
+def test_network_slow_switch_names_port_speed():
+    result = run("network", "--rack", "gb200_nvl72", "--racks", "64", "--switch", "nvidia_sn2201")
+    assert result.exit_code == 1
+    assert "1 Gb/s ports" in result.stderr and "400 Gb/s" in result.stderr
+    assert "tiers" not in result.stderr
+
+
+def test_network_thousand_separators_and_transceivers_by_end():
+    result = run("network", "--rack", "gb200_nvl72", "--racks", "64", "--optics", "lpo_800g")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    # every whole number of 1,000 or more has separators (10,068 modules in all)
+    assert not re.search(r"(?<![\w,.])\d{4,}(?![\w,.])", out), out
+    assert "10,068" in out
+    assert "back-end NIC ends" in out and "back-end switch ends" in out

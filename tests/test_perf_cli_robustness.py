@@ -1,0 +1,68 @@
+"""dcplan perf: one message for a model that does not fit, honest advice, wording."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from dcplan.catalog import load_catalog
+from dcplan.cli import app
+from dcplan.perf import rack_performance
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_no_fit_reason_printed_once_on_stderr():
+    result = run("perf", "--rack", "hgx_h100", "--model", "deepseek_r1", "--workload", "chat",
+                 "--precision", "fp8")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.count("needs 671 GB of weights") == 1
+
+
+def test_no_fit_advice_only_names_supported_precisions():
+    cat = load_catalog()
+    p = rack_performance(cat, "hgx_h100", "deepseek_r1", "chat", "fp8")
+    assert not p.fits
+    assert "lower precision" not in p.reason and "fp4" not in p.reason
+    p = rack_performance(cat, "hgx_h100", "deepseek_r1", "chat", "bf16")
+    assert "serve at fp8" in p.reason and "fp4" not in p.reason
+
+
+def test_unknown_rack_suggests_prefix_match():
+    result = run("perf", "--rack", "gb200", "--workload", "chat")
+    assert result.exit_code == 1
+    assert "did you mean 'gb200_nvl72'" in result.stderr
+    assert "hgx_b200'?" not in result.stderr
+
+
+def test_replica_wording():
+    result = run("perf", "--rack", "gb200_nvl72", "--workload", "chat_disagg")
+    assert result.exit_code == 0, result.output
+    assert "72 replicas of 1 accelerator per rack" in result.stdout
+    assert "accelerators x" not in result.stdout
+
+
+def test_disaggregated_bottleneck_names_both_pools():
+    cat = load_catalog()
+    p = rack_performance(cat, "gb200_nvl72", None, "chat_disagg", None)
+    assert p.fits and p.mode == "disaggregated"
+    # The decode batch is at the KV-cache limit: the decode pool says so.
+    if p.batch == p.max_batch:
+        assert p.decode_bottleneck == "memory_capacity"
+    big = "prefill" if p.prefill_share >= 0.5 else "decode"
+    assert p.bottleneck == (p.prefill_bottleneck if big == "prefill" else p.decode_bottleneck)
+    out = run("perf", "--rack", "gb200_nvl72", "--workload", "chat_disagg").stdout
+    assert "prefill pool (" in out and f"decode pool ({1 - p.prefill_share:.0%}): " \
+        f"{p.decode_bottleneck}" in out
+
+
+def test_missing_input_files_exit_1(tmp_path):
+    result = run("perf", "validate", str(tmp_path / "nope.csv"))
+    assert result.exit_code == 1 and "not found" in result.stderr
+    result = run("perf", "validate", "catalogs/measurements/mlperf_inference.csv",
+                 "--calibration", str(tmp_path))
+    assert result.exit_code == 1, result.output
