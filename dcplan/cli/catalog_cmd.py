@@ -85,6 +85,26 @@ def lookup(catalog, kind: str, ident: str):
                                    f"{did_you_mean(ident, table)}; known: {', '.join(table)}"))
 
 
+def lookup_all(catalog, wanted: list[tuple[str, str | None]]) -> None:
+    """Check ``(kind, id)`` pairs all at once (``None`` ids are skipped).
+
+    Raises
+    ------
+    InputError
+        Naming every unknown id with its closest known ids.
+    """
+    problems = []
+    for kind, ident in wanted:
+        if ident is None:
+            continue
+        try:
+            lookup(catalog, kind, ident)
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
+
+
 def lookup_site(sites: dict, ident: str):
     """Site ``ident``; an unknown id is an error naming the closest id."""
     if ident in sites:

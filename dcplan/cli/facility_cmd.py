@@ -34,18 +34,9 @@ def _n(value) -> str:
 
 def _ids(catalog, **wanted) -> None:
     """Check ids (kind=id) all at once; unknown ids name the closest known ids."""
-    from dcplan.cli.catalog_cmd import lookup
+    from dcplan.cli.catalog_cmd import lookup_all
 
-    problems = []
-    for kind, ident in wanted.items():
-        if ident is None:
-            continue
-        try:
-            lookup(catalog, kind, ident)
-        except InputError as exc:
-            problems += exc.problems
-    if problems:
-        raise InputError(problems)
+    lookup_all(catalog, list(wanted.items()))
 
 
 @app.command("network")

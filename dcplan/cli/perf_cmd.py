@@ -9,7 +9,6 @@ import typer
 
 from dcplan.cli import app
 from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
-from dcplan.errors import InputError
 
 perf_app = typer.Typer(
     help="Performance model: goodput tokens/s and power per rack; calibrate and validate "
@@ -67,21 +66,12 @@ def perf(
         fail(f"--precision must be bf16, fp8 or fp4 (got '{precision}')", code=2)
     if sweep is not None and sweep != "batch":
         fail(f"--sweep supports only 'batch' (got '{sweep}')", code=2)
-    from dcplan.cli.catalog_cmd import lookup
+    from dcplan.cli.catalog_cmd import lookup_all
     from dcplan.perf import batch_sweep, rack_performance
 
     catalog = STATE.catalog()
     # Unknown ids first, all at once, with the closest ids as suggestions.
-    problems = []
-    for kind, ident in (("racks", rack), ("workloads", workload), ("models", model)):
-        if ident is None:
-            continue
-        try:
-            lookup(catalog, kind, ident)
-        except InputError as exc:
-            problems += exc.problems
-    if problems:
-        raise InputError(problems)
+    lookup_all(catalog, [("racks", rack), ("workloads", workload), ("models", model)])
     cal = _calibration(calibration, catalog)
     perf_ = rack_performance(catalog, rack, model, workload, precision, cal)
     model_id = model or catalog.get("workloads", workload).model
