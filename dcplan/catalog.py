@@ -31,10 +31,26 @@ def singular(kind: str) -> str:
     )
 
 
+def closest(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """The ids among ``choices`` that ``word`` most likely means (at most ``n``).
+
+    Ids that start with ``word`` (``gb200`` -> ``gb200_nvl72``) come first, then ids
+    that contain it, then the closest spelling.
+    """
+    choices = [str(c) for c in choices]
+    w = str(word).lower()
+    if w:
+        for pool in ([c for c in choices if c.lower().startswith(w)],
+                     [c for c in choices if w in c.lower()]):
+            if pool:
+                return sorted(pool, key=lambda c: (len(c), c))[:n]
+    return difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+
+
 def suggest(word: str, choices: Iterable[str]) -> str:
-    """Return a " did you mean 'x'?" hint for ``word`` among ``choices``, or ''."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    """Return a "; did you mean 'x'?" hint for ``word`` among ``choices``, or ''."""
+    hits = closest(word, choices, n=1)
+    return f"; did you mean '{hits[0]}'?" if hits else ""
 
 
 def _fmt_input(value: Any) -> str:

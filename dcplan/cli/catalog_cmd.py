@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dcplan.catalog import entry_table, kind_of_file, load_catalog, suggest
+from dcplan.catalog import closest, entry_table, kind_of_file, load_catalog, suggest
 from dcplan.cli import app
 from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
@@ -42,23 +42,6 @@ LIST_COLUMNS = {
 
 #: What ``catalog list`` can list: the catalog kinds and the sites.
 LISTABLE = [*KINDS, "sites"]
-
-
-def closest(word: str, choices, n: int = 3) -> list[str]:
-    """The ids among ``choices`` that ``word`` most likely means (at most ``n``).
-
-    Ids that start with ``word`` (``gb200`` -> ``gb200_nvl72``) come first, then ids
-    that contain it, then the closest spellings.
-    """
-    import difflib
-
-    choices = [str(c) for c in choices]
-    w = word.lower()
-    for pool in ([c for c in choices if c.lower().startswith(w)],
-                 [c for c in choices if w in c.lower()]):
-        if pool:
-            return sorted(pool, key=lambda c: (len(c), c))[:n]
-    return difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
 
 
 def did_you_mean(word: str, choices) -> str:
