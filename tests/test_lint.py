@@ -1,4 +1,7 @@
-"""The code base passes the linter configured in pyproject.toml (style, numpydoc)."""
+"""The code base passes the linter configured in pyproject.toml (style, numpydoc).
+
+ruff is pinned in the test extra so that a new release cannot change the verdict.
+"""
 
 from __future__ import annotations
 
