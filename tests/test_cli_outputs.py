@@ -30,7 +30,7 @@ def test_bad_output_places_fail_before_solving(tmp_path):
     assert "Traceback" not in res.output
 
 
-def test_xlsx_that_is_a_folder(tmp_path):
+def test_output_file_that_is_a_folder(tmp_path):
     res = runner.invoke(app, ["plan", str(REPO / "examples" / "minimal.yaml"), "-q",
                               "--write-lp", str(tmp_path)])
     assert res.exit_code in (1, 2)

@@ -1,6 +1,6 @@
 """Facility models: power chain, cooling (CDUs, heat rejection, PUE), network fabric.
 
-CONTRACT (used by the planner; keep these names and meanings):
+Public API used by the planner (keep these names and meanings stable):
 
 ``coefficients(catalog, site, rack_id, n_racks, optics=None, oversubscription=1.0)
 -> FacilityCoefficients`` gives linear per-rack / per-kW coefficients at the planned
@@ -10,7 +10,8 @@ scale; ``size_fleet(catalog, site, fleet, optics=None, oversubscription=1.0)
 
 Modules: :mod:`~dcplan.facility.power` (power chain), :mod:`~dcplan.facility.cooling`
 (CDUs, heat rejection, hours-weighted cooling power), :mod:`~dcplan.facility.network`
-(fabric graph, bill of materials), :mod:`~dcplan.facility.coefficients` (the contract).
+(fabric graph), :mod:`~dcplan.facility.bom` (equipment list of a sized site),
+:mod:`~dcplan.facility.coefficients` (planner coefficients and exact sizing).
 Equations and assumptions: ``docs/facility.md``.
 """
 

@@ -1,6 +1,6 @@
 """Performance model: goodput tokens/s and power per rack for a model and workload.
 
-CONTRACT (used by the planner; keep these names and meanings):
+Public API used by the planner (keep these names and meanings stable):
 
 ``rack_performance(catalog, rack_id, model_id, workload_id, precision=None,
 calibration=None) -> RackPerf``
