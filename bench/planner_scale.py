@@ -20,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from planner_gen import generate  # noqa: E402
 
 from dcplan.cli.common import format_table  # noqa: E402
-from dcplan.planner import SolveOptions, build_model, model_size, solve  # noqa: E402
+from dcplan.planner import build_model, model_size, solve  # noqa: E402
 from dcplan.planner.start import rounding_start  # noqa: E402
+from dcplan.scenario import SolverOptions  # noqa: E402
 
 SIZES = [  # sites, periods, racks, workloads, quarterly
     (2, 8, 4, 2, False),
@@ -56,7 +57,7 @@ def main() -> None:
             prob, mv = build_model(d)
             build = time.perf_counter() - t0
             size = model_size(prob)
-            info = solve(prob, SolveOptions(solver=solver, gap=args.gap,
+            info = solve(prob, SolverOptions(name=solver, gap=args.gap,
                                             time_limit_s=args.time_limit, fallback=False,
                                             mip_start=not args.no_start),  # on at every size
                          rounding=rounding_start(d, mv))

@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from planner_gen import generate  # noqa: E402
 
 from dcplan.cli.common import format_table  # noqa: E402
-from dcplan.planner import SolveOptions, build_model, solve  # noqa: E402
+from dcplan.planner import build_model, solve  # noqa: E402
 from dcplan.planner.inputs import PlanInputs  # noqa: E402
+from dcplan.scenario import SolverOptions  # noqa: E402
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "minimal.yaml"
 
@@ -93,7 +94,7 @@ def cost_of(d: PlanInputs, new: dict) -> tuple[float, bool]:
     prob, mv = build_model(d, elastic=True)
     for k, var in mv.new.items():
         var.lowBound = var.upBound = new.get(k, 0)
-    info = solve(prob, SolveOptions(gap=1e-4, time_limit_s=120))
+    info = solve(prob, SolverOptions(gap=1e-4, time_limit_s=120))
     short = any((v.value() or 0) > 1e-6 for v in mv.unserved.values())
     return info.objective, short
 
@@ -104,9 +105,10 @@ def main() -> None:
     args = ap.parse_args()
     cases = []
     if EXAMPLE.exists():
-        from dcplan.planner import load_inputs
+        from dcplan.case import load_case
+        from dcplan.planner import prepare_inputs
 
-        _, d, _ = load_inputs(EXAMPLE)
+        d = prepare_inputs(load_case(EXAMPLE))
         cases.append(("examples/minimal.yaml", d))
     sizes = [(2, 8, 4, 2, 1), (3, 8, 4, 2, 2)] if args.quick else \
         [(2, 8, 4, 2, 1), (3, 8, 4, 2, 2), (4, 10, 5, 3, 3), (5, 12, 6, 3, 4)]
@@ -116,7 +118,7 @@ def main() -> None:
     rows = []
     for name, d in cases:
         prob, _ = build_model(d)
-        milp = solve(prob, SolveOptions(gap=0.005, time_limit_s=120))
+        milp = solve(prob, SolverOptions(gap=0.005, time_limit_s=120))
         g_cost, g_short = cost_of(d, greedy(d))
         rows.append({"case": name, "milp_npv_musd": milp.objective / 1e6,
                      "milp_status": milp.status.value,

@@ -53,6 +53,37 @@ def suggest(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean '{hits[0]}'?" if hits else ""
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'x' or 'y'?)"`` for :func:`closest`, or ''."""
+    hits = closest(word, choices)
+    if not hits:
+        return ""
+    return f" (did you mean {' or '.join(repr(h) for h in hits)}?)"
+
+
+def unknown_message(kind: str, ident: str, known: Iterable[str], where: str = "") -> str:
+    """The one wording of an unknown id: what was asked, the closest ids, the known ones.
+
+    Parameters
+    ----------
+    kind : str
+        Catalog kind (``racks``, ``switches``...) or ``sites``.
+    ident : str
+        The id that was not found.
+    known : iterable of str
+        The ids that exist.
+    where : str
+        Where they were looked for (a folder), named when none exist.
+    """
+    known = [str(k) for k in known]
+    noun = singular(kind)
+    if not known:
+        place = f" in {where}" if where else ""
+        return (f"unknown {noun} id '{ident}': no {kind.replace('_', '-')} are defined{place}; "
+                f"check the folder holds {kind.replace('_', '-')} files")
+    return f"unknown {noun} id '{ident}'{did_you_mean(ident, known)}; known: {', '.join(known)}"
+
+
 def _fmt_input(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -279,10 +310,7 @@ class Catalog:
         table = self.entries.get(kind, {})
         if ident not in table:
             file = display_path(self.files[kind]) if kind in self.files else kind
-            raise InputError(
-                Problem(file, f"unknown {singular(kind)} '{ident}'{suggest(ident, table)}; "
-                              f"known: {', '.join(table)}")
-            )
+            raise InputError(Problem(file, unknown_message(kind, ident, table)))
         return table[ident]
 
     def find(self, ident: str) -> tuple[str, Entry]:

@@ -16,14 +16,31 @@ import re
 from enum import Enum
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 ID_PATTERN = r"^[a-z0-9_]+$"
 ID_RE = re.compile(ID_PATTERN)
 DATE_PATTERN = r"^\d{4}-\d{2}(-\d{2})?$"
 
+def _real_date(value: str) -> str:
+    """Check that ``YYYY-MM[-DD]`` names a real calendar date."""
+    try:
+        parse_date(value)
+    except ValueError as exc:
+        raise ValueError(f"'{value}' is not a calendar date ({exc}); write YYYY-MM or "
+                         "YYYY-MM-DD") from None
+    return value
+
+
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
-IsoDate = Annotated[str, StringConstraints(pattern=DATE_PATTERN)]
+IsoDate = Annotated[str, StringConstraints(pattern=DATE_PATTERN), AfterValidator(_real_date)]
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
 Frac = Annotated[float, Field(ge=0, le=1)]
@@ -58,7 +75,7 @@ class Entry(BaseModel):
         Free text.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     #: Fields that refer to entries of another catalog: field -> catalog kind.
     references: ClassVar[dict[str, str]] = {}

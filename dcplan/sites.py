@@ -30,14 +30,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dcplan.catalog import suggest, validate_entries
+from dcplan.catalog import unknown_message, validate_entries
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
 from dcplan.schema import Entry, Id, NonNeg, Pos, PosInt
+from dcplan.units import HOURS_PER_YEAR
 from dcplan.yamlio import read_yaml
 
-#: Hours in a (non-leap) year [h].
-HOURS_PER_YEAR = 8760.0
 #: Days in each month of a non-leap year.
 DAYS_PER_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 #: Tolerance on the hours of ``climate_bins`` [h].
@@ -59,7 +58,7 @@ class ClimateBin(BaseModel):
         Hours per year at this condition [h].
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     dry_bulb_c: Annotated[float, Field(ge=-60, le=60)]
     wet_bulb_c: Annotated[float, Field(ge=-60, le=40)]
@@ -87,7 +86,7 @@ class ClimateMonth(BaseModel):
         Monthly mean relative humidity [0..1].
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     month: Annotated[int, Field(ge=1, le=12)]
     dry_bulb_mean_c: Annotated[float, Field(ge=-60, le=60)]
@@ -291,7 +290,8 @@ class Site(Entry):
             total = sum(b.hours for b in self.climate_bins)
             if abs(total - HOURS_PER_YEAR) > HOURS_TOLERANCE:
                 problems.append(
-                    f"climate_bins hours sum to {total:g}; they must sum to 8760 (one year)"
+                    f"climate_bins hours sum to {total:g}; they must sum to "
+                    f"{HOURS_PER_YEAR:g} (one year)"
                 )
         if self.climate_monthly is not None:
             months = sorted(m.month for m in self.climate_monthly)
@@ -356,6 +356,10 @@ def load_sites(sites_dir: Path | str | None = None, files: list[Path] | None = N
                                      "--sites-dir or set DCPLAN_SITES_DIR to a folder of site "
                                      "YAML files"))
         files = _site_files(folder)
+        if not files:
+            raise InputError(Problem(display_path(folder), "the sites folder holds no site "
+                                     "files (*.yaml); add site files or point --sites-dir / "
+                                     "DCPLAN_SITES_DIR at the folder that has them"))
     sites: dict[str, Site] = {}
     where: dict[str, str] = {}
     problems: list[Problem] = []
@@ -386,6 +390,5 @@ def load_sites(sites_dir: Path | str | None = None, files: list[Path] | None = N
 def get_site(sites: dict[str, Site], site_id: str) -> Site:
     """Return ``sites[site_id]`` or raise an :class:`InputError` with a suggestion."""
     if site_id not in sites:
-        raise InputError(Problem("<sites>", f"unknown site id '{site_id}'"
-                                 f"{suggest(site_id, sites)}; known: {', '.join(sites)}"))
+        raise InputError(Problem("<sites>", unknown_message("sites", site_id, sites)))
     return sites[site_id]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -17,12 +18,77 @@ from dcplan.errors import InputError, Problem, display_path
 LINE_KEY = "__line__"
 #: Key under which the 1-based line of each key of a mapping is stored.
 KEY_LINES = "__key_lines__"
+#: Key under which ``(file, line)`` of a mapping itself is stored.
+AT_KEY = "__at__"
+#: Key under which ``{key: (file, line)}`` of each key of a mapping is stored. Unlike
+#: :data:`KEY_LINES` it names the file, so it stays right when mappings of several files
+#: are merged (a scenario that ``extends`` a base).
+WHERE_KEY = "__where__"
+#: Every key :func:`read_yaml` adds to a mapping.
+META_KEYS = (LINE_KEY, KEY_LINES, AT_KEY, WHERE_KEY)
+
+#: Environment variable that raises or lowers :data:`DEFAULT_MAX_INPUT_MB`.
+MAX_INPUT_ENV = "DCPLAN_MAX_INPUT_MB"
+#: Largest input file dcplan reads, unless :data:`MAX_INPUT_ENV` says otherwise [MB].
+#: The shipped files are below 0.1 MB; a larger file is refused before it is parsed.
+DEFAULT_MAX_INPUT_MB = 10.0
+#: Deepest nesting of YAML collections accepted (the shipped files nest at most 6).
+MAX_YAML_DEPTH = 64
+#: Most YAML nodes that aliases (``*name``) may add to a document once followed (an
+#: alias "bomb" of nested anchors would otherwise expand to billions).
+MAX_ALIAS_NODES = 100_000
+
+
+def max_input_bytes() -> int:
+    """Largest input file size accepted [bytes] (see :data:`MAX_INPUT_ENV`)."""
+    raw = os.environ.get(MAX_INPUT_ENV, "")
+    try:
+        mb = float(raw) if raw.strip() else DEFAULT_MAX_INPUT_MB
+    except ValueError:
+        mb = DEFAULT_MAX_INPUT_MB
+    if not math.isfinite(mb) or mb <= 0:
+        mb = DEFAULT_MAX_INPUT_MB
+    return int(mb * 1024 * 1024)
+
+
+class _Refused(yaml.YAMLError):
+    """A document dcplan refuses to read (too deep, too large once expanded)."""
+
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
 
 
 class _LineLoader(yaml.SafeLoader):
-    """Safe loader that records each mapping's line and rejects duplicate keys."""
+    """Safe loader that records where each mapping and key is, and refuses hostile input.
+
+    Every mapping gets :data:`LINE_KEY`, :data:`KEY_LINES`, :data:`AT_KEY` and
+    :data:`WHERE_KEY`; duplicate keys and non-finite numbers are collected as
+    problems; nesting deeper than :data:`MAX_YAML_DEPTH` stops the parse.
+    """
 
     duplicate_keys: list[tuple[str, int]]
+    bad_numbers: list[tuple[str, int]]
+    shown: str
+    depth: int
+
+    def compose_node(self, parent, index):  # noqa: D102
+        self.depth += 1
+        try:
+            if self.depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise _Refused(f"nesting deeper than {MAX_YAML_DEPTH} levels; dcplan input "
+                               "files are flat mappings and lists", mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_yaml_float(self, node):  # noqa: D102
+        value = super().construct_yaml_float(node)
+        if not math.isfinite(value):
+            self.bad_numbers.append((str(node.value), node.start_mark.line + 1))
+        return value
 
     def construct_mapping(self, node, deep=False):  # noqa: D102
         seen: dict[Any, int] = {}
@@ -31,12 +97,20 @@ class _LineLoader(yaml.SafeLoader):
             line = key_node.start_mark.line + 1
             if key in seen:
                 self.duplicate_keys.append((str(key), line))
-            seen[key] = line
+            try:
+                seen[key] = line
+            except TypeError:  # an unhashable key: the base class reports it
+                pass
         mapping = super().construct_mapping(node, deep=deep)
-        mapping[LINE_KEY] = node.start_mark.line + 1
+        line = node.start_mark.line + 1
+        mapping[LINE_KEY] = line
         mapping[KEY_LINES] = {str(k): ln for k, ln in seen.items()}
+        mapping[AT_KEY] = (self.shown, line)
+        mapping[WHERE_KEY] = {str(k): (self.shown, ln) for k, ln in seen.items()}
         return mapping
 
+
+_LineLoader.add_constructor("tag:yaml.org,2002:float", _LineLoader.construct_yaml_float)
 
 # Dates stay strings ("2027-07-01"): the schema validates them, and YAML's implicit
 # timestamp conversion would turn "2027-07" and "2027-07-01" into different types.
@@ -46,23 +120,88 @@ _LineLoader.yaml_implicit_resolvers = {
 }
 
 
+def alias_nodes(node: yaml.Node, limit: int = MAX_ALIAS_NODES) -> int:
+    """Nodes that following every alias adds to a composed YAML document.
+
+    The expanded size is computed on the node graph (each distinct node once), so a
+    document whose aliases expand to billions of nodes is measured in linear time;
+    counting stops a little above ``limit``.
+
+    Raises
+    ------
+    _Refused
+        For an alias that refers to a node containing itself.
+    """
+    cap = 10 * limit + 10_000_000
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        key = id(n)
+        if done:
+            active.discard(key)
+            if isinstance(n, yaml.MappingNode):
+                kids = [c for pair in n.value for c in pair]
+            elif isinstance(n, yaml.SequenceNode):
+                kids = n.value
+            else:
+                kids = []
+            sizes[key] = min(cap, 1 + sum(sizes[id(c)] for c in kids))
+            continue
+        if key in sizes:
+            continue
+        if key in active:
+            raise _Refused("an alias refers to a collection that contains it; write the "
+                           "data out", n.start_mark.line + 1)
+        active.add(key)
+        stack.append((n, True))
+        if isinstance(n, yaml.MappingNode):
+            stack += [(c, False) for pair in n.value for c in pair if id(c) not in sizes]
+        elif isinstance(n, yaml.SequenceNode):
+            stack += [(c, False) for c in n.value if id(c) not in sizes]
+    return sizes[id(node)] - len(sizes)
+
+
 def read_text(path: Path | str, encoding: str = "utf-8") -> str:
-    """Read a text file; a missing or unreadable file raises a clear :class:`InputError`."""
+    """Read a text input file.
+
+    A missing, unreadable or oversized file (above :func:`max_input_bytes`, checked
+    before reading) raises a clear :class:`InputError`.
+    """
     shown = display_path(path)
+    try:
+        size = Path(path).stat().st_size
+    except FileNotFoundError:
+        raise InputError(Problem(shown, "file not found; check the path")) from None
+    except OSError as exc:
+        raise InputError(Problem(shown, f"cannot read file ({exc})")) from None
+    limit = max_input_bytes()
+    if size > limit:
+        raise InputError(Problem(
+            shown, f"file is {size / 1024 / 1024:,.1f} MB, above the {limit / 1024 / 1024:g} "
+                   f"MB limit for input files; check it is the right file, or set "
+                   f"{MAX_INPUT_ENV} to a larger limit [MB]"))
     try:
         return Path(path).read_text(encoding=encoding)
     except FileNotFoundError:
         raise InputError(Problem(shown, "file not found; check the path")) from None
+    except IsADirectoryError:
+        raise InputError(Problem(shown, "is a folder; give a file")) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(Problem(shown, f"cannot read file ({exc})")) from None
 
 
-def read_yaml(path: Path) -> Any:
-    """Read a YAML file; every mapping gets its line number under ``__line__``.
+def read_yaml(path: Path | str) -> Any:
+    """Read a YAML input file, recording where each mapping and key is.
+
+    Every mapping gets its line under :data:`LINE_KEY`, its keys' lines under
+    :data:`KEY_LINES` and the same with the file name under :data:`AT_KEY` and
+    :data:`WHERE_KEY` (remove them with :func:`strip_lines`).
 
     Parameters
     ----------
-    path : Path
+    path : Path or str
         File to read.
 
     Returns
@@ -73,14 +212,29 @@ def read_yaml(path: Path) -> Any:
     Raises
     ------
     InputError
-        If the file is missing, is not valid YAML, or repeats a key in one mapping.
+        If the file is missing, too large (:func:`max_input_bytes`), not valid YAML,
+        nested deeper than :data:`MAX_YAML_DEPTH`, has aliases that add more than
+        :data:`MAX_ALIAS_NODES` nodes, repeats a key in one mapping or holds a number
+        that is not finite (``.inf``, ``.nan``).
     """
     shown = display_path(path)
     text = read_text(path)
     loader = _LineLoader(text)
     loader.duplicate_keys = []
+    loader.bad_numbers = []
+    loader.shown = shown
+    loader.depth = 0
     try:
-        data = loader.get_single_data()
+        node = loader.get_single_node()
+        if node is not None and alias_nodes(node) > MAX_ALIAS_NODES:
+            raise _Refused(f"its aliases (*name) expand to more than {MAX_ALIAS_NODES:,} "
+                           "values; write the data out without nested aliases", None)
+        data = loader.construct_document(node) if node is not None else None
+    except _Refused as exc:
+        raise InputError(Problem(shown, exc.message, line=exc.line)) from None
+    except RecursionError:
+        raise InputError(Problem(shown, "nesting too deep to read; dcplan input files are "
+                                        "flat mappings and lists")) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -90,20 +244,19 @@ def read_yaml(path: Path) -> Any:
         ) from None
     finally:
         loader.dispose()
-    if loader.duplicate_keys:
-        raise InputError(
-            [
-                Problem(shown, f"key '{k}' appears twice in the same mapping; keep one", line=ln)
-                for k, ln in loader.duplicate_keys
-            ]
-        )
+    problems = [Problem(shown, f"key '{k}' appears twice in the same mapping; keep one", line=ln)
+                for k, ln in loader.duplicate_keys]
+    problems += [Problem(shown, f"'{v}' is not a finite number; give a number", line=ln)
+                 for v, ln in loader.bad_numbers]
+    if problems:
+        raise InputError(problems)
     return data
 
 
 def strip_lines(data: Any) -> Any:
-    """Return ``data`` without the line keys added by :func:`read_yaml`."""
+    """Return ``data`` without the keys :func:`read_yaml` added (:data:`META_KEYS`)."""
     if isinstance(data, dict):
-        return {k: strip_lines(v) for k, v in data.items() if k not in (LINE_KEY, KEY_LINES)}
+        return {k: strip_lines(v) for k, v in data.items() if k not in META_KEYS}
     if isinstance(data, list):
         return [strip_lines(v) for v in data]
     return data

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from dcplan.case import load_case
 from dcplan.errors import InputError
+from dcplan.planner import prepare_inputs
 from dcplan.scenario import load_scenario
 from dcplan.yamlio import read_yaml, strip_lines
 
@@ -167,17 +169,13 @@ def test_scenario_directions():
 
 
 def _problems(fixture: str):
-    from dcplan.planner import load_inputs
-
     with pytest.raises(InputError) as info:
-        load_inputs(FIXTURES / fixture)
+        prepare_inputs(load_case(FIXTURES / fixture))
     return info.value.problems, str(info.value)
 
 
 def test_fixture_base_is_valid():
-    from dcplan.planner import load_inputs
-
-    load_inputs(FIXTURES / "_base.yaml")
+    prepare_inputs(load_case(FIXTURES / "_base.yaml"))
 
 
 @pytest.mark.parametrize("fixture, field, entry, words", [

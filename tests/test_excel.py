@@ -15,7 +15,7 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from dcplan.export import load_sources
+from dcplan.case import load_case
 from dcplan.export.excel import FIRST_DATA_ROW, HEADER_ROW, SHEET_ORDER, SHEETS, write_workbook
 from dcplan.export.labels import column_of
 from dcplan.export.sources import assumptions_table
@@ -43,16 +43,12 @@ def soffice_convert(src: Path, outdir: Path, fmt: str = "xlsx") -> Path:
 @pytest.fixture(scope="module")
 def solved():
     """The minimal example, with a formula-like site name and scenario name."""
-    src = load_sources(REPO / "examples" / "minimal.yaml")
-    seoul = src.sites_raw["seoul_metro"]
-    src.sites_raw["seoul_metro"] = seoul.model_copy(update={"name": EVIL})
-    src.scenario = src.scenario.model_copy(update={"name": EVIL, "description": "+1+2 @x -y"})
-    from dcplan.scenario import resolve_scenario
-
-    src.catalog, src.sites = resolve_scenario(src.scenario, src.catalog_raw, src.sites_raw)
-    result = plan(src.scenario, catalog=src.catalog_raw, sites=src.sites_raw)
-    assert result.ok
-    return result, src
+    case = load_case(REPO / "examples" / "minimal.yaml").with_changes(
+        {"name": EVIL, "description": "+1+2 @x -y"},
+        overrides=[{"kind": "sites", "id": "seoul_metro", "field": "name", "set": EVIL}])
+    result = plan(case)
+    assert result.ok and result.case is case
+    return result, case
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,16 @@ from hypothesis import strategies as st
 from test_planner_helpers import make_inputs, rack, rack_site, site, workload
 
 from dcplan.planner import (
-    SolveOptions,
     SolveStatus,
     build_model,
     lp_name,
     parse_lp_name,
     solve_inputs,
 )
-from dcplan.scenario import HOURS_PER_YEAR
+from dcplan.scenario import SolverOptions
+from dcplan.units import HOURS_PER_YEAR
 
-EXACT = SolveOptions(gap=0.0, time_limit_s=30)
+EXACT = SolverOptions(gap=0.0, time_limit_s=30)
 
 
 def check_plan_from_tables(res, d, tol=1e-6):
@@ -220,7 +220,7 @@ def test_infeasible_names_workload_period_and_site():
 
 
 def test_time_limit_is_never_reported_as_optimal():
-    from dcplan.planner.solve import SolveInfo
+    from dcplan.planner.solver import SolveInfo
     info = SolveInfo(SolveStatus.FEASIBLE, 1.0, 0.02, "highs", 1.0, "stopped")
     assert info.status is not SolveStatus.OPTIMAL and info.status.has_solution
 
@@ -230,7 +230,7 @@ def test_deterministic_and_cbc_agrees():
                     workloads=[workload(demand=(250, 480, 730))])
     a = solve_inputs(d, EXACT)
     b = solve_inputs(d, EXACT)
-    c = solve_inputs(d, SolveOptions(solver="cbc", gap=0.0))
+    c = solve_inputs(d, SolverOptions(name="cbc", gap=0.0))
     assert a.tables["fleet"].equals(b.tables["fleet"])
     assert a.objective_usd == b.objective_usd
     assert c.objective_usd == pytest.approx(a.objective_usd, rel=1e-7)

@@ -162,11 +162,5 @@ def test_rescale_retakes_coefficients_at_the_solved_scale():
     assert set(scaled.values()) == {peak}
     assert f"{first.objective_usd:,.0f} USD" in note[0]
     assert res.status.has_solution and res.tables["sizing"] is not None
-    from dcplan.catalog import load_catalog
-    from dcplan.scenario import load_scenario, resolve_scenario
-    from dcplan.sites import load_sites
-
-    scn = load_scenario(FIX / "small.yaml")
-    cat, sites = resolve_scenario(scn, load_catalog(), load_sites())
-    again = rescale_scale(scn, d, cat, sites, res.tables["fleet"])
+    again = rescale_scale(res.case, d, res.tables["fleet"])
     assert all(n != peak for n in again.values())

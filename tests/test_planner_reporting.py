@@ -9,15 +9,16 @@ import math
 import pytest
 from test_planner_helpers import make_inputs, rack, rack_site, site, workload
 
-from dcplan.planner import SolveOptions, SolveStatus, solve_inputs
+from dcplan.planner import SolveStatus, solve_inputs
 from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
 from dcplan.planner.inputs import PerfData
 from dcplan.planner.sizing import planner_cdus
-from dcplan.planner.solve import PROVEN_GAP, SolveInfo, status_text
+from dcplan.planner.solver import PROVEN_GAP, SolveInfo, status_text
+from dcplan.scenario import SolverOptions
 
-EXACT = SolveOptions(gap=0.0, time_limit_s=30)
+EXACT = SolverOptions(gap=0.0, time_limit_s=30)
 # The package exports the function ``solve``, which hides the module of the same name.
-solve_mod = importlib.import_module("dcplan.planner.solve")
+solve_mod = importlib.import_module("dcplan.planner.solver")
 
 
 def _unserved_plan():
@@ -174,15 +175,32 @@ def test_time_limit_without_a_plan_does_not_fall_back(monkeypatch):
 
     monkeypatch.setattr(solve_mod, "_highs", highs)
     monkeypatch.setattr(solve_mod, "_cbc", cbc)
-    info = solve_mod.solve(None, SolveOptions(time_limit_s=5))
+    info = solve_mod.solve(None, SolverOptions(time_limit_s=5))
     assert info.status is SolveStatus.NOT_SOLVED and "time limit" in info.message
 
 
-def test_solver_error_falls_back_with_the_time_left(monkeypatch):
+def test_solver_exception_is_reported_not_retried(monkeypatch):
+    """An exception inside HiGHS is a SolverError naming it; CBC is not tried, so its
+    answer cannot be mistaken for one about the input."""
+    def highs(prob, opt, mip, rounding=None):
+        raise IndexError("index 7 is out of bounds")
+
+    def cbc(*_a, **_k):
+        raise AssertionError("CBC must not run after a HiGHS exception")
+
+    monkeypatch.setattr(solve_mod, "_highs", highs)
+    monkeypatch.setattr(solve_mod, "_cbc", cbc)
+    with pytest.raises(solve_mod.SolverError, match="HiGHS solver failed inside "
+                                                    r"\(IndexError: index 7"):
+        solve_mod.solve(None, SolverOptions(time_limit_s=50))
+
+
+def test_solver_stop_falls_back_with_the_time_left(monkeypatch):
     seen = {}
 
     def highs(prob, opt, mip, rounding=None):
-        raise RuntimeError("boom")
+        return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", 1.0,
+                         "HiGHS stopped: solve error")
 
     def cbc(prob, opt, mip):
         seen["limit"] = opt.time_limit_s
@@ -190,7 +208,7 @@ def test_solver_error_falls_back_with_the_time_left(monkeypatch):
 
     monkeypatch.setattr(solve_mod, "_highs", highs)
     monkeypatch.setattr(solve_mod, "_cbc", cbc)
-    info = solve_mod.solve(None, SolveOptions(time_limit_s=50))
+    info = solve_mod.solve(None, SolverOptions(time_limit_s=50))
     assert info.solver == "cbc" and "fell back to CBC" in info.message
     assert 0 < seen["limit"] <= 50
 

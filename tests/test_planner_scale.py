@@ -12,18 +12,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from planner_gen import generate  # noqa: E402
 
-from dcplan.planner import SolveOptions, build_model, solve  # noqa: E402
+from dcplan.planner import build_model, solve  # noqa: E402
 from dcplan.planner.start import rounding_start  # noqa: E402
+from dcplan.scenario import SolverOptions  # noqa: E402
 
 model_mod = importlib.import_module("dcplan.planner.model")
-solve_mod = importlib.import_module("dcplan.planner.solve")
+solve_mod = importlib.import_module("dcplan.planner.solver")
 
 
 def _solve(d, monkeypatch, large: bool, mip: bool = True):
     monkeypatch.setattr(model_mod, "SPARSE_STOCK_MIN", 0 if large else 10**9)
     monkeypatch.setattr(solve_mod, "MIP_START_MIN_VARIABLES", 0 if large else 10**9)
     prob, mv = build_model(d)
-    info = solve(prob, SolveOptions(gap=1e-7, time_limit_s=60, fallback=False), mip=mip,
+    info = solve(prob, SolverOptions(gap=1e-7, time_limit_s=60, fallback=False), mip=mip,
                  rounding=rounding_start(d, mv))
     return info, prob
 
@@ -49,7 +50,7 @@ def test_reported_gap_is_bounded_by_the_relaxation(monkeypatch):
     relaxed, _ = _solve(d, monkeypatch, large=True, mip=False)
     monkeypatch.setattr(solve_mod, "MIP_START_MIN_VARIABLES", 0)
     prob, mv = build_model(d)
-    info = solve(prob, SolveOptions(gap=0.005, time_limit_s=60, fallback=False),
+    info = solve(prob, SolverOptions(gap=0.005, time_limit_s=60, fallback=False),
                  rounding=rounding_start(d, mv))
     assert info.status.value == "optimal" and info.gap <= 0.005
     assert (info.objective - relaxed.objective) / info.objective <= 0.005 + 1e-9

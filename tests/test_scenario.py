@@ -9,7 +9,6 @@ import pytest
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
 from dcplan.scenario import (
-    SECONDS_PER_MONTH,
     Periods,
     apply_overrides,
     load_scenario,
@@ -17,6 +16,7 @@ from dcplan.scenario import (
     resolve_scenario,
 )
 from dcplan.sites import load_sites
+from dcplan.units import SECONDS_PER_MONTH
 
 FIX = Path(__file__).parent / "fixtures" / "planner"
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -91,7 +91,7 @@ def test_reference_errors_all_at_once(data):
     with pytest.raises(InputError) as err:
         resolve_scenario(scn, catalog, sites)
     text = _msgs(err.value)
-    assert "unknown site id 'seoul_metr'; did you mean 'seoul_metro'" in text
+    assert "unknown site id 'seoul_metr' (did you mean 'seoul_metro'?)" in text
     assert "bad_refs.yaml:4" in text
     assert "period 2030 is outside the horizon 2026..2028" in text
     assert "capex_usdd" in text and "did you mean 'capex_usd'" in text

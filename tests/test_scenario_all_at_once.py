@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from dcplan.case import load_case
 from dcplan.catalog import load_catalog
 from dcplan.cli import app
 from dcplan.errors import InputError
@@ -56,7 +57,7 @@ def _by_field(problems):
 
 def test_schema_and_reference_problems_together(bad):
     with pytest.raises(InputError) as exc:
-        load_scenario(bad)
+        load_case(bad)
     got = _by_field(exc.value.problems)
     # schema problems
     assert got["economics.discount_rat"].line == 13
@@ -94,11 +95,19 @@ def test_broken_list_item_keeps_original_index(tmp_path):
         "  - {kind: racks, id: gb200_nvl72, field: capex_usdd, scale: 1.2}\n",
         "  - {kind: racks, id: gb200_nvl72, field: capex_usd}\n"))
     with pytest.raises(InputError) as exc:
-        load_scenario(f)
+        load_case(f)
     got = _by_field(exc.value.problems)
     assert "give exactly one of 'set', 'scale' or 'add'" in got["overrides.0"].message
     assert got["overrides.1"].line == 20 and "grid_mww" in got["overrides.1"].message
     assert got["overrides.2"].line == 21 and "rackz" in got["overrides.2"].message
+
+
+def test_load_scenario_alone_checks_the_schema_only(bad):
+    """Without catalogs and sites, only the schema problems are known."""
+    with pytest.raises(InputError) as exc:
+        load_scenario(bad)
+    fields = {p.field for p in exc.value.problems}
+    assert "economics.discount_rat" in fields and "sites" not in fields
 
 
 def test_valid_file_problems_carry_item_lines(tmp_path):

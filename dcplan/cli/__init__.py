@@ -53,9 +53,6 @@ def _main(
     STATE.sites_dir = sites_dir
     STATE.debug = debug
     STATE._catalog = None
-    from dcplan.scenario import set_reference_dirs
-
-    set_reference_dirs(catalog_dir, sites_dir)
 
 
 # Sub-commands register themselves on `app` when imported.

@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from dcplan.catalog import closest, entry_table, kind_of_file, load_catalog, suggest
+from dcplan.catalog import (
+    did_you_mean,
+    entry_table,
+    kind_of_file,
+    load_catalog,
+    unknown_message,
+)
 from dcplan.cli import app
 from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
@@ -44,14 +50,6 @@ LIST_COLUMNS = {
 LISTABLE = [*KINDS, "sites"]
 
 
-def did_you_mean(word: str, choices) -> str:
-    """``" (did you mean 'x' or 'y'?)"`` for :func:`closest`, or ''."""
-    hits = closest(word, choices)
-    if not hits:
-        return ""
-    return f" (did you mean {' or '.join(repr(h) for h in hits)}?)"
-
-
 def lookup(catalog, kind: str, ident: str):
     """Catalog entry ``ident`` of ``kind``; an unknown id is an error naming the closest id.
 
@@ -64,8 +62,7 @@ def lookup(catalog, kind: str, ident: str):
     if ident in table:
         return table[ident]
     file = display_path(catalog.files[kind]) if kind in catalog.files else f"<{kind}>"
-    raise InputError(Problem(file, f"unknown {kind.rstrip('s')} id '{ident}'"
-                                   f"{did_you_mean(ident, table)}; known: {', '.join(table)}"))
+    raise InputError(Problem(file, unknown_message(kind, ident, table)))
 
 
 def lookup_all(catalog, wanted: list[tuple[str, str | None]]) -> None:
@@ -92,9 +89,7 @@ def lookup_site(sites: dict, ident: str):
     """Site ``ident``; an unknown id is an error naming the closest id."""
     if ident in sites:
         return sites[ident]
-    raise InputError(Problem("<sites>", f"unknown site id '{ident}'"
-                                        f"{did_you_mean(ident, sites)}; known: "
-                                        f"{', '.join(sites)}"))
+    raise InputError(Problem("<sites>", unknown_message("sites", ident, sites)))
 
 
 def _check_kind(kind: str) -> str:
@@ -295,6 +290,8 @@ def validate_cmd(
             checked += [f"{len(catalog.entries[k])} {k}" for k in KINDS if k in extra]
         except InputError as exc:
             problems += exc.problems
+        for d in catalog_dirs:
+            problems += _validate_perf_defaults(d, checked)
     for path in others:
         if path.is_dir():
             problems += _validate_folder(path, checked, top=True)
@@ -369,12 +366,28 @@ def _validate_folder(path: Path, checked: list[str], top: bool = False) -> list[
 
 def validate_catalog_folder(path: Path, checked: list[str]) -> list[Problem]:
     """Validate a catalog folder found below a folder named on the command line."""
+    problems = _validate_perf_defaults(path, checked)
     try:
         catalog = load_catalog(path)
     except InputError as exc:
-        return exc.problems
+        return exc.problems + problems
     checked.append(f"{sum(len(t) for t in catalog.entries.values())} catalog entries in "
                    f"{display_path(path)}")
+    return problems
+
+
+def _validate_perf_defaults(folder: Path, checked: list[str]) -> list[Problem]:
+    """Problems of the performance-model defaults file of a catalog folder, if it has one."""
+    from dcplan.perf.params import DEFAULTS_FILE, load_perf_defaults
+
+    path = folder / DEFAULTS_FILE
+    if not path.exists():
+        return []
+    try:
+        load_perf_defaults(path)
+    except InputError as exc:
+        return exc.problems
+    checked.append(f"performance defaults {display_path(path)}")
     return []
 
 
@@ -432,90 +445,16 @@ def _validate_file(path: Path, checked: list[str], kind: str | None = None) -> l
             checked.append(f"site {', '.join(sites)}")
             return []
         if kind == "forecast":
+            from dcplan.scenario import check_forecast
+
             problems = check_forecast(path, STATE.catalog())
             if not problems:
                 checked.append(f"forecast {shown}")
             return problems
-        from dcplan.scenario import load_scenario, scenario_problems
-        from dcplan.sites import load_sites
-
-        catalog = STATE.catalog()
-        scenario = load_scenario(path, catalog=catalog)
-        sites = load_sites(STATE.sites_dir or scenario.sites_dir)
-        problems = scenario_problems(scenario, catalog, sites)
-        if not problems:
-            checked.append(f"scenario {shown}")
-        return problems
+        # A scenario is checked as `plan` reads it: with its catalogs, perf defaults
+        # and sites, every problem at once.
+        STATE.case(path)
+        checked.append(f"scenario {shown}")
+        return []
     except InputError as exc:
         return exc.problems
-
-
-def check_forecast(path: Path, catalog) -> list[Problem]:
-    """Check a demand forecast file (``cases: {case: {workload: {period: demand}}}``).
-
-    Every case must be a mapping of known workload ids to mappings of period labels
-    (``2027`` or ``2027Q3``) to non-negative numbers [tokens per ``unit``]; ``unit``,
-    if given, is ``tokens_per_month`` or ``tokens_per_day``.
-
-    Returns
-    -------
-    list of Problem
-    """
-    from dcplan.scenario import parse_period_label
-    from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml
-
-    shown = display_path(path)
-    raw = read_yaml(path)
-    meta = (LINE_KEY, KEY_LINES)
-    problems: list[Problem] = []
-    lines = raw.get(KEY_LINES, {}) if isinstance(raw, dict) else {}
-    cases = raw.get("cases") if isinstance(raw, dict) else None
-    if not isinstance(cases, dict) or not [c for c in cases if c not in meta]:
-        return [Problem(shown, "a forecast file needs 'cases: {case: {workload: {period: "
-                               "demand}}}' with at least one case", field="cases",
-                        line=lines.get("cases"))]
-    unit = raw.get("unit")
-    if unit is not None and unit not in ("tokens_per_month", "tokens_per_day"):
-        problems.append(Problem(shown, f"unit must be tokens_per_month or tokens_per_day "
-                                       f"(got {unit!r})", field="unit", line=lines.get("unit")))
-    workloads = catalog.entries.get("workloads", {})
-    for case, table in cases.items():
-        if case in meta:
-            continue
-        cline = cases.get(KEY_LINES, {}).get(str(case))
-        if not isinstance(table, dict):
-            problems.append(Problem(shown, "a case must map workload ids to {period: demand}",
-                                    entry=str(case), field=f"cases.{case}", line=cline))
-            continue
-        for wl, row in table.items():
-            if wl in meta:
-                continue
-            fld = f"cases.{case}.{wl}"
-            wline = table.get(KEY_LINES, {}).get(str(wl), cline)
-            if wl not in workloads:
-                problems.append(Problem(shown, f"unknown workload id '{wl}'"
-                                               f"{suggest(str(wl), workloads)}; known: "
-                                               f"{', '.join(workloads)}",
-                                        entry=str(case), field=fld, line=wline))
-            if not isinstance(row, dict):
-                problems.append(Problem(shown, "give demand as {period: tokens}",
-                                        entry=str(case), field=fld, line=wline))
-                continue
-            for period, value in row.items():
-                if period in meta:
-                    continue
-                pline = row.get(KEY_LINES, {}).get(str(period), wline)
-                try:
-                    parse_period_label(period)
-                except ValueError as exc:
-                    problems.append(Problem(shown, str(exc), entry=str(case),
-                                            field=f"{fld}.{period}", line=pline))
-                ok = isinstance(value, int | float) and not isinstance(value, bool) \
-                    and value == value and value >= 0
-                if not ok:
-                    problems.append(Problem(shown, f"demand must be a number >= 0 [tokens per "
-                                                   f"{(unit or 'tokens_per_month')[11:]}] "
-                                                   f"(got {value!r})",
-                                            entry=str(case), field=f"{fld}.{period}",
-                                            line=pline))
-    return problems

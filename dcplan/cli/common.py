@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from dcplan.errors import InputError, Problem
+from dcplan.export.text import format_table
 
 
 @dataclass
@@ -35,6 +36,19 @@ class State:
             self._catalog = load_catalog(self.catalog_dir)
         return self._catalog
 
+    def case(self, scenario: Path, calibration: Path | None = None):
+        """Load and check a scenario with the data folders given on the command line.
+
+        Returns
+        -------
+        Case
+            See :func:`dcplan.case.load_case`.
+        """
+        from dcplan.case import load_case
+
+        return load_case(scenario, catalog_dir=self.catalog_dir, sites_dir=self.sites_dir,
+                         calibration=calibration)
+
 
 STATE = State()
 
@@ -48,8 +62,8 @@ def fail(message: str, code: int = 1) -> None:
 def handle_errors(func: Callable) -> Callable:
     """Decorate a command: bad input -> message on stderr and exit 1, no traceback.
 
-    With ``--debug`` the traceback is printed as well. Unexpected exceptions exit 3
-    with a one-line message (and the traceback under ``--debug``).
+    With ``--debug`` the traceback is printed as well. A solver failure and unexpected
+    exceptions exit 3 with a one-line message (and the traceback under ``--debug``).
     """
 
     @functools.wraps(func)
@@ -83,6 +97,11 @@ def handle_errors(func: Callable) -> Callable:
         except Exception as exc:  # noqa: BLE001 - last-resort handler of the CLI
             if STATE.debug:
                 traceback.print_exc()
+            # The solver module is imported only by commands that solve.
+            solver_error = getattr(sys.modules.get("dcplan.planner.solver"), "SolverError", ())
+            if solver_error and isinstance(exc, solver_error):
+                typer.secho(f"solver error: {exc}", fg=typer.colors.RED, err=True)
+                raise typer.Exit(3) from None
             typer.secho(
                 f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
                 fg=typer.colors.RED,
@@ -158,23 +177,5 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str, allow_nan=False) + "\n")
 
 
-def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
-    """Format ``rows`` as a plain-text table with aligned columns."""
-    if not rows:
-        return "(none)"
-    columns = columns or list(rows[0])
-
-    def cell(v: Any) -> str:
-        if v is None:
-            return "-"
-        if isinstance(v, float):
-            return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
-        return str(getattr(v, "value", v))
-
-    grid = [[cell(r.get(c)) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(g[i]) for g in grid)) for i, c in enumerate(columns)]
-    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
-    out = [line, "  ".join("-" * w for w in widths)]
-    for g in grid:
-        out.append("  ".join(v.ljust(w) for v, w in zip(g, widths, strict=True)))
-    return "\n".join(out)
+__all__ = ["STATE", "State", "check_outputs", "emit_json", "fail", "format_table",
+           "handle_errors"]

@@ -51,8 +51,8 @@ def compare_cmd(
     Exit codes: 0 compared; 1 bad input, a scenario without a plan, or unmet demand
     (unless --allow-unserved); 2 bad command line.
     """
+    from dcplan.errors import InputError
     from dcplan.export.compare import compare_results, comparison_text, export_comparison
-    from dcplan.export.sources import load_sources
     from dcplan.planner import plan
 
     if len(scenarios) < 2:
@@ -61,19 +61,24 @@ def compare_cmd(
         fail(f"unknown solver '{solver}'; use highs or cbc", 2)
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir}, files={"--xlsx": xlsx})
     say = None if quiet else _progress
-    catalog = STATE.catalog() if STATE.catalog_dir else None
-    srcs = [load_sources(path, catalog=catalog, sites_dir=STATE.sites_dir) for path in scenarios]
+    cases, problems = [], []
+    for path in scenarios:  # every scenario's problems at once
+        try:
+            cases.append(STATE.case(path))
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
     if baseline is not None and not any(
-            baseline in (s.scenario.name, str(p), p.stem, p.name)
-            for s, p in zip(srcs, scenarios, strict=True)):
+            baseline in (c.name, str(p), p.stem, p.name)
+            for c, p in zip(cases, scenarios, strict=True)):
         fail(f"--baseline: '{baseline}' is none of the scenarios (give a scenario name, file "
              "or file stem)", 2)
     results = []
-    for path, src in zip(scenarios, srcs, strict=True):
+    for path, case in zip(scenarios, cases, strict=True):
         if say:
             say(f"planning {path}")
-        results.append(plan(src.scenario, catalog=src.catalog_raw, sites=src.sites_raw,
-                            solver=solver, time_limit_s=time_limit, gap=gap))
+        results.append(plan(case, solver=solver, time_limit_s=time_limit, gap=gap))
         r = results[-1]
         if say:
             say(f"{path}: {r.status.value}"

@@ -173,10 +173,11 @@ def plan_cmd(
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
                   files={"--xlsx": xlsx, "--write-lp": write_lp})
     progress = None if quiet else _progress
-    result = plan(scenario, catalog=STATE.catalog() if STATE.catalog_dir else None,
-                  sites_dir=STATE.sites_dir, calibration=calibration, solver=solver,
-                  time_limit_s=time_limit, gap=gap, threads=threads, write_lp=write_lp,
-                  rescale=rescale, progress=progress)
+    if progress:
+        progress("loading scenario, catalogs and sites")
+    case = STATE.case(scenario, calibration)
+    result = plan(case, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
+                  write_lp=write_lp, rescale=rescale, progress=progress)
     if outdir is not None and result.tables:
         paths = result.write_csvs(outdir)
         if progress:
@@ -184,8 +185,7 @@ def plan_cmd(
     if (xlsx is not None or png_dir is not None) and result.tables:
         from dcplan.export import export_plan
 
-        export_plan(result, scenario, xlsx=xlsx, png_dir=png_dir,
-                    catalog_dir=STATE.catalog_dir, sites_dir=STATE.sites_dir, progress=progress)
+        export_plan(result, xlsx=xlsx, png_dir=png_dir, progress=progress)
     if as_json:
         emit_json(result.summary())
     else:

@@ -6,10 +6,10 @@ workbooks); they do not recompute plan figures.
 
 Python API::
 
-    from dcplan.export import load_sources, write_workbook, write_plan_charts
-    src = load_sources("examples/minimal.yaml")
-    result = plan(src.scenario, catalog=src.catalog_raw, sites=src.sites_raw)
-    write_workbook(result, "out/minimal.xlsx", sources=src)
+    from dcplan.planner import plan
+    from dcplan.export import write_workbook, write_plan_charts
+    result = plan("examples/minimal.yaml")       # result.case: what it was solved from
+    write_workbook(result, "out/minimal.xlsx")
     write_plan_charts(result, "out/charts")
 
 See ``docs/outputs.md``.
@@ -17,9 +17,7 @@ See ``docs/outputs.md``.
 
 from __future__ import annotations
 
-from dcplan.export.sources import PlanSources, load_sources
-
-__all__ = ["PlanSources", "compare_results", "export_plan", "load_sources",
+__all__ = ["compare_results", "export_plan",
            "write_comparison_charts", "write_comparison_workbook", "write_plan_charts",
            "write_workbook"]
 

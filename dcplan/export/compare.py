@@ -34,7 +34,7 @@ from dcplan.export.excel import (
     write_table,
 )
 from dcplan.export.files import atomic_file
-from dcplan.planner.solve import status_text
+from dcplan.planner.solver import status_text
 
 #: KPIs shown side by side (in this order; others follow).
 KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
@@ -58,7 +58,7 @@ class Comparison:
         every other scenario (scenario - baseline, in the KPI's unit).
     status : DataFrame
         scenario, status (solver status value), gap [-], solver, unserved, outcome
-        (honest wording, see :func:`dcplan.planner.solve.status_text`), message.
+        (honest wording, see :func:`dcplan.planner.solver.status_text`), message.
     binding : DataFrame
         scenario + the planner's binding-limits table.
     fleet : DataFrame
@@ -279,7 +279,7 @@ def _fmt(v: Any, kpi: str = "") -> str:
 
 def comparison_text(cmp: Comparison) -> str:
     """Readable side-by-side comparison."""
-    from dcplan.cli.common import format_table
+    from dcplan.export.text import format_table
 
     out = [f"Comparison of {len(cmp.names)} scenarios (baseline: {cmp.baseline})", ""]
     out.append(format_table(cmp.status.assign(

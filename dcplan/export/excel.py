@@ -31,7 +31,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from dcplan.export.files import atomic_file
 from dcplan.export.labels import header, number_format, unit_of
-from dcplan.export.sources import PlanSources, assumptions_table
+from dcplan.export.sources import assumptions_table
 from dcplan.planner.analysis import no_grid_sites
 
 #: Row of the column headers on every data sheet (1-based); data start one row below.
@@ -512,7 +512,7 @@ def _status_sentence(result: Any) -> str:
 
 
 def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
-                  src: PlanSources | None) -> dict[str, int]:
+                  src: Any) -> dict[str, int]:
     """Write the Summary sheet; return the row of each check formula (KPI -> row)."""
     ws.column_dimensions["A"].width = 34
     ws.column_dimensions["B"].width = 22
@@ -687,8 +687,11 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
 # ----------------------------------------------------------------------------------------
 
 
-def build_workbook(result: Any, sources: PlanSources | None = None) -> tuple[Workbook, dict]:
+def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     """Build (without saving) the workbook of ``result``.
+
+    ``sources`` is the :class:`~dcplan.case.Case` behind the plan (default
+    ``result.case``) for the Summary and Assumptions sheets.
 
     Returns
     -------
@@ -696,6 +699,8 @@ def build_workbook(result: Any, sources: PlanSources | None = None) -> tuple[Wor
         ``info`` has ``placed`` (table name -> :class:`Placed`), ``checks`` (KPI ->
         Summary row of its check formula) and ``blocks`` (Charts pivot blocks).
     """
+    if sources is None:
+        sources = getattr(result, "case", None)
     wb = Workbook()
     summary = wb.active
     summary.title = "Summary"
@@ -746,8 +751,7 @@ def _cost_subtotals(ws: Worksheet, k: Placed) -> None:
                     "#,##0", TOTAL_FONT)
 
 
-def write_workbook(result: Any, path: Path | str, sources: PlanSources | None = None
-                   ) -> Path:
+def write_workbook(result: Any, path: Path | str, sources: Any = None) -> Path:
     """Write the plan workbook to ``path`` atomically.
 
     Parameters
@@ -757,9 +761,9 @@ def write_workbook(result: Any, path: Path | str, sources: PlanSources | None = 
     path : path
         Target ``.xlsx`` file; written to a temporary file next to it and renamed, so
         an existing file is replaced only by a complete workbook.
-    sources : PlanSources, optional
-        Scenario, catalogs and sites for the Assumptions sheet (see
-        :func:`dcplan.export.load_sources`); without it the sheet lists only the
+    sources : Case, optional
+        Scenario, catalogs and sites for the Assumptions sheet (default: the case the
+        plan was solved from, ``result.case``); without one the sheet lists only the
         coefficients the planner derived.
 
     Returns
@@ -773,24 +777,19 @@ def write_workbook(result: Any, path: Path | str, sources: PlanSources | None = 
     return path
 
 
-def export_plan(result: Any, scenario: Any = None, *, xlsx: Path | str | None = None,
-                png_dir: Path | str | None = None, catalog_dir: Path | str | None = None,
-                sites_dir: Path | str | None = None, sources: PlanSources | None = None,
+def export_plan(result: Any, *, xlsx: Path | str | None = None,
+                png_dir: Path | str | None = None,
                 progress: Callable[[str], None] | None = None) -> list[Path]:
     """Write the workbook and/or PNG charts of a solved plan (used by the CLI).
 
     Parameters
     ----------
     result : PlanResult
-    scenario : path or Scenario, optional
-        Loaded again (cheap) for the Assumptions sheet unless ``sources`` is given.
+        Its ``case`` supplies the Assumptions sheet (nothing is read again).
     xlsx : path, optional
         Workbook file.
     png_dir : path, optional
         Folder of PNG charts.
-    catalog_dir, sites_dir : path, optional
-        As given to the planner.
-    sources : PlanSources, optional
     progress : callable, optional
         Receives one-line messages.
 
@@ -804,11 +803,7 @@ def export_plan(result: Any, scenario: Any = None, *, xlsx: Path | str | None = 
     if not result.tables:
         return out
     if xlsx is not None:
-        if sources is None and scenario is not None:
-            from dcplan.export.sources import load_sources
-
-            sources = load_sources(scenario, catalog_dir=catalog_dir, sites_dir=sites_dir)
-        out.append(write_workbook(result, xlsx, sources))
+        out.append(write_workbook(result, xlsx))
         say(f"wrote workbook {xlsx}")
     if png_dir is not None:
         from dcplan.export.charts import write_plan_charts

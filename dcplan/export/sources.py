@@ -1,16 +1,13 @@
 """The inputs behind a plan, with provenance, for the Assumptions sheet.
 
-:func:`load_sources` loads a scenario with the catalogs and sites it uses, both as
-shipped (``*_raw``) and with the scenario's overrides applied. Pass the raw ones to
-:func:`dcplan.planner.plan` (so nothing is loaded twice) and the object to the
-workbook writer. :func:`assumptions_table` lists every input figure the plan used,
-with unit, source, date, estimate note and scenario override.
+:func:`assumptions_table` lists every input figure a plan used (from the
+:class:`~dcplan.case.Case` it was solved from), with unit, source, date, estimate note
+and scenario override.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,64 +20,6 @@ ASSUMPTION_COLUMNS = ["section", "kind", "id", "name", "field", "value", "unit",
                       "as_of", "estimate", "override"]
 
 _META = ("id", "name", "source", "as_of", "estimates", "notes")
-
-
-@dataclass
-class PlanSources:
-    """A scenario and the data it plans with.
-
-    Attributes
-    ----------
-    scenario : Scenario
-    catalog, sites
-        With the scenario's overrides applied (what the planner uses).
-    catalog_raw, sites_raw
-        As loaded, before overrides (to pass to :func:`dcplan.planner.plan`).
-    path : Path or None
-        Scenario file.
-    """
-
-    scenario: Any
-    catalog: Any
-    sites: dict[str, Any]
-    catalog_raw: Any
-    sites_raw: dict[str, Any]
-    path: Path | None = None
-
-
-def load_sources(scenario: Any, *, catalog: Any = None, catalog_dir: Path | str | None = None,
-                 sites: dict | None = None, sites_dir: Path | str | None = None
-                 ) -> PlanSources:
-    """Load ``scenario`` (path or Scenario) with its catalogs and sites.
-
-    Parameters
-    ----------
-    scenario : path or Scenario
-    catalog, sites : optional
-        Already loaded (else from ``catalog_dir`` / ``sites_dir``, the scenario's
-        folders, or the shipped data).
-
-    Raises
-    ------
-    InputError
-        For a bad scenario, catalog, site file or override.
-    """
-    from dcplan.catalog import load_catalog
-    from dcplan.scenario import Scenario, load_scenario, resolve_scenario
-    from dcplan.sites import load_sites
-
-    path = None
-    if isinstance(scenario, Scenario):
-        scn = scenario
-    else:
-        path = Path(scenario)
-        scn = load_scenario(path)
-    if catalog is None:
-        catalog = load_catalog(catalog_dir or scn.catalog_dir)
-    if sites is None:
-        sites = load_sites(sites_dir or scn.sites_dir)
-    cat_used, sites_used = resolve_scenario(scn, catalog, sites)
-    return PlanSources(scn, cat_used, sites_used, catalog, sites, path)
 
 
 # ----------------------------------------------------------------------------------------
@@ -180,7 +119,7 @@ def _entry_rows(section: str, kind: str, entry: Any, raw: Any, currency: str = "
     return rows
 
 
-def _used_entries(src: PlanSources, inputs: Any) -> list[tuple[str, str]]:
+def _used_entries(src: Any, inputs: Any) -> list[tuple[str, str]]:
     """(kind, id) of the catalog entries behind the plan."""
     cat = src.catalog
     scn = src.scenario
@@ -212,7 +151,7 @@ def _used_entries(src: PlanSources, inputs: Any) -> list[tuple[str, str]]:
     return used
 
 
-def _scenario_rows(src: PlanSources) -> list[dict[str, Any]]:
+def _scenario_rows(src: Any) -> list[dict[str, Any]]:
     scn = src.scenario
     where = display_path(src.path) if src.path else "scenario"
     as_of = ""
@@ -289,12 +228,12 @@ def _derived_rows(inputs: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def assumptions_table(src: PlanSources | None, inputs: Any = None) -> pd.DataFrame:
+def assumptions_table(src: Any, inputs: Any = None) -> pd.DataFrame:
     """Every input figure behind a plan, one per row.
 
     Parameters
     ----------
-    src : PlanSources, optional
+    src : Case, optional
         Scenario, catalogs and sites (None: only the planner's derived inputs).
     inputs : PlanInputs, optional
         The planner's inputs (``result.inputs``): selects the entries used and adds
@@ -311,12 +250,12 @@ def assumptions_table(src: PlanSources | None, inputs: Any = None) -> pd.DataFra
     if src is not None:
         rows += _scenario_rows(src)
         for kind, ident in _used_entries(src, inputs):
-            raw = src.catalog_raw.entries.get(kind, {}).get(ident)
+            raw = src.base_catalog.entries.get(kind, {}).get(ident)
             rows += _entry_rows("catalog", kind, src.catalog.get(kind, ident), raw)
         site_ids = list(inputs.sites) if inputs is not None else list(src.scenario.sites)
         for s in site_ids:
             site = src.sites[s]
-            rows += _entry_rows("site", "sites", site, src.sites_raw.get(s), site.currency)
+            rows += _entry_rows("site", "sites", site, src.base_sites.get(s), site.currency)
         try:
             from dcplan.facility.assumptions import assumptions
 

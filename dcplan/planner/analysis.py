@@ -29,7 +29,8 @@ import pulp
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import ModelVars, build_model
 from dcplan.planner.results import Solution, _frame
-from dcplan.planner.solve import SolveOptions, SolveStatus, solve
+from dcplan.planner.solver import SolverError, SolveStatus, solve
+from dcplan.scenario.schema import SolverOptions
 
 #: Families whose duals are reported, with the unit of the reported value.
 DUAL_UNITS = {
@@ -79,7 +80,7 @@ def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
 
 
 def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solution,
-                  options: SolveOptions | None = None) -> pd.DataFrame:
+                  options: SolverOptions | None = None) -> pd.DataFrame:
     """Duals of the grid, space, demand and budget constraints.
 
     ``shadow_price`` comes from the LP with every integer fixed at the plan (short
@@ -93,17 +94,22 @@ def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solut
         family, site, workload, pool, period, shadow_price, shadow_price_relaxed, unit;
         empty if the LPs could not be solved.
     """
-    opt = options or SolveOptions()
-    lp_opt = SolveOptions(solver=opt.solver, time_limit_s=opt.time_limit_s, gap=opt.gap,
-                          threads=opt.threads, fallback=True)
+    opt = options or SolverOptions()
+    lp_opt = SolverOptions(name=opt.name, time_limit_s=opt.time_limit_s, gap=opt.gap,
+                           threads=opt.threads, fallback=True)
+
+    def solved(p: pulp.LpProblem) -> bool:
+        try:
+            return solve(p, lp_opt, mip=False).status is SolveStatus.OPTIMAL
+        except SolverError:
+            return False  # the plan stands; it is only shown without these prices
+
     relaxed_prob, relaxed_mv = build_model(d, elastic=mv.elastic)
-    relaxed = {}
-    if solve(relaxed_prob, lp_opt, mip=False).status is SolveStatus.OPTIMAL:
-        relaxed = _duals(d, relaxed_mv)
+    relaxed = _duals(d, relaxed_mv) if solved(relaxed_prob) else {}
     fix_integers(mv, sol)
     cols = ["family", "site", "workload", "pool", "period", "shadow_price",
             "shadow_price_relaxed", "unit"]
-    if solve(prob, lp_opt, mip=False).status is not SolveStatus.OPTIMAL:
+    if not solved(prob):
         return _frame([], {"shadow_price": "see unit column"}, cols)
     fixed = _duals(d, mv)
     rows = []

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcplan.errors import InputError
-from dcplan.scenario import HOURS_PER_YEAR, Period, Scenario, parse_period_label
+from dcplan.scenario import Period, Scenario, parse_period_label
 from dcplan.schema import CoolingType, parse_date
+from dcplan.units import HOURS_PER_YEAR
 
 POOLS_AGGREGATED = ("all",)
 POOLS_DISAGGREGATED = ("prefill", "decode")
@@ -446,19 +447,14 @@ def _planning_scale(scn: Scenario, perf: dict, rack_id: str, site: Any, rack: An
     return int(min(max(need, 1), cap))
 
 
-def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
-                   calibration: Any = None, progress: Any = None) -> PlanInputs:
-    """Compute every coefficient the MILP needs from a resolved scenario.
+def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
+    """Compute every coefficient the MILP needs from a resolved case.
 
     Parameters
     ----------
-    scn : Scenario
-    catalog : Catalog
-        Catalog with the scenario's overrides applied.
-    sites : dict
-        Site id -> Site, with overrides applied.
-    calibration : optional
-        Performance-model calibration (see :func:`dcplan.perf.load_calibration`).
+    case : Case
+        The scenario with the catalogs and sites (overrides applied) and the
+        performance-model calibration (see :func:`dcplan.case.load_case`).
     progress : callable, optional
         Called with one-line progress messages.
 
@@ -474,6 +470,7 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
     from dcplan import perf as perf_model
 
     say = progress or (lambda _msg: None)
+    scn, catalog, sites, calibration = case.scenario, case.catalog, case.sites, case.calibration
     periods = scn.period_list()
     rack_ids = scn.racks or list(catalog.entries["racks"])
     wl_ids = scn.workload_ids()
@@ -535,7 +532,7 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
                 continue
             n = _planning_scale(scn, perf, r, site, e, peak_total)
             try:
-                rack_site[(r, s)], fac_objs[r, s] = rack_site_data(scn, catalog, site, r, n)
+                rack_site[(r, s)], fac_objs[r, s] = rack_site_data(case, site, r, n)
             except InputError as exc:
                 rack_site[(r, s)] = RackSiteData(allowed=False, reason=str(exc))
                 notes.append(f"{s} cannot host {r}: {exc}")
@@ -572,15 +569,14 @@ def prepare_inputs(scn: Scenario, catalog: Any, sites: dict[str, Any],
     return inputs
 
 
-def rack_site_data(scn: Scenario, catalog: Any, site: Any, rack_id: str, n_racks: int
+def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
                    ) -> tuple[RackSiteData, Any]:
     """Linear facility coefficients of ``rack_id`` at ``site`` taken at ``n_racks`` racks.
 
     Parameters
     ----------
-    scn : Scenario
-        For its optics and oversubscription.
-    catalog : Catalog
+    case : Case
+        For the catalog and the scenario's optics and oversubscription.
     site : Site
     rack_id : str
     n_racks : int
@@ -597,6 +593,7 @@ def rack_site_data(scn: Scenario, catalog: Any, site: Any, rack_id: str, n_racks
     """
     from dcplan import facility
 
+    catalog, scn = case.catalog, case.scenario
     fc = facility.coefficients(catalog, site, rack_id, n_racks, optics=scn.optics,
                                oversubscription=scn.oversubscription)
     cdu_pos = 0.0
@@ -614,14 +611,13 @@ def rack_site_data(scn: Scenario, catalog: Any, site: Any, rack_id: str, n_racks
         pue_annual=fc.pue_annual), fc
 
 
-def rescaled_inputs(d: PlanInputs, scn: Scenario, catalog: Any, sites: dict[str, Any],
-                    scale: dict[tuple[str, str], int]) -> PlanInputs:
+def rescaled_inputs(d: PlanInputs, case: Any, scale: dict[tuple[str, str], int]) -> PlanInputs:
     """Copy of ``d`` with the facility coefficients of some (rack, site) pairs re-taken.
 
     Parameters
     ----------
     d : PlanInputs
-    scn, catalog, sites
+    case : Case
         As for :func:`prepare_inputs`.
     scale : dict
         (rack, site) -> racks to take the coefficients at [racks].
@@ -638,7 +634,7 @@ def rescaled_inputs(d: PlanInputs, scn: Scenario, catalog: Any, sites: dict[str,
     rack_site, fac = dict(d.rack_site), dict(d.facility)
     for (r, s), n in sorted(scale.items()):
         try:
-            rack_site[r, s], fac[r, s] = rack_site_data(scn, catalog, sites[s], r, n)
+            rack_site[r, s], fac[r, s] = rack_site_data(case, case.sites[s], r, n)
         except InputError:
             continue
     return dataclasses.replace(d, rack_site=rack_site, facility=fac, notes=list(d.notes))

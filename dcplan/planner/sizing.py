@@ -37,10 +37,18 @@ UNITS = {"it_kw": "kW", "network_kw": "kW", "network_capex_usd": "USD",
          "cooling_capex_usd": "USD", "annual_energy_kwh": "kWh", "pue_annual": "-"}
 
 
-def sizing_table(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
-                 tables: dict[str, pd.DataFrame], periods: str = "peak"
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
+                 periods: str = "peak") -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Exact vs linear network and cooling per site (and period) of the solved fleet.
+
+    Parameters
+    ----------
+    case : Case
+        The case the plan was solved from (catalog, sites, optics, oversubscription).
+    d : PlanInputs
+    tables : dict
+        The plan's tables (``fleet``, ``power``).
+    periods : {"peak", "all"}
 
     Returns
     -------
@@ -60,6 +68,7 @@ def sizing_table(scn: Any, d: PlanInputs, catalog: Any, sites: dict,
     from dcplan.facility.bom import COLUMNS as BOM_COLUMNS
     from dcplan.facility.bom import site_bom
 
+    catalog, sites, scn = case.catalog, case.sites, case.scenario
     fleet = tables["fleet"]
     notes: list[str] = []
     rows: list[dict] = []

@@ -1,4 +1,9 @@
-"""Solving: HiGHS (highspy, through pulp) by default, CBC as fallback.
+"""Solving: HiGHS (highspy, through pulp) by default, CBC on request or as fallback.
+
+Options are :class:`dcplan.scenario.SolverOptions` (the scenario's ``solver:`` section,
+changed by command-line options with :meth:`~dcplan.scenario.SolverOptions.updated`).
+An exception raised inside a solver is reported as :class:`SolverError` (what it is),
+never hidden behind a fallback whose result would blame the input.
 
 A plan stopped by the time limit before reaching the requested gap is reported as
 :attr:`SolveStatus.FEASIBLE` with its gap, never as optimal. :attr:`SolveStatus.OPTIMAL`
@@ -14,15 +19,37 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from enum import Enum
 
 import pulp
+
+from dcplan.scenario.schema import SolverOptions
 
 #: Models at least this large get the rounded-relaxation start by default.
 MIP_START_MIN_VARIABLES = 20_000
 #: A relative gap at or below this counts as a proven optimum [-].
 PROVEN_GAP = 1e-6
+
+
+class SolverError(RuntimeError):
+    """A solver raised an exception of its own (a bug, or a model it cannot handle).
+
+    Parameters
+    ----------
+    solver : str
+        "highs" or "cbc".
+    exc : BaseException
+        What it raised.
+    """
+
+    def __init__(self, solver: str, exc: BaseException):
+        self.solver = solver
+        self.cause = exc
+        super().__init__(f"the {solver.upper() if solver == 'cbc' else 'HiGHS'} solver failed "
+                         f"inside ({type(exc).__name__}: {exc}); this is a solver or dcplan "
+                         "bug, or a model too extreme to solve: check the scenario's sizes "
+                         "and prices, or try --solver cbc")
 
 
 class SolveStatus(str, Enum):
@@ -38,44 +65,6 @@ class SolveStatus(str, Enum):
     def has_solution(self) -> bool:
         """Whether variable values are available."""
         return self in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
-
-
-@dataclass
-class SolveOptions:
-    """Solver settings.
-
-    Attributes
-    ----------
-    solver : {"highs", "cbc"}
-    time_limit_s : float
-        [s].
-    gap : float
-        Relative MIP gap to stop at [-].
-    threads : int, optional
-    msg : bool
-        Show the solver log.
-    fallback : bool
-        Try CBC when HiGHS fails (error or no solution).
-    scale : bool
-        Scale rows, continuous columns and the objective before HiGHS sees them.
-    mip_start : bool, optional
-        Round the relaxation into a start and try a sub-MIP around it before the
-        full MIP (see :mod:`dcplan.planner.start`); None = only for models of at
-        least :data:`MIP_START_MIN_VARIABLES` variables, so small scenarios keep
-        the plain solver path (and their exact regression values).
-    highs_options : dict
-        Extra HiGHS options by name.
-    """
-
-    solver: str = "highs"
-    time_limit_s: float = 120.0
-    gap: float = 1e-4
-    threads: int | None = None
-    msg: bool = False
-    fallback: bool = True
-    scale: bool = True
-    mip_start: bool | None = None
-    highs_options: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -200,13 +189,13 @@ def _no_stdout(active: bool):
         os.close(null)
 
 
-def _use_start(prob: pulp.LpProblem, opt: SolveOptions, rounding) -> bool:
+def _use_start(prob: pulp.LpProblem, opt: SolverOptions, rounding) -> bool:
     if rounding is None or opt.mip_start is False:
         return False
     return bool(opt.mip_start) or prob.numVariables() >= MIP_START_MIN_VARIABLES
 
 
-def _highs(prob: pulp.LpProblem, opt: SolveOptions, mip: bool, rounding=None) -> SolveInfo:
+def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None) -> SolveInfo:
     import highspy
 
     from dcplan.planner.highs import HighsDirect
@@ -214,12 +203,12 @@ def _highs(prob: pulp.LpProblem, opt: SolveOptions, mip: bool, rounding=None) ->
     # Small models keep pulp's own HiGHS interface (the exact solver path their
     # regression values were recorded with); large ones get the scaled bulk driver.
     direct = opt.scale and prob.numVariables() >= MIP_START_MIN_VARIABLES
-    solver = HighsDirect(mip=mip, msg=opt.msg, gapRel=opt.gap, timeLimit=opt.time_limit_s,
+    solver = HighsDirect(mip=mip, msg=opt.log, gapRel=opt.gap, timeLimit=opt.time_limit_s,
                          threads=opt.threads, random_seed=0, scale=direct, bulk=direct,
                          rounding=rounding if _use_start(prob, opt, rounding) else None,
                          **opt.highs_options)
     t0 = time.perf_counter()
-    with _no_stdout(not opt.msg):
+    with _no_stdout(not opt.log):
         prob.solve(solver)
     dt = time.perf_counter() - t0
     h = prob.solverModel
@@ -248,15 +237,18 @@ def _highs(prob: pulp.LpProblem, opt: SolveOptions, mip: bool, rounding=None) ->
                      f"HiGHS stopped: {name}")
 
 
-def _cbc(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
+def _cbc(prob: pulp.LpProblem, opt: SolverOptions, mip: bool) -> SolveInfo:
     with warnings.catch_warnings():
         # The CBC bundled with pulp is the one available without a system install.
         warnings.simplefilter("ignore", DeprecationWarning)
-        solver = pulp.PULP_CBC_CMD(mip=mip, msg=opt.msg, gapRel=opt.gap,
+        solver = pulp.PULP_CBC_CMD(mip=mip, msg=opt.log, gapRel=opt.gap,
                                    timeLimit=opt.time_limit_s, threads=opt.threads,
                                    options=["randomSeed 1"])
     t0 = time.perf_counter()
-    prob.solve(solver)
+    try:
+        prob.solve(solver)
+    except Exception as exc:  # noqa: BLE001 - reported as what it is
+        raise SolverError("cbc", exc) from exc
     dt = time.perf_counter() - t0
     st, sol = prob.status, prob.sol_status
     if st == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
@@ -273,39 +265,44 @@ def _cbc(prob: pulp.LpProblem, opt: SolveOptions, mip: bool) -> SolveInfo:
                      f"CBC stopped: {pulp.LpStatus[st]}")
 
 
-def solve(prob: pulp.LpProblem, options: SolveOptions | None = None, mip: bool = True,
+def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool = True,
           rounding=None) -> SolveInfo:
     """Solve ``prob`` in place (variable values and duals are set on it).
 
     Parameters
     ----------
     prob : pulp.LpProblem
-    options : SolveOptions, optional
+    options : SolverOptions, optional
     mip : bool
         False solves the LP relaxation (integers as continuous).
+    rounding : optional
+        Rounded-relaxation start (see :mod:`dcplan.planner.start`).
 
     Returns
     -------
     SolveInfo
-        With CBC's result when HiGHS raised an error or stopped without a plan for a
-        reason other than the time limit, and ``options.fallback`` is set. CBC then
+        With CBC's result when HiGHS stopped without a plan for a reason other than
+        the time limit and ``options.fallback`` is set; the message says so. CBC then
         gets only the time left of ``options.time_limit_s`` [s]; a HiGHS run that used
         up the time limit is not retried (CBC is slower, so it would only double the
         wall time).
+
+    Raises
+    ------
+    SolverError
+        When the solver itself raises an exception (never retried with another
+        solver, so that its result cannot be mistaken for an answer about the input).
     """
-    opt = options or SolveOptions()
+    opt = options or SolverOptions()
     t0 = time.perf_counter()
-    if opt.solver == "cbc":
+    if opt.name == "cbc":
         return _cbc(prob, opt, mip)
-    if opt.solver != "highs":
-        raise ValueError(f"unknown solver {opt.solver!r}; use 'highs' or 'cbc'")
     try:
         info = _highs(prob, opt, mip, rounding)
-    except Exception as exc:  # noqa: BLE001 - any HiGHS failure triggers the fallback
-        if not opt.fallback:
-            raise
-        info = SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", 0.0,
-                         f"HiGHS failed ({type(exc).__name__}: {exc})")
+    except SolverError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - reported as what it is
+        raise SolverError("highs", exc) from exc
     if info.status is not SolveStatus.NOT_SOLVED or not opt.fallback or info.time_limit_hit:
         return info
     why = info.message
@@ -313,9 +310,8 @@ def solve(prob: pulp.LpProblem, options: SolveOptions | None = None, mip: bool =
     if left <= 0:
         info.message = f"{why}; no time left for the CBC fallback"
         return info
-    cbc_opt = replace(opt, time_limit_s=left)
     spent = time.perf_counter() - t0
-    info = _cbc(prob, cbc_opt, mip)
+    info = _cbc(prob, opt.updated(time_limit_s=left), mip)
     info.runtime_s += spent
     info.message = (f"{why}; fell back to CBC with the {left:.0f} s left. "
                     f"{info.message}").strip()

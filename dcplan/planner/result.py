@@ -1,0 +1,157 @@
+"""The result of a plan: status, tables, timings, notes and the case it was solved from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dcplan.planner.analysis import no_grid_sites
+from dcplan.planner.inputs import PlanInputs
+from dcplan.planner.solver import SolveInfo, SolveStatus, is_proven_optimal, status_text
+
+#: Order of the result tables (and of the CSV files).
+TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
+          "unserved", "shadow_prices", "binding", "sizing", "equipment")
+
+
+@dataclass
+class PlanResult:
+    """A solved (or diagnosed) plan.
+
+    Attributes
+    ----------
+    name : str
+        Scenario name.
+    status : SolveStatus
+        Of the plan that the tables describe.
+    objective_usd : float or None
+        Present value of all costs [USD] (the elastic plan's includes the unserved
+        penalty).
+    gap : float or None
+        Relative MIP gap reached; None when the solver does not report it.
+    solver : str
+    unserved : bool
+        True when demand could not be met and the tables describe the elastic plan.
+    unserved_accepted : bool
+        The scenario accepts unserved demand (``allow_unserved: true``).
+    message : str
+        Human-readable summary of the outcome (diagnosis when demand is unserved).
+    tables : dict
+        Name -> DataFrame (see :data:`TABLES`).
+    timings_s : dict
+        prepare, build, solve, explain, total [s].
+    model_size : dict
+        variables, integers, constraints, nonzeros.
+    notes : list of str
+    inputs : PlanInputs
+        The MILP's coefficients.
+    case : Case
+        The resolved scenario, catalogs and sites the plan was solved from.
+    """
+
+    name: str
+    status: SolveStatus
+    objective_usd: float | None
+    gap: float | None
+    solver: str
+    unserved: bool = False
+    unserved_accepted: bool = False
+    message: str = ""
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    timings_s: dict[str, float] = field(default_factory=dict)
+    model_size: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    inputs: PlanInputs | None = None
+    case: Any = None
+
+    def __iter__(self) -> Iterator[tuple[str, pd.DataFrame]]:
+        """Iterate over ``(name, table)`` in :data:`TABLES` order."""
+        for name in TABLES:
+            if name in self.tables:
+                yield name, self.tables[name]
+
+    @property
+    def ok(self) -> bool:
+        """A plan exists and meets all demand."""
+        return self.status.has_solution and not self.unserved
+
+    @property
+    def proven_optimal(self) -> bool:
+        """Optimal with a relative gap of at most :data:`~dcplan.planner.solver.PROVEN_GAP`.
+
+        ``status is SolveStatus.OPTIMAL`` only says the solver closed the *requested*
+        gap (1 % in some examples); this says the plan is the optimum itself.
+        """
+        return is_proven_optimal(self.status, self.gap)
+
+    @property
+    def status_text(self) -> str:
+        """Honest one-line wording of the outcome (see :func:`~dcplan.planner.solver.status_text`).
+
+        E.g. "optimal", "optimal within the 0.27% gap: no plan is more than 0.27%
+        cheaper", "solver reported optimal; gap not reported by CBC", or, for a plan
+        with unserved demand, "demand NOT fully met (elastic plan); ...".
+        """
+        return status_text(self.status, self.gap, self.solver, self.unserved)
+
+    def kpi(self, name: str) -> float | None:
+        """Value of one KPI (see the ``kpis`` table)."""
+        df = self.tables.get("kpis")
+        if df is None or name not in set(df.kpi):
+            raise KeyError(f"no KPI {name!r}")
+        v = df.loc[df.kpi == name, "value"].iloc[0]
+        return None if pd.isna(v) else float(v)
+
+    def write_csvs(self, outdir: Path | str) -> list[Path]:
+        """Write every table to ``outdir/<name>.csv`` atomically; return the paths."""
+        from dcplan.yamlio import atomic_path
+
+        out = []
+        for name, df in self:
+            path = Path(outdir) / f"{name}.csv"
+            with atomic_path(path) as tmp:
+                df.to_csv(tmp, index=False)
+            out.append(path)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Machine-readable summary (status, objective, KPIs, fleet, unserved, shadow prices).
+
+        ``status`` is the :class:`SolveStatus` value and ``optimal`` whether it is
+        ``optimal`` (within the requested gap); ``proven_optimal`` and ``status_text``
+        say whether the gap is actually closed and word the outcome for people;
+        ``no_grid_yet`` maps sites to the periods in which they have no grid capacity
+        (and host nothing).
+        """
+        def records(name: str) -> list[dict]:
+            df = self.tables.get(name)
+            if df is None or not len(df):
+                return []
+            return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                    for r in df.to_dict("records")]
+
+        kpis = {r["kpi"]: r["value"] for r in records("kpis")}
+        fleet = [r for r in records("fleet")]
+        power = [{k: r[k] for k in ("period", "site", "facility_kw_peak", "grid_kw", "it_kw_peak",
+                                    "built_kw")} for r in records("power")]
+        return {
+            "scenario": self.name, "status": self.status.value,
+            "status_text": self.status_text, "optimal": self.status is SolveStatus.OPTIMAL,
+            "proven_optimal": self.proven_optimal, "unserved": self.unserved,
+            "no_grid_yet": no_grid_sites(self.tables.get("power")),
+            "objective_usd": self.objective_usd,
+            "gap": self.gap, "solver": self.solver, "message": self.message, "kpis": kpis,
+            "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
+            "binding": records("binding"), "shadow_prices": records("shadow_prices"),
+            "timings_s": self.timings_s, "model_size": self.model_size, "notes": self.notes,
+        }
+
+
+def result_info(result: PlanResult) -> SolveInfo:
+    """The solver outcome of ``result`` as a :class:`SolveInfo`."""
+    return SolveInfo(result.status, result.objective_usd, result.gap, result.solver,
+                     result.timings_s.get("solve", 0.0), result.message)

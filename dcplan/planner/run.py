@@ -1,0 +1,339 @@
+"""Planning a case: prepare the coefficients, build and solve the MILP, explain it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
+from dcplan.planner.inputs import PlanInputs, prepare_inputs
+from dcplan.planner.model import build_model
+from dcplan.planner.result import PlanResult
+from dcplan.planner.results import (
+    Solution,
+    allocation_table,
+    cooling_table,
+    cost_values,
+    costs_table,
+    demand_table,
+    fleet_table,
+    kpi_table,
+    network_table,
+    power_table,
+    unserved_table,
+)
+from dcplan.planner.solver import SolveStatus, solve
+from dcplan.planner.start import rounding_start
+from dcplan.scenario.schema import SolverOptions
+
+
+def model_size(prob) -> dict[str, int]:
+    """Variables, integer variables, constraints and nonzeros of a pulp problem."""
+    variables = prob.variables()
+    cons = prob.constraints()
+    return {"variables": len(variables),
+            "integers": sum(v.cat == "Integer" for v in variables),
+            "constraints": len(cons), "nonzeros": sum(len(c) for c in cons)}
+
+
+def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
+    fleet = fleet_table(d, sol)
+    power = power_table(d, sol)
+    demand = demand_table(d, sol)
+    cost = cost_values(d, sol, power)
+    costs = costs_table(d, cost)
+    return {"fleet": fleet, "allocation": allocation_table(d, sol), "demand": demand,
+            "power": power, "cooling": cooling_table(d, sol, power),
+            "network": network_table(d, sol), "costs": costs,
+            "kpis": kpi_table(d, fleet, power, demand, costs),
+            "unserved": unserved_table(d, sol)}
+
+
+def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
+                 explain: bool = True, write_lp: Path | str | None = None,
+                 progress: Callable[[str], None] | None = None) -> PlanResult:
+    """Build, solve and explain the plan for precomputed inputs.
+
+    If the demand cannot be met, the elastic model (priced unserved demand) is solved
+    and the result describes it, with ``unserved=True`` and a diagnosis in
+    ``message``.
+
+    Parameters
+    ----------
+    d : PlanInputs
+    options : SolverOptions, optional
+        Default: the scenario defaults of :class:`~dcplan.scenario.SolverOptions`.
+    explain : bool
+        Compute shadow prices (one more LP solve).
+    write_lp : path, optional
+        Write the MILP in LP format.
+    progress : callable, optional
+        Receives one-line progress messages.
+    """
+    say = progress or (lambda _m: None)
+    opt = options or SolverOptions()
+    t = {}
+    t0 = time.perf_counter()
+    prob, mv = build_model(d)
+    t["build"] = time.perf_counter() - t0
+    size = model_size(prob)
+    say(f"model: {size['variables']:,} variables ({size['integers']:,} integer), "
+        f"{size['constraints']:,} constraints, built in {t['build']:.2f} s")
+    if write_lp:
+        prob.writeLP(str(write_lp))
+        say(f"wrote {write_lp}")
+    say(f"solving with {opt.name} (time limit {opt.time_limit_s:g} s, gap {opt.gap:g})")
+    info = solve(prob, opt, rounding=rounding_start(d, mv))
+    t["solve"] = info.runtime_s
+    say(f"solver: {info.status.value} in {info.runtime_s:.2f} s"
+        + (f", gap {info.gap:.3%}" if info.gap is not None else "")
+        + (f" ({info.message})" if info.message else ""))
+    unserved = False
+    message = info.message
+    if info.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
+        say("demand cannot be met within the limits; re-solving with priced unserved demand")
+        t1 = time.perf_counter()
+        prob, mv = build_model(d, elastic=True)
+        t["build"] += time.perf_counter() - t1
+        info = solve(prob, opt, rounding=rounding_start(d, mv))
+        t["solve"] += info.runtime_s
+        unserved = info.status.has_solution
+        if not info.status.has_solution:
+            message = infeasible_reason(d) if info.status in (
+                SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED) else info.message
+    result = PlanResult(d.name, info.status, info.objective, info.gap, info.solver,
+                        unserved=unserved, message=message, model_size=size,
+                        notes=list(d.notes), inputs=d)
+    if not info.status.has_solution:
+        t["total"] = sum(t.values())
+        result.timings_s = t
+        return result
+    t2 = time.perf_counter()
+    sol = Solution.from_model(mv)
+    tables = _tables(d, sol)
+    shadow = None
+    if explain:
+        say("shadow prices: integers fixed, re-solving the LP")
+        shadow = shadow_prices(prob, d, mv, sol, opt)
+        tables["shadow_prices"] = shadow
+    tables["binding"] = binding_limits(d, sol, tables["power"], tables["fleet"],
+                                       tables["cooling"], shadow)
+    if unserved:
+        result.message = diagnosis(d, tables["unserved"], tables["binding"])
+        if not len(tables["unserved"]):
+            result.unserved = False
+    elif info.status is SolveStatus.FEASIBLE:
+        result.message = (f"NOT PROVEN OPTIMAL: {info.message}; the plan may cost up to "
+                          f"{info.gap:.2%} more than the optimum" if info.gap is not None
+                          else f"NOT PROVEN OPTIMAL: {info.message}")
+    t["explain"] = time.perf_counter() - t2
+    t["total"] = sum(t.values())
+    result.tables = tables
+    result.timings_s = t
+    return result
+
+
+def infeasible_reason(d: PlanInputs) -> str:
+    """Why a plan is infeasible even with unserved demand allowed, as far as the inputs say.
+
+    Unserved demand relaxes every demand row, so what is left are the existing fleet
+    (it must fit each site's space, and its idle power the site's grid) and the budget.
+    """
+    why = []
+    for s, sd in d.sites.items():
+        for p, per in enumerate(d.periods):
+            racks = {r: d.existing_count(r, s, p) for r in d.racks}
+            pos = sum(n * d.racks[r].rack_positions for r, n in racks.items())
+            if pos > sd.rack_positions:
+                why.append(f"the existing fleet at {s} needs {pos:,} rack positions in "
+                           f"{per.label}, the site has {sd.rack_positions:,}")
+                break
+            idle = sum(n * d.racks[r].it_power_idle_kw for r, n in racks.items())
+            if idle > sd.grid_kw[p] + 1e-6:
+                why.append(f"the existing fleet at {s} draws at least {idle / 1000:,.1f} MW "
+                           f"idle in {per.label}, the grid gives {sd.grid_kw[p] / 1000:,.1f} MW")
+                break
+    if any(b is not None for b in d.budget_usd):
+        why.append("the capex budget (budget_usd) may be too small for what must be built")
+    if why:
+        return ("no plan exists even with unserved demand allowed: " + "; ".join(why)
+                + "; fix the scenario's existing_fleet, sites or budget")
+    return ("no plan exists even with unserved demand allowed, and neither the existing "
+            "fleet nor a budget explains it; this is likely a dcplan bug: rerun with "
+            "--write-lp model.lp and report it")
+
+
+def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
+         sites_dir: Path | str | None = None, calibration: Any = None,
+         solver: str | None = None, time_limit_s: float | None = None,
+         gap: float | None = None, threads: int | None = None, solver_log: bool | None = None,
+         explain: bool = True, size: bool = True, rescale: bool = False,
+         write_lp: Path | str | None = None,
+         progress: Callable[[str], None] | None = None) -> PlanResult:
+    """Plan the fleet of a scenario.
+
+    Parameters
+    ----------
+    scenario : Case, path or Scenario
+        A :class:`~dcplan.case.Case` from :func:`~dcplan.case.load_case` (nothing is
+        read again), or a scenario file or :class:`~dcplan.scenario.Scenario` to load
+        with ``catalog_dir``, ``sites_dir`` and ``calibration``.
+    catalog_dir, sites_dir, calibration : optional
+        Passed to :func:`~dcplan.case.load_case` when ``scenario`` is not a Case.
+        ``calibration`` given with a Case replaces the case's.
+    solver, time_limit_s, gap, threads, solver_log : optional
+        Override the scenario's solver options (:class:`~dcplan.scenario.SolverOptions`).
+    explain : bool
+        Compute shadow prices.
+    size : bool
+        Size the exact network and cooling of the solved fleet and compare with the
+        linear estimate (table ``sizing``); list its equipment (table ``equipment``:
+        switches by tier and model, transceivers by type, NICs, CDUs, heat rejection).
+    rescale : bool
+        Second pass (see :func:`rescale_scale`): where the solved fleet of a rack type at
+        a site is so far from the planning scale that its network or cooling
+        coefficients per rack change by more than :data:`RESCALE_FRAC`, take them again
+        at the solved scale and re-solve once. Deterministic; the result is the second
+        plan, with a note naming the pairs and both NPVs.
+    write_lp : path, optional
+        Write the MILP in LP format.
+    progress : callable, optional
+        Receives one-line progress messages.
+
+    Returns
+    -------
+    PlanResult
+        Never raises for infeasible demand: check ``result.ok`` / ``result.unserved``.
+        ``result.case`` is the case it was solved from.
+
+    Raises
+    ------
+    InputError
+        For a bad scenario, catalog or site file.
+    SolverError
+        When the solver itself fails.
+    """
+    from dcplan.case import Case, load_case
+
+    say = progress or (lambda _m: None)
+    t0 = time.perf_counter()
+    if isinstance(scenario, Case):
+        case = scenario if calibration is None else scenario.with_calibration(
+            _calibration(calibration, scenario))
+    else:
+        say("loading scenario, catalogs and sites")
+        case = load_case(scenario, catalog_dir=catalog_dir, sites_dir=sites_dir,
+                         calibration=calibration)
+    d = prepare_inputs(case, progress=progress)
+    prep = time.perf_counter() - t0
+    opt = case.scenario.solver.updated(name=solver, time_limit_s=time_limit_s, gap=gap,
+                                       threads=threads, log=solver_log)
+    result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress)
+    if rescale and result.status.has_solution:
+        result, d = _rescaled(case, d, result, opt, explain, say)
+    result.name = case.name
+    result.case = case
+    result.unserved_accepted = case.scenario.allow_unserved
+    if size and result.status.has_solution:
+        from dcplan.planner.sizing import sizing_table
+
+        t1 = time.perf_counter()
+        say("sizing the exact network and cooling of the chosen fleet")
+        result.tables["sizing"], result.tables["equipment"], notes = sizing_table(
+            case, d, result.tables)
+        result.notes += notes
+        result.timings_s["sizing"] = time.perf_counter() - t1
+    result.timings_s["prepare"] = prep
+    result.timings_s["total"] = time.perf_counter() - t0
+    return result
+
+
+def _calibration(calibration: Any, case: Any) -> Any:
+    """A calibration object from a path (checked against the case's accelerators)."""
+    if isinstance(calibration, str | Path):
+        from dcplan.perf.params import load_calibration
+
+        return load_calibration(calibration,
+                                known_accelerators=case.catalog.entries.get("accelerators", {}))
+    return calibration
+
+
+def _rescaled(case: Any, d: PlanInputs, result: PlanResult, opt: SolverOptions,
+              explain: bool, say: Callable[[str], None]) -> tuple[PlanResult, PlanInputs]:
+    """The ``rescale`` second pass of :func:`plan` (the first plan if nothing changes)."""
+    scale = rescale_scale(case, d, result.tables["fleet"])
+    if not scale:
+        return result, d
+    from dcplan.planner.inputs import rescaled_inputs
+
+    moves: dict[tuple[str, int, int], list[str]] = {}
+    for (r, s), n in sorted(scale.items()):
+        moves.setdefault((r, d.facility[r, s].n_racks, n), []).append(s)
+    pairs = "; ".join(f"{r}: {a} -> {b} racks at {', '.join(ss)}"
+                      for (r, a, b), ss in moves.items())
+    say(f"re-solving with facility coefficients at the solved scale ({pairs})")
+    d2 = rescaled_inputs(d, case, scale)
+    second = solve_inputs(d2, opt, explain=explain, progress=say)
+    if not second.status.has_solution:
+        result.notes.append(f"re-solve at the solved scale ({pairs}) ended "
+                            f"{second.status.value}; the first plan is kept")
+        return result, d
+    second.notes.append(
+        f"re-solved once with facility coefficients at the solved scale ({pairs}): "
+        f"NPV {result.objective_usd:,.0f} USD with the planning-scale "
+        f"coefficients, {second.objective_usd:,.0f} USD with these")
+    for k, v in result.timings_s.items():
+        second.timings_s[k] = second.timings_s.get(k, 0.0) + v
+    return second, d2
+
+
+#: Relative change of a per-rack facility coefficient that triggers the re-solve [-].
+RESCALE_FRAC = 0.10
+#: Coefficients compared by :func:`rescale_scale`.
+RESCALE_FIELDS = ("network_kw_per_rack", "network_capex_usd_per_rack",
+                  "cooling_kw_per_it_kw_peak", "cdus_per_rack")
+
+
+def rescale_scale(case: Any, d: PlanInputs, fleet: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """(rack, site) pairs whose coefficients should be re-taken at the solved scale.
+
+    The solved scale of a rack type is its largest count of racks in service at one
+    site in one period; it is applied to every site that may host the type (so the
+    re-solve cannot move the fleet to a site still priced at the planning scale). A
+    pair is returned when that count differs from the scale its coefficients were
+    taken at and one of :data:`RESCALE_FIELDS` changes by more than
+    :data:`RESCALE_FRAC` (relative) between the two scales.
+
+    Returns
+    -------
+    dict
+        (rack, site) -> solved scale [racks]; empty when nothing changes enough.
+    """
+    from dcplan import facility
+
+    out: dict[tuple[str, str], int] = {}
+    if not len(fleet):
+        return out
+    peak = fleet.groupby("rack").installed_racks.max()
+    for (r, s), used in sorted(d.facility.items()):
+        n = int(round(peak.get(r, 0.0)))
+        if n <= 0 or n == used.n_racks or not d.rack_site[r, s].allowed:
+            continue
+        try:
+            new = facility.coefficients(case.catalog, case.sites[s], r, n,
+                                        optics=case.scenario.optics,
+                                        oversubscription=case.scenario.oversubscription)
+        except Exception:  # noqa: BLE001 - keep the planning-scale coefficients
+            continue
+        for f in RESCALE_FIELDS:
+            a, b = getattr(used, f), getattr(new, f)
+            if abs(b - a) > RESCALE_FRAC * max(abs(a), 1e-12):
+                out[r, s] = n
+                break
+    return out
+
+

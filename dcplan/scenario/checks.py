@@ -1,0 +1,223 @@
+"""Cross-checks of a scenario against the catalogs and sites.
+
+:func:`check_scenario` returns every problem (unknown ids, periods outside the
+horizon, demand missing for a period, entries naming a site outside the scenario...);
+:func:`scenario_problems` adds the problems of its overrides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dcplan.catalog import Catalog, suggest, unknown_message
+from dcplan.errors import InputError, Problem
+from dcplan.scenario.overrides import apply_overrides
+from dcplan.scenario.schema import (
+    MAX_DEMAND_TOKENS_PER_MONTH,
+    Scenario,
+    norm_label,
+    parse_period_label,
+)
+
+
+def scenario_problems(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> list[Problem]:
+    """Every problem of ``scn`` against catalogs and sites, overrides included.
+
+    Returns
+    -------
+    list of Problem
+        :func:`check_scenario` problems followed by :func:`apply_overrides` problems.
+    """
+    problems = check_scenario(scn, catalog, sites)
+    try:
+        apply_overrides(scn, catalog, sites)
+    except InputError as exc:
+        problems += exc.problems
+    return problems
+
+
+def _not_in_scenario(site: str, scn: Scenario, sites: dict[str, Any]) -> str:
+    """Message for a site named in an entry but missing from ``scn.sites``."""
+    if site in sites:
+        return (f"site '{site}' is not one of this scenario's sites ({', '.join(scn.sites)}); "
+                "add it to 'sites' or remove this entry")
+    return unknown_message("sites", site, sites)
+
+
+def _workload_message(w: str, wanted: list[str], catalog_workloads: Any) -> str:
+    """Message for an entry naming workload ``w`` that the scenario does not serve."""
+    if w in catalog_workloads:
+        return (f"workload '{w}' is not a workload of this scenario ({', '.join(wanted)}); "
+                "add it to 'workloads' (with its demand) or remove this entry")
+    return unknown_message("workloads", w, list(dict.fromkeys([*wanted, *catalog_workloads])))
+
+
+def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> list[Problem]:
+    """Return every problem of ``scn`` against the catalogs and sites.
+
+    Each problem names the line of its own entry (a list item, a demand row) where the
+    file gives it. For a best-effort scenario (parts dropped for schema errors, see
+    :func:`load_scenario`), cross-checks that the dropped parts would make misleading
+    are skipped.
+    """
+    probs: list[Problem] = []
+    racks = catalog.entries.get("racks", {})
+    wls = catalog.entries.get("workloads", {})
+    labels = {p.label for p in scn.period_list()}
+    years = {p.year for p in scn.period_list()}
+    dropped = set(scn.dropped)
+
+    def broken(prefix: str) -> bool:
+        return any(d == prefix or d.startswith(prefix + ".") for d in dropped)
+
+    def at(path: str, message: str, entry: str | None = None, field: str | None = None
+           ) -> None:
+        probs.append(scn.problem(path, message, entry=entry, field=field))
+
+    # Lists of ids name the list as the field (the message names the id).
+    for i, s in enumerate(scn.sites):
+        if s not in sites:
+            at(scn.item_path("sites", i), unknown_message("sites", s, sites), field="sites")
+    for i, r in enumerate(scn.racks or []):
+        if r not in racks:
+            at(scn.item_path("racks", i), unknown_message("racks", r, racks), field="racks")
+    wanted = scn.workload_ids()
+    for i, w in enumerate(wanted):
+        if w not in wls:
+            path = scn.item_path("workloads", i) if scn.workloads else f"demand.table.{w}" \
+                if w in scn.demand.table else f"demand.growth.{w}"
+            at(path, unknown_message("workloads", w, wls), field=path.rsplit(".", 1)[0]
+               if scn.workloads else path)
+    if not broken("workloads") and not broken("demand"):
+        for w in scn.demand.workloads():
+            if w not in wanted:
+                sect = "table" if w in scn.demand.table else "growth"
+                at(f"demand.{sect}.{w}", f"demand for '{w}', which is not in 'workloads'; add "
+                                         "it there or remove its demand")
+        for i, w in enumerate(wanted):
+            if w not in scn.demand.workloads():
+                at(scn.item_path("workloads", i) if scn.workloads else "demand",
+                   f"workload '{w}' has no demand; add it to demand.table or demand.growth",
+                   field="workloads" if scn.workloads else "demand")
+    if isinstance(scn.demand.peak_to_average, dict):
+        for w in scn.demand.peak_to_average:
+            if w not in wanted:
+                at(f"demand.peak_to_average.{w}", _workload_message(w, wanted, wls))
+    for w, row in scn.demand.table.items():
+        fld = f"demand.table.{w}"
+        for key in row:
+            probs += _check_label(scn, key, labels, years, f"{fld}.{key}", fld)
+        if broken(fld):
+            continue
+        keyed = set()
+        for key in row:
+            try:
+                keyed.add(norm_label(key))
+            except ValueError:
+                pass
+        missing = [p.label for p in scn.period_list()
+                   if p.label not in keyed and str(p.year) not in keyed]
+        if missing:
+            at(fld, f"no demand for period(s) {', '.join(missing)}; add them (0 for none)")
+    for key in scn.budget_usd:
+        probs += _check_label(scn, key, labels, years, f"budget_usd.{key}", "budget_usd")
+    first = scn.period_list()[0]
+    for i, ex in enumerate(scn.existing_fleet):
+        fld = scn.item_path("existing_fleet", i)
+        if ex.site not in sites or ex.site not in scn.sites:
+            if not (broken("sites") and ex.site in sites):
+                at(fld + ".site", _not_in_scenario(ex.site, scn, sites))
+        if ex.rack not in racks:
+            at(fld + ".rack", unknown_message("racks", ex.rack, racks))
+        try:
+            y, q = parse_period_label(ex.installed)
+            if (y, q or 1) > (first.year, (first.start.month - 1) // 3 + 1):
+                at(fld + ".installed", f"installed {ex.installed} is after the first period "
+                                       f"{first.label}; existing racks must predate the plan")
+        except ValueError as exc:
+            at(fld + ".installed", str(exc))
+    probs += _existing_fits(scn, racks, sites)
+    for w, g in scn.demand.growth.items():
+        last = scn.period_list()[-1]
+        top = g.start * (1 + g.annual_growth) ** last.offset_years
+        if top > MAX_DEMAND_TOKENS_PER_MONTH:
+            at(f"demand.growth.{w}", f"growth takes the demand to {top:.3g} tokens per "
+                                     f"{scn.demand.unit[11:]} by {last.label}, beyond any "
+                                     "forecast; check start and annual_growth")
+    for s in scn.existing_built_mw:
+        if s not in scn.sites and not (broken("sites") and s in sites):
+            at(f"existing_built_mw.{s}", _not_in_scenario(s, scn, sites))
+    regions = {getattr(sites[s], "region", None) for s in scn.sites if s in sites}
+    for i, rule in enumerate(scn.rules):
+        fld = scn.item_path("rules", i)
+        if rule.workload not in wanted and not broken("workloads"):
+            at(fld + ".workload", _workload_message(rule.workload, wanted, wls))
+        for s in rule.sites or []:
+            if s not in scn.sites and not (broken("sites") and s in sites):
+                at(fld + ".sites", _not_in_scenario(s, scn, sites))
+        for reg in rule.regions or []:
+            if reg not in regions and not broken("sites"):
+                at(fld + ".regions", f"no site of the scenario is in region '{reg}'"
+                                     f"{suggest(reg, [r for r in regions if r])}; regions: "
+                                     f"{', '.join(sorted(r for r in regions if r))}")
+    if scn.optics and scn.optics not in catalog.entries.get("optics", {}):
+        at("optics", unknown_message("optics", scn.optics, catalog.entries.get("optics", {})))
+    if not broken("economics"):
+        for s in scn.sites:
+            cur = getattr(sites.get(s), "currency", "USD")
+            if s in sites and cur != "USD" and cur not in scn.economics.exchange_rates_usd_per_unit:
+                at("economics.exchange_rates_usd_per_unit",
+                   f"site '{s}' prices in {cur}; add economics.exchange_rates_usd_per_unit."
+                   f"{cur} (USD per {cur})")
+    return probs
+
+
+def _existing_fits(scn: Scenario, racks: Any, sites: dict[str, Any]) -> list[Problem]:
+    """Problems of existing racks that do not fit their site's rack positions."""
+    used: dict[str, int] = {}
+    for ex in scn.existing_fleet:
+        if ex.site in sites and ex.rack in racks:
+            used[ex.site] = used.get(ex.site, 0) + ex.count * racks[ex.rack].rack_positions
+    probs = []
+    for i, ex in enumerate(scn.existing_fleet):
+        site = sites.get(ex.site)
+        if site is not None and used.get(ex.site, 0) > site.rack_positions:
+            probs.append(scn.problem(
+                scn.item_path("existing_fleet", i) + ".count",
+                f"the existing fleet at {ex.site} needs {used[ex.site]:,} rack positions and "
+                f"the site has {site.rack_positions:,}; correct the count",
+                entry=ex.site))
+    return probs
+
+
+def _check_label(scn: Scenario, key: Any, labels: set, years: set, path: str, field: str
+                 ) -> list[Problem]:
+    """Problems of period label ``key`` (at ``path``, reported as ``field``)."""
+    try:
+        lab = norm_label(key)
+    except ValueError as exc:
+        return [scn.problem(path, str(exc), field=field)]
+    if lab in labels or (scn.periods.step == "quarter" and lab.isdigit() and int(lab) in years):
+        return []
+    return [scn.problem(path, f"period {key} is outside the horizon {min(labels)}.."
+                              f"{max(labels)}; remove it or widen 'periods'", field=field)]
+
+
+def resolve_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]
+                     ) -> tuple[Catalog, dict[str, Any]]:
+    """Check ``scn`` against catalogs and sites, then apply its overrides.
+
+    Returns
+    -------
+    catalog, sites
+        The data the planner should use.
+
+    Raises
+    ------
+    InputError
+        With every problem found.
+    """
+    problems = scenario_problems(scn, catalog, sites)
+    if problems:
+        raise InputError(problems)
+    return apply_overrides(scn, catalog, sites)

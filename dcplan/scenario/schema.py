@@ -1,0 +1,505 @@
+"""Scenario schema: what to plan, over which periods, against which demand.
+
+A scenario is a YAML mapping validated by :class:`Scenario` (unknown fields are
+rejected with a did-you-mean hint). Loading, ``extends`` and forecast files are in
+:mod:`dcplan.scenario.load`, cross-checks against catalogs and sites in
+:mod:`dcplan.scenario.checks`, overrides in :mod:`dcplan.scenario.overrides`.
+
+Units: demand in tokens per month (or per day, see ``demand.unit``; input plus output
+tokens) converted to tokens/s with :data:`dcplan.units.SECONDS_PER_MONTH`; money in
+USD (site tariffs in another currency are converted with the scenario's
+``exchange_rates_usd_per_unit``); power in MW only where a field name says ``_mw``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dcplan.errors import Problem
+from dcplan.schema import Id
+from dcplan.units import SECONDS_PER_DAY, SECONDS_PER_MONTH
+
+_PERIOD_RE = re.compile(r"^(\d{4})(?:[qQ]([1-4]))?$")
+
+NonNeg = Annotated[float, Field(ge=0)]
+Pos = Annotated[float, Field(gt=0)]
+
+#: Largest demand figure accepted [tokens per month]: about a million times the world's
+#: inference demand in 2025; a larger figure is a unit mistake.
+MAX_DEMAND_TOKENS_PER_MONTH = 1e21
+#: Largest annual growth accepted [1/yr] (+10,000 %/yr).
+MAX_ANNUAL_GROWTH = 100.0
+DemandFigure = Annotated[float, Field(ge=0, le=MAX_DEMAND_TOKENS_PER_MONTH)]
+
+
+#: Longest planning horizon accepted [years]: datacenter assets live 5-30 years, and
+#: a longer horizon only makes the MILP large without making the plan better informed.
+MAX_HORIZON_YEARS = 50
+#: Calendar years a period may fall in.
+YEAR_RANGE = (2000, 2100)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+@dataclass(frozen=True)
+
+
+class Period:
+    """One planning period.
+
+    Attributes
+    ----------
+    label : str
+        ``"2026"`` for a year, ``"2026q1"`` for a quarter.
+    start : datetime.date
+        First day of the period.
+    years : float
+        Length [years] (1 or 0.25).
+    offset_years : float
+        Start of the period counted from the start of the plan [years].
+    """
+
+    label: str
+    start: dt.date
+    years: float
+    offset_years: float
+
+    @property
+    def year(self) -> int:
+        """Calendar year the period starts in."""
+        return self.start.year
+
+
+def parse_period_label(value: Any) -> tuple[int, int | None]:
+    """Parse ``2026`` / ``"2026"`` / ``"2026Q3"`` into ``(year, quarter or None)``.
+
+    Raises
+    ------
+    ValueError
+        If the value is not a year or a year with a quarter.
+    """
+    m = _PERIOD_RE.match(str(value).strip())
+    if not m:
+        raise ValueError(f"{value!r} is not a period; write a year (2027) or a quarter (2027Q3)")
+    return int(m.group(1)), (int(m.group(2)) if m.group(2) else None)
+
+
+def norm_label(key: Any) -> str:
+    """Canonical period label of ``key``: ``2027`` -> ``"2027"``, ``"2027Q3"`` -> ``"2027q3"``."""
+    y, q = parse_period_label(key)
+    return f"{y}q{q}" if q else str(y)
+
+
+class Periods(_Strict):
+    """Planning horizon.
+
+    Attributes
+    ----------
+    start, end : str or int
+        First and last period, both included: years (``2026``) or quarters
+        (``2026Q1``) matching ``step``.
+    step : {"year", "quarter"}
+    """
+
+    start: int | str
+    end: int | str
+    step: Literal["year", "quarter"] = "year"
+
+    @model_validator(mode="after")
+    def _check(self):
+        y0, q0 = parse_period_label(self.start)
+        y1, q1 = parse_period_label(self.end)
+        if self.step == "quarter":
+            q0, q1 = q0 or 1, q1 or 4
+        elif q0 or q1:
+            raise ValueError("step is 'year' but start/end name quarters; use step: quarter")
+        if (y1, q1 or 0) < (y0, q0 or 0):
+            raise ValueError(f"end ({self.end}) is before start ({self.start})")
+        lo, hi = YEAR_RANGE
+        for y in (y0, y1):
+            if not lo <= y <= hi:
+                raise ValueError(f"year {y} is outside {lo}..{hi}; give a planning year")
+        if y1 - y0 + 1 > MAX_HORIZON_YEARS:
+            raise ValueError(f"the horizon {self.start}..{self.end} spans {y1 - y0 + 1} years; "
+                             f"dcplan plans at most {MAX_HORIZON_YEARS} years")
+        return self
+
+    def expand(self) -> list[Period]:
+        """Return the list of :class:`Period` of the horizon, in order."""
+        y0, q0 = parse_period_label(self.start)
+        y1, q1 = parse_period_label(self.end)
+        out: list[Period] = []
+        if self.step == "year":
+            origin = dt.date(y0, 1, 1)
+            for i, y in enumerate(range(y0, y1 + 1)):
+                out.append(Period(str(y), dt.date(y, 1, 1), 1.0, float(i)))
+            return out
+        q0, q1 = q0 or 1, q1 or 4
+        origin = dt.date(y0, 3 * (q0 - 1) + 1, 1)
+        y, q, i = y0, q0, 0
+        while (y, q) <= (y1, q1):
+            start = dt.date(y, 3 * (q - 1) + 1, 1)
+            out.append(Period(f"{y}q{q}", start, 0.25, 0.25 * i))
+            i += 1
+            y, q = (y + 1, 1) if q == 4 else (y, q + 1)
+        del origin
+        return out
+
+
+class Growth(_Strict):
+    """Demand that grows geometrically from the first period.
+
+    Attributes
+    ----------
+    start : float
+        Demand in the first period [tokens per ``demand.unit``].
+    annual_growth : float
+        Growth per year as a fraction (0.8 = +80 %/yr), compounded per period.
+    """
+
+    start: DemandFigure
+    annual_growth: Annotated[float, Field(gt=-1, le=MAX_ANNUAL_GROWTH)]
+
+
+class Demand(_Strict):
+    """Token demand forecast (input plus output tokens).
+
+    Attributes
+    ----------
+    unit : {"tokens_per_month", "tokens_per_day"}
+        Unit of every figure in ``table`` and ``growth``.
+    peak_to_average : float or dict
+        Peak-hour over average demand, one figure or one per workload [-] (>= 1).
+    table : dict
+        workload -> {period label -> demand}. With quarterly periods a year key
+        applies to each of its quarters.
+    growth : dict
+        workload -> :class:`Growth`.
+    """
+
+    unit: Literal["tokens_per_month", "tokens_per_day"] = "tokens_per_month"
+    peak_to_average: Annotated[float, Field(ge=1)] | dict[Id, Annotated[float, Field(ge=1)]] = 1.0
+    table: dict[Id, dict[int | str, DemandFigure]] = Field(default_factory=dict)
+    growth: dict[Id, Growth] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self):
+        both = sorted(set(self.table) & set(self.growth))
+        if both:
+            raise ValueError(f"workload(s) {both} appear in both table and growth; keep one")
+        if not self.table and not self.growth:
+            raise ValueError("no demand given; add a 'table' or a 'growth' entry per workload")
+        return self
+
+    def workloads(self) -> list[str]:
+        """Workload ids with demand, in file order."""
+        return list(self.table) + list(self.growth)
+
+
+class ExistingRacks(_Strict):
+    """Racks already installed at the start of the plan.
+
+    Attributes
+    ----------
+    site, rack : str
+        Site and rack ids.
+    count : int
+        Number of racks.
+    installed : int or str
+        Year (or quarter) of installation, at or before the first period; the racks
+        retire ``lifetime_years`` after it.
+    """
+
+    site: Id
+    rack: Id
+    count: Annotated[int, Field(ge=0)]
+    installed: int | str
+
+
+class Rule(_Strict):
+    """Restrict where a workload may be served.
+
+    Attributes
+    ----------
+    workload : str
+    sites : list of str, optional
+        Only these sites.
+    regions : list of str, optional
+        Only sites in these regions.
+    """
+
+    workload: Id
+    sites: list[Id] | None = None
+    regions: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.sites is None) == (self.regions is None):
+            raise ValueError("give exactly one of 'sites' or 'regions'")
+        return self
+
+
+class Override(_Strict):
+    """Change one field of one catalog entry or site for this scenario.
+
+    Attributes
+    ----------
+    kind : str
+        A catalog kind (``racks``, ``workloads``, ...) or ``sites``.
+    id : str
+        Entry id.
+    field : str
+        Field to change.
+    set : Any, optional
+        New value.
+    scale : float, optional
+        Multiply the current (numeric) value.
+    add : float, optional
+        Add to the current (numeric) value.
+    from_year : int, optional
+        For year-keyed step functions (a site's ``grid_mw``): apply the change from
+        this year on (the step at ``from_year`` is created if missing).
+    """
+
+    kind: str
+    id: Id
+    field: str
+    set: Any = None
+    scale: float | None = None
+    add: float | None = None
+    from_year: int | None = None
+
+    @model_validator(mode="after")
+    def _one_op(self):
+        ops = [o for o in ("set", "scale", "add") if getattr(self, o) is not None]
+        if len(ops) != 1:
+            raise ValueError("give exactly one of 'set', 'scale' or 'add'")
+        return self
+
+
+class SolverOptions(_Strict):
+    """Solver settings: the one home of their defaults (scenario ``solver:``, CLI, API).
+
+    Attributes
+    ----------
+    name : {"highs", "cbc"}
+        MILP solver.
+    time_limit_s : float
+        Wall-clock limit of each solve [s].
+    gap : float
+        Relative MIP gap at which to stop [-].
+    threads : int, optional
+        Solver threads (default: solver's choice).
+    log : bool
+        Show the solver's own log.
+    fallback : bool
+        Try CBC when HiGHS stops without a plan for a reason other than the time limit
+        (the result says so). An exception raised inside HiGHS is never retried: it is
+        reported as a solver error.
+    scale : bool
+        Let large models use the scaled bulk HiGHS driver (see
+        :mod:`dcplan.planner.highs`).
+    mip_start : bool, optional
+        Round the relaxation into a start and try a sub-MIP around it first; None =
+        only for large models.
+    highs_options : dict
+        Extra HiGHS options by name.
+    """
+
+    name: Literal["highs", "cbc"] = "highs"
+    time_limit_s: Pos = 120.0
+    gap: NonNeg = 1e-4
+    threads: Annotated[int, Field(gt=0)] | None = None
+    log: bool = False
+    fallback: bool = True
+    scale: bool = True
+    mip_start: bool | None = None
+    highs_options: dict[str, Any] = Field(default_factory=dict)
+
+    def updated(self, **changes: Any) -> SolverOptions:
+        """Copy with the given fields changed (``None`` values are ignored), re-validated."""
+        data = {**self.model_dump(), **{k: v for k, v in changes.items() if v is not None}}
+        return SolverOptions.model_validate(data)
+
+
+class Economics(_Strict):
+    """Money assumptions.
+
+    Attributes
+    ----------
+    discount_rate : float
+        Annual real discount rate [1/yr]. Default 0.08: an assumption (a typical
+        weighted average cost of capital for datacenter investments), not a sourced
+        figure; set your own.
+    exchange_rates_usd_per_unit : dict
+        Currency code -> USD per unit (e.g. ``KRW: 0.00072``); USD is 1.
+    terminal_value : {"straight_line", "none"}
+        Credit the straight-line book value of equipment still in service at the end
+        of the horizon, so that late purchases are not charged their full price.
+    unserved_penalty_usd_per_million_tokens : float
+        Price of demand left unserved in the elastic re-solve [USD per million
+        tokens]. Default 100: an assumption chosen far above any API price (a few USD
+        per million tokens), so that the planner leaves demand unserved only where no
+        rack can serve it; set it to what a shortfall costs you.
+    building_lifetime_years, cdu_lifetime_years : float, optional
+        Lives used for the terminal value of buildings and CDUs [years]; without
+        them, buildings and CDUs get no terminal credit.
+    """
+
+    discount_rate: Annotated[float, Field(ge=0, lt=1)] = 0.08
+    exchange_rates_usd_per_unit: dict[str, Pos] = Field(default_factory=dict)
+    terminal_value: Literal["straight_line", "none"] = "straight_line"
+    unserved_penalty_usd_per_million_tokens: Pos = 100.0
+    building_lifetime_years: Pos | None = None
+    cdu_lifetime_years: Pos | None = None
+
+
+class Scenario(_Strict):
+    """A planning scenario (see ``docs/planner.md`` for the file format).
+
+    Attributes
+    ----------
+    name : str
+    description : str
+    periods : Periods
+    sites : list of str
+        Site ids that may host racks.
+    racks : list of str, optional
+        Rack ids that may be bought (default: every rack in the catalog).
+    workloads : list of str, optional
+        Workloads to serve (default: those in the demand forecast).
+    demand : Demand
+    economics : Economics
+    existing_fleet : list of ExistingRacks
+    budget_usd : dict, optional
+        Period label -> largest undiscounted capex in that period [USD].
+    existing_built_mw : dict
+        Site -> facility capacity already built at the start [MW].
+    rules : list of Rule
+    optics : str, optional
+        Optic id for the scale-out fabric (default: the facility model's choice).
+    oversubscription : float
+        Scale-out fabric oversubscription [-].
+    cdu_redundancy : int
+        Spare CDUs per site that has liquid-cooled racks (1 = N+1).
+    planning_scale_racks : int, optional
+        Racks per type and site at which the linear facility coefficients are
+        taken (default: estimated from the demand).
+    lead_time : bool
+        Enforce each site's ``lead_time_months``: facility capacity beyond
+        ``existing_built_mw`` is in service only from the first period starting at
+        least that long after the start of the plan.
+    peak_power : {"operating_point", "nameplate"}
+        Rack IT power used for the peak (grid limit, facility built, demand charge):
+        idle power plus the performance model's serving power of the allocated
+        racks (racks are power-capped at their operating point), or every rack at
+        ``it_power_max_kw``. Energy always uses the operating point.
+    overrides : list of Override
+    allow_unserved : bool
+        Accept a plan that leaves demand unserved (priced at
+        ``economics.unserved_penalty_usd_per_million_tokens``): ``dcplan plan`` then
+        reports the shortfall and exits 0, as with ``--allow-unserved``.
+    solver : SolverOptions
+    catalog_dir, sites_dir : str, optional
+        Data folders, relative to the scenario file.
+    """
+
+    name: str = "scenario"
+    description: str = ""
+    periods: Periods
+    sites: list[Id] = Field(min_length=1)
+    racks: list[Id] | None = None
+    workloads: list[Id] | None = None
+    demand: Demand
+    economics: Economics = Field(default_factory=Economics)
+    existing_fleet: list[ExistingRacks] = Field(default_factory=list)
+    budget_usd: dict[int | str, NonNeg] = Field(default_factory=dict)
+    existing_built_mw: dict[Id, NonNeg] = Field(default_factory=dict)
+    rules: list[Rule] = Field(default_factory=list)
+    optics: Id | None = None
+    oversubscription: Annotated[float, Field(ge=1)] = 1.0
+    cdu_redundancy: Annotated[int, Field(ge=0)] = 1
+    planning_scale_racks: Annotated[int, Field(gt=0)] | None = None
+    lead_time: bool = True
+    peak_power: Literal["operating_point", "nameplate"] = "operating_point"
+    overrides: list[Override] = Field(default_factory=list)
+    allow_unserved: bool = False
+    solver: SolverOptions = Field(default_factory=SolverOptions)
+    catalog_dir: str | None = None
+    sites_dir: str | None = None
+
+    # Set by load_scenario (not part of the file).
+    source_file: str = Field(default="<scenario>", exclude=True)
+    #: Dotted path (``overrides.2``, ``demand.table.chat``) -> (file, line) of its
+    #: entry; entries of a base scenario or forecast file name that file.
+    line_map: dict[str, tuple[str, int]] = Field(default_factory=dict, exclude=True)
+    #: For a best-effort scenario built from a file with schema errors: list field ->
+    #: index in the file of each item kept, and the paths that were dropped.
+    item_index: dict[str, list[int]] = Field(default_factory=dict, exclude=True)
+    dropped: tuple[str, ...] = Field(default=(), exclude=True)
+
+    def where(self, path: str) -> tuple[str, int | None]:
+        """File and line of the entry at dotted ``path`` (or of its nearest parent).
+
+        Parameters
+        ----------
+        path : str
+            Dotted path as in problem messages, e.g. ``overrides.2`` or
+            ``existing_fleet.0.site``.
+        """
+        parts = path.split(".")
+        while parts:
+            hit = self.line_map.get(".".join(parts))
+            if hit:
+                return hit[0], hit[1]
+            parts.pop()
+        return self.source_file, None
+
+    def item_path(self, field: str, i: int) -> str:
+        """Dotted path, as in the file, of item ``i`` of list ``field``."""
+        index = self.item_index.get(field)
+        return f"{field}.{index[i] if index is not None and i < len(index) else i}"
+
+    def problem(self, path: str, message: str, entry: str | None = None,
+                field: str | None = None) -> Problem:
+        """A :class:`Problem` at dotted ``path`` with the file and line of that entry.
+
+        ``field`` names the field in the message (default ``path``).
+        """
+        file, line = self.where(path)
+        return Problem(file, message, entry=entry, field=field or path, line=line)
+
+    def period_list(self) -> list[Period]:
+        """The horizon as a list of :class:`Period`."""
+        return self.periods.expand()
+
+    def workload_ids(self) -> list[str]:
+        """Workloads to serve."""
+        return list(self.workloads) if self.workloads else self.demand.workloads()
+
+    def peak_factor(self, workload: str) -> float:
+        """Peak-to-average factor of ``workload`` [-]."""
+        p = self.demand.peak_to_average
+        return p.get(workload, 1.0) if isinstance(p, dict) else p
+
+    def demand_tokens_per_s(self) -> dict[tuple[str, str], float]:
+        """Average demand [tokens/s] per (workload, period label)."""
+        periods = self.period_list()
+        per = SECONDS_PER_MONTH if self.demand.unit == "tokens_per_month" else SECONDS_PER_DAY
+        out: dict[tuple[str, str], float] = {}
+        for w, row in self.demand.table.items():
+            keyed = {norm_label(k): v for k, v in row.items()}
+            for p in periods:
+                value = keyed.get(p.label, keyed.get(str(p.year)))
+                out[(w, p.label)] = (value or 0.0) / per
+        for w, g in self.demand.growth.items():
+            for p in periods:
+                out[(w, p.label)] = g.start * (1 + g.annual_growth) ** p.offset_years / per
+        return out
