@@ -237,6 +237,13 @@ class ExistingData:
     retire_period: int
 
 
+def default_cdu_redundancy() -> int:
+    """Spare CDUs per site and CDU model when a scenario does not say (facility assumption)."""
+    from dcplan.facility.assumptions import value
+
+    return int(value("cooling", "default_cdu_redundancy"))
+
+
 @dataclass
 class PlanInputs:
     """Everything the MILP needs.
@@ -291,7 +298,7 @@ class PlanInputs:
     building_lifetime_years: float | None = None
     cdu_lifetime_years: float | None = None
     unserved_usd_per_token: float = 1e-4
-    cdu_redundancy: int = 1
+    cdu_redundancy: int = field(default_factory=default_cdu_redundancy)
     name: str = "plan"
     notes: list[str] = field(default_factory=list)
     nameplate_peak: bool = False
@@ -563,7 +570,8 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         building_lifetime_years=econ.building_lifetime_years,
         cdu_lifetime_years=econ.cdu_lifetime_years,
         unserved_usd_per_token=econ.unserved_penalty_usd_per_million_tokens / 1e6,
-        cdu_redundancy=scn.cdu_redundancy, name=scn.name, notes=notes, facility=fac_objs,
+        cdu_redundancy=(default_cdu_redundancy() if scn.cdu_redundancy is None
+                        else scn.cdu_redundancy), name=scn.name, notes=notes, facility=fac_objs,
         nameplate_peak=scn.peak_power == "nameplate")
     check_servable(inputs)
     return inputs

@@ -387,8 +387,10 @@ class Scenario(_Strict):
         Optic id for the scale-out fabric (default: the facility model's choice).
     oversubscription : float
         Scale-out fabric oversubscription [-].
-    cdu_redundancy : int
-        Spare CDUs per site that has liquid-cooled racks (1 = N+1).
+    cdu_redundancy : int, optional
+        Spare CDUs per site and CDU model that has liquid-cooled racks (1 = N+1);
+        default: the facility model's assumption (``default_cdu_redundancy`` in
+        ``dcplan/facility/assumptions.yaml``).
     planning_scale_racks : int, optional
         Racks per type and site at which the linear facility coefficients are
         taken (default: estimated from the demand).
@@ -425,7 +427,7 @@ class Scenario(_Strict):
     rules: list[Rule] = Field(default_factory=list)
     optics: Id | None = None
     oversubscription: Annotated[float, Field(ge=1)] = 1.0
-    cdu_redundancy: Annotated[int, Field(ge=0)] = 1
+    cdu_redundancy: Annotated[int, Field(ge=0)] | None = None
     planning_scale_racks: Annotated[int, Field(gt=0)] | None = None
     lead_time: bool = True
     peak_power: Literal["operating_point", "nameplate"] = "operating_point"

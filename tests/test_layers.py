@@ -1,0 +1,81 @@
+"""The layering of docs/architecture.md holds: no module imports a higher layer.
+
+Every ``import``/``from ... import`` in the package is read with :mod:`ast`, including
+imports inside functions (a deferred import is still a dependency).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "dcplan"
+
+#: Layers, lowest first: (name, module prefixes). The first matching prefix wins, so
+#: the data modules of the perf and facility packages sit below their physics.
+LAYERS = [
+    ("base", ["dcplan.errors", "dcplan.units", "dcplan.paths", "dcplan.yamlio"]),
+    ("data", ["dcplan.schema", "dcplan.catalog", "dcplan.sites", "dcplan.scenario",
+              "dcplan.perf.params", "dcplan.facility.assumptions"]),
+    ("case", ["dcplan.case"]),
+    ("models", ["dcplan.perf", "dcplan.facility"]),
+    ("planner", ["dcplan.planner"]),
+    ("export", ["dcplan.export"]),
+    ("cli", ["dcplan.cli"]),
+]
+
+
+def layer_of(module: str) -> int | None:
+    """Index in :data:`LAYERS` of a dcplan module (None for the package itself)."""
+    for i, (_name, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    return None
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text())
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")
+                up = up[: len(up) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            out.append((base, node.lineno))
+            out += [(f"{base}.{a.name}", node.lineno) for a in node.names]
+    return [(m, ln) for m, ln in out if m.startswith("dcplan")]
+
+
+def test_every_module_has_a_layer():
+    missing = [_module_name(p) for p in PKG.rglob("*.py")
+               if _module_name(p) != "dcplan" and layer_of(_module_name(p)) is None]
+    assert not missing, missing
+
+
+def test_no_import_points_up():
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        me = _module_name(path)
+        mine = layer_of(me)
+        if mine is None:
+            continue
+        for target, line in _imports(path):
+            theirs = layer_of(target)
+            if theirs is not None and theirs > mine:
+                bad.append(f"{path.relative_to(PKG.parent)}:{line}: {me} ({LAYERS[mine][0]}) "
+                           f"imports {target} ({LAYERS[theirs][0]})")
+    assert not bad, "\n".join(bad)
