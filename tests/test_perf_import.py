@@ -447,7 +447,7 @@ def test_vllm_fixture_hand_computed(catalog):
         "power_w_per_gpu": None, "framework": "vllm", "date": "2025-08-15",
     }
     assert {k: row[k] for k in expected} == expected
-    assert "meta-llama/Llama-3.3-70B-Instruct" in row["source"]
+    assert "meta-llama/Meta-Llama-3-70B-Instruct" in row["source"]
 
 
 def test_vllm_append_result_lines_and_options(catalog, tmp_path):
