@@ -396,6 +396,19 @@ def test_aiperf_open_loop_run_refused(catalog, tmp_path):
     assert "fixed concurrency" in problem.message
 
 
+def test_aiperf_older_loadgen_config(catalog, tmp_path):
+    """AIPerf before the phase configs recorded the load in input_config.loadgen."""
+    def edit(d):
+        d["input_config"] = {"loadgen": {"concurrency": 4, "request_rate": None}}
+    (row,) = import_aiperf(_edited_aiperf(tmp_path, edit), catalog, deployment())
+    assert row["concurrency"] == 4
+
+    def rate(d):
+        d["input_config"] = {"loadgen": {"concurrency": None, "request_rate": 5.0}}
+    with pytest.raises(InputError, match="loadgen.request_rate.*5.0 per second"):
+        import_aiperf(_edited_aiperf(tmp_path, rate), catalog, deployment())
+
+
 def test_aiperf_telemetry_for_other_gpus_leaves_power_empty(catalog):
     notes: list[str] = []
     (row,) = import_aiperf(AIPERF_FIXTURE, catalog, deployment(gpus=8, tp=8), notes)
