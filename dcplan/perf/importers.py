@@ -429,13 +429,13 @@ def import_aiperf(path: Path | str, catalog: Catalog, deployment: Deployment,
 
     - ``input_sequence_length.avg``, ``output_sequence_length.avg`` -> ``input_tokens``,
       ``output_tokens`` [tokens per request, rounded]; output counts reasoning tokens.
-    - ``input_config.phases[profiling].concurrency`` (AIPerf >= 0.7; older exports:
+    - ``input_config.phases[profiling].concurrency`` (AIPerf 0.13; older exports:
       ``input_config.loadgen.concurrency``) -> ``concurrency``; the phase must be of type
       ``concurrency`` (closed loop).
     - ``output_token_throughput.avg`` [generated tokens/s] / GPUs ->
       ``output_tokens_per_s_per_gpu``; ``total_token_throughput.avg`` [input + output
-      tokens/s] / GPUs -> ``total_tokens_per_s_per_gpu``. AIPerf divides the tokens by
-      the benchmark duration (first request sent to last response received).
+      tokens/s] / GPUs -> ``total_tokens_per_s_per_gpu``. AIPerf divides the tokens of
+      the profiling phase by its duration (first request sent to last response).
     - ``output_token_throughput_per_user.p50`` [1 / inter-token latency] ->
       ``median_tokens_per_s_per_user``.
     - ``time_to_first_token.p50``/``.p99`` -> ``median_ttft_s``/``p99_ttft_s`` [s].
