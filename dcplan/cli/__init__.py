@@ -61,6 +61,7 @@ from dcplan.cli import (  # noqa: E402
     compare_cmd,  # noqa: F401
     facility_cmd,  # noqa: F401
     perf_cmd,  # noqa: F401
+    perf_import_cmd,  # noqa: F401
     plan_cmd,  # noqa: F401
 )
 
