@@ -167,7 +167,7 @@ def explain_errors(
             else:
                 msg = f"{_fmt_input(got)} is not a date; write YYYY-MM or YYYY-MM-DD"
         elif kind == "enum" or kind == "literal_error":
-            msg = f"{_fmt_input(got)} is not allowed; {err['msg'].lower()}"
+            msg = f"{_fmt_input(got)} is not allowed; {err['msg'][:1].lower() + err['msg'][1:]}"
         elif kind == "value_error":
             msg = err["msg"].removeprefix("Value error, ")
         else:

@@ -20,3 +20,16 @@ def fixtures() -> Path:
 def min_catalog_dir() -> Path:
     """A minimal valid catalog folder (one entry per kind)."""
     return FIXTURES / "catalog_min"
+
+
+@pytest.fixture(scope="session")
+def minimal_plan():
+    """The shipped minimal example, loaded and planned once per test session.
+
+    Tests must not change it (make a new case with ``result.case.with_changes``).
+    """
+    from dcplan.planner import plan
+
+    result = plan(REPO / "examples" / "minimal.yaml")
+    assert result.ok, result.message
+    return result

@@ -48,6 +48,7 @@ def _count_reads(monkeypatch) -> Counter:
     return reads
 
 
+@pytest.mark.slow
 def test_one_plan_reads_each_file_once(monkeypatch, tmp_path):
     from dcplan.export import export_plan
     from dcplan.facility import assumptions

@@ -7,16 +7,13 @@ from pathlib import Path
 import pytest
 
 from dcplan.export.charts import PLAN_CHARTS, period_unit_cost, write_plan_charts
-from dcplan.planner import plan
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def result():
-    r = plan(REPO / "examples" / "minimal.yaml", size=False)
-    assert r.ok
-    return r
+def result(minimal_plan):
+    return minimal_plan
 
 
 def test_plan_charts_are_non_empty_pngs(result, tmp_path):

@@ -69,6 +69,7 @@ def test_compare_writes_workbook_csv_and_charts(run):
 
 @pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed; "
                                             ".ci/run installs it")
+@pytest.mark.slow
 def test_comparison_workbook_recalculates_in_libreoffice(run):
     _, out, tmp = run
     lo = tmp / "lo"

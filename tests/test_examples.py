@@ -100,6 +100,7 @@ def _close(a, b, rel, abs_=0.0):
 
 
 @pytest.mark.parametrize("name", gen.EXAMPLES)
+@pytest.mark.slow
 def test_example_plans_and_matches_expected(name):
     result, got = solved(name)
     exp = EXPECTED["examples"][name]
@@ -127,6 +128,7 @@ def test_example_plans_and_matches_expected(name):
 # --- the answers the scenarios exist for -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_seoul_only_grid_binds_with_positive_shadow_price():
     result, s = solved("seoul_only")
     grid = [b for b in s["binding"] if b["limit"] == "grid" and b["site"] == "seoul_metro"]
@@ -141,6 +143,7 @@ def test_seoul_only_grid_binds_with_positive_shadow_price():
     assert s["unserved"] and s["unserved_frac_last"] > 0.1
 
 
+@pytest.mark.slow
 def test_regional_moves_load_out_of_seoul():
     _, regional = solved("regional")
     _, seoul_only = solved("seoul_only")
@@ -155,6 +158,7 @@ def test_regional_moves_load_out_of_seoul():
                for k in regional["final_fleet"])
 
 
+@pytest.mark.slow
 def test_scenario_directions():
     npv = {n: solved(n)[1]["npv_usd"] for n in
            ("baseline", "kyber", "cache", "low_demand", "high_demand")}

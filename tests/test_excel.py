@@ -148,6 +148,7 @@ def test_user_text_is_never_a_formula(book):
 
 
 @needs_soffice
+@pytest.mark.slow
 def test_injection_stays_text_in_libreoffice(recalculated):
     ws = recalculated["Assumptions"]
     names = [c.value for c in ws["D"]]
@@ -158,6 +159,7 @@ def test_injection_stays_text_in_libreoffice(recalculated):
 
 
 @needs_soffice
+@pytest.mark.slow
 def test_opex_check_of_a_plan_with_unserved_demand(tmp_path):
     """The Summary's live Opex formula, the Opex KPI and the costs table agree when the
     plan leaves demand unserved (the KPI used to subtract the discounted penalty from
@@ -195,6 +197,7 @@ def test_summary_status_wording(book, solved):
 
 
 @needs_soffice
+@pytest.mark.slow
 def test_libreoffice_recalculates_totals_to_dcplan_values(recalculated, solved):
     result, _ = solved
     t = result.tables
@@ -266,6 +269,7 @@ def test_libreoffice_recalculates_totals_to_dcplan_values(recalculated, solved):
 
 
 @needs_soffice
+@pytest.mark.slow
 def test_opens_in_libreoffice_as_csv(book, solved, tmp_path):
     """LibreOffice reads the file (no repair needed) and exports the first sheet."""
     out = soffice_convert(book, tmp_path, "csv")

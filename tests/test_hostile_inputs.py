@@ -194,6 +194,7 @@ def _assert_input_error(exc: InputError) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(data=mutated(SCENARIO))
+@pytest.mark.slow
 def test_mutated_scenarios_load_or_fail_cleanly(tmp_path, data):
     f = tmp_path / "mutated.yaml"
     try:
@@ -218,6 +219,7 @@ RACKS = strip_lines(yaml.safe_load((CATALOGS / "racks.yaml").read_text()))
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(data=mutated(RACKS))
+@pytest.mark.slow
 def test_mutated_catalogs_load_or_fail_cleanly(tmp_path_factory, data):
     folder = tmp_path_factory.mktemp("cat")
     for p in CATALOGS.glob("*.yaml"):
@@ -232,3 +234,14 @@ def test_mutated_catalogs_load_or_fail_cleanly(tmp_path_factory, data):
         prepare_inputs(case)
     except InputError as exc:
         _assert_input_error(exc)
+
+
+def test_allowed_values_keep_their_case(tmp_path):
+    """A wrong currency is answered with the values as files write them (KRW, USD)."""
+    sites = tmp_path / "sites"
+    shutil.copytree(REPO / "sites", sites)
+    f = sites / "seoul_metro.yaml"
+    f.write_text(f.read_text().replace("currency: KRW", "currency: krw"))
+    res = runner.invoke(app, ["--sites-dir", str(sites), "plan", "-q", str(MINIMAL)])
+    assert res.exit_code == 1
+    assert "'krw' is not allowed; input should be 'KRW' or 'USD'" in res.stderr

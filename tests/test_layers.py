@@ -21,7 +21,7 @@ LAYERS = [
     ("models", ["dcplan.perf", "dcplan.facility"]),
     ("planner", ["dcplan.planner"]),
     ("export", ["dcplan.export"]),
-    ("cli", ["dcplan.cli"]),
+    ("cli", ["dcplan.cli", "dcplan.__main__"]),
 ]
 
 

@@ -28,6 +28,7 @@ def test_override_and_environment(tmp_path, monkeypatch):
     assert data_dir("catalogs") == shipped_dir("catalogs")
 
 
+@pytest.mark.slow
 def test_wheel_carries_data_and_finds_it(tmp_path):
     pytest.importorskip("hatchling")
     out = tmp_path / "dist"
