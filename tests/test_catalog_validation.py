@@ -56,6 +56,17 @@ def test_minimal_fixture_is_valid(min_catalog_dir):
         ("workloads.bad_enum.yaml", "test_chat", "precision", 8, r"'int3' is not allowed"),
         ("models.moe_incomplete.yaml", "test_model", None, 2,
          r"MoE models need experts_total, experts_active and expert_ffn_size together"),
+        ("models.unknown_tokenizer.yaml", "test_model", "tokenizer", 15,
+         r"unknown tokenizer 'test_tokk' \(did you mean 'test_tok'\?\)"),
+        ("models.tokenizer_too_big.yaml", "test_model", "tokenizer", 15,
+         r"tokenizer 'test_tok' has 128,000 base tokens, more than this model's vocab_size "
+         r"32,000"),
+        ("tokenizers.bad_sha.yaml", "test_tok", "sha256", 8,
+         r"'82E9D319' is not a SHA-256 \(64 lowercase hexadecimal digits\)"),
+        ("tokenizers.no_encoding.yaml", "test_tok", None, 2,
+         r"the tiktoken reader needs 'encoding'"),
+        ("tokenizers.path_escape.yaml", "test_tok", None, 2,
+         r"file must be a path inside the package folder; remove '\.\.'"),
     ],
 )
 def test_each_rule_names_file_entry_field_line(fixtures, min_catalog_dir, name, entry, field,

@@ -65,6 +65,7 @@ from dcplan.cli import (  # noqa: E402
     facility_cmd,  # noqa: F401
     perf_cmd,  # noqa: F401
     plan_cmd,  # noqa: F401
+    tokens_cmd,  # noqa: F401
 )
 
 
