@@ -39,7 +39,7 @@ LIST_COLUMNS = {
     "workloads": ["id", "model", "input_tokens_mean", "output_tokens_mean", "cache_hit_frac",
                   "precision", "ttft_s", "tpot_ms", "mode"],
     "tokenizers": ["id", "reader", "package", "file", "vocab_tokens", "as_of"],
-    "api_prices": ["id", "provider", "api_model", "models", "class_models",
+    "api_prices": ["id", "provider", "models", "class_models",
                    "input_usd_per_mtok", "cached_input_usd_per_mtok", "cache_write_usd_per_mtok",
                    "output_usd_per_mtok", "batch_discount_frac", "as_of"],
     "staffing": ["id", "name", "basis", "fte_per_unit"],
