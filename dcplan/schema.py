@@ -693,6 +693,7 @@ class StaffBasis(str, Enum):
     per_site = "per_site"
     per_mw_it = "per_mw_it"
     per_rack = "per_rack"
+    per_accelerator = "per_accelerator"
     per_fleet = "per_fleet"
 
 
@@ -701,9 +702,10 @@ class StaffRole(Entry):
 
     Attributes
     ----------
-    basis : {"per_site", "per_mw_it", "per_rack", "per_fleet"}
+    basis : {"per_site", "per_mw_it", "per_rack", "per_accelerator", "per_fleet"}
         What ``fte_per_unit`` is per: each site with racks in service, each MW of IT
-        capacity in service, each rack in service, or the whole fleet once.
+        capacity in service, each rack or accelerator package in service, or the whole
+        fleet once.
     fte_per_unit : float
         Full-time equivalents per unit of ``basis`` [FTE].
     """
