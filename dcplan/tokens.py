@@ -195,8 +195,9 @@ def load_tokenizer(entry: Tokenizer) -> TextTokenizer:
     if got != entry.sha256:
         raise InputError(Problem(
             "tokenizers.yaml", f"the vocabulary in {entry.package} {version} ({path}) is not "
-            f"the one measured (sha256 {got[:12]}..., expected {entry.sha256[:12]}...); "
-            "install a version that ships it (see the entry's notes) or update the entry",
+            f"the one the catalog names (fingerprint {got}, expected {entry.sha256}); install "
+            "a version that ships it (see the entry's notes), or, for a new entry, set sha256 "
+            "to this fingerprint",
             entry=entry.id, field="sha256"))
     reader = _READERS[entry.reader]
     encode, base = reader(entry, path, data)

@@ -136,7 +136,7 @@ def test_wrong_vocabulary_is_refused(catalog):
         tokens.load_tokenizer(entry.model_copy(update={"sha256": "0" * 64}))
     (p,) = info.value.problems
     assert (p.entry, p.field) == ("deepseek_v3", "sha256")
-    assert "not the one measured" in p.message
+    assert "not the one the catalog names (fingerprint dd76e117" in p.message
 
 
 def test_missing_package_names_the_install(catalog):
