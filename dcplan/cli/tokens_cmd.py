@@ -66,13 +66,13 @@ def _row(s) -> dict:
 @handle_errors
 def count_cmd(
     files: Annotated[list[Path], typer.Argument(
-        metavar="FILE...", help="UTF-8 text files (e.g. docs/samples/*.txt).")],
+        metavar="FILE", help="UTF-8 text files (e.g. docs/samples/*.txt).")],
     models: Annotated[list[str] | None, typer.Option(
-        "--model", "-m", help="Catalog model whose tokenizer counts (repeatable; see "
+        "--model", "-m", metavar="ID", help="Catalog model whose tokenizer counts (repeatable; see "
                               "'dcplan catalog list models').")] = None,
     tokenizers: Annotated[list[str] | None, typer.Option(
-        "--tokenizer", "-t", help="Tokenizer id to count with directly (repeatable; see "
-                                  "'dcplan tokens list').")] = None,
+        "--tokenizer", "-t", metavar="ID",
+        help="Tokenizer id to count with directly (repeatable; see 'dcplan tokens list').")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Tokens per character and per word of text files, per file and in total.
