@@ -310,6 +310,9 @@ def operations_opex(fleet: Iterable[SiteFleet], catalog,
         by_period.setdefault(f.period, []).append(f)
     for period, sites in by_period.items():
         years = sites[0].years
+        if any(f.years != years for f in sites):
+            raise ValueError(f"period {period}: sites give different lengths "
+                             f"{sorted({f.years for f in sites})} [years]")
         live = [f for f in sites if sum(f.racks.values()) > 0]
         for f in live:
             n_racks = sum(f.racks.values())

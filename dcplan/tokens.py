@@ -219,7 +219,7 @@ def _read_hf(entry: Tokenizer, path: Path, data: bytes):
     from tokenizers import Tokenizer as HfTokenizer
 
     tok = HfTokenizer.from_str(data.decode("utf-8"))
-    base = len(json.loads(data)["model"]["vocab"])
+    base = tok.get_vocab_size(with_added_tokens=False)
 
     def encode(text: str) -> list[int]:
         return tok.encode(text, add_special_tokens=False).ids
