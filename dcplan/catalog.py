@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
-from dcplan.schema import ID_RE, KINDS, Entry
+from dcplan.schema import DATE_PATTERN, ID_RE, KINDS, OPTIONAL_KINDS, PATTERN_HINTS, Entry
 from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml, strip_lines
 
 E = TypeVar("E", bound=BaseModel)
@@ -26,7 +26,9 @@ E = TypeVar("E", bound=BaseModel)
 
 def singular(kind: str) -> str:
     """Singular noun of a catalog kind (``racks`` -> ``rack``)."""
-    return {"heat_rejection": "heat-rejection entry", "switches": "switch"}.get(
+    return {"heat_rejection": "heat-rejection entry", "switches": "switch",
+            "staffing": "staffing role", "salaries": "salary", "api_prices": "API price",
+            "software": "software entry"}.get(
         kind, kind[:-1] if kind.endswith("s") else kind
     )
 
@@ -164,8 +166,11 @@ def explain_errors(
             if pattern.startswith("^[a-z0-9_]"):
                 msg = (f"{_fmt_input(got)} is not a valid id; use only lowercase letters, digits "
                        "and '_' (e.g. 'gb200_nvl72')")
-            else:
+            elif pattern == DATE_PATTERN:
                 msg = f"{_fmt_input(got)} is not a date; write YYYY-MM or YYYY-MM-DD"
+            else:
+                msg = (f"{_fmt_input(got)} is not "
+                       f"{PATTERN_HINTS.get(pattern, f'of the form {pattern}')}")
         elif kind == "enum" or kind == "literal_error":
             msg = f"{_fmt_input(got)} is not allowed; {err['msg'][:1].lower() + err['msg'][1:]}"
         elif kind == "value_error":
@@ -358,25 +363,64 @@ def check_references(catalog: Catalog, raise_: bool = False) -> list[Problem]:
         file = display_path(catalog.files.get(kind, kind))
         for ident, entry in table.items():
             for fld, target in type(entry).references.items():
-                value = getattr(entry, fld)
-                if value is None or value in catalog.entries.get(target, {}):
-                    continue
-                bad = catalog.invalid.get(target, set())
-                if bad is None or value in bad:
-                    continue  # already reported where that entry is defined
-                known = catalog.entries.get(target, {})
-                hint = suggest(value, known)
-                problems.append(
-                    Problem(file, f"unknown {singular(target)} '{value}'"
-                                  f"{' (' + hint[2:] + ')' if hint else ''}; add it to "
-                                  f"{KINDS[target][0]} or use one of: "
-                                  f"{', '.join(known) or '(none loaded)'}",
-                            entry=ident, field=fld,
-                            line=catalog.field_lines.get((kind, ident, fld),
-                                                         catalog.lines.get((kind, ident))))
-                )
+                raw = getattr(entry, fld)
+                values = raw if isinstance(raw, list | tuple) else [raw]
+                for value in values:
+                    if value is None or value in catalog.entries.get(target, {}):
+                        continue
+                    bad = catalog.invalid.get(target, set())
+                    if bad is None or value in bad:
+                        continue  # already reported where that entry is defined
+                    known = catalog.entries.get(target, {})
+                    hint = suggest(value, known)
+                    problems.append(
+                        Problem(file, f"unknown {singular(target)} '{value}'"
+                                      f"{' (' + hint[2:] + ')' if hint else ''}; add it to "
+                                      f"{KINDS[target][0]} or use one of: "
+                                      f"{', '.join(known) or '(none loaded)'}",
+                                entry=ident, field=fld,
+                                line=catalog.field_lines.get((kind, ident, fld),
+                                                             catalog.lines.get((kind, ident))))
+                    )
+    problems += check_consistency(catalog)
     if raise_ and problems:
         raise InputError(problems)
+    return problems
+
+
+def check_consistency(catalog: Catalog) -> list[Problem]:
+    """Rules across entries: what one entry may claim about another.
+
+    - a model's tokenizer has no more base tokens than the model's ``vocab_size``
+      (a model cannot embed ids its tokenizer would produce beyond its vocabulary);
+    - one salary per (role, country).
+    """
+    problems = []
+    models = catalog.entries.get("models", {})
+    tokenizers = catalog.entries.get("tokenizers", {})
+    for ident, model in models.items():
+        tok = tokenizers.get(getattr(model, "tokenizer", None) or "")
+        if tok is not None and tok.vocab_tokens > model.vocab_size:
+            problems.append(Problem(
+                display_path(catalog.files.get("models", "models")),
+                f"tokenizer '{tok.id}' has {tok.vocab_tokens:,} base tokens, more than this "
+                f"model's vocab_size {model.vocab_size:,}; it is not this model's tokenizer",
+                entry=ident, field="tokenizer",
+                line=catalog.field_lines.get(("models", ident, "tokenizer"),
+                                             catalog.lines.get(("models", ident)))))
+    seen: dict[tuple[str, str], str] = {}
+    for ident, sal in catalog.entries.get("salaries", {}).items():
+        key = (sal.role, sal.country)
+        if key in seen:
+            problems.append(Problem(
+                display_path(catalog.files.get("salaries", "salaries")),
+                f"a second salary for role '{sal.role}' in {sal.country} (first: "
+                f"'{seen[key]}'); keep one per role and country",
+                entry=ident, field="country",
+                line=catalog.field_lines.get(("salaries", ident, "country"),
+                                             catalog.lines.get(("salaries", ident)))))
+        else:
+            seen[key] = ident
     return problems
 
 
@@ -430,7 +474,8 @@ def load_catalog(
     extra_files : mapping, optional
         kind -> file that replaces that kind's file from ``catalog_dir``.
     require_all : bool
-        Report a missing kind file as a problem.
+        Report a missing kind file as a problem (kinds in
+        :data:`~dcplan.schema.OPTIONAL_KINDS` may always be absent).
 
     Returns
     -------
@@ -445,13 +490,15 @@ def load_catalog(
     extra = dict(extra_files or {})
     catalog = Catalog()
     problems: list[Problem] = []
-    if not base.is_dir() and len(extra) < len(KINDS):
+    if not base.is_dir() and len(extra) < len(KINDS) - len(OPTIONAL_KINDS):
         raise InputError(Problem(display_path(base), "catalog folder not found; pass "
                                  "--catalog-dir or set DCPLAN_CATALOG_DIR to a folder with "
                                  f"{', '.join(f for f, _ in KINDS.values())}"))
     for kind, (fname, _) in KINDS.items():
         path = extra.get(kind, base / fname)
         if not path.exists():
+            if kind in OPTIONAL_KINDS:
+                continue  # reference data; an absent file is an empty catalog
             if require_all:
                 problems.append(Problem(display_path(path), f"missing {kind} catalog file; "
                                         f"create {fname} with a list of entries"))

