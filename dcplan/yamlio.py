@@ -262,12 +262,61 @@ def strip_lines(data: Any) -> Any:
     return data
 
 
+#: Marker in the names of dcplan's temporary files and folders: ``.<name>.<TMP_TAG>.<pid>.``.
+TMP_TAG = "dcplan-tmp"
+
+
+def temp_prefix(target: Path) -> str:
+    """Prefix of this process's temporary files for ``target`` (hidden, names the pid)."""
+    return f".{target.name}.{TMP_TAG}.{os.getpid()}."
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove temporaries of ``target`` left by dcplan runs that were killed.
+
+    A temporary belongs to a run by the process id in its name; those whose process is
+    gone are removed (files, and folders written by :func:`dcplan.export.files.
+    replace_folder`). Returns what was removed.
+    """
+    import shutil
+
+    parent = target.parent
+    removed = []
+    if not parent.is_dir():
+        return removed
+    head = f".{target.name}.{TMP_TAG}."
+    for p in parent.iterdir():
+        if not p.name.startswith(head):
+            continue
+        pid_text = p.name[len(head):].split(".", 1)[0]
+        if not pid_text.isdigit() or _pid_alive(int(pid_text)):
+            continue
+        try:
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            removed.append(p)
+        except OSError:
+            pass
+    return removed
+
+
 @contextmanager
 def atomic_path(target: Path | str, suffix: str | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``target``; rename it onto ``target`` on success.
 
     An interrupted or failed write never leaves a half-written ``target`` and never
-    removes an existing one.
+    removes an existing one; the temporary is removed on any exception (the command
+    line turns SIGTERM into one), and temporaries of earlier runs that were killed
+    outright are removed first (:func:`remove_stale_temporaries`).
 
     Parameters
     ----------
@@ -280,9 +329,9 @@ def atomic_path(target: Path | str, suffix: str | None = None) -> Iterator[Path]
     target = Path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=suffix or target.suffix, dir=target.parent
-        )
+        remove_stale_temporaries(target)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=suffix or target.suffix,
+                                   dir=target.parent)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(target)) from None
     os.close(fd)

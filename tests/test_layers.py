@@ -22,6 +22,7 @@ LAYERS = [
                 "dcplan.demand"]),
     ("planner", ["dcplan.planner"]),
     ("export", ["dcplan.export"]),
+    ("api", ["dcplan.api"]),
     ("cli", ["dcplan.cli", "dcplan.__main__"]),
 ]
 

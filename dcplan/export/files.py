@@ -1,13 +1,20 @@
-"""Atomic file writes for the exporters (temporary file next to the target + rename)."""
+"""Atomic writes for the exporters: files (temporary file + rename) and whole folders."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dcplan.yamlio import atomic_path
+from dcplan.errors import InputError, Problem
+from dcplan.yamlio import TMP_TAG, atomic_path, remove_stale_temporaries, temp_prefix
+
+#: File that marks a folder as written by dcplan (listing what it holds), written last.
+MARKER = ".dcplan-output.json"
 
 
 def _umask() -> int:
@@ -29,3 +36,56 @@ def atomic_file(target: Path | str, suffix: str | None = None) -> Iterator[Path]
         yield tmp
         if tmp.exists():
             os.chmod(tmp, 0o666 & ~_umask())
+
+
+def _ours(folder: Path) -> bool:
+    """Whether ``folder`` may be replaced: empty, or marked as a dcplan output folder."""
+    if not folder.exists():
+        return True
+    if not folder.is_dir():
+        return False
+    entries = [p for p in folder.iterdir() if TMP_TAG not in p.name]
+    return not entries or (folder / MARKER).is_file()
+
+
+@contextmanager
+def replace_folder(target: Path | str) -> Iterator[Path]:
+    """Yield a temporary folder; on success it takes the place of ``target`` as a whole.
+
+    The new folder is written next to ``target`` (hidden, named after this process) and
+    renamed into place, so ``target`` is always either the complete old folder, the
+    complete new one, or (for an instant, or after a run killed between the two
+    renames) absent; never a mix of two runs. A marker file (:data:`MARKER`) listing
+    the files is written last. On any exception the temporary folder is removed.
+
+    Raises
+    ------
+    InputError
+        When ``target`` holds files dcplan did not write (no marker): they are never
+        deleted; choose an empty or new folder.
+    """
+    target = Path(target)
+    if not _ours(target):
+        raise InputError(Problem(str(target), "this folder holds files dcplan did not write; "
+                                              "choose a new or empty folder for the output "
+                                              "(dcplan replaces its output folders whole)"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target)
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
+    try:
+        yield tmp
+        files = sorted(p.name for p in tmp.iterdir())
+        (tmp / MARKER).write_text(json.dumps({"written_by": "dcplan", "files": files},
+                                             indent=1))
+        os.chmod(tmp, 0o777 & ~_umask())
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
+            os.rmdir(old)
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

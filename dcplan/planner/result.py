@@ -51,6 +51,9 @@ class PlanResult:
         The MILP's coefficients.
     case : Case
         The resolved scenario, catalogs and sites the plan was solved from.
+    saved_from : dict or None
+        For a plan read from a file: path, dcplan version, creation time and input
+        digest (see :mod:`dcplan.planner.saved`).
     """
 
     name: str
@@ -67,6 +70,7 @@ class PlanResult:
     notes: list[str] = field(default_factory=list)
     inputs: PlanInputs | None = None
     case: Any = None
+    saved_from: dict[str, Any] | None = None
 
     def __iter__(self) -> Iterator[tuple[str, pd.DataFrame]]:
         """Iterate over ``(name, table)`` in :data:`TABLES` order."""
