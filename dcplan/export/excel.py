@@ -225,11 +225,14 @@ def ref(sheet: str, col: int, first: int, last: int, absolute: bool = True) -> s
 def _width_of(value: Any, fmt: str) -> int:
     if value is None:
         return 0
-    if isinstance(value, float):
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "E+" in fmt:
+            return len(fmt)
         if fmt.startswith("#,##0") or fmt.startswith("0."):
-            decimals = len(fmt.split(".")[1]) if "." in fmt else 0
-            return len(f"{value:,.{decimals}f}")
-        return len(f"{value:.6g}")
+            decimals = len(fmt.split(".")[1].rstrip("%")) if "." in fmt else 0
+            return len(f"{value:,.{decimals}f}") + (1 if fmt.endswith("%") else 0)
+        if isinstance(value, float):
+            return len(f"{value:.6g}")
     return len(str(value))
 
 
@@ -282,12 +285,13 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
                 continue
             width = spans.get((cell.row, cell.column)) or (
                 ws.column_dimensions[get_column_letter(cell.column)].width or 8.43)
-            bold = 1.1 if cell.font is not None and cell.font.b else 1.0
-            lines = sum(_wrapped_lines(part, (width - 1) / bold)
+            size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
+            wide = size * (1.1 if cell.font is not None and cell.font.b else 1.0)
+            lines = sum(_wrapped_lines(part, (width - 1) / wide)
                         for part in cell.value.split("\n"))
-            need[cell.row] = max(need.get(cell.row, 1), lines)
-    for r, lines in need.items():
-        ws.row_dimensions[r].height = max(line_height * lines, line_height)
+            need[cell.row] = max(need.get(cell.row, 0), lines * line_height * max(size, 1))
+    for r, height in need.items():
+        ws.row_dimensions[r].height = max(height, line_height)
 
 
 def _wrapped_lines(text: str, width: float) -> int:
@@ -366,10 +370,12 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     """
     if tidy:
         df = tidy_table(df)
-    put(ws, 1, 1, title, font=TITLE_FONT)
-    if description:
-        put(ws, 2, 1, description, font=NOTE_FONT)
     cols = list(df.columns)
+    # Title and description wrap within the table's width, so that they print whole.
+    span = max(len(cols), 1)
+    long_text(ws, 1, 1, span, title, TITLE_FONT)
+    if description:
+        long_text(ws, 2, 1, span, description, NOTE_FONT)
     for j, c in enumerate(cols, start=1):
         text = header_of(df, c) if header_of is not None else header(df, c, table)
         cell = put(ws, HEADER_ROW, j, text, font=HEADER_FONT)

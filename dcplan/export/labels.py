@@ -90,7 +90,7 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
 KPI_FORMATS: dict[str, str] = {
     "usd_per_million_tokens": "0.0000", "utilisation_frac": "0.0%", "pue_annual": "0.000",
     "peak_facility_mw": "#,##0.0", "peak_it_mw": "#,##0.0", "goodput_per_watt": "#,##0.0",
-    "energy_mwh": "#,##0", "carbon_t": "#,##0",
+    "energy_mwh": "#,##0", "carbon_t": "#,##0", "tokens_served": "0.000E+00",
 }
 
 #: Cost category id -> words (charts, pivots, HTML).
