@@ -1,4 +1,4 @@
-"""Hand-over outputs of a plan: Excel workbooks, PNG charts and scenario comparisons.
+"""Hand-over outputs of a plan: Excel workbooks, PNG charts, HTML reports, comparisons.
 
 The exporters are thin writers over :class:`~dcplan.planner.PlanResult` tables: they
 format and label what the planner computed and add totals (as live Excel formulas in
@@ -11,6 +11,7 @@ Python API::
     result = plan(src.scenario, catalog=src.catalog_raw, sites=src.sites_raw)
     write_workbook(result, "out/minimal.xlsx", sources=src)
     write_plan_charts(result, "out/charts")
+    write_html(result, "out/minimal.html", sources=src)
 
 See ``docs/outputs.md``.
 """
@@ -20,8 +21,8 @@ from __future__ import annotations
 from dcplan.export.sources import PlanSources, load_sources
 
 __all__ = ["PlanSources", "compare_results", "export_plan", "load_sources",
-           "write_comparison_charts", "write_comparison_workbook", "write_plan_charts",
-           "write_workbook"]
+           "write_compare_html", "write_comparison_charts", "write_comparison_workbook",
+           "write_csv", "write_html", "write_plan_charts", "write_workbook"]
 
 
 def __getattr__(name: str):
@@ -38,4 +39,12 @@ def __getattr__(name: str):
         from dcplan.export import compare
 
         return getattr(compare, name)
+    if name in ("write_html", "write_compare_html"):
+        from dcplan.export import html
+
+        return getattr(html, name)
+    if name == "write_csv":
+        from dcplan.tableio import write_csv
+
+        return write_csv
     raise AttributeError(name)

@@ -538,12 +538,13 @@ def write_comparison_workbook(cmp: Comparison, path: Path | str) -> Path:
 
 
 def export_comparison(cmp: Comparison, *, outdir: Path | str | None = None,
-                      xlsx: Path | str | None = None, png_dir: Path | str | None = None
-                      ) -> list[Path]:
-    """Write the comparison workbook, its KPI CSV and PNG charts.
+                      xlsx: Path | str | None = None, png_dir: Path | str | None = None,
+                      html: Path | str | None = None) -> list[Path]:
+    """Write the comparison workbook, its KPI CSV, PNG charts and HTML report.
 
-    ``outdir`` gives defaults: ``OUTDIR/comparison.xlsx``, ``OUTDIR/kpis.csv`` and
-    ``OUTDIR/charts/``; ``xlsx`` and ``png_dir`` override them.
+    ``outdir`` gives defaults: ``OUTDIR/comparison.xlsx``, ``OUTDIR/kpis.csv``,
+    ``OUTDIR/charts/`` and ``OUTDIR/comparison.html``; ``xlsx``, ``png_dir`` and
+    ``html`` override them.
 
     Returns
     -------
@@ -556,11 +557,16 @@ def export_comparison(cmp: Comparison, *, outdir: Path | str | None = None,
         outdir = Path(outdir)
         xlsx = xlsx or outdir / "comparison.xlsx"
         png_dir = png_dir or outdir / "charts"
+        html = html or outdir / "comparison.html"
         out.append(write_csv(cmp.kpis, outdir / "kpis.csv"))
     if xlsx is not None:
         out.append(write_comparison_workbook(cmp, xlsx))
     if png_dir is not None:
         ok = [(r, n) for r, n in zip(cmp.results, cmp.names, strict=True) if r.tables]
         out += write_comparison_charts([r for r, _ in ok], [n for _, n in ok], png_dir)
+    if html is not None:
+        from dcplan.export.html import write_compare_html
+
+        out.append(write_compare_html(cmp, html))
     cmp.files = out
     return out

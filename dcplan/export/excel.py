@@ -622,20 +622,9 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed],
 
 
 def _status_sentence(result: Any) -> str:
-    """What the outcome means, in words that never overstate it."""
-    if not result.status.has_solution:
-        return f"No plan: the solver ended with status {result.status.value.upper()}."
-    text = result.status_text
-    head = text[0].upper() + text[1:] + "."
-    if result.unserved:
-        head += (" The sites cannot host all demand, so the cheapest plan leaves some "
-                 "unserved at the scenario's penalty: see Unserved demand below.")
-    elif result.proven_optimal:
-        head += " No cheaper plan meets the same demand within the limits."
-        head += " All token demand is served in every period."
-    else:
-        head += " All token demand is served in every period."
-    return head
+    from dcplan.export.views import outcome_sentence
+
+    return outcome_sentence(result)
 
 
 #: Columns of the Summary sheet and their widths [characters].
@@ -1028,8 +1017,9 @@ def write_workbook(result: Any, path: Path | str, sources: PlanSources | None = 
 def export_plan(result: Any, scenario: Any = None, *, xlsx: Path | str | None = None,
                 png_dir: Path | str | None = None, catalog_dir: Path | str | None = None,
                 sites_dir: Path | str | None = None, sources: PlanSources | None = None,
-                progress: Callable[[str], None] | None = None) -> list[Path]:
-    """Write the workbook and/or PNG charts of a solved plan (used by the CLI).
+                progress: Callable[[str], None] | None = None,
+                html: Path | str | None = None) -> list[Path]:
+    """Write the workbook, PNG charts and/or HTML report of a solved plan (the CLI's).
 
     Parameters
     ----------
@@ -1042,6 +1032,8 @@ def export_plan(result: Any, scenario: Any = None, *, xlsx: Path | str | None = 
         Folder of PNG charts.
     catalog_dir, sites_dir : path, optional
         As given to the planner.
+    html : path, optional
+        Self-contained HTML report (:func:`dcplan.export.html.write_html`).
     sources : PlanSources, optional
     progress : callable, optional
         Receives one-line messages.
@@ -1055,13 +1047,18 @@ def export_plan(result: Any, scenario: Any = None, *, xlsx: Path | str | None = 
     out: list[Path] = []
     if not result.tables:
         return out
-    if xlsx is not None:
-        if sources is None and scenario is not None:
-            from dcplan.export.sources import load_sources
+    if (xlsx is not None or html is not None) and sources is None and scenario is not None:
+        from dcplan.export.sources import load_sources
 
-            sources = load_sources(scenario, catalog_dir=catalog_dir, sites_dir=sites_dir)
+        sources = load_sources(scenario, catalog_dir=catalog_dir, sites_dir=sites_dir)
+    if xlsx is not None:
         out.append(write_workbook(result, xlsx, sources))
         say(f"wrote workbook {xlsx}")
+    if html is not None:
+        from dcplan.export.html import write_html
+
+        out.append(write_html(result, html, sources))
+        say(f"wrote HTML report {html}")
     if png_dir is not None:
         from dcplan.export.charts import write_plan_charts
 

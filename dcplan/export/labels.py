@@ -250,6 +250,9 @@ def format_number(value: object, excel_format: str) -> str:
         return ""
     if v in (float("inf"), float("-inf")):
         return str(v)
+    if "E+" in excel_format:
+        dec = excel_format.split(".")[1].split("E")[0] if "." in excel_format else ""
+        return f"{v:.{len(dec)}E}"
     pct = excel_format.endswith("%")
     fmt = excel_format.rstrip("%")
     if pct:

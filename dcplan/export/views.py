@@ -67,3 +67,20 @@ def terminal_credit(costs: pd.DataFrame | None, discounted: bool = False
         return 0.0, None
     col = "cost_usd_discounted" if discounted else "cost_usd"
     return float(sub[col].sum()), str(sub.period.iloc[-1])
+
+
+def outcome_sentence(result: Any) -> str:
+    """What the solver outcome means, in words that never overstate it."""
+    if not result.status.has_solution:
+        return f"No plan: the solver ended with status {result.status.value.upper()}."
+    text = result.status_text
+    head = text[0].upper() + text[1:] + "."
+    if result.unserved:
+        head += (" The sites cannot host all demand, so the cheapest plan leaves some "
+                 "unserved at the scenario's penalty: see Unserved demand below.")
+    elif result.proven_optimal:
+        head += " No cheaper plan meets the same demand within the limits."
+        head += " All token demand is served in every period."
+    else:
+        head += " All token demand is served in every period."
+    return head
