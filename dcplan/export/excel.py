@@ -721,8 +721,9 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
              ("Cooling", "liquid and air heat, CDUs with redundancy, PUE by site"),
              ("Network", "network power and capex by site and rack type"),
              ("Costs", "capex and opex by category and period, undiscounted and discounted"),
-             ("Charts", "facility MW by site, racks by type and the cost stack over time, "
-                        "one native chart per printed page"),
+             ("Chart power / racks / costs", "facility MW by site, racks by type and the "
+                                             "cost stack over time, one native chart per "
+                                             "printed page"),
              ("Chart data", "the tables the charts plot, as live formulas over Power, Fleet "
                             "and Costs"),
              ("Demand / Allocation", "token demand, what is served, which racks serve it"),
@@ -731,7 +732,8 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
              ("Shadow prices / Sizing", "value of each limit; exact vs linear network and "
                                         "cooling"),
              ("Assumptions", "every input figure with unit, source, date and any scenario "
-                             "override")]
+                             "override"),
+             ("Sources", "each source of the input figures, in full")]
     for name, text in guide:
         r += 1
         put(ws, r, 1, name, font=HEADER_FONT)
