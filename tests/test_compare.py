@@ -128,3 +128,20 @@ def test_compare_results_baseline_and_names():
     with pytest.raises(ValueError, match="none of the scenarios"):
         compare_results([fake("a", 1.0), fake("b", 2.0)], baseline="zzz")
     json.dumps(cmp.summary())
+
+
+def test_comparison_workbook_prints_kpis_with_values(run):
+    """Page 1 of the comparison (the Comparison sheet, one page wide) holds the KPI names
+    in words next to every scenario's value; every sheet has a page setup."""
+    _, out, _ = run
+    wb = openpyxl.load_workbook(out / "comparison.xlsx")
+    ws = wb["Comparison"]
+    assert ws["A4"].value == "NPV of all costs" and ws["B4"].value == "USD (present value)"
+    assert isinstance(ws["C4"].value, int | float) and isinstance(ws["D4"].value, int | float)
+    last = max(c.column for c in ws[3] if c.value is not None)
+    area = str(ws.print_area).replace("$", "")
+    assert area.endswith(f"{openpyxl.utils.get_column_letter(max(last, 6))}{ws.max_row}")
+    for sheet in wb.worksheets:
+        assert sheet.page_setup.orientation == "landscape", sheet.title
+        assert sheet.page_setup.fitToWidth == 1 and sheet.print_area, sheet.title
+        assert EVIL in sheet.oddHeader.left.text, sheet.title
