@@ -116,7 +116,7 @@ class Plan:
         return save_result(self.result, path)
 
     def to_csv(self, outdir: Path | str) -> list[Path]:
-        """Write every table as CSV to ``outdir`` (replaced as a whole, see :func:`write_outputs`)."""
+        """Write every table as CSV to ``outdir`` (the folder is replaced as a whole)."""
         return write_outputs(self.result, outdir=outdir)["csv"]
 
     def to_excel(self, path: Path | str) -> Path:

@@ -22,14 +22,21 @@ def min_catalog_dir() -> Path:
     return FIXTURES / "catalog_min"
 
 
+#: A formula-like name given to a site and to the scenario in the shared plan.
+EVIL = '=HYPERLINK("http://x","y")'
+
+
 @pytest.fixture(scope="session")
 def minimal_plan():
-    """The shipped minimal example, loaded and planned once per test session.
-
-    Tests must not change it (make a new case with ``result.case.with_changes``).
-    """
+    """The minimal example solved once for the export tests, with user text that must
+    stay text: a site and the scenario named like a formula, a description with
+    formula starts and HTML. Returns ``(result, case)``; tests must not change them."""
+    from dcplan.case import load_case
     from dcplan.planner import plan
 
-    result = plan(REPO / "examples" / "minimal.yaml")
-    assert result.ok, result.message
-    return result
+    case = load_case(REPO / "examples" / "minimal.yaml").with_changes(
+        {"name": EVIL, "description": "+1+2 @x -y <script>alert(1)</script> & co"},
+        overrides=[{"kind": "sites", "id": "seoul_metro", "field": "name", "set": EVIL}])
+    result = plan(case)
+    assert result.ok and result.case is case
+    return result, case

@@ -52,9 +52,13 @@ def test_compare_cli_prints_side_by_side(run):
 def test_compare_writes_workbook_csv_and_charts(run):
     _, out, _ = run
     kpis = pd.read_csv(out / "kpis.csv")
+    # the scenario named like a formula heads its column as text ('=...), never a formula
+    assert "'" + EVIL in kpis.columns and EVIL not in kpis.columns
     row = kpis[kpis.kpi == "npv_cost_usd"].iloc[0]
-    assert row[f"delta vs minimal: {EVIL}"] == pytest.approx(row[EVIL] - row["minimal"])
-    assert row[EVIL] > row["minimal"]
+    evil = "'" + EVIL
+    assert row[f"delta vs minimal: {EVIL}"] == pytest.approx(row[evil] - row["minimal"],
+                                                             abs=0.02)  # rounded to cents
+    assert row[evil] > row["minimal"]
     for name in ("npv_cost_stack.png", "facility_mw_by_site.png", "usd_per_million_tokens.png"):
         png = out / "charts" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
@@ -84,7 +88,9 @@ def test_comparison_workbook_recalculates_in_libreoffice(run):
     ws = wb["NPV"]
     total = next(r for r in ws.iter_rows(values_only=True) if r[0] == "Total (NPV)")
     assert total[1] * 1e6 == pytest.approx(kpis.loc["npv_cost_usd", "minimal"], rel=1e-9)
-    assert total[2] * 1e6 == pytest.approx(kpis.loc["npv_cost_usd", EVIL], rel=1e-9)
+    assert total[2] * 1e6 == pytest.approx(kpis.loc["npv_cost_usd", "'" + EVIL], rel=1e-9)
+    cats = [r[0] for r in ws.iter_rows(min_row=4, values_only=True) if r[0]]
+    assert "Racks" in cats and "Terminal value (credit)" in cats  # categories in words
     ws = wb["Comparison"]
     npv_row = next(r for r in ws.iter_rows(values_only=True) if r[0] == "NPV of all costs")
     assert npv_row[4] == pytest.approx(npv_row[3] - npv_row[2], rel=1e-12)
@@ -123,3 +129,20 @@ def test_compare_results_baseline_and_names():
     with pytest.raises(ValueError, match="none of the scenarios"):
         compare_results([fake("a", 1.0), fake("b", 2.0)], baseline="zzz")
     json.dumps(cmp.summary())
+
+
+def test_comparison_workbook_prints_kpis_with_values(run):
+    """Page 1 of the comparison (the Comparison sheet, one page wide) holds the KPI names
+    in words next to every scenario's value; every sheet has a page setup."""
+    _, out, _ = run
+    wb = openpyxl.load_workbook(out / "comparison.xlsx")
+    ws = wb["Comparison"]
+    assert ws["A4"].value == "NPV of all costs" and ws["B4"].value == "USD (present value)"
+    assert isinstance(ws["C4"].value, int | float) and isinstance(ws["D4"].value, int | float)
+    last = max(c.column for c in ws[3] if c.value is not None)
+    area = str(ws.print_area).replace("$", "")
+    assert area.endswith(f"{openpyxl.utils.get_column_letter(max(last, 6))}{ws.max_row}")
+    for sheet in wb.worksheets:
+        assert sheet.page_setup.orientation == "landscape", sheet.title
+        assert sheet.page_setup.fitToWidth == 1 and sheet.print_area, sheet.title
+        assert EVIL in sheet.oddHeader.left.text, sheet.title

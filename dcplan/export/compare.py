@@ -8,6 +8,7 @@ totals are live Excel formulas.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,26 +16,38 @@ from typing import Any
 
 import pandas as pd
 from openpyxl import Workbook
-from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
 from dcplan.export.excel import (
     HEADER_FILL,
     HEADER_FONT,
     HEADER_ROW,
-    KPI_TEXT,
     NOTE_FONT,
     SECTION_FONT,
     TITLE_FONT,
     TOTAL_FONT,
+    WRAP,
     autosize,
+    fit_wrapped_rows,
     formula,
     put,
     ref,
     write_table,
 )
-from dcplan.export.files import atomic_file
+from dcplan.export.files import atomic_file, write_csv
+from dcplan.export.labels import (
+    category_label,
+    header,
+    kpi_format,
+    kpi_label,
+    kpi_unit,
+    unit_of,
+)
+from dcplan.export.printing import setup_page
 from dcplan.planner.solver import status_text
+from dcplan.tableio import tidy_table
+
+_ID = re.compile(r"^[a-z0-9_]+$")
 
 #: KPIs shown side by side (in this order; others follow).
 KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
@@ -188,6 +201,7 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
             row[f"delta vs {base}: {n}"] = c - a if a is not None and c is not None else None
         rows.append(row)
     kpis = pd.DataFrame(rows)
+    kpis.attrs["units"] = {c: "see unit column" for c in kpis.columns if c not in ("kpi", "unit")}
 
     status = pd.DataFrame([dict(scenario=n, status=r.status.value, gap=r.gap, solver=r.solver,
                                 unserved=bool(r.unserved),
@@ -292,7 +306,7 @@ def comparison_text(cmp: Comparison) -> str:
     rows = []
     for rec in cmp.kpis.to_dict("records"):
         k = rec["kpi"]
-        row = {"KPI": KPI_TEXT.get(k, (k, ""))[0], "unit": rec["unit"].split(" (")[0]}
+        row = {"KPI": kpi_label(k), "unit": kpi_unit(k, rec["unit"].split(" (")[0])}
         for n in cmp.names:
             row[n] = _fmt(rec[n], k)
         for n in cmp.names:
@@ -340,6 +354,8 @@ def comparison_text(cmp: Comparison) -> str:
 
 def _write_kpi_sheet(ws: Any, cmp: Comparison) -> dict[str, Any]:
     """Side-by-side KPIs; deltas are live formulas. Returns layout info."""
+    from dcplan.export.excel import long_text
+
     put(ws, 1, 1, f"Scenario comparison (baseline: {cmp.baseline})", font=TITLE_FONT)
     put(ws, 2, 1, "KPIs of each scenario as computed by dcplan; the delta columns are live "
                   "formulas (scenario - baseline) and (scenario / baseline - 1).", font=NOTE_FONT)
@@ -351,20 +367,18 @@ def _write_kpi_sheet(ws: Any, cmp: Comparison) -> dict[str, Any]:
     for j, h in enumerate(heads, start=1):
         c = put(ws, HEADER_ROW, j, h, font=HEADER_FONT)
         c.fill = HEADER_FILL
-        c.alignment = Alignment(wrap_text=True, vertical="top")
-    ws.row_dimensions[HEADER_ROW].height = 45
+        c.alignment = WRAP
     col = {n: 3 + i for i, n in enumerate(names)}
     bcol = get_column_letter(col[cmp.baseline])
     r = HEADER_ROW
     rows = {}
-    for rec in cmp.kpis.to_dict("records"):
+    for rec in tidy_table(cmp.kpis).to_dict("records"):
         r += 1
         k = rec["kpi"]
         rows[k] = r
-        put(ws, r, 1, KPI_TEXT.get(k, (k, ""))[0])
-        put(ws, r, 2, rec["unit"])
-        fmt = "0.0000" if k == "usd_per_million_tokens" else (
-            "0.000" if k in ("pue_annual", "utilisation_frac") else "#,##0.0")
+        put(ws, r, 1, kpi_label(k))
+        put(ws, r, 2, kpi_unit(k, rec["unit"]))
+        fmt = kpi_format(k)
         for n in names:
             put(ws, r, col[n], rec[n], fmt)
         j = 3 + len(names)
@@ -376,6 +390,10 @@ def _write_kpi_sheet(ws: Any, cmp: Comparison) -> dict[str, Any]:
             j += 2
     ws.auto_filter.ref = f"A{HEADER_ROW}:{get_column_letter(len(heads))}{r}"
     ws.freeze_panes = ws.cell(row=HEADER_ROW + 1, column=3)
+    autosize(ws)
+    ws.column_dimensions["A"].width = 26
+    ws.column_dimensions["B"].width = 22
+    last = max(len(heads), 6)
     r += 2
     put(ws, r, 1, "Solver outcome", font=SECTION_FONT)
     for rec in cmp.status.to_dict("records"):
@@ -384,12 +402,9 @@ def _write_kpi_sheet(ws: Any, cmp: Comparison) -> dict[str, Any]:
         put(ws, r, 2, rec["status"].upper())
         put(ws, r, 3, rec["gap"], "0.00%")
         put(ws, r, 4, "demand NOT fully met" if rec["unserved"] else "all demand served")
-        put(ws, r, 5, rec["outcome"])
-        put(ws, r, 6, rec["message"])
-    autosize(ws)
-    ws.column_dimensions["A"].width = 26
-    ws.column_dimensions["B"].width = 30
-    return {"rows": rows, "cols": col}
+        text = rec["outcome"] + (f". {rec['message']}" if rec["message"] else "")
+        long_text(ws, r, 5, last, text)
+    return {"rows": rows, "cols": col, "last_col": len(heads)}
 
 
 def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]]:
@@ -420,10 +435,19 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
          ("cost_usd", "cost_usd_discounted"), 4),
     ]
     npv_ws = wb.create_sheet("NPV", 1)
+    def head(df: pd.DataFrame, c: str, table: str | None) -> str:
+        # Scenario names (and deltas named after them) are shown as given.
+        if c in cmp.names or c.startswith("delta vs "):
+            unit = unit_of(df, c)
+            text = c if c in cmp.names else "Delta" + c[len("delta"):]
+            return f"{text} [{unit}]" if unit else text
+        return header(df, c, table)
+
     for name, df, title, desc, totals, ids in specs:
         w = wb.create_sheet(name)
+        table = {"Costs": "costs", "Power": "power", "Binding": "binding"}.get(name)
         placed[name] = write_table(w, df, title=title, description=desc, totals=totals,
-                                   id_cols=ids)
+                                   id_cols=ids, header_of=lambda d, c, t=table: head(d, c, t))
         autosize(w)
     info["placed"] = placed
     # NPV by category x scenario (live SUMIFS over the Costs sheet)
@@ -431,7 +455,10 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
         font=TITLE_FONT)
     put(npv_ws, 2, 1, "Live SUMIFS over the Costs sheet; the Total row is each scenario's NPV "
                       "(terminal value negative).", font=NOTE_FONT)
-    cats = list(dict.fromkeys(cmp.costs.category)) if len(cmp.costs) else []
+    from dcplan.export.views import stack_categories
+
+    stacked, apart = stack_categories(cmp.costs if len(cmp.costs) else None)
+    cats = stacked + apart
     k = placed["Costs"]
     hr = HEADER_ROW
     put(npv_ws, hr, 1, "Cost category", font=HEADER_FONT).fill = HEADER_FILL
@@ -445,14 +472,16 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
         spans = {n: (k.first + int(min(ix)), k.first + int(max(ix))) for n, ix in pos.items()}
     cost_col, cat_col = k.columns["cost_usd_discounted"], k.columns["category"]
     for i, cat in enumerate(cats, start=1):
-        put(npv_ws, hr + i, 1, cat)
+        # The category in words; the criterion is dcplan's own id (never user text).
+        put(npv_ws, hr + i, 1, category_label(cat))
+        crit = f'"{cat}"' if _ID.match(cat) else None
         for j, n in enumerate(cmp.names, start=2):
-            if n not in spans:
+            if n not in spans or crit is None:
                 continue
             a, b = spans[n]
             formula(npv_ws, hr + i, j,
                     f"=SUMIFS({ref('Costs', cost_col, a, b)},{ref('Costs', cat_col, a, b)},"
-                    f"$A{hr + i})/1000000", "#,##0.0")
+                    f"{crit})/1000000", "#,##0.0")
     tr = hr + len(cats) + 1
     put(npv_ws, tr, 1, "Total (NPV)", font=TOTAL_FONT)
     for j in range(2, len(cmp.names) + 2):
@@ -462,22 +491,41 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
     autosize(npv_ws)
     npv_ws.column_dimensions["A"].width = 22
     info["npv"] = {"header_row": hr, "total_row": tr, "categories": cats}
-    if cats:
+    if apart:
+        put(npv_ws, tr + 2, 1, "The chart stacks the costs paid; the terminal-value credit "
+                               "(row above the total) is left out of it.", font=NOTE_FONT)
+    if stacked:
         from openpyxl.chart import BarChart, Reference
 
         ch = BarChart()
         ch.type = "col"
         ch.grouping = "stacked"
         ch.overlap = 100
-        ch.title = "Present value of costs by category"
+        ch.title = "Present value of costs paid, by category [million USD]"
         ch.y_axis.title = "million USD"
-        ch.height, ch.width = 9, 16
+        ch.height, ch.width = 10, 18
+        ch.legend.position = "r"
         data = Reference(npv_ws, min_col=1, max_col=1 + len(cmp.names), min_row=hr + 1,
-                         max_row=tr - 1)
+                         max_row=hr + len(stacked))
         ch.add_data(data, from_rows=True, titles_from_data=True)
         ch.set_categories(Reference(npv_ws, min_col=2, max_col=1 + len(cmp.names), min_row=hr))
-        npv_ws.add_chart(ch, f"{get_column_letter(len(cmp.names) + 3)}{hr}")
+        npv_ws.add_chart(ch, f"A{tr + 4}")
+    _page_setup(wb, cmp)
     return wb, info
+
+
+def _page_setup(wb: Workbook, cmp: Comparison) -> None:
+    """Print setup of every sheet of the comparison workbook."""
+    title = "dcplan comparison: " + ", ".join(cmp.names)
+    for ws in wb.worksheets:
+        fit_wrapped_rows(ws)
+        if ws.title == "Comparison":
+            setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}")
+        elif ws.title == "NPV":
+            setup_page(ws, title, last_col=max(ws.max_column, 10),
+                       last_row=ws.max_row + 22, one_page=True)
+        else:
+            setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}")
 
 
 def write_comparison_workbook(cmp: Comparison, path: Path | str) -> Path:
@@ -490,12 +538,13 @@ def write_comparison_workbook(cmp: Comparison, path: Path | str) -> Path:
 
 
 def export_comparison(cmp: Comparison, *, outdir: Path | str | None = None,
-                      xlsx: Path | str | None = None, png_dir: Path | str | None = None
-                      ) -> list[Path]:
-    """Write the comparison workbook, its KPI CSV and PNG charts.
+                      xlsx: Path | str | None = None, png_dir: Path | str | None = None,
+                      html: Path | str | None = None) -> list[Path]:
+    """Write the comparison workbook, its KPI CSV, PNG charts and HTML report.
 
-    ``outdir`` gives defaults: ``OUTDIR/comparison.xlsx``, ``OUTDIR/kpis.csv`` and
-    ``OUTDIR/charts/``; ``xlsx`` and ``png_dir`` override them.
+    ``outdir`` gives defaults: ``OUTDIR/comparison.xlsx``, ``OUTDIR/kpis.csv``,
+    ``OUTDIR/charts/`` and ``OUTDIR/comparison.html``; ``xlsx``, ``png_dir`` and
+    ``html`` override them.
 
     Returns
     -------
@@ -508,13 +557,16 @@ def export_comparison(cmp: Comparison, *, outdir: Path | str | None = None,
         outdir = Path(outdir)
         xlsx = xlsx or outdir / "comparison.xlsx"
         png_dir = png_dir or outdir / "charts"
-        with atomic_file(outdir / "kpis.csv") as tmp:
-            cmp.kpis.to_csv(tmp, index=False)
-        out.append(outdir / "kpis.csv")
+        html = html or outdir / "comparison.html"
+        out.append(write_csv(cmp.kpis, outdir / "kpis.csv"))
     if xlsx is not None:
         out.append(write_comparison_workbook(cmp, xlsx))
     if png_dir is not None:
         ok = [(r, n) for r, n in zip(cmp.results, cmp.names, strict=True) if r.tables]
         out += write_comparison_charts([r for r, _ in ok], [n for _, n in ok], png_dir)
+    if html is not None:
+        from dcplan.export.html import write_compare_html
+
+        out.append(write_compare_html(cmp, html))
     cmp.files = out
     return out

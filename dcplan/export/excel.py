@@ -1,21 +1,28 @@
 """Facilities-grade Excel workbook of one plan (openpyxl).
 
 Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fleet,
-Power, Cooling, Network, Costs, Demand, Allocation, Unserved, Shadow prices, Sizing,
-Charts (live pivot tables and native Excel charts) and Assumptions (every input figure
-with unit, source and date).
+Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
+Chart data (live pivot tables the charts plot), Demand, Allocation, Unserved, Shadow
+prices, Equipment, Sizing and Assumptions (every input figure with unit, source and
+date).
 
 Every data sheet has the same layout (see :data:`HEADER_ROW`): a title in row 1, a
-one-line description in row 2, the header in row 3 (units in brackets), the table from
-row 4, then a blank row and a ``Total`` row whose cells are live ``SUM`` formulas over
-the table. The header row is frozen and has an autofilter. Text that comes from user
-input is always written as text (never as a formula), and the file is written to a
-temporary file and renamed, so an interrupted run never leaves a broken workbook.
+one-line description in row 2, the header in row 3 (words and the unit in brackets),
+the table from row 4, then a blank row and a ``Total`` row whose cells are live
+``SUM`` formulas over the table. The header row is frozen, has an autofilter and is
+repeated on every printed page. Tables are written as
+:func:`dcplan.tableio.tidy_table` makes them: rounded at the source, counts as
+integers, yearly periods as numbers. Every sheet prints landscape, one page wide,
+with the scenario name and page numbers in its header and footer
+(:mod:`dcplan.export.printing`). Text that comes from user input is always written as
+text (never as a formula), and the file is written to a temporary file and renamed, so
+an interrupted run never leaves a broken workbook.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +37,21 @@ from openpyxl.utils import get_column_letter, quote_sheetname
 from openpyxl.worksheet.worksheet import Worksheet
 
 from dcplan.export.files import atomic_file
-from dcplan.export.labels import header, number_format, unit_of
+from dcplan.export.labels import (
+    KPI_LABELS,
+    category_label,
+    header,
+    kpi_format,
+    kpi_label,
+    kpi_meaning,
+    kpi_unit,
+    number_format,
+    unit_of,
+)
+from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
 from dcplan.export.sources import assumptions_table
 from dcplan.planner.analysis import no_grid_sites
+from dcplan.tableio import FORMULA_START, is_year_column, tidy_table
 
 #: Row of the column headers on every data sheet (1-based); data start one row below.
 HEADER_ROW = 3
@@ -44,7 +63,7 @@ HEADER_FONT = Font(bold=True)
 HEADER_FILL = PatternFill("solid", fgColor="DDE6F0")
 TOTAL_FONT = Font(bold=True)
 NOTE_FONT = Font(italic=True, color="555555")
-FORMULA_START = ("=", "+", "-", "@")
+WRAP = Alignment(wrap_text=True, vertical="top")
 
 
 @dataclass(frozen=True)
@@ -75,7 +94,8 @@ class SheetSpec:
 #: The data sheets, in workbook order after Summary.
 SHEETS: tuple[SheetSpec, ...] = (
     SheetSpec("KPIs", "kpis", "Key performance indicators",
-              "Headline figures of the plan as computed by dcplan (units in the Unit column)."),
+              "Headline figures of the plan as computed by dcplan, with their unit and meaning; "
+              "the Id column names each figure in the kpis.csv file."),
     SheetSpec("Fleet", "fleet", "Fleet: racks by type, site and period",
               "Racks in service, bought and retired per period; allocated = racks serving "
               "demand at the peak hour.", ("new_racks", "retired_racks"), 3),
@@ -119,35 +139,12 @@ SHEETS: tuple[SheetSpec, ...] = (
 )
 
 #: Sheet order of the plan workbook.
-SHEET_ORDER = ("Summary", *(s.sheet for s in SHEETS[:6]), "Charts", *(s.sheet for s in SHEETS[6:]),
-               "Assumptions")
+SHEET_ORDER = ("Summary", *(s.sheet for s in SHEETS[:6]), "Chart power", "Chart racks",
+               "Chart costs", "Chart data",
+               *(s.sheet for s in SHEETS[6:]), "Assumptions", "Sources")
 
-#: Readable KPI names and what they mean (Summary sheet).
-KPI_TEXT: dict[str, tuple[str, str]] = {
-    "npv_cost_usd": ("NPV of all costs", "Present value of capex and opex over the horizon, "
-                     "minus the book value left at the end."),
-    "capex_usd": ("Capex", "Racks, network, cooling plant, CDUs and buildings, undiscounted."),
-    "opex_usd": ("Opex", "Energy, demand charges and maintenance, undiscounted (without the "
-                 "penalty of unserved demand)."),
-    "usd_per_million_tokens": ("Cost per million tokens", "Levelised: discounted costs net of "
-                               "the terminal value of assets still in service / discounted "
-                               "tokens served (input + output). The terminal-value credit can "
-                               "put it below every period's cash cost."),
-    "tokens_served": ("Tokens served", "Input + output tokens over the horizon."),
-    "tokens_per_kwh": ("Tokens per kWh", "Tokens served per kWh of facility energy."),
-    "goodput_per_watt": ("Goodput per watt", "Tokens/s served at peak per W of facility power "
-                         "in the last period."),
-    "peak_facility_mw": ("Peak facility power", "Largest total facility power of all sites "
-                         "in one period."),
-    "peak_it_mw": ("Peak IT power", "Largest total IT power in one period."),
-    "energy_mwh": ("Energy", "Facility energy over the horizon."),
-    "pue_annual": ("PUE", "Facility energy / IT energy (network counted as IT)."),
-    "utilisation_frac": ("Utilisation", "Racks allocated at peak / racks in service."),
-    "carbon_t": ("Carbon", "Grid emissions of the energy used."),
-    "racks_bought": ("Racks bought", "New racks over the horizon."),
-    "unserved_tokens_per_s_peak_max": ("Largest unserved demand", "Peak tokens/s not served "
-                                       "in the worst period (0 = all demand met)."),
-}
+#: KPI id -> (name, what it means); the words live in :data:`dcplan.export.labels.KPI_LABELS`.
+KPI_TEXT: dict[str, tuple[str, str]] = {k: (v[0], v[2]) for k, v in KPI_LABELS.items()}
 
 
 # ----------------------------------------------------------------------------------------
@@ -228,17 +225,27 @@ def ref(sheet: str, col: int, first: int, last: int, absolute: bool = True) -> s
 def _width_of(value: Any, fmt: str) -> int:
     if value is None:
         return 0
-    if isinstance(value, float):
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "E+" in fmt:
+            return len(fmt)
         if fmt.startswith("#,##0") or fmt.startswith("0."):
-            decimals = len(fmt.split(".")[1]) if "." in fmt else 0
-            return len(f"{value:,.{decimals}f}")
-        return len(f"{value:.6g}")
+            decimals = len(fmt.split(".")[1].rstrip("%")) if "." in fmt else 0
+            return len(f"{value:,.{decimals}f}") + (1 if fmt.endswith("%") else 0)
+        if isinstance(value, float):
+            return len(f"{value:.6g}")
     return len(str(value))
 
 
+#: Widest a header makes its column [characters]; longer headers wrap.
+HEADER_WIDTH = 14
+
+
 def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 48,
-             skip_rows: Sequence[int] = (1, 2)) -> None:
-    """Set column widths from the longest value (headers wrap, titles are skipped)."""
+             skip_rows: Sequence[int] = (1, 2), header_row: int = HEADER_ROW) -> None:
+    """Set column widths from the longest value (headers wrap, titles are skipped).
+
+    The header row gets the height of its longest wrapped header.
+    """
     widths: dict[int, int] = {}
     for row in ws.iter_rows():
         for cell in row:
@@ -247,14 +254,56 @@ def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 48,
             v = cell.value
             if isinstance(v, str) and v.startswith("=") and cell.data_type == "f":
                 n = 12
-            elif cell.row == HEADER_ROW and isinstance(v, str):
-                n = min(len(v), 22)
+            elif cell.row == header_row and isinstance(v, str):
+                longest_word = max((len(w) for w in v.split()), default=0)
+                n = max(min(len(v), HEADER_WIDTH), longest_word)
             else:
                 n = _width_of(v, cell.number_format)
             widths[cell.column] = max(widths.get(cell.column, 0), n)
     for col, n in widths.items():
         ws.column_dimensions[get_column_letter(col)].width = max(min_width,
                                                                   min(max_width, n + 2))
+
+
+def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
+    """Give every row with wrapped text the height that shows all of it.
+
+    Spreadsheet programs keep the stored height of a row when they open a file
+    (LibreOffice does not re-measure wrapped text on load), so the height is set
+    from the text, the column width (merged columns added up) and word wrapping.
+    """
+    spans = {}
+    for rng in ws.merged_cells.ranges:
+        width = sum((ws.column_dimensions[get_column_letter(j)].width or 8.43)
+                    for j in range(rng.min_col, rng.max_col + 1))
+        spans[(rng.min_row, rng.min_col)] = width
+    need: dict[int, int] = {}
+    for row in ws.iter_rows():
+        for cell in row:
+            if not isinstance(cell.value, str) or not cell.alignment.wrap_text \
+                    or cell.data_type != "s":
+                continue
+            width = spans.get((cell.row, cell.column)) or (
+                ws.column_dimensions[get_column_letter(cell.column)].width or 8.43)
+            size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
+            wide = size * (1.1 if cell.font is not None and cell.font.b else 1.0)
+            lines = sum(_wrapped_lines(part, (width - 1) / wide)
+                        for part in cell.value.split("\n"))
+            need[cell.row] = max(need.get(cell.row, 0), lines * line_height * max(size, 1))
+    for r, height in need.items():
+        ws.row_dimensions[r].height = max(height, line_height)
+
+
+def _wrapped_lines(text: str, width: float) -> int:
+    """Lines that ``text`` takes when wrapped at word boundaries in ``width`` characters."""
+    n, line = 1, 0
+    for word in text.split():
+        if line and line + 1 + len(word) > width:
+            n += 1
+            line = len(word)
+        else:
+            line += (1 if line else 0) + len(word)
+    return n
 
 
 # ----------------------------------------------------------------------------------------
@@ -290,7 +339,9 @@ class Placed:
 
 def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str = "",
                 totals: Sequence[str] = (), id_cols: int = 1,
-                header_of: Callable[[pd.DataFrame, str], str] = header) -> Placed:
+                header_of: Callable[[pd.DataFrame, str], str] | None = None,
+                table: str | None = None, tidy: bool = True,
+                row_formats: dict[str, Sequence[str]] | None = None) -> Placed:
     """Write ``df`` in the standard layout: title, description, header, rows, totals.
 
     Parameters
@@ -303,27 +354,41 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
         Columns summed by live ``SUM`` formulas in a Total row below the table.
     id_cols : int
         Leading columns frozen with the header row.
-    header_of : callable
-        Header text of a column.
+    header_of : callable, optional
+        Header text of a column (default :func:`dcplan.export.labels.header`).
+    table : str, optional
+        Result-table name, for the columns whose label depends on the table.
+    tidy : bool
+        Write :func:`dcplan.tableio.tidy_table` of ``df`` (rounded, integer counts,
+        yearly periods as numbers); False writes ``df`` as it is.
+    row_formats : dict, optional
+        Column -> one number format per row (instead of the column's format).
 
     Returns
     -------
     Placed
     """
-    put(ws, 1, 1, title, font=TITLE_FONT)
-    if description:
-        put(ws, 2, 1, description, font=NOTE_FONT)
+    if tidy:
+        df = tidy_table(df)
     cols = list(df.columns)
+    # Title and description wrap within the table's width, so that they print whole.
+    span = max(len(cols), 1)
+    long_text(ws, 1, 1, span, title, TITLE_FONT)
+    if description:
+        long_text(ws, 2, 1, span, description, NOTE_FONT)
     for j, c in enumerate(cols, start=1):
-        cell = put(ws, HEADER_ROW, j, header_of(df, c), font=HEADER_FONT)
+        text = header_of(df, c) if header_of is not None else header(df, c, table)
+        cell = put(ws, HEADER_ROW, j, text, font=HEADER_FONT)
         cell.fill = HEADER_FILL
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
-    ws.row_dimensions[HEADER_ROW].height = 45
-    fmts = [number_format(unit_of(df, c), c) for c in cols]
+        cell.alignment = WRAP
+    fmts = [number_format(unit_of(df, c), c, integer=pd.api.types.is_integer_dtype(df[c])
+                          and not pd.api.types.is_bool_dtype(df[c])) for c in cols]
+    per_row = {cols.index(c): f for c, f in (row_formats or {}).items() if c in cols}
     for i, rec in enumerate(df.itertuples(index=False, name=None)):
         r = FIRST_DATA_ROW + i
         for j, v in enumerate(rec, start=1):
-            put(ws, r, j, v, fmts[j - 1])
+            fmt = per_row[j - 1][i] if j - 1 in per_row else fmts[j - 1]
+            put(ws, r, j, v, fmt)
     last = FIRST_DATA_ROW + len(df) - 1
     placed = Placed(ws.title, {c: j for j, c in enumerate(cols, start=1)}, FIRST_DATA_ROW, last)
     if cols:
@@ -341,10 +406,43 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     return placed
 
 
+def period_value(label: Any) -> Any:
+    """A period label as written to a workbook: a year as a number, a quarter as text."""
+    text = str(label)
+    return int(text) if is_year_column(pd.Series([text])) else text
+
+
+_ID = re.compile(r"^[a-z0-9_]+$")
+
+
+def _periods(result: Any) -> list[str]:
+    from dcplan.export.views import periods
+
+    return periods(result)
+
+
+def _unique(values: Any) -> list[str]:
+    return [str(v) for v in dict.fromkeys(values)]
+
+
 def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str],
                  cols: list[str], cell_formula: Callable[[str, str], str], fmt: str,
-                 row_label: str = "Period") -> tuple[int, int, int]:
-    """Write a rows x cols block of formulas with a title, totals per row; return rows used.
+                 row_label: str = "Period", heads: Sequence[str] | None = None,
+                 literal: bool = False) -> tuple[int, int, int]:
+    """Write a rows x cols block of formulas with a title, totals per row.
+
+    Parameters
+    ----------
+    cols : list of str
+        Ids the formulas select (site, rack type, category).
+    cell_formula : callable
+        (row criterion, column criterion) -> formula text.
+    heads : sequence of str, optional
+        Header text of each column (default: the ids).
+    literal : bool
+        Use each id as a quoted literal criterion instead of a reference to its
+        header cell (for dcplan's own ids, e.g. cost categories, whose header shows
+        words); ids that are not ``[a-z0-9_]`` fall back to a reference.
 
     Returns
     -------
@@ -354,83 +452,72 @@ def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str]
     hr = top + 1
     c = put(ws, hr, 1, row_label, font=HEADER_FONT)
     c.fill = HEADER_FILL
-    for j, name in enumerate(cols, start=2):
+    heads = list(heads or cols)
+    for j, name in enumerate(heads, start=2):
         c = put(ws, hr, j, name, font=HEADER_FONT)
         c.fill = HEADER_FILL
+        c.alignment = WRAP
     tj = len(cols) + 2
     c = put(ws, hr, tj, f"Total [{unit}]", font=HEADER_FONT)
     c.fill = HEADER_FILL
+    c.alignment = WRAP
     for i, rlab in enumerate(rows, start=1):
         r = hr + i
-        put(ws, r, 1, rlab)
-        for j in range(2, len(cols) + 2):
-            formula(ws, r, j, cell_formula(f"$A{r}", f"{get_column_letter(j)}${hr}"), fmt)
+        put(ws, r, 1, period_value(rlab), "0")
+        for j, cid in enumerate(cols, start=2):
+            crit = (f'"{cid}"' if literal and _ID.match(cid)
+                    else f"{get_column_letter(j)}${hr}")
+            formula(ws, r, j, cell_formula(f"$A{r}", crit), fmt)
         if cols:
             formula(ws, r, tj, f"=SUM(B{r}:{get_column_letter(tj - 1)}{r})", fmt, TOTAL_FONT)
     return hr, hr + 1, hr + len(rows)
 
 
-def _bar_chart(ws: Worksheet, anchor: str, title: str, y_title: str, hr: int, first: int,
-               last: int, ncols: int, stacked: bool = True) -> None:
-    if ncols == 0 or last < first:
-        return
-    ch = BarChart()
-    ch.type = "col"
-    if stacked:
+def _native_chart(kind: str, title: str, y_title: str, data_ws: Worksheet, hr: int,
+                  first: int, last: int, ncols: int) -> Any:
+    ch = BarChart() if kind == "bar" else LineChart()
+    if kind == "bar":
+        ch.type = "col"
         ch.grouping = "stacked"
         ch.overlap = 100
     ch.title = title
     ch.y_axis.title = y_title
     ch.x_axis.title = "Period"
-    ch.height, ch.width = 8.5, 17
-    data = Reference(ws, min_col=2, max_col=1 + ncols, min_row=hr, max_row=last)
-    cats = Reference(ws, min_col=1, min_row=first, max_row=last)
+    ch.width, ch.height = CHART_SIZE_CM
+    ch.legend.position = "r"
+    data = Reference(data_ws, min_col=2, max_col=1 + ncols, min_row=hr, max_row=last)
     ch.add_data(data, titles_from_data=True)
-    ch.set_categories(cats)
-    ws.add_chart(ch, anchor)
+    ch.set_categories(Reference(data_ws, min_col=1, min_row=first, max_row=last))
+    return ch
 
 
-def _line_chart(ws: Worksheet, anchor: str, title: str, y_title: str, hr: int, first: int,
-                last: int, ncols: int) -> None:
-    if ncols == 0 or last < first:
-        return
-    ch = LineChart()
-    ch.title = title
-    ch.y_axis.title = y_title
-    ch.x_axis.title = "Period"
-    ch.height, ch.width = 8.5, 17
-    data = Reference(ws, min_col=2, max_col=1 + ncols, min_row=hr, max_row=last)
-    ch.add_data(data, titles_from_data=True)
-    ch.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
-    ws.add_chart(ch, anchor)
+#: Chart sheets of the plan workbook: chart -> sheet name (one chart, one printed page).
+CHART_SHEETS = {"facility_mw": "Chart power", "racks": "Chart racks", "costs": "Chart costs"}
+#: Titles of the charts (also when a plan has nothing to plot).
+CHART_TITLES = {"facility_mw": "Facility power at peak by site [MW]",
+                "racks": "Racks in service by type [racks]",
+                "costs": "Costs by category, undiscounted [million USD]"}
 
 
-def _periods(result: Any) -> list[str]:
-    if result.inputs is not None:
-        return [p.label for p in result.inputs.periods]
-    labels: list[str] = []
-    for name in ("power", "fleet", "costs"):
-        df = result.tables.get(name)
-        if df is not None:
-            labels += [str(p) for p in df.period]
-    return list(dict.fromkeys(labels))
-
-
-def _unique(values: Any) -> list[str]:
-    return [str(v) for v in dict.fromkeys(values)]
-
-
-def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed]) -> dict[str, Any]:
+def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed],
+                       chart_sheets: dict[str, Worksheet] | None = None) -> dict[str, Any]:
     """Pivot blocks (live ``SUMIFS`` over the data sheets) and native charts.
+
+    The pivots go on ``ws`` (the Chart data sheet); each chart goes on its own sheet
+    of ``chart_sheets`` (:data:`CHART_SHEETS` name -> sheet), printed on one page, or
+    next to its pivot when ``chart_sheets`` is None.
 
     Returns
     -------
     dict
-        Block name -> (header_row, first_row, last_row, row labels, column labels).
+        Block name -> header_row, first, last, total_row, rows (period labels), cols
+        (ids), heads (header text).
     """
-    put(ws, 1, 1, f"Charts: {result.name}", font=TITLE_FONT)
-    put(ws, 2, 1, "The tables below are live formulas (SUMIFS) over the Power, Fleet and Costs "
-                  "sheets; the charts plot them.", font=NOTE_FONT)
+    from dcplan.export.views import hosting_sites, stack_categories, terminal_credit
+
+    put(ws, 1, 1, f"Chart data: {result.name}", font=TITLE_FONT)
+    put(ws, 2, 1, "Live formulas (SUMIFS) over the Power, Fleet and Costs sheets; the chart "
+                  "sheets plot them.", font=NOTE_FONT)
     periods = _periods(result)
     blocks: dict[str, Any] = {}
     top = 4
@@ -438,38 +525,42 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed]) ->
     specs = []
     if "power" in placed and len(t["power"]):
         p = placed["power"]
-        specs.append(("facility_mw", "Facility power at peak by site", "MW",
-                      _unique(t["power"].site),
+        sites = hosting_sites(result)
+        specs.append(("facility_mw", "Facility power at peak by site (sites hosting racks)",
+                      "MW", sites, None,
                       lambda r, c, p=p: (f"=SUMIFS({p.range('facility_kw_peak')},"
                                          f"{p.range('site')},{c},{p.range('period')},{r})/1000"),
-                      "#,##0.0", "Facility MW at peak by site", "MW", True, False))
-        specs.append(("grid_mw", "Grid limit by site", "MW", _unique(t["power"].site),
+                      "#,##0.0", False))
+        specs.append(("grid_mw", "Grid limit by site", "MW", _unique(t["power"].site), None,
                       lambda r, c, p=p: (f"=SUMIFS({p.range('grid_kw')},"
                                          f"{p.range('site')},{c},{p.range('period')},{r})/1000"),
-                      "#,##0.0", None, None, False, False))
+                      "#,##0.0", False))
     if "fleet" in placed and len(t["fleet"]):
         f = placed["fleet"]
         specs.append(("racks", "Racks in service by type", "racks", _unique(t["fleet"].rack),
+                      None,
                       lambda r, c, f=f: (f"=SUMIFS({f.range('installed_racks')},"
                                          f"{f.range('rack')},{c},{f.range('period')},{r})"),
-                      "#,##0", "Racks in service by type", "racks", True, False))
+                      "#,##0", False))
+    stacked, apart = stack_categories(t.get("costs"))
     if "costs" in placed and len(t["costs"]):
         k = placed["costs"]
-        specs.append(("costs", "Costs by category, undiscounted", "million USD",
-                      _unique(t["costs"].category),
+        cats = stacked + apart
+        heads = [category_label(c) for c in cats]
+        specs.append(("costs", "Costs by category, undiscounted", "million USD", cats, heads,
                       lambda r, c, k=k: (f"=SUMIFS({k.range('cost_usd')},"
                                          f"{k.range('category')},{c},{k.range('period')},{r})"
                                          "/1000000"),
-                      "#,##0.0", "Cost stack by category (undiscounted)", "million USD", True,
-                      True))
+                      "#,##0.0", True))
         specs.append(("costs_discounted", "Costs by category, discounted (present value)",
-                      "million USD", _unique(t["costs"].category),
+                      "million USD", cats, heads,
                       lambda r, c, k=k: (f"=SUMIFS({k.range('cost_usd_discounted')},"
                                          f"{k.range('category')},{c},{k.range('period')},{r})"
                                          "/1000000"),
-                      "#,##0.0", None, None, False, True))
-    for name, title, unit, cols, fml, fmt, chart_title, y_title, chart, col_totals in specs:
-        hr, first, last = _pivot_block(ws, top, title, unit, periods, cols, fml, fmt)
+                      "#,##0.0", True))
+    for name, title, unit, cols, heads, fml, fmt, col_totals in specs:
+        hr, first, last = _pivot_block(ws, top, title, unit, periods, cols, fml, fmt,
+                                       heads=heads, literal=heads is not None)
         tr = last
         if col_totals:  # sums over periods (meaningful for money, not for MW or racks)
             tr = last + 1
@@ -478,14 +569,50 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed]) ->
                 L = get_column_letter(j)
                 formula(ws, tr, j, f"=SUM({L}{first}:{L}{last})", fmt, TOTAL_FONT)
         blocks[name] = dict(header_row=hr, first=first, last=last,
-                            total_row=tr if col_totals else None,
-                            rows=periods, cols=cols)
-        if chart:
-            _bar_chart(ws, f"{get_column_letter(len(cols) + 4)}{top}", chart_title, y_title,
-                       hr, first, last, len(cols), stacked=True)
-        top = max(tr + 3, top + 19 if chart else tr + 3)
+                            total_row=tr if col_totals else None, rows=periods, cols=cols,
+                            heads=list(heads or cols))
+        top = tr + 3
     autosize(ws)
     ws.column_dimensions["A"].width = 12
+
+    # Native charts, each on its own sheet printed on one page.
+    chart_specs = []
+    if "facility_mw" in blocks and blocks["facility_mw"]["cols"]:
+        chart_specs.append(("facility_mw", "Facility power at peak by site [MW]", "MW",
+                            len(blocks["facility_mw"]["cols"]),
+                            "Stacked: facility power (IT + cooling + network + losses) at the "
+                            "peak hour of each site that hosts racks; the grid limits are on the "
+                            "Chart data and Power sheets."))
+    if "racks" in blocks and blocks["racks"]["cols"]:
+        chart_specs.append(("racks", "Racks in service by type [racks]", "racks",
+                            len(blocks["racks"]["cols"]), "All sites, stacked by rack type."))
+    if "costs" in blocks and stacked:
+        credit, when = terminal_credit(t.get("costs"))
+        note = ("Capex and opex as paid in each period (undiscounted), stacked by category."
+                + (f" Not stacked: the terminal-value credit of {credit / 1e6:,.1f} million USD "
+                   f"booked at the end of {when} (book value of the assets still in service)."
+                   if credit else ""))
+        chart_specs.append(("costs", "Costs by category, undiscounted [million USD]",
+                            "million USD", len(stacked), note))
+    by_name = {c[0]: c for c in chart_specs}
+    for name, sheet in (chart_sheets or {}).items():
+        spec = by_name.get(name)
+        title = spec[1] if spec else CHART_TITLES[name]
+        put(sheet, 1, 1, f"{title}: {result.name}", font=TITLE_FONT)
+        if spec is None:
+            put(sheet, 2, 1, "No chart: the plan has nothing to plot here.", font=NOTE_FONT)
+            continue
+        put(sheet, 2, 1, spec[4], font=NOTE_FONT)
+        blk = blocks[name]
+        sheet.add_chart(_native_chart("bar", title, spec[2], ws, blk["header_row"], blk["first"],
+                                      blk["last"], spec[3]), "A4")
+        blk["chart_sheet"] = sheet.title
+    if chart_sheets is None:
+        for name, title, y_title, ncols, _note in chart_specs:
+            blk = blocks[name]
+            ws.add_chart(_native_chart("bar", title, y_title, ws, blk["header_row"], blk["first"],
+                                       blk["last"], ncols),
+                         f"{get_column_letter(ncols + 4)}{blk['header_row'] - 1}")
     return blocks
 
 
@@ -495,35 +622,36 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed]) ->
 
 
 def _status_sentence(result: Any) -> str:
-    """What the outcome means, in words that never overstate it."""
-    if not result.status.has_solution:
-        return f"No plan: the solver ended with status {result.status.value.upper()}."
-    text = result.status_text
-    head = text[0].upper() + text[1:] + "."
-    if result.unserved:
-        head += (" The sites cannot host all demand, so the cheapest plan leaves some "
-                 "unserved at the scenario's penalty: see Unserved demand below.")
-    elif result.proven_optimal:
-        head += " No cheaper plan meets the same demand within the limits."
-        head += " All token demand is served in every period."
-    else:
-        head += " All token demand is served in every period."
-    return head
+    from dcplan.export.views import outcome_sentence
+
+    return outcome_sentence(result)
+
+
+#: Columns of the Summary sheet and their widths [characters].
+SUMMARY_WIDTHS = {"A": 34, "B": 22, "C": 22, "D": 22, "E": 16, "F": 16, "G": 16, "H": 16,
+                  "I": 16, "J": 28}
+
+
+def long_text(ws: Worksheet, row: int, first_col: int, last_col: int, text: str,
+              font: Font | None = None) -> Any:
+    """Write ``text`` across merged columns, wrapped (see :func:`fit_wrapped_rows`)."""
+    cell = put(ws, row, first_col, text, font=font)
+    if last_col > first_col:
+        ws.merge_cells(start_row=row, start_column=first_col, end_row=row, end_column=last_col)
+    cell.alignment = WRAP
+    return cell
 
 
 def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
                   src: Any) -> dict[str, int]:
     """Write the Summary sheet; return the row of each check formula (KPI -> row)."""
-    ws.column_dimensions["A"].width = 34
-    ws.column_dimensions["B"].width = 22
-    ws.column_dimensions["C"].width = 22
-    ws.column_dimensions["D"].width = 22
-    for col in "EFGHIJ":
-        ws.column_dimensions[col].width = 16
+    for col, w in SUMMARY_WIDTHS.items():
+        ws.column_dimensions[col].width = w
+    last = len(SUMMARY_WIDTHS)
     put(ws, 1, 1, f"dcplan plan: {result.name}", font=TITLE_FONT)
     desc = src.scenario.description if src is not None else ""
     if desc:
-        put(ws, 2, 1, desc, font=NOTE_FONT)
+        long_text(ws, 2, 1, last, desc, NOTE_FONT)
     r = 4
     put(ws, r, 1, "Outcome", font=SECTION_FONT)
     rows = [("Scenario", result.name, None),
@@ -532,34 +660,34 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
             ("Plan status", result.status_text, None),
             ("Relative MIP gap [fraction]", result.gap, "0.00%"),
             ("Solver", result.solver, None),
-            ("Objective: present value of all costs [USD]", result.objective_usd, "#,##0"),
+            ("Objective (present value) [USD]", result.objective_usd, "#,##0"),
             ("What this means", _status_sentence(result), None)]
     if result.message:
         rows.append(("Solver / planner message", result.message, None))
     for label, value, fmt in rows:
         r += 1
         put(ws, r, 1, label, font=HEADER_FONT)
-        put(ws, r, 2, value, fmt)
+        if isinstance(value, str) and len(value) > 20:
+            long_text(ws, r, 2, last, value)
+        else:
+            put(ws, r, 2, value, fmt)
     r += 2
     put(ws, r, 1, "Key figures", font=SECTION_FONT)
     r += 1
     for j, h in enumerate(("Figure", "Value", "Unit", "What it means"), start=1):
         c = put(ws, r, j, h, font=HEADER_FONT)
         c.fill = HEADER_FILL
+    for j in range(5, last + 1):
+        ws.cell(r, j).fill = HEADER_FILL
     kpis = result.tables.get("kpis")
     if kpis is not None:
-        for rec in kpis.itertuples():
+        for rec in tidy_table(kpis).itertuples():
             r += 1
-            label, meaning = KPI_TEXT.get(rec.kpi, (rec.kpi, ""))
-            put(ws, r, 1, label)
-            unit = str(rec.unit)
-            fmt = "0.0000" if rec.kpi == "usd_per_million_tokens" else (
-                "0.0%" if rec.kpi == "utilisation_frac" else (
-                    "0.000" if rec.kpi == "pue_annual" else "#,##0.0" if rec.kpi in (
-                        "peak_facility_mw", "peak_it_mw", "goodput_per_watt") else "#,##0"))
-            put(ws, r, 2, rec.value, fmt)
-            put(ws, r, 3, unit)
-            put(ws, r, 4, meaning)
+            put(ws, r, 1, kpi_label(rec.kpi))
+            put(ws, r, 2, rec.value, kpi_format(rec.kpi))
+            put(ws, r, 3, kpi_unit(rec.kpi, str(rec.unit))).alignment = Alignment(
+                horizontal="left", indent=1)
+            long_text(ws, r, 4, last, kpi_meaning(rec.kpi))
     checks = _write_checks(ws, r + 2, result, placed)
     r = max(checks.values(), default=r + 2) + 2
     r = _write_binding(ws, r, result)
@@ -569,8 +697,10 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
         put(ws, r, 1, "Unserved demand", font=SECTION_FONT)
         r += 1
         for j, c in enumerate(un.columns, start=1):
-            put(ws, r, j, header(un, c), font=HEADER_FONT).fill = HEADER_FILL
-        for rec in un.itertuples(index=False, name=None):
+            cell = put(ws, r, j, header(un, c), font=HEADER_FONT)
+            cell.fill = HEADER_FILL
+            cell.alignment = WRAP
+        for rec in tidy_table(un).itertuples(index=False, name=None):
             r += 1
             for j, v in enumerate(rec, start=1):
                 put(ws, r, j, v, "#,##0.###")
@@ -581,7 +711,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
         put(ws, r, 1, "Notes", font=SECTION_FONT)
         for n in notes:
             r += 1
-            put(ws, r, 1, n)
+            long_text(ws, r, 1, last, n)
         r += 1
     r += 1
     put(ws, r, 1, "Sheets in this workbook", font=SECTION_FONT)
@@ -591,19 +721,23 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
              ("Cooling", "liquid and air heat, CDUs with redundancy, PUE by site"),
              ("Network", "network power and capex by site and rack type"),
              ("Costs", "capex and opex by category and period, undiscounted and discounted"),
-             ("Charts", "facility MW by site, racks by type and the cost stack over time "
-                        "(live pivot tables and native charts)"),
+             ("Chart power / racks / costs", "facility MW by site, racks by type and the "
+                                             "cost stack over time, one native chart per "
+                                             "printed page"),
+             ("Chart data", "the tables the charts plot, as live formulas over Power, Fleet "
+                            "and Costs"),
              ("Demand / Allocation", "token demand, what is served, which racks serve it"),
              ("Equipment", "switches by tier and model, transceivers by type, NICs, CDUs, "
                            "heat-rejection plant and air handlers per site"),
              ("Shadow prices / Sizing", "value of each limit; exact vs linear network and "
                                         "cooling"),
              ("Assumptions", "every input figure with unit, source, date and any scenario "
-                             "override")]
+                             "override"),
+             ("Sources", "each source of the input figures, in full")]
     for name, text in guide:
         r += 1
         put(ws, r, 1, name, font=HEADER_FONT)
-        put(ws, r, 2, text)
+        long_text(ws, r, 2, last, text)
     ws.freeze_panes = "A4"
     return checks
 
@@ -613,13 +747,19 @@ def _write_checks(ws: Worksheet, r: int, result: Any, placed: dict[str, Placed]
     put(ws, r, 1, "Totals recomputed by the spreadsheet (live formulas over the data sheets)",
         font=SECTION_FONT)
     r += 1
+    long_text(ws, r, 1, len(SUMMARY_WIDTHS), "Each row of the data sheets is rounded when "
+              "written (money to the cent, power and energy to the watt and watt-hour), so a "
+              "difference of a few cents or less is that rounding.", NOTE_FONT)
+    r += 1
     for j, h in enumerate(("Total", "Spreadsheet [unit in col. D]", "dcplan value",
                            "Unit", "Difference"), start=1):
-        put(ws, r, j, h, font=HEADER_FONT).fill = HEADER_FILL
+        cell = put(ws, r, j, h, font=HEADER_FONT)
+        cell.fill = HEADER_FILL
+        cell.alignment = WRAP
     kpi = {}
     if "kpis" in result.tables:
-        kpi = {k: v for k, v in zip(result.tables["kpis"].kpi, result.tables["kpis"].value,
-                                    strict=True)}
+        kt = tidy_table(result.tables["kpis"])
+        kpi = {k: v for k, v in zip(kt.kpi, kt.value, strict=True)}
     rows: dict[str, int] = {}
     specs = []
     if "costs" in placed and placed["costs"].last >= placed["costs"].first:
@@ -650,16 +790,17 @@ def _write_checks(ws: Worksheet, r: int, result: Any, placed: dict[str, Placed]
         formula(ws, r, 2, fml, fmt)
         put(ws, r, 3, kpi.get(key), fmt)
         put(ws, r, 4, unit)
-        formula(ws, r, 5, f"=B{r}-C{r}", "#,##0.######")
+        formula(ws, r, 5, f"=B{r}-C{r}", "#,##0.00")
         rows[key] = r
     return rows
 
 
 def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
     put(ws, r, 1, "Binding limits (ranked)", font=SECTION_FONT)
-    put(ws, r + 1, 1, "Limits that stop the plan from being cheaper. The shadow price is what one "
-                      "more unit of the limit would save; 'integers fixed' keeps the chosen racks, "
-                      "'LP relaxation' lets rack counts move continuously.", font=NOTE_FONT)
+    long_text(ws, r + 1, 1, len(SUMMARY_WIDTHS), "Limits that stop the plan from being cheaper. "
+              "The shadow price is what one more unit of the limit would save; 'integers "
+              "fixed' keeps the chosen racks, 'LP relaxation' lets rack counts move "
+              "continuously.", NOTE_FONT)
     r += 2
     b = result.tables.get("binding")
     no_grid = no_grid_sites(result.tables.get("power"))
@@ -671,20 +812,78 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
         put(ws, r, 1, "None: no site limit stops one more rack.")
         return r + 2
     for j, c in enumerate(b.columns, start=1):
-        cell = put(ws, r, j, header(b, c), font=HEADER_FONT)
+        cell = put(ws, r, j, header(b, c, "binding"), font=HEADER_FONT)
         cell.fill = HEADER_FILL
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
-    for rec in b.itertuples(index=False, name=None):
+        cell.alignment = WRAP
+    for rec in tidy_table(b).itertuples(index=False, name=None):
         r += 1
         for j, (c, v) in enumerate(zip(b.columns, rec, strict=True), start=1):
             v = None if isinstance(v, float) and v != v else v
-            put(ws, r, j, v, "0" if c == "rank" else "#,##0.####")
+            cell = put(ws, r, j, v, "0" if c in ("rank", "period") else "#,##0.####")
+            if c == "rank":
+                cell.alignment = Alignment(horizontal="left")
     return r + 2
 
 
 # ----------------------------------------------------------------------------------------
 # Workbook
 # ----------------------------------------------------------------------------------------
+
+
+def kpi_sheet_table(kpis: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The KPIs sheet: name, value, unit and meaning in words, then the KPI id.
+
+    Returns
+    -------
+    table, formats
+        The table (values rounded as :func:`dcplan.tableio.tidy_table` does) and the
+        number format of each row's value.
+    """
+    t = tidy_table(kpis)
+    out = pd.DataFrame({"name": [kpi_label(k) for k in t.kpi], "value": list(t.value),
+                        "unit": [kpi_unit(k, str(u)) for k, u in zip(t.kpi, t.unit, strict=True)],
+                        "meaning": [kpi_meaning(k) or str(u)
+                                    for k, u in zip(t.kpi, t.unit, strict=True)],
+                        "kpi": list(t.kpi)})
+    out["value"] = out["value"].astype(object)
+    out.attrs["units"] = {"value": "see unit column"}
+    return out, [kpi_format(k) for k in t.kpi]
+
+
+#: Headers of the KPIs sheet.
+KPI_SHEET_HEADERS = {"name": "KPI", "value": "Value [see Unit column]", "unit": "Unit",
+                     "meaning": "What it means", "kpi": "Id"}
+
+#: Headers of the Assumptions sheet.
+ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": "Name",
+                      "field": "Field", "value": "Value [see Unit column]", "unit": "Unit",
+                      "ref": "Source ref. [Sources sheet]", "source": "Source",
+                      "as_of": "As of [date]", "estimate": "Estimate note",
+                      "override": "Override"}
+
+
+#: Column widths of the Assumptions sheet [characters].
+ASSUMPTION_WIDTHS = {"A": 13, "B": 13, "C": 24, "D": 30, "E": 28, "F": 14, "G": 11, "H": 9,
+                     "I": 30, "J": 9, "K": 64, "L": 12}
+
+
+def assumptions_sheet_table(assum: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The Assumptions sheet (with a source reference per row) and the Sources sheet.
+
+    Each distinct source text is listed once on the Sources sheet as ``S1``, ``S2``...;
+    the Assumptions rows keep the full text and name its reference, so the printed
+    sheet (where a long source is cut at the column edge) still points to it.
+    """
+    sources = list(dict.fromkeys(s for s in assum.source if s))
+    refs = {text: f"S{i}" for i, text in enumerate(sources, start=1)}
+    out = assum.copy()
+    out.insert(list(out.columns).index("source"), "ref", [refs.get(s, "") for s in out.source])
+    out.attrs["units"] = {}
+    used = out.groupby("ref").size()
+    src = pd.DataFrame({"ref": [refs[s] for s in sources], "source": sources,
+                        "rows": [int(used.get(refs[s], 0)) for s in sources]})
+    src.attrs["units"] = {"rows": "count"}
+    return out, src
 
 
 def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
@@ -697,7 +896,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     -------
     workbook, info
         ``info`` has ``placed`` (table name -> :class:`Placed`), ``checks`` (KPI ->
-        Summary row of its check formula) and ``blocks`` (Charts pivot blocks).
+        Summary row of its check formula) and ``blocks`` (Chart data pivot blocks).
     """
     if sources is None:
         sources = getattr(result, "case", None)
@@ -715,29 +914,73 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
             put(ws, 1, 1, spec.title, font=TITLE_FONT)
             put(ws, 2, 1, "Not computed for this plan.", font=NOTE_FONT)
             continue
-        placed[spec.table] = write_table(ws, df, title=f"{spec.title}: {result.name}",
-                                         description=spec.description, totals=spec.totals,
-                                         id_cols=spec.id_cols)
+        title = f"{spec.title}: {result.name}"
+        if spec.table == "kpis":
+            table, fmts = kpi_sheet_table(df)
+            placed["kpis"] = write_table(ws, table, title=title, description=spec.description,
+                                         header_of=lambda _d, c: KPI_SHEET_HEADERS[c],
+                                         tidy=False, row_formats={"value": fmts})
+            autosize(ws)
+            ws.column_dimensions["D"].width = 70
+            for r in range(FIRST_DATA_ROW, FIRST_DATA_ROW + len(table)):
+                ws.cell(r, 4).alignment = WRAP
+            continue
+        placed[spec.table] = write_table(ws, df, title=title, description=spec.description,
+                                         totals=spec.totals, id_cols=spec.id_cols,
+                                         table=spec.table)
         if spec.table == "costs" and len(df):
             _cost_subtotals(ws, placed["costs"])
         autosize(ws)
-    blocks = write_charts_sheet(sheets["Charts"], result, placed)
+    blocks = write_charts_sheet(sheets["Chart data"], result, placed,
+                                {k: sheets[v] for k, v in CHART_SHEETS.items()})
     checks = write_summary(summary, result, placed, sources)
-    assum = assumptions_table(sources, result.inputs)
-    assum.attrs["units"] = {}
+    assum, srcs = assumptions_sheet_table(assumptions_table(sources, result.inputs))
     ws = sheets["Assumptions"]
     placed["assumptions"] = write_table(
         ws, assum, title=f"Assumptions: every input figure used by {result.name}",
         description="Scenario, catalog and site figures (after the scenario's overrides), the "
                     "facility-model assumptions and the coefficients dcplan derived from them; "
-                    "each with unit, source, date, estimate note and override.", id_cols=5,
-        header_of=lambda _df, c: {"as_of": "As of [date]", "value": "Value [see Unit column]",
-                                  "estimate": "Estimate note", "id": "Id"}.get(
-                                      c, c.replace("_", " ").capitalize()))
-    autosize(ws, max_width=60)
-    for col in ("H", "J"):  # source, estimate: long text
-        ws.column_dimensions[col].width = 60
+                    "each with unit, source (full text on the Sources sheet), date, estimate "
+                    "note and override.", id_cols=5,
+        header_of=lambda _df, c: ASSUMPTION_HEADERS.get(c, c), tidy=False,
+        row_formats={"value": ["General"] * len(assum)})
+    # Fixed widths (long names, values and sources are cut at the column edge when
+    # printed; the full text is in the cell and on the Sources sheet); notes wrap.
+    for col, w in ASSUMPTION_WIDTHS.items():
+        ws.column_dimensions[col].width = w
+    for r in range(FIRST_DATA_ROW, placed["assumptions"].last + 1):
+        ws.cell(r, 11).alignment = WRAP
+    ws = sheets["Sources"]
+    placed["sources"] = write_table(
+        ws, srcs, title=f"Sources of the input figures used by {result.name}",
+        description="Each source once; the Assumptions sheet names it in its Source ref. "
+                    "column.", header_of=lambda _df, c: {"ref": "Ref.", "source": "Source",
+                                                         "rows": "Figures citing it [count]"}[c],
+        tidy=False)
+    ws.column_dimensions["A"].width = 8
+    ws.column_dimensions["B"].width = 150
+    ws.column_dimensions["C"].width = 12
+    for r in range(FIRST_DATA_ROW, placed["sources"].last + 1):
+        ws.cell(r, 2).alignment = WRAP
+    _page_setup(wb, result, placed, blocks)
     return wb, {"placed": placed, "checks": checks, "blocks": blocks}
+
+
+def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
+                blocks: dict[str, Any]) -> None:
+    """Print setup of every sheet (see :mod:`dcplan.export.printing`)."""
+    title = f"dcplan plan: {result.name}"
+    for ws in wb.worksheets:
+        if ws.title in CHART_SHEETS.values():
+            chart_page(ws, title)
+            continue
+        fit_wrapped_rows(ws)
+        if ws.title == "Summary":
+            setup_page(ws, title, last_col=max(ws.max_column, len(SUMMARY_WIDTHS)))
+        elif ws.title == "Chart data":
+            setup_page(ws, title)
+        else:
+            setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}")
 
 
 def _cost_subtotals(ws: Worksheet, k: Placed) -> None:
@@ -778,9 +1021,9 @@ def write_workbook(result: Any, path: Path | str, sources: Any = None) -> Path:
 
 
 def export_plan(result: Any, *, xlsx: Path | str | None = None,
-                png_dir: Path | str | None = None,
+                png_dir: Path | str | None = None, html: Path | str | None = None,
                 progress: Callable[[str], None] | None = None) -> list[Path]:
-    """Write the workbook and/or PNG charts of a solved plan (used by the CLI).
+    """Write the workbook, PNG charts and/or HTML report of a solved plan.
 
     Parameters
     ----------
@@ -790,6 +1033,8 @@ def export_plan(result: Any, *, xlsx: Path | str | None = None,
         Workbook file.
     png_dir : path, optional
         Folder of PNG charts.
+    html : path, optional
+        Self-contained HTML report (:func:`dcplan.export.html.write_html`).
     progress : callable, optional
         Receives one-line messages.
 
@@ -805,6 +1050,11 @@ def export_plan(result: Any, *, xlsx: Path | str | None = None,
     if xlsx is not None:
         out.append(write_workbook(result, xlsx))
         say(f"wrote workbook {xlsx}")
+    if html is not None:
+        from dcplan.export.html import write_html
+
+        out.append(write_html(result, html))
+        say(f"wrote HTML report {html}")
     if png_dir is not None:
         from dcplan.export.charts import write_plan_charts
 

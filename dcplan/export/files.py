@@ -1,4 +1,12 @@
-"""Atomic writes for the exporters: files (temporary file + rename) and whole folders."""
+"""File writing for the exporters: atomic files and folders, and the CSV writer.
+
+:func:`atomic_file` and :func:`replace_folder` write a file or a whole folder next to
+its target and rename it into place. :func:`write_csv` (from :mod:`dcplan.tableio`,
+which sits below the planner so that ``PlanResult.write_csvs`` can use it too) is the
+one CSV writer of result tables: rounded at the source, integer counts, yearly periods
+as numbers, and text cells that begin with ``=``, ``+``, ``-`` or ``@`` written so that
+spreadsheets read them as text.
+"""
 
 from __future__ import annotations
 
@@ -11,31 +19,27 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dcplan.errors import InputError, Problem
+from dcplan.tableio import csv_ready, csv_safe, tidy_table, write_csv
 from dcplan.yamlio import TMP_TAG, atomic_path, remove_stale_temporaries, temp_prefix
 
 #: File that marks a folder as written by dcplan (listing what it holds), written last.
 MARKER = ".dcplan-output.json"
 
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+__all__ = ["MARKER", "atomic_file", "csv_ready", "csv_safe", "replace_folder", "tidy_table",
+           "write_csv"]
 
 
 @contextmanager
 def atomic_file(target: Path | str, suffix: str | None = None) -> Iterator[Path]:
     """Yield a temporary path; on success it replaces ``target`` in one rename.
 
-    Like :func:`dcplan.yamlio.atomic_path` (an interrupted or failed write leaves
-    ``target`` as it was and no temporary file behind), and the new file gets the
-    usual permissions (``0o666`` less the umask) instead of the private ones of a
-    temporary file, so a workbook handed over can be read by others.
+    :func:`dcplan.yamlio.atomic_path`: an interrupted or failed write leaves
+    ``target`` as it was and no temporary file behind, and the new file gets the usual
+    permissions (``0o666`` less the umask), so a workbook handed over can be read by
+    others.
     """
     with atomic_path(target, suffix=suffix) as tmp:
         yield tmp
-        if tmp.exists():
-            os.chmod(tmp, 0o666 & ~_umask())
 
 
 def _ours(folder: Path) -> bool:
@@ -89,3 +93,9 @@ def replace_folder(target: Path | str) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

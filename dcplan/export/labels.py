@@ -1,4 +1,7 @@
-"""Readable column headers with units, and number formats, for the result tables.
+"""Words for what the exporters show: headers with units, KPI and category names.
+
+Column headers with units, KPI names, cost categories and number formats: the one
+mapping used by the workbook, the charts, the HTML report and the comparison.
 
 A header is ``"<label> [<unit>]"``; the unit comes from the table's
 ``df.attrs["units"]`` (set by the planner), so a new column gets a header with its
@@ -7,9 +10,12 @@ unit without changes here. :func:`header` and :func:`column_of` are inverse.
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
-#: Readable names of result-table columns.
+#: Readable names of result-table columns (see :data:`TABLE_LABELS` for the columns
+#: whose name means something else in one table).
 LABELS: dict[str, str] = {
     "period": "Period", "site": "Site", "rack": "Rack type", "workload": "Workload",
     "pool": "Pool", "installed_racks": "Racks in service", "new_racks": "New racks",
@@ -24,7 +30,8 @@ LABELS: dict[str, str] = {
     "grid_kw": "Grid limit", "headroom_kw": "Headroom to grid limit",
     "built_kw": "Facility capacity built", "it_kw_avg": "IT power, average",
     "facility_kw_avg": "Facility power, average", "energy_kwh": "Energy", "carbon_t": "Carbon",
-    "liquid_heat_kw": "Heat to liquid", "air_heat_kw": "Heat to air", "cdu_ids": "CDU models",
+    "liquid_heat_kw": "Heat to liquid", "air_heat_kw": "Heat to air",
+    "liquid_heat_kw_full_load": "Heat to liquid at full load", "cdu_ids": "CDU models",
     "cdus": "CDUs incl. redundancy", "cdu_positions": "CDU rack positions",
     "pue_annual": "PUE, annual", "network_capex_usd": "Network capex of the fleet in service",
     "category": "Cost category", "kind": "Kind", "cost_usd": "Cost, undiscounted",
@@ -36,12 +43,115 @@ LABELS: dict[str, str] = {
     "limit": "Limit", "value": "Value", "used": "Used", "shadow_unit": "Shadow price unit",
     "quantity": "Quantity", "linear": "Linear estimate", "exact": "Exact sizing",
     "diff": "Difference exact - linear", "diff_frac": "Difference share", "kpi": "KPI",
-    "scenario": "Scenario",
+    "scenario": "Scenario", "fabric": "Fabric", "item": "Item", "catalog_id": "Catalog entry",
+    "count": "Count", "kw": "Power", "capex_usd": "Capex", "in_rack": "Inside the rack",
+    "cost_usd_total": "Cost, undiscounted", "tokens": "Tokens served",
+    "usd_per_million_tokens": "Cost per million tokens",
+}
+
+#: Column names that mean something else in one table: table -> column -> label.
+TABLE_LABELS: dict[str, dict[str, str]] = {
+    "equipment": {"category": "Equipment kind"},
+}
+
+#: KPI id -> (name, unit as shown, what it means). One home for the words of a KPI.
+KPI_LABELS: dict[str, tuple[str, str, str]] = {
+    "npv_cost_usd": ("NPV of all costs", "USD (present value)",
+                     "Present value of capex and opex over the horizon, minus the book value "
+                     "left at the end."),
+    "capex_usd": ("Capex", "USD", "Racks, network, cooling plant, CDUs and buildings, "
+                  "undiscounted."),
+    "opex_usd": ("Opex", "USD", "Energy, demand charges and maintenance, undiscounted (without "
+                 "the penalty of unserved demand)."),
+    "usd_per_million_tokens": ("Cost per million tokens", "USD per million tokens",
+                               "Levelised: discounted costs net of the terminal value of "
+                               "assets still in service / discounted tokens served (input + "
+                               "output). The terminal-value credit can put it below every "
+                               "period's cash cost."),
+    "tokens_served": ("Tokens served", "tokens", "Input + output tokens over the horizon."),
+    "tokens_per_kwh": ("Tokens per kWh", "tokens per kWh",
+                       "Tokens served per kWh of facility energy."),
+    "goodput_per_watt": ("Goodput per watt", "tokens/s per W", "Tokens/s served at peak per W "
+                         "of facility power in the last period."),
+    "peak_facility_mw": ("Peak facility power", "MW", "Largest total facility power of all "
+                         "sites in one period."),
+    "peak_it_mw": ("Peak IT power", "MW", "Largest total IT power in one period."),
+    "energy_mwh": ("Energy", "MWh", "Facility energy over the horizon."),
+    "pue_annual": ("PUE", "ratio", "Facility energy / IT energy (network counted as IT)."),
+    "utilisation_frac": ("Utilisation", "share", "Racks allocated at peak / racks in "
+                         "service."),
+    "carbon_t": ("Carbon", "tCO2", "Grid emissions of the energy used."),
+    "racks_bought": ("Racks bought", "racks", "New racks over the horizon."),
+    "unserved_tokens_per_s_peak_max": ("Largest unserved demand", "tokens/s", "Peak tokens/s "
+                                       "not served in the worst period (0 = all demand met)."),
+}
+
+#: Excel number format of each KPI value.
+KPI_FORMATS: dict[str, str] = {
+    "usd_per_million_tokens": "0.0000", "utilisation_frac": "0.0%", "pue_annual": "0.000",
+    "peak_facility_mw": "#,##0.0", "peak_it_mw": "#,##0.0", "goodput_per_watt": "#,##0.0",
+    "energy_mwh": "#,##0", "carbon_t": "#,##0", "tokens_served": "0.000E+00",
+}
+
+#: Cost category id -> words (charts, pivots, HTML).
+CATEGORY_LABELS: dict[str, str] = {
+    "rack_capex": "Racks", "network_capex": "Network", "cooling_capex": "Cooling plant",
+    "cdu_capex": "CDUs", "building_capex": "Buildings (facility capacity)",
+    "maintenance": "Maintenance", "energy": "Energy", "demand_charge": "Demand charges",
+    "unserved_penalty": "Unserved-demand penalty (not paid)",
+    "terminal_value": "Terminal value (credit)",
 }
 
 #: Units that need a clearer wording in a header.
 _UNIT_TEXT = {"see unit column": "see Unit column", "see unit": "see Unit column",
               "see shadow_unit": "see Shadow price unit column"}
+_ACRONYMS = {"kw": "kW", "kwh": "kWh", "mw": "MW", "mwh": "MWh", "usd": "USD", "cdu": "CDU",
+             "cdus": "CDUs", "pue": "PUE", "it": "IT", "nic": "NIC", "nics": "NICs",
+             "id": "id", "lp": "LP", "tco2": "tCO2"}
+_UNIT_SUFFIXES = ("usd", "kw", "kwh", "mw", "mwh", "frac", "t")
+_IDENT = re.compile(r"^[a-z0-9_]+$")
+
+
+def kpi_label(kpi: str) -> str:
+    """Name of a KPI in words (the id itself for an unknown KPI)."""
+    return KPI_LABELS.get(kpi, (words(kpi), "", ""))[0]
+
+
+def kpi_unit(kpi: str, unit: str = "") -> str:
+    """Unit of a KPI as shown (short), falling back to the planner's ``unit`` text."""
+    if kpi in KPI_LABELS:
+        return KPI_LABELS[kpi][1]
+    return unit
+
+
+def kpi_meaning(kpi: str) -> str:
+    """What a KPI means, one sentence ('' when unknown)."""
+    return KPI_LABELS.get(kpi, ("", "", ""))[2]
+
+
+def kpi_format(kpi: str) -> str:
+    """Excel number format of a KPI value."""
+    return KPI_FORMATS.get(kpi, "#,##0")
+
+
+def category_label(category: str) -> str:
+    """Cost category in words."""
+    return CATEGORY_LABELS.get(category, words(category))
+
+
+def words(name: str) -> str:
+    """A snake_case name in words, its unit suffix dropped (``capex_usd`` -> ``Capex``).
+
+    Names that are not snake_case identifiers (a scenario name, say) are returned
+    unchanged.
+    """
+    if not _IDENT.match(name):
+        return name
+    parts = [p for p in name.split("_") if p]
+    while len(parts) > 1 and parts[-1] in _UNIT_SUFFIXES:
+        parts.pop()
+    text = " ".join(_ACRONYMS.get(p, p) for p in parts)
+    return text[:1].upper() + text[1:]
 
 
 def unit_of(df: pd.DataFrame, col: str) -> str:
@@ -61,29 +171,47 @@ def unit_of(df: pd.DataFrame, col: str) -> str:
     return _UNIT_TEXT.get(u, u)
 
 
-def header(df: pd.DataFrame, col: str) -> str:
+def label_of(col: str, table: str | None = None) -> str:
+    """Readable name of column ``col`` (of result table ``table``), without unit."""
+    if table and col in TABLE_LABELS.get(table, {}):
+        return TABLE_LABELS[table][col]
+    return LABELS.get(col, words(col))
+
+
+def header(df: pd.DataFrame, col: str, table: str | None = None) -> str:
     """Header text of ``col``: readable label and unit in brackets."""
-    label = LABELS.get(col, col.replace("_", " ").capitalize())
+    label = label_of(col, table)
     unit = unit_of(df, col)
     return f"{label} [{unit}]" if unit else label
 
 
-def headers(df: pd.DataFrame) -> list[str]:
+def headers(df: pd.DataFrame, table: str | None = None) -> list[str]:
     """Headers of every column of ``df``."""
-    return [header(df, c) for c in df.columns]
+    return [header(df, c, table) for c in df.columns]
 
 
-def column_of(df: pd.DataFrame, text: str) -> str:
+def column_of(df: pd.DataFrame, text: str, table: str | None = None) -> str:
     """Column of ``df`` whose :func:`header` is ``text`` (inverse of :func:`header`)."""
     for c in df.columns:
-        if header(df, c) == text:
+        if header(df, c, table) == text:
             return c
     raise KeyError(text)
 
 
-def number_format(unit: str, col: str = "") -> str:
-    """Excel number format for a column with ``unit``."""
+def number_format(unit: str, col: str = "", integer: bool = False) -> str:
+    """Excel number format for a column with ``unit``.
+
+    Parameters
+    ----------
+    unit : str
+    col : str
+        Column name (a few columns have their own format).
+    integer : bool
+        The column holds whole numbers (counts): no decimals.
+    """
     u = unit.lower()
+    if integer:
+        return "#,##0" if col != "period" else "0"
     if col == "discount_factor":
         return "0.0000"
     if col == "rank":
@@ -101,3 +229,42 @@ def number_format(unit: str, col: str = "") -> str:
     if u in ("fraction", "ratio"):
         return "0.000"
     return "#,##0.0###"
+
+
+def format_number(value: object, excel_format: str) -> str:
+    """``value`` as text the way Excel shows it with ``excel_format`` (HTML, console).
+
+    Supports the formats :func:`number_format` and :data:`KPI_FORMATS` produce:
+    thousands separators, a fixed number of decimals, optional trailing ``#``
+    decimals and percentages. None and NaN give ``''``.
+    """
+    if value is None or isinstance(value, str):
+        return "" if value is None else value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if v != v:
+        return ""
+    if v in (float("inf"), float("-inf")):
+        return str(v)
+    if "E+" in excel_format:
+        dec = excel_format.split(".")[1].split("E")[0] if "." in excel_format else ""
+        return f"{v:.{len(dec)}E}"
+    pct = excel_format.endswith("%")
+    fmt = excel_format.rstrip("%")
+    if pct:
+        v *= 100.0
+    sep = "," if "," in fmt else ""
+    dec = fmt.split(".")[1] if "." in fmt else ""
+    fixed, optional = dec.count("0"), dec.count("#")
+    text = f"{v:{sep}.{fixed + optional}f}"
+    if optional:
+        head, _, tail = text.partition(".")
+        tail = tail[:fixed] + tail[fixed:].rstrip("0")
+        text = head + ("." + tail if tail else "")
+    if text.startswith("-") and float(text.replace(",", "").rstrip("%") or 0) == 0:
+        text = text[1:]
+    return text + ("%" if pct else "")

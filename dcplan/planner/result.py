@@ -111,16 +111,14 @@ class PlanResult:
         return None if pd.isna(v) else float(v)
 
     def write_csvs(self, outdir: Path | str) -> list[Path]:
-        """Write every table to ``outdir/<name>.csv`` atomically; return the paths."""
-        from dcplan.yamlio import atomic_path
+        """Write every table to ``outdir/<name>.csv``, each atomically; return the paths.
 
-        out = []
-        for name, df in self:
-            path = Path(outdir) / f"{name}.csv"
-            with atomic_path(path) as tmp:
-                df.to_csv(tmp, index=False)
-            out.append(path)
-        return out
+        Tables go through :func:`dcplan.tableio.write_csv` (rounded to their units,
+        whole counts and yearly periods as integers, text safe for spreadsheets).
+        """
+        from dcplan.tableio import write_csv
+
+        return [write_csv(df, Path(outdir) / f"{name}.csv") for name, df in self]
 
     def summary(self) -> dict[str, Any]:
         """Machine-readable summary (status, objective, KPIs, fleet, unserved, shadow prices).

@@ -153,7 +153,7 @@ def _manifest(result: PlanResult) -> dict[str, Any]:
     case = result.case
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION, "dcplan_version": __version__,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "scenario": result.name, "input_digest": case.digest if case is not None else None,
         "status": result.status.value, "objective_usd": result.objective_usd,
         "gap": result.gap, "solver": result.solver, "unserved": result.unserved,
@@ -251,8 +251,8 @@ def _case_from(data: dict[str, Any]) -> Any:
     """Rebuild the Case of a saved plan (entries re-validated by their schemas)."""
     from dcplan.case import Case
     from dcplan.catalog import Catalog
-    from dcplan.schema import KINDS
     from dcplan.scenario.schema import Scenario
+    from dcplan.schema import KINDS
     from dcplan.sites import Site
 
     def catalog(d: dict[str, Any]) -> Catalog:
