@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dcplan.catalog import closest, entry_table, kind_of_file, load_catalog, suggest
+from dcplan.catalog import closest, entry_table, kind_of_file, load_catalog, singular, suggest
 from dcplan.cli import app
 from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
@@ -64,7 +64,7 @@ def lookup(catalog, kind: str, ident: str):
     if ident in table:
         return table[ident]
     file = display_path(catalog.files[kind]) if kind in catalog.files else f"<{kind}>"
-    raise InputError(Problem(file, f"unknown {kind.rstrip('s')} id '{ident}'"
+    raise InputError(Problem(file, f"unknown {singular(kind)} id '{ident}'"
                                    f"{did_you_mean(ident, table)}; known: {', '.join(table)}"))
 
 
