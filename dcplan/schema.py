@@ -215,6 +215,7 @@ class Rack(Entry):
     lifetime_years: Pos
     rack_positions: PosInt = 1
     scaleout_rails: PosInt | None = None
+    free_switch_rack_units: Annotated[int, Field(ge=0)] = 0
 
     @model_validator(mode="after")
     def _consistency(self):
@@ -419,6 +420,15 @@ class Switch(Entry):
         Price per switch without optics [USD].
     cpo : bool
         Whether optics are co-packaged (no pluggable transceiver on this end).
+    lane_gbps : float, optional
+        Electrical lane (SerDes) rate of a port [Gb/s]: ``port_gbps / lane_gbps`` lanes
+        per port. The port also runs slower standard lane rates (200 -> 100 -> 50).
+        None: lanes not modelled (a port is split only by speed).
+    ports_per_cage : int
+        Logical ports per physical cage (a twin-port OSFP cage holds 2): a switch-end
+        module fills one cage.
+    rack_units : int
+        Height [U].
     """
 
     vendor: str
@@ -428,6 +438,9 @@ class Switch(Entry):
     power_w: Pos
     capex_usd: Pos
     cpo: bool = False
+    lane_gbps: Pos | None = None
+    ports_per_cage: PosInt = 1
+    rack_units: PosInt = 1
 
 
 class OpticKind(str, Enum):
@@ -458,6 +471,13 @@ class Optic(Entry):
     capex_usd : float
         Price per port end [USD] (per transceiver; per cable end for copper: half the
         cable).
+    fibre : {"single_mode", "multimode"}, optional
+        Fibre of an optical module; the two ends of a link use the same fibre. None
+        for copper (and for modules whose fibre is not stated: matches any).
+    lane_gbps : float, optional
+        Lane rate on the electrical (and, for DR/SR modules, optical) side [Gb/s]; the
+        two ends of a link run the same lane rate, and copper reach is per lane rate.
+        None: not stated (matches any).
     """
 
     kind: OpticKind
@@ -465,6 +485,8 @@ class Optic(Entry):
     power_w: NonNeg
     reach_m: Pos
     capex_usd: NonNeg
+    fibre: Literal["single_mode", "multimode"] | None = None
+    lane_gbps: Pos | None = None
 
 
 class Nic(Entry):
@@ -480,6 +502,11 @@ class Nic(Entry):
         Typical power [W].
     capex_usd : float
         Price [USD].
+    lane_gbps : float, optional
+        Lane (SerDes) rate of a port [Gb/s]; lanes per port = port speed / lane rate.
+        None: lanes not modelled.
+    protocols : list of {"ethernet", "infiniband"}
+        Fabrics the NIC can join (a switch of another protocol is not chosen for it).
     """
 
     vendor: str
@@ -487,6 +514,9 @@ class Nic(Entry):
     gbps: Pos
     power_w: Pos
     capex_usd: NonNeg
+    lane_gbps: Pos | None = None
+    protocols: list[Literal["ethernet", "infiniband"]] = Field(
+        default_factory=lambda: ["ethernet", "infiniband"])
 
 
 class ServingMode(str, Enum):

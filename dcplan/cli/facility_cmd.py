@@ -61,6 +61,7 @@ def network_cmd(
 
     catalog = STATE.catalog()
     _ids(catalog, racks=rack, optics=optics, switches=switch)
+    _fits_a_site(catalog, rack, racks)
     result = network(catalog, rack, racks, optics=optics,
                      oversubscription=oversubscription, switch_id=switch,
                      with_accelerators=graphml is not None, keep_graph=graphml is not None)
@@ -88,8 +89,14 @@ def network_cmd(
     ]
     typer.echo(format_table(rows))
     typer.echo("")
-    typer.echo(format_table([{"links": k, "count": _n(v)} for k, v in s["links"].items()]))
-    typer.echo(f"copper links {s['copper_links']:,}, optical links {s['optical_links']:,}")
+    typer.echo(format_table([
+        {"links": c["tier"], "medium": c["medium"], "count": _n(c["links"]),
+         "longest m": c["max_length_m"], "switch end": c["switch_end"],
+         "far end": c["far_end"]} for c in s["link_classes"]]))
+    typer.echo(f"copper links {s['copper_links']:,}, optical links {s['optical_links']:,}; "
+               f"leaves {s['leaf_ports']['down']} down + {s['leaf_ports']['up']} up ports; "
+               f"network racks {s['network_rack_positions']:,} positions "
+               f"({s['switch_rack_units']:,} U of switches)")
     media = [{"optic": oid, "where": end, "count": _n(count)}
              for end, counts in s["transceivers_by_end"].items()
              for oid, count in counts.items()]
@@ -115,8 +122,29 @@ def network_cmd(
     typer.echo(f"bisection bandwidth {s['bisection_gbps'] / 1000:,.1f} Tb/s "
                f"({'full' if full else 'oversubscribed'}; full = "
                f"{s['full_bisection_gbps'] / 1000:,.1f} Tb/s)")
+    for note in s["notes"]:
+        typer.echo(f"note: {note}")
     if graphml is not None:
         typer.echo(f"graph written to {graphml}")
+
+
+def _fits_a_site(catalog, rack_id: str, n_racks: int) -> None:
+    """Refuse more racks than the largest site holds (before any fabric is built)."""
+    from dcplan.sites import load_sites
+
+    try:
+        sites = load_sites(STATE.sites_dir)
+    except InputError:
+        return  # no usable sites folder: the fabric size check still applies
+    if not sites:
+        return
+    per = catalog.get("racks", rack_id).rack_positions
+    big = max(sites.values(), key=lambda x: x.rack_positions)
+    if n_racks * per > big.rack_positions:
+        raise InputError(Problem(
+            "--racks", f"{n_racks:,} x {rack_id} need {n_racks * per:,} rack positions; "
+            f"the largest site ({big.id}) has {big.rack_positions:,}: no site can hold "
+            f"them; use at most {big.rack_positions // per:,} racks"))
 
 
 @app.command("cooling")
