@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
-from dcplan.schema import ID_RE, KINDS, Entry
+from dcplan.schema import ID_RE, KINDS, OPTIONAL_KINDS, Entry
 from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml, strip_lines
 
 E = TypeVar("E", bound=BaseModel)
@@ -26,7 +26,8 @@ E = TypeVar("E", bound=BaseModel)
 
 def singular(kind: str) -> str:
     """Singular noun of a catalog kind (``racks`` -> ``rack``)."""
-    return {"heat_rejection": "heat-rejection entry", "switches": "switch"}.get(
+    return {"heat_rejection": "heat-rejection entry", "switches": "switch",
+            "ups": "UPS"}.get(
         kind, kind[:-1] if kind.endswith("s") else kind
     )
 
@@ -136,7 +137,8 @@ def explain_errors(
             else:
                 msg = f"{_fmt_input(got)} is not a date; write YYYY-MM or YYYY-MM-DD"
         elif kind == "enum" or kind == "literal_error":
-            msg = f"{_fmt_input(got)} is not allowed; {err['msg'].lower()}"
+            text = err["msg"]  # "Input should be 'a' or 'b'": keep the choices' case
+            msg = f"{_fmt_input(got)} is not allowed; {text[:1].lower()}{text[1:]}"
         elif kind == "value_error":
             msg = err["msg"].removeprefix("Value error, ")
         else:
@@ -424,7 +426,7 @@ def load_catalog(
     for kind, (fname, _) in KINDS.items():
         path = extra.get(kind, base / fname)
         if not path.exists():
-            if require_all:
+            if require_all and kind not in OPTIONAL_KINDS:
                 problems.append(Problem(display_path(path), f"missing {kind} catalog file; "
                                         f"create {fname} with a list of entries"))
             continue

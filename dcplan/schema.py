@@ -391,6 +391,24 @@ class HeatRejection(Entry):
         colder or ambient hotter than rated) [1/K].
     capex_usd_per_kw : float
         Installed cost per kW of heat capacity [USD/kW].
+    cycles_of_concentration : float, optional
+        Evaporative plants (cooling towers, water-cooled chillers' towers, adiabatic
+        pads): dissolved solids in the basin over those of the make-up water [-], > 1;
+        blowdown = evaporation / (cycles - 1) - drift.
+    drift_frac : float, optional
+        Towers: water carried off as droplets, share of the circulating flow [-].
+    range_k : float, optional
+        Towers: water temperature drop through the tower [K] (sets the circulating
+        flow per kW and the mean water temperature the exhaust air leaves at).
+    tower_approach_k : float, optional
+        Water-cooled chillers: condenser water leaving the tower above the wet bulb [K].
+    dry_approach_k : float, optional
+        Adiabatic coolers: approach over the dry bulb with dry pads [K]; above
+        ``supply - dry_approach_k`` (the switch-over temperature) the pads are wetted.
+    adiabatic_effectiveness : float, optional
+        Adiabatic pads: share of the dry-bulb / wet-bulb depression the pads remove [-].
+    air_rise_k : float, optional
+        Adiabatic coolers: air temperature rise across the coil [K].
     """
 
     kind: HeatRejectionKind
@@ -401,6 +419,30 @@ class HeatRejection(Entry):
     approach_k: NonNeg | None = None
     lift_sensitivity_per_k: NonNeg = 0.0
     capex_usd_per_kw: NonNeg
+    cycles_of_concentration: Annotated[float, Field(gt=1)] | None = None
+    drift_frac: Frac | None = None
+    range_k: Pos | None = None
+    tower_approach_k: NonNeg | None = None
+    dry_approach_k: NonNeg | None = None
+    adiabatic_effectiveness: Frac | None = None
+    air_rise_k: Pos | None = None
+
+    @model_validator(mode="after")
+    def _water_fields(self):
+        need = {HeatRejectionKind.cooling_tower: ("cycles_of_concentration", "drift_frac",
+                                                  "range_k"),
+                HeatRejectionKind.chiller_water_cooled: ("cycles_of_concentration",
+                                                         "drift_frac", "range_k",
+                                                         "tower_approach_k"),
+                HeatRejectionKind.adiabatic_dry_cooler: ("cycles_of_concentration",
+                                                         "dry_approach_k",
+                                                         "adiabatic_effectiveness",
+                                                         "air_rise_k")}.get(self.kind, ())
+        missing = [f for f in need if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"{self.kind.value} plants use water: give "
+                             f"{', '.join(missing)} (see catalogs/heat_rejection.yaml)")
+        return self
 
 
 class Switch(Entry):
@@ -557,6 +599,73 @@ class Workload(Entry):
     mode: ServingMode = ServingMode.aggregated
 
 
+class Ups(Entry):
+    """UPS module (double conversion), with its part-load loss curve.
+
+    Losses at load fraction ``f`` of the module rating (the three-term model of
+    Schneider Electric White Paper 108): ``rating * (no_load + proportional * f +
+    square * f**2)``, so the efficiency is ``f / (f + no_load + proportional * f +
+    square * f**2)``.
+
+    Attributes
+    ----------
+    vendor : str
+    module_kw : float
+        Rated output of one module [kW].
+    no_load_loss_frac, proportional_loss_frac, square_loss_frac : float
+        Loss terms as shares of the rating [-].
+    recharge_frac : float
+        Battery-charger input after an outage as a share of the UPS load [-]; the grid
+        connection has to carry it on top of the load.
+    runtime_min : float
+        Battery autonomy at full load [min].
+    capex_usd : float
+        One module with its batteries, installed [USD].
+    """
+
+    vendor: str
+    module_kw: Pos
+    no_load_loss_frac: Frac
+    proportional_loss_frac: Frac
+    square_loss_frac: Frac
+    recharge_frac: Frac = 0.0
+    runtime_min: Pos
+    capex_usd: Pos
+
+    def efficiency(self, load_frac: float) -> float:
+        """Efficiency at ``load_frac`` of the rating [0..1] (0 at no load)."""
+        f = max(0.0, float(load_frac))
+        if f <= 0:
+            return 0.0
+        loss = self.no_load_loss_frac + self.proportional_loss_frac * f \
+            + self.square_loss_frac * f * f
+        return f / (f + loss)
+
+
+class Generator(Entry):
+    """Standby generator set.
+
+    Attributes
+    ----------
+    vendor : str
+    fuel : str
+    rated_kw : float
+        Electrical output for data-centre duty (ISO 8528-1 data-centre continuous
+        rating or equivalent) [kW].
+    standby_kw : float
+        Power drawn while waiting (jacket-water heaters, battery chargers, controls)
+        [kW].
+    capex_usd : float
+        One set with enclosure, fuel tank and switchgear share, installed [USD].
+    """
+
+    vendor: str
+    fuel: str = "diesel"
+    rated_kw: Pos
+    standby_kw: NonNeg = 0.0
+    capex_usd: Pos
+
+
 #: Catalog kinds: kind -> (file name in the catalog dir, entry schema).
 KINDS: dict[str, tuple[str, type[Entry]]] = {
     "accelerators": ("accelerators.yaml", Accelerator),
@@ -568,4 +677,10 @@ KINDS: dict[str, tuple[str, type[Entry]]] = {
     "optics": ("optics.yaml", Optic),
     "nics": ("nics.yaml", Nic),
     "workloads": ("workloads.yaml", Workload),
+    "ups": ("ups.yaml", Ups),
+    "generators": ("generators.yaml", Generator),
 }
+
+#: Kinds whose file may be missing from a catalog folder (they were added later; the
+#: models that use them say so when they are absent).
+OPTIONAL_KINDS = frozenset({"ups", "generators"})
