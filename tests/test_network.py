@@ -233,6 +233,23 @@ def test_superpod_b300_xdr_matches_the_published_design(shipped):
         assert r.links["nic_leaf"] == r.links["leaf_spine"] == cables, su
 
 
+def test_superpod_b300_spectrum_x_matches_per_plane(shipped):
+    # NVIDIA DGX SuperPOD RA B300 (Spectrum-X, twin-plane: each GPU 2 x 400GbE, one per
+    # plane), 64 DGX per SU = 16 racks. dcplan has no multi-plane fabric: one plane is
+    # a 400G-per-GPU fabric on SN5610 (128 x 400G at 100G lanes, 64 down); two planes
+    # double it. Published per SU count: 16 leaf, 8 spine; cables are twin-port (two
+    # 400G links each): 512 node-leaf and 512 leaf-spine per SU.
+    plane = shipped.replace("racks", "hgx_b300", nic="connectx7_400g",
+                            scaleout_gbps_per_accelerator=400)
+    published = {1: (16, 8, 512), 2: (32, 16, 1024), 4: (64, 32, 2048),
+                 8: (128, 64, 4096), 16: (256, 128, 8192)}
+    for su, (leaf, spine, cables) in published.items():
+        r = network(plane, "hgx_b300", 16 * su, switch_id="nvidia_sn5610", keep_graph=False)
+        assert (2 * r.backend.leaf, 2 * r.backend.spine, r.backend.core) == (leaf, spine, 0)
+        # two planes of links, two 400G links per twin-port cable
+        assert 2 * r.links["nic_leaf"] / 2 == cables == 2 * r.links["leaf_spine"] / 2
+
+
 def test_gb200_scalable_unit_counts(shipped):
     # GB200 SU: 8 NVL72 racks = 576 GPUs, one 400G ConnectX-7 (4 x 100G lanes) per GPU,
     # 4 rails. On Quantum-X800 a 4-lane 400G link takes a whole 800G port (4 x 200G
