@@ -467,3 +467,28 @@ def test_impossible_sizes_are_refused_with_the_largest_that_fits(shipped):
     for n in (1_000_000, 10_369):
         with pytest.raises(InputError, match="use at most 10,368 racks"):
             network(shipped, "gb200_nvl72", n, keep_graph=False)
+
+
+def test_part_filled_last_leaves_share_a_spine_without_extra_uplinks(shipped):
+    # 130 x hgx_h100 (4,160 NICs at 400G, 8 rails of 520): per rail 7 full leaves of 72
+    # and one of 16; 4,160 uplinks / 144 = 29 spines, balanced to 36 (a divisor of 72
+    # within 25 %). The 16-uplink leaves cannot reach all 36 spines: each has one link
+    # to spine 0 and 15 to the least-loaded others, so any two leaves share a spine
+    # and leaf-spine links stay equal to the NIC links.
+    r = network(shipped, "hgx_h100", 130)
+    assert (r.backend.leaf, r.backend.spine) == (64, 36)
+    assert r.links["leaf_spine"] == r.links["nic_leaf"] == 4160
+    g = r.graph
+    spines_of = {}
+    for u, v, d in g.edges(data=True):
+        if d["tier"] == "leaf_spine":
+            leaf, spine = (u, v) if g.nodes[u]["tier"] == "leaf" else (v, u)
+            spines_of.setdefault(leaf, set()).add(spine)
+    leaves = sorted(spines_of)
+    assert all(spines_of[a] & spines_of[b] for a in leaves for b in leaves)
+    load = {}
+    for u, v, d in g.edges(data=True):
+        if d["tier"] == "leaf_spine":
+            spine = u if g.nodes[u]["tier"] == "spine" else v
+            load[spine] = load.get(spine, 0) + d["links"]
+    assert max(load.values()) <= r.backend.radix

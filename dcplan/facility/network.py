@@ -21,7 +21,9 @@ Conventions (documented in ``docs/facility.md``):
   Rail-optimised racks put NIC port ``q`` on the leaves of rail ``q mod rails``.
 * Spines: the fewest that hold all uplinks, raised (by at most a set fraction) to a
   divisor of a full leaf's uplinks so each full leaf has the same number of links to
-  every spine, as in NVIDIA's DGX SuperPOD designs; every leaf reaches every spine.
+  every spine, as in NVIDIA's DGX SuperPOD designs; a part-filled leaf with fewer
+  uplinks than spines links to spine 0 and the least-loaded others (every two leaves
+  share a spine).
 * Placement: a leaf stands in the compute rack holding the median of its endpoints when
   that rack type declares free switch rack units, else in a network rack at the end of
   its row; spines and cores stand in a central network row. Network racks are counted.
@@ -558,32 +560,66 @@ def uplinks_for(used_down: int, oversubscription: float, up_full: int) -> int:
     return min(up_full, max(1, int(math.ceil(used_down / oversubscription - 1e-9))))
 
 
-def spine_count(uplinks: list[int], ports: int, up_full: int) -> tuple[int, list[int]]:
+def stripe_uplinks(uplinks: list[int], spines: int, ports: int
+                   ) -> list[dict[int, int]] | None:
+    """Spread each leaf's uplinks over ``spines`` spines of ``ports`` leaf-facing ports.
+
+    A leaf with at least as many uplinks as spines gets ``uplinks // spines`` links to
+    every spine and the rest to the least-loaded spines; a leaf with fewer (the
+    part-filled last leaf of a rail) gets one link to spine 0 and one to each of the
+    least-loaded others, so every two leaves share a spine (two hops between any
+    endpoints) without buying more uplinks than its downlinks need.
+
+    Returns
+    -------
+    list of dict or None
+        Per leaf {spine index -> links}; None when a spine would need more than
+        ``ports`` ports.
+    """
+    load = [0] * spines
+    out: list[dict[int, int]] = []
+    for u in uplinks:
+        links: dict[int, int] = {}
+        if u >= spines:
+            base, extra = divmod(u, spines)
+            links = dict.fromkeys(range(spines), base)
+            if extra:
+                for sp in sorted(range(spines), key=lambda x: (load[x], x))[:extra]:
+                    links[sp] += 1
+        else:
+            links[0] = 1
+            for sp in sorted(range(1, spines), key=lambda x: (load[x], x))[:u - 1]:
+                links[sp] = 1
+        for sp, k in links.items():
+            load[sp] += k
+        out.append(links)
+    return None if load and max(load) > ports else out
+
+
+def spine_count(uplinks: list[int], ports: int, up_full: int
+                ) -> tuple[int, list[dict[int, int]]]:
     """Spines for leaves with ``uplinks``, each spine with ``ports`` leaf-facing ports.
 
     The fewest spines that hold all uplinks, ``S0 = ceil(uplinks / ports)``, raised to
     the smallest divisor of ``up_full`` (a full leaf's uplinks) if that costs at most
     ``spine_balance_max_extra_frac`` more spines (assumptions file), so a full leaf has
-    the same number of links to every spine; a leaf with fewer uplinks than spines is
-    given one link to each spine. Iterated to a fixed point.
+    the same number of links to every spine; one more while the striping of
+    :func:`stripe_uplinks` would overfill a spine.
 
     Returns
     -------
-    (int, list of int)
-        Spines, and the uplinks of each leaf after that adjustment.
+    (int, list of dict)
+        Spines, and each leaf's links per spine.
     """
-    ups = list(uplinks)
-    s = 0
-    for _ in range(64):
-        need = max(1, int(math.ceil(sum(ups) / ports - 1e-9)))
-        limit = need * (1.0 + value("network", "spine_balance_max_extra_frac")) + 1e-9
-        divisors = [d for d in range(need, up_full + 1) if up_full % d == 0 and d <= limit]
-        new = divisors[0] if divisors else need
-        ups = [max(u, new) for u in ups]
-        if new == s:
-            break
-        s = new
-    return s, ups
+    need = max(1, int(math.ceil(sum(uplinks) / ports - 1e-9)))
+    limit = need * (1.0 + value("network", "spine_balance_max_extra_frac")) + 1e-9
+    divisors = [d for d in range(need, up_full + 1) if up_full % d == 0 and d <= limit]
+    spines = divisors[0] if divisors else need
+    while True:
+        stripes = stripe_uplinks(uplinks, spines, ports)
+        if stripes is not None:
+            return spines, stripes
+        spines += 1
 
 
 @dataclass(frozen=True)
@@ -594,11 +630,13 @@ class TreeCounts:
     ----------
     leaf, spine, core : int
     leaf_uplinks : tuple of int
-        Uplinks of each leaf (after the every-spine adjustment).
-    pods : tuple of (int, int)
-        Three tiers: (first leaf index, spines) per pod; two tiers: one pod.
+        Uplinks of each leaf.
+    pods : tuple of (int, int, int)
+        (first leaf, end leaf, spines) per pod (two tiers: one pod).
     core_links : int
         Spine-core links.
+    stripes : tuple of dict
+        Per leaf {spine index within its pod -> links}.
     """
 
     leaf: int
@@ -607,6 +645,7 @@ class TreeCounts:
     leaf_uplinks: tuple[int, ...]
     pods: tuple[tuple[int, int, int], ...]
     core_links: int
+    stripes: tuple[dict[int, int], ...] = ()
 
     @property
     def leaf_spine_links(self) -> int:
@@ -633,23 +672,25 @@ def tree_counts(loads: list[int], radix: int, oversubscription: float, n: int) -
     _, up_full = leaf_ports(radix, oversubscription)
     ups = [uplinks_for(d, oversubscription, up_full) for d in loads]
     if len(loads) <= radix:
-        s, ups = spine_count(ups, radix, up_full)
-        return TreeCounts(len(loads), s, 0, tuple(ups), ((0, len(loads), s),), 0)
+        s, stripes = spine_count(ups, radix, up_full)
+        return TreeCounts(len(loads), s, 0, tuple(ups), ((0, len(loads), s),), 0,
+                          tuple(stripes))
     pod_leaves = radix // 2
     n_pods = int(math.ceil(len(loads) / pod_leaves))
     if n_pods > radix:
         raise _err(f"{n:,} endpoints need more than {MAX_TIERS} switch tiers with a "
                    f"{radix}-port switch; choose a larger switch or fewer racks")
-    pods, all_ups, spines = [], [], 0
+    pods, all_stripes, spines = [], [], 0
     for p in range(n_pods):
         lo, hi = p * pod_leaves, min(len(loads), (p + 1) * pod_leaves)
-        s, pu = spine_count(ups[lo:hi], radix // 2, up_full)
+        s, stripes = spine_count(ups[lo:hi], radix // 2, up_full)
         pods.append((lo, hi, s))
-        all_ups += pu
+        all_stripes += stripes
         spines += s
-    links = sum(all_ups)
+    links = sum(ups)
     cores = int(math.ceil(links / radix - 1e-9))
-    return TreeCounts(len(loads), spines, cores, tuple(all_ups), tuple(pods), links)
+    return TreeCounts(len(loads), spines, cores, tuple(ups), tuple(pods), links,
+                      tuple(all_stripes))
 
 
 def max_endpoints(radix: int, oversubscription: float) -> int:
@@ -798,7 +839,6 @@ def _fat_tree(g: nx.MultiGraph, runs: list[_Run], radix: int, oversubscription: 
     tiers.leaf = counts.leaf
     if counts.spine == 0:
         return tiers
-    ups = counts.leaf_uplinks
     spine_names: list[tuple[str, int]] = []
     for p, (lo, hi, s) in enumerate(counts.pods):
         names = [f"{prefix}spine{s_i}" if counts.core == 0 else f"{prefix}spine{p}_{s_i}"
@@ -807,15 +847,11 @@ def _fat_tree(g: nx.MultiGraph, runs: list[_Run], radix: int, oversubscription: 
             g.add_node(nm, kind="switch", tier="spine", fabric=prefix, pod=p,
                        place="central:0", rack=-1)
             space.central += units
-        # leaf i's uplink j goes to spine (c_i + j) mod S, c_i = uplinks before leaf i:
-        # each spine gets floor or ceil of the pod's uplinks / S (<= its ports), and a
-        # leaf with at least S uplinks reaches every spine
+        # each leaf's uplinks striped over the pod's spines (stripe_uplinks)
         bundle: Counter = Counter()
-        c = 0
         for i in range(lo, hi):
-            for j in range(ups[i]):
-                bundle[(leaves[i], names[(c + j) % s])] += 1
-            c += ups[i]
+            for sp, k in counts.stripes[i].items():
+                bundle[(leaves[i], names[sp])] += k
         for (a, b), k in bundle.items():
             _switch_link(g, a, b, f"{prefix}leaf_spine", gbps, k, layout.leaf_to_spine_m)
         load = Counter()
@@ -1239,8 +1275,8 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
     nic_modules: dict[tuple[str, str], float] = defaultdict(float)  # (end label, id) -> n
     classes: dict[tuple, dict] = {}
     memo: dict[tuple, tuple] = {}
-    kinds = g.nodes(data="kind")
-    fabric_of = g.nodes(data="fabric")
+    kinds = dict(g.nodes(data="kind"))
+    fabric_of = dict(g.nodes(data="fabric"))
     cpo_id = family.cpo_id if family.kind is OpticKind.cpo else ""
 
     def setup_of(node):
@@ -1256,9 +1292,10 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
         st = setup_of(sw_node)
         lane = st.att.lane_gbps
         far_is_switch = kinds[far_node] == "switch"
-        key = (tier, gbps, round(length, 6), apart, far_is_switch, fabric_of[sw_node])
-        if key in memo:
-            return memo[key]
+        key = (tier, gbps, length, apart, far_is_switch, fabric_of[sw_node])
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
         if apart <= layout.copper_max_rack_distance:
             cu = _copper_for(catalog, gbps, lane, length)
             if cu is not None:
@@ -1276,18 +1313,21 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
 
     def add_class(tier, medium, ma, mb, k, length):
         key = (tier, medium, ma.id, mb.id)
-        c = classes.setdefault(key, {"tier": tier, "medium": medium, "links": 0,
-                                     "max_length_m": 0.0, "switch_end": ma.id,
-                                     "far_end": mb.id})
+        c = classes.get(key)
+        if c is None:
+            c = classes[key] = {"tier": tier, "medium": medium, "links": 0,
+                                "max_length_m": 0.0, "switch_end": ma.id, "far_end": mb.id}
         c["links"] += k
-        c["max_length_m"] = max(c["max_length_m"], round(length, 3))
+        if length > c["max_length_m"]:
+            c["max_length_m"] = round(length, 3)
 
     def switch_module(node, module, k, gbps):
         if module.kind is OpticKind.cpo:
             cpo_gbps_at[node] += gbps * k
             return
         at_switch[(node, module.id)] += k
-        per_module[module.id] = max(1, int(round(module.gbps / gbps)))
+        if module.id not in per_module:
+            per_module[module.id] = max(1, int(round(module.gbps / gbps)))
 
     def optical(u, v, tier, gbps, k, length, apart, data=None):
         nonlocal optical_links
