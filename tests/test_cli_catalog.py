@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from dcplan import __version__
 from dcplan.cli import app
+from dcplan.schema import KINDS
 
 runner = CliRunner()
 
@@ -207,3 +208,12 @@ def test_help_shows_flags_without_value(args):
     assert result.exit_code == 0
     assert "<bool>" not in result.stdout
     assert "--help" in result.stdout
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_catalog_kind_lists(kind):
+    from dcplan.cli.catalog_cmd import LIST_COLUMNS
+
+    assert kind in LIST_COLUMNS
+    result = run("catalog", "list", kind)
+    assert result.exit_code == 0, result.output
