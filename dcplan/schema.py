@@ -250,6 +250,7 @@ class Rack(Entry):
     lifetime_years: Pos
     rack_positions: PosInt = 1
     scaleout_rails: PosInt | None = None
+    free_switch_rack_units: Annotated[int, Field(ge=0)] = 0
 
     @model_validator(mode="after")
     def _consistency(self):
@@ -431,6 +432,24 @@ class HeatRejection(Entry):
         colder or ambient hotter than rated) [1/K].
     capex_usd_per_kw : float
         Installed cost per kW of heat capacity [USD/kW].
+    cycles_of_concentration : float, optional
+        Evaporative plants (cooling towers, water-cooled chillers' towers, adiabatic
+        pads): dissolved solids in the basin over those of the make-up water [-], > 1;
+        blowdown = evaporation / (cycles - 1) - drift.
+    drift_frac : float, optional
+        Towers: water carried off as droplets, share of the circulating flow [-].
+    range_k : float, optional
+        Towers: water temperature drop through the tower [K] (sets the circulating
+        flow per kW and the mean water temperature the exhaust air leaves at).
+    tower_approach_k : float, optional
+        Water-cooled chillers: condenser water leaving the tower above the wet bulb [K].
+    dry_approach_k : float, optional
+        Adiabatic coolers: approach over the dry bulb with dry pads [K]; above
+        ``supply - dry_approach_k`` (the switch-over temperature) the pads are wetted.
+    adiabatic_effectiveness : float, optional
+        Adiabatic pads: share of the dry-bulb / wet-bulb depression the pads remove [-].
+    air_rise_k : float, optional
+        Adiabatic coolers: air temperature rise across the coil [K].
     """
 
     kind: HeatRejectionKind
@@ -441,6 +460,30 @@ class HeatRejection(Entry):
     approach_k: NonNeg | None = None
     lift_sensitivity_per_k: NonNeg = 0.0
     capex_usd_per_kw: NonNeg
+    cycles_of_concentration: Annotated[float, Field(gt=1)] | None = None
+    drift_frac: Frac | None = None
+    range_k: Pos | None = None
+    tower_approach_k: NonNeg | None = None
+    dry_approach_k: NonNeg | None = None
+    adiabatic_effectiveness: Frac | None = None
+    air_rise_k: Pos | None = None
+
+    @model_validator(mode="after")
+    def _water_fields(self):
+        need = {HeatRejectionKind.cooling_tower: ("cycles_of_concentration", "drift_frac",
+                                                  "range_k"),
+                HeatRejectionKind.chiller_water_cooled: ("cycles_of_concentration",
+                                                         "drift_frac", "range_k",
+                                                         "tower_approach_k"),
+                HeatRejectionKind.adiabatic_dry_cooler: ("cycles_of_concentration",
+                                                         "dry_approach_k",
+                                                         "adiabatic_effectiveness",
+                                                         "air_rise_k")}.get(self.kind, ())
+        missing = [f for f in need if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"{self.kind.value} plants use water: give "
+                             f"{', '.join(missing)} (see catalogs/heat_rejection.yaml)")
+        return self
 
 
 class Switch(Entry):
@@ -460,6 +503,15 @@ class Switch(Entry):
         Price per switch without optics [USD].
     cpo : bool
         Whether optics are co-packaged (no pluggable transceiver on this end).
+    lane_gbps : float, optional
+        Electrical lane (SerDes) rate of a port [Gb/s]: ``port_gbps / lane_gbps`` lanes
+        per port. The port also runs slower standard lane rates (200 -> 100 -> 50).
+        None: lanes not modelled (a port is split only by speed).
+    ports_per_cage : int
+        Logical ports per physical cage (a twin-port OSFP cage holds 2): a switch-end
+        module fills one cage.
+    rack_units : int
+        Height [U].
     """
 
     vendor: str
@@ -469,6 +521,9 @@ class Switch(Entry):
     power_w: Pos
     capex_usd: Pos
     cpo: bool = False
+    lane_gbps: Pos | None = None
+    ports_per_cage: PosInt = 1
+    rack_units: PosInt = 1
 
 
 class OpticKind(str, Enum):
@@ -499,6 +554,13 @@ class Optic(Entry):
     capex_usd : float
         Price per port end [USD] (per transceiver; per cable end for copper: half the
         cable).
+    fibre : {"single_mode", "multimode"}, optional
+        Fibre of an optical module; the two ends of a link use the same fibre. None
+        for copper (and for modules whose fibre is not stated: matches any).
+    lane_gbps : float, optional
+        Lane rate on the electrical (and, for DR/SR modules, optical) side [Gb/s]; the
+        two ends of a link run the same lane rate, and copper reach is per lane rate.
+        None: not stated (matches any).
     """
 
     kind: OpticKind
@@ -506,6 +568,8 @@ class Optic(Entry):
     power_w: NonNeg
     reach_m: Pos
     capex_usd: NonNeg
+    fibre: Literal["single_mode", "multimode"] | None = None
+    lane_gbps: Pos | None = None
 
 
 class Nic(Entry):
@@ -521,6 +585,11 @@ class Nic(Entry):
         Typical power [W].
     capex_usd : float
         Price [USD].
+    lane_gbps : float, optional
+        Lane (SerDes) rate of a port [Gb/s]; lanes per port = port speed / lane rate.
+        None: lanes not modelled.
+    protocols : list of {"ethernet", "infiniband"}
+        Fabrics the NIC can join (a switch of another protocol is not chosen for it).
     """
 
     vendor: str
@@ -528,6 +597,9 @@ class Nic(Entry):
     gbps: Pos
     power_w: Pos
     capex_usd: NonNeg
+    lane_gbps: Pos | None = None
+    protocols: list[Literal["ethernet", "infiniband"]] = Field(
+        default_factory=lambda: ["ethernet", "infiniband"])
 
 
 class ServingMode(str, Enum):
@@ -776,6 +848,74 @@ class Software(Entry):
     licensed_per: Literal["package", "die"] = "package"
 
 
+
+class Ups(Entry):
+    """UPS module (double conversion), with its part-load loss curve.
+
+    Losses at load fraction ``f`` of the module rating (the three-term model of
+    Schneider Electric White Paper 108): ``rating * (no_load + proportional * f +
+    square * f**2)``, so the efficiency is ``f / (f + no_load + proportional * f +
+    square * f**2)``.
+
+    Attributes
+    ----------
+    vendor : str
+    module_kw : float
+        Rated output of one module [kW].
+    no_load_loss_frac, proportional_loss_frac, square_loss_frac : float
+        Loss terms as shares of the rating [-].
+    recharge_frac : float
+        Battery-charger input after an outage as a share of the UPS load [-]; the grid
+        connection has to carry it on top of the load.
+    runtime_min : float
+        Battery autonomy at full load [min].
+    capex_usd : float
+        One module with its batteries, installed [USD].
+    """
+
+    vendor: str
+    module_kw: Pos
+    no_load_loss_frac: Frac
+    proportional_loss_frac: Frac
+    square_loss_frac: Frac
+    recharge_frac: Frac = 0.0
+    runtime_min: Pos
+    capex_usd: Pos
+
+    def efficiency(self, load_frac: float) -> float:
+        """Efficiency at ``load_frac`` of the rating [0..1] (0 at no load)."""
+        f = max(0.0, float(load_frac))
+        if f <= 0:
+            return 0.0
+        loss = self.no_load_loss_frac + self.proportional_loss_frac * f \
+            + self.square_loss_frac * f * f
+        return f / (f + loss)
+
+
+class Generator(Entry):
+    """Standby generator set.
+
+    Attributes
+    ----------
+    vendor : str
+    fuel : str
+    rated_kw : float
+        Electrical output for data-centre duty (ISO 8528-1 data-centre continuous
+        rating or equivalent) [kW].
+    standby_kw : float
+        Power drawn while waiting (jacket-water heaters, battery chargers, controls)
+        [kW].
+    capex_usd : float
+        One set with enclosure, fuel tank and switchgear share, installed [USD].
+    """
+
+    vendor: str
+    fuel: str = "diesel"
+    rated_kw: Pos
+    standby_kw: NonNeg = 0.0
+    capex_usd: Pos
+
+
 #: Catalog kinds: kind -> (file name in the catalog dir, entry schema).
 KINDS: dict[str, tuple[str, type[Entry]]] = {
     "accelerators": ("accelerators.yaml", Accelerator),
@@ -792,9 +932,12 @@ KINDS: dict[str, tuple[str, type[Entry]]] = {
     "staffing": ("staffing.yaml", StaffRole),
     "salaries": ("salaries.yaml", Salary),
     "software": ("software.yaml", Software),
+    "ups": ("ups.yaml", Ups),
+    "generators": ("generators.yaml", Generator),
 }
 
 #: Kinds a catalog folder may leave out (an absent file is an empty catalog): reference
-#: data for token counting and build-vs-buy, not needed to plan a fleet.
+#: data for token counting and build-vs-buy, and the power-redundancy equipment (the
+#: facility models say so when they are absent). Not needed to plan a fleet.
 OPTIONAL_KINDS: frozenset[str] = frozenset(
-    {"tokenizers", "api_prices", "staffing", "salaries", "software"})
+    {"tokenizers", "api_prices", "staffing", "salaries", "software", "ups", "generators"})

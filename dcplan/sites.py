@@ -24,6 +24,7 @@ site's ``currency`` for tariffs and [USD] for build cost.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
@@ -43,6 +44,57 @@ DAYS_PER_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 HOURS_TOLERANCE = 1.0
 
 Efficiency = Annotated[float, Field(gt=0, le=1)]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A power-redundancy topology: how many systems, each carrying what share.
+
+    Attributes
+    ----------
+    systems : int
+        Independent systems (UPS or generator plants) [count].
+    needed : int
+        Systems that together carry the whole load; each is sized for
+        ``load / needed`` [count].
+    spare_modules : int
+        Extra modules inside each system (N+1 inside a system) [count].
+    uptime_tier : str
+        Uptime Institute Tier the topology maps to (the Tier also needs the
+        distribution paths, which dcplan does not model).
+    meaning : str
+    """
+
+    systems: int
+    needed: int
+    spare_modules: int
+    uptime_tier: str
+    meaning: str
+
+
+#: Power-redundancy topologies a site may name (``power_redundancy``). Definitions
+#: after the Uptime Institute Tier Standard: Topology (Tier I basic capacity N, Tier II
+#: redundant components N+1, Tier III concurrently maintainable, Tier IV fault tolerant
+#: 2N / 2(N+1)) and the distributed-redundant ("catcher", k-to-make-(k-1)) designs of
+#: large operators; see docs/facility.md.
+TOPOLOGIES: dict[str, Topology] = {
+    "N": Topology(1, 1, 0, "I", "one system sized for the load, no spare"),
+    "N+1": Topology(1, 1, 1, "II (III with a second distribution path)",
+                    "one system with one spare module"),
+    "N+2": Topology(1, 1, 2, "II (III with a second distribution path)",
+                    "one system with two spare modules"),
+    "2N": Topology(2, 1, 0, "IV", "two systems, each sized for the whole load"),
+    "2N+1": Topology(2, 1, 1, "IV", "two systems, each N+1: 2(N+1)"),
+    "DR3/2": Topology(3, 2, 0, "III", "distributed redundant: three systems, any two "
+                      "carry the load (3-to-make-2)"),
+    "DR4/3": Topology(4, 3, 0, "III", "distributed redundant: four systems, any three "
+                      "carry the load (4-to-make-3)"),
+}
+
+#: Topology of a site that names none.
+DEFAULT_TOPOLOGY = "N+1"
+
+PowerTopology = Literal["N", "N+1", "N+2", "2N", "2N+1", "DR3/2", "DR4/3"]
 
 
 class ClimateBin(BaseModel):
@@ -237,8 +289,9 @@ class Site(Entry):
         Cost to build facility capacity (shell, electrical, mechanical) [USD/MW].
     lead_time_months : float
         Time from decision to energised capacity [months].
-    ups_efficiency : float
-        UPS efficiency at typical load [0..1]; IT and network loads pass through it.
+    ups_efficiency : float, optional
+        Fixed UPS efficiency [0..1] (a measured figure). Default: the efficiency of the
+        UPS model the redundancy sizing picks, at its load fraction.
     distribution_efficiency : float
         Transformer + switchgear + cabling efficiency [0..1]; all loads pass through it.
     mechanical_on_ups : bool
@@ -246,6 +299,14 @@ class Site(Entry):
     evaporative_cooling : bool
         Whether water-consuming heat rejection (cooling towers, adiabatic coolers,
         water-cooled chillers: plants rated on the wet bulb) may be used.
+    power_redundancy : str
+        UPS (and, unless ``generator_redundancy`` is given, generator) topology, one of
+        :data:`TOPOLOGIES`; default ``N+1``.
+    generator_redundancy : str, optional
+        Generator topology when it differs from the UPS topology.
+    water_limit_m3_per_year : float, optional
+        Site water allowance [m3/year]; evaporative heat rejection is dropped when the
+        cooling would use more.
     design_dry_bulb_c, design_wet_bulb_c : float
         Peak design outdoor condition for sizing (e.g. ASHRAE 0.4 %) [degC].
     climate_bins : list of ClimateBin, optional
@@ -268,10 +329,13 @@ class Site(Entry):
     air_chilled_water_c: Annotated[float, Field(ge=4, le=30)] = 18.0
     build_capex_usd_per_mw: NonNeg
     lead_time_months: NonNeg
-    ups_efficiency: Efficiency
+    ups_efficiency: Efficiency | None = None
     distribution_efficiency: Efficiency
     mechanical_on_ups: bool = False
     evaporative_cooling: bool = False
+    power_redundancy: PowerTopology = DEFAULT_TOPOLOGY
+    generator_redundancy: PowerTopology | None = None
+    water_limit_m3_per_year: NonNeg | None = None
     design_dry_bulb_c: Annotated[float, Field(ge=-30, le=60)]
     design_wet_bulb_c: Annotated[float, Field(ge=-30, le=40)]
     climate_bins: list[ClimateBin] | None = None
@@ -315,12 +379,32 @@ class Site(Entry):
             return tuple(self.climate_bins)
         return tuple(monthly_to_bins(list(self.climate_monthly or [])))
 
-    @property
-    def loss_chain(self) -> tuple[float, float]:
-        """Efficiencies (IT/network path, cooling path) from grid to load [0..1]."""
-        it = self.ups_efficiency * self.distribution_efficiency
+    def loss_chain(self, ups_efficiency: float | None = None) -> tuple[float, float]:
+        """Efficiencies (IT/network path, cooling path) from grid to load [0..1].
+
+        Parameters
+        ----------
+        ups_efficiency : float, optional
+            UPS efficiency to use when the site states none [0..1].
+        """
+        ups = self.ups_efficiency if self.ups_efficiency is not None else ups_efficiency
+        if ups is None:
+            raise InputError(Problem(f"site {self.id}", "no UPS efficiency: the site gives "
+                                     "no ups_efficiency and no UPS model sized it; add "
+                                     "ups_efficiency or a ups catalog", field="ups_efficiency"))
+        it = ups * self.distribution_efficiency
         mech = it if self.mechanical_on_ups else self.distribution_efficiency
         return it, mech
+
+    @property
+    def topology(self) -> Topology:
+        """UPS redundancy topology."""
+        return TOPOLOGIES[self.power_redundancy]
+
+    @property
+    def generator_topology(self) -> Topology:
+        """Generator redundancy topology."""
+        return TOPOLOGIES[self.generator_redundancy or self.power_redundancy]
 
 
 def _site_files(folder: Path) -> list[Path]:

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from dcplan import __version__
 from dcplan.cli import app
+from dcplan.schema import KINDS
 
 runner = CliRunner()
 
@@ -230,4 +231,13 @@ def test_catalog_without_reference_kinds_still_loads(tmp_path, fixtures):
     result = run("--catalog-dir", str(fixtures / "facility" / "catalog"), "tokens", "list")
     assert result.exit_code == 0, result.output
     result = run("--catalog-dir", str(fixtures / "facility" / "catalog"), "catalog", "list")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_catalog_kind_lists(kind):
+    from dcplan.cli.catalog_cmd import LIST_COLUMNS
+
+    assert kind in LIST_COLUMNS
+    result = run("catalog", "list", kind)
     assert result.exit_code == 0, result.output

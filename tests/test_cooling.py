@@ -160,8 +160,11 @@ def test_seoul_warm_water_beats_air_cooled_hall():
     seoul = load_sites()["seoul_metro"]
 
     def pue(rack):
+        from dcplan.facility.power import redundancy_sizing
+
         r = cooling(cat, seoul, {rack: 64})
-        return power_chain(seoul, r.it_kw, 0.0, r.cooling_kw_avg).pue
+        eff = redundancy_sizing(cat, seoul, r.it_kw, 0.0, r.cooling_kw_peak).ups_efficiency
+        return power_chain(seoul, r.it_kw, 0.0, r.cooling_kw_avg, ups_efficiency=eff).pue
 
     liquid, air = pue("gb200_nvl72"), pue("hgx_h100")
     assert liquid < air

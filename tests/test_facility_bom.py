@@ -56,3 +56,15 @@ def test_cpo_replaces_switch_end_transceivers(data):
     cpo_ports = sum(r["count"] for r in cpo if r["item"] == "cpo_port")
     assert cpo_ports > 0 and cpo_modules < plug_modules
     assert cpo_modules + cpo_ports == plug_modules  # one CPO port per replaced module
+
+
+def test_ups_and_generators_in_the_bill_of_materials(data):
+    catalog, sites = data
+    sized = size_fleet(catalog, sites["seoul_metro"], {"gb200_nvl72": 16})
+    rows = {r["item"]: r for r in site_bom(catalog, sized) if r["category"] == "power"}
+    red = sized.redundancy
+    assert rows["ups"]["count"] == red.ups.count and rows["ups"]["catalog_id"] == red.ups.model_id
+    assert rows["generator"]["count"] == red.generators.count
+    assert rows["ups"]["capex_usd"] + rows["generator"]["capex_usd"] == pytest.approx(
+        red.capex_usd)
+    assert rows["ups"]["kw"] == pytest.approx(red.ups_loss_kw)

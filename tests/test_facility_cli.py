@@ -79,3 +79,35 @@ def test_cooling_impossible_requests():
     r = run("cooling", "--rack", "gb200_nvl72", "--racks", "2", "--site", "seoul_metro",
             "--supply-water-c", "45")
     assert r.exit_code == 1 and "supply-water-c" in r.output
+
+
+def test_network_b300_json_uplinks_follow_the_used_downlinks():
+    r = run("network", "--rack", "hgx_b300", "--racks", "8", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["links"]["leaf_spine"] <= data["links"]["nic_leaf"] == 256
+    ends = {c["tier"]: (c["switch_end"], c["far_end"]) for c in data["link_classes"]
+            if c["medium"] == "optical"}
+    assert ends["nic_leaf"] == ("pluggable_1600g", "pluggable_800g_dr4")
+    assert data["network_rack_positions"] >= 1
+
+
+def test_network_refuses_more_racks_than_any_site_holds():
+    r = run("network", "--rack", "gb200_nvl72", "--racks", "1000000")
+    assert r.exit_code == 1
+    assert "no site can hold them" in r.stderr and "Traceback" not in r.output
+
+
+def test_cooling_reports_redundancy_and_water():
+    r = run("cooling", "--rack", "gb200_nvl72", "--racks", "16", "--site", "seoul_metro",
+            "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    red = data["redundancy"]
+    assert red["topology"] == "2N" and red["ups"]["systems"] == 2
+    assert 0 < red["usable_it_frac"] < 1
+    assert data["water"]["annual_m3"] == 0  # Seoul allows no evaporative cooling
+    assert data["positions"]["total"] >= 16
+    text = run("cooling", "--rack", "gb200_nvl72", "--racks", "16", "--site", "seoul_metro")
+    assert "power redundancy 2N (Uptime Tier IV)" in text.stdout
+    assert "WUE" in text.stdout

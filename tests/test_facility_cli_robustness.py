@@ -64,7 +64,14 @@ def test_network_thousand_separators_and_transceivers_by_end():
     result = run("network", "--rack", "gb200_nvl72", "--racks", "64", "--optics", "lpo_800g")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    # every whole number of 1,000 or more has separators (10,068 modules in all)
+    # every whole number of 1,000 or more has separators (13,092 modules in all)
     assert not re.search(r"(?<![\w,.])\d{4,}(?![\w,.])", out), out
-    assert "10,068" in out
+    assert "13,092" in out
     assert "back-end NIC ends" in out and "back-end switch ends" in out
+
+
+def test_unknown_switch_id_uses_the_singular():
+    result = run("network", "--rack", "gb200_nvl72", "--racks", "8", "--switch", "nvidia_q34")
+    assert result.exit_code == 1
+    assert "unknown switch id 'nvidia_q34'" in result.stderr
+    assert "unknown switche" not in result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import networkx as nx
@@ -10,6 +11,7 @@ import pytest
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
 from dcplan.facility.network import Layout, leaf_ports, network, write_graphml
+from dcplan.schema import OpticKind
 
 FX = Path(__file__).parent / "fixtures" / "facility"
 
@@ -85,10 +87,13 @@ def test_rail_optimised_hand_count(cat):
 
 def test_three_tiers_hand_count(cat):
     # 40 racks x 4 = 160 endpoints -> 20 leaves > 16 (a spine's ports): three tiers.
-    # Pods of 16/2 = 8 leaves: 3 pods (8, 8, 4 leaves), 8 spines each = 24 spines;
-    # spine uplinks = leaf links = (8 + 8 + 4) * 8 = 160 -> 160/16 = 10 core switches.
+    # Pods of 16/2 = 8 leaves (8 spine ports down): 3 pods of 8, 8 and 4 leaves with 8
+    # uplinks each. Pod spines = uplinks / 8 down ports: 64/8 = 8, 8, and 32/8 = 4 for
+    # the part-filled pod (4 divides a leaf's 8 uplinks: 2 links to each spine) = 20
+    # spines; spine uplinks = leaf links = 160 -> 160/16 = 10 core switches.
     r = network(cat, "fx_air", 40, layout=LAYOUT)
-    assert (r.backend.leaf, r.backend.spine, r.backend.core) == (20, 24, 10)
+    assert (r.backend.leaf, r.backend.spine, r.backend.core) == (20, 20, 10)
+    assert r.links["leaf_spine"] == 160
     assert r.links["spine_core"] == 160
     assert r.bisection_gbps == pytest.approx(r.full_bisection_gbps)
     assert nx.is_connected(r.graph)
@@ -130,11 +135,13 @@ def test_oversubscription_one_gives_full_bisection(cat):
 
 
 def test_oversubscription_three_is_not_full(cat):
-    # leaf = 12 down + 4 up: 3 leaves (12, 12, 8), 12 uplinks; worst-case bisection
-    # limited by half the uplinks: 12 * 400 / 2 = 2400 Gb/s < 6400.
+    # leaf = 12 down + 4 up: 3 leaves (12, 12, 8 endpoints); uplinks sized to the used
+    # downlinks at 3:1: 4 + 4 + ceil(8/3) = 11; worst-case bisection limited by half
+    # the uplinks: 11 * 400 / 2 = 2200 Gb/s < 6400.
     r = network(cat, "fx_air", 8, layout=LAYOUT, oversubscription=3.0)
     assert (r.backend.leaf, r.backend.spine) == (3, 1)
-    assert r.bisection_gbps == pytest.approx(2400.0)
+    assert r.links["leaf_spine"] == 11
+    assert r.bisection_gbps == pytest.approx(2200.0)
     flow, full = _max_flow_between_halves(r.graph, 400.0)
     assert flow < full
 
@@ -195,38 +202,76 @@ def shipped():
     return load_catalog()
 
 
-def test_superpod_b200_scalable_unit(shipped):
-    # B200 SU: 32 DGX B200 = 8 racks x 4 servers = 256 GPUs; 8 rails; a 64 x 400G
-    # switch (QM9700-class) = 32 down + 32 up: one leaf per rail = 8 leaves,
-    # 8 x 32 / 64 = 4 spines. Four SUs (1,024 GPUs): 32 leaves, 16 spines.
-    su = network(shipped, "hgx_b200", 8, switch_id="nvidia_sn5400", keep_graph=False)
-    assert su.accelerators == 256
-    assert (su.backend.leaf, su.backend.spine, su.backend.core) == (8, 4, 0)
-    pod = network(shipped, "hgx_b200", 32, switch_id="nvidia_sn5400", keep_graph=False)
-    assert pod.accelerators == 1024
-    assert (pod.backend.leaf, pod.backend.spine) == (32, 16)
+def test_superpod_b200_matches_the_published_design(shipped):
+    # NVIDIA DGX SuperPOD RA B200, component counts (docs/facility.md): QM9700 (64 x
+    # 400G NDR, 32 down + 32 up), 8 rails, 32 DGX per SU = 8 racks of 4.
+    # SU  racks  leaf  spine  core  node-leaf  leaf-spine  spine-core
+    published = {
+        2: (16, 16, 8, 0, 512, 512, 0),
+        4: (32, 32, 16, 0, 1024, 1024, 0),
+        8: (64, 64, 32, 0, 2048, 2048, 0),
+        16: (128, 128, 128, 64, 4096, 4096, 4096),
+    }
+    for su, (racks, leaf, spine, core, nl, ls, sc) in published.items():
+        r = network(shipped, "hgx_b200", racks, switch_id="nvidia_qm9700", keep_graph=False)
+        assert r.accelerators == 256 * su
+        assert (r.backend.leaf, r.backend.spine, r.backend.core) == (leaf, spine, core), su
+        assert (r.links["nic_leaf"], r.links["leaf_spine"],
+                r.links.get("spine_core", 0)) == (nl, ls, sc), su
 
 
-def test_superpod_gb200_scalable_unit(shipped):
-    # GB200 SU: 8 NVL72 racks = 576 GPUs, 1 x 400G per GPU, 4 rails (NICs per compute
-    # tray). Quantum-X800 144 x 800G = 288 x 400G: 144 down per leaf; per rail
-    # 8 racks x 18 trays = 144 NICs -> 4 leaves; 4 x 144 / 288 = 2 spines.
-    # 128 racks (9,216 GPUs): 64 leaves, 32 spines, still two tiers.
+def test_superpod_b300_xdr_matches_the_published_design(shipped):
+    # NVIDIA DGX SuperPOD RA B300 XDR (Quantum-X800 Q3400, 144 x 800G: 72 down + 72 up),
+    # 72 DGX B300 per SU = 18 racks of 4. 4 and 8 SUs: 16 and 32 spines would hold the
+    # uplinks, the design buys 18 and 36 (72 uplinks per leaf = 4 and 2 links to each
+    # spine): the balanced-striping rule reproduces it.
+    published = {1: (18, 8, 4, 576), 2: (36, 16, 8, 1152), 4: (72, 32, 18, 2304),
+                 8: (144, 64, 36, 4608), 18: (324, 144, 72, 10368)}
+    for su, (racks, leaf, spine, cables) in published.items():
+        r = network(shipped, "hgx_b300", racks, switch_id="nvidia_q3400", keep_graph=False)
+        assert (r.backend.leaf, r.backend.spine, r.backend.core) == (leaf, spine, 0), su
+        assert r.links["nic_leaf"] == r.links["leaf_spine"] == cables, su
+
+
+def test_superpod_b300_spectrum_x_matches_per_plane(shipped):
+    # NVIDIA DGX SuperPOD RA B300 (Spectrum-X, twin-plane: each GPU 2 x 400GbE, one per
+    # plane), 64 DGX per SU = 16 racks. dcplan has no multi-plane fabric: one plane is
+    # a 400G-per-GPU fabric on SN5610 (128 x 400G at 100G lanes, 64 down); two planes
+    # double it. Published per SU count: 16 leaf, 8 spine; cables are twin-port (two
+    # 400G links each): 512 node-leaf and 512 leaf-spine per SU.
+    plane = shipped.replace("racks", "hgx_b300", nic="connectx7_400g",
+                            scaleout_gbps_per_accelerator=400)
+    published = {1: (16, 8, 512), 2: (32, 16, 1024), 4: (64, 32, 2048),
+                 8: (128, 64, 4096), 16: (256, 128, 8192)}
+    for su, (leaf, spine, cables) in published.items():
+        r = network(plane, "hgx_b300", 16 * su, switch_id="nvidia_sn5610", keep_graph=False)
+        assert (2 * r.backend.leaf, 2 * r.backend.spine, r.backend.core) == (leaf, spine, 0)
+        # two planes of links, two 400G links per twin-port cable
+        assert 2 * r.links["nic_leaf"] / 2 == cables == 2 * r.links["leaf_spine"] / 2
+
+
+def test_gb200_scalable_unit_counts(shipped):
+    # GB200 SU: 8 NVL72 racks = 576 GPUs, one 400G ConnectX-7 (4 x 100G lanes) per GPU,
+    # 4 rails. On Quantum-X800 a 4-lane 400G link takes a whole 800G port (4 x 200G
+    # lanes run at 100G): radix 144 at 400G, 72 down: per rail 144 NICs = 2 leaves -> 8
+    # leaves, 576 uplinks / 144 = 4 spines. On QM9700 (the NDR switch of the GB200 RA):
+    # 32 down, per rail ceil(144/32) = 5 leaves (4 full + 1 of 16) = 20 leaves, 576
+    # uplinks / 64 = 9 spines (16, a divisor of 32, would cost 78 % more).
     su = network(shipped, "gb200_nvl72", 8, switch_id="nvidia_q3400", keep_graph=False)
-    assert su.accelerators == 576
-    assert (su.backend.leaf, su.backend.spine, su.backend.core) == (4, 2, 0)
-    full = network(shipped, "gb200_nvl72", 128, switch_id="nvidia_q3400", keep_graph=False)
-    assert full.accelerators == 9216
-    assert (full.backend.leaf, full.backend.spine, full.backend.core) == (64, 32, 0)
+    assert su.accelerators == 576 and su.backend.radix == 144
+    assert (su.backend.leaf, su.backend.spine, su.backend.core) == (8, 4, 0)
+    ndr = network(shipped, "gb200_nvl72", 8, switch_id="nvidia_qm9700", keep_graph=False)
+    assert (ndr.backend.leaf, ndr.backend.spine) == (20, 9)
+    assert ndr.links["leaf_spine"] == ndr.links["nic_leaf"] == 576
 
 
-def test_superpod_b300_scalable_unit(shipped):
-    # B300 SU (XDR RA): 72 DGX B300 = 18 racks x 4 = 576 GPUs, 1 x 800G per GPU, 8 rails;
-    # Quantum-X800 at 800G: 72 down + 72 up; per rail 72 NICs -> 8 leaves;
-    # 8 x 72 / 144 = 4 spines.
-    su = network(shipped, "hgx_b300", 18, switch_id="nvidia_q3400", keep_graph=False)
-    assert su.accelerators == 576
-    assert (su.backend.leaf, su.backend.spine) == (8, 4)
+def test_part_filled_leaves_buy_only_the_uplinks_they_use(shipped):
+    # 8 x hgx_b300 = 256 GPUs at 800G, 8 rails of 32 NICs: 8 leaves with 32 of 72 down
+    # ports used -> 32 uplinks each = 256 leaf-spine links (not 8 x 72 = 576), 2 spines.
+    r = network(shipped, "hgx_b300", 8, keep_graph=False)
+    assert r.links["nic_leaf"] == 256
+    assert r.links["leaf_spine"] == 256 <= r.links["nic_leaf"]
+    assert (r.backend.leaf, r.backend.spine) == (8, 2)
 
 
 def test_shipped_optics_comparison(shipped):
@@ -240,7 +285,8 @@ def test_shipped_optics_comparison(shipped):
 def test_no_switch_exceeds_its_ports(cat, shipped):
     cases = [(cat, "fx_air", 8, None), (cat, "fx_air", 40, None), (cat, "fx_rail", 4, None),
              (shipped, "gb200_nvl72", 128, "nvidia_q3400"),
-             (shipped, "hgx_b200", 32, "nvidia_sn5400")]
+             (shipped, "hgx_b200", 32, "nvidia_qm9700"),
+             (shipped, "gb200_nvl72", 8, "nvidia_qm9700")]
     for catalog, rack, n, sw in cases:
         r = network(catalog, rack, n, switch_id=sw)
         for v, d in r.graph.nodes(data=True):
@@ -266,44 +312,55 @@ def test_aggregated_graph_counts_equal_detailed(cat, shipped):
                 assert a[key] == b[key], (rack, n, key)
 
 
-def test_nic_end_optic_matches_nic_speed():
-    """LPO on the switch ends must not put 800G modules on 400G NIC ports."""
+def test_nic_end_optic_matches_nic_speed_and_fibre():
+    """Single-mode DR8 (or LPO) at the switch: single-mode 400G DR4 at the NIC, never
+    a multimode SR4."""
     from dcplan.catalog import load_catalog
     from dcplan.facility.network import network
 
     cat = load_catalog()
     pl = network(cat, "gb200_nvl72", 64, optics="pluggable_800g", keep_graph=False)
     lpo = network(cat, "gb200_nvl72", 64, optics="lpo_800g", keep_graph=False)
-    nic_ends = {k: v for k, v in lpo.transceivers_by_end.items() if "NIC" in k}
-    for counts in nic_ends.values():
-        for oid in counts:
-            assert cat.get("optics", oid).gbps == lpo.link_gbps
+    for r in (pl, lpo):
+        nic_ends = {oid for k, v in r.transceivers_by_end.items() if "NIC" in k for oid in v}
+        assert nic_ends == {"pluggable_400g"}, nic_ends
+        for oid in nic_ends:
+            assert cat.get("optics", oid).gbps == r.link_gbps
+            assert cat.get("optics", oid).fibre == "single_mode"
     # same NIC-end modules as with pluggables; only the switch ends change
-    assert {k: v for k, v in pl.transceivers_by_end.items() if "NIC" in k} == nic_ends
+    assert ({k: v for k, v in pl.transceivers_by_end.items() if "NIC" in k}
+            == {k: v for k, v in lpo.transceivers_by_end.items() if "NIC" in k})
     assert lpo.transceivers["lpo_800g"] == pl.transceivers["pluggable_800g"]
 
 
-def test_1600g_modules_are_per_switch_twin_port_count():
-    """A 1.6T module carries four 400G links: per switch ceil(links / 4)."""
+def test_1600g_modules_on_800g_ports_one_per_cage():
+    """GB300 (800G XDR NICs, 200G lanes): one 1.6T twin-port module per cage (2 x 800G
+    links), counted per switch as ceil(optical links / 2); 800G DR4 at the NICs."""
     import math
 
     from dcplan.catalog import load_catalog
     from dcplan.facility.network import network
 
     cat = load_catalog()
-    r = network(cat, "gb200_nvl72", 64, optics="pluggable_1600g")
+    r = network(cat, "gb300_nvl72", 16)
+    assert r.lane_gbps == 200 and r.link_gbps == 800
     g = r.graph
     per_switch = {}
     for u, v, d in g.edges(data=True):
-        if d.get("medium") == "optical":
+        if d.get("medium") == "optical" and not d["tier"].startswith("fe_"):
             for end in (u, v):
                 if g.nodes[end]["kind"] == "switch":
-                    per_switch[end] = per_switch.get(end, 0) + d["gbps"] * d.get("links", 1)
-    expected = sum(math.ceil(gb / 1600 - 1e-9) for gb in per_switch.values())
-    assert r.transceivers["pluggable_1600g"] == expected
-    switch_ends = sum(c for k, v in r.transceivers_by_end.items() if "switch" in k
-                      for c in v.values())
-    assert switch_ends == expected
+                    per_switch[end] = per_switch.get(end, 0) + d.get("links", 1)
+    expected = sum(math.ceil(k / 2) for k in per_switch.values())
+    assert r.transceivers_by_end["back-end switch ends"] == {"pluggable_1600g": expected}
+    assert r.transceivers_by_end["back-end NIC ends"] == {
+        "pluggable_800g_dr4": r.links["nic_leaf"] - sum(
+            d.get("links", 1) for _, _, d in g.edges(data=True)
+            if d["tier"] == "nic_leaf" and d.get("medium") != "optical")}
+    # asking for 800G DR8 modules there: same kind and fibre at the cage's rate, noted
+    dr8 = network(cat, "gb300_nvl72", 16, optics="pluggable_800g", keep_graph=False)
+    assert dr8.transceivers_by_end["back-end switch ends"] == {"pluggable_1600g": expected}
+    assert any("pluggable_800g" in n for n in dr8.notes)
 
 
 def test_switch_slower_than_nic_is_a_clear_error():
@@ -313,3 +370,125 @@ def test_switch_slower_than_nic_is_a_clear_error():
 
     with pytest.raises(InputError, match="1 Gb/s ports, below the 400 Gb/s"):
         network(load_catalog(), "gb200_nvl72", 64, switch_id="nvidia_sn2201", keep_graph=False)
+
+
+# --- both ends of every link are modules that can link --------------------------------
+
+WALK = [("gb200_nvl72", 8, None), ("gb200_nvl72", 8, "pluggable_800g"),
+        ("gb200_nvl72", 8, "lpo_800g"), ("gb200_nvl72", 8, "cpo"),
+        ("gb200_nvl72", 8, "pluggable_800g_sr8"), ("gb300_nvl72", 8, None),
+        ("hgx_b300", 8, None), ("hgx_b300", 20, "pluggable_1600g"),
+        ("vera_rubin_nvl72", 4, None), ("hgx_h100", 6, None), ("mi355x_rack", 4, None)]
+
+
+@pytest.mark.parametrize("rack,n,optic", WALK)
+def test_every_link_class_has_compatible_ends(shipped, rack, n, optic):
+    """Walk the graph: per link, both ends' modules have the same fibre and lane rate,
+    both reach the link, a switch-end module fills one cage, a NIC-end module one port."""
+    from dcplan.facility.network import OPTICAL_KINDS, fabric_setups
+
+    r = network(shipped, rack, n, optics=optic)
+    _, _, be, fe = fabric_setups(shipped, rack)
+    layout = Layout()
+    g = r.graph
+    seen = 0
+    for u, v, d in g.edges(data=True):
+        if d["tier"] == "internal":
+            continue
+        setup = fe if d["tier"].startswith("fe_") else be
+        lane = setup.att.lane_gbps
+        length = d["length_m"] if math.isfinite(d["length_m"]) else layout.leaf_to_spine_m
+        ends = d["ends"]
+        assert set(ends) == {u, v}
+        mods = {node: shipped.get("optics", oid) for node, oid in ends.items()}
+        for node, m in mods.items():
+            assert m.reach_m >= length - 1e-9, (d["tier"], m.id, length)
+            if m.kind is not OpticKind.cpo:
+                assert m.lane_gbps == lane, (d["tier"], m.id, lane)
+            if d["medium"] != "optical":
+                continue
+            assert m.kind in OPTICAL_KINDS
+            if g.nodes[node]["kind"] == "switch":
+                if m.kind is not OpticKind.cpo:
+                    assert m.gbps == setup.att.cage_gbps, (m.id, setup.att.cage_gbps)
+            else:
+                assert m.gbps == setup.att.nic_port_gbps, (m.id, setup.att.nic_port_gbps)
+        a, b = mods.values()
+        assert a.fibre == b.fibre, (d["tier"], a.id, b.id)
+        if d["medium"] == "optical" and optic == "pluggable_800g":
+            assert a.fibre == "single_mode"  # no multimode end against a DR8 switch end
+        seen += 1
+    assert seen == g.number_of_edges() - sum(
+        1 for *_, d in g.edges(data=True) if d["tier"] == "internal")
+
+
+def test_copper_reach_is_shorter_at_200g_lanes(shipped):
+    # Leaves inside the compute racks (racks declaring free switch space): in-rack
+    # links are 2.0 m, to the neighbour 2.6 m. At 100G lanes (hgx_b200) the 3 m DAC
+    # covers both; at 200G lanes (hgx_b300) the DAC reaches 1 m: in-rack links take
+    # the 2.5 m active copper cable and neighbour links go optical.
+    slow = shipped.replace("racks", "hgx_b200", free_switch_rack_units=8)
+    fast = shipped.replace("racks", "hgx_b300", free_switch_rack_units=8)
+    b200 = network(slow, "hgx_b200", 2, switch_id="nvidia_qm9700")
+    b300 = network(fast, "hgx_b300", 2)
+    cu200 = {c["switch_end"] for c in b200.link_classes if c["medium"] == "copper"
+             and c["tier"] == "nic_leaf"}
+    cu300 = {c["switch_end"] for c in b300.link_classes if c["medium"] == "copper"
+             and c["tier"] == "nic_leaf"}
+    assert cu200 == {"dac_800g"} and cu300 == {"acc_1600g"}
+    assert shipped.get("optics", "dac_1600g").reach_m < shipped.get("optics", "dac_800g").reach_m
+    lens = {c["medium"]: c["max_length_m"] for c in b300.link_classes if c["tier"] == "nic_leaf"}
+    assert lens["copper"] <= 2.5 < lens["optical"]
+
+
+def test_leaves_stand_at_the_row_end_without_free_rack_space(cat):
+    # fx_air without free switch space: the 4 leaves stand in a network rack after the
+    # last of the 8 compute racks. Only rack 7 is one position away (2.6 m <= 3 m DAC):
+    # its 4 links are copper, the other 28 optical. Network racks: 4 leaves at the row
+    # end + 2 spines centrally, 1 U each -> 1 + 1 positions.
+    eor = cat.replace("racks", "fx_air", free_switch_rack_units=0)
+    r = network(eor, "fx_air", 8, layout=LAYOUT)
+    assert (r.backend.leaf, r.backend.spine) == (4, 2)
+    assert r.copper_links == 4
+    assert r.optical_links == 28 + 32
+    assert r.network_rack_positions == 2
+    tor = network(cat, "fx_air", 8, layout=LAYOUT)
+    assert tor.network_rack_positions == 1  # only the spines' rack
+
+
+def test_impossible_sizes_are_refused_with_the_largest_that_fits(shipped):
+    # Q3400 at 400G: radix 144, 72 down; three tiers hold 144 pods x 72 leaves = 10,368
+    # leaves = 746,496 ports. An NVL72 rack has 4 rails x 18 NICs: 4 x ceil(18 n / 72)
+    # leaves, so 10,368 racks fill the fabric exactly and 10,369 do not fit.
+    from dcplan.facility.network import fabric_setups, leaf_count
+
+    _, _, be, _ = fabric_setups(shipped, "gb200_nvl72")
+    assert leaf_count(be, 10_368) == 10_368
+    for n in (1_000_000, 10_369):
+        with pytest.raises(InputError, match="use at most 10,368 racks"):
+            network(shipped, "gb200_nvl72", n, keep_graph=False)
+
+
+def test_part_filled_last_leaves_share_a_spine_without_extra_uplinks(shipped):
+    # 130 x hgx_h100 (4,160 NICs at 400G, 8 rails of 520): per rail 7 full leaves of 72
+    # and one of 16; 4,160 uplinks / 144 = 29 spines, balanced to 36 (a divisor of 72
+    # within 25 %). The 16-uplink leaves cannot reach all 36 spines: each has one link
+    # to spine 0 and 15 to the least-loaded others, so any two leaves share a spine
+    # and leaf-spine links stay equal to the NIC links.
+    r = network(shipped, "hgx_h100", 130)
+    assert (r.backend.leaf, r.backend.spine) == (64, 36)
+    assert r.links["leaf_spine"] == r.links["nic_leaf"] == 4160
+    g = r.graph
+    spines_of = {}
+    for u, v, d in g.edges(data=True):
+        if d["tier"] == "leaf_spine":
+            leaf, spine = (u, v) if g.nodes[u]["tier"] == "leaf" else (v, u)
+            spines_of.setdefault(leaf, set()).add(spine)
+    leaves = sorted(spines_of)
+    assert all(spines_of[a] & spines_of[b] for a in leaves for b in leaves)
+    load = {}
+    for u, v, d in g.edges(data=True):
+        if d["tier"] == "leaf_spine":
+            spine = u if g.nodes[u]["tier"] == "spine" else v
+            load[spine] = load.get(spine, 0) + d["links"]
+    assert max(load.values()) <= r.backend.radix

@@ -10,6 +10,7 @@ import pytest
 
 from dcplan.errors import InputError
 from dcplan.sites import (
+    TOPOLOGIES,
     Site,
     get_site,
     load_sites,
@@ -27,7 +28,9 @@ def test_shipped_sites_load():
     for site in sites.values():
         assert math.isclose(sum(b.hours for b in site.climate), 8760.0)
         assert site.facility_water
-        assert 0 < site.ups_efficiency <= 1
+        # the UPS efficiency comes from the UPS model at the topology's load fraction
+        assert site.ups_efficiency is None or 0 < site.ups_efficiency <= 1
+        assert site.power_redundancy in TOPOLOGIES
 
 
 def test_grid_step_function():

@@ -39,9 +39,10 @@ LIST_COLUMNS = {
              "capex_usd"],
     "heat_rejection": ["id", "kind", "electric_kw_per_kw_heat", "rated_supply_c",
                        "rated_ambient_c", "ambient_basis", "approach_k", "capex_usd_per_kw"],
-    "switches": ["id", "vendor", "protocol", "ports", "port_gbps", "power_w", "capex_usd", "cpo"],
-    "optics": ["id", "kind", "gbps", "power_w", "reach_m", "capex_usd"],
-    "nics": ["id", "vendor", "ports", "gbps", "power_w", "capex_usd"],
+    "switches": ["id", "vendor", "protocol", "ports", "port_gbps", "lane_gbps", "rack_units",
+                 "power_w", "capex_usd", "cpo"],
+    "optics": ["id", "kind", "gbps", "lane_gbps", "fibre", "power_w", "reach_m", "capex_usd"],
+    "nics": ["id", "vendor", "ports", "gbps", "lane_gbps", "power_w", "capex_usd"],
     "workloads": ["id", "model", "input_tokens_mean", "output_tokens_mean", "cache_hit_frac",
                   "precision", "ttft_s", "tpot_ms", "mode"],
     "tokenizers": ["id", "reader", "package", "file", "vocab_tokens", "as_of"],
@@ -51,6 +52,9 @@ LIST_COLUMNS = {
     "staffing": ["id", "name", "basis", "fte_per_unit"],
     "salaries": ["id", "role", "country", "currency", "loaded_cost_per_fte_year", "as_of"],
     "software": ["id", "name", "vendor", "usd_per_accelerator_year", "licensed_per", "as_of"],
+    "ups": ["id", "vendor", "module_kw", "no_load_loss_frac", "proportional_loss_frac",
+            "square_loss_frac", "runtime_min", "capex_usd"],
+    "generators": ["id", "vendor", "fuel", "rated_kw", "standby_kw", "capex_usd"],
 }
 
 

@@ -61,6 +61,7 @@ def network_cmd(
 
     catalog = STATE.catalog()
     _ids(catalog, racks=rack, optics=optics, switches=switch)
+    _fits_a_site(catalog, rack, racks)
     result = network(catalog, rack, racks, optics=optics,
                      oversubscription=oversubscription, switch_id=switch,
                      with_accelerators=graphml is not None, keep_graph=graphml is not None)
@@ -88,8 +89,14 @@ def network_cmd(
     ]
     typer.echo(format_table(rows))
     typer.echo("")
-    typer.echo(format_table([{"links": k, "count": _n(v)} for k, v in s["links"].items()]))
-    typer.echo(f"copper links {s['copper_links']:,}, optical links {s['optical_links']:,}")
+    typer.echo(format_table([
+        {"links": c["tier"], "medium": c["medium"], "count": _n(c["links"]),
+         "longest m": c["max_length_m"], "switch end": c["switch_end"],
+         "far end": c["far_end"]} for c in s["link_classes"]]))
+    typer.echo(f"copper links {s['copper_links']:,}, optical links {s['optical_links']:,}; "
+               f"leaves {s['leaf_ports']['down']} down + {s['leaf_ports']['up']} up ports; "
+               f"network racks {s['network_rack_positions']:,} positions "
+               f"({s['switch_rack_units']:,} U of switches)")
     media = [{"optic": oid, "where": end, "count": _n(count)}
              for end, counts in s["transceivers_by_end"].items()
              for oid, count in counts.items()]
@@ -115,8 +122,29 @@ def network_cmd(
     typer.echo(f"bisection bandwidth {s['bisection_gbps'] / 1000:,.1f} Tb/s "
                f"({'full' if full else 'oversubscribed'}; full = "
                f"{s['full_bisection_gbps'] / 1000:,.1f} Tb/s)")
+    for note in s["notes"]:
+        typer.echo(f"note: {note}")
     if graphml is not None:
         typer.echo(f"graph written to {graphml}")
+
+
+def _fits_a_site(catalog, rack_id: str, n_racks: int) -> None:
+    """Refuse more racks than the largest site holds (before any fabric is built)."""
+    from dcplan.sites import load_sites
+
+    try:
+        sites = load_sites(STATE.sites_dir)
+    except InputError:
+        return  # no usable sites folder: the fabric size check still applies
+    if not sites:
+        return
+    per = catalog.get("racks", rack_id).rack_positions
+    big = max(sites.values(), key=lambda x: x.rack_positions)
+    if n_racks * per > big.rack_positions:
+        raise InputError(Problem(
+            "--racks", f"{n_racks:,} x {rack_id} need {n_racks * per:,} rack positions; "
+            f"the largest site ({big.id}) has {big.rack_positions:,}: no site can hold "
+            f"them; use at most {big.rack_positions // per:,} racks"))
 
 
 @app.command("cooling")
@@ -136,12 +164,15 @@ def cooling_cmd(
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Cooling of N racks at a site: CDUs, heat rejection, cooling power, PUE."""
+    """Cooling, power and water of N racks at a site: CDUs, heat rejection, UPS, PUE, WUE.
+
+    UPS and generators are sized for the site's redundancy topology.
+    """
     from dcplan.cli.catalog_cmd import lookup_site
-    from dcplan.facility.coefficients import cached_network
-    from dcplan.facility.cooling import check_racks_fit, check_supply_water, cooling
-    from dcplan.facility.power import power_chain
-    from dcplan.sites import HOURS_PER_YEAR, load_sites
+    from dcplan.facility import size_fleet
+    from dcplan.facility.cooling import check_racks_fit, check_supply_water
+    from dcplan.sites import load_sites
+    from dcplan.units import HOURS_PER_YEAR
 
     catalog = STATE.catalog()
     problems = []
@@ -169,11 +200,12 @@ def cooling_cmd(
             f"the site has {the_site.rack_positions:,}{grid}; use at most "
             f"{the_site.rack_positions // model.rack_positions:,} racks or another site",
             field="rack_positions"))
-    net = cached_network(catalog, rack, racks, optics)
-    res = cooling(catalog, the_site, {rack: racks}, network_kw=net.network_kw,
-                  supply_water_c=supply_water_c, redundancy=redundancy)
-    peak = power_chain(the_site, res.it_kw, net.network_kw, res.cooling_kw_peak)
-    avg = power_chain(the_site, res.it_kw, net.network_kw, res.cooling_kw_avg)
+    sized = size_fleet(catalog, the_site, {rack: racks}, optics=optics,
+                       supply_water_c=supply_water_c, cdu_redundancy=redundancy,
+                       linear=False)
+    res, red = sized.cooling, sized.redundancy
+    peak, avg = sized.power_peak, sized.power_avg
+    net_kw = res.network_kw
     out = res.summary()
     out.update({
         "pue_annual": avg.pue, "pue_peak": peak.pue, "loss_kw_peak": peak.loss_kw,
@@ -181,23 +213,41 @@ def cooling_cmd(
         "annual_facility_kwh": avg.facility_kw * HOURS_PER_YEAR,
         "cooling_kw_per_it_kw_avg": res.cooling_kw_avg / res.it_kw,
         "cooling_kw_per_it_kw_peak": res.cooling_kw_peak / res.it_kw,
+        "redundancy": red.summary(), "positions": dict(sized.positions),
+        "usable_it_mw": {str(y): red.usable_it_mw(mw) for y, mw in
+                         sorted(the_site.grid_mw.items())},
     })
+    warnings = []
     grid_mw = max(the_site.grid_mw.values())
-    if peak.facility_kw > grid_mw * 1e3:
+    if red.grid_kw > grid_mw * 1e3:
         year = min(y for y, mw in the_site.grid_mw.items() if mw == grid_mw)
-        warning = (f"facility peak {peak.facility_kw / 1e3:,.1f} MW exceeds site "
-                   f"{the_site.id}'s grid capacity in every year (at most {grid_mw:,.4g} MW, "
-                   f"from {year})")
-        out["warnings"] = [warning]
-        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
+        warnings.append(f"facility peak {peak.facility_kw / 1e3:,.1f} MW (grid connection "
+                        f"{red.grid_kw / 1e3:,.1f} MW with battery recharge) exceeds site "
+                        f"{the_site.id}'s grid capacity in every year (at most "
+                        f"{grid_mw:,.4g} MW, from {year})")
+    if sized.positions["total"] > the_site.rack_positions:
+        warnings.append(f"racks, network racks and in-row CDUs need "
+                        f"{sized.positions['total']:,.0f} positions, the site has "
+                        f"{the_site.rack_positions:,}")
+    water = res.water
+    if water is not None and not water.within_limit:
+        warnings.append(f"cooling water {water.annual_m3:,.0f} m3/year exceeds the site's "
+                        f"{the_site.water_limit_m3_per_year:,.0f} m3/year allowance")
+    if warnings:
+        out["warnings"] = warnings
+        for w in warnings:
+            typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
     if json_out:
         emit_json(out)
         return
+    pos = sized.positions
     typer.echo(f"{racks:,} x {rack} at {the_site.id} ({the_site.name}), full IT load; "
-               f"{needed:,} of {the_site.rack_positions:,} rack positions")
+               f"{pos['total']:,.0f} of {the_site.rack_positions:,} rack positions "
+               f"({pos['compute']:,.0f} racks, {pos['network']:,.0f} network racks, "
+               f"{pos['cdu']:,.0f} CDUs)")
     typer.echo(format_table([
         {"heat": "IT", "kW": res.it_kw},
-        {"heat": "network (air side)", "kW": res.network_kw},
+        {"heat": "network (air side)", "kW": net_kw},
         {"heat": "to liquid", "kW": res.liquid_heat_kw},
         {"heat": "to air", "kW": res.air_heat_kw},
     ]))
@@ -206,21 +256,46 @@ def cooling_cmd(
                    f"N+{res.cdu_redundancy}); facility supply {res.supply_c:g} C; "
                    f"pumps {res.pump_kw:,.1f} kW")
     lp, ap = res.liquid_plant, res.air_plant
+    loops = water.loops if water is not None else {}
     rows = []
-    if res.liquid_heat_kw:
-        rows.append({"loop": f"liquid {lp.supply_c:g} C", "free cooling": lp.free_id or "-",
-                     "chiller": lp.chiller_id or "-", "free hours": lp.free_hours,
-                     "kW/kW avg": lp.kw_per_kw_avg, "kW/kW peak": lp.kw_per_kw_peak})
-    if res.air_heat_kw:
-        rows.append({"loop": f"air (CRAH) {ap.supply_c:g} C", "free cooling": ap.free_id or "-",
-                     "chiller": ap.chiller_id or "-", "free hours": ap.free_hours,
-                     "kW/kW avg": ap.kw_per_kw_avg, "kW/kW peak": ap.kw_per_kw_peak})
+    for name, heat, plant in (("liquid", res.liquid_heat_kw, lp),
+                              ("air (CRAH)", res.air_heat_kw, ap)):
+        if not heat:
+            continue
+        w = loops.get("liquid" if name == "liquid" else "air")
+        rows.append({"loop": f"{name} {plant.supply_c:g} C", "free cooling": plant.free_id or "-",
+                     "chiller": plant.chiller_id or "-", "free hours": plant.free_hours,
+                     "kW/kW avg": plant.kw_per_kw_avg, "kW/kW peak": plant.kw_per_kw_peak,
+                     "water L/kWh": w.l_per_kwh_heat if w else 0.0})
     typer.echo(format_table(rows))
     typer.echo(f"cooling power: {res.cooling_kw_avg:,.1f} kW annual average, "
                f"{res.cooling_kw_peak:,.1f} kW on the design day; "
                f"{res.annual_cooling_kwh / 1e3:,.0f} MWh/year")
     typer.echo(f"facility power: {peak.facility_kw:,.1f} kW peak (losses {peak.loss_kw:,.1f} "
                f"kW); PUE {avg.pue:.3f} annual, {peak.pue:.3f} design day")
-    typer.echo(f"cooling capex: {res.capex_usd:,.0f} USD (CDUs {res.cdu_capex_total_usd:,.0f})")
-    for note in res.notes:
+    if water is not None:
+        limit = (f" of a {water.limit_m3:,.0f} m3/year allowance"
+                 if water.limit_m3 is not None else "")
+        typer.echo(f"water: {water.annual_m3:,.0f} m3/year{limit}; WUE "
+                   f"{water.wue_l_per_kwh:.3f} L/kWh of IT energy")
+    typer.echo("")
+    prow = []
+    for label, plant in (("UPS", red.ups), ("generators", red.generators)):
+        if plant is None:
+            continue
+        prow.append({"plant": label, "model": plant.model_id,
+                     "topology": red.topology if label == "UPS" else red.generator_topology,
+                     "count": f"{plant.systems} x {plant.modules_per_system}",
+                     "module kW": plant.module_kw, "load %": 100 * plant.load_frac,
+                     "capex USD": plant.capex_usd})
+    if prow:
+        typer.echo(format_table(prow))
+    typer.echo(f"power redundancy {red.topology} (Uptime Tier {red.uptime_tier}): UPS "
+               f"efficiency {red.ups_efficiency:.2%}, losses {red.ups_loss_kw:,.1f} kW; "
+               f"generator standby {red.generator_standby_kw:,.1f} kW; grid connection "
+               f"{red.grid_kw:,.1f} kW with battery recharge: {red.usable_it_frac:.1%} of it "
+               f"usable as IT load")
+    typer.echo(f"cooling capex: {res.capex_usd:,.0f} USD (CDUs {res.cdu_capex_total_usd:,.0f}); "
+               f"UPS and generators {red.capex_usd:,.0f} USD")
+    for note in res.notes + red.notes:
         typer.echo(f"note: {note}")

@@ -30,6 +30,7 @@ from dcplan.export.files import atomic_file  # noqa: E402
 from dcplan.export.labels import category_label  # noqa: E402
 from dcplan.export.views import hosting_sites, stack_categories, terminal_credit  # noqa: E402
 from dcplan.planner.model import CATEGORIES  # noqa: E402
+from dcplan.units import HOURS_PER_YEAR  # noqa: E402
 
 #: File names of the plan charts.
 PLAN_CHARTS = ("facility_mw_by_site.png", "racks_by_type.png", "cost_stack.png",
@@ -104,7 +105,7 @@ def period_unit_cost(result: Any) -> pd.DataFrame:
     demand = t.get("demand")
     rows = []
     hours = {p.label: result.inputs.hours(i) for i, p in enumerate(result.inputs.periods)} \
-        if result.inputs is not None else {p: 8760.0 for p in periods}
+        if result.inputs is not None else {p: HOURS_PER_YEAR for p in periods}
     for p in periods:
         cost = 0.0
         if costs is not None and len(costs):

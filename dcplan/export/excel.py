@@ -126,12 +126,14 @@ SHEETS: tuple[SheetSpec, ...] = (
               "What one more unit of a limit would save (grid [USD per MW], space) or what one "
               "more million tokens of demand would cost; 'integers fixed' keeps the chosen "
               "racks, 'LP relaxation' lets the rack counts move continuously.", (), 5),
-    SheetSpec("Equipment", "equipment", "Equipment of each site's network and cooling",
+    SheetSpec("Equipment", "equipment", "Equipment of each site's network, cooling and power",
               "Bill of materials of the exact sizing at each site's peak period: switches by "
               "fabric, tier and model, transceivers by type, co-packaged optical ports, copper "
               "links, NICs (in_rack = TRUE: inside the rack's IT power and price, so not in the "
               "network totals), CDUs (with redundant spares; kW = pumps), heat-rejection plant "
-              "and air handlers (kW = electric power on the design day).",
+              "and air handlers (kW = electric power on the design day), UPS modules (kW = "
+              "losses) and generator sets (kW = standby draw) for the site's redundancy "
+              "topology.",
               ("count", "kw", "capex_usd"), 4),
     SheetSpec("Sizing", "sizing", "Exact sizing of the chosen fleet vs the linear estimate",
               "Network and cooling sized exactly for each site's fleet in its peak period, "

@@ -10,7 +10,9 @@ scale; ``size_fleet(catalog, site, fleet, optics=None, oversubscription=1.0)
 
 Modules: :mod:`~dcplan.facility.power` (power chain), :mod:`~dcplan.facility.cooling`
 (CDUs, heat rejection, hours-weighted cooling power), :mod:`~dcplan.facility.network`
-(fabric graph), :mod:`~dcplan.facility.bom` (equipment list of a sized site),
+(fabric graph), :mod:`~dcplan.facility.steps` (fabric counts as step functions of the
+racks, for an integer program), :mod:`~dcplan.facility.bom` (equipment list of a sized
+site),
 :mod:`~dcplan.facility.coefficients` (planner coefficients and exact sizing).
 Equations and assumptions: ``docs/facility.md``.
 """
@@ -26,15 +28,19 @@ from dcplan.facility.coefficients import (
 from dcplan.facility.cooling import CoolingResult, cooling
 from dcplan.facility.network import NetworkResult, network, write_graphml
 from dcplan.facility.power import PowerChain, power_chain
+from dcplan.facility.steps import FabricSteps, breakpoints, fabric_steps
 
 __all__ = [
     "CoolingResult",
+    "FabricSteps",
     "FacilityCoefficients",
     "FleetSizing",
     "NetworkResult",
     "PowerChain",
+    "breakpoints",
     "coefficients",
     "cooling",
+    "fabric_steps",
     "network",
     "power_chain",
     "size_fleet",

@@ -1,8 +1,8 @@
-"""Bill of materials of a sized site: network and cooling equipment, item by item.
+"""Bill of materials of a sized site: network, cooling and power equipment, item by item.
 
 Rows come from the exact sizing (:func:`dcplan.facility.size_fleet`); their kW and
 USD add up to the sizing's totals (``network_kw``, ``network_capex_usd``, cooling
-capex), which the tests check.
+capex, the redundancy plants' capex and losses), which the tests check.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dcplan.facility.network import NetworkResult
 
 #: Columns of a bill-of-materials row, with units.
 COLUMNS = {
-    "category": "",       # network | cooling
+    "category": "",       # network | cooling | power
     "fabric": "",         # rack type whose fabric it belongs to, or 'site'
     "item": "",           # leaf_switch, transceiver, cdu, ...
     "catalog_id": "",
@@ -100,9 +100,32 @@ def cooling_bom(catalog: Any, cool: Any) -> list[dict]:
     return rows
 
 
+def power_bom(redundancy: Any) -> list[dict]:
+    """UPS modules and generator sets of a :class:`~dcplan.facility.power.RedundancySizing`.
+
+    Returns
+    -------
+    list of dict
+        ``ups`` (count includes the redundant modules; kW is the UPS losses at the
+        design load) and ``generator`` (kW is the sets' standby draw).
+    """
+    if redundancy is None:
+        return []
+    rows = []
+    if redundancy.ups is not None and redundancy.ups.count:
+        u = redundancy.ups
+        rows.append(_row("power", "site", "ups", u.model_id, u.count, redundancy.ups_loss_kw,
+                         u.capex_usd))
+    if redundancy.generators is not None and redundancy.generators.count:
+        g = redundancy.generators
+        rows.append(_row("power", "site", "generator", g.model_id, g.count,
+                         redundancy.generator_standby_kw, g.capex_usd))
+    return rows
+
+
 def site_bom(catalog: Any, sizing: Any) -> list[dict]:
-    """Every network and cooling item of a :class:`~dcplan.facility.FleetSizing`."""
+    """Every network, cooling and power item of a :class:`~dcplan.facility.FleetSizing`."""
     rows = []
     for net in sizing.networks.values():
         rows += network_bom(catalog, net)
-    return rows + cooling_bom(catalog, sizing.cooling)
+    return rows + cooling_bom(catalog, sizing.cooling) + power_bom(sizing.redundancy)

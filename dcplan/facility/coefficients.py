@@ -16,8 +16,9 @@ from typing import Any
 
 from dcplan.facility.cooling import CoolingResult, cooling
 from dcplan.facility.network import NetworkResult, network
-from dcplan.facility.power import power_chain
-from dcplan.sites import HOURS_PER_YEAR, Site
+from dcplan.facility.power import PowerChain, RedundancySizing, power_chain, redundancy_sizing
+from dcplan.sites import Site
+from dcplan.units import HOURS_PER_YEAR
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,17 @@ class FacilityCoefficients:
         Planned scale the coefficients were computed at [racks].
     supply_water_c : float
         Facility-water supply of the liquid loop [degC].
+    ups_efficiency : float
+        UPS efficiency at the planned scale's load fraction (site topology) [0..1].
+    redundancy_capex_usd_per_it_kw : float
+        UPS and generator plants per kW of IT load [USD/kW] (part of the site's build
+        cost per MW; shown to compare topologies).
+    usable_it_frac : float
+        IT load per kW of grid connection (losses, cooling, battery recharge) [-].
+    water_l_per_it_kwh : float
+        Site water per kWh of IT energy (WUE) at full load [L/kWh].
+    network_positions_per_rack : float
+        Network-rack positions per rack at the planned scale [positions/rack].
     """
 
     network_kw_per_rack: float
@@ -76,6 +88,11 @@ class FacilityCoefficients:
     cdus_per_rack: float = 0.0
     n_racks: int = 0
     supply_water_c: float = 0.0
+    ups_efficiency: float = 0.0
+    redundancy_capex_usd_per_it_kw: float = 0.0
+    usable_it_frac: float = 0.0
+    water_l_per_it_kwh: float = 0.0
+    network_positions_per_rack: float = 0.0
 
 
 def _catalog_key(catalog) -> int:
@@ -129,8 +146,9 @@ def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | 
     net = cached_network(catalog, rack_id, n, optics, oversubscription)
     cool = cooling(catalog, site, {rack_id: n}, network_kw=net.network_kw)
     it_kw = cool.it_kw
-    peak = power_chain(site, it_kw, net.network_kw, cool.cooling_kw_peak)
-    avg = power_chain(site, it_kw, net.network_kw, cool.cooling_kw_avg)
+    red = redundancy_sizing(catalog, site, it_kw, net.network_kw, cool.cooling_kw_peak)
+    peak, avg = site_power(site, red, it_kw, net.network_kw, cool)
+    water = cool.water
     return FacilityCoefficients(
         network_kw_per_rack=net.network_kw / n,
         network_capex_usd_per_rack=net.network_capex_usd / n,
@@ -147,7 +165,27 @@ def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | 
         cdus_per_rack=cool.cdu_count / n,
         n_racks=n,
         supply_water_c=cool.supply_c,
+        ups_efficiency=red.ups_efficiency,
+        redundancy_capex_usd_per_it_kw=red.capex_usd / it_kw,
+        usable_it_frac=red.usable_it_frac,
+        water_l_per_it_kwh=water.annual_m3 * 1000.0 / (it_kw * HOURS_PER_YEAR)
+        if water is not None else 0.0,
+        network_positions_per_rack=net.network_rack_positions / n,
     )
+
+
+def site_power(site: Site, red: RedundancySizing, it_kw: float, network_kw: float,
+               cool: CoolingResult) -> tuple[PowerChain, PowerChain]:
+    """Power chain at the design day and on the annual average with ``red``'s plants.
+
+    Returns
+    -------
+    (PowerChain, PowerChain)
+        Peak, average.
+    """
+    kw = dict(ups_efficiency=red.ups_efficiency, extra_kw=red.generator_standby_kw)
+    return (power_chain(site, it_kw, network_kw, cool.cooling_kw_peak, **kw),
+            power_chain(site, it_kw, network_kw, cool.cooling_kw_avg, **kw))
 
 
 @dataclass
@@ -170,6 +208,13 @@ class FleetSizing:
         ``pue_annual``; difference = exact - linear.
     relative_error : dict
         (linear - exact) / exact per quantity (0 where exact is 0) [-].
+    redundancy : RedundancySizing
+        UPS and generator plants of the site for its topology.
+    power_peak, power_avg : PowerChain
+        Power chain at the design day and on the annual average.
+    positions : dict
+        Rack positions used: ``compute``, ``network`` (network racks), ``cdu``
+        (in-row CDUs), ``total`` [positions].
     """
 
     site_id: str
@@ -180,6 +225,15 @@ class FleetSizing:
     linear: dict[str, float]
     difference: dict[str, float] = field(default_factory=dict)
     relative_error: dict[str, float] = field(default_factory=dict)
+    redundancy: RedundancySizing | None = None
+    power_peak: PowerChain | None = None
+    power_avg: PowerChain | None = None
+    positions: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def water(self):
+        """The site's cooling water (:class:`~dcplan.facility.water.SiteWater`)."""
+        return self.cooling.water
 
     def summary(self) -> dict[str, Any]:
         """Plain-dict summary."""
@@ -189,13 +243,16 @@ class FleetSizing:
             "cooling": self.cooling.summary(), "exact": dict(self.exact),
             "linear": dict(self.linear), "difference": dict(self.difference),
             "relative_error": dict(self.relative_error),
+            "redundancy": self.redundancy.summary() if self.redundancy else None,
+            "positions": dict(self.positions),
         }
 
 
 def _quantities(site: Site, it_kw, network_kw, network_capex, cool_avg, cool_peak, cdus,
-                cdu_capex, cooling_capex) -> dict[str, float]:
-    peak = power_chain(site, it_kw, network_kw, cool_peak)
-    avg = power_chain(site, it_kw, network_kw, cool_avg)
+                cdu_capex, cooling_capex, ups_efficiency, extra_kw) -> dict[str, float]:
+    kw = dict(ups_efficiency=ups_efficiency, extra_kw=extra_kw)
+    peak = power_chain(site, it_kw, network_kw, cool_peak, **kw)
+    avg = power_chain(site, it_kw, network_kw, cool_avg, **kw)
     return {
         "it_kw": it_kw, "network_kw": network_kw, "network_capex_usd": network_capex,
         "cooling_kw_avg": cool_avg, "cooling_kw_peak": cool_peak,
@@ -210,7 +267,8 @@ def _quantities(site: Site, it_kw, network_kw, network_capex, cool_avg, cool_pea
 def size_fleet(catalog, site: Site, fleet: dict[str, int], optics: str | None = None,
                oversubscription: float = 1.0,
                coefficients_used: dict[str, FacilityCoefficients] | None = None,
-               ) -> FleetSizing:
+               supply_water_c: float | None = None, cdu_redundancy: int | None = None,
+               cdu_id: str | None = None, linear: bool = True) -> FleetSizing:
     """Size the exact network and cooling for ``fleet`` ({rack_id: count}) at ``site``.
 
     Parameters
@@ -224,29 +282,48 @@ def size_fleet(catalog, site: Site, fleet: dict[str, int], optics: str | None = 
     coefficients_used : dict, optional
         Rack id -> the :class:`FacilityCoefficients` the planner used; default the
         coefficients at each type's own count in ``fleet``.
+    supply_water_c, cdu_redundancy, cdu_id : optional
+        Passed to :func:`~dcplan.facility.cooling.cooling`.
+    linear : bool
+        Also build the linear estimate (False: ``linear`` and the differences are
+        empty).
 
     Returns
     -------
     FleetSizing
         Exact figures, the linear estimate (coefficients x counts, CDUs as
-        ``cdus_per_rack`` x racks rounded up) and their difference.
+        ``cdus_per_rack`` x racks rounded up) and their difference, the redundancy
+        plants, the power chain and the rack positions.
     """
     fleet = {r: int(n) for r, n in fleet.items() if n}
     nets = {r: cached_network(catalog, r, n, optics, oversubscription)
             for r, n in fleet.items()}
     net_kw = sum(v.network_kw for v in nets.values())
     net_capex = sum(v.network_capex_usd for v in nets.values())
-    cool = cooling(catalog, site, fleet, network_kw=net_kw)
+    cool = cooling(catalog, site, fleet, network_kw=net_kw, supply_water_c=supply_water_c,
+                   redundancy=cdu_redundancy, cdu_id=cdu_id)
+    red = redundancy_sizing(catalog, site, cool.it_kw, net_kw, cool.cooling_kw_peak)
+    peak, avg = site_power(site, red, cool.it_kw, net_kw, cool)
     exact = _quantities(site, cool.it_kw, net_kw, net_capex, cool.cooling_kw_avg,
                         cool.cooling_kw_peak, cool.cdu_count, cool.cdu_capex_total_usd,
-                        cool.plant_capex_usd)
+                        cool.plant_capex_usd, red.ups_efficiency, red.generator_standby_kw)
+    cdu_pos = catalog.get("cdus", cool.cdu_id).positions * cool.cdu_count if cool.cdu_id \
+        else 0.0
+    compute = sum(catalog.get("racks", r).rack_positions * n for r, n in fleet.items())
+    net_pos = sum(v.network_rack_positions for v in nets.values())
+    positions = {"compute": float(compute), "network": float(net_pos), "cdu": float(cdu_pos),
+                 "total": float(compute + net_pos + cdu_pos)}
+    common = dict(site_id=site.id, fleet=fleet, networks=nets, cooling=cool, exact=exact,
+                  redundancy=red, power_peak=peak, power_avg=avg, positions=positions)
+    if not linear:
+        return FleetSizing(linear={}, **common)
 
     coefs = dict(coefficients_used or {})
     for r, n in fleet.items():
         if r not in coefs:
             coefs[r] = coefficients(catalog, site, r, n, optics, oversubscription)
     it = l_net = l_capex = l_avg = l_peak = l_cdu = l_cdu_capex = l_cool_capex = 0.0
-    l_fac = 0.0
+    l_fac = l_eff = 0.0
     for r, n in fleet.items():
         c = coefs[r]
         rack_it = catalog.get("racks", r).it_power_max_kw * n
@@ -261,14 +338,14 @@ def size_fleet(catalog, site: Site, fleet: dict[str, int], optics: str | None = 
         l_cool_capex += c.cooling_capex_usd_per_kw * rack_it
         l_fac += (rack_it + c.network_kw_per_rack * n
                   + c.cooling_kw_per_it_kw_peak * rack_it) * (1 + c.loss_frac)
+        l_eff += (c.ups_efficiency or red.ups_efficiency) * rack_it
     linear = _quantities(site, it, l_net, l_capex, l_avg, l_peak, l_cdu, l_cdu_capex,
-                         l_cool_capex)
+                         l_cool_capex, l_eff / it if it else red.ups_efficiency, 0.0)
     linear["facility_kw_peak"] = l_fac
     linear["loss_kw_peak"] = l_fac - (it + l_net + l_peak)
     diff = {k: exact[k] - linear[k] for k in exact}
     rel = {k: ((linear[k] - exact[k]) / exact[k] if exact[k] else 0.0) for k in exact}
-    return FleetSizing(site_id=site.id, fleet=fleet, networks=nets, cooling=cool, exact=exact,
-                       linear=linear, difference=diff, relative_error=rel)
+    return FleetSizing(linear=linear, difference=diff, relative_error=rel, **common)
 
 
 def coefficients_dict(c: FacilityCoefficients) -> dict[str, Any]:

@@ -27,8 +27,10 @@ from typing import Any
 
 from dcplan.errors import InputError, Problem
 from dcplan.facility.assumptions import value
+from dcplan.facility.water import SiteWater, loop_water
 from dcplan.schema import Cdu, CduPlacement, CoolingType, HeatRejection, HeatRejectionKind, Rack
-from dcplan.sites import HOURS_PER_YEAR, Site
+from dcplan.sites import Site
+from dcplan.units import HOURS_PER_YEAR
 
 FREE_KINDS = (HeatRejectionKind.dry_cooler, HeatRejectionKind.adiabatic_dry_cooler,
               HeatRejectionKind.cooling_tower)
@@ -96,31 +98,32 @@ class LoopPlant:
     capex_usd_per_kw: float = 0.0
 
 
-def _eligible(catalog, site: Site, kinds) -> list[HeatRejection]:
+def _eligible(catalog, site: Site, kinds, evaporative: bool = True) -> list[HeatRejection]:
     out = []
     for p in catalog.heat_rejection.values():
         if p.kind not in kinds:
             continue
-        if p.ambient_basis == "wet_bulb" and not site.evaporative_cooling:
+        if p.ambient_basis == "wet_bulb" and not (site.evaporative_cooling and evaporative):
             continue
         out.append(p)
     return sorted(out, key=lambda p: p.id)
 
 
-def loop_plant(catalog, site: Site, supply_c: float) -> LoopPlant:
+def loop_plant(catalog, site: Site, supply_c: float, evaporative: bool = True) -> LoopPlant:
     """Choose the heat-rejection plant for a loop at ``supply_c`` [degC] at ``site``.
 
     Every (free plant or none) x (chiller or none) combination that covers every
     climate bin and the design condition is evaluated; the one with the lowest annual
-    energy wins (then the lowest capex, then the ids).
+    energy wins (then the lowest capex, then the ids). ``evaporative=False`` leaves
+    out water-consuming plants even where the site allows them.
 
     Raises
     ------
     InputError
         If no combination can hold ``supply_c`` all year.
     """
-    frees = _eligible(catalog, site, FREE_KINDS)
-    chillers = _eligible(catalog, site, CHILLER_KINDS)
+    frees = _eligible(catalog, site, FREE_KINDS, evaporative)
+    chillers = _eligible(catalog, site, CHILLER_KINDS, evaporative)
     design = (site.design_dry_bulb_c, site.design_wet_bulb_c)
     conditions = [(b.dry_bulb_c, b.wet_bulb_c, b.hours) for b in site.climate]
     best = None
@@ -288,6 +291,7 @@ class CoolingResult:
     cooling_kw_peak: float
     plant_capex_usd: float
     notes: list[str] = field(default_factory=list)
+    water: SiteWater | None = None
 
     @property
     def heat_removed_kw(self) -> float:
@@ -324,6 +328,7 @@ class CoolingResult:
             "annual_cooling_kwh": self.annual_cooling_kwh,
             "cdu_capex_usd": self.cdu_capex_total_usd, "plant_capex_usd": self.plant_capex_usd,
             "capex_usd": self.capex_usd, "notes": list(self.notes),
+            "water": self.water.summary() if self.water is not None else None,
         }
 
 
@@ -447,12 +452,9 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
         supply = new_supply
         n_cdu = cdu_count(liquid, cdu.capacity_kw, red)
         pump_kw = cdu.pump_power_kw * liquid / cdu.capacity_kw
-    liquid_plant = loop_plant(catalog, site, supply) if liquid > 0 else LoopPlant(supply)
-
     crah_kw = 0.0
     crah_id = ""
     crah_capex = 0.0
-    air_plant = LoopPlant(site.air_chilled_water_c)
     if air > 0:
         crahs = sorted((p for p in catalog.heat_rejection.values()
                         if p.kind is HeatRejectionKind.crah), key=lambda p: p.id)
@@ -463,7 +465,15 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
         crah_id = crah.id
         crah_kw = crah.electric_kw_per_kw_heat * air
         crah_capex = crah.capex_usd_per_kw * air
-        air_plant = loop_plant(catalog, site, site.air_chilled_water_c)
+    it_kwh = (it_kw + network_kw) * HOURS_PER_YEAR
+    liquid_plant, air_plant, water = _plants(catalog, site, supply, liquid, air, it_kwh, True)
+    if not water.within_limit:
+        over = water.annual_m3
+        liquid_plant, air_plant, water = _plants(catalog, site, supply, liquid, air, it_kwh,
+                                                 False)
+        notes.append(f"evaporative heat rejection would use {over:,.0f} m3/year, over the "
+                     f"site's {site.water_limit_m3_per_year:,.0f} m3/year allowance; "
+                     "water-free plants chosen instead")
 
     avg = (pump_kw + liquid * liquid_plant.kw_per_kw_avg + crah_kw
            + air * air_plant.kw_per_kw_avg)
@@ -478,4 +488,20 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
         cdu_capacity_kw=cdu.capacity_kw if cdu else 0.0,
         cdu_capex_usd=cdu.capex_usd if cdu else 0.0, pump_kw=pump_kw, crah_id=crah_id,
         crah_kw=crah_kw, liquid_plant=liquid_plant, air_plant=air_plant,
-        cooling_kw_avg=avg, cooling_kw_peak=peak, plant_capex_usd=plant_capex, notes=notes)
+        cooling_kw_avg=avg, cooling_kw_peak=peak, plant_capex_usd=plant_capex, notes=notes,
+        water=water)
+
+
+def _plants(catalog, site: Site, supply: float, liquid: float, air: float, it_kwh: float,
+            evaporative: bool) -> tuple[LoopPlant, LoopPlant, SiteWater]:
+    """Plants of the liquid and air loops and their water over a year."""
+    liquid_plant = loop_plant(catalog, site, supply, evaporative) if liquid > 0 \
+        else LoopPlant(supply)
+    air_plant = loop_plant(catalog, site, site.air_chilled_water_c, evaporative) if air > 0 \
+        else LoopPlant(site.air_chilled_water_c)
+    loops = {}
+    if liquid > 0:
+        loops["liquid"] = loop_water(catalog, site, liquid_plant, liquid)
+    if air > 0:
+        loops["air"] = loop_water(catalog, site, air_plant, air)
+    return liquid_plant, air_plant, SiteWater(loops, it_kwh, site.water_limit_m3_per_year)

@@ -17,6 +17,7 @@ import pulp
 
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import CATEGORIES, ModelVars, discount
+from dcplan.units import SECONDS_PER_MONTH
 
 
 @dataclass
@@ -385,7 +386,7 @@ def unserved_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
         rows.append(dict(workload=w, pool=k, period=d.periods[p].label,
                          short_tokens_per_s_peak=x, demand_tokens_per_s_peak=need,
                          short_frac=x / need if need else 0.0,
-                         short_tokens_per_month=x / wd.peak_factor * 365.25 * 86400 / 12))
+                         short_tokens_per_month=x / wd.peak_factor * SECONDS_PER_MONTH))
     return _frame(rows, {"short_tokens_per_s_peak": "tokens/s",
                          "demand_tokens_per_s_peak": "tokens/s", "short_frac": "-",
                          "short_tokens_per_month": "tokens/month (average)"},
