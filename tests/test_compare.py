@@ -105,7 +105,7 @@ def test_compare_json_and_bad_command_lines(run, tmp_path):
     res = runner.invoke(app, ["compare", str(MINIMAL), str(tmp_path / "missing.yaml")])
     assert res.exit_code == 1 and "not found" in res.output
     res = runner.invoke(app, ["compare", str(MINIMAL), str(MINIMAL), "--baseline", "nope"])
-    assert res.exit_code == 2 and "none of the scenarios" in res.output
+    assert res.exit_code == 2 and "none of the plans" in res.output
 
 
 def test_compare_results_baseline_and_names():

@@ -14,7 +14,7 @@ app = typer.Typer(
     name="dcplan",
     help="Plan AI-inference datacenter fleets: racks, sites, grid, cooling, network, cost.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     # Plain click help: boolean flags show as "--json", not "--json <bool>", and usage
     # errors are one plain line instead of a framed panel.
@@ -63,10 +63,41 @@ from dcplan.cli import (  # noqa: E402
     perf_cmd,  # noqa: F401
     perf_import_cmd,  # noqa: F401
     plan_cmd,  # noqa: F401
+    saved_cmd,  # noqa: F401
     tokens_cmd,  # noqa: F401
 )
+from dcplan.cli.options import EXIT_CODES  # noqa: E402
+
+
+def _with_exit_codes(group: typer.Typer) -> None:
+    """Every command's help ends with the exit codes (one text for all)."""
+    if group.info.epilog is None:
+        group.info.epilog = EXIT_CODES
+    for cmd in group.registered_commands:
+        if cmd.epilog is None:
+            cmd.epilog = EXIT_CODES
+    for sub in group.registered_groups:
+        if sub.epilog is None:
+            sub.epilog = EXIT_CODES
+        if sub.typer_instance is not None:
+            _with_exit_codes(sub.typer_instance)
+
+
+_with_exit_codes(app)
+
+
+class Terminated(SystemExit):
+    """SIGTERM as an exception, so that every temporary file is removed on the way out."""
+
+
+def _on_sigterm(signum, frame):  # noqa: ARG001
+    raise Terminated(128 + signum)
 
 
 def main() -> None:
     """Console-script entry point."""
+    import signal
+
+    # Default SIGTERM kills the process without unwinding: temporaries would stay.
+    signal.signal(signal.SIGTERM, _on_sigterm)
     app()

@@ -17,6 +17,7 @@ from dcplan.catalog import (
 from dcplan.cli import app
 from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
+from dcplan.export.text import format_cell
 from dcplan.schema import KINDS
 
 catalog_app = typer.Typer(help="Browse the hardware, model, workload, tokenizer and price catalogs "
@@ -178,7 +179,7 @@ def list_cmd(
                for k, v in entry.model_dump(mode="json").items()}
         for field in entry.estimates:
             if row.get(field) is not None:
-                row[field] = f"{format_table([{'v': row[field]}]).splitlines()[-1].strip()}*"
+                row[field] = f"{format_cell(row[field])}*"
         rows.append(row)
     columns = None if wide else LIST_COLUMNS[kind]
     if wide and rows:

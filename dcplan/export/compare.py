@@ -291,14 +291,14 @@ def _fmt(v: Any, kpi: str = "") -> str:
     return f"{v:,.3g}" if abs(v) < 1 else f"{v:,.1f}"
 
 
-def comparison_text(cmp: Comparison) -> str:
-    """Readable side-by-side comparison."""
+def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
+    """Readable side-by-side comparison that fits ``width`` columns (None: no wrapping)."""
     from dcplan.export.text import format_table
 
     out = [f"Comparison of {len(cmp.names)} scenarios (baseline: {cmp.baseline})", ""]
     out.append(format_table(cmp.status.assign(
         gap=[None if g is None or g != g else f"{g:.3%}" for g in cmp.status.gap]
-    ).drop(columns=["message"]).to_dict("records")))
+    ).drop(columns=["message"]).to_dict("records"), width=width))
     for rec in cmp.status.itertuples():
         if rec.message:
             out.append(f"  {rec.scenario}: {rec.message}")
@@ -318,7 +318,7 @@ def comparison_text(cmp: Comparison) -> str:
             row[f"delta {n}"] = ("-" if d is None else
                                  ("+" if d > 0 else "") + _fmt(d, k) + pct)
         rows.append(row)
-    out.append(format_table(rows))
+    out.append(format_table(rows, width=width))
     out += ["", "Binding limits:"]
     for n in cmp.names:
         b = cmp.binding[cmp.binding.scenario == n] if len(cmp.binding) else cmp.binding
@@ -335,13 +335,14 @@ def comparison_text(cmp: Comparison) -> str:
         out.append(f"  {n}: " + "; ".join(items) + more)
     out += ["", "Racks bought over the horizon by site and type:"]
     out.append(format_table([{k: (_fmt(v) if isinstance(v, float) else v) for k, v in r.items()}
-                             for r in cmp.bought.to_dict("records")]))
+                             for r in cmp.bought.to_dict("records")], width=width))
     if len(cmp.fleet_diff):
         out += ["", f"Racks in service differ from {cmp.baseline} in {len(cmp.fleet_diff)} "
                     "(site, rack, period) rows; first ones:"]
         out.append(format_table([{k: (_fmt(v) if isinstance(v, float) else v)
                                   for k, v in r.items()}
-                                 for r in cmp.fleet_diff.head(12).to_dict("records")]))
+                                 for r in cmp.fleet_diff.head(12).to_dict("records")],
+                                width=width))
     else:
         out += ["", f"Fleets: identical to {cmp.baseline} in every site, rack and period."]
     return "\n".join(out)

@@ -47,11 +47,15 @@ LABELS: dict[str, str] = {
     "count": "Count", "kw": "Power", "capex_usd": "Capex", "in_rack": "Inside the rack",
     "cost_usd_total": "Cost, undiscounted", "tokens": "Tokens served",
     "usd_per_million_tokens": "Cost per million tokens",
+    "installed": "Installed", "new": "To order (new)", "removed": "No longer needed",
+    "new_capex_usd": "Capex of what to order",
 }
 
 #: Column names that mean something else in one table: table -> column -> label.
 TABLE_LABELS: dict[str, dict[str, str]] = {
     "equipment": {"category": "Equipment kind"},
+    "bom": {"category": "Equipment kind", "kw": "Power, installed",
+            "capex_usd": "Capex of what is installed"},
 }
 
 #: KPI id -> (name, unit as shown, what it means). One home for the words of a KPI.
