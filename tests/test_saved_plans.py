@@ -304,3 +304,17 @@ def test_sigterm_handler_is_installed():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env={**os.environ})
     assert f"{int(signal.SIGTERM)} _on_sigterm" in out.stdout, out
+
+
+def test_json_and_comparison_workbook_carry_cooling_network_costs_and_bom(saved, tmp_path):
+    path, solved = saved
+    for key in ("cooling", "network", "costs", "bill_of_materials"):
+        assert solved[key], key
+    assert {"installed", "new"} <= set(solved["bill_of_materials"][0])
+    out = tmp_path / "cmp.xlsx"
+    res = runner.invoke(app, ["compare", str(path), str(path), "-q", "--xlsx", str(out)])
+    assert res.exit_code == 0, res.output
+    import openpyxl
+
+    names = openpyxl.load_workbook(out, read_only=True).sheetnames
+    assert {"Cooling", "Network", "Bill of materials"} <= set(names)

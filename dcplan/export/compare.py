@@ -84,6 +84,8 @@ class Comparison:
         scenario, period, site, facility_kw_peak, grid_kw.
     costs : DataFrame
         scenario + the planner's costs table.
+    cooling, network, bom : DataFrame
+        scenario + the planner's cooling, network and bill-of-materials tables.
     """
 
     names: list[str]
@@ -97,6 +99,9 @@ class Comparison:
     bought: pd.DataFrame
     power: pd.DataFrame
     costs: pd.DataFrame
+    cooling: pd.DataFrame = field(default_factory=pd.DataFrame)
+    network: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bom: pd.DataFrame = field(default_factory=pd.DataFrame)
     files: list[Path] = field(default_factory=list)
 
     def delta_col(self, name: str) -> str:
@@ -266,8 +271,22 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
     fleet.attrs["units"] = {n: "racks" for n in names}
     fleet_diff.attrs["units"] = fleet.attrs["units"]
     bought.attrs["units"] = {c: "racks" for c in bought.columns if c not in ("site", "rack")}
+    stacked = {name: _stacked(results, names, name) for name in ("cooling", "network", "bom")}
     return Comparison(names, base, results, kpis, status, binding, fleet, fleet_diff, bought,
-                      power, costs)
+                      power, costs, cooling=stacked["cooling"], network=stacked["network"],
+                      bom=stacked["bom"])
+
+
+def _stacked(results: Sequence[Any], names: Sequence[str], table: str) -> pd.DataFrame:
+    """One result table of every plan, one under the other, with a scenario column."""
+    parts = [_with_scenario(n, r.tables.get(table)) for r, n in zip(results, names, strict=True)]
+    parts = [p for p in parts if p is not None and len(p)]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    for r in results:
+        if table in r.tables:
+            out.attrs["units"] = dict(r.tables[table].attrs.get("units", {}))
+            break
+    return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -413,7 +432,7 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
 
     Sheets: Comparison (KPIs side by side with live deltas), NPV (discounted cost by
     category x scenario as live SUMIFS over Costs, totals = NPV), Binding, Fleet
-    differences, Racks bought, Fleet, Power, Costs.
+    differences, Racks bought, Fleet, Power, Costs, Cooling, Network, Bill of materials.
     """
     wb = Workbook()
     ws = wb.active
@@ -434,6 +453,14 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
          "", (), 3),
         ("Costs", cmp.costs, "Costs by scenario, category and period", "",
          ("cost_usd", "cost_usd_discounted"), 4),
+        ("Cooling", cmp.cooling, "Cooling by scenario, site and period",
+         "Heat to liquid and to air, CDUs with their redundant spares, cooling power at "
+         "peak and PUE, as in each plan's Cooling sheet.", (), 3),
+        ("Network", cmp.network, "Network by scenario, site, rack type and period",
+         "Network power and capex of the racks in service, as in each plan.", (), 4),
+        ("Bill of materials", cmp.bom, "Bill of materials by scenario, site and period",
+         "What each plan has installed and what it orders per period (new), as in each "
+         "plan's Bill of materials sheet.", ("new", "removed", "new_capex_usd"), 6),
     ]
     npv_ws = wb.create_sheet("NPV", 1)
     def head(df: pd.DataFrame, c: str, table: str | None) -> str:
@@ -446,7 +473,9 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
 
     for name, df, title, desc, totals, ids in specs:
         w = wb.create_sheet(name)
-        table = {"Costs": "costs", "Power": "power", "Binding": "binding"}.get(name)
+        table = {"Costs": "costs", "Power": "power", "Binding": "binding",
+                 "Cooling": "cooling", "Network": "network",
+                 "Bill of materials": "bom"}.get(name)
         placed[name] = write_table(w, df, title=title, description=desc, totals=totals,
                                    id_cols=ids, header_of=lambda d, c, t=table: head(d, c, t))
         autosize(w)
