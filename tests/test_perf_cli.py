@@ -220,3 +220,17 @@ def test_shipped_inferencex_validate_prints_per_row_errors():
     r = runner.invoke(app, ["perf", "validate", "catalogs/measurements/inferencex_deepseek_r1.csv"])
     assert r.exit_code == 0, r.output
     assert r.output.count("\n") > 1328 and "median TTFT: median |error|" in r.output
+
+
+@pytest.mark.slow
+def test_frontier_answers_for_every_rack_and_model():
+    from dcplan.catalog import load_catalog
+    from dcplan.perf.frontier import frontier
+
+    cat = load_catalog()
+    for rack in cat.racks:
+        for model in cat.models:
+            fr = frontier(cat, rack, model, 1024, 1024)
+            assert fr.points or len(fr.reason) > 20, (rack, model)
+            for p in fr.points:
+                assert p["output_tokens_per_s_per_gpu"] > 0 and p["parallel"]

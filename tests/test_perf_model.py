@@ -35,7 +35,8 @@ FIX = Path(__file__).parent / "fixtures" / "perf" / "catalog"
 P = HardwareParams(
     compute_eff_frac=0.5, decode_compute_eff_frac=0.4, attention_eff_frac=0.5,
     mla_attention_eff_frac=0.5,
-    hbm_eff_frac=0.8, scaleup_eff_frac=0.5, scaleout_eff_frac=0.5, step_overhead_s=0.002,
+    hbm_eff_frac=0.8, scaleup_eff_frac=0.5, moe_comm_eff_frac=0.25, scaleout_eff_frac=0.5,
+    step_overhead_s=0.002,
     layer_overhead_s=0.0, collective_latency_s=1e-5, scaleout_latency_s=3e-5,
     alltoall_latency_s=2e-5, comm_overlap_frac=0.0,
     power_base_frac=0.3, power_compute_weight=0.5, power_memory_weight=0.4,
@@ -153,7 +154,7 @@ def test_moe_decode_step_with_expert_parallelism(cat, serving):
     m4 = hits * expert / BW
     roof = max(c1, m1) + max(c2, m2) + max(c3, m3) + max(c4, m4)
     a2a = (b / 8) * imb * k * 4096 * (1 + 2)           # fp8 dispatch + bf16 combine
-    comm = 10 * (a2a * 7 / 8 / (400e9 * 0.5) + 2 * 2e-5)
+    comm = 10 * (a2a * 7 / 8 / (400e9 * 0.25) + 2 * 2e-5)   # at moe_comm_eff_frac
     assert per_expert == pytest.approx(8.0, rel=1e-3)
     assert float(st_.compute_s) == pytest.approx(c1 + c2 + c3 + c4)
     assert float(st_.roof_s) == pytest.approx(roof)
@@ -502,3 +503,18 @@ def test_decode_step_monotone_in_batch_and_bandwidth(cat, serving, b, ctx):
 
 def test_precision_enum_accepted(cat):
     assert rack_performance(cat, "track8", "dense70", "chat", precision=Precision.bf16).fits
+
+
+def test_expert_all_to_all_across_domains(cat, serving):
+    """DEP16 over two 8-GPU domains: a token crosses once per remote domain hit."""
+    from dcplan.perf.roofline import moe_alltoall_time
+
+    _, hw = _parts(cat, serving, "moe")
+    tokens, k, per_token = 32.0, 4, 4096 * 3.0
+    got = float(moe_alltoall_time(hw, 16, tokens, k, per_token))
+    in_domain = tokens * k * per_token * ((8 - 1) + (16 - 8)) / 16  # own domain + forwarding
+    remote = tokens * per_token * (2 - 1) * (1 - (1 - 1 / 2) ** k)   # 15/16 of a copy
+    want = in_domain / (400e9 * 0.25) + remote / (50e9 * 0.5) + 2 * max(2e-5, 3e-5)
+    assert got == pytest.approx(want)
+    inside = float(moe_alltoall_time(hw, 8, tokens, k, per_token))
+    assert inside == pytest.approx(tokens * k * per_token * 7 / 8 / (400e9 * 0.25) + 2 * 2e-5)

@@ -48,7 +48,7 @@ class Frontier:
     points : list of dict
         Frontier points, by rising interactivity: ``tokens_per_s_per_user``,
         ``output_tokens_per_s_per_gpu``, ``total_tokens_per_s_per_gpu``, ``mode``,
-        ``parallel``, ``prefill_parallel``, ``batch``, ``draft_tokens``,
+        ``parallel``, ``prefill_parallel``, ``batch``, ``draft_tokens``, ``speculative``,
         ``median_ttft_s``.
     cloud : dict
         ``mode -> (x, y)`` arrays of every feasible point (for the plot).
@@ -184,7 +184,13 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
         return out
     xs_a, ys_a = np.array(xs), np.array(ys)
     total_per_out = (float(input_tokens) + o) / o
-    for k in pareto(xs_a, ys_a):
+    keep = pareto(xs_a, ys_a)
+    # Thin the frontier to the best point per 3% band of interactivity, so the table and
+    # the plot stay readable.
+    band = np.floor(np.log(xs_a[keep]) / np.log(1.03))
+    thin = [int(keep[np.flatnonzero(band == b)[np.argmax(ys_a[keep][band == b])]])
+            for b in np.unique(band)]
+    for k in thin:
         mode, a, b, plabel, ttft_med = meta[k]
         label = _label(par, a, su.shape.is_moe)[0]
         out.points.append({
@@ -193,13 +199,27 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "total_tokens_per_s_per_gpu": float(ys_a[k]) * total_per_out,
             "mode": mode, "parallel": label, "prefill_parallel": plabel,
             "batch": int(grid[0, b]), "draft_tokens": int(n[a, 0]),
+            "speculative": speculative if int(n[a, 0]) else "none",
             "median_ttft_s": ttft_med,
         })
     return out
 
 
+def _config_text(p: dict[str, Any]) -> str:
+    text = p["parallel"]
+    if p["prefill_parallel"]:
+        text += f" (prefill {p['prefill_parallel']})"
+    if p["draft_tokens"]:
+        text += f", {p['speculative']} {p['draft_tokens']}"
+    return text
+
+
 def plot_frontier(fr: Frontier, path: Path | str) -> None:
-    """Draw ``fr`` (cloud and frontier with its configurations) to a PNG file."""
+    """Draw ``fr`` (cloud and frontier with its configurations) to a PNG file.
+
+    The frontier is split into runs of one configuration; each run is numbered on
+    the plot and named in a key below it.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -207,38 +227,47 @@ def plot_frontier(fr: Frontier, path: Path | str) -> None:
 
     from dcplan.yamlio import atomic_path
 
-    fig, ax = plt.subplots(figsize=(9.5, 6.0), dpi=110)
+    runs: list[tuple[str, list[dict[str, Any]]]] = []
+    for p in fr.points:
+        cfg = f"{p['mode']}: {_config_text(p)}"
+        if runs and runs[-1][0] == cfg:
+            runs[-1][1].append(p)
+        else:
+            runs.append((cfg, [p]))
+    fig = plt.figure(figsize=(10, 7.2), dpi=110)
+    ax = fig.add_axes([0.08, 0.41, 0.88, 0.53])
     colours = {"aggregated": "#4C72B0", "disaggregated": "#DD8452"}
     for mode, (x, y) in fr.cloud.items():
-        ax.scatter(x, y, s=4, alpha=0.15, color=colours[mode], label=f"{mode} (all points)")
-    for mode in ("aggregated", "disaggregated"):
-        pts = [p for p in fr.points if p["mode"] == mode]
-        if pts:
-            ax.scatter([p["tokens_per_s_per_user"] for p in pts],
-                       [p["output_tokens_per_s_per_gpu"] for p in pts], s=22,
-                       color=colours[mode], edgecolor="black", linewidth=0.5, zorder=3,
-                       label=f"{mode} on the frontier")
+        ax.scatter(x, y, s=3, alpha=0.12, color=colours[mode], label=f"{mode}, every point",
+                   rasterized=True)
     ax.plot([p["tokens_per_s_per_user"] for p in fr.points],
-            [p["output_tokens_per_s_per_gpu"] for p in fr.points], color="black", lw=1.2,
+            [p["output_tokens_per_s_per_gpu"] for p in fr.points], color="black", lw=1.0,
             zorder=2, label="Pareto frontier")
-    last = None
-    for p in fr.points:
-        cfg = p["parallel"] + (f" (prefill {p['prefill_parallel']})" if p["prefill_parallel"]
-                               else "") + (f", MTP {p['draft_tokens']}" if p["draft_tokens"]
-                                           else "")
-        if cfg != last:
-            ax.annotate(cfg, (p["tokens_per_s_per_user"], p["output_tokens_per_s_per_gpu"]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=7, rotation=20)
-            last = cfg
+    for i, (_cfg, pts) in enumerate(runs, start=1):
+        mode = pts[0]["mode"]
+        ax.scatter([p["tokens_per_s_per_user"] for p in pts],
+                   [p["output_tokens_per_s_per_gpu"] for p in pts], s=16,
+                   color=colours[mode], edgecolor="black", linewidth=0.4, zorder=3)
+        mid = pts[len(pts) // 2]
+        ax.annotate(str(i), (mid["tokens_per_s_per_user"], mid["output_tokens_per_s_per_gpu"]),
+                    textcoords="offset points", xytext=(5, 5), fontsize=8, weight="bold")
     ax.set_xlabel("interactivity: output tokens/s per user (1 / median TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
     ax.set_title(f"{fr.model} on {fr.rack} ({fr.precision}), {fr.input_tokens:,.0f} input / "
                  f"{fr.output_tokens:,.0f} output tokens")
     ax.grid(alpha=0.3)
     ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    ymax = max(p["output_tokens_per_s_per_gpu"] for p in fr.points)
+    ax.set_ylim(0, ymax * 1.12)
+    ax.legend(fontsize=8, loc="upper right", markerscale=3)
+    lines = [f"{i}. {cfg}" for i, (cfg, _) in enumerate(runs, start=1)]
+    col = (len(lines) + 1) // 2 if len(lines) > 8 else len(lines)
+    for c, chunk in enumerate((lines[:col], lines[col:])):
+        fig.text(0.08 + 0.45 * c, 0.27, "\n".join(chunk[:14]) + ("\n..." if len(chunk) > 14
+                                                                 else ""),
+                 fontsize=7.5, va="top", family="monospace")
+    fig.text(0.08, 0.30, "Configurations along the frontier (instance layout, prefill layout "
+                         "when disaggregated, draft tokens per step):", fontsize=8)
     with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, format="png")
     plt.close(fig)

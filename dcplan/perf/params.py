@@ -61,7 +61,10 @@ class HardwareParams:
     hbm_eff_frac : float
         Share of peak HBM bandwidth reached when streaming weights and KV [0..1].
     scaleup_eff_frac : float
-        Share of per-direction scale-up bandwidth reached by collectives [0..1].
+        Share of per-direction scale-up bandwidth reached by all-reduces [0..1].
+    moe_comm_eff_frac : float
+        Share of the link bandwidth reached by MoE communication: dispatch/combine
+        all-to-alls and the all-reduce of tensor-parallel experts [0..1].
     scaleout_eff_frac : float
         Share of scale-out bandwidth reached by collectives and KV transfer [0..1].
     step_overhead_s : float
@@ -90,6 +93,7 @@ class HardwareParams:
     mla_attention_eff_frac: float
     hbm_eff_frac: float
     scaleup_eff_frac: float
+    moe_comm_eff_frac: float
     scaleout_eff_frac: float
     step_overhead_s: float
     layer_overhead_s: float
@@ -110,6 +114,7 @@ PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "mla_attention_eff_frac": (1e-3, 1.0),
     "hbm_eff_frac": (1e-3, 1.0),
     "scaleup_eff_frac": (1e-3, 1.0),
+    "moe_comm_eff_frac": (1e-3, 1.0),
     "scaleout_eff_frac": (1e-3, 1.0),
     "step_overhead_s": (0.0, 1.0),
     "layer_overhead_s": (0.0, 0.01),

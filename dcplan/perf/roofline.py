@@ -335,20 +335,21 @@ def stack_params(params: list[HardwareParams]) -> HardwareParams:
 # --------------------------------------------------------------------- collectives
 
 
-def allreduce_time(hw: Hardware, group, message_bytes) -> np.ndarray:
+def allreduce_time(hw: Hardware, group, message_bytes, eff=None) -> np.ndarray:
     """Ring all-reduce of ``message_bytes`` per GPU over ``group`` GPUs [s].
 
     Inside one domain: ``2 (n-1)/n * M / link``. A group of ``n`` domains is reduced
     hierarchically: the in-domain ring plus ``2 (n-1)/n * (M/d) / scale-out`` for the
     share each GPU exchanges across domains. Plus one latency (in- or cross-domain).
-    Zero for a group of one.
+    Zero for a group of one. ``eff`` replaces ``scaleup_eff_frac`` (MoE layers use
+    ``moe_comm_eff_frac``).
     """
     n = np.asarray(group, dtype=float)
     m = np.asarray(message_bytes, dtype=float)
     p = hw.params
     d = np.minimum(n, hw.domain)
     nodes = np.ceil(n / hw.domain)
-    up = hw.scaleup_bytes_per_s * p.scaleup_eff_frac
+    up = hw.scaleup_bytes_per_s * (p.scaleup_eff_frac if eff is None else eff)
     out = hw.scaleout_bytes_per_s * p.scaleout_eff_frac
     t = 2.0 * (d - 1.0) / d * m / up + np.where(
         nodes > 1, 2.0 * (nodes - 1.0) / nodes * m / d / out + p.scaleout_latency_s,
@@ -366,8 +367,9 @@ def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
     once per remote domain its experts fall in (and is forwarded inside it, as
     DeepEP/MoRI do), so scale-out carries ``tokens bytes r`` with
     ``r = (m - 1)(1 - (1 - 1/m)^k)`` the expected remote domains of ``m = n/d``; the
-    forwarding adds ``tokens k bytes (n - d)/n`` to scale-up. ``bytes_per_token`` is
-    the dispatch plus combine bytes of one token copy. Plus two latencies
+    forwarding adds ``tokens k bytes (n - d)/n`` to scale-up (at ``moe_comm_eff_frac``
+    of the link). ``bytes_per_token`` is the dispatch plus combine bytes of one token
+    copy. Plus two latencies
     (``alltoall_latency_s``, or ``scaleout_latency_s`` when crossing domains).
     """
     n = np.asarray(group, dtype=float)
@@ -375,7 +377,7 @@ def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
     p = hw.params
     d = np.minimum(n, hw.domain)
     m = np.maximum(n / hw.domain, 1.0)
-    up = hw.scaleup_bytes_per_s * p.scaleup_eff_frac
+    up = hw.scaleup_bytes_per_s * p.moe_comm_eff_frac
     out = hw.scaleout_bytes_per_s * p.scaleout_eff_frac
     k = float(experts_active)
     in_domain = t * k * bytes_per_token * ((d - 1.0) + np.maximum(n - hw.domain, 0.0)) / n
@@ -490,7 +492,7 @@ def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPa
         per_token = shape.hidden_size * (serving.dispatch_bytes + serving.activation_bytes)
         moe_comm = np.where(ep > 1, moe_alltoall_time(hw, ep, T / g * imb, shape.experts_active,
                                                       per_token),
-                            allreduce_time(hw, g, msg_all))
+                            allreduce_time(hw, g, msg_all, p.moe_comm_eff_frac))
         comm = shape.moe_layers * lf * (moe_comm + allreduce_time(hw, t_a, msg_rank))
         comm = comm + shape.dense_layers * lf * (allreduce_time(hw, t_a, msg_rank)
                                                  + allreduce_time(hw, g, msg_all))
