@@ -137,7 +137,8 @@ class ServingMeasurement:
     prefill_gpus, decode_gpus : int
         Disaggregated pools (0 when aggregated).
     prefill_tp, prefill_ep, decode_tp, decode_ep : int
-        Parallelism of each pool (aggregated: prefill = decode).
+        Parallelism of each pool (aggregated: prefill = decode; an empty prefill_tp
+        on an aggregated row takes the decode values; empty EP means 1).
     decode_dp_attention : bool
     speculative : {"none", "mtp", "draft"}
     output_tokens_per_s_per_gpu, total_tokens_per_s_per_gpu : float or None
@@ -485,12 +486,11 @@ def _load_serving(shown: str, header: list[str], rows, catalog: Catalog
         rec = {h: c.strip() for h, c in zip(header, cells, strict=True)}
         ok = _check_ids(rec, accelerators, models, bad)
         v: dict[str, float | None] = {}
-        for col in ("input_tokens", "output_tokens", "concurrency", "gpus", "prefill_tp",
-                    "decode_tp"):
+        for col in ("input_tokens", "output_tokens", "concurrency", "gpus", "decode_tp"):
             v[col], good = _cell(rec[col], col not in ("input_tokens", "output_tokens"),
                                  False, False, col, bad)
             ok &= good
-        for col in ("prefill_ep", "decode_ep", "prefill_gpus", "decode_gpus"):
+        for col in ("prefill_tp", "prefill_ep", "decode_ep", "prefill_gpus", "decode_gpus"):
             v[col], good = _cell(rec[col], True, False, True, col, bad)
             ok &= good
         for col in ("output_tokens_per_s_per_gpu", "total_tokens_per_s_per_gpu",
@@ -508,6 +508,14 @@ def _load_serving(shown: str, header: list[str], rows, catalog: Catalog
             else:
                 bad(col, f"'{rec[col]}' is not true or false")
                 ok = False
+        dis_text = rec["disaggregated"].lower()
+        if v["prefill_tp"] is None and v["decode_tp"] is not None:
+            if dis_text in ("true", "1", "yes"):
+                bad("prefill_tp", "is empty; disaggregated rows need the prefill pool's "
+                                  "tensor parallelism")
+                ok = False
+            else:  # aggregated: prefill runs on the decode instances
+                v["prefill_tp"], v["prefill_ep"] = v["decode_tp"], v["decode_ep"]
         spec = rec["speculative"] or "none"
         if spec not in SPECULATIVE:
             bad("speculative", f"'{spec}' is not one of {', '.join(SPECULATIVE)}")
