@@ -147,6 +147,11 @@ class Accelerator(Entry):
         Compute dies per package (Rubin Ultra: 4).
     first_available : str
         First volume availability, ``YYYY-MM[-DD]``.
+    scaleup_domain : int, optional
+        Accelerators in one scale-up domain of the platform this part ships in (8 for
+        an 8-GPU baseboard, 72 for an NVL72 part). Used for measurement rows, which
+        name an accelerator and not a rack; a rack's own ``scaleup_domain`` governs
+        planning. None: the largest domain of the catalog's racks with this part.
     """
 
     vendor: str
@@ -160,6 +165,7 @@ class Accelerator(Entry):
     scaleup_gb_per_s: Pos
     dies_per_package: PosInt = 1
     first_available: IsoDate
+    scaleup_domain: PosInt | None = None
 
     @model_validator(mode="after")
     def _idle_below_max(self):
@@ -307,6 +313,13 @@ class LLM(Entry):
     tokenizer : str, optional
         Id of the model's tokenizer in ``tokenizers.yaml``; ``null`` when no installable
         package ships its vocabulary (say so in ``notes``).
+    attention_params_b : float, optional
+        Parameters of all attention blocks (projections) [billions]; None: estimated
+        from the shape as ``layers * hidden * 2 * (heads + kv_heads) * head_dim``
+        (right for grouped-query attention, not for MLA, whose entries give it).
+    mtp_modules : int
+        Multi-token-prediction modules shipped with the checkpoint (DeepSeek-V3/R1:
+        1); 0 means the model cannot serve with ``speculative: mtp``.
     """
 
     references: ClassVar[dict[str, str]] = {"tokenizer": "tokenizers"}
@@ -331,6 +344,8 @@ class LLM(Entry):
     active_params_b: Pos
     max_context_tokens: PosInt
     tokenizer: Id | None = None
+    attention_params_b: Pos | None = None
+    mtp_modules: Annotated[int, Field(ge=0)] = 0
 
     @property
     def is_moe(self) -> bool:
@@ -355,6 +370,8 @@ class LLM(Entry):
             problems.append("moe_layers must not exceed layers")
         if self.sliding_window_layers > self.layers:
             problems.append("sliding_window_layers must not exceed layers")
+        if self.attention_params_b and self.attention_params_b >= self.active_params_b:
+            problems.append("attention_params_b must be below active_params_b")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -609,6 +626,25 @@ class ServingMode(str, Enum):
     disaggregated = "disaggregated"
 
 
+class Speculative(str, Enum):
+    """Speculative decoding: none, the model's multi-token-prediction head, or a draft model."""
+
+    none = "none"
+    mtp = "mtp"
+    draft = "draft"
+
+
+class Arrival(str, Enum):
+    """How requests arrive.
+
+    Open loop (Poisson at a rate) or closed loop (a fixed number of clients, each
+    sending its next request when the last one ends).
+    """
+
+    poisson = "poisson"
+    closed_loop = "closed_loop"
+
+
 class Workload(Entry):
     """An inference workload: traffic shape, precision and latency SLO.
 
@@ -617,15 +653,31 @@ class Workload(Entry):
     model : str
         Model id served.
     input_tokens_mean, output_tokens_mean : float
-        Mean prompt and generated tokens per request [tokens].
+        Mean prompt (input) and generated (output) tokens per request [tokens].
     cache_hit_frac : float
         Share of prompt tokens served from the prefix cache [0..1].
     precision : {"bf16", "fp8", "fp4"}
     ttft_s : float
-        Time-to-first-token limit [s].
+        Time-to-first-token limit at ``percentile`` [s].
     tpot_ms : float
-        Time-per-output-token limit [ms].
+        Time-per-output-token limit at ``percentile`` [ms].
     mode : {"aggregated", "disaggregated"}
+    percentile : float
+        Percentile of requests that must meet ``ttft_s`` and ``tpot_ms`` [50..99.99]
+        (MLPerf Inference uses 99; 50 is a median target).
+    speculative : {"none", "mtp", "draft"}
+        Speculative decoding (``mtp`` needs a model with ``mtp_modules``).
+    acceptance_frac : float, optional
+        Probability that a drafted token is accepted [0..1]; None: the
+        performance defaults' value for the kind of speculation.
+    arrival : {"poisson", "closed_loop"}
+        Open-loop Poisson arrivals (a service) or a closed loop of ``concurrency``
+        clients (a benchmark such as AIPerf or InferenceX).
+    concurrency : int, optional
+        Closed loop only: requests kept in flight per model instance (replica).
+    offline : bool
+        No latency limits (``ttft_s`` and ``tpot_ms`` are ignored): batch jobs whose
+        only constraint is memory.
     """
 
     references: ClassVar[dict[str, str]] = {"model": "models"}
@@ -638,6 +690,22 @@ class Workload(Entry):
     ttft_s: Pos
     tpot_ms: Pos
     mode: ServingMode = ServingMode.aggregated
+    percentile: Annotated[float, Field(ge=50, lt=100)] = 99.0
+    speculative: Speculative = Speculative.none
+    acceptance_frac: Frac | None = None
+    arrival: Arrival = Arrival.poisson
+    concurrency: PosInt | None = None
+    offline: bool = False
+
+    @model_validator(mode="after")
+    def _arrival_needs_concurrency(self):
+        if self.arrival is Arrival.closed_loop and self.concurrency is None:
+            raise ValueError("arrival closed_loop needs concurrency (requests in flight per "
+                             "instance)")
+        if self.arrival is Arrival.poisson and self.concurrency is not None:
+            raise ValueError("concurrency applies to arrival closed_loop only; set arrival: "
+                             "closed_loop or remove concurrency")
+        return self
 
 
 class TokenizerReader(str, Enum):

@@ -391,18 +391,30 @@ def validate_catalog_folder(path: Path, checked: list[str]) -> list[Problem]:
 
 
 def _validate_perf_defaults(folder: Path, checked: list[str]) -> list[Problem]:
-    """Problems of the performance-model defaults file of a catalog folder, if it has one."""
-    from dcplan.perf.params import DEFAULTS_FILE, load_perf_defaults
+    """Problems of the performance-model defaults and default calibration of a folder."""
+    from dcplan.perf.params import (
+        CALIBRATION_FILE,
+        DEFAULTS_FILE,
+        load_calibration,
+        load_perf_defaults,
+    )
 
+    problems: list[Problem] = []
     path = folder / DEFAULTS_FILE
-    if not path.exists():
-        return []
-    try:
-        load_perf_defaults(path)
-    except InputError as exc:
-        return exc.problems
-    checked.append(f"performance defaults {display_path(path)}")
-    return []
+    if path.exists():
+        try:
+            load_perf_defaults(path)
+            checked.append(f"performance defaults {display_path(path)}")
+        except InputError as exc:
+            problems += exc.problems
+    cal = folder / CALIBRATION_FILE
+    if cal.exists():
+        try:
+            load_calibration(cal)
+            checked.append(f"performance calibration {display_path(cal)}")
+        except InputError as exc:
+            problems += exc.problems
+    return problems
 
 
 _PLURAL = {"scenario": "scenarios", "forecast": "forecasts"}

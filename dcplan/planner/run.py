@@ -265,6 +265,10 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
 
 def _calibration(calibration: Any, case: Any) -> Any:
     """A calibration object from a path (checked against the case's accelerators)."""
+    from dcplan.perf.params import NO_CALIBRATION
+
+    if str(calibration) == NO_CALIBRATION:
+        return NO_CALIBRATION
     if isinstance(calibration, str | Path):
         from dcplan.perf.params import load_calibration
 
