@@ -334,9 +334,12 @@ class PlanInputs:
         return self.periods[p].years * 12
 
     def alive(self, rack: str, bought: int, p: int) -> bool:
-        """Whether a rack bought in period ``bought`` is in service in period ``p``."""
+        """Whether a rack bought in period ``bought`` is in service in period ``p``.
+
+        See :func:`in_service` (the same rule retires the existing fleet).
+        """
         age = self.periods[p].offset_years - self.periods[bought].offset_years
-        return 0 <= age < self.racks[rack].lifetime_years - 1e-9
+        return in_service(age, self.racks[rack].lifetime_years)
 
     def remaining_frac(self, lifetime: float | None, bought: int) -> float:
         """Share of an asset's life left at the end of the horizon (straight line) [-]."""
@@ -403,9 +406,51 @@ def _first_period(periods: list[Period], first_available: str) -> int:
     return len(periods)
 
 
-def _period_date(label: Any) -> dt.date:
+def in_service(age_years: float, lifetime_years: float) -> bool:
+    """Whether an asset ``age_years`` after its installation is still in service.
+
+    The one lifetime rule of the planner, for new and existing racks alike: a rack
+    installed at the start of year (or quarter) Y with a life of L years serves the
+    periods that start in ``[Y, Y + L)``; with yearly periods that is Y .. Y+L-1, with
+    quarterly periods the 4 L quarters from its installation quarter on.
+
+    Parameters
+    ----------
+    age_years : float
+        Start of the period minus the start of the installation period [years].
+    lifetime_years : float
+        [years].
+    """
+    return -1e-9 < age_years < lifetime_years - 1e-9
+
+
+def label_offset_years(periods: list[Period], label: Any) -> float:
+    """Start of the year or quarter ``label`` counted from the start of the plan [years]."""
     y, q = parse_period_label(label)
-    return dt.date(y, 3 * ((q or 1) - 1) + 1, 1)
+    first = periods[0]
+    return (y - first.start.year) + ((q or 1) - 1) / 4 - (first.start.month - 1) / 12
+
+
+def retire_period(periods: list[Period], installed: Any, lifetime_years: float) -> int:
+    """Index of the first period in which racks installed in ``installed`` are retired.
+
+    Parameters
+    ----------
+    periods : list of Period
+    installed : int or str
+        Year (installed at its start) or quarter label of the installation.
+    lifetime_years : float
+        [years].
+
+    Returns
+    -------
+    int
+        ``len(periods)`` when they serve to the end of the horizon (see
+        :func:`in_service`).
+    """
+    born = label_offset_years(periods, installed)
+    return next((i for i, p in enumerate(periods)
+                 if not in_service(p.offset_years - born, lifetime_years)), len(periods))
 
 
 def _add_months(date: dt.date, months: float) -> dt.date:
@@ -549,10 +594,8 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
     for ex in scn.existing_fleet:
         life = racks[ex.rack].lifetime_years if ex.rack in racks else \
             catalog.get("racks", ex.rack).lifetime_years
-        installed = _period_date(ex.installed)
-        retire = next((i for i, p in enumerate(periods)
-                       if (p.start - installed).days / 365.25 >= life - 1e-9), len(periods))
-        existing.append(ExistingData(ex.rack, ex.site, ex.count, retire))
+        existing.append(ExistingData(ex.rack, ex.site, ex.count,
+                                     retire_period(periods, ex.installed, life)))
 
     budget = {}
     for key, value in scn.budget_usd.items():
