@@ -51,6 +51,7 @@ LIST_COLUMNS = {
     "staffing": ["id", "name", "basis", "fte_per_unit"],
     "salaries": ["id", "role", "country", "currency", "loaded_cost_per_fte_year", "as_of"],
     "software": ["id", "name", "vendor", "usd_per_accelerator_year", "licensed_per", "as_of"],
+    "profiles": ["id", "region", "timezone", "traffic", "as_of"],
 }
 
 
