@@ -125,6 +125,42 @@ def test_example_plans_and_matches_expected(name):
     assert grid(got["binding"]) == grid(exp["binding"])
 
 
+def _start_year(label) -> float:
+    """Start of a period label ('2027', '2027q3', 2027) in years, by hand."""
+    text = str(label).lower()
+    if "q" in text:
+        y, q = text.split("q")
+        return int(y) + (int(q) - 1) / 4
+    return float(int(text))
+
+
+@pytest.mark.parametrize("name", gen.EXAMPLES)
+@pytest.mark.slow
+def test_service_years_recomputed_from_the_fleet_table(name):
+    """A rack installed in Y with life L serves Y .. Y+L-1: recount every example's fleet.
+
+    Only the fleet table, the scenario's existing_fleet and the catalog lifetimes are
+    used (not the planner's own lifetime rule).
+    """
+    result, _ = solved(name)
+    scn, catalog = result.case.scenario, result.case.catalog
+    fleet = result.tables["fleet"]
+    periods = [p.label for p in scn.period_list()]
+    assert len(fleet)
+    for (site, rack), sub in fleet.groupby(["site", "rack"]):
+        life = catalog.get("racks", rack).lifetime_years
+        new = {str(r.period): r.new_racks for r in sub.itertuples()}
+        got = {str(r.period): r.installed_racks for r in sub.itertuples()}
+        for label in periods:
+            t = _start_year(label)
+            want = sum(ex.count for ex in scn.existing_fleet
+                       if ex.site == site and ex.rack == rack
+                       and _start_year(ex.installed) <= t < _start_year(ex.installed) + life)
+            want += sum(n for q, n in new.items()
+                        if _start_year(q) <= t < _start_year(q) + life)
+            assert got.get(label, 0.0) == pytest.approx(want), (site, rack, label)
+
+
 # --- the answers the scenarios exist for -------------------------------------------------
 
 

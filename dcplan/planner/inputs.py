@@ -382,6 +382,7 @@ class PlanInputs:
     carbon_cap_kg: tuple[float | None, ...] = ()
     day_names: tuple[str, ...] = ("day",)
     day_weights: tuple[float, ...] = (1.0,)
+    max_hours: int | None = None
 
     # --- time and money ------------------------------------------------------------
 
@@ -783,6 +784,13 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
     peak_total = max((sum(wd.peak_tokens_per_s(i) for wd in workloads.values())
                       for i in range(len(periods))), default=0.0)
 
+    for s_ in scn.sites:
+        gc = getattr(sites[s_], "grid_connection", None)
+        if gc is not None and scn.grid_requests and _add_months(
+                periods[0].start, gc.lead_time_months) > periods[-1].start:
+            notes.append(f"{s_}: a grid request takes {gc.lead_time_months:g} months, so none "
+                         f"can be energised within {periods[0].label}..{periods[-1].label}; "
+                         "the site has only its committed capacity")
     say(f"facility: {len(rack_ids)} rack types x {len(scn.sites)} sites")
     site_data, rack_site, fac_objs = {}, {}, {}
     for s in scn.sites:
@@ -843,7 +851,84 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         carbon_cap_kg=tuple(cap.get(i) for i in range(len(periods))) if cap else (),
         day_names=day_names, day_weights=day_weights)
     check_servable(inputs)
+    drop_dominated_racks(inputs)
     return inputs
+
+
+def dominates(d: PlanInputs, better: str, worse: str) -> bool:
+    """Whether every rack of ``worse`` a plan buys could be a rack of ``better`` at no more cost.
+
+    True when ``better`` is available no later, costs no more in any period, lives as
+    long, takes no more positions, is as available, needs no more spares, draws no more
+    idle and no more serving power over idle, serves every workload ``worse`` serves at
+    least as fast, and at every site that hosts ``worse`` needs no more network, cooling,
+    losses, liquid heat or plant capex with the same CDU model. Swapping racks one for
+    one then keeps every constraint and lowers no cost term, so ``worse`` need not be
+    offered (an exact reduction of the model).
+    """
+    a, b = d.racks[better], d.racks[worse]
+    n = len(d.periods)
+    if a.first_period > b.first_period or a.lifetime_years != b.lifetime_years:
+        return False
+    if any(d.rack_capex(better, p) > d.rack_capex(worse, p) + 1e-9
+           for p in range(b.first_period, n)):
+        return False
+    if (a.rack_positions > b.rack_positions or a.it_power_idle_kw > b.it_power_idle_kw
+            or a.it_power_max_kw > b.it_power_max_kw or a.availability < b.availability
+            or a.maintenance_frac_per_year * a.capex_usd
+            > b.maintenance_frac_per_year * b.capex_usd + 1e-9):
+        return False
+    for s in d.sites:
+        if d.spare_racks.get((better, s), 0) > d.spare_racks.get((worse, s), 0):
+            return False
+    for w in d.workloads:
+        if (worse, w) not in d.perf:
+            continue
+        if (better, w) not in d.perf:
+            return False
+        pa, pb = d.perf[better, w], d.perf[worse, w]
+        if any(pa.rate(k) < pb.rate(k) - 1e-9 for k in ("all", "prefill", "decode")):
+            return False
+        if pa.power_kw - a.it_power_idle_kw > pb.power_kw - b.it_power_idle_kw + 1e-9:
+            return False
+    for s in d.sites:
+        rb = d.rack_site.get((worse, s))
+        if rb is None or not rb.allowed:
+            continue
+        ra = d.rack_site.get((better, s))
+        if ra is None or not ra.allowed or ra.cdu_id != rb.cdu_id:
+            return False
+        pairs = [(ra.network_kw_per_rack, rb.network_kw_per_rack),
+                 (ra.network_capex_usd_per_rack, rb.network_capex_usd_per_rack),
+                 (ra.cooling_kw_per_it_kw_avg, rb.cooling_kw_per_it_kw_avg),
+                 (ra.cooling_kw_per_it_kw_peak, rb.cooling_kw_per_it_kw_peak),
+                 (ra.loss_frac, rb.loss_frac),
+                 (ra.liquid_heat_kw_per_rack, rb.liquid_heat_kw_per_rack),
+                 (ra.cooling_capex_usd_per_kw * a.it_power_max_kw,
+                  rb.cooling_capex_usd_per_kw * b.it_power_max_kw)]
+        if any(x > y + 1e-9 for x, y in pairs):
+            return False
+    return True
+
+
+def drop_dominated_racks(d: PlanInputs) -> None:
+    """Stop offering rack types another offered type dominates (see :func:`dominates`).
+
+    Existing racks of such a type stay in service; a note names each type dropped.
+    """
+    import dataclasses
+
+    n = len(d.periods)
+    offered = [r for r in d.racks if d.racks[r].first_period < n]
+    for r in offered:
+        by = next((o for o in offered if o != r and d.racks[o].first_period < n
+                   and dominates(d, o, r) and not dominates(d, r, o)), None)
+        if by is None:
+            continue
+        d.racks[r] = dataclasses.replace(d.racks[r], first_period=n)
+        d.notes.append(f"{r} is not offered: {by} is available as early, costs no more and "
+                       "serves every workload at least as fast for no more power, space, "
+                       "cooling or network at every site")
 
 
 def _profiles(scn: Scenario, catalog: Any, wl_ids: list[str]
@@ -991,9 +1076,17 @@ def build_schedules(d: PlanInputs) -> dict:
         fixed[w] = (pr.peak_schedule(wd.peak_factor) if wd.profile is None
                     else pr.profile_schedule(wd.profile))
     length = next((len(wd.profile) for wd in d.workloads.values() if wd.profile), 0)
+
+    def racks_per_token(w: str) -> float:
+        """Racks per token/s of ``w`` on its fastest rack type (0 if none serves it)."""
+        best = max((pf.goodput_tokens_per_s for (r, w2), pf in d.perf.items() if w2 == w),
+                   default=0.0)
+        return 1.0 / best if best > 0 else 0.0
+
     hours = []
     for p in range(n):
         used = []
+        # the other workloads' demand in rack units (what valley filling levels)
         others = np.zeros(length) if length else None
         for w, wd in d.workloads.items():
             if wd.flexible and wd.profile is not None:
@@ -1001,15 +1094,17 @@ def build_schedules(d: PlanInputs) -> dict:
             if others is not None:
                 vals = np.asarray(fixed[w].values) if fixed[w].values is not None \
                     else np.ones(length)
-                others = others + wd.demand_tokens_per_s[p] * vals
+                others = others + wd.demand_tokens_per_s[p] * racks_per_token(w) * vals
         for w, wd in d.workloads.items():
             if wd.flexible and wd.profile is not None:
                 sch = pr.flexible_schedules(wd.profile, d.day_weights, wd.deadline_hours,
-                                            others, wd.demand_tokens_per_s[p])
+                                            others, wd.demand_tokens_per_s[p]
+                                            * racks_per_token(w))
             else:
                 sch = (fixed[w],)
             out[w, p] = sch
             if wd.demand_tokens_per_s[p] > 0:
                 used += list(sch)
-        hours.append(pr.representative_hours(used))
+        groups = pr.hour_groups(used, d.max_hours)
+        hours.append(tuple(g[0] if isinstance(g, tuple) and len(g) == 1 else g for g in groups))
     return {"schedules": out, "hours": tuple(hours)}

@@ -234,8 +234,9 @@ def add_spare_racks(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             continue
         label = d.periods[p].label
         cap = d.sites[s].rack_positions // d.racks[r].rack_positions
-        on = mv.spare_on[r, s, p] = prob.add_variable(lp_name("spare_on", r, s, label), 0, 1,
-                                                      cat=pulp.LpBinary)
+        on = mv.spare_on[r, s, p] = prob.add_variable(
+            lp_name("spare_on", r, s, label), 1 if d.existing_count(r, s, p) > 0 else 0, 1,
+            cat=pulp.LpBinary)
         mv.add(prob, "spare_on", (r, s, label), _lin([(inst, 1.0), (on, -float(cap))]) <= 0)
         mv.add(prob, "spare_min", (r, s, label), _lin([(inst, 1.0), (on, -float(k))]) >= 0)
 
@@ -445,7 +446,12 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     ``cap_c * cdu[s,c,p] - red * cap_c * on[s,c,p] >= sum_r liquid_kw[r,s] * inst[r,s,p]``;
     ``sum_r inst[r,s,p] <= positions_s * on[s,c,p]`` (on = 1 when any rack needs c);
     ``cdu_new[s,c,p] >= cdu[s,c,p] - cdu[s,c,p-1]`` (CDUs bought), with the CDUs of the
-    existing fleet owned before the first period.
+    existing fleet owned before the first period. ``cdu_keep``: ``on`` never falls
+    (``on[p] >= on[p-1]``): CDUs are never retired, so the redundant ones bought when
+    the site first hosts liquid-cooled racks are still there later and keeping the
+    requirement costs nothing (only in-row CDUs' positions), while it turns the weak
+    big-M link into a choice of the first period of use, which the branch and bound
+    settles quickly. ``on`` is 1 wherever the existing fleet has liquid-cooled racks.
     """
     for s in d.sites:
         for c in d.cdu_models(s):
@@ -461,8 +467,13 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                 key = (s, c, per.label)
                 cdu = mv.cdu[s, c, p] = prob.add_variable(lp_name("cdu", *key), 0,
                                                         cat=pulp.LpInteger)
+                has_existing = any(d.existing_count(r, s, p) > 0 for r in racks)
                 on = mv.cdu_on[s, c, p] = prob.add_variable(lp_name("cdu_on", *key),
-                                                          0, 1, cat=pulp.LpBinary)
+                                                          1 if has_existing else 0, 1,
+                                                          cat=pulp.LpBinary)
+                if p > 0:
+                    mv.add(prob, "cdu_keep", key, _lin([(on, 1.0),
+                                                        (mv.cdu_on[s, c, p - 1], -1.0)]) >= 0)
                 buy = mv.cdu_new[s, c, p] = prob.add_variable(lp_name("cdu_new", *key), 0)
                 heat = [(mv.inst[r, s, p], -d.rack_site[r, s].liquid_heat_kw_per_rack)
                         for r in racks]

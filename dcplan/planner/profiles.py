@@ -57,12 +57,18 @@ class Schedule:
     values: tuple[float, ...] | None
     peak_factor: float
 
-    def frac(self, h: int | None) -> float:
-        """Value in hour ``h`` relative to the peak [0..1] (1 for ``peak`` or ``h`` None)."""
+    def frac(self, h: int | tuple[int, ...] | None) -> float:
+        """Value in hour ``h`` relative to the peak [0..1] (1 for ``peak`` or ``h`` None).
+
+        ``h`` may be a group of hours: the largest value among them.
+        """
         if self.values is None or h is None:
             return 1.0
         top = max(self.values)
-        return self.values[h] / top if top > 0 else 0.0
+        if top <= 0:
+            return 0.0
+        v = max(self.values[i] for i in h) if isinstance(h, tuple) else self.values[h]
+        return v / top
 
 
 def peak_schedule(peak_factor: float) -> Schedule:
@@ -75,14 +81,21 @@ def profile_schedule(values: tuple[float, ...], name: str = "profile") -> Schedu
     return Schedule(name, tuple(float(v) for v in values), float(max(values)))
 
 
+#: Levels of the piecewise-linear convex cost with which valley filling levels the load.
+FILL_LEVELS = 16
+
+
 def _queue_lp(arrival: np.ndarray, weights: tuple[float, ...], deadline_hours: float,
               base: np.ndarray | None, scale: float) -> np.ndarray | None:
-    """Served hourly values minimising the peak of ``base + scale * served``.
+    """Served hourly values that level ``base + scale * served`` (water filling).
 
     The work of each representative day is served within that day (a circular day):
     backlog ``B[h] = B[h-1] + arrival[h] - served[h] >= 0`` and at most the work that
     arrived in the last ``deadline_hours`` hours (first in, first out, so nothing waits
-    longer). ``base`` None minimises the peak of the served values themselves.
+    longer). The objective is a convex piecewise-linear cost of the hourly load
+    (``sum_h sum_k max(0, load_h - level_k)`` over :data:`FILL_LEVELS` levels), which
+    fills the lowest hours first and so also minimises the peak; ``base`` None levels
+    the served values themselves (as flat as the deadline allows).
 
     Returns
     -------
@@ -90,37 +103,43 @@ def _queue_lp(arrival: np.ndarray, weights: tuple[float, ...], deadline_hours: f
         Served values (same shape as ``arrival``), None if the LP failed.
     """
     from scipy.optimize import linprog
+    from scipy.sparse import lil_matrix
 
     n_days = len(weights)
     H = HOURS_PER_DAY
     n = n_days * H
     d = int(round(deadline_hours))
-    # variables: served[n], backlog[n], z
-    nv = 2 * n + 1
+    b = np.zeros(n) if base is None else np.asarray(base, dtype=float)
+    top = float(np.max(b + scale * arrival))
+    lo = float(np.min(b))
+    levels = np.linspace(lo, top, FILL_LEVELS + 1)[:-1]
+    K = len(levels)
+    # variables: served[n], backlog[n], excess[n * K]
+    nv = 2 * n + n * K
     c = np.zeros(nv)
-    c[-1] = 1.0
-    a_eq, b_eq, a_ub, b_ub = [], [], [], []
+    for i in range(n):
+        c[2 * n + i * K: 2 * n + (i + 1) * K] = weights[i // H] / max(top, 1e-12)
+    a_eq = lil_matrix((n, nv))
+    b_eq = np.zeros(n)
+    a_ub = lil_matrix((n + n * K, nv))
+    b_ub = np.zeros(n + n * K)
     for k in range(n_days):
         for h in range(H):
             i = k * H + h
             prev = k * H + (h - 1) % H
-            row = np.zeros(nv)
-            row[n + i] = 1.0
-            row[n + prev] -= 1.0
-            row[i] = 1.0
-            a_eq.append(row)
-            b_eq.append(arrival[i])
-            row = np.zeros(nv)
-            row[n + i] = 1.0
-            a_ub.append(row)
-            b_ub.append(sum(arrival[k * H + (h - j) % H] for j in range(min(d, H))))
-            row = np.zeros(nv)
-            row[i] = scale
-            row[-1] = -1.0
-            a_ub.append(row)
-            b_ub.append(-(base[i] if base is not None else 0.0))
-    res = linprog(c, A_ub=np.array(a_ub), b_ub=np.array(b_ub), A_eq=np.array(a_eq),
-                  b_eq=np.array(b_eq), bounds=[(0, None)] * nv, method="highs")
+            a_eq[i, n + i] = 1.0
+            a_eq[i, n + prev] -= 1.0
+            a_eq[i, i] = 1.0
+            b_eq[i] = arrival[i]
+            a_ub[i, n + i] = 1.0
+            b_ub[i] = sum(arrival[k * H + (h - j) % H] for j in range(min(d, H)))
+            for j, lev in enumerate(levels):
+                r = n + i * K + j
+                a_ub[r, i] = scale
+                a_ub[r, 2 * n + i * K + j] = -1.0
+                b_ub[r] = lev - b[i]
+    res = linprog(c, A_ub=a_ub.tocsr(), b_ub=b_ub, A_eq=a_eq.tocsr(), b_eq=b_eq,
+                  bounds=[(0, None)] * nv, method="highs")
     if res.status != 0:
         return None
     return np.maximum(res.x[:n], 0.0)
@@ -140,10 +159,11 @@ def flexible_schedules(arrival: tuple[float, ...], weights: tuple[float, ...],
     deadline_hours : float
         Longest wait [h].
     others : ndarray or None
-        Hourly demand of the other workloads in the period [tokens/s] (None or all
+        Hourly demand of the other workloads in the period, in any unit that adds up
+        (the planner uses racks on each workload's fastest rack type) (None or all
         zero: no valley candidate).
     mean_tokens_per_s : float
-        The flexible workload's mean demand in the period [tokens/s].
+        The flexible workload's mean demand in the period, in the unit of ``others``.
 
     Returns
     -------
@@ -165,6 +185,47 @@ def flexible_schedules(arrival: tuple[float, ...], weights: tuple[float, ...],
             continue
         out.append(profile_schedule(tuple(vals), name))
     return tuple(out)
+
+
+def hour_groups(schedules: list[Schedule], max_hours: int | None = None
+                ) -> tuple[tuple[int, ...], ...] | tuple[None]:
+    """Representative hours of a period, merged into at most ``max_hours`` groups.
+
+    The non-dominated hours (:func:`representative_hours`) are exact. When there are
+    more than ``max_hours`` of them, the two groups whose envelope (the largest value
+    of every schedule over the group's hours) grows least are merged, until
+    ``max_hours`` remain; a group's rows use its envelope, so they imply the rows of
+    every hour in it: the plan stays feasible in every hour and may only be a little
+    conservative (see docs/planner.md).
+
+    Returns
+    -------
+    tuple
+        One tuple of hour indices per group; ``(None,)`` without profiles.
+    """
+    hours = representative_hours(schedules)
+    if hours == (None,):
+        return (None,)
+    groups = [(h,) for h in hours]
+    if not max_hours or len(groups) <= max_hours:
+        return tuple(groups)
+    shaped = [s for s in schedules if s.values is not None]
+    vec = {h: np.array([s.frac(h) for s in shaped]) for h in hours}
+    env = [vec[h] for h in hours]
+    while len(groups) > max_hours:
+        best = None
+        for i in range(len(groups)):
+            for j in range(i + 1, len(groups)):
+                e = np.maximum(env[i], env[j])
+                cost = float(np.sum(e - env[i]) * len(groups[i]) + np.sum(e - env[j])
+                             * len(groups[j]))
+                if best is None or cost < best[0]:
+                    best = (cost, i, j, e)
+        _, i, j, e = best
+        groups[i] = tuple(sorted(groups[i] + groups[j]))
+        env[i] = e
+        del groups[j], env[j]
+    return tuple(groups)
 
 
 def representative_hours(schedules: list[Schedule]) -> tuple[int | None, ...]:
@@ -195,10 +256,15 @@ def representative_hours(schedules: list[Schedule]) -> tuple[int | None, ...]:
     return tuple(keep)
 
 
-def hour_label(h: int | None, day_names: tuple[str, ...] = ("day",)) -> str:
-    """``peak`` for the single hour of profile-less plans, else ``h19`` or ``weekend_h19``."""
+def hour_label(h: int | tuple[int, ...] | None, day_names: tuple[str, ...] = ("day",)) -> str:
+    """``peak`` for the single hour of profile-less plans, else ``h19`` or ``weekend_h19``;
+    a group of hours is named by its first hour and its size (``weekday_h01_4h``)."""
     if h is None:
         return "peak"
+    if isinstance(h, tuple):
+        if len(h) == 1:
+            return hour_label(h[0], day_names)
+        return f"{hour_label(h[0], day_names)}_{len(h)}h"
     day, hh = divmod(h, HOURS_PER_DAY)
     prefix = "" if len(day_names) <= 1 else f"{day_names[day]}_"
     return f"{prefix}h{hh:02d}"

@@ -220,9 +220,9 @@ def _check_serving(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: lis
                                          unknown_message("racks", r, racks), entry=r))
     if isinstance(sv.spare_racks, dict):
         for s, per in sv.spare_racks.items():
-            if s not in scn.sites and not broken("sites"):
+            if s not in sites:
                 probs.append(scn.problem(f"serving.spare_racks.{s}",
-                                         _not_in_scenario(s, scn, sites), entry=s))
+                                         unknown_message("sites", s, sites), entry=s))
             for r in per if isinstance(per, dict) else ():
                 if r not in racks:
                     probs.append(scn.problem(f"serving.spare_racks.{s}.{r}",
@@ -241,8 +241,10 @@ def _check_paths(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: list[
                                      entry=r))
     for sect in ("energy_price", "demand_charge"):
         for s in getattr(pa, sect):
-            if s not in scn.sites and not broken("sites"):
-                probs.append(scn.problem(f"paths.{sect}.{s}", _not_in_scenario(s, scn, sites),
+            # a known site outside the scenario is ignored (a child of 'extends' may drop
+            # sites of its base); an unknown id is an error
+            if s not in sites:
+                probs.append(scn.problem(f"paths.{sect}.{s}", unknown_message("sites", s, sites),
                                          entry=s))
     if isinstance(pa.software_speedup, dict) and not broken("workloads"):
         for w in pa.software_speedup:
@@ -286,7 +288,10 @@ def _years_text(ys: list[int]) -> str:
 
 
 def _check_grid_connections(scn: Scenario, sites: dict[str, Any]) -> list[Problem]:
-    """A site whose connection lead time is longer than the horizon can never connect."""
+    """A site with nothing committed whose connection lead time is longer than the
+    horizon can never be connected within the plan: an input error. (With committed
+    capacity the plan can still use the site; the planner notes that no request can
+    be energised, see :mod:`dcplan.planner.inputs`.)"""
     probs: list[Problem] = []
     if not scn.grid_requests:
         return probs
@@ -297,13 +302,15 @@ def _check_grid_connections(scn: Scenario, sites: dict[str, Any]) -> list[Proble
         gc = getattr(site, "grid_connection", None)
         if gc is None:
             continue
-        if gc.lead_time_months >= horizon_months - 1e-9:
+        committed = any(gc.committed_mw_in(p.year) > 0 for p in periods)
+        if gc.lead_time_months >= horizon_months - 1e-9 and not committed:
             file, line = site.where("grid_connection")
             probs.append(Problem(
                 file, f"grid_connection.lead_time_months is {gc.lead_time_months:g} months, "
                 f"longer than the plan's horizon ({periods[0].label}..{periods[-1].label}, "
-                f"{horizon_months:g} months): no request could be energised within it; "
-                "shorten the lead time, lengthen 'periods' or plan with grid_requests: false",
+                f"{horizon_months:g} months) and nothing is committed: the site could never "
+                "be connected within the plan; shorten the lead time, lengthen 'periods', "
+                "commit capacity (grid_connection.committed_mw) or drop the site",
                 entry=s, field="grid_connection.lead_time_months", line=line))
     return probs
 
