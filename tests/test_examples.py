@@ -176,7 +176,16 @@ def test_seoul_only_grid_binds_with_positive_shadow_price():
     power = result.tables["power"]
     last = power[power.period.astype(str) == "2035"]
     assert float(last.facility_kw_peak.iloc[0]) == pytest.approx(45000.0, rel=1e-6)
-    assert s["unserved"] and s["unserved_frac_last"] > 0.1
+    assert s["unserved"] and s["unserved_frac_last"] > 0.01
+    # the connection lead time delays Seoul: the 30 MW step of 2028 cannot be had before
+    # the 48 + 6 months after a 2026 request, so the hall stays at its committed 9.9 MW
+    # until 2030
+    grid = result.tables["grid"].set_index("period")
+    assert grid.connectable_kw["2028"] == pytest.approx(30000.0)
+    assert grid.connected_kw["2029"] == pytest.approx(9900.0)
+    assert grid.connected_kw["2031"] > 9900.0
+    assert {g["energised"] for g in s["grid"]} <= {"2030", "2031", "2032", "2033", "2034",
+                                                   "2035"}
 
 
 @pytest.mark.slow
@@ -187,7 +196,7 @@ def test_regional_moves_load_out_of_seoul():
     seoul = regional["peak_mw_by_site"]["seoul_metro"]
     outside = sum(v for k, v in regional["peak_mw_by_site"].items() if k != "seoul_metro")
     assert seoul <= 9.9 + 1e-6
-    assert outside > 5 * seoul
+    assert outside > 2 * seoul
     assert seoul < seoul_only["peak_mw_by_site"]["seoul_metro"]
     # every rack bought for growth stands outside Seoul in 2035
     assert all(k.split("/")[0] != "seoul_metro" or k.endswith("gb200_nvl72")
