@@ -60,7 +60,7 @@ def with_features(d: PlanInputs, seed: int = 0, max_hours: int | None = None) ->
              for r, rk in d.racks.items()}
     sites = {}
     step = d.periods[0].years
-    for i, (s, sd) in enumerate(d.sites.items()):
+    for s, sd in d.sites.items():
         lead = rng.choice([2, 3, 4])
         q_lead = int(round(lead / step))
         q_extra = int(round(0.5 / step))

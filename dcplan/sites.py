@@ -346,7 +346,7 @@ class Site(Entry):
         return src.get("file", "<sites>"), line or src.get("line")
 
     def with_source_of(self, other: Site) -> Site:
-        """This site carrying ``other``'s file and lines (after an override)."""
+        """Give this site ``other``'s file and lines (after an override); return it."""
         self._source = dict(other._source)
         return self
 

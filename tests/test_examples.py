@@ -230,7 +230,7 @@ def test_fixture_base_is_valid():
 @pytest.mark.parametrize("fixture, field, entry, words", [
     ("unknown_site.yaml", "sites", None, ["unknown site id 'seoul_metr'", "seoul_metro"]),
     ("period_outside.yaml", "demand.table.chat", None, ["2031", "outside the horizon"]),
-    ("negative_demand.yaml", "demand.table.chat.2027", None, [">= 0"]),
+    ("negative_demand.yaml", "demand.table.chat.2027", "chat", [">= 0"]),
     ("override_unknown_field.yaml", "overrides.0", "gb200_nvl72", ["capex_eur", "capex_usd"]),
     ("override_unknown_site_field.yaml", "overrides.0", "seoul_metro", ["grid_kw", "grid_mw"]),
 ])

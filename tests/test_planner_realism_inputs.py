@@ -23,9 +23,9 @@ def _problems(name: str):
 
 
 @pytest.mark.parametrize("fixture, field, entry, words", [
-    ("profile_23_hours.yaml", "demand.profiles.chat", None, ["24 values", "got 23"]),
-    ("profile_mean.yaml", "demand.profiles.chat", None, ["average 1.25", "must average 1"]),
-    ("utilisation_above_one.yaml", "serving.target_utilisation.chat", None, ["<= 1", "1.2"]),
+    ("profile_23_hours.yaml", "demand.profiles.chat", "chat", ["24 values", "got 23"]),
+    ("profile_mean.yaml", "demand.profiles.chat", "chat", ["average 1.25", "must average 1"]),
+    ("utilisation_above_one.yaml", "serving.target_utilisation.chat", "chat", ["<= 1", "1.2"]),
     ("path_gap.yaml", "paths.rack_capex.gb200_nvl72.by_year", "gb200_nvl72",
      ["no value for 2027", "no gaps"]),
     ("profile_unknown.yaml", "demand.profiles.chat", "chat",

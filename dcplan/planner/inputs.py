@@ -467,8 +467,11 @@ class PlanInputs:
         return self._schedule_cache()["schedules"][workload, p]
 
     def rep_hours(self, p: int) -> tuple:
-        """Representative hours of period ``p`` (indices of the profiles' hours; ``(None,)``
-        when no workload has a profile)."""
+        """Representative hours of period ``p``.
+
+        Indices of the profiles' hours (a tuple of them for a merged group); ``(None,)``
+        when no workload has a profile.
+        """
         return self._schedule_cache()["hours"][p]
 
     def alloc_pools(self, workload: str, p: int) -> list[tuple[str, str, int]]:
@@ -509,7 +512,7 @@ class PlanInputs:
 
     def rate(self, rack: str, workload: str, key: str, p: int) -> float:
         """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s]."""
-        base, _ = self.pool_of(workload, key, p) if key not in POOLS_ALL else (key, 0)
+        base = key if key in POOLS_ALL else self.pool_of(workload, key, p)[0]
         return self.perf[rack, workload].rate(base) * self.workloads[workload].speed(p)
 
     def existing_count(self, rack: str, site: str, p: int) -> int:

@@ -242,7 +242,8 @@ def add_spare_racks(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
 
 
 def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Capacity in each representative hour h:
+    """Capacity of each rack pool in each representative hour h.
+
     ``sum_{w,key} alloc[r,s,w,key,p] * frac_key(h) / u_w <= A_r * (inst[r,s,p] - k * on)``.
 
     ``alloc`` (continuous racks at the peak of the schedule it serves) exists where the
@@ -428,8 +429,11 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
 
 
 def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Site power: ``facility_peak[s,p] <= connected[s,p]`` (connection decisions) or
-    ``<= grid_kw[s,p]`` (the site's grid simply available) [kW]."""
+    """Site power against the connected grid [kW].
+
+    ``facility_peak[s,p] <= connected[s,p]`` (connection decisions) or
+    ``<= grid_kw[s,p]`` (the site's grid simply available).
+    """
     for (s, p), expr in mv.fac_peak.items():
         if not len(expr):
             continue

@@ -257,8 +257,12 @@ def representative_hours(schedules: list[Schedule]) -> tuple[int | None, ...]:
 
 
 def hour_label(h: int | tuple[int, ...] | None, day_names: tuple[str, ...] = ("day",)) -> str:
-    """``peak`` for the single hour of profile-less plans, else ``h19`` or ``weekend_h19``;
-    a group of hours is named by its first hour and its size (``weekday_h01_4h``)."""
+    """Label of a representative hour.
+
+    ``peak`` for the single hour of profile-less plans, else ``h19`` or
+    ``weekend_h19``; a group of hours is named by its first hour and its size
+    (``weekday_h01_4h``).
+    """
     if h is None:
         return "peak"
     if isinstance(h, tuple):

@@ -195,8 +195,10 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
 def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: bool,
                 hour=None) -> float:
-    """IT power of rack type r at s in p [kW]: annual average, or in representative hour
-    ``hour`` (headroom racks at serving power), as in the MILP."""
+    """IT power of rack type r at s in p [kW], as in the MILP.
+
+    Annual average, or in representative hour ``hour`` (headroom racks at serving power).
+    """
     rk = d.racks[r]
     if d.nameplate_peak and not average:
         return rk.it_power_max_kw * sol.installed(d, r, s, p)

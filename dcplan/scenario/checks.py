@@ -288,10 +288,12 @@ def _years_text(ys: list[int]) -> str:
 
 
 def _check_grid_connections(scn: Scenario, sites: dict[str, Any]) -> list[Problem]:
-    """A site with nothing committed whose connection lead time is longer than the
-    horizon can never be connected within the plan: an input error. (With committed
-    capacity the plan can still use the site; the planner notes that no request can
-    be energised, see :mod:`dcplan.planner.inputs`.)"""
+    """Sites that could never be connected within the plan.
+
+    A site with nothing committed whose connection lead time is longer than the horizon
+    is an input error. (With committed capacity the plan can still use the site; the
+    planner notes that no request can be energised, see :mod:`dcplan.planner.inputs`.)
+    """
     probs: list[Problem] = []
     if not scn.grid_requests:
         return probs
