@@ -33,3 +33,12 @@ def minimal_plan():
     result = plan(REPO / "examples" / "minimal.yaml")
     assert result.ok, result.message
     return result
+
+
+@pytest.fixture(scope="session")
+def baseline_inputs():
+    """The MILP inputs of examples/baseline.yaml, prepared once per test session."""
+    from dcplan.case import load_case
+    from dcplan.planner import prepare_inputs
+
+    return prepare_inputs(load_case(REPO / "examples" / "baseline.yaml"))

@@ -8,13 +8,11 @@ quarters from its installation quarter on. The expectations below are counted by
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 from test_planner_helpers import make_inputs, rack, site, workload
 
-from dcplan.case import load_case
-from dcplan.planner import prepare_inputs, solve_inputs
+from dcplan.planner import solve_inputs
 from dcplan.planner.inputs import in_service, retire_period
 from dcplan.scenario import Period, Periods, SolverOptions
 
@@ -84,10 +82,9 @@ def test_existing_and_new_retire_alike_in_a_plan():
     assert list(f.retired_racks) == [0, 1, 0, 1]
 
 
-def test_baseline_existing_fleet_retires_after_2029():
+def test_baseline_existing_fleet_retires_after_2029(baseline_inputs):
     """The 16 GB200 racks of baseline (installed 2025, life 5) serve 2026-2029 only."""
-    case = load_case(Path(__file__).resolve().parents[1] / "examples" / "baseline.yaml")
-    d = prepare_inputs(case)
+    d = baseline_inputs
     (ex,) = d.existing
     assert d.periods[ex.retire_period].label == "2030"
     assert [d.existing_count("gb200_nvl72", "seoul_metro", p) for p in range(6)] == \

@@ -9,7 +9,6 @@ import pytest
 
 from dcplan.case import load_case
 from dcplan.errors import InputError
-from dcplan.planner import prepare_inputs
 from dcplan.sites import load_sites
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,8 +65,8 @@ def test_site_build_parts_and_committed_grid_are_checked(tmp_path):
     assert "committed_mw exceeds grid_mw in 2027" in text
 
 
-def test_baseline_inputs_carry_the_new_fields():
-    d = prepare_inputs(load_case(ROOT / "examples" / "baseline.yaml"))
+def test_baseline_inputs_carry_the_new_fields(baseline_inputs):
+    d = baseline_inputs
     seoul = d.sites["seoul_metro"]
     g = seoul.connection
     # 9.9 MW committed; 48 months + 6 for the assessment: a 2026 request energises in
