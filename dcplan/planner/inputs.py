@@ -1098,6 +1098,7 @@ def build_schedules(d: PlanInputs) -> dict:
                 vals = np.asarray(fixed[w].values) if fixed[w].values is not None \
                     else np.ones(length)
                 others = others + wd.demand_tokens_per_s[p] * racks_per_token(w) * vals
+        weights = []
         for w, wd in d.workloads.items():
             if wd.flexible and wd.profile is not None:
                 sch = pr.flexible_schedules(wd.profile, d.day_weights, wd.deadline_hours,
@@ -1108,6 +1109,8 @@ def build_schedules(d: PlanInputs) -> dict:
             out[w, p] = sch
             if wd.demand_tokens_per_s[p] > 0:
                 used += list(sch)
-        groups = pr.hour_groups(used, d.max_hours)
+                weights += [wd.demand_tokens_per_s[p] * racks_per_token(w) * s.peak_factor
+                            for s in sch]
+        groups = pr.hour_groups(used, d.max_hours, weights)
         hours.append(tuple(g[0] if isinstance(g, tuple) and len(g) == 1 else g for g in groups))
     return {"schedules": out, "hours": tuple(hours)}

@@ -187,7 +187,8 @@ def flexible_schedules(arrival: tuple[float, ...], weights: tuple[float, ...],
     return tuple(out)
 
 
-def hour_groups(schedules: list[Schedule], max_hours: int | None = None
+def hour_groups(schedules: list[Schedule], max_hours: int | None = None,
+                weights: list[float] | None = None
                 ) -> tuple[tuple[int, ...], ...] | tuple[None]:
     """Representative hours of a period, merged into at most ``max_hours`` groups.
 
@@ -195,8 +196,9 @@ def hour_groups(schedules: list[Schedule], max_hours: int | None = None
     more than ``max_hours`` of them, the two groups whose envelope (the largest value
     of every schedule over the group's hours) grows least are merged, until
     ``max_hours`` remain; a group's rows use its envelope, so they imply the rows of
-    every hour in it: the plan stays feasible in every hour and may only be a little
-    conservative (see docs/planner.md).
+    every hour in it: the plan stays feasible in every hour but is conservative (see
+    docs/planner.md). ``weights`` (one per schedule, e.g. its peak load in racks)
+    weigh how much raising a schedule's value costs.
 
     Returns
     -------
@@ -209,16 +211,18 @@ def hour_groups(schedules: list[Schedule], max_hours: int | None = None
     groups = [(h,) for h in hours]
     if not max_hours or len(groups) <= max_hours:
         return tuple(groups)
-    shaped = [s for s in schedules if s.values is not None]
-    vec = {h: np.array([s.frac(h) for s in shaped]) for h in hours}
+    shaped = [(s, w) for s, w in zip(schedules, weights or [1.0] * len(schedules),
+                                     strict=True) if s.values is not None]
+    wts = np.array([w for _, w in shaped])
+    vec = {h: np.array([s.frac(h) for s, _ in shaped]) for h in hours}
     env = [vec[h] for h in hours]
     while len(groups) > max_hours:
         best = None
         for i in range(len(groups)):
             for j in range(i + 1, len(groups)):
                 e = np.maximum(env[i], env[j])
-                cost = float(np.sum(e - env[i]) * len(groups[i]) + np.sum(e - env[j])
-                             * len(groups[j]))
+                cost = float(np.sum(wts * (e - env[i])) * len(groups[i])
+                             + np.sum(wts * (e - env[j])) * len(groups[j]))
                 if best is None or cost < best[0]:
                     best = (cost, i, j, e)
         _, i, j, e = best
