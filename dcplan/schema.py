@@ -984,6 +984,115 @@ class Generator(Entry):
     capex_usd: Pos
 
 
+#: Hours in a day of a demand profile.
+HOURS_PER_DAY = 24
+#: How far the (day-weighted) mean of a demand profile may be from 1 [-]; within it the
+#: values are rescaled to a mean of exactly 1 (rounded published shapes).
+PROFILE_MEAN_TOLERANCE = 0.005
+
+
+class ProfileDay(BaseModel):
+    """One representative day of a demand profile.
+
+    Attributes
+    ----------
+    name : str
+        E.g. ``weekday``, ``weekend``.
+    weight : float
+        How many days of the week (or any relative count) look like this one [-].
+    hours : list of float
+        24 values, hour 0 = 00:00-01:00 local time of the users, relative to the mean
+        demand (all days together average 1) [-].
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: str = "day"
+    weight: Pos = 1.0
+    hours: list[NonNeg]
+
+    @model_validator(mode="after")
+    def _24(self):
+        if len(self.hours) != HOURS_PER_DAY:
+            raise ValueError(f"a day needs {HOURS_PER_DAY} hourly values (hour 0 = 00:00-01:00), "
+                             f"got {len(self.hours)}")
+        return self
+
+
+def shape_problem(hours: list[float] | None, days: list[ProfileDay] | None) -> str | None:
+    """What is wrong with a daily shape given as ``hours`` or ``days`` (None if nothing).
+
+    A shape is 24 hourly values (``hours``) or a few representative days (``days``,
+    each with a weight); the values are relative to the mean demand, so they must
+    average 1 (within :data:`PROFILE_MEAN_TOLERANCE`) and some must be positive.
+    """
+    if (hours is None) == (days is None):
+        return "give exactly one of 'hours' (24 values) or 'days' (representative days)"
+    if hours is not None:
+        if len(hours) != HOURS_PER_DAY:
+            return (f"'hours' needs {HOURS_PER_DAY} values (hour 0 = 00:00-01:00 local time), "
+                    f"got {len(hours)}")
+        if any(h < 0 for h in hours):
+            return "hourly values must be >= 0"
+        days = [ProfileDay(hours=list(hours))]
+    total = sum(d.weight for d in days)
+    mean = sum(d.weight * sum(d.hours) for d in days) / (total * HOURS_PER_DAY)
+    if abs(mean - 1.0) > PROFILE_MEAN_TOLERANCE:
+        return (f"the hourly values average {mean:.4g}; they are relative to the mean demand "
+                f"and must average 1 (divide each by {mean:.4g})")
+    return None
+
+
+def normalised_shape(hours: list[float] | None, days: list[ProfileDay] | None
+                     ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A valid shape as (hourly values of all days one after the other, day weights).
+
+    Values are rescaled to a day-weighted mean of exactly 1; weights sum to 1.
+    """
+    days = [ProfileDay(hours=list(hours))] if hours is not None else list(days or [])
+    total = sum(d.weight for d in days)
+    weights = tuple(d.weight / total for d in days)
+    mean = sum(w * sum(d.hours) for w, d in zip(weights, days, strict=True)) / HOURS_PER_DAY
+    values = tuple(h / mean for d in days for h in d.hours)
+    return values, weights
+
+
+class DemandProfile(Entry):
+    """The daily shape of one kind of traffic (scenario ``demand.profiles`` name it).
+
+    Attributes
+    ----------
+    region : str, optional
+        Where the users are (e.g. ``kr``, ``us_east``); the hours are their local time.
+    timezone : str, optional
+        IANA time zone of the hours (e.g. ``Asia/Seoul``).
+    traffic : str, optional
+        What it describes (consumer chat, developer tools, batch submissions, ...).
+    hours : list of float, optional
+        24 values relative to the mean (average 1), hour 0 = 00:00-01:00.
+    days : list of ProfileDay, optional
+        Representative days (e.g. weekday with weight 5, weekend with weight 2) instead
+        of one ``hours`` list.
+    """
+
+    region: str | None = None
+    timezone: str | None = None
+    traffic: str | None = None
+    hours: list[NonNeg] | None = None
+    days: list[ProfileDay] | None = None
+
+    @model_validator(mode="after")
+    def _shape(self):
+        why = shape_problem(self.hours, self.days)
+        if why:
+            raise ValueError(why)
+        return self
+
+    def shape(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """(hourly values of every day, normalised to mean 1; day weights summing to 1)."""
+        return normalised_shape(self.hours, self.days)
+
+
 #: Catalog kinds: kind -> (file name in the catalog dir, entry schema).
 KINDS: dict[str, tuple[str, type[Entry]]] = {
     "accelerators": ("accelerators.yaml", Accelerator),
@@ -1002,10 +1111,12 @@ KINDS: dict[str, tuple[str, type[Entry]]] = {
     "software": ("software.yaml", Software),
     "ups": ("ups.yaml", Ups),
     "generators": ("generators.yaml", Generator),
+    "profiles": ("profiles.yaml", DemandProfile),
 }
 
 #: Kinds a catalog folder may leave out (an absent file is an empty catalog): reference
 #: data for token counting and build-vs-buy, and the power-redundancy equipment (the
 #: facility models say so when they are absent). Not needed to plan a fleet.
 OPTIONAL_KINDS: frozenset[str] = frozenset(
-    {"tokenizers", "api_prices", "staffing", "salaries", "software", "ups", "generators"})
+    {"tokenizers", "api_prices", "staffing", "salaries", "software", "ups", "generators",
+     "profiles"})

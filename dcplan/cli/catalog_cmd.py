@@ -56,6 +56,7 @@ LIST_COLUMNS = {
     "ups": ["id", "vendor", "module_kw", "no_load_loss_frac", "proportional_loss_frac",
             "square_loss_frac", "runtime_min", "capex_usd"],
     "generators": ["id", "vendor", "fuel", "rated_kw", "standby_kw", "capex_usd"],
+    "profiles": ["id", "region", "timezone", "traffic", "as_of"],
 }
 
 

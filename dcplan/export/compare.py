@@ -49,6 +49,25 @@ from dcplan.tableio import tidy_table
 
 _ID = re.compile(r"^[a-z0-9_]+$")
 
+#: Marking of a difference no larger than the two plans' solver gaps together.
+WITHIN_GAP = "within the solver gap: no significant difference"
+#: KPIs whose difference the solver gaps bound (the objective and its levelised form).
+GAP_BOUNDED_KPIS = ("npv_cost_usd", "usd_per_million_tokens")
+
+
+def within_gap(base: float | None, other: float | None, gap_base: float | None,
+               gap_other: float | None) -> bool | None:
+    """Whether ``other - base`` is no larger than what the two solver gaps allow.
+
+    A plan reported with relative gap g may cost up to g of its value more than its
+    optimum, so two plans' difference is significant only when it exceeds
+    ``g_base * |base| + g_other * |other|``. None when a value or a gap is unknown.
+    """
+    if base is None or other is None or gap_base is None or gap_other is None:
+        return None
+    return abs(other - base) <= gap_base * abs(base) + gap_other * abs(other) + 1e-9
+
+
 #: KPIs shown side by side (in this order; others follow).
 KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
              "peak_facility_mw", "pue_annual", "tokens_per_kwh", "goodput_per_watt",
@@ -68,7 +87,11 @@ class Comparison:
     results : list of PlanResult
     kpis : DataFrame
         kpi, unit, one column per scenario, then ``delta vs <baseline>: <name>`` for
-        every other scenario (scenario - baseline, in the KPI's unit).
+        every other scenario (scenario - baseline, in the KPI's unit), then
+        ``significance vs <baseline>: <name>``: for the NPV and the levelised cost,
+        :data:`WITHIN_GAP` when the difference is no larger than the two plans' solver
+        gaps allow (see :func:`within_gap`), else ``significant`` ('' where a gap is
+        unknown or the KPI is not bounded by it).
     status : DataFrame
         scenario, status (solver status value), gap [-], solver, unserved, outcome
         (honest wording, see :func:`dcplan.planner.solver.status_text`), message.
@@ -183,6 +206,8 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
     base = names[b]
 
     # KPIs side by side
+    gaps = {n: (None if r.gap is None or r.gap != r.gap else float(r.gap))
+            for r, n in zip(results, names, strict=True)}
     kpi_units: dict[str, str] = {}
     values: dict[str, dict[str, float | None]] = {}
     for r, n in zip(results, names, strict=True):
@@ -204,6 +229,13 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
                 continue
             a, c = values[base].get(k), values[n].get(k)
             row[f"delta vs {base}: {n}"] = c - a if a is not None and c is not None else None
+        for n in names:
+            if n == base:
+                continue
+            same = within_gap(values[base].get(k), values[n].get(k), gaps[base], gaps[n]) \
+                if k in GAP_BOUNDED_KPIS else None
+            row[f"significance vs {base}: {n}"] = WITHIN_GAP if same else (
+                "" if same is None else "significant")
         rows.append(row)
     kpis = pd.DataFrame(rows)
     kpis.attrs["units"] = {c: "see unit column" for c in kpis.columns if c not in ("kpi", "unit")}
@@ -334,8 +366,10 @@ def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
             d = rec[cmp.delta_col(n)]
             base = rec[cmp.baseline]
             pct = f" ({d / base:+.1%})" if d is not None and base not in (None, 0) else ""
+            note = f" [{WITHIN_GAP}]" if rec.get(f"significance vs {cmp.baseline}: {n}") \
+                == WITHIN_GAP else ""
             row[f"delta {n}"] = ("-" if d is None else
-                                 ("+" if d > 0 else "") + _fmt(d, k) + pct)
+                                 ("+" if d > 0 else "") + _fmt(d, k) + pct + note)
         rows.append(row)
     out.append(format_table(rows, width=width))
     out += ["", "Binding limits:"]

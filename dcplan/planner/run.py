@@ -21,9 +21,12 @@ from dcplan.planner.results import (
     costs_table,
     demand_table,
     fleet_table,
+    grid_table,
+    hours_table,
     kpi_table,
     network_table,
     power_table,
+    schedules_table,
     unserved_table,
 )
 from dcplan.planner.solver import SolveProgress, SolveStatus, solve
@@ -50,7 +53,8 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
             "power": power, "cooling": cooling_table(d, sol, power),
             "network": network_table(d, sol), "costs": costs,
             "kpis": kpi_table(d, fleet, power, demand, costs),
-            "unserved": unserved_table(d, sol)}
+            "unserved": unserved_table(d, sol), "grid": grid_table(d, sol, power),
+            "hours": hours_table(d, sol), "schedules": schedules_table(d, sol)}
 
 
 def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
