@@ -48,7 +48,7 @@ FEATURE_OFF = {
     "grid connections as decisions (grid_mw simply available)": {"grid_requests": False},
 }
 #: Scenarios that are expected to leave demand unserved (the elastic plan is reported).
-EXPECT_UNSERVED = ("seoul_only",)
+EXPECT_UNSERVED = ("seoul_only", "carbon_cap")
 
 
 def _f(x) -> float | None:

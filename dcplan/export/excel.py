@@ -952,6 +952,15 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
         ws.column_dimensions[col].width = w
     for r in range(FIRST_DATA_ROW, placed["assumptions"].last + 1):
         ws.cell(r, 11).alignment = WRAP
+        value = ws.cell(r, 6)
+        if isinstance(value.value, str) and len(value.value) > ASSUMPTION_WIDTHS["F"]:
+            value.alignment = WRAP     # lists of values (e.g. monthly climate) print whole
+        for c in range(1, len(ASSUMPTION_WIDTHS) + 1):
+            cell = ws.cell(r, c)       # a tall row reads from its top line
+            if cell.alignment.vertical != "top":
+                cell.alignment = Alignment(wrap_text=cell.alignment.wrap_text,
+                                           horizontal=cell.alignment.horizontal,
+                                           vertical="top")
     ws = sheets["Sources"]
     placed["sources"] = write_table(
         ws, srcs, title=f"Sources of the input figures used by {result.name}",

@@ -67,8 +67,18 @@ def field_unit(field: str, currency: str = "USD") -> str:
     return "-"
 
 
+#: A list of at least this many records with the same scalar fields is listed as one
+#: row per field (the values in order) instead of one row per record and field.
+TABLE_AS_ROWS_MIN = 4
+
+
 def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
-    """Flatten ``{a: {b: 1}}`` to ``[("a.b", 1)]``; list items become ``a[1]``, ``a[2]``."""
+    """Flatten ``{a: {b: 1}}`` to ``[("a.b", 1)]``.
+
+    List items become ``a[1]``, ``a[2]``, except tables (:data:`TABLE_AS_ROWS_MIN`):
+    ``[{m: 1, t: 5}, {m: 2, t: 6}, ...]`` gives
+    ``[("a.m", "1, 2, ..."), ("a.t", "5, 6, ...")]``.
+    """
     if hasattr(value, "model_dump"):
         value = value.model_dump()
     if isinstance(value, dict):
@@ -83,6 +93,14 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
                for v in value):
             return [(prefix, ", ".join(str(getattr(v, "value", v)) for v in value))] \
                 if value else []
+        recs = [v.model_dump() if hasattr(v, "model_dump") else v for v in value]
+        if len(recs) >= TABLE_AS_ROWS_MIN and all(
+                isinstance(r, dict) and r.keys() == recs[0].keys()
+                and not any(isinstance(x, dict | list | tuple) for x in r.values())
+                for r in recs):
+            # a table (e.g. twelve months of climate): one row per column, values in order
+            return [(f"{prefix}.{k}", ", ".join(str(getattr(r[k], "value", r[k])) for r in recs))
+                    for k in recs[0]]
         out = []
         for i, v in enumerate(value, start=1):
             out += _flatten(f"{prefix}[{i}]", v)
