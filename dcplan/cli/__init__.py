@@ -63,6 +63,7 @@ from dcplan.cli import (  # noqa: E402
     perf_cmd,  # noqa: F401
     perf_import_cmd,  # noqa: F401
     plan_cmd,  # noqa: F401
+    sweep_cmd,  # noqa: F401
     tokens_cmd,  # noqa: F401
 )
 
