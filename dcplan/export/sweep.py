@@ -146,6 +146,9 @@ def sensitivity_rows(summary: SweepSummary) -> tuple[str, list[dict[str, str]]]:
                 return 0.0
 
         rows.sort(key=order)
+    else:
+        rows.sort(key=lambda r: -abs(float(r["rank correlation"]))
+                  if r["rank correlation"] != "-" else 0.0)
     unit = "million USD" if money else kpi_unit(out)
     what = {"morris": f"Morris elementary effects of {kpi_label(out)} [{unit} per full "
                       "range of the parameter]",
@@ -334,7 +337,13 @@ def plot_racks_fan(fig: Any, summary: SweepSummary) -> None:
         ax.set_title(_txt(rack), fontsize="medium")
         ax.set_xticks(x, periods, rotation=45 if len(periods) > 6 else 0)
         ax.set_xlabel("Period")
-        ax.set_ylim(bottom=0)
+        top = np.nanmax([sub[lv[4]].max(), max(b, default=0.0)])
+        ax.set_ylim(0, max(1.0, top * 1.08))
+        if not top > 0:
+            share = summary.purchase.loc[rack].max() if rack in summary.purchase.index else 0
+            ax.text(0.5, 0.5, f"in service in fewer than 10 % of samples\n(bought by the end "
+                              f"in {share:.0%})", ha="center", va="center",
+                    transform=ax.transAxes, fontsize="small", color="#5b6775")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Racks in service [racks]")
     _legend_right(axes[-1])
@@ -488,10 +497,14 @@ def build_sweep_workbook(obj: Any) -> Any:
     from openpyxl import Workbook
 
     from dcplan.export.excel import (
+        HEADER_FILL,
+        HEADER_FONT,
         NOTE_FONT,
         SECTION_FONT,
         TITLE_FONT,
+        WRAP,
         autosize,
+        fit_wrapped_rows,
         long_text,
         put,
         write_table,
@@ -515,7 +528,9 @@ def build_sweep_workbook(obj: Any) -> Any:
     r += 1
     heads = ["Figure", "Base case", "P10", "P50", "P90", "Mean", "Min", "Max", "Samples"]
     for j, h in enumerate(heads, start=1):
-        put(ws, r, j, h, font=SECTION_FONT)
+        cell = put(ws, r, j, h, font=HEADER_FONT)
+        cell.fill = HEADER_FILL
+        cell.alignment = WRAP
     for df in (s.kpis, s.extra):
         for k in df.itertuples():
             r += 1
@@ -527,16 +542,21 @@ def build_sweep_workbook(obj: Any) -> Any:
             put(ws, r, 9, int(k.n), "#,##0")
     r += 2
     put(ws, r, 1, "Method", font=SECTION_FONT)
-    put(ws, r, 2, f"{m.get('method')} (seed {m.get('seed')}), {data.size:,} samples, "
-                  f"base scenario {m.get('base_scenario')}")
-    autosize(ws, max_width=60)
+    long_text(ws, r + 1, 1, 9, f"{m.get('method')} design (seed {m.get('seed')}) of "
+                               f"{data.size:,} samples on the base scenario "
+                               f"{m.get('base_scenario')}; see the Parameters sheet.")
     ws.column_dimensions["A"].width = 58
+    for col in "BCDEFGH":
+        ws.column_dimensions[col].width = 17
+    ws.column_dimensions["I"].width = 10
+    fit_wrapped_rows(ws)
     setup_page(ws, f"dcplan sweep: {m.get('name')}")
 
     def sheet(title: str, df: pd.DataFrame, heading: str, note: str, id_cols: int = 1) -> None:
         w = wb.create_sheet(title)
         write_table(w, df, title=heading, description=note, id_cols=id_cols)
         autosize(w)
+        fit_wrapped_rows(w)
         setup_page(w, f"dcplan sweep: {m.get('name')}", repeat_rows="3:3")
 
     if len(s.purchase):

@@ -25,9 +25,16 @@ from __future__ import annotations
 from dcplan.sweep.apply import sample_case
 from dcplan.sweep.design import Design, make_design
 from dcplan.sweep.results import SweepData, SweepSummary, load_sweep, summarize
-from dcplan.sweep.run import SweepOutcome, SweepPlan, prepare_sweep, read_manifest, run_sweep
+from dcplan.sweep.run import (
+    SweepOutcome,
+    SweepPlan,
+    is_sweep_folder,
+    prepare_sweep,
+    read_manifest,
+    run_sweep,
+)
 from dcplan.sweep.spec import SweepSpec, load_sweep_spec
 
 __all__ = ["Design", "SweepData", "SweepOutcome", "SweepPlan", "SweepSpec", "SweepSummary",
-           "load_sweep", "load_sweep_spec", "make_design", "prepare_sweep", "read_manifest",
-           "run_sweep", "sample_case", "summarize"]
+           "is_sweep_folder", "load_sweep", "load_sweep_spec", "make_design", "prepare_sweep",
+           "read_manifest", "run_sweep", "sample_case", "summarize"]

@@ -292,6 +292,25 @@ def purchase_table(data: SweepData) -> pd.DataFrame:
     return wide.reindex(columns=periods)
 
 
+def param_values(data: SweepData, name: str, frame: pd.DataFrame) -> np.ndarray:
+    """A parameter's values in ``frame`` as numbers; text choices by their order in the file.
+
+    A choice of dates or ids (``first_available: 2026-07 / 2027-01``) is ordinal: its
+    values count 0, 1, ... in the order the sweep file lists them.
+    """
+    if name not in frame:
+        return np.full(len(frame), np.nan)
+    col = frame[name]
+    num = pd.to_numeric(col, errors="coerce")
+    if num.notna().sum() == col.notna().sum():
+        return num.to_numpy(dtype=float)
+    p = next((q for q in data.spec.parameters if q.name == name), None)
+    order = list((p.values if p is not None and p.values else None)
+                 or (p.grid if p is not None and p.grid else None) or sorted(col.dropna()))
+    rank = {str(v): float(i) for i, v in enumerate(order)}
+    return np.array([rank.get(str(v), np.nan) for v in col], dtype=float)
+
+
 def _y(data: SweepData, output: str, frame: pd.DataFrame) -> np.ndarray:
     return pd.to_numeric(frame[output], errors="coerce").to_numpy(dtype=float) \
         if output in frame else np.full(len(frame), np.nan)
@@ -362,8 +381,7 @@ def sensitivity_table(data: SweepData) -> pd.DataFrame:
                                          "conf": float(res[f"{idx}_conf"][i]), "blocks": n})
         y = _y(data, out, solved)
         for nm in names:
-            x = pd.to_numeric(solved[nm], errors="coerce").to_numpy(dtype=float) \
-                if nm in solved else np.full(len(solved), np.nan)
+            x = param_values(data, nm, solved)
             ok = np.isfinite(x) & np.isfinite(y)
             rho = math.nan
             if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
@@ -399,18 +417,19 @@ def tornado_table(data: SweepData, output: str | None = None) -> pd.DataFrame:
     for nm in data.names:
         if nm not in solved:
             continue
-        x = pd.to_numeric(solved[nm], errors="coerce")
-        ok = np.isfinite(x.to_numpy(dtype=float)) & np.isfinite(y)
+        x = param_values(data, nm, solved)
+        ok = np.isfinite(x) & np.isfinite(y)
         if ok.sum() < 2:
             continue
-        xv, yv = x.to_numpy(dtype=float)[ok], y[ok]
+        xv, yv = x[ok], y[ok]
+        raw = solved[nm].to_numpy()[ok]
         wv = w[ok] if w is not None else None
         distinct = np.unique(xv)
         if len(distinct) < 2:
             continue
         if len(distinct) <= 5:
             lo_m, hi_m = xv == distinct[0], xv == distinct[-1]
-            lo_t, hi_t = _fmt(distinct[0]), _fmt(distinct[-1])
+            lo_t, hi_t = (_fmt(raw[lo_m][0]), _fmt(raw[hi_m][0]))
         else:
             qlo, qhi = np.quantile(xv, [TORNADO_TAIL, 1 - TORNADO_TAIL])
             lo_m, hi_m = xv <= qlo, xv >= qhi
@@ -426,8 +445,11 @@ def tornado_table(data: SweepData, output: str | None = None) -> pd.DataFrame:
         drop=True)
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.4g}"
+def _fmt(x: Any) -> str:
+    try:
+        return f"{float(x):.4g}"
+    except (TypeError, ValueError):
+        return str(x)
 
 
 @dataclass
@@ -507,13 +529,15 @@ class SweepSummary:
         s = self.sensitivity
         out_name = self.data.outputs[0]
         titles = self.data.titles
-        for method, idx, fmt in (("sobol", "ST", "total Sobol index {:.2f}"),
-                                 ("morris", "mu_star", "Morris mu* {:,.0f}")):
+        money = out_name.endswith("_usd")
+        mu = "Morris mu* {:,.0f} million USD" if money else "Morris mu* {:.4g}"
+        for method, idx, fmt, scale in (("sobol", "ST", "total Sobol index {:.2f}", 1.0),
+                                        ("morris", "mu_star", mu, 1e6 if money else 1.0)):
             sub = s[(s.output == out_name) & (s.method == method) & (s["index"] == idx)]
             if len(sub):
                 sub = sub.sort_values("value", ascending=False).head(n)
-                return [f"{titles.get(r.parameter, r.parameter)} ({fmt.format(r.value)})"
-                        for r in sub.itertuples()]
+                return [f"{titles.get(r.parameter, r.parameter)} "
+                        f"({fmt.format(r.value / scale)})" for r in sub.itertuples()]
         t = self.tornado
         if len(t):
             return [f"{r.title} (swing {r.swing / 1e6:+,.0f} million)" if out_name.endswith(

@@ -242,6 +242,17 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
+def is_sweep_folder(folder: Path | str) -> bool:
+    """Whether ``folder`` holds a sweep (a ``manifest.json`` of ``dcplan sweep``)."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        return False
+    try:
+        return json.loads(path.read_text()).get("kind") == RESULT_KIND
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The manifest of a sweep folder.
 
@@ -593,5 +604,6 @@ def _base_row(plan: SweepPlan, options: dict[str, Any]
 
 
 __all__ = ["DESIGN_FILE", "FLEET_FILE", "MANIFEST", "SAMPLES_FILE", "SweepOutcome",
-           "SweepPlan", "plan_sample", "prepare_sweep", "read_manifest", "read_samples_csv",
+           "SweepPlan", "is_sweep_folder", "plan_sample", "prepare_sweep", "read_manifest",
+           "read_samples_csv",
            "run_sweep", "runs_for"]

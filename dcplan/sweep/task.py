@@ -83,6 +83,13 @@ def result_row(result: Any, outputs: list[str]) -> tuple[dict[str, Any], list[di
         except KeyError:
             row[name] = None
     row["objective_usd"] = result.objective_usd
+    scn = result.case.scenario if result.case is not None else None
+    # a site that hosts nothing and a rack type never bought are zeros, not gaps
+    for site in (scn.sites if scn is not None else []):
+        row[f"peak_mw.{site}"] = 0.0
+    for rack in ((scn.racks or list(result.case.catalog.entries.get("racks", {})))
+                 if scn is not None else []):
+        row[f"racks_bought.{rack}"] = 0.0
     power = result.tables.get("power")
     if power is not None and len(power):
         for site, kw in power.groupby("site").facility_kw_peak.max().items():
