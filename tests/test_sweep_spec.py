@@ -283,3 +283,13 @@ def test_moved_grid_keeps_the_order_of_the_steps():
             moved_grid(steps, 2028, bad)
     with pytest.raises(ValueError, match="no grid step in 2029"):
         moved_grid(steps, 2029, 1)
+
+
+def test_the_baseline_sweeps_give_a_parameter_the_same_range_everywhere():
+    specs = [load_sweep_spec(p) for p in SHIPPED if p.name.startswith("baseline_")]
+    assert len(specs) == 3
+    seen: dict[str, dict] = {}
+    for spec in specs:
+        for p in spec.parameters:
+            dump = p.model_dump()
+            assert seen.setdefault(p.name, dump) == dump, (spec.name, p.name)

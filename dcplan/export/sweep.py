@@ -157,6 +157,15 @@ def sensitivity_rows(summary: SweepSummary) -> tuple[str, list[dict[str, str]]]:
     return what, rows
 
 
+def _caveat(manifest: dict) -> str:
+    """The tornado's caveat for designs that are not a probability sample of one point each."""
+    method = manifest.get("method")
+    if method in ("morris", "sobol"):
+        return (f" (from a {method} design the groups are small and move together: read the "
+                "indices above first)")
+    return ""
+
+
 def sweep_summary_text(obj: Any) -> str:
     """Readable summary of a sweep folder (or of its :class:`SweepSummary`).
 
@@ -197,7 +206,7 @@ def sweep_summary_text(obj: Any) -> str:
         money = _is_money(first)
         unit = "million USD" if money else kpi_unit(first)
         out.append(f"Tornado: mean {kpi_label(first)} [{unit}] with the parameter in its "
-                   f"lowest / highest {TORNADO_TAIL:.0%} of samples:")
+                   f"lowest / highest {TORNADO_TAIL:.0%} of samples{_caveat(m)}:")
         scale = 1e6 if money else 1.0
         out.append(format_table([{
             "parameter": r.title, "low": r.low, "mean at low": f"{r.low_mean / scale:,.1f}",
@@ -672,7 +681,7 @@ def build_sweep_html(obj: Any, pngs: dict[str, bytes] | None = None) -> str:
                                 what))
         body.append(figure_html(figs.pop("tornado.png"), "Tornado",
                                 "Mean NPV with each parameter in its lowest and highest "
-                                f"{TORNADO_TAIL:.0%} of samples."))
+                                f"{TORNADO_TAIL:.0%} of samples{_caveat(m)}."))
         body.append("<h2>What to buy, and when</h2>")
         if len(s.purchase):
             rows = [{"rack type": r, **{str(p): f"{v:.0%}" for p, v in row.items()}}

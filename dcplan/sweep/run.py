@@ -37,6 +37,7 @@ import logging
 import math
 import os
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -193,6 +194,9 @@ class SweepOutcome:
         Wall time of this run [s].
     cpu_s : float
         CPU time the workers spent on this run's samples [s].
+    startup_s : float
+        Wall time before the first sample could start: the base plan, the cluster and
+        sending the case [s].
     facility_tables : dict
         Facility tables computed and reused (memory and disk) by the samples.
     cluster : str
@@ -210,6 +214,7 @@ class SweepOutcome:
     facility_tables: dict[str, int] = field(default_factory=dict)
     cluster: str = ""
     cpu_s: float = 0.0
+    startup_s: float = 0.0
 
 
 # --- the folder ------------------------------------------------------------------------
@@ -414,14 +419,15 @@ def _connect(workers: int | None, scheduler: str | None) -> tuple[Any, Any, str]
         return client, None, scheduler
     n = workers or os.cpu_count() or 1
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+                           dashboard_address=None, silence_logs=logging.CRITICAL)
     return Client(cluster), cluster, f"local, {n} worker{'s' * (n != 1)}"
 
 
 def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None,
               scheduler: str | None = None, resume: bool = False,
               progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-              on_start: Callable[[int, int, str], None] | None = None) -> SweepOutcome:
+              on_start: Callable[[int, int, str], None] | None = None,
+              reuse_tables: bool = True) -> SweepOutcome:
     """Solve every sample of ``plan`` on a Dask cluster, writing rows as they arrive.
 
     Parameters
@@ -443,6 +449,9 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
         ``progress(done, total, row)`` after each sample.
     on_start : callable, optional
         ``on_start(to_do, total, cluster)`` once the cluster is up.
+    reuse_tables : bool
+        Reuse facility tables across samples (:mod:`dcplan.sweep.memo`); False makes
+        every sample compute its own (to measure what the reuse saves).
 
     Returns
     -------
@@ -466,7 +475,8 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
     done_ids = set(int(i) for i in done.sample_id)
     memo_dir = folder / TABLES_DIR
     options = {"outputs": plan.outputs, "time_limit_s": plan.spec.solver.time_limit_s,
-               "gap": plan.spec.solver.gap, "memo_dir": str(memo_dir.resolve())}
+               "gap": plan.spec.solver.gap, "memo_dir": str(memo_dir.resolve()),
+               "memo": reuse_tables}
 
     base_row = None
     if 0 not in done_ids:
@@ -493,6 +503,7 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
     cluster_text = ""
     count = skipped
     cpu = 0.0
+    startup = 0.0
     try:
         if base_row is not None:
             writer.write(*base_row)
@@ -504,7 +515,9 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
                     on_start(len(todo), design.size, cluster_text)
                 case_f = client.scatter(plan.case, broadcast=True, hash=False)
                 spec_f = client.scatter(plan.spec, broadcast=True, hash=False)
-                tag = design.digest()[:8]
+                startup = time.perf_counter() - t0
+                # one key per run: two sweeps on one shared cluster never share a task
+                tag = uuid.uuid4().hex[:12]
                 meta = {}
                 futures = []
                 for sid, values, w, b in todo:
@@ -556,7 +569,7 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
         runs = list(manifest.get("runs", []))
         runs.append({"started": manifest["updated"], "finished": _now(),
                      "elapsed_s": round(elapsed, 3), "solved": count - skipped,
-                     "cpu_s": round(cpu, 3),
+                     "cpu_s": round(cpu, 3), "startup_s": round(startup, 3),
                      "cluster": cluster_text, "workers": dict(workers_seen),
                      "facility_tables": dict(tables), "interrupted": interrupted})
         manifest.update(state="complete" if complete else ("interrupted" if interrupted
@@ -564,7 +577,7 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
                         updated=_now(), done=n_done, runs=runs)
         write_text_atomic(folder / MANIFEST, json.dumps(manifest, indent=2, default=str))
     return SweepOutcome(folder, design.size, n_done, skipped, statuses, sorted(workers_seen),
-                        interrupted, elapsed, dict(tables), cluster_text, cpu)
+                        interrupted, elapsed, dict(tables), cluster_text, cpu, startup)
 
 
 def _base_row(plan: SweepPlan, options: dict[str, Any]

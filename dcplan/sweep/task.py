@@ -118,7 +118,7 @@ def plan_sample(case: Any, spec: Any, values: Mapping[str, Any], options: Mappin
         Parameter name -> value.
     options : mapping
         ``outputs`` (KPI names), ``time_limit_s``, ``gap``, ``memo_dir`` (folder of
-        shared facility tables or None).
+        shared facility tables or None), ``memo`` (False: compute every facility table).
 
     Returns
     -------
@@ -132,7 +132,8 @@ def plan_sample(case: Any, spec: Any, values: Mapping[str, Any], options: Mappin
     from dcplan.sweep.apply import sample_case
 
     t0, c0 = time.perf_counter(), time.process_time()
-    memo = worker_memo(options.get("memo_dir"))
+    memo = worker_memo(options.get("memo_dir")) if options.get("memo", True) \
+        else FacilityMemo(max_entries=0)
     before = memo.stats()
     token = FACILITY_MEMO.set(memo)
     fleet: list[dict[str, Any]] = []
