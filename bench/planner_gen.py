@@ -6,10 +6,12 @@ that solver behaviour at scale is representative.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 
 from dcplan.planner.inputs import (
+    GridData,
     PerfData,
     PlanInputs,
     RackData,
@@ -20,9 +22,81 @@ from dcplan.planner.inputs import (
 from dcplan.scenario import Period
 
 
+def _profile_shapes() -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
+    """(hourly values, day weights) of the shipped profiles (catalogs/profiles.yaml)."""
+    from dcplan.catalog import load_catalog
+
+    cat = load_catalog()
+    return [cat.get("profiles", k).shape() for k in ("kr_consumer_chat", "kr_developer_workday",
+                                                      "kr_enterprise_workday",
+                                                      "kr_batch_submissions")]
+
+
+def with_features(d: PlanInputs, seed: int = 0, max_hours: int | None = None) -> PlanInputs:
+    """``d`` with every planning feature switched on (benchmark ``--features``).
+
+    Daily profiles (the shipped Korean shapes, weekday and weekend) on every workload,
+    the last workload flexible (deadline 24 h); target utilisation 0.8-0.9 and
+    availability 0.97; N+1 spare racks at every tenth site; rack prices falling 10 %/yr,
+    tariffs rising 2 %/yr, a carbon price and a (loose) carbon cap; software speedup
+    10 %/yr; grid connections as decisions at every site (the first grid step
+    committed, the rest requested with a 2-4-year lead time and a 10 MW assessment
+    threshold adding 6 months); building cost in three parts.
+    """
+    rng = random.Random(seed + 1)
+    shapes = _profile_shapes()
+    n = len(d.periods)
+    workloads = {}
+    names = list(d.workloads)
+    for j, (w, wd) in enumerate(d.workloads.items()):
+        values, weights = shapes[j % len(shapes)]
+        workloads[w] = dataclasses.replace(
+            wd, profile=values, peak_factor=max(values), flexible=(w == names[-1]),
+            target_utilisation=rng.uniform(0.8, 0.9),
+            speedup=tuple(1.1 ** p.offset_years for p in d.periods))
+    racks = {r: dataclasses.replace(rk, availability=0.97,
+                                    capex_path=tuple(rk.capex_usd * 0.9 ** p.offset_years
+                                                     for p in d.periods))
+             for r, rk in d.racks.items()}
+    sites = {}
+    step = d.periods[0].years
+    for s, sd in d.sites.items():
+        lead = rng.choice([2, 3, 4])
+        q_lead = int(round(lead / step))
+        q_extra = int(round(0.5 / step))
+        conn = GridData(committed_kw=tuple(sd.grid_kw[0] for _ in range(n)),
+                        arrival=tuple(min(q + q_lead, n) for q in range(n)),
+                        arrival_assessed=tuple(min(q + q_lead + q_extra, n) for q in range(n)),
+                        cost_usd_per_kw=300.0, threshold_kw=10_000.0,
+                        lead_time_months=12 * lead, assessment_months=6)
+        sites[s] = dataclasses.replace(
+            sd, connection=conn,
+            build_parts_usd_per_kw=(("shell", 0.375 * sd.build_capex_usd_per_kw),
+                                    ("electrical", 0.45 * sd.build_capex_usd_per_kw),
+                                    ("mechanical", 0.117 * sd.build_capex_usd_per_kw)),
+            energy_path=tuple(sd.energy_usd_per_kwh * 1.02 ** p.offset_years
+                              for p in d.periods))
+    spares = {(r, s): 1 for i, s in enumerate(d.sites) if i % 10 == 0 for r in d.racks}
+    peak_kg = sum(sd.grid_kw[-1] * sd.carbon_kg_per_kwh for sd in d.sites.values())
+    return dataclasses.replace(
+        d, workloads=workloads, racks=racks, sites=sites, spare_racks=spares,
+        day_names=("weekday", "weekend"), day_weights=shapes[0][1],
+        carbon_usd_per_kg=tuple(0.007 * 1.15 ** p.offset_years for p in d.periods),
+        carbon_cap_kg=tuple(peak_kg * 8760 * p.years * 0.8 for p in d.periods),
+        max_hours=max_hours, name="generated_features")
+
+
 def generate(n_sites: int, n_periods: int, n_racks: int, n_workloads: int, quarterly: bool,
-             seed: int = 0) -> PlanInputs:
-    """A random but well-posed instance with growing demand."""
+             seed: int = 0, features: bool = False, max_hours: int | None = None
+             ) -> PlanInputs:
+    """A random but well-posed instance with growing demand (``features``: see
+    :func:`with_features`)."""
+    d = _generate(n_sites, n_periods, n_racks, n_workloads, quarterly, seed)
+    return with_features(d, seed, max_hours) if features else d
+
+
+def _generate(n_sites: int, n_periods: int, n_racks: int, n_workloads: int, quarterly: bool,
+              seed: int = 0) -> PlanInputs:
     rng = random.Random(seed)
     step = 0.25 if quarterly else 1.0
     periods = []

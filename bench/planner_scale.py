@@ -1,7 +1,7 @@
 """Planner scale benchmark: model size, build time and solve time to 0.5 % gap.
 
 Usage: python bench/planner_scale.py [--quick] [--time-limit S] [--no-cbc] [--no-start]
-                                    [--max-sites N]
+                                    [--max-sites N] [--features] [--max-hours N]
 
 Prints one row per (instance, solver). Instances are generated (see planner_gen.py),
 from 2 sites x 8 years x 4 rack types x 2 workloads up to 50 sites x 40 quarters x 12
@@ -44,13 +44,22 @@ def main() -> None:
     ap.add_argument("--max-sites", type=int, default=None, help="skip larger instances")
     ap.add_argument("--cbc-max-sites", type=int, default=10,
                     help="skip CBC above this many sites (it is much slower)")
+    ap.add_argument("--features", action="store_true",
+                    help="every planning feature on (profiles, flexible work, headroom, "
+                         "spares, paths, carbon, grid connections; see planner_gen)")
+    ap.add_argument("--max-hours", type=int, default=None,
+                    help="merge the representative hours into at most N groups")
+    ap.add_argument("--min-sites", type=int, default=None, help="skip smaller instances")
     args = ap.parse_args()
     rows = []
     sizes = SIZES[:2] if args.quick else SIZES
     for n_s, n_p, n_r, n_w, quarterly in sizes:
         if args.max_sites is not None and n_s > args.max_sites:
             continue
-        d = generate(n_s, n_p, n_r, n_w, quarterly)
+        if args.min_sites is not None and n_s < args.min_sites:
+            continue
+        d = generate(n_s, n_p, n_r, n_w, quarterly, features=args.features,
+                     max_hours=args.max_hours)
         solvers = ["highs"] + ([] if args.no_cbc or n_s > args.cbc_max_sites else ["cbc"])
         for solver in solvers:
             t0 = time.perf_counter()
@@ -64,6 +73,7 @@ def main() -> None:
             rows.append({
                 "sites x periods x racks x wl": f"{n_s}x{n_p}{'q' if quarterly else 'y'}"
                                                 f"x{n_r}x{n_w}",
+                "hours": max(len(d.rep_hours(p)) for p in range(len(d.periods))),
                 "solver": solver, "vars": size["variables"], "ints": size["integers"],
                 "cons": size["constraints"], "nonzeros": size["nonzeros"],
                 "build_s": round(build, 2), "solve_s": round(info.runtime_s, 2),

@@ -57,8 +57,10 @@ class Case:
     perf_defaults : PerfDefaults
         The performance model's parameters (``perf_defaults.yaml`` next to the
         catalogs).
-    calibration : Calibration or None
-        A performance-model calibration, if one was given.
+    calibration : Calibration or "none"
+        The performance-model calibration the plan uses: the one given, else the
+        default next to the catalogs (``perf_calibration.yaml``, fitted on the shipped
+        measurements); ``"none"`` for the a-priori defaults.
     path : Path or None
         The scenario file (None for a scenario built in Python).
     files : tuple of str
@@ -217,8 +219,9 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
         Data folders (command line ``--catalog-dir``/``--sites-dir``). Default: the
         scenario's own ``catalog_dir``/``sites_dir``, else ``$DCPLAN_CATALOG_DIR`` /
         ``$DCPLAN_SITES_DIR``, else the shipped data.
-    calibration : path or Calibration, optional
-        Performance-model calibration (``dcplan perf calibrate``).
+    calibration : path, Calibration or "none", optional
+        Performance-model calibration (``dcplan perf calibrate``); default: the
+        ``perf_calibration.yaml`` next to the catalogs; ``"none"``: no calibration.
 
     Returns
     -------
@@ -230,7 +233,14 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
         With every problem of every file: scenario (schema, references, overrides),
         catalogs, performance defaults, sites and calibration.
     """
-    from dcplan.perf.params import defaults_path, load_calibration, load_perf_defaults
+    from dcplan.perf.params import (
+        NO_CALIBRATION,
+        default_calibration,
+        default_calibration_path,
+        defaults_path,
+        load_calibration,
+        load_perf_defaults,
+    )
 
     problems: list[Problem] = []
     files: list[str] = []
@@ -273,17 +283,26 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
                         if p.suffix in (".yaml", ".yml") and p.is_file())
     except InputError as exc:
         problems += exc.problems
-    cal = None
-    if calibration is not None:
-        if isinstance(calibration, str | Path):
-            try:
-                known = catalog.entries.get("accelerators", {}) if catalog else None
-                cal = load_calibration(calibration, known_accelerators=known)
-                files.append(str(Path(calibration).resolve()))
-            except InputError as exc:
-                problems += exc.problems
-        else:
-            cal = calibration
+    cal: Any = NO_CALIBRATION
+    if calibration is not None and str(calibration) == NO_CALIBRATION:
+        cal = NO_CALIBRATION
+    elif isinstance(calibration, str | Path):
+        try:
+            known = catalog.entries.get("accelerators", {}) if catalog else None
+            cal = load_calibration(calibration, known_accelerators=known)
+            files.append(str(Path(calibration).resolve()))
+        except InputError as exc:
+            problems += exc.problems
+    elif calibration is not None:
+        cal = calibration
+    elif catalog is not None:
+        try:
+            cal = default_calibration(catalog) or NO_CALIBRATION
+            path_ = default_calibration_path(catalog)
+            if path_ is not None:
+                files.append(str(Path(path_).resolve()))
+        except InputError as exc:
+            problems += exc.problems
 
     scn: Scenario | None = scn_given
     if scn is None:

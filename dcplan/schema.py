@@ -147,6 +147,11 @@ class Accelerator(Entry):
         Compute dies per package (Rubin Ultra: 4).
     first_available : str
         First volume availability, ``YYYY-MM[-DD]``.
+    scaleup_domain : int, optional
+        Accelerators in one scale-up domain of the platform this part ships in (8 for
+        an 8-GPU baseboard, 72 for an NVL72 part). Used for measurement rows, which
+        name an accelerator and not a rack; a rack's own ``scaleup_domain`` governs
+        planning. None: the largest domain of the catalog's racks with this part.
     """
 
     vendor: str
@@ -160,6 +165,7 @@ class Accelerator(Entry):
     scaleup_gb_per_s: Pos
     dies_per_package: PosInt = 1
     first_available: IsoDate
+    scaleup_domain: PosInt | None = None
 
     @model_validator(mode="after")
     def _idle_below_max(self):
@@ -307,6 +313,13 @@ class LLM(Entry):
     tokenizer : str, optional
         Id of the model's tokenizer in ``tokenizers.yaml``; ``null`` when no installable
         package ships its vocabulary (say so in ``notes``).
+    attention_params_b : float, optional
+        Parameters of all attention blocks (projections) [billions]; None: estimated
+        from the shape as ``layers * hidden * 2 * (heads + kv_heads) * head_dim``
+        (right for grouped-query attention, not for MLA, whose entries give it).
+    mtp_modules : int
+        Multi-token-prediction modules shipped with the checkpoint (DeepSeek-V3/R1:
+        1); 0 means the model cannot serve with ``speculative: mtp``.
     """
 
     references: ClassVar[dict[str, str]] = {"tokenizer": "tokenizers"}
@@ -331,6 +344,8 @@ class LLM(Entry):
     active_params_b: Pos
     max_context_tokens: PosInt
     tokenizer: Id | None = None
+    attention_params_b: Pos | None = None
+    mtp_modules: Annotated[int, Field(ge=0)] = 0
 
     @property
     def is_moe(self) -> bool:
@@ -355,6 +370,8 @@ class LLM(Entry):
             problems.append("moe_layers must not exceed layers")
         if self.sliding_window_layers > self.layers:
             problems.append("sliding_window_layers must not exceed layers")
+        if self.attention_params_b and self.attention_params_b >= self.active_params_b:
+            problems.append("attention_params_b must be below active_params_b")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -609,6 +626,25 @@ class ServingMode(str, Enum):
     disaggregated = "disaggregated"
 
 
+class Speculative(str, Enum):
+    """Speculative decoding: none, the model's multi-token-prediction head, or a draft model."""
+
+    none = "none"
+    mtp = "mtp"
+    draft = "draft"
+
+
+class Arrival(str, Enum):
+    """How requests arrive.
+
+    Open loop (Poisson at a rate) or closed loop (a fixed number of clients, each
+    sending its next request when the last one ends).
+    """
+
+    poisson = "poisson"
+    closed_loop = "closed_loop"
+
+
 class Workload(Entry):
     """An inference workload: traffic shape, precision and latency SLO.
 
@@ -617,15 +653,31 @@ class Workload(Entry):
     model : str
         Model id served.
     input_tokens_mean, output_tokens_mean : float
-        Mean prompt and generated tokens per request [tokens].
+        Mean prompt (input) and generated (output) tokens per request [tokens].
     cache_hit_frac : float
         Share of prompt tokens served from the prefix cache [0..1].
     precision : {"bf16", "fp8", "fp4"}
     ttft_s : float
-        Time-to-first-token limit [s].
+        Time-to-first-token limit at ``percentile`` [s].
     tpot_ms : float
-        Time-per-output-token limit [ms].
+        Time-per-output-token limit at ``percentile`` [ms].
     mode : {"aggregated", "disaggregated"}
+    percentile : float
+        Percentile of requests that must meet ``ttft_s`` and ``tpot_ms`` [50..99.99]
+        (MLPerf Inference uses 99; 50 is a median target).
+    speculative : {"none", "mtp", "draft"}
+        Speculative decoding (``mtp`` needs a model with ``mtp_modules``).
+    acceptance_frac : float, optional
+        Probability that a drafted token is accepted [0..1]; None: the
+        performance defaults' value for the kind of speculation.
+    arrival : {"poisson", "closed_loop"}
+        Open-loop Poisson arrivals (a service) or a closed loop of ``concurrency``
+        clients (a benchmark such as AIPerf or InferenceX).
+    concurrency : int, optional
+        Closed loop only: requests kept in flight per model instance (replica).
+    offline : bool
+        No latency limits (``ttft_s`` and ``tpot_ms`` are ignored): batch jobs whose
+        only constraint is memory.
     """
 
     references: ClassVar[dict[str, str]] = {"model": "models"}
@@ -638,6 +690,22 @@ class Workload(Entry):
     ttft_s: Pos
     tpot_ms: Pos
     mode: ServingMode = ServingMode.aggregated
+    percentile: Annotated[float, Field(ge=50, lt=100)] = 99.0
+    speculative: Speculative = Speculative.none
+    acceptance_frac: Frac | None = None
+    arrival: Arrival = Arrival.poisson
+    concurrency: PosInt | None = None
+    offline: bool = False
+
+    @model_validator(mode="after")
+    def _arrival_needs_concurrency(self):
+        if self.arrival is Arrival.closed_loop and self.concurrency is None:
+            raise ValueError("arrival closed_loop needs concurrency (requests in flight per "
+                             "instance)")
+        if self.arrival is Arrival.poisson and self.concurrency is not None:
+            raise ValueError("concurrency applies to arrival closed_loop only; set arrival: "
+                             "closed_loop or remove concurrency")
+        return self
 
 
 class TokenizerReader(str, Enum):
@@ -916,6 +984,115 @@ class Generator(Entry):
     capex_usd: Pos
 
 
+#: Hours in a day of a demand profile.
+HOURS_PER_DAY = 24
+#: How far the (day-weighted) mean of a demand profile may be from 1 [-]; within it the
+#: values are rescaled to a mean of exactly 1 (rounded published shapes).
+PROFILE_MEAN_TOLERANCE = 0.005
+
+
+class ProfileDay(BaseModel):
+    """One representative day of a demand profile.
+
+    Attributes
+    ----------
+    name : str
+        E.g. ``weekday``, ``weekend``.
+    weight : float
+        How many days of the week (or any relative count) look like this one [-].
+    hours : list of float
+        24 values, hour 0 = 00:00-01:00 local time of the users, relative to the mean
+        demand (all days together average 1) [-].
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: str = "day"
+    weight: Pos = 1.0
+    hours: list[NonNeg]
+
+    @model_validator(mode="after")
+    def _24(self):
+        if len(self.hours) != HOURS_PER_DAY:
+            raise ValueError(f"a day needs {HOURS_PER_DAY} hourly values (hour 0 = 00:00-01:00), "
+                             f"got {len(self.hours)}")
+        return self
+
+
+def shape_problem(hours: list[float] | None, days: list[ProfileDay] | None) -> str | None:
+    """What is wrong with a daily shape given as ``hours`` or ``days`` (None if nothing).
+
+    A shape is 24 hourly values (``hours``) or a few representative days (``days``,
+    each with a weight); the values are relative to the mean demand, so they must
+    average 1 (within :data:`PROFILE_MEAN_TOLERANCE`) and some must be positive.
+    """
+    if (hours is None) == (days is None):
+        return "give exactly one of 'hours' (24 values) or 'days' (representative days)"
+    if hours is not None:
+        if len(hours) != HOURS_PER_DAY:
+            return (f"'hours' needs {HOURS_PER_DAY} values (hour 0 = 00:00-01:00 local time), "
+                    f"got {len(hours)}")
+        if any(h < 0 for h in hours):
+            return "hourly values must be >= 0"
+        days = [ProfileDay(hours=list(hours))]
+    total = sum(d.weight for d in days)
+    mean = sum(d.weight * sum(d.hours) for d in days) / (total * HOURS_PER_DAY)
+    if abs(mean - 1.0) > PROFILE_MEAN_TOLERANCE:
+        return (f"the hourly values average {mean:.4g}; they are relative to the mean demand "
+                f"and must average 1 (divide each by {mean:.4g})")
+    return None
+
+
+def normalised_shape(hours: list[float] | None, days: list[ProfileDay] | None
+                     ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A valid shape as (hourly values of all days one after the other, day weights).
+
+    Values are rescaled to a day-weighted mean of exactly 1; weights sum to 1.
+    """
+    days = [ProfileDay(hours=list(hours))] if hours is not None else list(days or [])
+    total = sum(d.weight for d in days)
+    weights = tuple(d.weight / total for d in days)
+    mean = sum(w * sum(d.hours) for w, d in zip(weights, days, strict=True)) / HOURS_PER_DAY
+    values = tuple(h / mean for d in days for h in d.hours)
+    return values, weights
+
+
+class DemandProfile(Entry):
+    """The daily shape of one kind of traffic (scenario ``demand.profiles`` name it).
+
+    Attributes
+    ----------
+    region : str, optional
+        Where the users are (e.g. ``kr``, ``us_east``); the hours are their local time.
+    timezone : str, optional
+        IANA time zone of the hours (e.g. ``Asia/Seoul``).
+    traffic : str, optional
+        What it describes (consumer chat, developer tools, batch submissions, ...).
+    hours : list of float, optional
+        24 values relative to the mean (average 1), hour 0 = 00:00-01:00.
+    days : list of ProfileDay, optional
+        Representative days (e.g. weekday with weight 5, weekend with weight 2) instead
+        of one ``hours`` list.
+    """
+
+    region: str | None = None
+    timezone: str | None = None
+    traffic: str | None = None
+    hours: list[NonNeg] | None = None
+    days: list[ProfileDay] | None = None
+
+    @model_validator(mode="after")
+    def _shape(self):
+        why = shape_problem(self.hours, self.days)
+        if why:
+            raise ValueError(why)
+        return self
+
+    def shape(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """(hourly values of every day, normalised to mean 1; day weights summing to 1)."""
+        return normalised_shape(self.hours, self.days)
+
+
 #: Catalog kinds: kind -> (file name in the catalog dir, entry schema).
 KINDS: dict[str, tuple[str, type[Entry]]] = {
     "accelerators": ("accelerators.yaml", Accelerator),
@@ -934,10 +1111,12 @@ KINDS: dict[str, tuple[str, type[Entry]]] = {
     "software": ("software.yaml", Software),
     "ups": ("ups.yaml", Ups),
     "generators": ("generators.yaml", Generator),
+    "profiles": ("profiles.yaml", DemandProfile),
 }
 
 #: Kinds a catalog folder may leave out (an absent file is an empty catalog): reference
 #: data for token counting and build-vs-buy, and the power-redundancy equipment (the
 #: facility models say so when they are absent). Not needed to plan a fleet.
 OPTIONAL_KINDS: frozenset[str] = frozenset(
-    {"tokenizers", "api_prices", "staffing", "salaries", "software", "ups", "generators"})
+    {"tokenizers", "api_prices", "staffing", "salaries", "software", "ups", "generators",
+     "profiles"})

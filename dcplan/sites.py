@@ -29,14 +29,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from dcplan.catalog import unknown_message, validate_entries
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
 from dcplan.schema import Entry, Id, NonNeg, Pos, PosInt
 from dcplan.units import HOURS_PER_YEAR
-from dcplan.yamlio import read_yaml
+from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml
 
 #: Days in each month of a non-leap year.
 DAYS_PER_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -255,6 +255,47 @@ def monthly_to_bins(months: list[ClimateMonth]) -> list[ClimateBin]:
 # --- the site -------------------------------------------------------------------------
 
 
+class GridConnection(BaseModel):
+    """A site's grid connection as a decision: what is committed, what a request costs.
+
+    The site's ``grid_mw`` is then the most the grid can give in each year
+    (connectable); the planner chooses how much more to request and when, and a
+    request is energised ``lead_time_months`` later (plus ``assessment_months`` once the
+    site's connection reaches ``assessment_threshold_mw``).
+
+    Attributes
+    ----------
+    committed_mw : dict
+        Year -> MW connected or already granted, in service from that year on (a step
+        function, cumulative; 0 before the first year) [MW].
+    lead_time_months : float
+        From request to energised capacity [months].
+    cost_usd_per_mw : float
+        What the operator pays per MW requested (customer-funded lines and substation,
+        connection charges) [USD/MW], paid when requesting.
+    assessment_threshold_mw : float, optional
+        Connections of this size or more need an assessment first (Korea: the grid
+        impact assessment of the Distributed Energy Act for 10 MW or more, counted
+        cumulatively) [MW].
+    assessment_months : float
+        Extra lead time of a request that takes the connection to the threshold or
+        above [months].
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    committed_mw: dict[int, NonNeg] = Field(default_factory=dict)
+    lead_time_months: NonNeg
+    cost_usd_per_mw: NonNeg
+    assessment_threshold_mw: Pos | None = None
+    assessment_months: NonNeg = 0.0
+
+    def committed_mw_in(self, year: int | float) -> float:
+        """MW committed in ``year`` [MW]: the latest step at or before it, else 0."""
+        steps = [y for y in self.committed_mw if y <= year]
+        return float(self.committed_mw[max(steps)]) if steps else 0.0
+
+
 class Site(Entry):
     """A place to install racks.
 
@@ -268,7 +309,8 @@ class Site(Entry):
         Currency of the tariff fields.
     grid_mw : dict
         Year -> grid capacity available to us from that year on [MW] (a step function;
-        0 before the first year).
+        0 before the first year). With a ``grid_connection`` this is the most the site
+        can be connected for (connectable MW), not what it has.
     energy_price_per_kwh : float
         Energy charge [currency/kWh].
     demand_charge_per_kw_month : float
@@ -285,8 +327,21 @@ class Site(Entry):
         Design facility-water supply temperature of the liquid loop [degC].
     air_chilled_water_c : float
         Chilled-water supply temperature of the air-side plant (CRAH coils) [degC].
-    build_capex_usd_per_mw : float
-        Cost to build facility capacity (shell, electrical, mechanical) [USD/MW].
+    grid_connection : GridConnection, optional
+        Connection requests as decisions (committed MW, cost, lead time, assessment);
+        without it ``grid_mw`` is simply available.
+    tariff_class : str, optional
+        The utility tariff the energy and demand-charge figures come from.
+    build_shell_usd_per_mw, build_electrical_usd_per_mw, build_mechanical_usd_per_mw : float
+        Cost to build facility capacity, per MW of facility power, split into shell and
+        core (land works, structure, envelope, fit-out, fire protection), electrical
+        (utility intake, MV/LV switchgear, transformers, UPS, generators, distribution)
+        and mechanical work the facility model does not price (facility-water and
+        air-side distribution: piping, air handlers, controls; the heat-rejection plant
+        and the CDUs are priced by the facility model, so they are not in here) [USD/MW].
+    build_capex_usd_per_mw : float, optional
+        One all-in figure instead of the three parts (older site files): it includes the
+        mechanical plant, which the facility model prices again (the planner notes it).
     lead_time_months : float
         Time from decision to energised capacity [months].
     ups_efficiency : float, optional
@@ -327,7 +382,12 @@ class Site(Entry):
     facility_water: bool
     liquid_supply_c: Annotated[float, Field(ge=5, le=70)]
     air_chilled_water_c: Annotated[float, Field(ge=4, le=30)] = 18.0
-    build_capex_usd_per_mw: NonNeg
+    grid_connection: GridConnection | None = None
+    tariff_class: str | None = None
+    build_shell_usd_per_mw: NonNeg | None = None
+    build_electrical_usd_per_mw: NonNeg | None = None
+    build_mechanical_usd_per_mw: NonNeg | None = None
+    build_capex_usd_per_mw: NonNeg | None = None
     lead_time_months: NonNeg
     ups_efficiency: Efficiency | None = None
     distribution_efficiency: Efficiency
@@ -340,6 +400,19 @@ class Site(Entry):
     design_wet_bulb_c: Annotated[float, Field(ge=-30, le=40)]
     climate_bins: list[ClimateBin] | None = None
     climate_monthly: list[ClimateMonth] | None = None
+    #: File and lines the site was read from (set by :func:`load_sites`).
+    _source: dict = PrivateAttr(default_factory=dict)
+
+    def where(self, field: str | None = None) -> tuple[str, int | None]:
+        """File and line of the site entry, or of its top-level ``field`` if known."""
+        src = self._source
+        line = src.get("lines", {}).get(field.split(".")[0]) if field else None
+        return src.get("file", "<sites>"), line or src.get("line")
+
+    def with_source_of(self, other: Site) -> Site:
+        """Give this site ``other``'s file and lines (after an override); return it."""
+        self._source = dict(other._source)
+        return self
 
     @model_validator(mode="after")
     def _consistency(self):
@@ -363,6 +436,25 @@ class Site(Entry):
                 problems.append("climate_monthly needs each month 1..12 exactly once")
         if self.design_wet_bulb_c > self.design_dry_bulb_c:
             problems.append("design_wet_bulb_c must not exceed design_dry_bulb_c")
+        parts = [self.build_shell_usd_per_mw, self.build_electrical_usd_per_mw,
+                 self.build_mechanical_usd_per_mw]
+        if any(p is not None for p in parts):
+            if any(p is None for p in parts) or self.build_capex_usd_per_mw is not None:
+                problems.append("give the three build cost parts (build_shell_usd_per_mw, "
+                                "build_electrical_usd_per_mw, build_mechanical_usd_per_mw) "
+                                "and no build_capex_usd_per_mw")
+        elif self.build_capex_usd_per_mw is None:
+            problems.append("give the build cost: build_shell_usd_per_mw, "
+                            "build_electrical_usd_per_mw and build_mechanical_usd_per_mw")
+        gc = self.grid_connection
+        if gc is not None and self.grid_mw:
+            years = sorted(set(gc.committed_mw) | set(self.grid_mw))
+            over = [y for y in years if gc.committed_mw_in(y) > self.grid_mw_in(y) + 1e-9]
+            if over:
+                y = over[0]
+                problems.append(f"grid_connection.committed_mw exceeds grid_mw in {y} "
+                                f"({gc.committed_mw_in(y):g} > {self.grid_mw_in(y):g} MW): "
+                                "grid_mw is the most the grid can give, committed MW included")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -378,6 +470,15 @@ class Site(Entry):
         if self.climate_bins is not None:
             return tuple(self.climate_bins)
         return tuple(monthly_to_bins(list(self.climate_monthly or [])))
+
+    @property
+    def build_parts_usd_per_mw(self) -> dict[str, float]:
+        """Build cost by part [USD/MW]: shell, electrical, mechanical; or ``all_in``."""
+        if self.build_capex_usd_per_mw is not None:
+            return {"all_in": float(self.build_capex_usd_per_mw)}
+        return {"shell": float(self.build_shell_usd_per_mw or 0.0),
+                "electrical": float(self.build_electrical_usd_per_mw or 0.0),
+                "mechanical": float(self.build_mechanical_usd_per_mw or 0.0)}
 
     def loss_chain(self, ups_efficiency: float | None = None) -> tuple[float, float]:
         """Efficiencies (IT/network path, cooling path) from grid to load [0..1].
@@ -458,7 +559,13 @@ def load_sites(sites_dir: Path | str | None = None, files: list[Path] | None = N
             raw = [raw]
         entries, found = validate_entries(raw, Site, shown)
         problems += found
+        lines = {}
+        for item in raw if isinstance(raw, list) else []:
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                lines.setdefault(item["id"], (item.get(LINE_KEY), dict(item.get(KEY_LINES, {}))))
         for ident, site in entries.items():
+            line, key_lines = lines.get(ident, (None, {}))
+            site._source = {"file": shown, "line": line, "lines": key_lines}
             if ident in sites:
                 problems.append(Problem(shown, f"duplicate site id (also in {where[ident]}); "
                                         "site ids must be unique, rename one",

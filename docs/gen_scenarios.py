@@ -30,7 +30,23 @@ END = "<!-- END RESULTS -->"
 
 #: The reference scenarios, in the order the docs present them.
 EXAMPLES = ("baseline", "kyber", "seoul_only", "regional", "cpo", "cache", "disaggregated",
-            "low_demand", "high_demand")
+            "low_demand", "high_demand", "carbon_cap")
+#: What each planning feature does to the baseline answer: the baseline with that one
+#: feature switched off (scenario changes, see Case.with_changes).
+FEATURE_OFF = {
+    "serving headroom and availability": {"serving.target_utilisation": 1.0,
+                                          "serving.availability": 1.0},
+    "daily profiles (coincident peaks instead)": {
+        "demand.profiles": {},
+        "demand.peak_to_average": {"chat": 1.500, "coding_agent": 2.110, "rag": 2.759,
+                                   "batch": 2.388}},
+    "flexible batch (batch served as it arrives)": {
+        "demand.profiles.batch": "kr_batch_submissions"},
+    "rack price, tariff and carbon paths": {"paths.rack_capex": {}, "paths.energy_price": {},
+                                            "economics.carbon_price_usd_per_t": None},
+    "software speedup": {"paths.software_speedup": None},
+    "grid connections as decisions (grid_mw simply available)": {"grid_requests": False},
+}
 #: Scenarios that are expected to leave demand unserved (the elastic plan is reported).
 EXPECT_UNSERVED = ("seoul_only",)
 
@@ -79,6 +95,19 @@ def summarize(result) -> dict:
                                 "shadow_price": _f(r.shadow_price),
                                 "shadow_price_relaxed": _f(r.shadow_price_relaxed),
                                 "unit": r.shadow_unit})
+    grid = []
+    g = t.get("grid")
+    if g is not None and len(g) and result.inputs is not None:
+        d = result.inputs
+        pidx = {per.label: i for i, per in enumerate(d.periods)}
+        for r in g.itertuples():
+            conn = d.sites[r.site].connection
+            for mw, arr in ((r.requested_kw / 1000, conn.arrival),
+                            (r.requested_assessed_kw / 1000, conn.arrival_assessed)):
+                if mw > 1e-3:
+                    q = pidx[str(r.period)]
+                    grid.append({"site": r.site, "requested": str(r.period), "mw": round(mw, 3),
+                                 "energised": d.periods[arr[q]].label})
     return {
         "status": result.status.value,
         "unserved": bool(result.unserved),
@@ -92,16 +121,29 @@ def summarize(result) -> dict:
         "final_fleet": final,
         "unserved_frac_last": round(unserved_last, 6),
         "binding": binding,
+        "grid": grid,
     }
 
 
-def run(name: str) -> tuple[object, dict, float]:
-    """Plan ``examples/<name>.yaml``; return (result, summary, seconds)."""
+def run(name: str, changes: dict | None = None) -> tuple[object, dict, float]:
+    """Plan ``examples/<name>.yaml`` (with ``changes``); return (result, summary, seconds)."""
+    from dcplan.case import load_case
     from dcplan.planner import plan
 
     t0 = time.perf_counter()
-    result = plan(EXAMPLES_DIR / f"{name}.yaml", size=False)
+    case = load_case(EXAMPLES_DIR / f"{name}.yaml")
+    if changes:
+        case = case.with_changes(changes)
+    result = plan(case, size=False)
     return result, summarize(result), time.perf_counter() - t0
+
+
+def _significance(a: dict, b: dict) -> str:
+    """'no' when the NPV difference is within the two plans' gaps (compare's rule)."""
+    from dcplan.export.compare import within_gap
+
+    same = within_gap(a["npv_usd"], b["npv_usd"], a["gap"], b["gap"])
+    return "-" if same is None else ("no (within the solver gap)" if same else "yes")
 
 
 def _musd(x: float | None) -> str:
@@ -127,6 +169,10 @@ def _scenario_section(name: str, scn, s: dict, secs: float) -> str:
     ]
     if s["unserved"]:
         lines.append(f"| unserved in 2035 | {s['unserved_frac_last']:.0%} of peak demand |")
+    if s.get("grid"):
+        lines.append("| grid requested (MW, year requested -> energised) | " + "; ".join(
+            f"{g['site']} {g['mw']:.1f} MW {g['requested']} -> {g['energised']}"
+            for g in s["grid"]) + " |")
     if s["binding"]:
         top = s["binding"][:4]
         lines.append("| binding limits (shadow price, integers fixed / LP relaxation) | "
@@ -140,29 +186,53 @@ def _scenario_section(name: str, scn, s: dict, secs: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _comparison(summ: dict) -> str:
-    base = summ["baseline"]["npv_usd"]
-    rows = ["| scenario | NPV [M USD] | vs baseline | USD per M tokens | racks bought | peak MW |",
-            "|---|---|---|---|---|---|"]
+def _comparison(summ: dict, secs: dict) -> str:
+    b = summ["baseline"]
+    base = b["npv_usd"]
+    rows = ["| scenario | NPV [M USD] | vs baseline | significant? | MIP gap | USD per M tokens "
+            "| racks bought | peak MW | solve [s] |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for name in EXAMPLES:
         s = summ[name]
         d = (s["npv_usd"] - base) / base
+        sig = "-" if name == "baseline" else _significance(b, s)
+        gap = "-" if s["gap"] is None else f"{s['gap']:.2%}"
         rows.append(f"| {name}{' (unserved)' if s['unserved'] else ''} | {_musd(s['npv_usd'])} | "
-                    f"{d:+.1%} | {s['usd_per_million_tokens']:.4f} | {s['racks_bought']} | "
-                    f"{s['peak_facility_mw']:.1f} |")
+                    f"{d:+.1%} | {sig} | {gap} | {s['usd_per_million_tokens']:.4f} | "
+                    f"{s['racks_bought']} | {s['peak_facility_mw']:.1f} | {secs[name]:.0f} |")
     return "\n".join(rows) + "\n"
 
 
-def render(results: dict) -> str:
+def _feature_effects(base: dict, effects: dict) -> str:
+    rows = ["| baseline without | NPV [M USD] | baseline vs it | significant? | racks bought "
+            "| peak MW |", "|---|---|---|---|---|---|"]
+    for label, s in effects.items():
+        d = (base["npv_usd"] - s["npv_usd"]) / s["npv_usd"]
+        rows.append(f"| {label} | {_musd(s['npv_usd'])} | {d:+.1%} | {_significance(s, base)} "
+                    f"| {s['racks_bought']} -> {base['racks_bought']} | "
+                    f"{s['peak_facility_mw']:.1f} -> {base['peak_facility_mw']:.1f} |")
+    return "\n".join(rows) + "\n"
+
+
+def render(results: dict, effects: dict | None = None) -> str:
     """The generated section of docs/scenarios.md."""
     import dcplan
 
     summ = {n: results[n][1] for n in EXAMPLES}
+    secs = {n: results[n][2] for n in EXAMPLES}
     out = [BEGIN, "", f"Generated by `python docs/gen_scenarios.py` (dcplan "
                       f"{getattr(dcplan, '__version__', '?')}). NPVs are present values of "
-                      "all costs in 2026 USD (without the unserved penalty); differences "
-                      "smaller than the MIP gap (1 %) are not significant.", "",
-           "### Overview", "", _comparison(summ)]
+                      "all costs in 2026 USD (without the unserved penalty). A difference "
+                      "is significant only when it exceeds what the two plans' MIP gaps "
+                      "allow (gap x NPV of each, added); smaller ones are marked 'within "
+                      "the solver gap'. Solve times are wall-clock seconds on a shared "
+                      "2-core machine (noisy).", "",
+           "### Overview", "", _comparison(summ, secs)]
+    if effects:
+        out += ["### What each planning feature does to the baseline", "",
+                "The baseline solved again with one feature switched off; 'baseline vs "
+                "it' is how much the feature changes the NPV.", "",
+                _feature_effects(summ["baseline"], effects)]
     for n in EXAMPLES:
         res, s, secs = results[n]
         from dcplan.scenario import load_scenario
@@ -193,7 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     for n in EXAMPLES:
         results[n] = run(n)
         print(f"{n}: {results[n][1]['status']} in {results[n][2]:.1f} s", file=sys.stderr)
-    section = render(results)
+    effects = {}
+    for label, changes in FEATURE_OFF.items():
+        effects[label] = run("baseline", changes)[1]
+        print(f"baseline without {label}: {effects[label]['status']}", file=sys.stderr)
+    section = render(results, effects)
     doc = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
     new = splice(doc, section)
     if args.check:

@@ -40,3 +40,12 @@ def minimal_plan():
     result = plan(case)
     assert result.ok and result.case is case
     return result, case
+
+
+@pytest.fixture(scope="session")
+def baseline_inputs():
+    """The MILP inputs of examples/baseline.yaml, prepared once per test session."""
+    from dcplan.case import load_case
+    from dcplan.planner import prepare_inputs
+
+    return prepare_inputs(load_case(REPO / "examples" / "baseline.yaml"))

@@ -105,7 +105,7 @@ def test_compare_json_and_bad_command_lines(run, tmp_path):
     res = runner.invoke(app, ["compare", str(MINIMAL), str(tmp_path / "missing.yaml")])
     assert res.exit_code == 1 and "not found" in res.output
     res = runner.invoke(app, ["compare", str(MINIMAL), str(MINIMAL), "--baseline", "nope"])
-    assert res.exit_code == 2 and "none of the scenarios" in res.output
+    assert res.exit_code == 2 and "none of the plans" in res.output
 
 
 def test_compare_results_baseline_and_names():
@@ -146,3 +146,32 @@ def test_comparison_workbook_prints_kpis_with_values(run):
         assert sheet.page_setup.orientation == "landscape", sheet.title
         assert sheet.page_setup.fitToWidth == 1 and sheet.print_area, sheet.title
         assert EVIL in sheet.oddHeader.left.text, sheet.title
+def test_differences_within_the_solver_gaps_are_marked():
+    from types import SimpleNamespace
+
+    from dcplan.export.compare import WITHIN_GAP, comparison_text, within_gap
+    from dcplan.planner import SolveStatus
+
+    def fake(name, npv, gap):
+        kpis = pd.DataFrame({"kpi": ["npv_cost_usd", "racks_bought"], "value": [npv, 3.0],
+                             "unit": ["USD", "racks"]})
+        fleet = pd.DataFrame({"period": ["2026"], "site": ["s"], "rack": ["r"],
+                              "installed_racks": [1.0], "new_racks": [1.0]})
+        return SimpleNamespace(name=name, tables={"kpis": kpis, "fleet": fleet}, inputs=None,
+                               status=SolveStatus.OPTIMAL, gap=gap, solver="highs",
+                               unserved=False, message="")
+
+    # 0.1 % gaps: 1000 vs 1001.5 differ by 1.5, less than 1.0 + 1.0015 allowed
+    assert within_gap(1000.0, 1001.5, 0.001, 0.001)
+    assert not within_gap(1000.0, 1003.0, 0.001, 0.001)
+    assert within_gap(1000.0, 1001.5, None, 0.001) is None
+    cmp = compare_results([fake("a", 1000.0, 0.001), fake("b", 1001.5, 0.001),
+                           fake("c", 1003.0, 0.001), fake("d", 1003.0, 0.002)])
+    row = cmp.kpis.set_index("kpi").loc["npv_cost_usd"]
+    assert row["significance vs a: b"] == WITHIN_GAP
+    assert row["significance vs a: c"] == "significant"
+    assert row["significance vs a: d"] == WITHIN_GAP     # 3 <= 1.0 + 2.006
+    racks = cmp.kpis.set_index("kpi").loc["racks_bought"]
+    assert racks["significance vs a: b"] == ""            # the gap bounds only the NPV
+    text = comparison_text(cmp)
+    assert text.count(WITHIN_GAP) == 2

@@ -125,6 +125,42 @@ def test_example_plans_and_matches_expected(name):
     assert grid(got["binding"]) == grid(exp["binding"])
 
 
+def _start_year(label) -> float:
+    """Start of a period label ('2027', '2027q3', 2027) in years, by hand."""
+    text = str(label).lower()
+    if "q" in text:
+        y, q = text.split("q")
+        return int(y) + (int(q) - 1) / 4
+    return float(int(text))
+
+
+@pytest.mark.parametrize("name", gen.EXAMPLES)
+@pytest.mark.slow
+def test_service_years_recomputed_from_the_fleet_table(name):
+    """A rack installed in Y with life L serves Y .. Y+L-1: recount every example's fleet.
+
+    Only the fleet table, the scenario's existing_fleet and the catalog lifetimes are
+    used (not the planner's own lifetime rule).
+    """
+    result, _ = solved(name)
+    scn, catalog = result.case.scenario, result.case.catalog
+    fleet = result.tables["fleet"]
+    periods = [p.label for p in scn.period_list()]
+    assert len(fleet)
+    for (site, rack), sub in fleet.groupby(["site", "rack"]):
+        life = catalog.get("racks", rack).lifetime_years
+        new = {str(r.period): r.new_racks for r in sub.itertuples()}
+        got = {str(r.period): r.installed_racks for r in sub.itertuples()}
+        for label in periods:
+            t = _start_year(label)
+            want = sum(ex.count for ex in scn.existing_fleet
+                       if ex.site == site and ex.rack == rack
+                       and _start_year(ex.installed) <= t < _start_year(ex.installed) + life)
+            want += sum(n for q, n in new.items()
+                        if _start_year(q) <= t < _start_year(q) + life)
+            assert got.get(label, 0.0) == pytest.approx(want), (site, rack, label)
+
+
 # --- the answers the scenarios exist for -------------------------------------------------
 
 
@@ -140,7 +176,16 @@ def test_seoul_only_grid_binds_with_positive_shadow_price():
     power = result.tables["power"]
     last = power[power.period.astype(str) == "2035"]
     assert float(last.facility_kw_peak.iloc[0]) == pytest.approx(45000.0, rel=1e-6)
-    assert s["unserved"] and s["unserved_frac_last"] > 0.1
+    assert s["unserved"] and s["unserved_frac_last"] > 0.01
+    # the connection lead time delays Seoul: the 30 MW step of 2028 cannot be had before
+    # the 48 + 6 months after a 2026 request, so the hall stays at its committed 9.9 MW
+    # until 2030
+    grid = result.tables["grid"].set_index("period")
+    assert grid.connectable_kw["2028"] == pytest.approx(30000.0)
+    assert grid.connected_kw["2029"] == pytest.approx(9900.0)
+    assert grid.connected_kw["2031"] > 9900.0
+    assert {g["energised"] for g in s["grid"]} <= {"2030", "2031", "2032", "2033", "2034",
+                                                   "2035"}
 
 
 @pytest.mark.slow
@@ -151,7 +196,7 @@ def test_regional_moves_load_out_of_seoul():
     seoul = regional["peak_mw_by_site"]["seoul_metro"]
     outside = sum(v for k, v in regional["peak_mw_by_site"].items() if k != "seoul_metro")
     assert seoul <= 9.9 + 1e-6
-    assert outside > 5 * seoul
+    assert outside > 2 * seoul
     assert seoul < seoul_only["peak_mw_by_site"]["seoul_metro"]
     # every rack bought for growth stands outside Seoul in 2035
     assert all(k.split("/")[0] != "seoul_metro" or k.endswith("gb200_nvl72")
@@ -185,7 +230,7 @@ def test_fixture_base_is_valid():
 @pytest.mark.parametrize("fixture, field, entry, words", [
     ("unknown_site.yaml", "sites", None, ["unknown site id 'seoul_metr'", "seoul_metro"]),
     ("period_outside.yaml", "demand.table.chat", None, ["2031", "outside the horizon"]),
-    ("negative_demand.yaml", "demand.table.chat.2027", None, [">= 0"]),
+    ("negative_demand.yaml", "demand.table.chat.2027", "chat", [">= 0"]),
     ("override_unknown_field.yaml", "overrides.0", "gb200_nvl72", ["capex_eur", "capex_usd"]),
     ("override_unknown_site_field.yaml", "overrides.0", "seoul_metro", ["grid_kw", "grid_mw"]),
 ])

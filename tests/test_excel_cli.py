@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from dcplan.cli import app
 from dcplan.export.charts import PLAN_CHARTS
 from dcplan.export.excel import SHEET_ORDER
+from dcplan.export.files import MARKER
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,5 +25,5 @@ def test_plan_writes_workbook_and_charts(tmp_path):
     wb = openpyxl.load_workbook(xlsx)
     assert wb.sheetnames == list(SHEET_ORDER)
     assert wb["Summary"]["B7"].value == "OPTIMAL"
-    assert sorted(p.name for p in png.iterdir()) == sorted(PLAN_CHARTS)
+    assert sorted(p.name for p in png.iterdir()) == sorted([*PLAN_CHARTS, MARKER])
     assert [p.name for p in xlsx.parent.iterdir()] == ["minimal.xlsx"]  # no temporary left

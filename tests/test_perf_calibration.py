@@ -1,4 +1,4 @@
-"""Calibration recovers known parameters; measurement CSVs are validated."""
+"""Calibration recovers known parameters; measurement CSVs (both schemas) are validated."""
 
 from __future__ import annotations
 
@@ -6,17 +6,32 @@ import csv
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
 from dcplan.perf import load_calibration, rack_performance
 from dcplan.perf.calibration import calibrate, evaluate_rows, report
-from dcplan.perf.measurements import Measurement, load_measurements, predict
+from dcplan.perf.measurements import (
+    SERVING_COLUMNS,
+    Measurement,
+    ServingMeasurement,
+    load_measurement_files,
+    load_measurements,
+)
 from dcplan.perf.params import Calibration, load_perf_defaults, save_calibration
+from dcplan.perf.predict import ServingRows, predict_phase
 from dcplan.schema import Precision
 
 FIX = Path(__file__).parent / "fixtures" / "perf"
+ROOT = Path(__file__).parent.parent
+#: The reference copy beside the checkout (../shared), where this machine has one.
+SHARED = next((p / "shared" / "reference" / "serving" / "inferencex_deepseek_r1.csv"
+               for p in ROOT.parents
+               if (p / "shared" / "reference" / "serving").is_dir()),
+              ROOT.parent / "shared" / "reference" / "serving" / "inferencex_deepseek_r1.csv")
+INFERENCEX = ROOT / "catalogs" / "measurements" / "inferencex_deepseek_r1.csv"
 TRUE = {"compute_eff_frac": 0.62, "decode_compute_eff_frac": 0.33, "hbm_eff_frac": 0.71,
         "step_overhead_s": 0.0035, "power_base_frac": 0.25, "power_compute_weight": 0.6,
         "power_memory_weight": 0.3}
@@ -39,7 +54,7 @@ def _synthetic(cat, defaults):
                     m = Measurement(n, "tgpu", model, Precision.fp8, phase, gpus,
                                     batch if phase == "decode" else max(batch // 64, 1),
                                     ctx, 1.0, 1.0)
-                    p = predict(m, cat, true, defaults.serving)
+                    p = predict_phase(m, cat, true, defaults.physics, defaults)
                     rows.append(replace(m, tokens_per_s=p.tokens_per_s, power_w=p.power_w))
     return rows
 
@@ -47,13 +62,14 @@ def _synthetic(cat, defaults):
 def test_calibration_recovers_known_parameters(cat):
     defaults = load_perf_defaults()
     rows = _synthetic(cat, defaults)
-    cal = calibrate(rows, cat, defaults, prior_weight=0.0)
-    got = dict(dict(cal.hardware)["tgpu"])
-    for name, value in TRUE.items():
-        assert got[name] == pytest.approx(value, rel=0.02), name
+    cal = calibrate(rows, cat, defaults, prior_weight=0.0, max_nfev=200)
     after = report(evaluate_rows(rows, cat, defaults, cal))
     assert after["throughput"]["max_abs_pct"] < 0.5
     assert after["power"]["max_abs_pct"] < 0.5
+    got = dict(dict(cal.hardware)["tgpu"])
+    for name in ("compute_eff_frac", "decode_compute_eff_frac", "hbm_eff_frac",
+                 "power_base_frac", "power_compute_weight", "power_memory_weight"):
+        assert got[name] == pytest.approx(TRUE[name], rel=0.03), name
 
 
 def test_calibration_with_prior_stays_close(cat):
@@ -63,44 +79,82 @@ def test_calibration_with_prior_stays_close(cat):
     got = dict(dict(cal.hardware)["tgpu"])
     for name in ("compute_eff_frac", "decode_compute_eff_frac", "hbm_eff_frac"):
         assert got[name] == pytest.approx(TRUE[name], rel=0.1), name
+    # one accelerator: the pooled default is the same fit
+    assert dict(cal.default)["hbm_eff_frac"] == pytest.approx(got["hbm_eff_frac"], rel=0.1)
+
+
+@pytest.mark.slow
+def test_serving_rows_recover_physics(cat):
+    """Synthetic serving rows made by the model: the fit finds acceptance and overhead."""
+    defaults = load_perf_defaults()
+    true_phys = replace(defaults.physics, mtp_acceptance_frac=0.55, ttft_overhead_s=0.12)
+    true_hw = replace(defaults.for_hardware("tgpu"), decode_compute_eff_frac=0.3,
+                      hbm_eff_frac=0.65)
+    base = load_measurements(FIX / "good_serving.csv", cat)
+    rows = []
+    for conc in (2, 8, 32, 128):
+        for spec in ("none", "mtp"):
+            for m in base:
+                if m.model == "moe":
+                    rows.append(replace(m, concurrency=conc, speculative=spec))
+    sr = ServingRows(rows, cat, defaults)
+    pred = sr.predict({"tgpu": true_hw}, true_phys)
+    rows = [replace(m, output_tokens_per_s_per_gpu=float(pred["output_tokens_per_s_per_gpu"][i]),
+                    median_tpot_ms=float(pred["median_tpot_ms"][i]),
+                    median_ttft_s=float(pred["median_ttft_s"][i]),
+                    p99_tpot_ms=float(pred["p99_tpot_ms"][i]), power_w_per_gpu=None)
+            for i, m in enumerate(rows)]
+    cal = calibrate(rows, cat, defaults, prior_weight=0.0, per_hardware=False, max_nfev=120)
+    after = report(evaluate_rows(rows, cat, defaults, cal))
+    assert after["throughput"]["median_abs_pct"] < 1.0
+    assert dict(cal.physics)["mtp_acceptance_frac"] == pytest.approx(0.55, rel=0.05)
+    assert dict(cal.physics)["ttft_overhead_s"] == pytest.approx(0.12, rel=0.1)
 
 
 def test_calibration_file_round_trip_changes_rack_performance(cat, tmp_path):
     cal = Calibration.from_dicts({"tgpu": {"decode_compute_eff_frac": 0.2, "hbm_eff_frac": 0.4}},
-                                 {}, "test")
+                                 {}, "test", physics={"moe_imbalance_frac": 0.5})
     path = tmp_path / "cal.yaml"
     save_calibration(cal, path, {"tgpu": 3}, {"rows": 3})
     loaded = load_calibration(path, known_accelerators=["tgpu"])
     assert loaded.key == cal.key
-    base = rack_performance(cat, "track8", "dense70", "chat")
+    base = rack_performance(cat, "track8", "dense70", "chat", calibration="none")
     slower = rack_performance(cat, "track8", "dense70", "chat", calibration=loaded)
     assert slower.goodput_tokens_per_s < base.goodput_tokens_per_s
     assert rack_performance(cat, "track8", "dense70", "chat", calibration=path) == slower
+    # without one, the shipped fit next to perf_defaults.yaml applies
+    shipped = rack_performance(cat, "track8", "dense70", "chat")
+    assert shipped == rack_performance(cat, "track8", "dense70", "chat",
+                                       calibration=ROOT / "catalogs" / "perf_calibration.yaml")
+    assert shipped != base
 
 
 def test_bad_calibration_file(tmp_path):
     path = tmp_path / "cal.yaml"
     path.write_text("kind: dcplan_perf_calibration\nhardware:\n  tgpx:\n"
-                    "    hbm_eff: 0.5\n    compute_eff_frac: 3\n")
+                    "    hbm_eff: 0.5\n    compute_eff_frac: 3\nphysics:\n  moe_imbalance: 1\n")
     with pytest.raises(InputError) as exc:
         load_calibration(path, known_accelerators=["tgpu"])
     msg = str(exc.value)
-    assert "3 problems" in msg
+    assert "4 problems" in msg
     assert "unknown accelerator id" in msg and "did you mean 'tgpu'" in msg
     assert "field 'hbm_eff'" in msg and "hbm_eff_frac" in msg
     assert "field 'compute_eff_frac'" in msg and "between" in msg
+    assert "field 'moe_imbalance'" in msg and "moe_imbalance_frac" in msg
     other = tmp_path / "other.yaml"
     other.write_text("a: 1\n")
     with pytest.raises(InputError, match="not a calibration file"):
         load_calibration(other)
 
 
-def test_bad_measurements_all_problems_at_once(cat):
+# ------------------------------------------------------------ phase-level files
+
+
+def test_bad_measurements_missing_column(cat):
     with pytest.raises(InputError) as exc:
         load_measurements(FIX / "bad_measurements.csv", cat)
     msg = str(exc.value)
     assert "field 'power_w'" in msg and "required column is missing" in msg
-    # Missing columns stop before the rows; add the column and check row problems.
 
 
 def test_bad_measurement_rows(cat, tmp_path):
@@ -120,28 +174,159 @@ def test_bad_measurement_rows(cat, tmp_path):
     assert "5 problems" in msg
 
 
+def test_phase_rows_reject_text_in_numbers_and_impossible_tp(cat, tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("hardware,model,precision,phase,gpus,batch,context_tokens,tokens_per_s,"
+                    "power_w\ntgpu,dense70,fp8,decode,2,lots,1000,2000,\n"
+                    "tgpu,dense70,fp8,decode,3,64,1000,2000,\n")
+    with pytest.raises(InputError) as exc:
+        load_measurements(path, cat)
+    msg = str(exc.value)
+    assert "entry 'row 1', field 'batch': 'lots' is not a whole number" in msg
+    assert "entry 'row 2', field 'gpus': tensor parallelism 3 does not divide" in msg
+
+
 def test_good_measurements_load(cat):
     rows = load_measurements(FIX / "good_measurements.csv", cat)
     assert len(rows) == 4 and rows[3].power_w is None and rows[0].power_w == 1500
+    assert all(isinstance(m, Measurement) for m in rows)
 
 
-def test_shipped_mlperf_file_loads_and_calibrates():
+# ---------------------------------------------------------------- serving files
+
+
+def test_serving_header_is_the_shared_files_columns():
+    header = next(csv.reader(open(FIX / "good_serving.csv")))
+    assert tuple(header) == SERVING_COLUMNS
+
+
+def test_bad_serving_file_names_row_and_column(cat):
+    with pytest.raises(InputError) as exc:
+        load_measurements(FIX / "bad_serving.csv", cat)
+    msg = str(exc.value)
+    assert "11 problems" in msg
+    assert ":2, entry 'row 1', field 'hardware': unknown accelerator id 'tgpx'" in msg
+    assert "entry 'row 2', field 'model': unknown model id 'moe9'; did you mean 'moe'" in msg
+    assert "entry 'row 3', field 'concurrency': 'sixteen' is not a whole number" in msg
+    assert ("entry 'row 4', field 'decode_ep': expert parallelism 12 is larger than the "
+            "scale-up domain of tgpu (8)") in msg
+    assert "entry 'row 5', field 'gpus': prefill_gpus + decode_gpus = 16 but gpus = 24" in msg
+    assert "entry 'row 6', field 'decode_ep': expert parallelism 4 on dense model" in msg
+    assert "entry 'row 7', field 'decode_dp_attention': 'maybe' is not true or false" in msg
+    assert "entry 'row 8', field 'speculative': dense70 has no multi-token-prediction" in msg
+    assert ("entry 'row 9', field 'decode_tp': parallelism 16 needs 16 GPUs per instance but "
+            "the row has 8") in msg
+
+
+def test_serving_file_missing_and_unknown_columns(cat, tmp_path):
+    path = tmp_path / "s.csv"
+    cols = [c for c in SERVING_COLUMNS if c != "concurrency"] + ["concurency"]
+    path.write_text(",".join(cols) + "\n")
+    with pytest.raises(InputError) as exc:
+        load_measurements(path, cat)
+    msg = str(exc.value)
+    assert "field 'concurrency': required column is missing" in msg
+    assert "field 'concurency': unknown column; did you mean 'concurrency'" in msg
+
+
+def test_good_serving_rows_predicted_at_their_configuration(cat):
+    rows = load_measurements(FIX / "good_serving.csv", cat)
+    assert all(isinstance(m, ServingMeasurement) for m in rows)
+    res = evaluate_rows(rows, cat, load_perf_defaults())
+    cfg = [r.pred.configuration for r in res]
+    assert cfg[0] == "TP8 EP8" and cfg[1].startswith("DEP8, mtp")
+    assert cfg[2] == "prefill 1 x TP8 EP8 / decode 2 x DEP8"
+    assert cfg[3] == "TP2"
+    assert "spans 2 scale-up domains" in res[4].pred.notes
+    for r in res:
+        assert not r.pred.flag and r.pred.output_tokens_per_s_per_gpu > 0
+        assert r.pred.median_tpot_ms > 0 and r.pred.median_ttft_s > 0
+    # cross-domain TP pays its all-reduces over scale-out: slower than TP8
+    assert res[4].pred.median_tpot_ms > res[0].pred.median_tpot_ms * 0.5
+
+
+def test_row_that_does_not_fit_is_flagged_not_replaced(cat, tmp_path):
+    lines = (FIX / "good_serving.csv").read_text().splitlines()
+    path = tmp_path / "s.csv"
+    # the 70 GB MoE on one 100 GB GPU leaves no room for 1024-token sequences? it does;
+    # the 70B dense model on one GPU at bf16 (140 GB) does not fit
+    path.write_text(lines[0] + "\n" + lines[4].replace(",2,1,2,1,", ",1,1,1,1,").replace(
+        "tgpu,dense70,fp8", "tgpu,dense70,bf16") + "\n")
+    [res] = evaluate_rows(load_measurements(path, cat), cat, load_perf_defaults())
+    assert "cannot hold this row" in res.pred.flag
+    assert res.pred.output_tokens_per_s_per_gpu is None and res.error("throughput") is None
+
+
+def test_mixed_files_load_together(cat):
+    rows = load_measurement_files([FIX / "good_measurements.csv", FIX / "good_serving.csv"], cat)
+    assert [m.kind for m in rows] == ["phase"] * 4 + ["serving"] * 5
+    with pytest.raises(InputError) as exc:
+        load_measurement_files([FIX / "bad_serving.csv", FIX / "bad_measurements.csv"], cat)
+    assert "bad_serving.csv" in str(exc.value) and "bad_measurements.csv" in str(exc.value)
+
+
+# ------------------------------------------------------------------ shipped data
+
+
+def test_shipped_mlperf_file_loads():
     real = load_catalog()
-    rows = load_measurements(Path(__file__).parent.parent / "catalogs" / "measurements"
-                             / "mlperf_inference.csv", real)
+    rows = load_measurements(ROOT / "catalogs" / "measurements" / "mlperf_inference.csv", real)
     assert {m.hardware for m in rows} == {"h100_sxm", "h200_sxm", "b200", "gb200_gpu"}
     assert {m.model for m in rows} == {"llama2_70b", "llama31_405b"}
     assert all(m.source and m.as_of and m.notes for m in rows)
+
+
+def test_shipped_calibration_keeps_dense_llama_within_ten_percent():
+    real = load_catalog()
+    rows = load_measurements(ROOT / "catalogs" / "measurements" / "mlperf_inference.csv", real)
+    cal = load_calibration(ROOT / "catalogs" / "perf_calibration.yaml")
+    res = report(evaluate_rows(rows, real, load_perf_defaults(), cal))["throughput"]
+    assert res["median_abs_pct"] <= 10.0 and res["rows"] == 18
+
+
+@pytest.mark.slow
+def test_shipped_mlperf_file_calibrates_on_its_own():
+    real = load_catalog()
+    rows = load_measurements(ROOT / "catalogs" / "measurements" / "mlperf_inference.csv", real)
     defaults = load_perf_defaults()
     before = report(evaluate_rows(rows, real, defaults))["throughput"]["median_abs_pct"]
     cal = calibrate(rows, real, defaults)
     after = report(evaluate_rows(rows, real, defaults, cal))["throughput"]["median_abs_pct"]
     assert after < before
-    assert after <= 15.0
+    assert after <= 11.0
 
 
-def test_measurement_header_written_as_issue_schema():
-    header = next(csv.reader(open(Path(__file__).parent.parent / "catalogs" / "measurements"
-                                  / "mlperf_inference.csv")))
-    assert header[:9] == ["hardware", "model", "precision", "phase", "gpus", "batch",
-                          "context_tokens", "tokens_per_s", "power_w"]
+def test_shipped_inferencex_copy_matches_the_shared_file():
+    if not SHARED.exists():
+        pytest.skip("shared reference file not present on this machine")
+    assert INFERENCEX.read_text() == SHARED.read_text()
+
+
+@pytest.mark.slow
+def test_inferencex_rows_validate_and_calibrate():
+    real = load_catalog()
+    rows = load_measurements(INFERENCEX, real)
+    assert len(rows) == 1328
+    defaults = load_perf_defaults()
+    before = report(evaluate_rows(rows, real, defaults))
+    cal = calibrate(rows, real, defaults)
+    after = report(evaluate_rows(rows, real, defaults, cal))
+    assert after["throughput"]["median_abs_pct"] < before["throughput"]["median_abs_pct"]
+    assert after["throughput"]["median_abs_pct"] <= 15.0
+    assert after["tpot"]["median_abs_pct"] <= 15.0
+    assert after["power"]["rows"] == 31
+    assert np.isfinite(after["ttft"]["median_abs_pct"])
+
+
+def test_serving_row_with_empty_optional_cells(cat, tmp_path):
+    lines = (FIX / "good_serving.csv").read_text().splitlines()
+    cells = lines[1].split(",")
+    head = lines[0].split(",")
+    for col in ("prefill_tp", "prefill_ep", "decode_ep", "decode_dp_attention", "speculative",
+                "total_tokens_per_s_per_gpu", "p99_ttft_s", "power_w_per_gpu", "framework"):
+        cells[head.index(col)] = ""
+    path = tmp_path / "s.csv"
+    path.write_text(lines[0] + "\n" + ",".join(cells) + "\n")
+    [m] = load_measurements(path, cat)
+    assert (m.prefill_tp, m.prefill_ep, m.decode_ep) == (8, 1, 1)
+    assert m.speculative == "none" and not m.decode_dp_attention

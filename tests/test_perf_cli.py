@@ -1,10 +1,12 @@
-"""CLI tests of dcplan perf (exit codes and messages)."""
+"""CLI tests of dcplan perf (exit codes, messages, JSON keys, frontier PNG)."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from dcplan.cli import app
@@ -21,16 +23,77 @@ def run(*args):
 def test_perf_prints_operating_point():
     r = run("--rack", "track8", "--model", "dense70", "--workload", "chat")
     assert r.exit_code == 0, r.output
-    for text in ("goodput per rack", "goodput per accelerator", "replica", "batch", "TTFT",
-                 "TPOT", "bottleneck", "rack power", "tokens per joule", "tokens/s per MW IT"):
-        assert text in r.output
+    for text in ("goodput per rack", "(input + output)", "output per rack", "per accelerator",
+                 "per user", "replica", "TP", "batch", "TTFT p99", "TPOT p99", "bottleneck",
+                 "rack power", "tokens per joule", "output,", "tokens/s per MW IT"):
+        assert text in r.output, text
 
 
-def test_perf_json():
+def test_perf_json_keys_and_configuration():
+    r = run("--rack", "track8", "--workload", "moe_chat", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    for key in ("output_tokens_per_s_per_gpu", "output_tokens_per_s_per_rack", "rack_power_kw",
+                "output_tokens_per_joule", "total_tokens_per_joule", "goodput_tokens_per_s",
+                "input_tokens_per_s", "tokens_per_s_per_user", "ttft_s", "tpot_ms",
+                "percentile"):
+        assert key in d, key
+    assert "tokens_per_joule" not in d  # the unlabelled figure is gone
+    cfg = d["configuration"]
+    assert cfg["parallel"] and cfg["replica_gpus"] >= 1 and cfg["speculative"] == "none"
+    assert d["output_tokens_per_s_per_rack"] == pytest.approx(d["output_tokens_per_s_per_gpu"] * 8)
+    assert d["workload"]["input_tokens_mean"] == 2000
+
+
+def test_perf_json_disaggregated():
     r = run("--rack", "track8", "--workload", "chat_disagg", "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["fits"] and d["mode"] == "disaggregated" and d["prefill_racks_per_decode_rack"] > 0
+    assert d["configuration"]["prefill_parallel"]
+
+
+def test_perf_workload_from_options():
+    r = run("--rack", "track8", "--model", "moe", "--input-tokens", "4096", "--output-tokens",
+            "512", "--ttft-s", "2", "--tpot-ms", "30", "--percentile", "90", "--speculative",
+            "mtp", "--acceptance", "0.8", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["percentile"] == 90 and d["speculative"] == "mtp" and d["acceptance_frac"] == 0.8
+    assert d["ttft_s"] <= 2 and d["tpot_ms"] <= 30 and d["draft_tokens"] >= 1
+    assert d["workload"]["output_tokens_mean"] == 512
+
+
+def test_perf_offline_and_concurrency():
+    off = json.loads(run("--rack", "track8", "--model", "dense70", "--input-tokens", "1000",
+                         "--output-tokens", "250", "--offline", "--json").output)
+    assert off["offline"] and off["bottleneck"] in ("memory_capacity", "batch_limit",
+                                                    "compute", "memory_bandwidth")
+    r = run("--rack", "track8", "--workload", "chat", "--concurrency", "16", "--json")
+    assert r.exit_code == 0, r.output
+    cl = json.loads(r.output)
+    assert cl["arrival"] == "closed_loop" and cl["concurrency"] == pytest.approx(16)
+    assert cl["batch"] <= 16
+
+
+def test_perf_fixed_layout():
+    r = run("--rack", "track8", "--workload", "moe_chat", "--tp", "8", "--ep", "8",
+            "--dp-attention", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["parallel"] == "DEP8"
+    bad = run("--rack", "track8", "--workload", "moe_chat", "--tp", "16")
+    assert bad.exit_code == 1 and "scale-up domain" in bad.output
+    assert run("--rack", "track8", "--workload", "chat", "--ep", "4").exit_code == 1
+    assert run("--rack", "track8", "--workload", "chat", "--dp-attention").exit_code == 2
+
+
+def test_perf_options_are_checked():
+    assert run("--rack", "track8", "--workload", "chat", "--speculative", "eagle").exit_code == 2
+    assert run("--rack", "track8", "--workload", "chat", "--mode", "split").exit_code == 2
+    r = run("--rack", "track8", "--workload", "chat", "--percentile", "120")
+    assert r.exit_code == 1 and "percentile" in r.output
+    r = run("--rack", "track8", "--model", "dense70", "--input-tokens", "100")
+    assert r.exit_code == 2 and "--output-tokens" in r.output
 
 
 def test_perf_does_not_fit_exits_1_with_reason():
@@ -65,6 +128,27 @@ def test_perf_sweep_batch():
     assert any(not row["meets_slo"] for row in d["sweep"]) or d["operating_point"]["bottleneck"]
 
 
+def test_frontier_json_and_png(tmp_path):
+    png = tmp_path / "f.png"
+    r = run("frontier", "--rack", "track8", "--model", "moe", "--input-tokens", "1024",
+            "--output-tokens", "1024", "--speculative", "mtp", "--png", str(png), "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    pts = d["points"]
+    assert len(pts) >= 3
+    x = [p["tokens_per_s_per_user"] for p in pts]
+    y = [p["output_tokens_per_s_per_gpu"] for p in pts]
+    assert x == sorted(x) and y == sorted(y, reverse=True)  # Pareto: more per user, less per GPU
+    assert all(p["parallel"] and p["mode"] in ("aggregated", "disaggregated") for p in pts)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_frontier_says_why_not():
+    r = run("frontier", "--rack", "track8", "--model", "huge", "--input-tokens", "1024",
+            "--output-tokens", "1024")
+    assert r.exit_code == 1 and "2,000 GB" in r.output
+
+
 def test_validate_and_calibrate_round_trip(tmp_path):
     out = tmp_path / "cal.yaml"
     r = run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(out))
@@ -78,22 +162,48 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def test_validate_serving_json_one_record_per_row_in_order():
+    r = run("validate", str(FIX / "good_serving.csv"), "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    rows = list(csv.DictReader(open(FIX / "good_serving.csv")))
+    assert [rec["row"] for rec in d["rows"]] == list(range(1, len(rows) + 1))
+    for rec, src in zip(d["rows"], rows, strict=True):
+        assert rec["hardware"] == src["hardware"] and rec["concurrency"] == int(src["concurrency"])
+        for key in ("predicted_output_tokens_per_s_per_gpu", "predicted_median_tpot_ms",
+                    "predicted_median_ttft_s", "output_tokens_error_pct", "tpot_error_pct",
+                    "ttft_error_pct", "configuration", "flag"):
+            assert key in rec, key
+        assert rec["predicted_output_tokens_per_s_per_gpu"] > 0
+
+
+def test_validate_both_schemas_together():
+    r = run("validate", str(FIX / "good_measurements.csv"), str(FIX / "good_serving.csv"))
+    assert r.exit_code == 0, r.output
+    assert "predicted_tokens_per_s" in r.output and "predicted_output_tokens_per_s_per_gpu" in \
+        r.output
+    assert "median TPOT: median |error|" in r.output
+
+
 def test_validate_bad_csv_exit_1_names_column():
     r = run("validate", str(FIX / "bad_measurements.csv"))
     assert r.exit_code == 1
     assert "power_w" in r.output and "required column is missing" in r.output
+    r = run("validate", str(FIX / "bad_serving.csv"))
+    assert r.exit_code == 1
+    assert "entry 'row 3', field 'concurrency'" in r.output
 
 
 def test_validate_models_file(tmp_path):
     models = tmp_path / "extra.yaml"
     models.write_text((FIX / "catalog" / "models.yaml").read_text().replace(
         "id: dense70", "id: dense70_copy"))
-    csv = tmp_path / "m.csv"
-    csv.write_text("hardware,model,precision,phase,gpus,batch,context_tokens,tokens_per_s,"
-                   "power_w\ntgpu,dense70_copy,fp8,decode,2,64,1000,2000,\n")
-    r = run("validate", str(csv))
+    csv_path = tmp_path / "m.csv"
+    csv_path.write_text("hardware,model,precision,phase,gpus,batch,context_tokens,tokens_per_s,"
+                        "power_w\ntgpu,dense70_copy,fp8,decode,2,64,1000,2000,\n")
+    r = run("validate", str(csv_path))
     assert r.exit_code == 1 and "add the shape with --models" in r.output
-    r = run("validate", str(csv), "--models", str(models))
+    r = run("validate", str(csv_path), "--models", str(models))
     assert r.exit_code == 0, r.output
     assert "median |error|" in r.output
 
@@ -103,3 +213,24 @@ def test_shipped_mlperf_validate():
                             "--json"])
     assert r.exit_code == 0, r.output
     assert len(json.loads(r.output)["rows"]) == 18
+
+
+@pytest.mark.slow
+def test_shipped_inferencex_validate_prints_per_row_errors():
+    r = runner.invoke(app, ["perf", "validate", "catalogs/measurements/inferencex_deepseek_r1.csv"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("\n") > 1328 and "median TTFT: median |error|" in r.output
+
+
+@pytest.mark.slow
+def test_frontier_answers_for_every_rack_and_model():
+    from dcplan.catalog import load_catalog
+    from dcplan.perf.frontier import frontier
+
+    cat = load_catalog()
+    for rack in cat.racks:
+        for model in cat.models:
+            fr = frontier(cat, rack, model, 1024, 1024)
+            assert fr.points or len(fr.reason) > 20, (rack, model)
+            for p in fr.points:
+                assert p["output_tokens_per_s_per_gpu"] > 0 and p["parallel"]

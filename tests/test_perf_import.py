@@ -218,14 +218,16 @@ def run_aiperf(url: str, tokenizer: Path, artifacts: Path, *extra: str) -> None:
 
 
 def runs_of(served: list[dict]) -> list[list[dict]]:
-    """Split the stub's requests into benchmark runs (a pause of over 0.5 s between runs)."""
+    """Split the stub's requests into the sweep's benchmark runs.
+
+    AIPerf runs them one after the other, each with REQUESTS requests, so in order of
+    arrival the first REQUESTS requests are the first run (robust on a loaded machine,
+    where a pause between requests says nothing).
+    """
     served = sorted(served, key=lambda r: r["start"])
-    runs: list[list[dict]] = []
-    for r in served:
-        if runs and r["start"] - max(x["end"] for x in runs[-1]) < 0.5:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
+    runs = [served[i:i + REQUESTS] for i in range(0, len(served), REQUESTS)]
+    for first, second in zip(runs, runs[1:], strict=False):
+        assert max(r["end"] for r in first) <= min(r["start"] for r in second) + 1e-3
     return runs
 
 

@@ -1,7 +1,8 @@
-"""Hand-computed and property tests of the roofline performance model."""
+"""Hand-computed and property tests of the performance model's physics."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +12,20 @@ from hypothesis import strategies as st
 
 from dcplan.catalog import load_catalog
 from dcplan.perf import RackPerf, rack_performance
-from dcplan.perf.goodput import build_setup, replica_sizes
-from dcplan.perf.params import HardwareParams, load_perf_defaults
+from dcplan.perf.goodput import build_setup, candidate_layouts
+from dcplan.perf.latency import wait_mean, wait_quantile
+from dcplan.perf.params import HardwareParams, PhysicsParams, load_perf_defaults
 from dcplan.perf.power import rack_power_kw
-from dcplan.perf.roofline import ModelShape, Replica, distinct_experts
+from dcplan.perf.roofline import (
+    Hardware,
+    ModelShape,
+    Parallel,
+    distinct_experts,
+    forward_step,
+    max_batch,
+)
+from dcplan.perf.serving import Instance, Traffic, aggregated, decode, solve_closed_loop
+from dcplan.perf.speculative import expected_tokens
 from dcplan.schema import Precision
 
 FIX = Path(__file__).parent / "fixtures" / "perf" / "catalog"
@@ -22,10 +33,22 @@ FIX = Path(__file__).parent / "fixtures" / "perf" / "catalog"
 # Parameters written out here (not read from perf_defaults.yaml) so that the
 # hand-computed expectations below do not move when the defaults are re-tuned.
 P = HardwareParams(
-    compute_eff_frac=0.5, decode_compute_eff_frac=0.4, hbm_eff_frac=0.8, scaleup_eff_frac=0.5,
-    scaleout_eff_frac=0.5, step_overhead_s=0.002, collective_latency_s=1e-5,
+    compute_eff_frac=0.5, decode_compute_eff_frac=0.4, attention_eff_frac=0.5,
+    mla_attention_eff_frac=0.5,
+    hbm_eff_frac=0.8, scaleup_eff_frac=0.5, moe_comm_eff_frac=0.25, scaleout_eff_frac=0.5,
+    step_overhead_s=0.002,
+    layer_overhead_s=0.0, collective_latency_s=1e-5, scaleout_latency_s=3e-5,
+    alltoall_latency_s=2e-5, comm_overlap_frac=0.0,
     power_base_frac=0.3, power_compute_weight=0.5, power_memory_weight=0.4,
 )
+PH = PhysicsParams(
+    grouped_gemm_pad_tokens=8.0, moe_imbalance_frac=0.2, mtp_acceptance_frac=0.7,
+    mtp_draft_cost_frac=0.1, draft_acceptance_frac=0.6, draft_cost_frac=0.1,
+    closed_loop_arrival_cv2=0.5, prefill_service_cv2=0.0, tpot_cv_frac=0.05,
+    ttft_overhead_s=0.0,
+)
+BW = 4.0e12 * 0.8          # tgpu effective HBM bandwidth [B/s]
+FP8 = 2000e12              # tgpu dense fp8 peak [FLOP/s]
 
 
 @pytest.fixture(scope="module")
@@ -38,90 +61,229 @@ def serving():
     return load_perf_defaults().serving
 
 
-def _replica(cat, serving, model="dense8", gpus=1, precision="fp8", acc="tgpu"):
+def _parts(cat, serving, model="dense8", precision="fp8", acc="tgpu"):
     shape = ModelShape.build(cat.get("models", model), precision, serving)
-    return Replica.build(cat.get("accelerators", acc), gpus, shape, precision, P, serving)
+    hw = Hardware.build(cat.get("accelerators", acc), shape, P, serving, 400.0, 8)
+    return shape, hw
+
+
+def _step(cat, serving, batch, ctx, par=None, model="dense8", acc="tgpu"):
+    par = par or Parallel(1, 1, 1)
+    shape, hw = _parts(cat, serving, model, acc=acc)
+    dp = float(par.attn_dp)
+    return forward_step(hw, par, shape, PH, serving, batch, batch / dp, shape.attended(ctx),
+                        batch / dp * shape.kv_bytes_seq(ctx), "decode")
 
 
 # ----------------------------------------------------------------- hand-computed
 
 
 def test_decode_batch1_is_weights_over_bandwidth_plus_overhead(cat, serving):
-    rep = _replica(cat, serving)
+    st_ = _step(cat, serving, 1, 0)
     # 8e9 params x 1 byte (fp8) / (4 TB/s x 0.8) + 2 ms; no KV at context 0.
-    expected = 8e9 / (4.0e12 * 0.8) + 0.002
-    assert float(rep.decode_step_time(1, 0)) == pytest.approx(expected, rel=1e-12)
-    assert expected == pytest.approx(0.0045)
+    assert float(st_.total_s) == pytest.approx(8e9 / BW + 0.002, rel=1e-12)
+    assert 8e9 / BW + 0.002 == pytest.approx(0.0045)
+
+
+def test_attention_split_from_the_shape(cat, serving):
+    shape, _ = _parts(cat, serving)
+    # q and o: 32 heads x 128, k and v: 8 heads x 128, times hidden 4096, 32 layers
+    assert shape.attention_params == 32 * 4096 * 2 * (32 + 8) * 128
+    assert shape.attention_params + shape.other_params == pytest.approx(8e9)
 
 
 def test_decode_batch1_with_kv_reads(cat, serving):
-    rep = _replica(cat, serving)
     kv = 32 * 2 * 8 * 128 * 1.0 * 4000  # layers x (K,V) x kv heads x head dim x 1 B x tokens
-    expected = (8e9 + kv) / 3.2e12 + 0.002
-    assert float(rep.decode_step_time(1, 4000)) == pytest.approx(expected, rel=1e-12)
+    st_ = _step(cat, serving, 1, 4000)
+    assert float(st_.total_s) == pytest.approx((8e9 + kv) / BW + 0.002, rel=1e-12)
 
 
 def test_decode_large_batch_is_compute_bound(cat, serving):
-    rep = _replica(cat, serving)
-    c, m, _ = rep.decode_parts(4096, 0)
-    # 4096 x 2 x 8e9 FLOP / (2000 TFLOPS x 0.4) versus (8e9 B) / 3.2 TB/s
-    assert float(c) == pytest.approx(4096 * 2 * 8e9 / (2000e12 * 0.4))
-    assert float(c) > float(m)
+    st_ = _step(cat, serving, 4096, 0)
+    # 4096 x 2 x 8e9 FLOP / (2000 TFLOPS x 0.4) versus 8e9 B / 3.2 TB/s
+    assert float(st_.compute_s) == pytest.approx(4096 * 2 * 8e9 / (FP8 * 0.4))
+    assert float(st_.roof_s) == pytest.approx(float(st_.compute_s))
 
 
-def test_kv_bytes_per_token_llama3_70b_shape(cat, serving):
+def test_attention_runs_at_its_own_precision_not_the_fp4_peak(cat, serving):
+    shape = ModelShape.build(cat.get("models", "moe"), "fp4", serving)
+    assert shape.precision == "fp4" and shape.attention_precision == "fp8"
+    # FP4 MoE checkpoints quantise the routed experts; the rest stays fp8.
+    assert shape.expert_bytes_per_param == 0.5 and shape.other_bytes_per_param == 1.0
+
+
+def test_tensor_parallel_comm_time(cat, serving):
+    tokens = 64
+    st_ = _step(cat, serving, tokens, 0, Parallel(4, 1, 1))
+    msg = tokens * 4096 * 2.0
+    ring = 2 * 3 / 4 * msg
+    assert float(st_.comm_s) == pytest.approx(32 * 2 * (ring / (400e9 * 0.5) + 1e-5))
+    assert float(_step(cat, serving, tokens, 0).comm_s) == 0.0
+
+
+def test_tensor_parallel_across_domains_uses_scale_out(cat, serving):
+    shape, hw = _parts(cat, serving)
+    from dcplan.perf.roofline import allreduce_time
+
+    m = 1e6
+    # 16 GPUs = 2 domains of 8: in-domain ring on 8, then 2 (2-1)/2 of M/8 over 50 GB/s x 0.5
+    want = 2 * 7 / 8 * m / (400e9 * 0.5) + 2 * 1 / 2 * m / 8 / (50e9 * 0.5) + 3e-5
+    assert float(allreduce_time(hw, 16, m)) == pytest.approx(want)
+
+
+def test_moe_decode_step_with_expert_parallelism(cat, serving):
+    """DEP8 decode of 128 sequences: 128 x 4 / 64 = 8 tokens per expert on average."""
+    shape, hw = _parts(cat, serving, "moe")
+    par = Parallel(attn_tp=1, attn_dp=8, ep=8)
+    b, ctx = 128.0, 1000.0
+    st_ = forward_step(hw, par, shape, PH, serving, b, b / 8, shape.attended(ctx),
+                       b / 8 * shape.kv_bytes_seq(ctx), "decode")
+    e, k = 64, 4
+    expert = (70e9 - 10e9) / (e - k)                  # 1e9 per expert over 10 layers
+    attn, other = 2e9, 10e9 - k * expert - 2e9        # given; the rest always-on
+    ta = b / 8                                        # sequences per attention rank
+    c1, m1 = ta * 2 * attn / (FP8 * 0.4), attn / BW
+    c2 = ta * 10 * ctx * (4 * 32 * 576) / (FP8 * 0.5)  # absorbed MLA, fp8 attention
+    m2 = ta * 576 * 10 * ctx / BW                      # latent KV, not split by TP 1
+    c3, m3 = b * 2 * other / 8 / (FP8 * 0.4), other / 8 / BW
+    hit = 1 - (1 - k / e) ** b                         # P(an expert is hit)
+    hits = e / 8 * hit                                 # of the 8 local experts
+    per_expert = b * k / e / hit
+    imb = 1 + 0.2 * (1 - 1 / 8) + math.sqrt(2 * math.log(8) / (b * k / 8))
+    c4 = hits * 2 * expert * (per_expert * imb + 8) / (FP8 * 0.4)
+    m4 = hits * expert / BW
+    roof = max(c1, m1) + max(c2, m2) + max(c3, m3) + max(c4, m4)
+    a2a = (b / 8) * imb * k * 4096 * (1 + 2)           # fp8 dispatch + bf16 combine
+    comm = 10 * (a2a * 7 / 8 / (400e9 * 0.25) + 2 * 2e-5)   # at moe_comm_eff_frac
+    assert per_expert == pytest.approx(8.0, rel=1e-3)
+    assert float(st_.compute_s) == pytest.approx(c1 + c2 + c3 + c4)
+    assert float(st_.roof_s) == pytest.approx(roof)
+    assert float(st_.comm_s) == pytest.approx(comm)
+    assert float(st_.total_s) == pytest.approx(roof + comm + 0.002)
+
+
+def test_grouped_gemm_padding_charges_few_tokens_per_expert(cat, serving):
+    shape, hw = _parts(cat, serving, "moe")
+    par = Parallel(1, 8, 8)
+    few = forward_step(hw, par, shape, PH, serving, 8.0, 1.0, 0.0, 0.0, "decode")
+    nopad = forward_step(hw, par, shape, PhysicsParams(**{**PH.__dict__,
+                                                         "grouped_gemm_pad_tokens": 0.0}),
+                         serving, 8.0, 1.0, 0.0, 0.0, "decode")
+    assert float(few.compute_s) > 2 * float(nopad.compute_s)
+
+
+def test_kv_bytes_per_token_shapes(cat, serving):
     shape = ModelShape.build(cat.get("models", "dense70"), "bf16", serving)
     assert shape.kv_bytes_per_token == 80 * 2 * 8 * 128 * 2 == 327_680
-
-
-def test_kv_bytes_per_token_mla(cat, serving):
-    shape = ModelShape.build(cat.get("models", "moe"), "bf16", serving)
-    assert shape.kv_bytes_per_token == 10 * 576 * 2
-
-
-def test_shipped_catalog_kv_bytes(serving):
+    mla = ModelShape.build(cat.get("models", "moe"), "bf16", serving)
+    assert mla.kv_bytes_per_token == 10 * 576 * 2
     real = load_catalog()
-    l70 = ModelShape.build(real.get("models", "llama3_70b"), "bf16", serving)
-    assert l70.kv_bytes_per_token == 327_680  # 80 layers x 2 x 8 KV heads x 128 x 2 B
     r1 = ModelShape.build(real.get("models", "deepseek_r1"), "bf16", serving)
     assert r1.kv_bytes_per_token == 61 * 576 * 2 == 70_272  # MLA latent 512 + rope 64
 
 
 def test_prefill_time_hand_computed(cat, serving):
-    rep = _replica(cat, serving)
+    shape, hw = _parts(cat, serving)
     n = 1000.0
-    flops = n * (2 * 8e9 + 4 * 32 * 128 * 32 * (n / 2))
-    c, m, x, o = rep.prefill_parts(n, 0.0, 1.0, batched=False)
-    assert float(c) == pytest.approx(flops / (2000e12 * 0.5))
-    assert float(x) == 0.0  # single accelerator: no collectives
-    assert float(o) == pytest.approx(0.002)  # one chunk
-
-
-def test_cached_prefix_skips_compute_but_reads_kv(cat, serving):
-    rep = _replica(cat, serving)
-    c0, m0, _, _ = rep.prefill_parts(4000, 0.0)
-    c1, m1, _, _ = rep.prefill_parts(4000, 3000.0)
-    assert float(c1) < float(c0) / 3
-    kv_bytes = 32 * 2 * 8 * 128 * 4000
-    # KV of the whole prompt is touched either way (read prefix + write new).
-    assert float(m1) * rep.bytes_per_s >= kv_bytes
-
-
-def test_tensor_parallel_comm_time(cat, serving):
-    rep = _replica(cat, serving, model="dense8", gpus=4)
-    tokens = 64
-    msg = tokens * 4096 * 2.0
-    ring = 2 * 3 / 4 * msg
-    expected = 32 * 2 * ring / (400e9 * 0.5) + 32 * 2 * 1e-5
-    assert float(rep.comm_time(tokens)) == pytest.approx(expected)
-    assert float(_replica(cat, serving, gpus=1).comm_time(tokens)) == 0.0
+    st_ = forward_step(hw, Parallel(1, 1, 1), shape, PH, serving, n, n,
+                       shape.attended(n / 2), shape.kv_bytes_seq(n), "prefill", steps=1.0)
+    gemm = n * 2 * 8e9 / (FP8 * 0.5)
+    attn = n * 32 * (n / 2) * 4 * 32 * 128 / (FP8 * 0.5)
+    assert float(st_.compute_s) == pytest.approx(gemm + attn)
+    assert float(st_.comm_s) == 0.0
+    assert float(st_.overhead_s) == pytest.approx(0.002)
 
 
 def test_memory_bounds_batch(cat, serving):
-    rep = _replica(cat, serving, model="dense70", gpus=1)
+    shape, hw = _parts(cat, serving, "dense70")
     budget = 100e9 * serving.hbm_usable_frac - 70e9
     per_seq = 80 * 2 * 8 * 128 * serving.kv_bytes("fp8") * 2000
-    assert rep.max_batch(2000) == min(int(budget // per_seq), serving.max_batch_per_replica)
+    got = float(max_batch(hw, Parallel(1, 1, 1), shape, serving, 2000))
+    assert got == min(budget // per_seq, serving.max_batch_per_replica)
+    # TP2 splits the 8 KV heads: half the KV per GPU, twice the room per GPU's share
+    got2 = float(max_batch(hw, Parallel(2, 1, 1), shape, serving, 2000))
+    assert got2 == min((100e9 * serving.hbm_usable_frac - 35e9) // (per_seq / 2),
+                       serving.max_batch_per_replica)
+
+
+# ------------------------------------------------------------ speculative decoding
+
+
+def test_expected_tokens_per_step():
+    assert float(expected_tokens(0.6, 2)) == pytest.approx(1 + 0.6 + 0.36)
+    assert float(expected_tokens(0.0, 3)) == 1.0
+    assert float(expected_tokens(1.0, 3)) == 4.0
+    assert float(expected_tokens(0.8, 0)) == 1.0
+
+
+def test_tpot_with_speculative_acceptance(cat, serving):
+    shape, hw = _parts(cat, serving)
+    b, ctx, n, a = 16.0, 1000.0, 2.0, 0.6
+    inst = Instance(hw, Parallel(1, 1, 1), shape, PH, serving, n, a, 0.1)
+    got = decode(inst, b, ctx)
+    args = (shape.attended(ctx), b * shape.kv_bytes_seq(ctx), "decode")
+    verify = forward_step(hw, Parallel(1, 1, 1), shape, PH, serving, b * 3, b * 3, *args)
+    plain = forward_step(hw, Parallel(1, 1, 1), shape, PH, serving, b, b, *args)
+    want = (float(verify.total_s) + 2 * 0.1 * float(plain.total_s)) / 1.96
+    assert float(got.token_s) == pytest.approx(want)
+    assert float(got.tokens_per_step) == pytest.approx(1.96)
+
+
+# ------------------------------------------------------------------- queueing
+
+
+def test_percentile_wait_is_exact_for_mm1():
+    # M/M/1: P(W > t) = rho exp(-(mu - lambda) t), so the p-quantile for p > 1 - rho
+    # is ln(rho / (1 - p)) / (mu - lambda); s = 1/mu = 0.1 s, rho = 0.8.
+    s, rho = 0.1, 0.8
+    mu_minus_lam = (1 - rho) / s
+    for p in (50.0, 90.0, 99.0):
+        want = math.log(rho / (1 - p / 100)) / mu_minus_lam
+        assert float(wait_quantile(rho, s, 1.0, 1.0, p)) == pytest.approx(want)
+    assert float(wait_quantile(0.3, s, 1.0, 1.0, 50.0)) == 0.0  # most requests do not wait
+    assert float(wait_mean(rho, s, 1.0, 1.0)) == pytest.approx(rho / mu_minus_lam)
+
+
+def test_mm1_closed_form_matches_a_simulation():
+    rng = np.random.default_rng(7)
+    lam, mu, n = 8.0, 10.0, 200_000
+    inter = rng.exponential(1 / lam, n)
+    service = rng.exponential(1 / mu, n)
+    w = np.empty(n)
+    w[0] = 0.0
+    for i in range(1, n):  # Lindley's recursion
+        w[i] = max(0.0, w[i - 1] + service[i - 1] - inter[i])
+    for p in (90.0, 99.0):
+        assert np.percentile(w, p) == pytest.approx(
+            float(wait_quantile(lam / mu, 1 / mu, 1.0, 1.0, p)), rel=0.05)
+
+
+def test_ttft_percentile_of_an_instance(cat, serving):
+    shape, hw = _parts(cat, serving, "dense70")
+    inst = Instance(hw, Parallel(1, 1, 1), shape, PH, serving)
+    tr = Traffic(1000.0, 250.0, 0.0, 1.0)
+    pt = aggregated(inst, tr, np.array([32.0]))
+    rho = float(pt.utilisation[0])
+    s = float(pt.prefill_alone_s[0])
+    w99 = float(wait_quantile(rho, s, 1.0, PH.prefill_service_cv2, 99.0))
+    assert float(pt.ttft_quantile(99.0)[0]) == pytest.approx(s + w99 + float(pt.step_s[0]) / 2)
+    assert 0 < rho < 1
+    # chunked prefill slows decode: TPOT = decode time per token + B t_pre / O
+    assert float(pt.tpot_mean_s[0]) == pytest.approx(
+        float(pt.token_s[0]) + 32 * float(pt.prefill_s[0]) / 250)
+
+
+def test_closed_loop_obeys_littles_law(cat, serving):
+    shape, hw = _parts(cat, serving, "dense70")
+    inst = Instance(hw, Parallel(1, 1, 1), shape, PH, serving)
+    tr = Traffic(1000.0, 250.0, 0.0, 0.5)
+    conc = np.array([4.0, 32.0, 200.0])
+    bm = max_batch(hw, Parallel(1, 1, 1), shape, serving, tr.decode_context)
+    pt, capped = solve_closed_loop(lambda b: (aggregated(inst, tr, b), b), conc,
+                                   np.minimum(conc, bm))
+    in_flight = pt.requests_per_s * (pt.ttft_mean_s + 250 * pt.tpot_mean_s)
+    assert in_flight == pytest.approx(conc, rel=1e-4)
+    assert not capped[0]
 
 
 # --------------------------------------------------------------------------- MoE
@@ -135,27 +297,34 @@ def test_distinct_experts_limits():
     assert np.all(np.diff(vals) > 0) and vals[-1] <= 64
 
 
-def test_moe_weights_touched_between_active_and_total(cat, serving):
-    shape = ModelShape.build(cat.get("models", "moe"), "fp8", serving)
-    assert float(shape.weights_touched_bytes(1)) == pytest.approx(10e9)
-    assert float(shape.weights_touched_bytes(1e6)) == pytest.approx(70e9)
-    # Expert size from total/active: (70 - 10) / (64 - 4) = 1 B params per expert.
-    assert shape.expert_params == pytest.approx(1e9)
+def test_engine_flags_to_layout():
+    assert Parallel.from_engine(8, 8, True) == Parallel(1, 8, 8)
+    assert Parallel.from_engine(8, 1, False) == Parallel(8, 1, 1)
+    assert Parallel.from_engine(1, 16, False) == Parallel(1, 16, 16)
+    assert Parallel(1, 16, 16).label() == "DEP16"
+    assert Parallel(8, 1, 8).label() == "TP8 EP8"
+    assert Parallel(4, 1, 1).label(moe=False) == "TP4"
 
 
 # ------------------------------------------------------------------ rack level
 
 
-def test_rack_performance_contract_fields(cat):
+def test_rack_performance_fields(cat):
     p = rack_performance(cat, "track8", "dense70", "chat")
     assert isinstance(p, RackPerf) and p.fits and p.reason == ""
     assert p.goodput_tokens_per_s > p.output_tokens_per_s > 0
     assert p.prefill_tokens_per_s == 0 and p.decode_tokens_per_s == 0  # aggregated
     assert p.idle_power_kw == 2.0 and 2.0 <= p.power_kw <= 12.0
-    assert p.replica_gpus in replica_sizes(cat.get("racks", "track8"))
-    assert p.tokens_per_joule == pytest.approx(p.goodput_tokens_per_s / (p.power_kw * 1e3))
-    assert p.goodput_tokens_per_s == pytest.approx(
-        p.output_tokens_per_s * (1000 + 250) / 250)
+    assert 8 % p.replica_gpus == 0 and p.parallel == f"TP{p.replica_gpus}"
+    assert p.output_tokens_per_joule == pytest.approx(p.output_tokens_per_s / (p.power_kw * 1e3))
+    assert p.total_tokens_per_joule == pytest.approx(p.goodput_tokens_per_s / (p.power_kw * 1e3))
+    assert p.goodput_tokens_per_s == pytest.approx(p.output_tokens_per_s * (1000 + 250) / 250)
+    assert p.input_tokens_per_s == pytest.approx(p.goodput_tokens_per_s - p.output_tokens_per_s)
+    assert p.output_tokens_per_s_per_gpu == pytest.approx(p.output_tokens_per_s / 8)
+    assert p.tokens_per_s_per_user == pytest.approx(1000 / p.tpot_median_ms)
+    d = p.as_dict()
+    assert d["rack_power_kw"] == p.power_kw and d["output_tokens_per_s_per_rack"] == \
+        p.output_tokens_per_s
 
 
 def test_model_too_big_gives_reason_not_exception(cat):
@@ -178,11 +347,20 @@ def test_unsupported_precision(cat):
 def test_disaggregated_ratio(cat):
     p = rack_performance(cat, "track8", "dense70", "chat_disagg")
     assert p.fits and p.prefill_tokens_per_s > 0 and p.decode_tokens_per_s > 0
-    # Racks per request/s: 1/Rp + 1/Rd; the blend must match the pool rates.
     rp = p.prefill_tokens_per_s / 1000
     rd = p.decode_tokens_per_s / 250
     assert p.requests_per_s == pytest.approx(1 / (1 / rp + 1 / rd))
     assert p.prefill_racks_per_decode_rack == pytest.approx(rd / rp)
+    assert p.prefill_parallel.startswith("TP")
+
+
+def test_mtp_workload_reports_its_draft_length(cat):
+    p = rack_performance(cat, "track8", None, "moe_mtp")
+    assert p.fits and p.speculative == "mtp" and p.draft_tokens in (1, 2, 3)
+    su = build_setup(cat, "track8", None, "moe_mtp")
+    assert p.acceptance_frac == su.physics.mtp_acceptance_frac
+    assert p.tokens_per_step == pytest.approx(
+        float(expected_tokens(p.acceptance_frac, p.draft_tokens)))
 
 
 def test_power_between_idle_and_max(cat):
@@ -192,6 +370,16 @@ def test_power_between_idle_and_max(cat):
     # Non-accelerator power: 12 - 8 x 1 kW at max, 2 - 8 x 0.1 kW at idle.
     assert float(rack_power_kw(su.rack, su.acc, 0.5)) == pytest.approx(
         8 * 0.55 + (1.2 + (4.0 - 1.2) * 0.5))
+
+
+def test_candidate_layouts(cat, serving):
+    rack = cat.get("racks", "track8")
+    dense = candidate_layouts(rack, cat.get("models", "dense70"), serving)
+    assert [int(p.attn_tp) for p in dense] == [1, 2, 4, 8]
+    moe = candidate_layouts(rack, cat.get("models", "moe"), serving)
+    labels = {p.label() for p in moe}
+    assert {"DEP8", "TP8", "TP8 EP8", "TP1", "TP2 DP4 EP8"} <= labels
+    assert all(8 % int(p.gpus) == 0 for p in moe)
 
 
 def test_deterministic_and_cached(cat):
@@ -208,20 +396,23 @@ def test_every_shipped_rack_and_model_answers():
                 p = rack_performance(real, rack, model, wl)
                 assert p.fits or len(p.reason) > 20
                 if p.fits:
-                    assert p.goodput_tokens_per_s > 0 and p.power_kw > 0
+                    assert p.goodput_tokens_per_s > 0 and p.power_kw > 0 and p.parallel
                     w = real.get("workloads", wl)
-                    assert p.ttft_s <= w.ttft_s + 1e-9 and p.tpot_ms <= w.tpot_ms + 1e-9
+                    if not w.offline:
+                        assert p.ttft_s <= w.ttft_s + 1e-9 and p.tpot_ms <= w.tpot_ms + 1e-9
+                    r = real.get("racks", rack)
+                    assert r.it_power_idle_kw <= p.power_kw <= r.it_power_max_kw + 1e-9
 
 
 # ---------------------------------------------------------------- properties
 
 PROP = settings(max_examples=25, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
+WORKLOADS = st.sampled_from(["chat", "chat_disagg", "moe_chat", "moe_mtp"])
 
 
 @PROP
-@given(ttft=st.floats(0.05, 5.0), tpot=st.floats(5.0, 200.0),
-       workload=st.sampled_from(["chat", "chat_disagg", "moe_chat"]))
+@given(ttft=st.floats(0.05, 5.0), tpot=st.floats(5.0, 200.0), workload=WORKLOADS)
 def test_goodput_never_violates_its_slo(cat, ttft, tpot, workload):
     c = cat.replace("workloads", workload, ttft_s=ttft, tpot_ms=tpot)
     p = rack_performance(c, "track8", None, workload)
@@ -233,9 +424,52 @@ def test_goodput_never_violates_its_slo(cat, ttft, tpot, workload):
 
 
 @PROP
-@given(bw=st.floats(1.0, 20.0), factor=st.floats(1.0, 3.0),
-       workload=st.sampled_from(["chat", "chat_disagg", "moe_chat"]))
-def test_more_hbm_bandwidth_never_lowers_decode_throughput(cat, bw, factor, workload):
+@given(p1=st.floats(50.0, 99.9), p2=st.floats(50.0, 99.9), workload=WORKLOADS)
+def test_higher_percentile_never_raises_goodput(cat, p1, p2, workload):
+    lo_p, hi_p = sorted((p1, p2))
+    lo = rack_performance(cat.replace("workloads", workload, percentile=lo_p), "track8", None,
+                          workload)
+    hi = rack_performance(cat.replace("workloads", workload, percentile=hi_p), "track8", None,
+                          workload)
+    assert hi.goodput_tokens_per_s <= lo.goodput_tokens_per_s * (1 + 1e-9)
+
+
+@PROP
+@given(bw=st.floats(20.0, 2000.0), factor=st.floats(1.0, 4.0),
+       workload=st.sampled_from(["moe_chat", "moe_mtp"]))
+def test_more_scaleup_bandwidth_never_lowers_moe_throughput(cat, bw, factor, workload):
+    lo = rack_performance(cat.replace("accelerators", "tgpu", scaleup_gb_per_s=bw), "track8",
+                          None, workload)
+    hi = rack_performance(cat.replace("accelerators", "tgpu", scaleup_gb_per_s=bw * factor),
+                          "track8", None, workload)
+    assert hi.goodput_tokens_per_s >= lo.goodput_tokens_per_s * (1 - 1e-9)
+    assert hi.output_tokens_per_s >= lo.output_tokens_per_s * (1 - 1e-9)
+
+
+@PROP
+@given(ttft=st.floats(0.2, 5.0), tpot=st.floats(10.0, 200.0), pct=st.floats(50.0, 99.0))
+def test_mtp_with_acceptance_zero_never_helps(cat, ttft, tpot, pct):
+    c = cat.replace("workloads", "moe_mtp", ttft_s=ttft, tpot_ms=tpot, percentile=pct)
+    none = rack_performance(c.replace("workloads", "moe_mtp", speculative="none"), "track8",
+                            None, "moe_mtp")
+    zero = rack_performance(c.replace("workloads", "moe_mtp", acceptance_frac=0.0), "track8",
+                            None, "moe_mtp")
+    assert zero.goodput_tokens_per_s <= none.goodput_tokens_per_s * (1 + 1e-9)
+
+
+@PROP
+@given(b=st.integers(1, 512), ctx=st.floats(0, 20_000), n=st.integers(1, 3))
+def test_acceptance_zero_never_shortens_tpot(cat, serving, b, ctx, n):
+    shape, hw = _parts(cat, serving, "moe")
+    par = Parallel(1, 8, 8)
+    plain = decode(Instance(hw, par, shape, PH, serving), b, ctx)
+    spec = decode(Instance(hw, par, shape, PH, serving, float(n), 0.0, 0.05), b, ctx)
+    assert float(spec.token_s) >= float(plain.token_s)
+
+
+@PROP
+@given(bw=st.floats(1.0, 20.0), factor=st.floats(1.0, 3.0), workload=WORKLOADS)
+def test_more_hbm_bandwidth_never_lowers_throughput(cat, bw, factor, workload):
     lo = rack_performance(cat.replace("accelerators", "tgpu", hbm_tb_per_s=bw), "track8", None,
                           workload)
     hi = rack_performance(cat.replace("accelerators", "tgpu", hbm_tb_per_s=bw * factor),
@@ -246,8 +480,7 @@ def test_more_hbm_bandwidth_never_lowers_decode_throughput(cat, bw, factor, work
 
 
 @PROP
-@given(h1=st.floats(0.0, 0.95), h2=st.floats(0.0, 0.95),
-       workload=st.sampled_from(["chat", "chat_disagg", "moe_chat"]))
+@given(h1=st.floats(0.0, 0.95), h2=st.floats(0.0, 0.95), workload=WORKLOADS)
 def test_higher_cache_hit_never_lowers_goodput(cat, h1, h2, workload):
     lo_h, hi_h = sorted((h1, h2))
     lo = rack_performance(cat.replace("workloads", workload, cache_hit_frac=lo_h), "track8",
@@ -260,11 +493,28 @@ def test_higher_cache_hit_never_lowers_goodput(cat, h1, h2, workload):
 @PROP
 @given(b=st.integers(1, 4096), ctx=st.floats(0, 100_000))
 def test_decode_step_monotone_in_batch_and_bandwidth(cat, serving, b, ctx):
-    slow = _replica(cat, serving, model="moe", acc="tgpu")
-    fast = _replica(cat, serving, model="moe", acc="tgpu_fast")
-    assert float(fast.decode_step_time(b, ctx)) <= float(slow.decode_step_time(b, ctx))
-    assert float(slow.decode_step_time(b + 1, ctx)) >= float(slow.decode_step_time(b, ctx))
+    par = Parallel(1, 8, 8)
+    slow = _step(cat, serving, b, ctx, par, model="moe", acc="tgpu")
+    fast = _step(cat, serving, b, ctx, par, model="moe", acc="tgpu_fast")
+    nxt = _step(cat, serving, b + 1, ctx, par, model="moe", acc="tgpu")
+    assert float(fast.total_s) <= float(slow.total_s)
+    assert float(nxt.total_s) >= float(slow.total_s)
 
 
 def test_precision_enum_accepted(cat):
     assert rack_performance(cat, "track8", "dense70", "chat", precision=Precision.bf16).fits
+
+
+def test_expert_all_to_all_across_domains(cat, serving):
+    """DEP16 over two 8-GPU domains: a token crosses once per remote domain hit."""
+    from dcplan.perf.roofline import moe_alltoall_time
+
+    _, hw = _parts(cat, serving, "moe")
+    tokens, k, per_token = 32.0, 4, 4096 * 3.0
+    got = float(moe_alltoall_time(hw, 16, tokens, k, per_token))
+    in_domain = tokens * k * per_token * ((8 - 1) + (16 - 8)) / 16  # own domain + forwarding
+    remote = tokens * per_token * (2 - 1) * (1 - (1 - 1 / 2) ** k)   # 15/16 of a copy
+    want = in_domain / (400e9 * 0.25) + remote / (50e9 * 0.5) + 2 * max(2e-5, 3e-5)
+    assert got == pytest.approx(want)
+    inside = float(moe_alltoall_time(hw, 8, tokens, k, per_token))
+    assert inside == pytest.approx(tokens * k * per_token * 7 / 8 / (400e9 * 0.25) + 2 * 2e-5)

@@ -11,6 +11,7 @@ from test_planner import check_plan_from_tables
 from typer.testing import CliRunner
 
 from dcplan.cli import app
+from dcplan.export.files import MARKER
 from dcplan.planner import SolveStatus, plan
 
 FIX = Path(__file__).parent / "fixtures" / "planner"
@@ -75,7 +76,10 @@ def test_sizing_linear_cdus_are_the_planners_and_big_differences_are_noted(small
 def test_equipment_reconciles_with_the_exact_sizing(small):
     eq, sz = small.tables["equipment"], small.tables["sizing"]
     assert eq.attrs["units"] == {"count": "units", "kw": "kW", "capex_usd": "USD"}
+    assert set(zip(sz.site, sz.period, strict=True)) <= set(zip(eq.site, eq.period, strict=True))
     for (site, period), rows in eq.groupby(["site", "period"]):
+        if not ((sz.site == site) & (sz.period == period)).any():
+            continue
         exact = sz[(sz.site == site) & (sz.period == period)].set_index("quantity").exact
         net = rows[(rows.category == "network") & ~rows.in_rack.astype(bool)]
         assert net.kw.sum() == pytest.approx(exact["network_kw"], rel=1e-9)
@@ -96,7 +100,8 @@ def test_cli_json_and_csvs(tmp_path):
     assert data["kpis"]["npv_cost_usd"] > 0 and data["fleet"]
     for name in ("fleet", "power", "costs", "kpis", "shadow_prices", "binding", "equipment"):
         assert (out / f"{name}.csv").exists()
-    assert not list(out.glob(".*"))  # no temporary files left behind
+    # no temporary files left behind; the marker says dcplan wrote the folder
+    assert [p.name for p in out.glob(".*")] == [MARKER]
 
 
 def test_cli_text_summary_and_lp(tmp_path):

@@ -166,7 +166,7 @@ def test_diagnosis_lists_periods_in_order():
 
 
 def test_time_limit_without_a_plan_does_not_fall_back(monkeypatch):
-    def highs(prob, opt, mip, rounding=None):
+    def highs(prob, opt, mip, rounding=None, on_progress=None):
         return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", opt.time_limit_s,
                          "HiGHS reached the time limit", time_limit_hit=True)
 
@@ -182,7 +182,7 @@ def test_time_limit_without_a_plan_does_not_fall_back(monkeypatch):
 def test_solver_exception_is_reported_not_retried(monkeypatch):
     """An exception inside HiGHS is a SolverError naming it; CBC is not tried, so its
     answer cannot be mistaken for one about the input."""
-    def highs(prob, opt, mip, rounding=None):
+    def highs(prob, opt, mip, rounding=None, on_progress=None):
         raise IndexError("index 7 is out of bounds")
 
     def cbc(*_a, **_k):
@@ -198,7 +198,7 @@ def test_solver_exception_is_reported_not_retried(monkeypatch):
 def test_solver_stop_falls_back_with_the_time_left(monkeypatch):
     seen = {}
 
-    def highs(prob, opt, mip, rounding=None):
+    def highs(prob, opt, mip, rounding=None, on_progress=None):
         return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", 1.0,
                          "HiGHS stopped: solve error")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import typer.core
 
 from dcplan import __version__
 from dcplan.cli.common import STATE
@@ -14,12 +15,52 @@ app = typer.Typer(
     name="dcplan",
     help="Plan AI-inference datacenter fleets: racks, sites, grid, cooling, network, cost.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     # Plain click help: boolean flags show as "--json", not "--json <bool>", and usage
     # errors are one plain line instead of a framed panel.
     rich_markup_mode=None,
 )
+
+
+# Help text as people read it. Typer (0.2x) labels values by Python type ("<float range>",
+# "<list[Path]>") and wraps arguments in braces in the usage line ("{scenario}"); these two
+# small replacements of its display methods show metavars and plain names instead.
+
+#: Typer's type labels in help ("<float range>", "<list[Path]>") as people read them.
+_READABLE_TYPES = {"<float range>": "NUMBER", "<float>": "NUMBER", "<int range>": "N",
+                   "<int>": "N", "<str>": "TEXT", "<file>": "FILE", "<dir>": "DIR",
+                   "<path>": "PATH", "<list[Path]>": "PATH...", "<list[str]>": "TEXT..."}
+
+
+def _readable_type(original):
+    """Wrap typer's ``display_type_rich``: a metavar, else a readable label of the type."""
+
+    def display(self, ctx):
+        if self.metavar is not None:
+            # An argument's help line already starts with its metavar.
+            return None if isinstance(self, typer.core.TyperArgument) else self.metavar
+        label = original(self, ctx)
+        if label is None or not label.startswith("<"):
+            return label
+        return _READABLE_TYPES.get(label, label.strip("<>").upper())
+
+    return display
+
+
+for _cls in (typer.core.TyperArgument, typer.core.TyperOption):
+    _cls.display_type_rich = _readable_type(_cls.display_type_rich)
+
+
+def _usage_name(self) -> str:
+    """An argument in the usage line as in most tools: SCENARIO, [ID], PATH..."""
+    name = (self.metavar or self.name or "").upper()
+    if self.nargs != 1 and not name.endswith("..."):
+        name += "..."
+    return name if self.required else f"[{name}]"
+
+
+typer.core.TyperArgument._usage_display_name = _usage_name
 
 
 def _version(value: bool) -> None:
@@ -63,11 +104,48 @@ from dcplan.cli import (  # noqa: E402
     perf_cmd,  # noqa: F401
     perf_import_cmd,  # noqa: F401
     plan_cmd,  # noqa: F401
+    saved_cmd,  # noqa: F401
     sweep_cmd,  # noqa: F401
     tokens_cmd,  # noqa: F401
 )
+from dcplan.cli.options import EXIT_CODES  # noqa: E402
+
+
+def _unset(value) -> bool:
+    from typer.models import DefaultPlaceholder
+
+    return value is None or isinstance(value, DefaultPlaceholder)
+
+
+def _with_exit_codes(group: typer.Typer) -> None:
+    """Every command's help ends with the exit codes (one text for all)."""
+    if _unset(group.info.epilog):
+        group.info.epilog = EXIT_CODES
+    for cmd in group.registered_commands:
+        if _unset(cmd.epilog):
+            cmd.epilog = EXIT_CODES
+    for sub in group.registered_groups:
+        if _unset(sub.epilog):
+            sub.epilog = EXIT_CODES
+        if sub.typer_instance is not None:
+            _with_exit_codes(sub.typer_instance)
+
+
+_with_exit_codes(app)
+
+
+class Terminated(SystemExit):
+    """SIGTERM as an exception, so that every temporary file is removed on the way out."""
+
+
+def _on_sigterm(signum, frame):  # noqa: ARG001
+    raise Terminated(128 + signum)
 
 
 def main() -> None:
     """Console-script entry point."""
+    import signal
+
+    # Default SIGTERM kills the process without unwinding: temporaries would stay.
+    signal.signal(signal.SIGTERM, _on_sigterm)
     app()

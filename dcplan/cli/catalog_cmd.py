@@ -17,6 +17,7 @@ from dcplan.catalog import (
 from dcplan.cli import app
 from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
+from dcplan.export.text import format_cell
 from dcplan.schema import KINDS
 
 catalog_app = typer.Typer(help="Browse the hardware, model, workload, tokenizer and price catalogs "
@@ -55,6 +56,7 @@ LIST_COLUMNS = {
     "ups": ["id", "vendor", "module_kw", "no_load_loss_frac", "proportional_loss_frac",
             "square_loss_frac", "runtime_min", "capex_usd"],
     "generators": ["id", "vendor", "fuel", "rated_kw", "standby_kw", "capex_usd"],
+    "profiles": ["id", "region", "timezone", "traffic", "as_of"],
 }
 
 
@@ -178,7 +180,7 @@ def list_cmd(
                for k, v in entry.model_dump(mode="json").items()}
         for field in entry.estimates:
             if row.get(field) is not None:
-                row[field] = f"{format_table([{'v': row[field]}]).splitlines()[-1].strip()}*"
+                row[field] = f"{format_cell(row[field])}*"
         rows.append(row)
     columns = None if wide else LIST_COLUMNS[kind]
     if wide and rows:
@@ -390,18 +392,30 @@ def validate_catalog_folder(path: Path, checked: list[str]) -> list[Problem]:
 
 
 def _validate_perf_defaults(folder: Path, checked: list[str]) -> list[Problem]:
-    """Problems of the performance-model defaults file of a catalog folder, if it has one."""
-    from dcplan.perf.params import DEFAULTS_FILE, load_perf_defaults
+    """Problems of the performance-model defaults and default calibration of a folder."""
+    from dcplan.perf.params import (
+        CALIBRATION_FILE,
+        DEFAULTS_FILE,
+        load_calibration,
+        load_perf_defaults,
+    )
 
+    problems: list[Problem] = []
     path = folder / DEFAULTS_FILE
-    if not path.exists():
-        return []
-    try:
-        load_perf_defaults(path)
-    except InputError as exc:
-        return exc.problems
-    checked.append(f"performance defaults {display_path(path)}")
-    return []
+    if path.exists():
+        try:
+            load_perf_defaults(path)
+            checked.append(f"performance defaults {display_path(path)}")
+        except InputError as exc:
+            problems += exc.problems
+    cal = folder / CALIBRATION_FILE
+    if cal.exists():
+        try:
+            load_calibration(cal)
+            checked.append(f"performance calibration {display_path(cal)}")
+        except InputError as exc:
+            problems += exc.problems
+    return problems
 
 
 _PLURAL = {"scenario": "scenarios", "forecast": "forecasts", "sweep": "sweeps"}

@@ -179,3 +179,84 @@ def emit_json(obj: Any) -> None:
 
 __all__ = ["STATE", "State", "check_outputs", "emit_json", "fail", "format_table",
            "handle_errors"]
+
+
+# ----------------------------------------------------------------------------------------
+# Live solver display
+# ----------------------------------------------------------------------------------------
+
+
+class _SolveStatus:
+    """What the live line shows: elapsed time, best plan, bound and gap (rich renderable)."""
+
+    def __init__(self, label: str):
+        import time
+
+        self.label = label
+        self.t0 = time.perf_counter()
+        self.last = None
+
+    def update(self, progress: Any) -> None:
+        self.last = progress
+
+    def text(self) -> str:
+        import time
+
+        elapsed = time.perf_counter() - self.t0
+        line = f"[{self.label}] solving: {elapsed:5.1f} s"
+        p = self.last
+        if p is not None and p.incumbent_usd is not None:
+            line += f", best plan {p.incumbent_usd / 1e6:,.1f} M USD"
+        if p is not None and p.bound_usd is not None:
+            line += f", bound {p.bound_usd / 1e6:,.1f} M USD"
+        if p is not None and p.gap is not None:
+            line += f", gap {p.gap:.2%}"
+        return line
+
+    def __rich__(self) -> str:
+        return self.text()
+
+
+class solve_display:  # noqa: N801 - used as a context manager like a function
+    """Show the solver's progress on stderr while a plan solves; yields the callback.
+
+    On a terminal: one live line (elapsed time, best plan, bound, gap) that the solver's
+    callbacks update and that disappears when the solve ends. Elsewhere (a log file, a
+    pipe): a line whenever a better plan is found, at most every 5 s. Disabled (the
+    callback is None) with ``enabled=False``.
+    """
+
+    def __init__(self, enabled: bool, label: str = "plan"):
+        self.enabled = enabled
+        self.label = label
+        self.live = None
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        import time
+
+        from rich.console import Console
+        from rich.live import Live
+
+        status = _SolveStatus(self.label)
+        console = Console(stderr=True)
+        if console.is_terminal:
+            self.live = Live(status, console=console, refresh_per_second=4, transient=True)
+            self.live.__enter__()
+            return status.update
+        state = {"t": -1e9}
+
+        def report(progress: Any) -> None:
+            status.update(progress)
+            now = time.perf_counter()
+            if progress.incumbent_usd is not None and now - state["t"] >= 5.0:
+                state["t"] = now
+                typer.echo(status.text(), err=True)
+
+        return report
+
+    def __exit__(self, *exc):
+        if self.live is not None:
+            self.live.__exit__(*exc)
+        return False

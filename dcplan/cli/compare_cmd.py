@@ -1,4 +1,4 @@
-"""``dcplan compare A.yaml B.yaml ...``: solve scenarios and compare them side by side."""
+"""``dcplan compare A B ...``: compare scenarios (solved now) or saved plans side by side."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from dcplan.cli import app
-from dcplan.cli.common import STATE, check_outputs, emit_json, fail, handle_errors
+from dcplan.cli import app, options
+from dcplan.cli.common import STATE, check_outputs, emit_json, fail, handle_errors, solve_display
 
 
 def _progress(msg: str) -> None:
@@ -18,85 +18,94 @@ def _progress(msg: str) -> None:
 @app.command("compare")
 @handle_errors
 def compare_cmd(
-    scenarios: Annotated[list[Path], typer.Argument(help="Two or more scenario YAML files.",
-                                                    dir_okay=False)],
+    plans: Annotated[list[Path], typer.Argument(
+        metavar="PLAN...", dir_okay=False,
+        help="Two or more scenario YAML files or saved plans (dcplan plan --save), in any "
+             "mix; saved plans are read, not solved.")],
     baseline: Annotated[str | None, typer.Option(
-        "--baseline", "-b", help="Baseline scenario: its name, file or file stem "
-                                 "(default: the first).")] = None,
+        "--baseline", "-b", metavar="NAME",
+        help="Baseline: a scenario name, file or file stem (default: the first).")] = None,
     outdir: Annotated[Path | None, typer.Option(
-        "-o", "--outdir", file_okay=False,
-        help="Write comparison.xlsx, kpis.csv and charts/*.png here.")] = None,
-    xlsx: Annotated[Path | None, typer.Option("--xlsx", dir_okay=False,
-                                              help="Comparison workbook file.")] = None,
-    png_dir: Annotated[Path | None, typer.Option("--png-dir", file_okay=False,
-                                                 help="Folder of PNG charts.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
-    solver: Annotated[str | None, typer.Option("--solver", help="highs (default) or cbc.")
+        "-o", "--outdir", file_okay=False, metavar="DIR",
+        help="Write comparison.xlsx, comparison.html, kpis.csv and charts/*.png here.")
                       ] = None,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.001,
-                                                     help="Solver time limit per scenario [s].")
-                          ] = None,
-    gap: Annotated[float | None, typer.Option("--gap", min=0.0,
-                                              help="Relative MIP gap to stop at.")] = None,
+    xlsx: Annotated[Path | None, typer.Option("--xlsx", dir_okay=False, metavar="FILE",
+                                              help="Comparison workbook file.")] = None,
+    png_dir: options.PngDir = None,
+    html: options.Html = None,
+    as_json: options.Json = False,
+    solver: options.Solver = None,
+    time_limit: options.TimeLimit = None,
+    gap: options.Gap = None,
+    threads: options.Threads = None,
+    solver_log: options.SolverLog = False,
+    calibration: options.Calibration = None,
     allow_unserved: Annotated[bool, typer.Option(
-        "--allow-unserved", help="Exit 0 even when a scenario cannot meet all demand.")
-                              ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+        "--allow-unserved", help="Exit 0 even when a plan cannot meet all demand.")] = False,
+    quiet: options.Quiet = False,
+    wide: options.Wide = False,
 ) -> None:
-    """Solve each scenario and compare KPIs, binding limits and fleets side by side.
+    """Compare KPIs, binding limits and fleets of several plans side by side.
 
-    KPIs come with deltas against the baseline; -o/--xlsx/--png-dir also write a
-    comparison workbook and PNG charts.
-
-    Exit codes: 0 compared; 1 bad input, a scenario without a plan, or unmet demand
-    (unless --allow-unserved); 2 bad command line.
+    Each PLAN is a scenario file (planned now, with the solver options given here) or a
+    saved plan (read as it was saved: solver options and --calibration do not apply to
+    it). KPIs come with deltas against the baseline; a difference smaller than the two
+    plans' solver gaps is marked as no significant difference.
     """
     from dcplan.errors import InputError
     from dcplan.export.compare import compare_results, comparison_text, export_comparison
     from dcplan.planner import plan
+    from dcplan.planner.saved import is_saved_plan, load_result
 
-    if len(scenarios) < 2:
-        fail("give at least two scenario files to compare", 2)
-    if solver is not None and solver not in ("highs", "cbc"):
-        fail(f"unknown solver '{solver}'; use highs or cbc", 2)
-    check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir}, files={"--xlsx": xlsx})
+    if len(plans) < 2:
+        fail("give at least two scenario files or saved plans to compare", 2)
+    check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
+                  files={"--xlsx": xlsx, "--html": html})
     say = None if quiet else _progress
-    cases, problems = [], []
-    for path in scenarios:  # every scenario's problems at once
+    loaded, problems = [], []
+    for path in plans:  # every input's problems at once, before any solve
         try:
-            cases.append(STATE.case(path))
+            loaded.append(load_result(path) if is_saved_plan(path)
+                          else STATE.case(path, calibration))
         except InputError as exc:
             problems += exc.problems
     if problems:
         raise InputError(problems)
     if baseline is not None and not any(
-            baseline in (c.name, str(p), p.stem, p.name)
-            for c, p in zip(cases, scenarios, strict=True)):
-        fail(f"--baseline: '{baseline}' is none of the scenarios (give a scenario name, file "
+            baseline in (x.name, str(p), p.stem, p.name)
+            for x, p in zip(loaded, plans, strict=True)):
+        fail(f"--baseline: '{baseline}' is none of the plans (give a scenario name, file "
              "or file stem)", 2)
     results = []
-    for path, case in zip(scenarios, cases, strict=True):
+    for path, item in zip(plans, loaded, strict=True):
+        if hasattr(item, "tables"):  # a saved plan
+            if say:
+                say(f"read {path} (saved plan, not solved)")
+            results.append(item)
+            continue
         if say:
             say(f"planning {path}")
-        results.append(plan(case, solver=solver, time_limit_s=time_limit, gap=gap))
-        r = results[-1]
+        with solve_display(not quiet and not solver_log, "compare") as on_solve:
+            r = plan(item, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
+                     solver_log=solver_log or None, on_solve=on_solve)
+        results.append(r)
         if say:
             say(f"{path}: {r.status.value}"
                 + (f", NPV {r.objective_usd:,.0f} USD" if r.objective_usd is not None else "")
-                + f" in {r.timings_s.get('total', 0):.1f} s")
+                + f", solved in {r.timings_s.get('solve', 0):.1f} s")
     try:
-        cmp = compare_results(results, baseline, labels=[str(p) for p in scenarios])
+        cmp = compare_results(results, baseline, labels=[str(p) for p in plans])
     except ValueError as exc:
         fail(f"--baseline: {exc}", 2)
     files = []
-    if outdir is not None or xlsx is not None or png_dir is not None:
-        files = export_comparison(cmp, outdir=outdir, xlsx=xlsx, png_dir=png_dir)
+    if outdir is not None or xlsx is not None or png_dir is not None or html is not None:
+        files = export_comparison(cmp, outdir=outdir, xlsx=xlsx, png_dir=png_dir, html=html)
         if say:
             say(f"wrote {len(files)} files: " + ", ".join(str(f) for f in files))
     if as_json:
         emit_json(cmp.summary())
     else:
-        typer.echo(comparison_text(cmp))
+        typer.echo(comparison_text(cmp, None if wide else 100))
     bad = [n for r, n in zip(results, cmp.names, strict=True) if not r.status.has_solution]
     if bad:
         fail(f"no plan for {', '.join(bad)}")

@@ -1,18 +1,26 @@
-"""``dcplan perf``: goodput and power of a rack, calibration and validation."""
+"""``dcplan perf``: goodput and power of a rack; frontier; calibration and validation."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from dcplan.cli import app
-from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
+from dcplan.cli.common import (
+    STATE,
+    check_outputs,
+    emit_json,
+    fail,
+    format_table,
+    handle_errors,
+)
 
 perf_app = typer.Typer(
-    help="Performance model: goodput tokens/s and power per rack; calibrate and validate "
-         "it against measurements.",
+    help="Performance model: goodput tokens/s and power per rack, the throughput-"
+         "interactivity frontier; calibrate and validate it against measurements.",
     invoke_without_command=True,
     no_args_is_help=False,
     rich_markup_mode=None,
@@ -25,17 +33,113 @@ ModelsOpt = Annotated[
 ]
 CalibOpt = Annotated[
     Path | None,
-    typer.Option("--calibration", help="Calibration file written by 'dcplan perf calibrate'."),
+    typer.Option("--calibration", help="Calibration file written by 'dcplan perf calibrate' "
+                                       "(default: perf_calibration.yaml next to "
+                                       "perf_defaults.yaml; 'none': a-priori defaults)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+PrecisionOpt = Annotated[str | None, typer.Option(
+    "--precision", help="bf16, fp8 or fp4 (default: the workload's; fp8 without one).")]
+SpecOpt = Annotated[str | None, typer.Option(
+    "--speculative", help="none, mtp (the model's multi-token prediction) or draft.")]
+AcceptOpt = Annotated[float | None, typer.Option(
+    "--acceptance", help="Per-token acceptance of drafted tokens, 0..1 (default: "
+                         "perf_defaults.yaml).")]
+TpOpt = Annotated[int | None, typer.Option(
+    "--tp", help="Fix the tensor parallelism (with --ep, --dp-attention); default: search.")]
+EpOpt = Annotated[int | None, typer.Option("--ep", help="Fix the expert parallelism (MoE).")]
+DpOpt = Annotated[bool, typer.Option(
+    "--dp-attention", help="With --tp/--ep: data-parallel attention (every GPU its own).")]
+
+_NO_LIMIT = 1e9
 
 
 def _calibration(path: Path | None, catalog):
-    if path is None:
-        return None
+    """The calibration to use: the file given, the default, or False for 'none'."""
     from dcplan.perf import load_calibration
+    from dcplan.perf.params import NO_CALIBRATION, default_calibration
 
+    if path is None:
+        return default_calibration(catalog)
+    if str(path) == NO_CALIBRATION:
+        return False
     return load_calibration(path, known_accelerators=catalog.entries.get("accelerators", {}))
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe copy: NaN and infinities become None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def _layout(tp: int | None, ep: int | None, dp_attention: bool):
+    from dcplan.perf import Layout
+
+    if tp is None and ep is None:
+        if dp_attention:
+            fail("--dp-attention needs --tp or --ep (the instance size)", code=2)
+        return None
+    return Layout(tp=tp or 1, ep=ep or 1, dp_attention=dp_attention)
+
+
+def _check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        fail(f"{name} must be {', '.join(allowed[:-1])} or {allowed[-1]} (got '{value}')", code=2)
+
+
+def _build_workload(catalog, workload: str | None, model: str | None, opts: dict):
+    """Return the workload to evaluate.
+
+    A catalog entry with the options applied, or one made from --input-tokens and
+    --output-tokens.
+    """
+    from pydantic import ValidationError
+
+    from dcplan.catalog import pydantic_problems
+    from dcplan.errors import InputError
+    from dcplan.schema import Workload
+
+    changes: dict[str, Any] = {}
+    for key, field in (("input_tokens", "input_tokens_mean"),
+                       ("output_tokens", "output_tokens_mean"), ("ttft_s", "ttft_s"),
+                       ("tpot_ms", "tpot_ms"), ("percentile", "percentile"),
+                       ("speculative", "speculative"), ("acceptance", "acceptance_frac"),
+                       ("cache_hit", "cache_hit_frac"), ("mode", "mode")):
+        if opts.get(key) is not None:
+            changes[field] = opts[key]
+    if opts.get("concurrency") is not None:
+        changes["arrival"] = "closed_loop"
+        changes["concurrency"] = opts["concurrency"]
+    if opts.get("offline"):
+        changes["offline"] = True
+    if opts.get("precision"):
+        changes["precision"] = opts["precision"]
+    if workload:
+        base = catalog.get("workloads", workload).model_dump()
+        if model:
+            base["model"] = model
+        base.update(changes)
+    else:
+        if not model:
+            fail("give --workload, or --model with --input-tokens and --output-tokens", code=2)
+        missing = [o for o, k in (("--input-tokens", "input_tokens_mean"),
+                                  ("--output-tokens", "output_tokens_mean")) if k not in changes]
+        if missing:
+            fail(f"without --workload give {' and '.join(missing)}", code=2)
+        base = {"id": "command_line", "name": "workload from the command line", "model": model,
+                "cache_hit_frac": 0.0, "precision": "fp8", "ttft_s": _NO_LIMIT,
+                "tpot_ms": _NO_LIMIT, "source": "dcplan perf options", "as_of": "2026-01",
+                **changes}
+    try:
+        return Workload.model_validate(base)
+    except ValidationError as exc:
+        raise InputError(pydantic_problems(exc, Workload, "command line", base["id"], None)) \
+            from None
 
 
 @perf_app.callback()
@@ -46,8 +150,32 @@ def perf(
     model: Annotated[str | None, typer.Option(
         "--model", help="Model id (default: the workload's model).")] = None,
     workload: Annotated[str | None, typer.Option("--workload", help="Workload id.")] = None,
-    precision: Annotated[str | None, typer.Option(
-        "--precision", help="bf16, fp8 or fp4 (default: the workload's).")] = None,
+    input_tokens: Annotated[float | None, typer.Option(
+        "--input-tokens", help="Prompt tokens per request (overrides the workload's).")] = None,
+    output_tokens: Annotated[float | None, typer.Option(
+        "--output-tokens", help="Generated tokens per request.")] = None,
+    cache_hit: Annotated[float | None, typer.Option(
+        "--cache-hit", help="Share of prompt tokens from the prefix cache, 0..1.")] = None,
+    ttft_s: Annotated[float | None, typer.Option(
+        "--ttft-s", help="TTFT limit [s] at --percentile (none without a workload).")] = None,
+    tpot_ms: Annotated[float | None, typer.Option(
+        "--tpot-ms", help="TPOT limit [ms] at --percentile.")] = None,
+    percentile: Annotated[float | None, typer.Option(
+        "--percentile", help="Percentile the limits apply to, 50..99.99 (default 99).")] = None,
+    speculative: SpecOpt = None,
+    acceptance: AcceptOpt = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", help="Closed loop: requests in flight per instance (as AIPerf and "
+                              "InferenceX run); default: open-loop Poisson arrivals.")] = None,
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="No latency limits: throughput at the largest batch memory "
+                          "allows.")] = False,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", help="aggregated or disaggregated (default: the workload's).")] = None,
+    precision: PrecisionOpt = None,
+    tp: TpOpt = None,
+    ep: EpOpt = None,
+    dp_attention: DpOpt = False,
     calibration: CalibOpt = None,
     sweep: Annotated[str | None, typer.Option(
         "--sweep", help="'batch': print the throughput/latency curve over batch.")] = None,
@@ -55,55 +183,92 @@ def perf(
 ) -> None:
     """Goodput tokens/s and power of one rack serving a workload under its SLO.
 
-    Example: dcplan perf --rack gb200_nvl72 --model llama3_70b --workload chat
+    Examples: dcplan perf --rack gb200_nvl72 --workload chat;
+    dcplan perf --rack gb200_nvl72 --model deepseek_r1 --input-tokens 8192
+    --output-tokens 1024 --tpot-ms 20 --ttft-s 3 --percentile 50 --speculative mtp
     """
     if ctx.invoked_subcommand is not None:
         return
-    if not rack or not workload:
+    if not rack or not (workload or model):
         typer.echo(ctx.get_help())
-        fail("give --rack and --workload (and optionally --model, --precision)", code=2)
-    if precision is not None and precision not in ("bf16", "fp8", "fp4"):
-        fail(f"--precision must be bf16, fp8 or fp4 (got '{precision}')", code=2)
+        fail("give --rack and --workload, or --rack, --model, --input-tokens and "
+             "--output-tokens", code=2)
+    _check_choice("--precision", precision, ("bf16", "fp8", "fp4"))
+    _check_choice("--speculative", speculative, ("none", "mtp", "draft"))
+    _check_choice("--mode", mode, ("aggregated", "disaggregated"))
     if sweep is not None and sweep != "batch":
         fail(f"--sweep supports only 'batch' (got '{sweep}')", code=2)
+    layout = _layout(tp, ep, dp_attention)
     from dcplan.cli.catalog_cmd import lookup_all
-    from dcplan.perf import batch_sweep, rack_performance
+    from dcplan.perf import batch_sweep, workload_performance
 
     catalog = STATE.catalog()
     # Unknown ids first, all at once, with the closest ids as suggestions.
     lookup_all(catalog, [("racks", rack), ("workloads", workload), ("models", model)])
+    wl = _build_workload(catalog, workload, model, dict(
+        input_tokens=input_tokens, output_tokens=output_tokens, ttft_s=ttft_s, tpot_ms=tpot_ms,
+        percentile=percentile, speculative=speculative, acceptance=acceptance,
+        cache_hit=cache_hit, mode=mode, concurrency=concurrency, offline=offline,
+        precision=precision))
     cal = _calibration(calibration, catalog)
-    perf_ = rack_performance(catalog, rack, model, workload, precision, cal)
-    model_id = model or catalog.get("workloads", workload).model
+    perf_ = workload_performance(catalog, rack, model, wl, precision, cal, layout)
+    model_id = model or wl.model
+    record = {**perf_.as_dict(), "configuration": _configuration(perf_),
+              "workload": _workload_record(wl)}
     if not perf_.fits:
         # The reason once, on stderr (the JSON on stdout carries it for scripts).
         if json_out:
-            emit_json({"operating_point": perf_.as_dict(), "sweep": []} if sweep
-                      else perf_.as_dict())
+            emit_json(_clean({"operating_point": record, "sweep": []} if sweep else record))
             raise typer.Exit(1)
-        fail(f"{model_id} does not fit {rack} for workload '{workload}' "
+        fail(f"{model_id} does not fit {rack} for workload '{wl.id}' "
              f"({perf_.precision}): {perf_.reason}")
     if sweep:
-        rows = batch_sweep(catalog, rack, model, workload, precision, cal)
+        rows = batch_sweep(catalog, rack, model, wl, precision, cal, layout)
         if json_out:
-            emit_json({"operating_point": perf_.as_dict(), "sweep": rows})
+            emit_json(_clean({"operating_point": record, "sweep": rows}))
         else:
-            _print_point(perf_, rack, model_id, workload)
+            _print_point(perf_, rack, model_id, wl)
             typer.echo("")
             typer.echo(format_table(rows))
         return
     if json_out:
-        emit_json(perf_.as_dict())
+        emit_json(_clean(record))
     else:
-        _print_point(perf_, rack, model_id, workload)
+        _print_point(perf_, rack, model_id, wl)
 
 
-def _print_point(p, rack: str, model: str, workload: str) -> None:
-    typer.echo(f"{rack} serving {model} for workload '{workload}' "
-               f"({p.precision}, {p.mode})")
+def _configuration(p) -> dict[str, Any]:
+    return {"parallel": p.parallel, "replica_gpus": p.replica_gpus,
+            "attention_tp": p.attention_tp, "attention_dp": p.attention_dp,
+            "expert_parallel": p.expert_parallel, "prefill_parallel": p.prefill_parallel,
+            "prefill_replica_gpus": p.prefill_replica_gpus, "batch": p.batch,
+            "speculative": p.speculative, "draft_tokens": p.draft_tokens,
+            "acceptance_frac": p.acceptance_frac, "mode": p.mode, "precision": p.precision}
+
+
+def _workload_record(wl) -> dict[str, Any]:
+    d = wl.model_dump(mode="json", exclude={"estimates", "notes", "source", "as_of", "name"})
+    for k in ("ttft_s", "tpot_ms"):
+        if d.get(k) and d[k] >= _NO_LIMIT:
+            d[k] = None
+    return d
+
+
+def _limit(value: float, unit: str) -> str:
+    return "none" if value >= _NO_LIMIT else f"{value:g} {unit}"
+
+
+def _print_point(p, rack: str, model: str, wl) -> None:
+    loop = (f"closed loop, {wl.concurrency} in flight per instance"
+            if wl.arrival.value == "closed_loop" else "Poisson arrivals")
+    slo = ("offline (no latency limits)" if wl.offline else
+           f"p{wl.percentile:g} TTFT {_limit(wl.ttft_s, 's')}, TPOT {_limit(wl.tpot_ms, 'ms')}")
+    typer.echo(f"{rack} serving {model} for workload '{wl.id}' ({p.precision}, {p.mode}; "
+               f"{wl.input_tokens_mean:,.0f} input / {wl.output_tokens_mean:,.0f} output tokens; "
+               f"{slo}; {loop})")
     n = p.replicas_per_rack
     acc = "accelerator" if p.replica_gpus == 1 else "accelerators"
-    replica = f"{n:g} replica{'s' * (n != 1)} of {p.replica_gpus} {acc} per rack"
+    replica = f"{n:g} replica{'s' * (n != 1)} of {p.replica_gpus} {acc} per rack, {p.parallel}"
     if p.mode == "disaggregated":
         replica = f"decode pool: {replica}"
         bottleneck = (f"prefill pool ({p.prefill_share:.0%} of accelerators): "
@@ -111,23 +276,33 @@ def _print_point(p, rack: str, model: str, workload: str) -> None:
                       f"{p.decode_bottleneck}")
     else:
         bottleneck = f"{p.bottleneck} (step bound: {p.step_bound})"
+    spec = ("none" if p.speculative == "none" else
+            f"{p.speculative}, {p.draft_tokens} draft tokens at acceptance "
+            f"{p.acceptance_frac:.2f}: {p.tokens_per_step:.2f} tokens per step")
     lines = [
         ("goodput per rack", f"{p.goodput_tokens_per_s:,.0f} tokens/s (input + output)"),
-        ("goodput per accelerator", f"{p.goodput_tokens_per_s_per_accelerator:,.0f} tokens/s"),
-        ("output per rack", f"{p.output_tokens_per_s:,.0f} tokens/s"),
+        ("output per rack", f"{p.output_tokens_per_s:,.0f} output tokens/s "
+                            f"(input {p.input_tokens_per_s:,.0f})"),
+        ("per accelerator", f"{p.output_tokens_per_s_per_gpu:,.0f} output / "
+                            f"{p.total_tokens_per_s_per_gpu:,.0f} total tokens/s"),
+        ("per user", f"{p.tokens_per_s_per_user:,.1f} output tokens/s (median)"),
         ("replica", replica),
         ("batch", f"{p.batch:,} sequences per replica (memory allows {p.max_batch:,})"),
-        ("TTFT", f"{p.ttft_s:.3g} s"),
-        ("TPOT", f"{p.tpot_ms:.3g} ms"),
+        ("speculative", spec),
+        (f"TTFT p{p.percentile:g}", f"{p.ttft_s:.3g} s (median {p.ttft_median_s:.3g} s)"),
+        (f"TPOT p{p.percentile:g}", f"{p.tpot_ms:.3g} ms (median {p.tpot_median_ms:.3g} ms)"),
         ("bottleneck", bottleneck),
         ("rack power", f"{p.power_kw:,.1f} kW (idle {p.idle_power_kw:,.1f} kW)"),
-        ("tokens per joule", f"{p.tokens_per_joule:,.2f}"),
-        ("tokens/s per MW IT", f"{p.tokens_per_s_per_mw:,.0f}"),
+        ("tokens per joule", f"{p.output_tokens_per_joule:,.2f} output, "
+                             f"{p.total_tokens_per_joule:,.2f} total"),
+        ("tokens/s per MW IT", f"{p.output_tokens_per_s_per_mw:,.0f} output, "
+                               f"{p.total_tokens_per_s_per_mw:,.0f} total"),
     ]
     if p.mode == "disaggregated":
         lines += [
             ("prefill pool", f"{p.prefill_tokens_per_s:,.0f} input tokens/s per rack, "
-                             f"replicas of {p.prefill_replica_gpus}"),
+                             f"replicas of {p.prefill_replica_gpus} ({p.prefill_parallel}), "
+                             f"queue at {p.prefill_utilisation:.0%}"),
             ("decode pool", f"{p.decode_tokens_per_s:,.0f} output tokens/s per rack"),
             ("prefill:decode racks", f"{p.prefill_racks_per_decode_rack:.3g} : 1"),
         ]
@@ -136,66 +311,196 @@ def _print_point(p, rack: str, model: str, workload: str) -> None:
         typer.echo(f"  {k.ljust(width)}  {v}")
 
 
-_ROW_COLUMNS = ["row", "hardware", "model", "precision", "phase", "gpus", "batch",
-                "measured_tokens_per_s", "predicted_tokens_per_s", "tokens_error_pct",
-                "measured_power_w", "predicted_power_w", "power_error_pct"]
+# ----------------------------------------------------------------- frontier
+
+
+@perf_app.command("frontier")
+@handle_errors
+def frontier_cmd(
+    rack: Annotated[str, typer.Option("--rack", help="Rack id.")],
+    model: Annotated[str, typer.Option("--model", help="Model id.")],
+    input_tokens: Annotated[float, typer.Option("--input-tokens", help="Prompt tokens.")],
+    output_tokens: Annotated[float, typer.Option("--output-tokens", help="Generated tokens.")],
+    precision: PrecisionOpt = None,
+    speculative: SpecOpt = None,
+    acceptance: AcceptOpt = None,
+    ttft_s: Annotated[float | None, typer.Option(
+        "--ttft-s", help="Keep only points whose TTFT at --percentile meets this [s].")] = None,
+    percentile: Annotated[float, typer.Option(
+        "--percentile", help="Percentile of --ttft-s.")] = 50.0,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", help="aggregated or disaggregated (default: both).")] = None,
+    calibration: CalibOpt = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Draw the frontier to this PNG.",
+                                             dir_okay=False)] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Pareto frontier of output tokens/s per GPU against output tokens/s per user.
+
+    Every deployable layout, draft length and batch (aggregated and disaggregated) is a
+    point; the frontier keeps the ones nothing beats on both axes, each with its
+    configuration. Example: dcplan perf frontier --rack gb200_nvl72 --model deepseek_r1
+    --input-tokens 8192 --output-tokens 1024 --precision fp4 --png r1.png
+    """
+    _check_choice("--precision", precision, ("bf16", "fp8", "fp4"))
+    _check_choice("--speculative", speculative, ("none", "mtp", "draft"))
+    _check_choice("--mode", mode, ("aggregated", "disaggregated"))
+    if png is not None:
+        check_outputs(files={"--png": png})
+    from dcplan.cli.catalog_cmd import lookup_all
+    from dcplan.perf.frontier import frontier, plot_frontier
+
+    catalog = STATE.catalog()
+    lookup_all(catalog, [("racks", rack), ("models", model)])
+    cal = _calibration(calibration, catalog)
+    modes = (mode,) if mode else ("aggregated", "disaggregated")
+    fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
+                  speculative or "none", acceptance, ttft_s, percentile, cal, modes)
+    if fr.reason:
+        if json_out:
+            emit_json(_clean(fr.as_dict()))
+            raise typer.Exit(1)
+        fail(f"no frontier for {model} on {rack} ({fr.precision}): {fr.reason}")
+    if png is not None:
+        plot_frontier(fr, png)
+    if json_out:
+        emit_json(_clean(fr.as_dict() | ({"png": str(png)} if png else {})))
+        return
+    typer.echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
+               f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points")
+    typer.echo(format_table(fr.points, ["tokens_per_s_per_user", "output_tokens_per_s_per_gpu",
+                                        "total_tokens_per_s_per_gpu", "mode", "parallel",
+                                        "prefill_parallel", "batch", "draft_tokens",
+                                        "median_ttft_s"]))
+    if png is not None:
+        typer.echo(f"\nwrote {png}")
+
+
+# ------------------------------------------------------- validate / calibrate
+
+_PHASE_COLUMNS = ["row", "hardware", "model", "precision", "phase", "gpus", "batch",
+                  "measured_tokens_per_s", "predicted_tokens_per_s", "tokens_error_pct",
+                  "measured_power_w", "predicted_power_w", "power_error_pct", "flag"]
+_SERVING_COLUMNS = ["row", "hardware", "precision", "input_tokens", "output_tokens",
+                    "concurrency", "configuration", "measured_output_tokens_per_s_per_gpu",
+                    "predicted_output_tokens_per_s_per_gpu", "output_tokens_error_pct",
+                    "measured_median_tpot_ms", "predicted_median_tpot_ms", "tpot_error_pct",
+                    "measured_median_ttft_s", "predicted_median_ttft_s", "ttft_error_pct",
+                    "flag"]
 
 
 def _fmt_summary(label: str, s: dict) -> str:
     if not s["rows"]:
-        return f"{label}: no rows with a measured value"
-    return (f"{label}: median |error| {s['median_abs_pct']:.1f}%, max |error| "
-            f"{s['max_abs_pct']:.1f}% over {s['rows']} rows")
+        return f"{label}: no rows with a measured and predicted value"
+    return (f"{label}: median |error| {s['median_abs_pct']:.1f}%, p90 {s['p90_abs_pct']:.1f}%, "
+            f"max {s['max_abs_pct']:.1f}% over {s['rows']} rows")
+
+
+def _json_record(r) -> dict[str, Any]:
+    """One JSON record per input row (serving and phase rows share the key names)."""
+    d = r.as_dict()
+    p = r.pred
+    d["predicted_output_tokens_per_s_per_gpu"] = (
+        p.output_tokens_per_s_per_gpu if r.kind == "serving" else None)
+    d["predicted_median_tpot_ms"] = p.median_tpot_ms
+    d["predicted_median_ttft_s"] = p.median_ttft_s
+    d["file"] = getattr(r, "file", None)
+    return d
+
+
+def _print_rows(results) -> None:
+    phase = [r.as_dict() for r in results if r.kind == "phase"]
+    serving = [r.as_dict() for r in results if r.kind == "serving"]
+    if phase:
+        typer.echo(format_table(phase, _PHASE_COLUMNS))
+    if serving:
+        if phase:
+            typer.echo("")
+        typer.echo(format_table(serving, _SERVING_COLUMNS))
+
+
+def _print_summary(rep: dict, prefix: str = "") -> None:
+    typer.echo(prefix + _fmt_summary("throughput", rep["throughput"]))
+    typer.echo(prefix + _fmt_summary("median TPOT", rep["tpot"]))
+    typer.echo(prefix + _fmt_summary("median TTFT", rep["ttft"]))
+    typer.echo(prefix + _fmt_summary("power", rep["power"]))
+    if rep["flagged"]:
+        typer.echo(prefix + f"{rep['flagged']} rows the model cannot express (see 'flag')")
+
+
+MeasOpt = Annotated[list[Path], typer.Argument(
+    help="Measurement CSVs: phase-level rows and/or serving rows (the header tells which).")]
+
+
+def _calibration_name(path: Path | None, catalog) -> str:
+    from dcplan.errors import display_path
+    from dcplan.perf.params import default_calibration_path
+
+    if path is not None:
+        return str(path)
+    default = default_calibration_path(catalog)
+    return display_path(default) if default else "none"
 
 
 @perf_app.command("validate")
 @handle_errors
 def validate(
-    measurements: Annotated[Path, typer.Argument(help="Measurement CSV.")],
+    measurements: MeasOpt,
     models: ModelsOpt = None,
     calibration: CalibOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Predicted vs measured throughput and power for every row of a measurement CSV."""
+    """Measured vs predicted throughput, median TPOT, median TTFT and power, per row.
+
+    Each row is predicted at its own configuration (hardware, precision, parallel
+    layout, concurrency, speculative decoding, disaggregation); a row the model
+    cannot express is flagged with the reason.
+    """
     from dcplan.perf.calibration import evaluate_rows, report
-    from dcplan.perf.measurements import load_measurements, with_models
+    from dcplan.perf.measurements import load_measurement_files, with_models
     from dcplan.perf.params import defaults_path, load_perf_defaults
 
     catalog = with_models(STATE.catalog(), models)
-    rows = load_measurements(measurements, catalog)
+    rows = load_measurement_files(measurements, catalog)
     cal = _calibration(calibration, catalog)
     results = evaluate_rows(rows, catalog, load_perf_defaults(defaults_path(catalog)), cal)
     rep = report(results)
     if json_out:
-        emit_json({"rows": [r.as_dict() for r in results], "summary": rep,
-                   "calibration": str(calibration) if calibration else None})
+        emit_json(_clean({"rows": [_json_record(r) for r in results], "summary": rep,
+                          "files": [str(m) for m in measurements],
+                          "calibration": _calibration_name(calibration, catalog)}))
         return
-    typer.echo(format_table([r.as_dict() for r in results], _ROW_COLUMNS))
+    _print_rows(results)
     typer.echo("")
-    typer.echo(_fmt_summary("throughput", rep["throughput"]))
-    typer.echo(_fmt_summary("power", rep["power"]))
+    _print_summary(rep)
 
 
 @perf_app.command("calibrate")
 @handle_errors
 def calibrate_cmd(
-    measurements: Annotated[Path, typer.Argument(help="Measurement CSV.")],
+    measurements: MeasOpt,
     output: Annotated[Path, typer.Option("-o", "--output", help="Calibration YAML to write.",
                                          dir_okay=False)],
     models: ModelsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Fit efficiency factors, step overhead and power curve per accelerator."""
+    """Fit accelerator efficiencies, overheads, power curve and serving physics.
+
+    Writes the per-accelerator fits, a pooled 'default' for accelerators without
+    measurements, and the physics (MoE, speculative decoding, latency) parameters.
+    """
     from dcplan.errors import display_path
     from dcplan.perf.calibration import calibrate, evaluate_rows, report
-    from dcplan.perf.measurements import load_measurements, with_models
+    from dcplan.perf.measurements import load_measurement_files, with_models
     from dcplan.perf.params import defaults_path, load_perf_defaults, save_calibration
 
+    check_outputs(files={"--output": output})
     catalog = with_models(STATE.catalog(), models)
-    rows = load_measurements(measurements, catalog)
+    rows = load_measurement_files(measurements, catalog)
     defaults = load_perf_defaults(defaults_path(catalog))
     before = evaluate_rows(rows, catalog, defaults)
-    cal = calibrate(rows, catalog, defaults, source=display_path(measurements))
+    cal = calibrate(rows, catalog, defaults,
+                    source=", ".join(display_path(m) for m in measurements))
     after = evaluate_rows(rows, catalog, defaults, cal)
     rep_before, rep_after = report(before), report(after)
     per_hw: dict[str, int] = {}
@@ -205,31 +510,33 @@ def calibrate_cmd(
         "rows": len(rows),
         "throughput_median_abs_pct_before": _r(rep_before["throughput"]["median_abs_pct"]),
         "throughput_median_abs_pct_after": _r(rep_after["throughput"]["median_abs_pct"]),
-        "throughput_max_abs_pct_after": _r(rep_after["throughput"]["max_abs_pct"]),
+        "throughput_p90_abs_pct_after": _r(rep_after["throughput"]["p90_abs_pct"]),
+        "tpot_median_abs_pct_after": _r(rep_after["tpot"]["median_abs_pct"]),
+        "ttft_median_abs_pct_after": _r(rep_after["ttft"]["median_abs_pct"]),
         "power_rows": rep_after["power"]["rows"],
     }
     save_calibration(cal, output, per_hw, fit)
     table = []
     for b, a in zip(before, after, strict=True):
         d = a.as_dict()
-        d["error_before_pct"] = b.tokens_error_pct
-        d["error_after_pct"] = a.tokens_error_pct
+        d["error_before_pct"] = b.error("throughput")
+        d["error_after_pct"] = a.error("throughput")
         table.append(d)
     if json_out:
-        emit_json({"output": str(output), "fit": fit, "rows": table,
-                   "hardware": {h: dict(p) for h, p in cal.hardware},
-                   "default": dict(cal.default)})
+        emit_json(_clean({"output": str(output), "fit": fit, "rows": table,
+                          "hardware": {h: dict(p) for h, p in cal.hardware},
+                          "default": dict(cal.default), "physics": dict(cal.physics)}))
         return
-    typer.echo(format_table(table, ["row", "hardware", "model", "phase", "gpus", "batch",
-                                    "measured_tokens_per_s", "predicted_tokens_per_s",
-                                    "error_before_pct", "error_after_pct", "power_error_pct"]))
+    typer.echo(format_table(table, ["row", "kind", "hardware", "model", "configuration",
+                                    "error_before_pct", "error_after_pct", "tpot_error_pct",
+                                    "ttft_error_pct", "power_error_pct", "flag"]))
     typer.echo("")
-    typer.echo("before: " + _fmt_summary("throughput", rep_before["throughput"]))
-    typer.echo("after:  " + _fmt_summary("throughput", rep_after["throughput"]))
-    typer.echo("after:  " + _fmt_summary("power", rep_after["power"]))
-    params = [{"hardware": h, **dict(p)} for h, p in cal.hardware]
+    _print_summary(rep_before, "before: ")
+    _print_summary(rep_after, "after:  ")
     typer.echo("")
-    typer.echo(format_table(params))
+    typer.echo(format_table([{"hardware": h, **dict(p)} for h, p in cal.hardware]))
+    typer.echo("")
+    typer.echo("physics: " + ", ".join(f"{k} {v:.4g}" for k, v in cal.physics))
     typer.echo(f"\nwrote {output}")
 
 

@@ -49,6 +49,25 @@ from dcplan.tableio import tidy_table
 
 _ID = re.compile(r"^[a-z0-9_]+$")
 
+#: Marking of a difference no larger than the two plans' solver gaps together.
+WITHIN_GAP = "within the solver gap: no significant difference"
+#: KPIs whose difference the solver gaps bound (the objective and its levelised form).
+GAP_BOUNDED_KPIS = ("npv_cost_usd", "usd_per_million_tokens")
+
+
+def within_gap(base: float | None, other: float | None, gap_base: float | None,
+               gap_other: float | None) -> bool | None:
+    """Whether ``other - base`` is no larger than what the two solver gaps allow.
+
+    A plan reported with relative gap g may cost up to g of its value more than its
+    optimum, so two plans' difference is significant only when it exceeds
+    ``g_base * |base| + g_other * |other|``. None when a value or a gap is unknown.
+    """
+    if base is None or other is None or gap_base is None or gap_other is None:
+        return None
+    return abs(other - base) <= gap_base * abs(base) + gap_other * abs(other) + 1e-9
+
+
 #: KPIs shown side by side (in this order; others follow).
 KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
              "peak_facility_mw", "pue_annual", "tokens_per_kwh", "goodput_per_watt",
@@ -68,7 +87,11 @@ class Comparison:
     results : list of PlanResult
     kpis : DataFrame
         kpi, unit, one column per scenario, then ``delta vs <baseline>: <name>`` for
-        every other scenario (scenario - baseline, in the KPI's unit).
+        every other scenario (scenario - baseline, in the KPI's unit), then
+        ``significance vs <baseline>: <name>``: for the NPV and the levelised cost,
+        :data:`WITHIN_GAP` when the difference is no larger than the two plans' solver
+        gaps allow (see :func:`within_gap`), else ``significant`` ('' where a gap is
+        unknown or the KPI is not bounded by it).
     status : DataFrame
         scenario, status (solver status value), gap [-], solver, unserved, outcome
         (honest wording, see :func:`dcplan.planner.solver.status_text`), message.
@@ -84,6 +107,8 @@ class Comparison:
         scenario, period, site, facility_kw_peak, grid_kw.
     costs : DataFrame
         scenario + the planner's costs table.
+    cooling, network, bom : DataFrame
+        scenario + the planner's cooling, network and bill-of-materials tables.
     """
 
     names: list[str]
@@ -97,6 +122,9 @@ class Comparison:
     bought: pd.DataFrame
     power: pd.DataFrame
     costs: pd.DataFrame
+    cooling: pd.DataFrame = field(default_factory=pd.DataFrame)
+    network: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bom: pd.DataFrame = field(default_factory=pd.DataFrame)
     files: list[Path] = field(default_factory=list)
 
     def delta_col(self, name: str) -> str:
@@ -178,6 +206,8 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
     base = names[b]
 
     # KPIs side by side
+    gaps = {n: (None if r.gap is None or r.gap != r.gap else float(r.gap))
+            for r, n in zip(results, names, strict=True)}
     kpi_units: dict[str, str] = {}
     values: dict[str, dict[str, float | None]] = {}
     for r, n in zip(results, names, strict=True):
@@ -199,6 +229,13 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
                 continue
             a, c = values[base].get(k), values[n].get(k)
             row[f"delta vs {base}: {n}"] = c - a if a is not None and c is not None else None
+        for n in names:
+            if n == base:
+                continue
+            same = within_gap(values[base].get(k), values[n].get(k), gaps[base], gaps[n]) \
+                if k in GAP_BOUNDED_KPIS else None
+            row[f"significance vs {base}: {n}"] = WITHIN_GAP if same else (
+                "" if same is None else "significant")
         rows.append(row)
     kpis = pd.DataFrame(rows)
     kpis.attrs["units"] = {c: "see unit column" for c in kpis.columns if c not in ("kpi", "unit")}
@@ -266,8 +303,22 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
     fleet.attrs["units"] = {n: "racks" for n in names}
     fleet_diff.attrs["units"] = fleet.attrs["units"]
     bought.attrs["units"] = {c: "racks" for c in bought.columns if c not in ("site", "rack")}
+    stacked = {name: _stacked(results, names, name) for name in ("cooling", "network", "bom")}
     return Comparison(names, base, results, kpis, status, binding, fleet, fleet_diff, bought,
-                      power, costs)
+                      power, costs, cooling=stacked["cooling"], network=stacked["network"],
+                      bom=stacked["bom"])
+
+
+def _stacked(results: Sequence[Any], names: Sequence[str], table: str) -> pd.DataFrame:
+    """One result table of every plan, one under the other, with a scenario column."""
+    parts = [_with_scenario(n, r.tables.get(table)) for r, n in zip(results, names, strict=True)]
+    parts = [p for p in parts if p is not None and len(p)]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    for r in results:
+        if table in r.tables:
+            out.attrs["units"] = dict(r.tables[table].attrs.get("units", {}))
+            break
+    return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -291,19 +342,19 @@ def _fmt(v: Any, kpi: str = "") -> str:
     return f"{v:,.3g}" if abs(v) < 1 else f"{v:,.1f}"
 
 
-def comparison_text(cmp: Comparison) -> str:
-    """Readable side-by-side comparison."""
+def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
+    """Readable side-by-side comparison that fits ``width`` columns (None: no wrapping)."""
     from dcplan.export.text import format_table
 
     out = [f"Comparison of {len(cmp.names)} scenarios (baseline: {cmp.baseline})", ""]
     out.append(format_table(cmp.status.assign(
         gap=[None if g is None or g != g else f"{g:.3%}" for g in cmp.status.gap]
-    ).drop(columns=["message"]).to_dict("records")))
+    ).drop(columns=["message"]).to_dict("records"), width=width))
     for rec in cmp.status.itertuples():
         if rec.message:
             out.append(f"  {rec.scenario}: {rec.message}")
     out += ["", "Key figures (delta = scenario - baseline):"]
-    rows = []
+    rows, marks = [], []
     for rec in cmp.kpis.to_dict("records"):
         k = rec["kpi"]
         row = {"KPI": kpi_label(k), "unit": kpi_unit(k, rec["unit"].split(" (")[0])}
@@ -315,10 +366,15 @@ def comparison_text(cmp: Comparison) -> str:
             d = rec[cmp.delta_col(n)]
             base = rec[cmp.baseline]
             pct = f" ({d / base:+.1%})" if d is not None and base not in (None, 0) else ""
+            same = rec.get(f"significance vs {cmp.baseline}: {n}") == WITHIN_GAP
+            note = " *" if same else ""
+            if same:
+                marks.append(f"  * {n}, {kpi_label(k)}: {WITHIN_GAP}")
             row[f"delta {n}"] = ("-" if d is None else
-                                 ("+" if d > 0 else "") + _fmt(d, k) + pct)
+                                 ("+" if d > 0 else "") + _fmt(d, k) + pct + note)
         rows.append(row)
-    out.append(format_table(rows))
+    out.append(format_table(rows, width=width))
+    out += marks
     out += ["", "Binding limits:"]
     for n in cmp.names:
         b = cmp.binding[cmp.binding.scenario == n] if len(cmp.binding) else cmp.binding
@@ -335,13 +391,14 @@ def comparison_text(cmp: Comparison) -> str:
         out.append(f"  {n}: " + "; ".join(items) + more)
     out += ["", "Racks bought over the horizon by site and type:"]
     out.append(format_table([{k: (_fmt(v) if isinstance(v, float) else v) for k, v in r.items()}
-                             for r in cmp.bought.to_dict("records")]))
+                             for r in cmp.bought.to_dict("records")], width=width))
     if len(cmp.fleet_diff):
         out += ["", f"Racks in service differ from {cmp.baseline} in {len(cmp.fleet_diff)} "
                     "(site, rack, period) rows; first ones:"]
         out.append(format_table([{k: (_fmt(v) if isinstance(v, float) else v)
                                   for k, v in r.items()}
-                                 for r in cmp.fleet_diff.head(12).to_dict("records")]))
+                                 for r in cmp.fleet_diff.head(12).to_dict("records")],
+                                width=width))
     else:
         out += ["", f"Fleets: identical to {cmp.baseline} in every site, rack and period."]
     return "\n".join(out)
@@ -412,7 +469,7 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
 
     Sheets: Comparison (KPIs side by side with live deltas), NPV (discounted cost by
     category x scenario as live SUMIFS over Costs, totals = NPV), Binding, Fleet
-    differences, Racks bought, Fleet, Power, Costs.
+    differences, Racks bought, Fleet, Power, Costs, Cooling, Network, Bill of materials.
     """
     wb = Workbook()
     ws = wb.active
@@ -433,6 +490,14 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
          "", (), 3),
         ("Costs", cmp.costs, "Costs by scenario, category and period", "",
          ("cost_usd", "cost_usd_discounted"), 4),
+        ("Cooling", cmp.cooling, "Cooling by scenario, site and period",
+         "Heat to liquid and to air, CDUs with their redundant spares, cooling power at "
+         "peak and PUE, as in each plan's Cooling sheet.", (), 3),
+        ("Network", cmp.network, "Network by scenario, site, rack type and period",
+         "Network power and capex of the racks in service, as in each plan.", (), 4),
+        ("Bill of materials", cmp.bom, "Bill of materials by scenario, site and period",
+         "What each plan has installed and what it orders per period (new), as in each "
+         "plan's Bill of materials sheet.", ("new", "removed", "new_capex_usd"), 6),
     ]
     npv_ws = wb.create_sheet("NPV", 1)
     def head(df: pd.DataFrame, c: str, table: str | None) -> str:
@@ -445,7 +510,9 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
 
     for name, df, title, desc, totals, ids in specs:
         w = wb.create_sheet(name)
-        table = {"Costs": "costs", "Power": "power", "Binding": "binding"}.get(name)
+        table = {"Costs": "costs", "Power": "power", "Binding": "binding",
+                 "Cooling": "cooling", "Network": "network",
+                 "Bill of materials": "bom"}.get(name)
         placed[name] = write_table(w, df, title=title, description=desc, totals=totals,
                                    id_cols=ids, header_of=lambda d, c, t=table: head(d, c, t))
         autosize(w)

@@ -49,7 +49,7 @@ from dcplan.export.labels import (
     unit_of,
 )
 from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
-from dcplan.export.sources import assumptions_table
+from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import no_grid_sites
 from dcplan.tableio import FORMULA_START, is_year_column, tidy_table
 
@@ -126,15 +126,14 @@ SHEETS: tuple[SheetSpec, ...] = (
               "What one more unit of a limit would save (grid [USD per MW], space) or what one "
               "more million tokens of demand would cost; 'integers fixed' keeps the chosen "
               "racks, 'LP relaxation' lets the rack counts move continuously.", (), 5),
-    SheetSpec("Equipment", "equipment", "Equipment of each site's network, cooling and power",
-              "Bill of materials of the exact sizing at each site's peak period: switches by "
-              "fabric, tier and model, transceivers by type, co-packaged optical ports, copper "
-              "links, NICs (in_rack = TRUE: inside the rack's IT power and price, so not in the "
-              "network totals), CDUs (with redundant spares; kW = pumps), heat-rejection plant "
-              "and air handlers (kW = electric power on the design day), UPS modules (kW = "
-              "losses) and generator sets (kW = standby draw) for the site's redundancy "
-              "topology.",
-              ("count", "kw", "capex_usd"), 4),
+    SheetSpec("Bill of materials", "bom", "Bill of materials by site and period",
+              "What each site has installed in each period and what to order (new = more than "
+              "the period before; removed = no longer needed): racks, switches by tier and "
+              "model, transceivers by type, copper links, NICs (inside the rack's price and "
+              "IT power), CDUs with their redundant spares, heat-rejection plant and air "
+              "handlers, UPS modules and generator sets; kW at full load (losses for UPS, "
+              "standby draw for generators) and capex of what is installed and of what to "
+              "order.", ("new", "removed", "new_capex_usd"), 5),
     SheetSpec("Sizing", "sizing", "Exact sizing of the chosen fleet vs the linear estimate",
               "Network and cooling sized exactly for each site's fleet in its peak period, "
               "compared with the planner's linear coefficients.", (), 3),
@@ -936,7 +935,8 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     blocks = write_charts_sheet(sheets["Chart data"], result, placed,
                                 {k: sheets[v] for k, v in CHART_SHEETS.items()})
     checks = write_summary(summary, result, placed, sources)
-    assum, srcs = assumptions_sheet_table(assumptions_table(sources, result.inputs))
+    assum, srcs = assumptions_sheet_table(assumptions_table(
+        sources, result.inputs, equipment_ids(result.tables)))
     ws = sheets["Assumptions"]
     placed["assumptions"] = write_table(
         ws, assum, title=f"Assumptions: every input figure used by {result.name}",

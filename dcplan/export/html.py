@@ -457,6 +457,10 @@ def build_html(result: Any, sources: Any = None) -> str:
                                caption="Racks in service by site · rack type, "
                                        "new racks of the period in brackets [racks]."))
     eq = t.get("equipment")
+    sz = t.get("sizing")
+    if eq is not None and len(eq) and sz is not None and len(sz):
+        peaks = set(zip(sz.site, sz.period, strict=True))  # each site's peak period
+        eq = eq[[(s_, p_) in peaks for s_, p_ in zip(eq.site, eq.period, strict=True)]]
     if eq is not None and len(eq):
         body.append("<h3>Equipment of each site at its peak period</h3>"
                     + table_html(eq, table="equipment",
@@ -511,9 +515,9 @@ def build_html(result: Any, sources: Any = None) -> str:
         body.append(f'<details class="appendix"><summary>{esc(title)} ({len(df)} rows)'
                     f"</summary>{table_html(df, table=key)}</details>")
     if sources is not None:
-        from dcplan.export.sources import assumptions_table
+        from dcplan.export.sources import assumptions_table, equipment_ids
 
-        assum = assumptions_table(sources, result.inputs)
+        assum = assumptions_table(sources, result.inputs, equipment_ids(result.tables))
         assum.attrs["units"] = {}
         body.append('<details class="appendix"><summary>Assumptions: every input figure with '
                     f"unit, source and date ({len(assum)} rows)</summary>"

@@ -20,6 +20,7 @@ LABELS: dict[str, str] = {
     "period": "Period", "site": "Site", "rack": "Rack type", "workload": "Workload",
     "pool": "Pool", "installed_racks": "Racks in service", "new_racks": "New racks",
     "retired_racks": "Retired racks", "allocated_racks": "Racks allocated at peak",
+    "headroom_racks": "Headroom racks (at peak)",
     "rack_positions": "Rack positions used", "utilisation_frac": "Utilisation",
     "racks": "Racks", "tokens_per_s": "Goodput allocated", "it_kw": "IT power",
     "demand_tokens_per_s_avg": "Demand, average", "demand_tokens_per_s_peak": "Demand at peak",
@@ -47,11 +48,25 @@ LABELS: dict[str, str] = {
     "count": "Count", "kw": "Power", "capex_usd": "Capex", "in_rack": "Inside the rack",
     "cost_usd_total": "Cost, undiscounted", "tokens": "Tokens served",
     "usd_per_million_tokens": "Cost per million tokens",
+    "installed": "Installed", "new": "To order (new)", "removed": "No longer needed",
+    "new_capex_usd": "Capex of what to order",
+    "unavailable_racks": "Unavailable racks (availability)", "spare_racks": "Spare racks (N+k)",
+    "served_tokens_per_s_avg": "Served, average",
+    "unserved_tokens_per_s_avg": "Unserved, average", "schedule": "Daily schedule",
+    "hour": "Hour", "peak_hour": "Peak hour", "flexible": "Flexible work",
+    "peak_to_average": "Peak to average", "share_frac": "Share of mean tokens",
+    "connectable_kw": "Connectable grid", "committed_kw": "Committed grid",
+    "requested_kw": "Grid requested", "requested_assessed_kw": "Grid requested (assessed)",
+    "energised_kw": "Grid energised", "connected_kw": "Grid connected",
+    "used_kw": "Facility peak", "lead_time_months": "Connection lead time",
+    "assessment_months": "Assessment time", "facility_kw": "Facility power",
 }
 
 #: Column names that mean something else in one table: table -> column -> label.
 TABLE_LABELS: dict[str, dict[str, str]] = {
     "equipment": {"category": "Equipment kind"},
+    "bom": {"category": "Equipment kind", "kw": "Power, installed",
+            "capex_usd": "Capex of what is installed"},
 }
 
 #: KPI id -> (name, unit as shown, what it means). One home for the words of a KPI.
@@ -82,6 +97,9 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
                          "service."),
     "carbon_t": ("Carbon", "tCO2", "Grid emissions of the energy used."),
     "racks_bought": ("Racks bought", "racks", "New racks over the horizon."),
+    "reserve_frac": ("Rack reserve share", "share of installed",
+                     "Headroom, unavailable and spare racks over installed rack-periods at "
+                     "peak."),
     "unserved_tokens_per_s_peak_max": ("Largest unserved demand", "tokens/s", "Peak tokens/s "
                                        "not served in the worst period (0 = all demand met)."),
 }
@@ -89,6 +107,7 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
 #: Excel number format of each KPI value.
 KPI_FORMATS: dict[str, str] = {
     "usd_per_million_tokens": "0.0000", "utilisation_frac": "0.0%", "pue_annual": "0.000",
+    "reserve_frac": "0.0%",
     "peak_facility_mw": "#,##0.0", "peak_it_mw": "#,##0.0", "goodput_per_watt": "#,##0.0",
     "energy_mwh": "#,##0", "carbon_t": "#,##0", "tokens_served": "0.000E+00",
 }
@@ -97,6 +116,8 @@ KPI_FORMATS: dict[str, str] = {
 CATEGORY_LABELS: dict[str, str] = {
     "rack_capex": "Racks", "network_capex": "Network", "cooling_capex": "Cooling plant",
     "cdu_capex": "CDUs", "building_capex": "Buildings (facility capacity)",
+    "building_shell": "Building shell", "building_electrical": "Building electrical",
+    "building_mechanical": "Building mechanical", "grid_connection": "Grid connection",
     "maintenance": "Maintenance", "energy": "Energy", "demand_charge": "Demand charges",
     "unserved_penalty": "Unserved-demand penalty (not paid)",
     "terminal_value": "Terminal value (credit)",

@@ -119,8 +119,14 @@ def _entry_rows(section: str, kind: str, entry: Any, raw: Any, currency: str = "
     return rows
 
 
-def _used_entries(src: Any, inputs: Any) -> list[tuple[str, str]]:
-    """(kind, id) of the catalog entries behind the plan."""
+def _used_entries(src: Any, inputs: Any, equipment: set[str] | None = None
+                  ) -> list[tuple[str, str]]:
+    """(kind, id) of the catalog entries behind the plan.
+
+    ``equipment``: catalog ids the plan's sizing chose (switches, optics, heat
+    rejection, UPS, generators); without it every entry the facility models choose
+    among is listed.
+    """
     cat = src.catalog
     scn = src.scenario
     racks = list(inputs.racks) if inputs is not None else (scn.racks or list(cat.racks))
@@ -145,9 +151,10 @@ def _used_entries(src: Any, inputs: Any) -> list[tuple[str, str]]:
         for rs in inputs.rack_site.values():
             add("cdus", rs.cdu_id)
     # The facility models choose among these (see docs/facility.md).
-    for kind in ("heat_rejection", "switches", "optics"):
+    for kind in ("heat_rejection", "switches", "optics", "ups", "generators"):
         for ident in cat.entries.get(kind, {}):
-            add(kind, ident)
+            if equipment is None or ident in equipment:
+                add(kind, ident)
     return used
 
 
@@ -228,7 +235,17 @@ def _derived_rows(inputs: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def assumptions_table(src: Any, inputs: Any = None) -> pd.DataFrame:
+def equipment_ids(tables: dict[str, pd.DataFrame]) -> set[str] | None:
+    """Catalog ids in a plan's equipment table (None when it has none)."""
+    eq = tables.get("equipment")
+    if eq is None or not len(eq):
+        return None
+    return {part.strip() for ident in eq.catalog_id.dropna().astype(str)
+            for part in ident.split("+") if part.strip()}
+
+
+def assumptions_table(src: Any, inputs: Any = None, equipment: set[str] | None = None
+                      ) -> pd.DataFrame:
     """Every input figure behind a plan, one per row.
 
     Parameters
@@ -238,6 +255,10 @@ def assumptions_table(src: Any, inputs: Any = None) -> pd.DataFrame:
     inputs : PlanInputs, optional
         The planner's inputs (``result.inputs``): selects the entries used and adds
         the derived coefficients.
+    equipment : set of str, optional
+        Catalog ids the plan's exact sizing chose (:func:`equipment_ids`): of the
+        switches, optics, heat-rejection, UPS and generator entries only these are
+        listed (default: all of them).
 
     Returns
     -------
@@ -249,7 +270,7 @@ def assumptions_table(src: Any, inputs: Any = None) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     if src is not None:
         rows += _scenario_rows(src)
-        for kind, ident in _used_entries(src, inputs):
+        for kind, ident in _used_entries(src, inputs, equipment):
             raw = src.base_catalog.entries.get(kind, {}).get(ident)
             rows += _entry_rows("catalog", kind, src.catalog.get(kind, ident), raw)
         site_ids = list(inputs.sites) if inputs is not None else list(src.scenario.sites)

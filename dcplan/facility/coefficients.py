@@ -84,7 +84,7 @@ class FacilityCoefficients:
     cdu_capex_usd: float
     cooling_capex_usd_per_kw: float
     pue_annual: float
-    cdu_redundancy: int = 1
+    cdu_redundancy: int
     cdus_per_rack: float = 0.0
     n_racks: int = 0
     supply_water_c: float = 0.0
@@ -118,7 +118,8 @@ def cached_network(catalog, rack_id: str, n_racks: int, optics=None,
 
 
 def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | None = None,
-                 oversubscription: float = 1.0) -> FacilityCoefficients:
+                 oversubscription: float = 1.0, cdu_redundancy: int | None = None
+                 ) -> FacilityCoefficients:
     """Linear facility coefficients for ``n_racks`` racks of ``rack_id`` at ``site``.
 
     Parameters
@@ -132,6 +133,9 @@ def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | 
         Optic id for switch ends (see :func:`~dcplan.facility.network.network`).
     oversubscription : float
         Back-end leaf oversubscription (1 = non-blocking).
+    cdu_redundancy : int, optional
+        Spare CDUs per site and CDU model (default: the facility assumption
+        ``default_cdu_redundancy``).
 
     Returns
     -------
@@ -144,7 +148,8 @@ def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | 
     """
     n = max(1, int(math.ceil(n_racks)))
     net = cached_network(catalog, rack_id, n, optics, oversubscription)
-    cool = cooling(catalog, site, {rack_id: n}, network_kw=net.network_kw)
+    cool = cooling(catalog, site, {rack_id: n}, network_kw=net.network_kw,
+                   redundancy=cdu_redundancy)
     it_kw = cool.it_kw
     red = redundancy_sizing(catalog, site, it_kw, net.network_kw, cool.cooling_kw_peak)
     peak, avg = site_power(site, red, it_kw, net.network_kw, cool)

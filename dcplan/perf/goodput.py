@@ -1,22 +1,19 @@
-"""Goodput under SLO: choose replica size and batch that maximise tokens/s per rack.
+"""Goodput under SLO: the parallel layout, batch and draft length that maximise tokens/s.
 
-Aggregated mode (prefill chunks interleaved with decode steps on the same replica),
-per replica of ``g`` accelerators decoding ``B`` sequences, for a workload with
-``I`` input tokens (a share ``h`` cached) and ``O`` output tokens per request::
+For a rack, model and workload the search runs over the layouts engines deploy
+(:func:`candidate_layouts`: tensor parallel sizes for dense models; for MoE models
+every instance size dividing the scale-up domain, with attention TP 1..8 and the rest
+data-parallel, experts tensor- or expert-parallel), the draft lengths of the
+workload's speculative decoding, and the decode batch, all at once (numpy arrays of
+layouts x batches). A point is feasible when its prefill queue is stable and, unless
+the workload is offline, its TTFT and TPOT at the workload's percentile meet the
+limits (:mod:`dcplan.perf.latency`). The best feasible point (most requests/s per
+GPU) is the operating point; ``docs/perf.md`` gives every equation.
 
-    t_pre  = prefill time of one request, chunk shared with others   [s]
-    t_dec  = decode step time at batch B, context I + O/2             [s]
-    R      = 1 / (t_pre + O * t_dec / B)                 requests/s per replica
-    TPOT   = t_dec + t_pre * B / O     (each step also carries B/O prefills)
-    TTFT   = q * t_pre_alone + t_dec   (q: queueing factor, perf_defaults.yaml)
-
-Goodput per rack = R * (I + O) * accelerators_per_rack / g, maximised over ``g``
-(divisors of the scale-up domain) and ``B`` (1 .. memory limit) subject to
-``TTFT <= ttft_s`` and ``TPOT <= tpot_ms``.
-
-Disaggregated mode sizes a prefill pool (requests/s per rack under the TTFT limit,
-plus the KV transfer over scale-out) and a decode pool (TPOT = t_dec) separately
-and blends them in the ratio that balances request rates.
+Token accounting: ``goodput_tokens_per_s`` is input + output tokens/s per rack (what
+the planner's demand counts); input, output and total figures are reported
+separately, and per joule both ``output_tokens_per_joule`` (what MLPerf and InferenceX
+count) and ``total_tokens_per_joule``.
 """
 
 from __future__ import annotations
@@ -28,24 +25,48 @@ from typing import Any
 
 import numpy as np
 
+from dcplan.errors import InputError
+from dcplan.perf.latency import wait_quantile
 from dcplan.perf.params import (
+    NO_CALIBRATION,
     Calibration,
     HardwareParams,
     PerfDefaults,
+    PhysicsParams,
     ServingParams,
+    default_calibration,
     defaults_path,
     load_calibration,
     load_perf_defaults,
 )
-from dcplan.perf.power import accelerator_power_kw, activity, rack_power_kw
-from dcplan.perf.roofline import ModelShape, Replica
+from dcplan.perf.power import activity, rack_power_kw
+from dcplan.perf.predict import hardware_params, physics_params
+from dcplan.perf.roofline import (
+    Hardware,
+    ModelShape,
+    Parallel,
+    max_batch,
+    weight_bytes_per_gpu,
+)
+from dcplan.perf.serving import (
+    Instance,
+    Traffic,
+    aggregated,
+    bottleneck_label,
+    decode,
+    kv_transfer_s,
+    prefill,
+    solve_closed_loop,
+)
 from dcplan.schema import (
     BYTES_PER_ELEMENT,
     LLM,
     Accelerator,
+    Arrival,
     Precision,
     Rack,
     ServingMode,
+    Speculative,
     Workload,
 )
 
@@ -54,6 +75,8 @@ from dcplan.schema import (
 class RackPerf:
     """Operating point of one rack serving one workload under its SLO.
 
+    Token kinds: *input* = prompt tokens, *output* = generated tokens, *total* = both.
+
     Attributes
     ----------
     fits : bool
@@ -61,64 +84,89 @@ class RackPerf:
     reason : str
         Why it does not fit (empty when it fits).
     goodput_tokens_per_s : float
-        Input + output tokens/s of requests that meet the SLO, per rack [tokens/s]
-        (aggregated mode; for disaggregated mode the blended rate of a rack split in
-        the optimal prefill:decode ratio).
+        Input + output tokens/s per rack of requests that meet the SLO [tokens/s]
+        (disaggregated: the blended rate of a rack split in the optimal
+        prefill:decode ratio). The planner's demand counts the same tokens.
     output_tokens_per_s : float
-        Output (generated) tokens/s per rack [tokens/s].
+        Output tokens/s per rack [tokens/s].
     prefill_tokens_per_s : float
-        Disaggregated mode: input tokens/s one rack prefills when used as a prefill
-        pool [tokens/s]; equals 0 in aggregated mode.
+        Disaggregated: input tokens/s one rack prefills as a prefill pool; 0 otherwise.
     decode_tokens_per_s : float
-        Disaggregated mode: output tokens/s one rack decodes when used as a decode
-        pool [tokens/s]; equals 0 in aggregated mode.
+        Disaggregated: output tokens/s one rack decodes as a decode pool; 0 otherwise.
     power_kw : float
         Rack IT power at this operating point [kW].
     idle_power_kw : float
         Rack IT power when idle [kW].
-    bottleneck : str
-        What limits goodput: ``slo`` (a larger batch would break the TTFT/TPOT
-        limit), ``memory_capacity`` (the KV cache is full), ``batch_limit`` (the
-        scheduler's batch cap), else the ceiling that dominates the step time:
-        ``compute``, ``memory_bandwidth``, ``interconnect`` or ``overhead``.
-    step_bound : str
-        Which ceiling dominates the step time at the operating point (``compute``,
-        ``memory_bandwidth``, ``interconnect`` or ``overhead``).
-    replica_gpus : int
-        Accelerators per replica (decode replica in disaggregated mode).
-    replicas_per_rack : float
-        Replicas per rack (decode pool in disaggregated mode).
-    batch : int
-        Sequences decoded at once per replica.
-    max_batch : int
-        Most sequences whose KV fits per replica at the chosen size.
-    ttft_s : float
-        Time to first token at the operating point [s].
-    tpot_ms : float
-        Time per output token at the operating point [ms].
+    input_tokens_per_s : float
+        Input tokens/s per rack [tokens/s].
+    output_tokens_per_s_per_gpu, total_tokens_per_s_per_gpu : float
+        Output and input + output tokens/s per accelerator [tokens/s].
     goodput_tokens_per_s_per_accelerator : float
-        [tokens/s].
-    tokens_per_joule : float
-        Goodput tokens per joule of rack IT energy [tokens/J].
-    tokens_per_s_per_mw : float
-        Goodput per MW of rack IT power [tokens/s/MW].
+        Same as ``total_tokens_per_s_per_gpu`` [tokens/s].
+    tokens_per_s_per_user : float
+        Median interactivity ``1000 / median TPOT`` [output tokens/s per request].
+    output_tokens_per_joule, total_tokens_per_joule : float
+        Output / input + output tokens per joule of rack IT energy [tokens/J].
+    output_tokens_per_s_per_mw, total_tokens_per_s_per_mw : float
+        Per MW of rack IT power [tokens/s/MW].
+    bottleneck : str
+        ``slo`` (a larger batch would break the TTFT/TPOT limit), ``memory_capacity``
+        (the KV cache is full), ``batch_limit`` (the scheduler cap), else the ceiling
+        that takes most time per request (``compute``, ``memory_bandwidth``,
+        ``interconnect``, ``overhead``).
+    step_bound : str
+        The ceiling that takes most time per request at the operating point.
+    replica_gpus : int
+        Accelerators per instance (decode instance when disaggregated).
+    replicas_per_rack : float
+        Instances per rack (decode pool when disaggregated).
+    batch : int
+        Sequences decoding per instance.
+    max_batch : int
+        Most sequences whose KV fits per instance.
+    ttft_s, tpot_ms : float
+        TTFT [s] and TPOT [ms] at the workload's percentile.
+    ttft_median_s, tpot_median_ms : float
+        Medians [s], [ms].
+    percentile : float
+        Percentile the SLO applies to.
     requests_per_s : float
         Requests completed per second per rack [1/s].
     activity : float
         Accelerator activity between idle (0) and max power (1) [-].
-    precision : str
-    mode : str
-        ``aggregated`` or ``disaggregated``.
+    precision, mode : str
+    parallel : str
+        Engine-style layout of the (decode) instance: ``TP8``, ``TP4 DP2 EP8``,
+        ``DEP16`` (attention data-parallel 16 with expert parallelism 16).
+    attention_tp, attention_dp, expert_parallel : int
+        The layout's sizes.
+    prefill_parallel : str
+        Disaggregated: layout of the prefill instances.
     prefill_replica_gpus : int
-        Disaggregated mode: accelerators per prefill replica (0 otherwise).
+        Disaggregated: accelerators per prefill instance (0 otherwise).
     prefill_racks_per_decode_rack : float
-        Disaggregated mode: prefill:decode capacity ratio in racks (0 otherwise).
+        Disaggregated: prefill:decode capacity ratio in racks (0 otherwise).
     prefill_bottleneck, decode_bottleneck : str
-        Disaggregated mode: what limits each pool (the prefill pool's step bound; the
-        decode pool's ``slo``, ``memory_capacity``, ``batch_limit`` or step bound).
-        ``bottleneck`` is that of the pool with more of the accelerators.
+        Disaggregated: what limits each pool.
     prefill_share : float
-        Disaggregated mode: share of the accelerators in the prefill pool [-].
+        Disaggregated: share of the accelerators in the prefill pool [-].
+    prefill_utilisation : float
+        Utilisation of the prefill queue at the operating point [0..1].
+    speculative : str
+        ``none``, ``mtp`` or ``draft``.
+    draft_tokens : int
+        Draft length chosen (0 without speculative decoding).
+    acceptance_frac : float
+        Per-token acceptance used [0..1].
+    tokens_per_step : float
+        Output tokens per decode step per sequence [tokens].
+    arrival : str
+        ``poisson`` or ``closed_loop``.
+    concurrency : float
+        Requests in flight per instance (closed loop: the workload's; open loop: the
+        result of Little's law) [-].
+    offline : bool
+        No latency limits were applied.
     """
 
     fits: bool
@@ -129,6 +177,15 @@ class RackPerf:
     decode_tokens_per_s: float
     power_kw: float
     idle_power_kw: float
+    input_tokens_per_s: float = 0.0
+    output_tokens_per_s_per_gpu: float = 0.0
+    total_tokens_per_s_per_gpu: float = 0.0
+    goodput_tokens_per_s_per_accelerator: float = 0.0
+    tokens_per_s_per_user: float = 0.0
+    output_tokens_per_joule: float = 0.0
+    total_tokens_per_joule: float = 0.0
+    output_tokens_per_s_per_mw: float = 0.0
+    total_tokens_per_s_per_mw: float = 0.0
     bottleneck: str = ""
     step_bound: str = ""
     replica_gpus: int = 0
@@ -137,22 +194,67 @@ class RackPerf:
     max_batch: int = 0
     ttft_s: float = 0.0
     tpot_ms: float = 0.0
-    goodput_tokens_per_s_per_accelerator: float = 0.0
-    tokens_per_joule: float = 0.0
-    tokens_per_s_per_mw: float = 0.0
+    ttft_median_s: float = 0.0
+    tpot_median_ms: float = 0.0
+    percentile: float = 0.0
     requests_per_s: float = 0.0
     activity: float = 0.0
     precision: str = ""
     mode: str = ""
+    parallel: str = ""
+    attention_tp: int = 0
+    attention_dp: int = 0
+    expert_parallel: int = 0
+    prefill_parallel: str = ""
     prefill_replica_gpus: int = 0
     prefill_racks_per_decode_rack: float = 0.0
     prefill_bottleneck: str = ""
     decode_bottleneck: str = ""
     prefill_share: float = 0.0
+    prefill_utilisation: float = 0.0
+    speculative: str = "none"
+    draft_tokens: int = 0
+    acceptance_frac: float = 0.0
+    tokens_per_step: float = 1.0
+    arrival: str = "poisson"
+    concurrency: float = 0.0
+    offline: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain dict of every field (for JSON and tables)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """Plain dict of every field plus the per-rack aliases the CLI's JSON names.
+
+        The aliases: ``rack_power_kw``, ``output_tokens_per_s_per_rack``,
+        ``total_tokens_per_s_per_rack``, ``input_tokens_per_s_per_rack``.
+        """
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["rack_power_kw"] = self.power_kw
+        out["output_tokens_per_s_per_rack"] = self.output_tokens_per_s
+        out["input_tokens_per_s_per_rack"] = self.input_tokens_per_s
+        out["total_tokens_per_s_per_rack"] = self.goodput_tokens_per_s
+        return out
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A fixed parallel layout (``dcplan perf --tp --ep --dp-attention``).
+
+    Attributes
+    ----------
+    tp : int
+        Tensor parallelism (``--tp``).
+    ep : int
+        Expert parallelism (``--ep``; 1 for dense models).
+    dp_attention : bool
+        Data-parallel attention (each GPU its own attention).
+    """
+
+    tp: int
+    ep: int = 1
+    dp_attention: bool = False
+
+    def parallel(self) -> Parallel:
+        """The :class:`Parallel` layout these flags deploy."""
+        return Parallel.from_engine(self.tp, self.ep, self.dp_attention)
 
 
 @dataclass(frozen=True)
@@ -165,150 +267,146 @@ class Setup:
     workload: Workload
     precision: Precision
     params: HardwareParams
+    physics: PhysicsParams
     serving: ServingParams
     shape: ModelShape
+    hw: Hardware | None
 
 
-def resolve_calibration(calibration: Calibration | str | Path | None) -> Calibration | None:
-    """Accept a :class:`Calibration`, a path to one, or None."""
-    if calibration is None or isinstance(calibration, Calibration):
+def resolve_calibration(calibration: Calibration | str | Path | None | bool,
+                        catalog: Any = None) -> Calibration | None:
+    """The calibration to use.
+
+    A :class:`Calibration` or a path to one as given; None: the default calibration
+    (``perf_calibration.yaml`` next to the defaults file, the shipped fit for the
+    shipped catalog); ``"none"`` or False: no calibration (a-priori defaults).
+    """
+    if isinstance(calibration, Calibration):
         return calibration
+    if calibration is None:
+        return default_calibration(catalog)
+    if calibration is False or str(calibration) == NO_CALIBRATION:
+        return None
     return load_calibration(calibration)
 
 
-def hardware_params(defaults: PerfDefaults, accelerator_id: str,
-                    calibration: Calibration | None) -> HardwareParams:
-    """Parameters of ``accelerator_id``: defaults, then calibration overrides."""
-    base = defaults.for_hardware(accelerator_id)
-    return calibration.apply(base, accelerator_id) if calibration else base
-
-
-def build_setup(catalog, rack_id: str, model_id: str | None, workload_id: str,
+def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Workload,
                 precision: Precision | str | None = None,
                 calibration: Calibration | str | Path | None = None,
                 defaults: PerfDefaults | None = None) -> Setup:
     """Resolve ids against ``catalog`` (unknown ids raise :class:`InputError`)."""
     rack = catalog.get("racks", rack_id)
-    workload = catalog.get("workloads", workload_id)
-    model = catalog.get("models", model_id or workload.model)
+    wl = workload if isinstance(workload, Workload) else catalog.get("workloads", workload)
+    model = catalog.get("models", model_id or wl.model)
     acc = catalog.get("accelerators", rack.accelerator)
-    prec = Precision(precision) if precision else workload.precision
+    prec = Precision(precision) if precision else wl.precision
     defaults = defaults or load_perf_defaults(defaults_path(catalog))
-    params = hardware_params(defaults, acc.id, resolve_calibration(calibration))
+    cal = resolve_calibration(calibration, catalog)
+    params = hardware_params(defaults, acc.id, cal, acc.vendor)
+    physics = physics_params(defaults, cal)
     shape = ModelShape.build(model, prec, defaults.serving)
-    return Setup(rack, acc, model, workload, prec, params, defaults.serving, shape)
+    hw = (Hardware.build(acc, shape, params, defaults.serving,
+                         rack.scaleout_gbps_per_accelerator, rack.scaleup_domain)
+          if acc.dense_tflops(prec) is not None else None)
+    return Setup(rack, acc, model, wl, prec, params, physics, defaults.serving, shape, hw)
 
 
-def replica_sizes(rack: Rack, model: LLM | None = None) -> list[int]:
-    """Candidate replica sizes [accelerators].
+def candidate_layouts(rack: Rack, model: LLM, serving: ServingParams,
+                      fixed: Layout | None = None) -> list[Parallel]:
+    """Parallel layouts engines deploy for ``model`` inside one scale-up domain.
 
-    Divisors of the scale-up domain; for a dense model also divisors of its attention
-    heads (tensor parallelism splits heads). MoE models may use any divisor (expert
-    parallelism with data-parallel attention).
+    Dense models: tensor parallelism ``tp`` from ``tensor_parallel_sizes`` that
+    divides the attention heads. MoE models: every instance size ``g`` dividing the
+    scale-up domain, with attention TP ``t`` (from ``tensor_parallel_sizes``,
+    dividing ``g`` and the heads) and ``g / t`` data-parallel attention ranks, and the
+    experts either expert-parallel over all ``g`` GPUs or tensor-parallel (EP 1).
+
+    Parameters
+    ----------
+    fixed : Layout, optional
+        Only this layout (``--tp/--ep/--dp-attention``).
     """
     d = rack.scaleup_domain
-    sizes = [g for g in range(1, d + 1) if d % g == 0]
-    if model is not None and not model.is_moe:
-        sizes = [g for g in sizes if model.attention_heads % g == 0]
-    return sizes
+    if fixed is not None:
+        return [fixed.parallel()]
+    tps = [t for t in serving.tensor_parallel_sizes if t <= d and model.attention_heads % t == 0]
+    if not model.is_moe:
+        return [Parallel(attn_tp=t, attn_dp=1, ep=1) for t in tps]
+    out = []
+    for g in (g for g in range(1, d + 1) if d % g == 0):
+        for t in tps:
+            if g % t:
+                continue
+            for ep in sorted({1, g}):
+                if ep > model.experts_total:
+                    continue
+                if ep == 1 and g > max(tps):
+                    continue  # experts tensor-parallel beyond 8 GPUs: not deployed
+                out.append(Parallel(attn_tp=t, attn_dp=g // t, ep=ep))
+    return out
 
 
-# ---------------------------------------------------------------------------
-# Aggregated mode
-# ---------------------------------------------------------------------------
+def _stack(pars: list[Parallel], repeat: int = 1) -> Parallel:
+    arr = [p for p in pars for _ in range(repeat)]
+    return Parallel(*(np.array([getattr(p, f) for p in arr], float)[:, None]
+                      for f in ("attn_tp", "attn_dp", "ep")))
 
 
-@dataclass
-class _Curve:
-    """Per-batch arrays of one replica size in aggregated mode."""
-
-    gpus: int
-    batch: np.ndarray
-    max_batch: int
-    req_per_s_rack: np.ndarray
-    ttft_s: np.ndarray
-    tpot_s: np.ndarray
-    compute_util: np.ndarray
-    memory_util: np.ndarray
-    parts: dict[str, np.ndarray]
+def _drafts(su: Setup) -> tuple[list[int], float, float]:
+    wl, ph, sv = su.workload, su.physics, su.serving
+    if wl.speculative is Speculative.mtp:
+        acc = ph.mtp_acceptance_frac if wl.acceptance_frac is None else wl.acceptance_frac
+        return list(sv.mtp_draft_tokens), acc, ph.mtp_draft_cost_frac
+    if wl.speculative is Speculative.draft:
+        acc = ph.draft_acceptance_frac if wl.acceptance_frac is None else wl.acceptance_frac
+        return list(sv.draft_tokens), acc, ph.draft_cost_frac
+    return [0], 0.0, 0.0
 
 
-def _aggregated_curve(su: Setup, g: int, batches: np.ndarray | None = None) -> _Curve | None:
+def _batch_grid(limit: int) -> np.ndarray:
+    """Integer batches 1..limit: every one up to 64, then ~2% steps."""
+    small = np.arange(1, min(limit, 64) + 1)
+    big = np.unique(np.round(np.geomspace(64, max(limit, 64), 160))) if limit > 64 else []
+    return np.unique(np.concatenate([small, big, [limit]])).astype(float)
+
+
+def _traffic(su: Setup, arrival_cv2: float) -> Traffic:
     wl = su.workload
-    rep = Replica.build(su.acc, g, su.shape, su.precision, su.params, su.serving)
-    i_tok, o_tok = wl.input_tokens_mean, wl.output_tokens_mean
-    cached = i_tok * wl.cache_hit_frac
-    # Paged KV: B sequences at uniformly spread points of their generation hold
-    # I + O/2 tokens each on average.
-    bmax = rep.max_batch(i_tok + o_tok / 2.0)
-    if bmax < 1:
-        return None
-    b = np.arange(1, bmax + 1, dtype=float) if batches is None else np.asarray(batches, float)
-    ctx = i_tok + o_tok / 2.0
-    dc, dm, dx = rep.decode_parts(b, ctx)
-    t_dec = np.maximum(dc, dm) + dx + su.params.step_overhead_s
-    pc, pm, px, po = (float(v) for v in rep.prefill_parts(i_tok, cached, 1.0, batched=True))
-    t_pre = max(pc, pm) + px + po
-    t_alone = float(rep.prefill_time(i_tok, cached, 1.0, batched=False))
-    per_req = t_pre + o_tok * t_dec / b
-    per_rack = su.rack.accelerators_per_rack / g
-    parts = {
-        "pre_roof": np.full_like(b, max(pc, pm)), "pre_roof_is_compute": np.full_like(b, pc >= pm),
-        "pre_comm": np.full_like(b, px), "pre_over": np.full_like(b, po),
-        "dec_roof": o_tok * np.maximum(dc, dm) / b, "dec_roof_is_compute": dc >= dm,
-        "dec_comm": o_tok * dx / b, "dec_over": o_tok * su.params.step_overhead_s / b,
-    }
-    return _Curve(
-        gpus=g,
-        batch=b,
-        max_batch=bmax,
-        req_per_s_rack=per_rack / per_req,
-        ttft_s=su.serving.ttft_queue_factor * t_alone + t_dec,
-        tpot_s=t_dec + t_pre * b / o_tok,
-        compute_util=(pc + o_tok * dc / b) / per_req,
-        memory_util=(pm + o_tok * dm / b) / per_req,
-        parts=parts,
-    )
+    return Traffic(float(wl.input_tokens_mean), float(wl.output_tokens_mean),
+                   float(wl.cache_hit_frac), arrival_cv2)
 
 
-def _step_bound(parts: dict[str, np.ndarray], i: int) -> str:
-    """Label the ceiling that takes most of the time per request at index ``i``."""
-    score = {"compute": 0.0, "memory_bandwidth": 0.0, "interconnect": 0.0, "overhead": 0.0}
-    for phase in ("pre", "dec"):
-        roof = float(parts[f"{phase}_roof"][i])
-        score["compute" if bool(parts[f"{phase}_roof_is_compute"][i]) else
-              "memory_bandwidth"] += roof
-        score["interconnect"] += float(parts[f"{phase}_comm"][i])
-        score["overhead"] += float(parts[f"{phase}_over"][i])
-    return max(score, key=lambda k: score[k])
+def _arrival_cv2(su: Setup) -> float:
+    return (su.physics.closed_loop_arrival_cv2 if su.workload.arrival is Arrival.closed_loop
+            else 1.0)
 
 
-def _no_fit(su: Setup, reason: str, bottleneck: str = "") -> RackPerf:
-    return RackPerf(
-        fits=False, reason=reason, goodput_tokens_per_s=0.0, output_tokens_per_s=0.0,
-        prefill_tokens_per_s=0.0, decode_tokens_per_s=0.0,
-        power_kw=su.rack.it_power_idle_kw, idle_power_kw=su.rack.it_power_idle_kw,
-        bottleneck=bottleneck, precision=su.precision.value, mode=su.workload.mode.value,
-    )
+# ------------------------------------------------------------------- fit check
 
 
-def _fit_problem(su: Setup) -> str | None:
+def _fit_problem(su: Setup, layouts: list[Parallel]) -> str | None:
     """Reason the model cannot run on the rack at all, or None."""
     acc, model, wl, rack = su.acc, su.model, su.workload, su.rack
     if acc.dense_tflops(su.precision) is None:
         have = [p.value for p in Precision if acc.dense_tflops(p) is not None]
         return (f"{acc.id} has no {su.precision.value} dense throughput in the catalog; "
                 f"serve at {' or '.join(have)} (--precision)")
+    if wl.speculative is Speculative.mtp and not model.mtp_modules:
+        return (f"{model.id} has no multi-token-prediction module (mtp_modules 0); use "
+                "--speculative none or draft")
     need = wl.input_tokens_mean + wl.output_tokens_mean
     if need > model.max_context_tokens:
         return (f"workload '{wl.id}' needs {need:,.0f} tokens of context but {model.id} supports "
                 f"{model.max_context_tokens:,}")
-    domain = max(replica_sizes(rack, model))
-    rep = Replica.build(acc, domain, su.shape, su.precision, su.params, su.serving)
+    if not layouts:
+        return (f"no parallel layout of {model.id} fits a scale-up domain of "
+                f"{rack.scaleup_domain} (tensor parallelism must divide its "
+                f"{model.attention_heads} heads)")
+    domain = rack.scaleup_domain
+    usable_gb = su.hw.hbm_capacity / 1e9
+    per_gpu = min(float(weight_bytes_per_gpu(p, su.shape)) for p in layouts)
     weights_gb = su.shape.weight_bytes / 1e9
-    usable_gb = rep.hbm_bytes / 1e9
-    if rep.kv_budget_bytes <= 0:
-        # Only precisions with fewer bytes per weight that this accelerator runs help.
+    if per_gpu >= su.hw.hbm_capacity:
         lower = [p.value for p in Precision
                  if BYTES_PER_ELEMENT[p] < BYTES_PER_ELEMENT[su.precision]
                  and acc.dense_tflops(p) is not None]
@@ -318,180 +416,328 @@ def _fit_problem(su: Setup) -> str | None:
                "larger scale-up domain or more memory per accelerator")
         return (f"{model.id} at {su.precision.value} needs {weights_gb:,.0f} GB of weights but one "
                 f"scale-up domain of {domain} x {acc.id} holds {domain} x {acc.hbm_gb:g} GB = "
-                f"{domain * acc.hbm_gb:,.0f} GB ({usable_gb:,.0f} GB usable) in the largest "
-                f"replica it allows; {fix}")
-    if rep.max_batch(need) < 1:
+                f"{domain * acc.hbm_gb:,.0f} GB ({usable_gb * domain:,.0f} GB usable) in the "
+                f"largest instance it allows; {fix}")
+    bm = max(float(max_batch(su.hw, p, su.shape, su.serving, need)) for p in layouts)
+    if bm < 1:
         kv_gb = float(su.shape.kv_bytes_seq(need)) / 1e9
         return (f"{model.id} at {su.precision.value} fits its {weights_gb:,.0f} GB of weights in "
                 f"{domain} x {acc.id} but not the {kv_gb:,.1f} GB KV cache of one "
-                f"{need:,.0f}-token sequence ({usable_gb:,.0f} GB usable)")
+                f"{need:,.0f}-token sequence next to them")
     return None
 
 
-def _aggregated(su: Setup) -> RackPerf:
+def _no_fit(su: Setup, reason: str, bottleneck: str = "") -> RackPerf:
     wl = su.workload
-    ttft_lim, tpot_lim = wl.ttft_s, wl.tpot_ms / 1e3
-    best: tuple[float, _Curve, int] | None = None
-    best_ttft, best_tpot = np.inf, np.inf
-    for g in replica_sizes(su.rack, su.model):
-        cv = _aggregated_curve(su, g)
-        if cv is None:
-            continue
-        best_ttft = min(best_ttft, float(cv.ttft_s.min()))
-        best_tpot = min(best_tpot, float(cv.tpot_s.min()))
-        ok = (cv.ttft_s <= ttft_lim) & (cv.tpot_s <= tpot_lim)
-        if not ok.any():
-            continue
-        rate = np.where(ok, cv.req_per_s_rack, -1.0)
-        i = int(np.argmax(rate))
-        if best is None or rate[i] > best[0] * (1 + 1e-12):
-            best = (float(rate[i]), cv, i)
-    if best is None:
-        return _no_fit(su, _slo_reason(su, best_ttft, best_tpot), bottleneck="slo")
-    _, cv, i = best
-    bound = _step_bound(cv.parts, i)
-    bottleneck = bound
-    # What stops a larger batch: the SLO or the KV-cache capacity?
-    if i + 1 < len(cv.batch):
-        if cv.req_per_s_rack[i + 1] > cv.req_per_s_rack[i]:
-            bottleneck = "slo"
-    else:
-        nxt = _aggregated_curve(su, cv.gpus, np.array([cv.batch[i] + 1.0]))
-        if nxt is not None and nxt.req_per_s_rack[0] > cv.req_per_s_rack[i]:
-            bottleneck = ("memory_capacity" if cv.max_batch < su.serving.max_batch_per_replica
-                          else "batch_limit")
-    act = float(activity(su.params, cv.compute_util[i], cv.memory_util[i]))
-    req = float(cv.req_per_s_rack[i])
-    return _finish(su, req, act, bottleneck, bound, cv.gpus, int(cv.batch[i]), cv.max_batch,
-                   float(cv.ttft_s[i]), float(cv.tpot_s[i]))
+    return RackPerf(
+        fits=False, reason=reason, goodput_tokens_per_s=0.0, output_tokens_per_s=0.0,
+        prefill_tokens_per_s=0.0, decode_tokens_per_s=0.0,
+        power_kw=su.rack.it_power_idle_kw, idle_power_kw=su.rack.it_power_idle_kw,
+        bottleneck=bottleneck, precision=su.precision.value, mode=wl.mode.value,
+        percentile=wl.percentile, speculative=wl.speculative.value, arrival=wl.arrival.value,
+        offline=wl.offline,
+    )
 
 
 def _slo_reason(su: Setup, best_ttft: float, best_tpot: float) -> str:
     wl = su.workload
-    return (f"cannot meet the SLO of workload '{wl.id}' (TTFT {wl.ttft_s:g} s, TPOT "
-            f"{wl.tpot_ms:g} ms) with {su.model.id} at {su.precision.value} on {su.rack.id}: "
-            f"the best reachable are TTFT {best_ttft:.3g} s and TPOT {best_tpot * 1e3:.3g} ms "
-            "(each at its most favourable replica size and batch)")
+    return (f"cannot meet the SLO of workload '{wl.id}' (p{wl.percentile:g} TTFT {wl.ttft_s:g} s, "
+            f"TPOT {wl.tpot_ms:g} ms) with {su.model.id} at {su.precision.value} on "
+            f"{su.rack.id}: the best reachable are TTFT {best_ttft:.3g} s and TPOT "
+            f"{best_tpot * 1e3:.3g} ms (each at its most favourable layout and batch)")
 
 
-def _finish(su: Setup, req_rack: float, act: float, bottleneck: str, bound: str, gpus: int,
-            batch: int, max_batch: int, ttft: float, tpot: float, *, prefill_tps: float = 0.0,
-            decode_tps: float = 0.0, prefill_gpus: int = 0, ratio: float = 0.0,
-            power_kw: float | None = None) -> RackPerf:
+# ----------------------------------------------------------------- aggregated
+
+
+def _label(p: Parallel, i: int, moe: bool) -> tuple[str, int, int, int]:
+    t, d, e = (int(np.asarray(p.attn_tp).ravel()[i]), int(np.asarray(p.attn_dp).ravel()[i]),
+               int(np.asarray(p.ep).ravel()[i]))
+    return Parallel(t, d, e).label(moe), t, d, e
+
+
+def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
+    wl, sv, ph = su.workload, su.serving, su.physics
+    drafts, acc, cost = _drafts(su)
+    nd = len(drafts)
+    par = _stack(layouts, nd)
+    n = np.tile(np.array(drafts, float), len(layouts))[:, None]
+    tr = _traffic(su, _arrival_cv2(su))
+    bmax = max_batch(su.hw, par, su.shape, sv, tr.decode_context)
+    inst = Instance(su.hw, par, su.shape, ph, sv, n, acc, cost)
+    pre = prefill(inst, tr)
+    closed = wl.arrival is Arrival.closed_loop
+    if closed:
+        conc = np.full_like(bmax, float(wl.concurrency))
+        pt, _capped = solve_closed_loop(lambda b: (aggregated(inst, tr, b, pre), b), conc,
+                                        np.minimum(bmax, conc))
+        grid = None
+    else:
+        grid = _batch_grid(int(max(1.0, float(bmax.max()))))[None, :]
+        pt = aggregated(inst, tr, grid, pre)
+    g = np.asarray(par.gpus, float)
+    valid = (pt.batch <= bmax) & (pt.batch >= 1) & (pt.utilisation < 1.0) & (bmax >= 1)
+    ttft_p = pt.ttft_quantile(wl.percentile)
+    tpot_p = pt.tpot_quantile(wl.percentile, ph.tpot_cv_frac)
+    meets = (ttft_p <= wl.ttft_s) & (tpot_p * 1e3 <= wl.tpot_ms)
+    ok = valid & (meets | wl.offline)
+    rate = np.where(ok, pt.requests_per_s / g, -1.0)
+    if not ok.any():
+        bt = float(np.min(np.where(valid, ttft_p, np.inf)))
+        bp = float(np.min(np.where(valid, tpot_p, np.inf)))
+        return _no_fit(su, _slo_reason(su, bt, bp), bottleneck="slo")
+    li, bi = np.unravel_index(int(np.argmax(rate)), rate.shape)
+    at = (li, bi)
+    parts = {k: np.broadcast_to(v, rate.shape)[at] for k, v in pt.parts.items()}
+    bound = bottleneck_label(parts)
+    bottleneck = bound
+    b_here = float(np.broadcast_to(pt.batch, rate.shape)[at])
+    if not closed and bi + 1 < rate.shape[1]:
+        nxt = (li, bi + 1)
+        if (valid[nxt] and not ok[nxt]
+                and pt.requests_per_s[nxt] > pt.requests_per_s[at]):
+            bottleneck = "slo"
+        elif b_here >= float(bmax[li, 0]) - 1e-9:
+            bottleneck = ("batch_limit" if b_here >= sv.max_batch_per_replica
+                          else "memory_capacity")
+    elif not closed and b_here >= float(bmax[li, 0]) - 1e-9:
+        bottleneck = "batch_limit" if b_here >= sv.max_batch_per_replica else "memory_capacity"
+    act = float(activity(su.params, pt.compute_util[at], pt.memory_util[at]))
+    label, t, d, e = _label(par, li, su.shape.is_moe)
+    draft = int(n[li, 0])
+    return _finish(
+        su, req_rack=float(pt.requests_per_s[at]) * su.rack.accelerators_per_rack / g[li, 0],
+        act=act, bottleneck=bottleneck, bound=bound, gpus=int(g[li, 0]), batch=b_here,
+        max_batch_=float(bmax[li, 0]), ttft=float(ttft_p[at]), tpot=float(tpot_p[at]),
+        ttft_med=float(pt.ttft_quantile(50.0)[at]),
+        tpot_med=float(pt.tpot_quantile(50.0, ph.tpot_cv_frac)[at]), parallel=label,
+        sizes=(t, d, e), draft=draft, acceptance=acc if draft else 0.0,
+        tokens_per_step=float(np.broadcast_to(pt.tokens_per_step, rate.shape)[at]),
+        utilisation=float(pt.utilisation[at]),
+        concurrency=b_here + float(pt.requests_per_s[at] * pt.ttft_mean_s[at]))
+
+
+def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: str, gpus: int,
+            batch: float, max_batch_: float, ttft: float, tpot: float, ttft_med: float,
+            tpot_med: float, parallel: str, sizes: tuple[int, int, int], draft: int,
+            acceptance: float, tokens_per_step: float, utilisation: float,
+            concurrency: float, prefill_tps: float = 0.0, decode_tps: float = 0.0,
+            prefill_gpus: int = 0, ratio: float = 0.0, power_kw: float | None = None,
+            prefill_parallel: str = "") -> RackPerf:
     wl, rack = su.workload, su.rack
-    goodput = req_rack * (wl.input_tokens_mean + wl.output_tokens_mean)
+    n = rack.accelerators_per_rack
+    i_tok, o_tok = wl.input_tokens_mean, wl.output_tokens_mean
+    total = req_rack * (i_tok + o_tok)
+    out_tps = req_rack * o_tok
     power = float(rack_power_kw(rack, su.acc, act)) if power_kw is None else power_kw
     return RackPerf(
-        fits=True, reason="", goodput_tokens_per_s=goodput,
-        output_tokens_per_s=req_rack * wl.output_tokens_mean,
+        fits=True, reason="", goodput_tokens_per_s=total, output_tokens_per_s=out_tps,
         prefill_tokens_per_s=prefill_tps, decode_tokens_per_s=decode_tps,
         power_kw=power, idle_power_kw=rack.it_power_idle_kw,
-        bottleneck=bottleneck, step_bound=bound, replica_gpus=gpus,
-        replicas_per_rack=rack.accelerators_per_rack / gpus, batch=batch, max_batch=max_batch,
-        ttft_s=ttft, tpot_ms=tpot * 1e3,
-        goodput_tokens_per_s_per_accelerator=goodput / rack.accelerators_per_rack,
-        tokens_per_joule=goodput / (power * 1e3),
-        tokens_per_s_per_mw=goodput / (power / 1e3),
+        input_tokens_per_s=req_rack * i_tok,
+        output_tokens_per_s_per_gpu=out_tps / n, total_tokens_per_s_per_gpu=total / n,
+        goodput_tokens_per_s_per_accelerator=total / n,
+        tokens_per_s_per_user=1.0 / tpot_med if tpot_med > 0 else 0.0,
+        output_tokens_per_joule=out_tps / (power * 1e3),
+        total_tokens_per_joule=total / (power * 1e3),
+        output_tokens_per_s_per_mw=out_tps / (power / 1e3),
+        total_tokens_per_s_per_mw=total / (power / 1e3),
+        bottleneck=bottleneck, step_bound=bound, replica_gpus=gpus, replicas_per_rack=n / gpus,
+        batch=int(round(batch)), max_batch=int(max_batch_), ttft_s=ttft, tpot_ms=tpot * 1e3,
+        ttft_median_s=ttft_med, tpot_median_ms=tpot_med * 1e3, percentile=wl.percentile,
         requests_per_s=req_rack, activity=act, precision=su.precision.value,
-        mode=wl.mode.value, prefill_replica_gpus=prefill_gpus,
-        prefill_racks_per_decode_rack=ratio,
+        mode=wl.mode.value, parallel=parallel, attention_tp=sizes[0], attention_dp=sizes[1],
+        expert_parallel=sizes[2], prefill_parallel=prefill_parallel,
+        prefill_replica_gpus=prefill_gpus, prefill_racks_per_decode_rack=ratio,
+        prefill_utilisation=utilisation, speculative=wl.speculative.value,
+        draft_tokens=draft, acceptance_frac=acceptance, tokens_per_step=tokens_per_step,
+        arrival=wl.arrival.value, concurrency=concurrency, offline=wl.offline,
     )
 
 
-# ---------------------------------------------------------------------------
-# Disaggregated mode
-# ---------------------------------------------------------------------------
+# -------------------------------------------------------------- disaggregated
+
+_RHO_GRID = np.linspace(0.005, 0.995, 199)
 
 
-def _disaggregated(su: Setup) -> RackPerf:
-    wl, rack, acc = su.workload, su.rack, su.acc
-    i_tok, o_tok = wl.input_tokens_mean, wl.output_tokens_mean
-    cached = i_tok * wl.cache_hit_frac
-    n = rack.accelerators_per_rack
-    best_p = None  # (req/s per rack, g, ttft, act)
-    best_d = None  # (req/s per rack, g, batch, bmax, tpot, act, bound, i, parts)
-    best_ttft, best_tpot = np.inf, np.inf
-    for g in replica_sizes(rack, su.model):
-        rep = Replica.build(acc, g, su.shape, su.precision, su.params, su.serving)
-        if rep.kv_budget_bytes < float(su.shape.kv_bytes_seq(i_tok)):
-            continue
-        # Prefill pool.
-        pc, pm, px, po = (float(v) for v in rep.prefill_parts(i_tok, cached, 1.0, batched=True))
-        t_pre = max(pc, pm) + px + po
-        link = g * rack.scaleout_gbps_per_accelerator * 1e9 / 8 * su.params.scaleout_eff_frac
-        ttft = (su.serving.ttft_queue_factor * float(rep.prefill_time(i_tok, cached, 1.0, False))
-                + float(su.shape.kv_bytes_seq(i_tok)) / link)
-        best_ttft = min(best_ttft, ttft)
-        if ttft <= wl.ttft_s:
-            rate = n / g / t_pre
-            if best_p is None or rate > best_p[0] * (1 + 1e-12):
-                best_p = (rate, g, ttft, float(activity(su.params, pc / t_pre, pm / t_pre)),
-                          "compute" if pc >= pm else "memory_bandwidth")
-        # Decode pool.
-        bmax = rep.max_batch(i_tok + o_tok / 2.0)
-        if bmax < 1:
-            continue
-        b = np.arange(1, bmax + 1, dtype=float)
-        dc, dm, dx = rep.decode_parts(b, i_tok + o_tok / 2.0)
-        t_dec = np.maximum(dc, dm) + dx + su.params.step_overhead_s
-        best_tpot = min(best_tpot, float(t_dec.min()))
-        ok = t_dec <= wl.tpot_ms / 1e3
-        if not ok.any():
-            continue
-        rate = np.where(ok, n / g * b / (o_tok * t_dec), -1.0)
-        i = int(np.argmax(rate))
-        if best_d is None or rate[i] > best_d[0] * (1 + 1e-12):
-            parts = {"pre_roof": np.zeros(1), "pre_roof_is_compute": np.zeros(1, bool),
-                     "pre_comm": np.zeros(1), "pre_over": np.zeros(1),
-                     "dec_roof": np.array([max(dc[i], dm[i])]),
-                     "dec_roof_is_compute": np.array([dc[i] >= dm[i]]),
-                     "dec_comm": np.array([dx[i]]),
-                     "dec_over": np.array([su.params.step_overhead_s])}
-            slo_binds = i + 1 < len(b) and rate[i + 1] < 0 and (
-                b[i + 1] / t_dec[i + 1] > b[i] / t_dec[i])
-            cap_binds = i + 1 == len(b)
-            best_d = (float(rate[i]), g, int(b[i]), bmax, float(t_dec[i]),
-                      float(activity(su.params, dc[i] / t_dec[i], dm[i] / t_dec[i])),
-                      _step_bound(parts, 0), "slo" if slo_binds else
-                      (("memory_capacity" if bmax < su.serving.max_batch_per_replica
-                        else "batch_limit") if cap_binds else ""))
-    if best_p is None or best_d is None:
-        return _no_fit(su, _slo_reason(su, best_ttft, best_tpot), bottleneck="slo")
-    rp, gp, ttft, act_p, bound_p = best_p
-    rd, gd, batch, bmax, tpot, act_d, bound_d, limit_d = best_d
+def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
+    wl, sv, ph, rack = su.workload, su.serving, su.physics, su.rack
+    n_rack = rack.accelerators_per_rack
+    tr = _traffic(su, _arrival_cv2(su))
+    o_tok = wl.output_tokens_mean
+    # Decode pool: layouts x drafts x batches, TPOT at the percentile (no prefill).
+    drafts, acc, cost = _drafts(su)
+    nd = len(drafts)
+    par = _stack(layouts, nd)
+    n = np.tile(np.array(drafts, float), len(layouts))[:, None]
+    bmax = max_batch(su.hw, par, su.shape, sv, tr.decode_context)
+    inst = Instance(su.hw, par, su.shape, ph, sv, n, acc, cost)
+    if wl.arrival is Arrival.closed_loop:
+        grid = np.array([[float(wl.concurrency)]])
+    else:
+        grid = _batch_grid(int(max(1.0, float(bmax.max()))))[None, :]
+    dec = decode(inst, grid, tr.decode_context)
+    g = np.asarray(par.gpus, float)
+    from dcplan.perf.latency import tpot_quantile
+
+    tpot_p = tpot_quantile(dec.token_s, 0.0, 0.0, o_tok, ph.tpot_cv_frac, wl.percentile)
+    valid = (grid <= bmax) & (bmax >= 1)
+    ok_d = valid & ((tpot_p * 1e3 <= wl.tpot_ms) | wl.offline)
+    rate_d = np.where(ok_d, grid / (o_tok * dec.token_s) / g, -1.0)   # requests/s per GPU
+    # Prefill pool: layouts x utilisation, TTFT at the percentile.
+    ppar = _stack(layouts)
+    pinst = Instance(su.hw, ppar, su.shape, ph, sv)
+    pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
+    pre = prefill(pinst, tr)
+    kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
+    best_tpot = float(np.min(np.where(valid, tpot_p, np.inf)))
+    if not ok_d.any():
+        ttft0 = float(np.min(np.where(pbm >= 1, pre.alone_s + kvt + ph.ttft_overhead_s, np.inf)))
+        return _no_fit(su, _slo_reason(su, ttft0, best_tpot), bottleneck="slo")
+    li, bi = np.unravel_index(int(np.argmax(rate_d)), rate_d.shape)
+    at = (li, bi)
+    step_half = float(dec.step_s[at]) / 2.0
+    rho = _RHO_GRID[None, :]
+    ttft_p = (pre.alone_s + kvt + step_half + ph.ttft_overhead_s
+              + wait_quantile(rho, pre.alone_s, tr.arrival_cv2, ph.prefill_service_cv2,
+                              wl.percentile))
+    ok_p = (pbm >= 1) & ((ttft_p <= wl.ttft_s) | wl.offline)
+    gp = np.asarray(ppar.gpus, float)
+    rate_p = np.where(ok_p, rho / (pre.batched_s * gp), -1.0)
+    if not ok_p.any():
+        ttft0 = float(np.min(np.where(pbm >= 1, ttft_p[:, :1], np.inf)))
+        return _no_fit(su, _slo_reason(su, ttft0, best_tpot), bottleneck="slo")
+    pi, ri = np.unravel_index(int(np.argmax(rate_p)), rate_p.shape)
+    rp = float(rate_p[pi, ri]) * n_rack        # requests/s per rack as prefill pool
+    rd = float(rate_d[at]) * n_rack            # requests/s per rack as decode pool
     share_p = (1 / rp) / (1 / rp + 1 / rd)
     blended = 1.0 / (1.0 / rp + 1.0 / rd)
-    power = (share_p * float(rack_power_kw(rack, acc, act_p))
-             + (1 - share_p) * float(rack_power_kw(rack, acc, act_d)))
+    pst = pre.batched
+    u = float(_RHO_GRID[ri])
+    t_p = float(np.asarray(pst.total_s).ravel()[pi])
+    act_p = float(activity(su.params, u * float(np.asarray(pst.compute_s).ravel()[pi]) / t_p,
+                           u * float(np.asarray(pst.memory_s).ravel()[pi]) / t_p))
+    ds = dec.step
+    t_d = float(dec.step_s[at])
+    act_d = float(activity(su.params, float(np.broadcast_to(ds.compute_s, rate_d.shape)[at]) / t_d,
+                           float(np.broadcast_to(ds.memory_s, rate_d.shape)[at]) / t_d))
+    power = (share_p * float(rack_power_kw(rack, su.acc, act_p))
+             + (1 - share_p) * float(rack_power_kw(rack, su.acc, act_d)))
     act = share_p * act_p + (1 - share_p) * act_d
-    # The pool with more of the accelerators names the rack's bottleneck; both pools'
-    # limits are reported (the batch shown is the decode pool's).
+    comp = float(np.asarray(pst.compute_s).ravel()[pi])
+    mem = float(np.asarray(pst.memory_s).ravel()[pi])
+    bound_p = "compute" if comp >= mem else "memory_bandwidth"
+    if float(np.asarray(pst.comm_s).ravel()[pi]) > max(comp, mem):
+        bound_p = "interconnect"
+    dparts = {"compute": 0.0, "memory_bandwidth": 0.0, "interconnect": 0.0, "overhead": 0.0}
+    c_at = float(np.broadcast_to(ds.compute_s, rate_d.shape)[at])
+    m_at = float(np.broadcast_to(ds.memory_s, rate_d.shape)[at])
+    dparts["compute" if c_at >= m_at else "memory_bandwidth"] = float(
+        np.broadcast_to(ds.roof_s, rate_d.shape)[at])
+    dparts["interconnect"] = float(np.broadcast_to(ds.comm_s, rate_d.shape)[at])
+    dparts["overhead"] = float(np.broadcast_to(ds.overhead_s, rate_d.shape)[at])
+    bound_d = bottleneck_label(dparts)
+    b_here = float(grid[0, bi])
+    limit_d = ""
+    if bi + 1 < grid.shape[1] and valid[li, bi + 1] and not ok_d[li, bi + 1]:
+        limit_d = "slo"
+    elif b_here >= float(bmax[li, 0]) - 1e-9:
+        limit_d = "batch_limit" if b_here >= sv.max_batch_per_replica else "memory_capacity"
     decode_limit = limit_d or bound_d
-    bound = bound_p if share_p >= 0.5 else bound_d
-    bottleneck = bound_p if share_p >= 0.5 else decode_limit
-    out = _finish(su, blended, act, bottleneck, bound, gd, batch, bmax, ttft, tpot,
-                  prefill_tps=rp * i_tok, decode_tps=rd * o_tok, prefill_gpus=gp,
-                  ratio=rd / rp, power_kw=power)
+    label, t, d, e = _label(par, li, su.shape.is_moe)
+    plabel, *_ = _label(ppar, pi, su.shape.is_moe)
+    draft = int(n[li, 0])
+    tpot_med = float(tpot_quantile(dec.token_s[at], 0.0, 0.0, o_tok, ph.tpot_cv_frac, 50.0))
+    ttft_med = float(pre.alone_s.ravel()[pi] + kvt.ravel()[pi] + step_half + ph.ttft_overhead_s
+                     + wait_quantile(u, pre.alone_s.ravel()[pi], tr.arrival_cv2,
+                                     ph.prefill_service_cv2, 50.0))
+    out = _finish(
+        su, req_rack=blended, act=act, bottleneck=bound_p if share_p >= 0.5 else decode_limit,
+        bound=bound_p if share_p >= 0.5 else bound_d, gpus=int(g[li, 0]), batch=b_here,
+        max_batch_=float(bmax[li, 0]), ttft=float(ttft_p[pi, ri]), tpot=float(tpot_p[at]),
+        ttft_med=ttft_med, tpot_med=tpot_med, parallel=label, sizes=(t, d, e), draft=draft,
+        acceptance=acc if draft else 0.0,
+        tokens_per_step=float(np.broadcast_to(dec.tokens_per_step, rate_d.shape)[at]),
+        utilisation=u, concurrency=b_here, prefill_tps=rp * wl.input_tokens_mean,
+        decode_tps=rd * o_tok, prefill_gpus=int(gp[pi, 0]), ratio=rd / rp, power_kw=power,
+        prefill_parallel=plabel)
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
                                prefill_share=share_p)
 
 
-# ---------------------------------------------------------------------------
-# Public API
-# ---------------------------------------------------------------------------
+# ------------------------------------------------------------------ public API
 
 _CACHE: dict[tuple, RackPerf] = {}
 _CACHE_MAX = 20_000
 
 
-def evaluate(su: Setup) -> RackPerf:
+def evaluate(su: Setup, layout: Layout | None = None) -> RackPerf:
     """Operating point of a resolved :class:`Setup` (no caching)."""
-    problem = _fit_problem(su)
+    layouts = candidate_layouts(su.rack, su.model, su.serving, layout)
+    if su.hw is not None:
+        layouts = [p for p in layouts if float(weight_bytes_per_gpu(p, su.shape))
+                   < su.hw.hbm_capacity] or layouts
+    problem = _fit_problem(su, layouts)
     if problem:
         return _no_fit(su, problem)
     if su.workload.mode is ServingMode.disaggregated:
-        return _disaggregated(su)
-    return _aggregated(su)
+        return _disaggregated(su, layouts)
+    return _aggregated(su, layouts)
+
+
+def workload_performance(catalog, rack_id: str, model_id: str | None, workload: Workload,
+                         precision: Precision | str | None = None,
+                         calibration: Calibration | str | Path | None = None,
+                         layout: Layout | None = None) -> RackPerf:
+    """Return :func:`rack_performance` for a :class:`Workload` object.
+
+    The workload need not be in the catalog; ``layout`` fixes the parallel layout.
+    """
+    cal = resolve_calibration(calibration, catalog)
+    rack = catalog.get("racks", rack_id)
+    model = catalog.get("models", model_id or workload.model)
+    acc = catalog.get("accelerators", rack.accelerator)
+    dpath = defaults_path(catalog)
+    key = (rack.model_dump_json(), acc.model_dump_json(), model.model_dump_json(),
+           workload.model_dump_json(), Precision(precision).value if precision else None,
+           cal.key if cal else None, str(dpath), layout)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    # cal is resolved already: None here means "no calibration", not "the default".
+    su = build_setup(catalog, rack_id, model.id, workload, precision,
+                     cal if cal is not None else False, load_perf_defaults(dpath))
+    if layout is not None:
+        problem = check_layout(su, layout)
+        if problem:
+            raise InputError(problem)
+    out = evaluate(su, layout)
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[key] = out
+    return out
+
+
+def check_layout(su: Setup, layout: Layout) -> str:
+    """Why ``layout`` cannot be deployed on the rack ('' if it can)."""
+    par = layout.parallel()
+    d = su.rack.scaleup_domain
+    if layout.tp < 1 or layout.ep < 1:
+        return "--tp and --ep must be at least 1"
+    if int(par.gpus) > d:
+        return (f"the layout needs {int(par.gpus)} accelerators in one scale-up domain but "
+                f"{su.rack.id} has {d}; use at most {d}")
+    if d % int(par.gpus):
+        return (f"an instance of {int(par.gpus)} accelerators does not divide the scale-up "
+                f"domain of {su.rack.id} ({d})")
+    if su.model.attention_heads % layout.tp and not layout.dp_attention:
+        return (f"--tp {layout.tp} does not divide the {su.model.attention_heads} attention "
+                f"heads of {su.model.id}")
+    if layout.ep > 1 and not su.model.is_moe:
+        return f"--ep applies to MoE models; {su.model.id} is dense"
+    if max(layout.tp, layout.ep) % min(layout.tp, layout.ep):
+        return "--tp and --ep must divide one another (the larger is the instance size)"
+    return ""
 
 
 def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: str,
@@ -508,7 +754,9 @@ def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: s
     precision : {"bf16", "fp8", "fp4"}, optional
         Serving precision (default: the workload's).
     calibration : Calibration or path, optional
-        Fitted parameters (``dcplan perf calibrate``); default: perf_defaults.yaml.
+        Fitted parameters (``dcplan perf calibrate``); None: the default calibration
+        (``perf_calibration.yaml`` next to ``perf_defaults.yaml``; the shipped one is
+        fitted on ``catalogs/measurements/``); ``"none"``: the a-priori defaults.
 
     Returns
     -------
@@ -521,84 +769,54 @@ def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: s
     InputError
         For unknown ids or an invalid calibration/defaults file.
     """
-    cal = resolve_calibration(calibration)
-    rack = catalog.get("racks", rack_id)
     workload = catalog.get("workloads", workload_id)
-    model = catalog.get("models", model_id or workload.model)
-    acc = catalog.get("accelerators", rack.accelerator)
-    dpath = defaults_path(catalog)
-    key = (rack.model_dump_json(), acc.model_dump_json(), model.model_dump_json(),
-           workload.model_dump_json(), Precision(precision).value if precision else None,
-           cal.key if cal else None, str(dpath))
-    hit = _CACHE.get(key)
-    if hit is not None:
-        return hit
-    su = build_setup(catalog, rack_id, model_id, workload_id, precision, cal,
-                     load_perf_defaults(dpath))
-    out = evaluate(su)
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.clear()
-    _CACHE[key] = out
-    return out
+    return workload_performance(catalog, rack_id, model_id, workload, precision, calibration)
 
 
-def batch_sweep(catalog, rack_id: str, model_id: str | None, workload_id: str,
+def batch_sweep(catalog, rack_id: str, model_id: str | None, workload: str | Workload,
                 precision: Precision | str | None = None,
                 calibration: Calibration | str | Path | None = None,
-                replica_gpus: int | None = None) -> list[dict[str, Any]]:
-    """Throughput/latency curve over batch for one replica size (aggregated serving).
-
-    Parameters
-    ----------
-    replica_gpus : int, optional
-        Replica size; default: the size :func:`rack_performance` chooses (or the
-        whole scale-up domain when nothing meets the SLO).
+                layout: Layout | None = None) -> list[dict[str, Any]]:
+    """Throughput/latency curve over batch at the chosen layout (aggregated serving).
 
     Returns
     -------
     list of dict
-        One row per batch on a doubling grid up to the memory limit: batch,
-        goodput/output tokens/s per rack, TTFT [s], TPOT [ms], whether the SLO is met,
-        step bound and rack power [kW].
+        One row per batch on a doubling grid up to the memory limit: batch, total and
+        output tokens/s per rack, TTFT and TPOT at the workload's percentile, whether
+        the SLO is met, step bound and rack power [kW].
     """
-    su = build_setup(catalog, rack_id, model_id, workload_id, precision, calibration)
-    if replica_gpus is None:
-        perf = rack_performance(catalog, rack_id, model_id, workload_id, precision, calibration)
-        replica_gpus = perf.replica_gpus or su.rack.scaleup_domain
-    if su.rack.scaleup_domain % replica_gpus:
-        from dcplan.errors import InputError
-
-        raise InputError(f"replica size {replica_gpus} does not divide the scale-up domain "
-                         f"({su.rack.scaleup_domain}) of {su.rack.id}")
-    if _fit_problem(su):
+    wl = workload if isinstance(workload, Workload) else catalog.get("workloads", workload)
+    perf = workload_performance(catalog, rack_id, model_id, wl, precision, calibration, layout)
+    cal = resolve_calibration(calibration, catalog)
+    su = build_setup(catalog, rack_id, model_id, wl, precision, cal if cal is not None else False)
+    if not perf.fits:
         return []
-    full = _aggregated_curve(su, replica_gpus)
-    if full is None:
-        return []
-    grid = sorted({int(v) for v in 2 ** np.arange(0, 20) if v <= full.max_batch}
-                  | {full.max_batch})
-    wl = su.workload
+    par = Parallel(perf.attention_tp, perf.attention_dp, perf.expert_parallel)
+    drafts, acc, cost = _drafts(su)
+    inst = Instance(su.hw, par, su.shape, su.physics, su.serving, float(perf.draft_tokens), acc,
+                    cost)
+    tr = _traffic(su, _arrival_cv2(su))
+    bm = int(float(max_batch(su.hw, par, su.shape, su.serving, tr.decode_context)))
+    grid = np.array(sorted({int(v) for v in 2 ** np.arange(0, 20) if v <= bm} | {bm}), float)
+    pt = aggregated(inst, tr, grid)
+    per_rack = su.rack.accelerators_per_rack / float(par.gpus)
     rows = []
-    for bval in grid:
-        i = bval - 1
-        act = float(activity(su.params, full.compute_util[i], full.memory_util[i]))
-        req = float(full.req_per_s_rack[i])
+    for i, bval in enumerate(grid):
+        req = float(pt.requests_per_s[i]) * per_rack
+        ttft = float(pt.ttft_quantile(wl.percentile)[i])
+        tpot = float(pt.tpot_quantile(wl.percentile, su.physics.tpot_cv_frac)[i]) * 1e3
+        act = float(activity(su.params, pt.compute_util[i], pt.memory_util[i]))
+        stable = bool(pt.utilisation[i] < 1.0)
         rows.append({
-            "replica_gpus": replica_gpus,
-            "batch": bval,
-            "goodput_tokens_per_s": req * (wl.input_tokens_mean + wl.output_tokens_mean),
+            "parallel": perf.parallel, "batch": int(bval),
+            "total_tokens_per_s": req * (wl.input_tokens_mean + wl.output_tokens_mean),
             "output_tokens_per_s": req * wl.output_tokens_mean,
-            "ttft_s": float(full.ttft_s[i]),
-            "tpot_ms": float(full.tpot_s[i]) * 1e3,
-            "meets_slo": bool(full.ttft_s[i] <= wl.ttft_s and full.tpot_s[i] * 1e3 <= wl.tpot_ms),
-            "step_bound": _step_bound(full.parts, i),
+            f"ttft_p{wl.percentile:g}_s": ttft if stable else float("inf"),
+            f"tpot_p{wl.percentile:g}_ms": tpot,
+            "meets_slo": bool(stable and (wl.offline or (ttft <= wl.ttft_s
+                                                         and tpot <= wl.tpot_ms))),
+            "step_bound": bottleneck_label(pt.parts, i),
             "power_kw": float(rack_power_kw(su.rack, su.acc, act)),
         })
     return rows
-
-
-def replica_power_w(acc: Accelerator, params: HardwareParams, gpus: int, compute_util: float,
-                    memory_util: float) -> float:
-    """Total power of a replica's accelerators [W]."""
-    act = activity(params, compute_util, memory_util)
-    return float(gpus * accelerator_power_kw(acc, act) * 1e3)

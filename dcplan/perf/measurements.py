@@ -1,6 +1,6 @@
-"""Measurement CSVs: reading, validation, and the model's prediction for each row.
+"""Measurement CSVs: two schemas, told apart by the header.
 
-Schema (one row per measured operating point of one replica):
+**Phase-level rows** (one measured operating point of one replica; column ``phase``):
 
 ==================  ==========================================================
 column              meaning
@@ -9,7 +9,7 @@ hardware            accelerator id (accelerators catalog)
 model               model id (models catalog, or a ``--models`` file)
 precision           ``bf16``, ``fp8`` or ``fp4``
 phase               ``prefill`` or ``decode``
-gpus                accelerators in the replica
+gpus                accelerators in the replica (tensor parallel)
 batch               sequences in flight
 context_tokens      prefill: prompt tokens per sequence; decode: tokens already in
                     each sequence's KV cache
@@ -18,14 +18,15 @@ tokens_per_s        replica total [tokens/s] (prefill: prompt tokens; decode:
 power_w             mean total power of the replica's accelerators [W]; may be empty
 ==================  ==========================================================
 
-Optional columns: ``source``, ``as_of``, ``notes`` (provenance), and
-``prompt_tokens`` + ``output_tokens`` (decode rows only, given together): they mark
-an *end-to-end* serving measurement whose ``tokens_per_s`` counts generated tokens
-while the replica also prefilled every request's prompt (MLPerf Offline/Server);
-the prediction then includes that prefill time. On such rows ``ttft_s`` and
-``tpot_ms`` (optional) give latency limits (MLPerf Server): the prediction is then
-the throughput at the batch (at most ``batch``) that meets them, like the goodput
-search of :mod:`dcplan.perf.goodput`.
+Optional: ``source``, ``as_of``, ``notes``, and ``prompt_tokens`` + ``output_tokens``
+(decode rows, together) for an end-to-end run (MLPerf Offline/Server) whose
+``tokens_per_s`` counts output tokens while the replica also prefilled every prompt;
+``ttft_s`` / ``tpot_ms`` on such rows are MLPerf Server limits (99th percentile,
+Poisson arrivals).
+
+**Serving rows** (one benchmark run of a whole deployment, as InferenceX, AIPerf or
+``vllm bench serve`` report it; column ``concurrency``): exactly the columns of
+:data:`SERVING_COLUMNS`, empty where unknown. See ``catalogs/measurements/README.md``.
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ import numpy as np
 
 from dcplan.catalog import Catalog, load_kind_file, suggest
 from dcplan.errors import InputError, Problem, display_path
-from dcplan.perf.params import HardwareParams, ServingParams
-from dcplan.perf.power import accelerator_power_kw, activity
-from dcplan.perf.roofline import ModelShape, Replica
 from dcplan.schema import Precision
 from dcplan.yamlio import read_text
 
@@ -52,15 +50,26 @@ OPTIONAL_COLUMNS = ("source", "as_of", "notes", "prompt_tokens", "output_tokens"
                     "tpot_ms")
 PHASES = ("prefill", "decode")
 
+#: Columns of a serving-measurement file (all required in the header, in any order).
+SERVING_COLUMNS = (
+    "hardware", "model", "precision", "input_tokens", "output_tokens", "concurrency", "gpus",
+    "disaggregated", "prefill_gpus", "decode_gpus", "prefill_tp", "prefill_ep", "decode_tp",
+    "decode_ep", "decode_dp_attention", "speculative", "output_tokens_per_s_per_gpu",
+    "total_tokens_per_s_per_gpu", "median_tokens_per_s_per_user", "median_ttft_s", "p99_ttft_s",
+    "median_tpot_ms", "p99_tpot_ms", "power_w_per_gpu", "framework", "date", "source",
+)
+SPECULATIVE = ("none", "mtp", "draft")
+
 
 @dataclass(frozen=True)
 class Measurement:
-    """One validated measurement row.
+    """One validated phase-level measurement row.
 
     Attributes
     ----------
     row : int
-        1-based data row number (the header is line 1, so row ``n`` is line ``n+1``).
+        1-based data row number (the header is line 1, so row ``n`` is line ``n+1``
+        when the file has no blank or comment lines).
     hardware, model : str
         Catalog ids.
     precision : Precision
@@ -77,6 +86,8 @@ class Measurement:
     ttft_s, tpot_ms : float or None
         End-to-end rows measured under latency limits: TTFT [s] and TPOT [ms].
     source, as_of, notes : str
+    line : int
+        Line of the row in its file.
     """
 
     row: int
@@ -96,11 +107,102 @@ class Measurement:
     source: str = ""
     as_of: str = ""
     notes: str = ""
+    line: int = 0
+
+    kind = "phase"
 
     @property
     def end_to_end(self) -> bool:
         """Whether the row is an end-to-end serving measurement."""
         return self.prompt_tokens is not None
+
+
+@dataclass(frozen=True)
+class ServingMeasurement:
+    """One validated serving-measurement row (one benchmark run).
+
+    Attributes
+    ----------
+    row, line : int
+        Data row number and line in the file.
+    hardware, model : str
+    precision : Precision
+    input_tokens, output_tokens : float
+        Nominal lengths per request [tokens].
+    concurrency : int
+        Requests the client keeps in flight (closed loop).
+    gpus : int
+        All GPUs of the deployment.
+    disaggregated : bool
+    prefill_gpus, decode_gpus : int
+        Disaggregated pools (0 when aggregated).
+    prefill_tp, prefill_ep, decode_tp, decode_ep : int
+        Parallelism of each pool (aggregated: prefill = decode; an empty prefill_tp
+        on an aggregated row takes the decode values; empty EP means 1).
+    decode_dp_attention : bool
+    speculative : {"none", "mtp", "draft"}
+    output_tokens_per_s_per_gpu, total_tokens_per_s_per_gpu : float or None
+        Generated / input + output tokens per second per GPU of the deployment.
+    median_tokens_per_s_per_user : float or None
+    median_ttft_s, p99_ttft_s : float or None
+        [s].
+    median_tpot_ms, p99_tpot_ms : float or None
+        [ms].
+    power_w_per_gpu : float or None
+        Mean power per GPU [W].
+    framework, date, source : str
+    """
+
+    row: int
+    line: int
+    hardware: str
+    model: str
+    precision: Precision
+    input_tokens: float
+    output_tokens: float
+    concurrency: int
+    gpus: int
+    disaggregated: bool
+    prefill_gpus: int
+    decode_gpus: int
+    prefill_tp: int
+    prefill_ep: int
+    decode_tp: int
+    decode_ep: int
+    decode_dp_attention: bool
+    speculative: str
+    output_tokens_per_s_per_gpu: float | None
+    total_tokens_per_s_per_gpu: float | None
+    median_tokens_per_s_per_user: float | None
+    median_ttft_s: float | None
+    p99_ttft_s: float | None
+    median_tpot_ms: float | None
+    p99_tpot_ms: float | None
+    power_w_per_gpu: float | None
+    framework: str = ""
+    date: str = ""
+    source: str = ""
+
+    kind = "serving"
+
+    @property
+    def power_w(self) -> float | None:
+        """Alias used by power fits: mean power per GPU [W]."""
+        return self.power_w_per_gpu
+
+    @property
+    def scenario(self) -> str:
+        """``offline`` / ``server`` / ``interactive`` by median interactivity.
+
+        Above 50 tokens/s per user (TPOT under 20 ms) is interactive, under 20 tokens/s
+        (TPOT over 50 ms) offline-like, between them server.
+        """
+        tpot = self.median_tpot_ms
+        if tpot is None and self.median_tokens_per_s_per_user:
+            tpot = 1000.0 / self.median_tokens_per_s_per_user
+        if tpot is None:
+            return "server"
+        return "interactive" if tpot < 20 else ("offline" if tpot > 50 else "server")
 
 
 def with_models(catalog: Catalog, models_file: Path | str | None) -> Catalog:
@@ -134,56 +236,115 @@ def _number(text: str, integer: bool = False) -> float | None:
     return value
 
 
-def load_measurements(path: Path | str, catalog: Catalog) -> list[Measurement]:
-    """Read and validate a measurement CSV against ``catalog``.
+def scaleup_domain(catalog: Catalog, accelerator_id: str) -> int | None:
+    """Return the scale-up domain of an accelerator's platform.
+
+    Its own ``scaleup_domain``, else the largest domain of the catalog's racks with it,
+    else None.
+    """
+    acc = catalog.entries.get("accelerators", {}).get(accelerator_id)
+    if acc is not None and getattr(acc, "scaleup_domain", None):
+        return int(acc.scaleup_domain)
+    doms = [r.scaleup_domain for r in catalog.entries.get("racks", {}).values()
+            if r.accelerator == accelerator_id]
+    return max(doms) if doms else None
+
+
+def _read_rows(path: Path | str) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
+    shown = display_path(path)
+    text = read_text(path, encoding="utf-8-sig")
+    reader = csv.reader(text.splitlines())
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise InputError(Problem(shown, "file is empty; it needs a header row: phase-level "
+                                        f"columns {', '.join(REQUIRED_COLUMNS)}, or serving "
+                                        f"columns {', '.join(SERVING_COLUMNS)}")) from None
+    rows = []
+    for line_no, cells in enumerate(reader, start=2):
+        if not cells or all(not c.strip() for c in cells) or cells[0].lstrip().startswith("#"):
+            continue
+        rows.append((line_no, cells))
+    return shown, header, rows
+
+
+def measurement_kind(header: list[str]) -> str:
+    """``phase`` or ``serving`` from a header (``serving`` has ``concurrency``)."""
+    if "concurrency" in header or "output_tokens_per_s_per_gpu" in header:
+        return "serving"
+    return "phase"
+
+
+def load_measurements(path: Path | str, catalog: Catalog
+                      ) -> list[Measurement] | list[ServingMeasurement]:
+    """Read and validate a measurement CSV of either schema against ``catalog``.
 
     Parameters
     ----------
     path : Path or str
-        CSV file with the columns of :data:`REQUIRED_COLUMNS`.
+        CSV file; its header says which schema (``phase`` column: phase-level rows;
+        ``concurrency`` column: serving rows).
     catalog : Catalog
         Accelerators and models the rows refer to.
 
     Returns
     -------
-    list of Measurement
+    list of Measurement or list of ServingMeasurement
 
     Raises
     ------
     InputError
-        Every problem found (missing/unknown columns, unknown ids, bad or negative
-        values), each naming the row (and its line) and the column.
+        Every problem found (missing/unknown columns, unknown ids, text or bad values
+        in numbers, impossible configurations), each naming the row, its line and the
+        column.
     """
-    shown = display_path(path)
-    text = read_text(path, encoding="utf-8-sig")
-    lines = [ln for ln in text.splitlines()]
-    reader = csv.reader(lines)
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise InputError(Problem(shown, "file is empty; it needs a header row with columns "
-                                        + ", ".join(REQUIRED_COLUMNS))) from None
+    shown, header, rows = _read_rows(path)
+    if measurement_kind(header) == "serving":
+        return _load_serving(shown, header, rows, catalog)
+    return _load_phase(shown, header, rows, catalog)
+
+
+def load_measurement_files(paths, catalog: Catalog) -> list:
+    """Rows of several measurement files (either schema), problems of all files at once."""
+    out: list = []
     problems: list[Problem] = []
-    allowed = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
-    for col in REQUIRED_COLUMNS:
+    for path in paths:
+        try:
+            out.extend(load_measurements(path, catalog))
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def _header_problems(shown: str, header: list[str], required, allowed, schema: str
+                     ) -> list[Problem]:
+    problems = []
+    for col in required:
         if col not in header:
-            problems.append(Problem(shown, "required column is missing; add it to the header "
-                                           f"(columns: {', '.join(REQUIRED_COLUMNS)})", field=col,
-                                    line=1))
+            problems.append(Problem(shown, f"required column is missing; add it to the header "
+                                           f"({schema} columns: {', '.join(required)})",
+                                    field=col, line=1))
     for col in header:
         if col not in allowed:
             hint = suggest(col, allowed) or f"; allowed: {', '.join(allowed)}"
             problems.append(Problem(shown, f"unknown column{hint}", field=col, line=1))
+    dup = sorted({c for c in header if header.count(c) > 1})
+    for col in dup:
+        problems.append(Problem(shown, "column appears twice; keep one", field=col, line=1))
+    return problems
+
+
+def _load_phase(shown: str, header: list[str], rows, catalog: Catalog) -> list[Measurement]:
+    problems = _header_problems(shown, header, REQUIRED_COLUMNS,
+                                REQUIRED_COLUMNS + OPTIONAL_COLUMNS, "phase-level")
     if problems:
         raise InputError(problems)
     accelerators = catalog.entries.get("accelerators", {})
     models = catalog.entries.get("models", {})
     out: list[Measurement] = []
-    row_no = 0
-    for line_no, cells in enumerate(reader, start=2):
-        if not cells or all(not c.strip() for c in cells) or cells[0].lstrip().startswith("#"):
-            continue
-        row_no += 1
+    for row_no, (line_no, cells) in enumerate(rows, start=1):
         label = f"row {row_no}"
 
         def bad(col: str, msg: str, _label=label, _line=line_no) -> None:
@@ -194,24 +355,7 @@ def load_measurements(path: Path | str, catalog: Catalog) -> list[Measurement]:
                      "quote cells that contain commas")
             continue
         rec = {h: c.strip() for h, c in zip(header, cells, strict=True)}
-        ok = True
-        hw = rec["hardware"]
-        if hw not in accelerators:
-            bad("hardware", f"unknown accelerator id '{hw}'{suggest(hw, accelerators)}; use an "
-                            "id from accelerators.yaml")
-            ok = False
-        model = rec["model"]
-        if model not in models:
-            bad("model", f"unknown model id '{model}'{suggest(model, models)}; use an id from "
-                         "models.yaml or add the shape with --models FILE")
-            ok = False
-        prec = rec["precision"]
-        if prec not in {p.value for p in Precision}:
-            bad("precision", f"'{prec}' is not one of bf16, fp8, fp4")
-            ok = False
-        elif hw in accelerators and accelerators[hw].dense_tflops(prec) is None:
-            bad("precision", f"{hw} has no {prec} dense throughput in the catalog")
-            ok = False
+        ok = _check_ids(rec, accelerators, models, bad)
         phase = rec["phase"]
         if phase not in PHASES:
             bad("phase", f"'{phase}' is not one of prefill, decode")
@@ -224,23 +368,9 @@ def load_measurements(path: Path | str, catalog: Catalog) -> list[Measurement]:
             ("prompt_tokens", False, False, True), ("output_tokens", False, False, True),
             ("ttft_s", False, False, True), ("tpot_ms", False, False, True),
         ):
-            raw = rec.get(col, "")
-            if raw == "":
-                if not allow_empty:
-                    bad(col, "is empty; give a value")
-                    ok = False
-                values[col] = None
-                continue
-            value = _number(raw, integer)
-            if value is None:
-                kind = "a whole number" if integer else "a number"
-                bad(col, f"'{raw}' is not {kind}")
-                ok = False
-            elif value < 0 or (value == 0 and not allow_zero):
-                bad(col, f"must be {'>= 0' if allow_zero else '> 0'} (got {raw}); negative or "
-                         "zero values are not measurements")
-                ok = False
-            values[col] = value
+            values[col], good = _cell(rec.get(col, ""), integer, allow_zero, allow_empty,
+                                      col, bad)
+            ok &= good
         has_p, has_o = values["prompt_tokens"] is not None, values["output_tokens"] is not None
         if has_p != has_o:
             bad("prompt_tokens" if not has_p else "output_tokens",
@@ -256,16 +386,20 @@ def load_measurements(path: Path | str, catalog: Catalog) -> list[Measurement]:
             bad("prompt_tokens", "end-to-end columns apply to decode rows only; leave them "
                                  "empty on prefill rows")
             ok = False
+        if ok and values["gpus"]:
+            ok &= _check_tp(int(values["gpus"]), "gpus", rec["hardware"], rec["model"],
+                            catalog, bad)
         if ok:
             out.append(Measurement(
-                row=row_no, hardware=hw, model=model, precision=Precision(prec), phase=phase,
+                row=row_no, hardware=rec["hardware"], model=rec["model"],
+                precision=Precision(rec["precision"]), phase=phase,
                 gpus=int(values["gpus"]), batch=int(values["batch"]),
                 context_tokens=float(values["context_tokens"]),
                 tokens_per_s=float(values["tokens_per_s"]), power_w=values["power_w"],
                 prompt_tokens=values["prompt_tokens"], output_tokens=values["output_tokens"],
                 ttft_s=values["ttft_s"], tpot_ms=values["tpot_ms"],
                 source=rec.get("source", ""), as_of=rec.get("as_of", ""),
-                notes=rec.get("notes", ""),
+                notes=rec.get("notes", ""), line=line_no,
             ))
     if not problems and not out:
         problems.append(Problem(shown, "has no data rows; add at least one measurement"))
@@ -274,71 +408,229 @@ def load_measurements(path: Path | str, catalog: Catalog) -> list[Measurement]:
     return out
 
 
-@dataclass(frozen=True)
-class Prediction:
-    """The model's throughput and power for one measurement row.
+def _check_ids(rec: dict, accelerators, models, bad) -> bool:
+    ok = True
+    hw = rec["hardware"]
+    if hw not in accelerators:
+        bad("hardware", f"unknown accelerator id '{hw}'{suggest(hw, accelerators)}; use an "
+                        "id from accelerators.yaml")
+        ok = False
+    model = rec["model"]
+    if model not in models:
+        bad("model", f"unknown model id '{model}'{suggest(model, models)}; use an id from "
+                     "models.yaml or add the shape with --models FILE")
+        ok = False
+    prec = rec["precision"]
+    if prec not in {p.value for p in Precision}:
+        bad("precision", f"'{prec}' is not one of bf16, fp8, fp4")
+        ok = False
+    elif hw in accelerators and accelerators[hw].dense_tflops(prec) is None:
+        bad("precision", f"{hw} has no {prec} dense throughput in the catalog")
+        ok = False
+    return ok
 
-    Attributes
-    ----------
-    tokens_per_s : float
-        Replica total [tokens/s].
-    power_w : float
-        Replica accelerator power [W].
-    fits : bool
-        False when the weights + KV of the row do not fit the replica's HBM (the
-        prediction is still computed, ignoring capacity).
-    """
 
-    tokens_per_s: float
-    power_w: float
-    fits: bool
+def _cell(raw: str, integer: bool, allow_zero: bool, allow_empty: bool, col: str, bad
+          ) -> tuple[float | None, bool]:
+    if raw == "":
+        if not allow_empty:
+            bad(col, "is empty; give a value")
+            return None, False
+        return None, True
+    value = _number(raw, integer)
+    if value is None:
+        kind = "a whole number" if integer else "a number"
+        bad(col, f"'{raw}' is not {kind}")
+        return None, False
+    if value < 0 or (value == 0 and not allow_zero):
+        bad(col, f"must be {'>= 0' if allow_zero else '> 0'} (got {raw}); negative or "
+                 "zero values are not measurements")
+        return None, False
+    return value, True
 
 
-def predict(m: Measurement, catalog: Catalog, params: HardwareParams,
-            serving: ServingParams) -> Prediction:
-    """Predict throughput and power of measurement ``m`` with ``params``.
+def _check_tp(tp: int, col: str, hw: str, model_id: str, catalog: Catalog, bad) -> bool:
+    """Tensor parallelism must split the heads and fill whole scale-up domains."""
+    model = catalog.entries["models"][model_id]
+    if model.attention_heads % tp:
+        bad(col, f"tensor parallelism {tp} does not divide the {model.attention_heads} "
+                 f"attention heads of {model_id}; engines split heads evenly")
+        return False
+    domain = scaleup_domain(catalog, hw)
+    if domain and tp > domain and tp % domain:
+        bad(col, f"tensor parallelism {tp} is larger than the scale-up domain of {hw} "
+                 f"({domain}) and not a whole number of domains: impossible; use a "
+                 f"multiple of {domain} or at most {domain}")
+        return False
+    return True
 
-    decode: ``B / t_dec(B, context)``; prefill: ``B * context / t_prefill``;
-    end-to-end decode: ``O / (t_prefill(P) + O * t_dec(B, P + O/2) / B)``.
-    """
-    acc = catalog.get("accelerators", m.hardware)
-    shape = ModelShape.build(catalog.get("models", m.model), m.precision, serving)
-    rep = Replica.build(acc, m.gpus, shape, m.precision, params, serving)
-    b = float(m.batch)
-    if m.phase == "prefill":
-        c, mem, x, o = (float(v) for v in rep.prefill_parts(m.context_tokens, 0.0, b,
-                                                             batched=False))
-        t = max(c, mem) + x + o
-        tps, u_c, u_m = b * m.context_tokens / t, c / t, mem / t
-        need = b * float(shape.kv_bytes_seq(m.context_tokens))
-    elif m.end_to_end:
-        p_tok, o_tok = float(m.prompt_tokens), float(m.output_tokens)
-        pc, pm, px, po = (float(v) for v in rep.prefill_parts(p_tok, 0.0, 1.0, batched=True))
-        t_pre = max(pc, pm) + px + po
-        bs = np.arange(1, m.batch + 1, dtype=float) if (m.ttft_s or m.tpot_ms) else np.array([b])
-        dc, dm, dx = rep.decode_parts(bs, m.context_tokens)
-        t_dec = np.maximum(dc, dm) + dx + params.step_overhead_s
-        per_req = t_pre + o_tok * t_dec / bs
-        ok = np.ones_like(bs, dtype=bool)
-        if m.tpot_ms:
-            ok &= t_dec + t_pre * bs / o_tok <= m.tpot_ms / 1e3
-        if m.ttft_s:
-            t_alone = float(rep.prefill_time(p_tok, 0.0, 1.0, batched=False))
-            ok &= serving.ttft_queue_factor * t_alone + t_dec <= m.ttft_s
-        i = int(np.argmax(np.where(ok, o_tok / per_req, -1.0))) if ok.any() else 0
-        b = float(bs[i])
-        tps = o_tok / per_req[i]
-        u_c = (pc + o_tok * dc[i] / b) / per_req[i]
-        u_m = (pm + o_tok * dm[i] / b) / per_req[i]
-        need = b * float(shape.kv_bytes_seq(m.context_tokens))
+
+def _load_serving(shown: str, header: list[str], rows, catalog: Catalog
+                  ) -> list[ServingMeasurement]:
+    problems = _header_problems(shown, header, SERVING_COLUMNS, SERVING_COLUMNS, "serving")
+    if problems:
+        raise InputError(problems)
+    accelerators = catalog.entries.get("accelerators", {})
+    models = catalog.entries.get("models", {})
+    out: list[ServingMeasurement] = []
+    for row_no, (line_no, cells) in enumerate(rows, start=1):
+        label = f"row {row_no}"
+
+        def bad(col: str, msg: str, _label=label, _line=line_no) -> None:
+            problems.append(Problem(shown, msg, entry=_label, field=col, line=_line))
+
+        if len(cells) != len(header):
+            bad("-", f"has {len(cells)} cells but the header has {len(header)} columns; "
+                     "quote cells that contain commas")
+            continue
+        rec = {h: c.strip() for h, c in zip(header, cells, strict=True)}
+        ok = _check_ids(rec, accelerators, models, bad)
+        v: dict[str, float | None] = {}
+        for col in ("input_tokens", "output_tokens", "concurrency", "gpus", "decode_tp"):
+            v[col], good = _cell(rec[col], col not in ("input_tokens", "output_tokens"),
+                                 False, False, col, bad)
+            ok &= good
+        for col in ("prefill_tp", "prefill_ep", "decode_ep", "prefill_gpus", "decode_gpus"):
+            v[col], good = _cell(rec[col], True, False, True, col, bad)
+            ok &= good
+        for col in ("output_tokens_per_s_per_gpu", "total_tokens_per_s_per_gpu",
+                    "median_tokens_per_s_per_user", "median_ttft_s", "p99_ttft_s",
+                    "median_tpot_ms", "p99_tpot_ms", "power_w_per_gpu"):
+            v[col], good = _cell(rec[col], False, False, True, col, bad)
+            ok &= good
+        flags = {}
+        for col in ("disaggregated", "decode_dp_attention"):
+            text = rec[col].lower()
+            if text in ("true", "1", "yes"):
+                flags[col] = True
+            elif text in ("false", "0", "no", ""):
+                flags[col] = False
+            else:
+                bad(col, f"'{rec[col]}' is not true or false")
+                ok = False
+        dis_text = rec["disaggregated"].lower()
+        if v["prefill_tp"] is None and v["decode_tp"] is not None:
+            if dis_text in ("true", "1", "yes"):
+                bad("prefill_tp", "is empty; disaggregated rows need the prefill pool's "
+                                  "tensor parallelism")
+                ok = False
+            else:  # aggregated: prefill runs on the decode instances
+                v["prefill_tp"], v["prefill_ep"] = v["decode_tp"], v["decode_ep"]
+        spec = rec["speculative"] or "none"
+        if spec not in SPECULATIVE:
+            bad("speculative", f"'{spec}' is not one of {', '.join(SPECULATIVE)}")
+            ok = False
+        if ok and all(v[c] is None for c in ("output_tokens_per_s_per_gpu", "median_tpot_ms",
+                                             "median_ttft_s")):
+            bad("output_tokens_per_s_per_gpu", "no measured value: give at least one of "
+                "output_tokens_per_s_per_gpu, median_tpot_ms, median_ttft_s")
+            ok = False
+        if ok:
+            ok = _check_serving_config(rec, v, flags, spec, catalog, bad)
+        if ok:
+            dis = flags["disaggregated"]
+            out.append(ServingMeasurement(
+                row=row_no, line=line_no, hardware=rec["hardware"], model=rec["model"],
+                precision=Precision(rec["precision"]),
+                input_tokens=float(v["input_tokens"]), output_tokens=float(v["output_tokens"]),
+                concurrency=int(v["concurrency"]), gpus=int(v["gpus"]), disaggregated=dis,
+                prefill_gpus=int(v["prefill_gpus"] or 0) if dis else 0,
+                decode_gpus=int(v["decode_gpus"] or 0) if dis else 0,
+                prefill_tp=int(v["prefill_tp"]), prefill_ep=int(v["prefill_ep"] or 1),
+                decode_tp=int(v["decode_tp"]), decode_ep=int(v["decode_ep"] or 1),
+                decode_dp_attention=flags["decode_dp_attention"], speculative=spec,
+                output_tokens_per_s_per_gpu=v["output_tokens_per_s_per_gpu"],
+                total_tokens_per_s_per_gpu=v["total_tokens_per_s_per_gpu"],
+                median_tokens_per_s_per_user=v["median_tokens_per_s_per_user"],
+                median_ttft_s=v["median_ttft_s"], p99_ttft_s=v["p99_ttft_s"],
+                median_tpot_ms=v["median_tpot_ms"], p99_tpot_ms=v["p99_tpot_ms"],
+                power_w_per_gpu=v["power_w_per_gpu"], framework=rec["framework"],
+                date=rec["date"], source=rec["source"],
+            ))
+    if not problems and not out:
+        problems.append(Problem(shown, "has no data rows; add at least one measurement"))
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def _check_serving_config(rec: dict, v: dict, flags: dict, spec: str, catalog: Catalog,
+                          bad) -> bool:
+    """Impossible parallel configurations (each problem names its column)."""
+    ok = True
+    model = catalog.entries["models"][rec["model"]]
+    gpus = int(v["gpus"])
+    if spec == "mtp" and not model.mtp_modules:
+        bad("speculative", f"{model.id} has no multi-token-prediction module (mtp_modules 0 "
+                           "in models.yaml); use none or draft")
+        ok = False
+    pools = [("prefill", "prefill_tp", "prefill_ep"), ("decode", "decode_tp", "decode_ep")]
+    for _pool, tp_col, ep_col in pools:
+        tp, ep = int(v[tp_col]), int(v[ep_col] or 1)
+        if ep > 1 and not model.is_moe:
+            bad(ep_col, f"expert parallelism {ep} on dense model {model.id}; use 1 or empty")
+            ok = False
+        elif model.is_moe and ep > model.experts_total:
+            bad(ep_col, f"expert parallelism {ep} exceeds the {model.experts_total} experts "
+                        f"of {model.id}")
+            ok = False
+        ok &= _check_tp(tp, tp_col, rec["hardware"], rec["model"], catalog, bad)
+        domain = scaleup_domain(catalog, rec["hardware"])
+        if domain and ep > domain and ep % domain:
+            bad(ep_col, f"expert parallelism {ep} is larger than the scale-up domain of "
+                        f"{rec['hardware']} ({domain}) and not a whole number of domains: "
+                        "impossible")
+            ok = False
+    if not ok:
+        return False
+    inst_p = max(int(v["prefill_tp"]), int(v["prefill_ep"] or 1))
+    inst_d = max(int(v["decode_tp"]), int(v["decode_ep"] or 1))
+    if flags["disaggregated"]:
+        pg, dg = v["prefill_gpus"], v["decode_gpus"]
+        for col, val in (("prefill_gpus", pg), ("decode_gpus", dg)):
+            if val is None:
+                bad(col, "disaggregated rows need prefill_gpus and decode_gpus")
+                ok = False
+        if not ok:
+            return False
+        if int(pg) + int(dg) != gpus:
+            bad("gpus", f"prefill_gpus + decode_gpus = {int(pg) + int(dg)} but gpus = {gpus}; "
+                        "gpus counts both pools")
+            ok = False
+        if inst_p > int(pg) or inst_d > int(dg):
+            pool, need, have = (("prefill", inst_p, int(pg)) if inst_p > int(pg)
+                                else ("decode", inst_d, int(dg)))
+            bad(f"{pool}_gpus", f"{pool} parallelism {need} needs {need} GPUs per instance "
+                                f"but the pool has {have}: impossible")
+            ok = False
+        elif int(pg) % inst_p:
+            bad("prefill_gpus", f"{int(pg)} prefill GPUs are not whole instances of "
+                                f"max(prefill_tp, prefill_ep) = {inst_p}")
+            ok = False
+        if inst_d <= int(dg) and int(dg) % inst_d:
+            bad("decode_gpus", f"{int(dg)} decode GPUs are not whole instances of "
+                               f"max(decode_tp, decode_ep) = {inst_d}")
+            ok = False
     else:
-        dc, dm, dx = (float(v) for v in rep.decode_parts(b, m.context_tokens))
-        t = max(dc, dm) + dx + params.step_overhead_s
-        tps, u_c, u_m = b / t, dc / t, dm / t
-        need = b * float(shape.kv_bytes_seq(m.context_tokens))
-    act = activity(params, u_c, u_m)
-    power = float(m.gpus * accelerator_power_kw(acc, act) * 1e3)
-    return Prediction(float(tps), power, bool(need <= rep.kv_budget_bytes))
+        for col in ("prefill_gpus", "decode_gpus"):
+            if v[col] is not None:
+                bad(col, "aggregated rows have no separate pools; leave it empty")
+                ok = False
+        if (int(v["prefill_tp"]), int(v["prefill_ep"] or 1)) != (int(v["decode_tp"]),
+                                                                 int(v["decode_ep"] or 1)):
+            bad("prefill_tp", "aggregated rows run prefill and decode on the same instances; "
+                              "prefill_tp/prefill_ep must equal decode_tp/decode_ep")
+            ok = False
+        if inst_d > gpus:
+            bad("decode_tp" if int(v["decode_tp"]) >= inst_d else "decode_ep",
+                f"parallelism {inst_d} needs {inst_d} GPUs per instance but the row has "
+                f"{gpus}: impossible")
+            ok = False
+        elif gpus % inst_d:
+            bad("gpus", f"{gpus} GPUs are not whole instances of max(decode_tp, decode_ep) = "
+                        f"{inst_d}")
+            ok = False
+    return ok
 
 
 def pct_error(predicted: float, measured: float) -> float:
@@ -347,9 +639,10 @@ def pct_error(predicted: float, measured: float) -> float:
 
 
 def summary(errors: list[float]) -> dict[str, float | None]:
-    """Median and max absolute percentage error of ``errors`` (None when empty)."""
+    """Median, 90th percentile and max absolute percentage error (None when empty)."""
+    errors = [e for e in errors if e is not None and np.isfinite(e)]
     if not errors:
-        return {"median_abs_pct": None, "max_abs_pct": None, "rows": 0}
+        return {"median_abs_pct": None, "p90_abs_pct": None, "max_abs_pct": None, "rows": 0}
     a = np.abs(np.asarray(errors, dtype=float))
-    return {"median_abs_pct": float(np.median(a)), "max_abs_pct": float(a.max()),
-            "rows": len(errors)}
+    return {"median_abs_pct": float(np.median(a)), "p90_abs_pct": float(np.percentile(a, 90)),
+            "max_abs_pct": float(a.max()), "rows": len(errors)}

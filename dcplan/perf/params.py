@@ -1,8 +1,15 @@
 """Parameters of the performance model: defaults file and calibration files.
 
-The efficiency factors, per-step overheads and power-curve parameters are data:
-defaults live in ``catalogs/perf_defaults.yaml`` and a calibration file written by
-``dcplan perf calibrate`` overrides them per accelerator.
+Three kinds of parameters, all data (``catalogs/perf_defaults.yaml``):
+
+- :class:`HardwareParams`: efficiencies, overheads and power curve of one accelerator
+  type (``default`` for every accelerator, ``hardware:`` overrides per id); a
+  calibration fits them per accelerator.
+- :class:`PhysicsParams`: serving physics that does not depend on the accelerator
+  (grouped-GEMM padding, expert load imbalance, speculative-decoding acceptance and
+  draft cost, latency dispersion); a calibration fits them once over all rows.
+- :class:`ServingParams`: assumptions that are not fitted (usable HBM share, bytes per
+  element, scheduler limits, the parallel sizes engines deploy).
 """
 
 from __future__ import annotations
@@ -21,31 +28,59 @@ from dcplan.paths import data_dir
 from dcplan.yamlio import read_yaml, strip_lines, write_text_atomic
 
 DEFAULTS_FILE = "perf_defaults.yaml"
+#: Calibration applied by default: next to the defaults file in use (the shipped one is
+#: fitted by ``dcplan perf calibrate`` on ``catalogs/measurements/``).
+CALIBRATION_FILE = "perf_calibration.yaml"
+#: ``calibration`` value that means "no calibration: the defaults' a-priori values".
+NO_CALIBRATION = "none"
 
 #: Calibration file marker (first key of every file ``dcplan perf calibrate`` writes).
 CALIBRATION_KIND = "dcplan_perf_calibration"
+
+PRECISIONS = ("bf16", "fp8", "fp4")
 
 
 @dataclass(frozen=True)
 class HardwareParams:
     """Efficiency, overhead and power-curve parameters of one accelerator type.
 
+    Fields may hold numpy arrays (one value per measurement row) when many rows are
+    predicted at once.
+
     Attributes
     ----------
     compute_eff_frac : float
-        Share of dense peak FLOPS reached by prefill (long-sequence GEMMs) [0..1].
+        Share of dense peak FLOPS reached by prefill GEMMs [0..1].
     decode_compute_eff_frac : float
-        Share of dense peak FLOPS reached by decode steps (GEMMs over the batch) [0..1].
+        Share of dense peak FLOPS reached by decode GEMMs [0..1].
+    attention_eff_frac : float
+        Share of the attention precision's peak reached by attention kernels of
+        multi-head / grouped-query attention (FlashAttention-class) [0..1].
+    mla_attention_eff_frac : float
+        The same for multi-head latent attention kernels (FlashMLA-class) [0..1].
     hbm_eff_frac : float
         Share of peak HBM bandwidth reached when streaming weights and KV [0..1].
     scaleup_eff_frac : float
-        Share of per-direction scale-up bandwidth reached by collectives [0..1].
+        Share of per-direction scale-up bandwidth reached by all-reduces [0..1].
+    moe_comm_eff_frac : float
+        Share of the link bandwidth reached by MoE communication: dispatch/combine
+        all-to-alls and the all-reduce of tensor-parallel experts [0..1].
     scaleout_eff_frac : float
-        Share of scale-out bandwidth reached moving KV between pools [0..1].
+        Share of scale-out bandwidth reached by collectives and KV transfer [0..1].
     step_overhead_s : float
-        Fixed time per forward step [s].
+        Fixed time per forward step (scheduling, sampling) [s].
+    layer_overhead_s : float
+        Fixed time per layer per forward step (kernel launches, norms, small ops) [s].
     collective_latency_s : float
-        Latency of one collective across the replica [s].
+        Latency of one collective inside a scale-up domain [s].
+    scaleout_latency_s : float
+        Latency of one collective that crosses scale-up domains [s].
+    alltoall_latency_s : float
+        Latency of one MoE dispatch or combine all-to-all (DeepEP/MoRI-class kernels)
+        inside a scale-up domain [s].
+    comm_overlap_frac : float
+        Share of the communication time hidden behind the compute and memory time of
+        the same step (GEMM + all-reduce fusion, two-batch overlap) [0..1].
     power_base_frac : float
         Activity of a serving accelerator with idle compute and memory [0..1].
     power_compute_weight, power_memory_weight : float
@@ -54,25 +89,39 @@ class HardwareParams:
 
     compute_eff_frac: float
     decode_compute_eff_frac: float
+    attention_eff_frac: float
+    mla_attention_eff_frac: float
     hbm_eff_frac: float
     scaleup_eff_frac: float
+    moe_comm_eff_frac: float
     scaleout_eff_frac: float
     step_overhead_s: float
+    layer_overhead_s: float
     collective_latency_s: float
+    scaleout_latency_s: float
+    alltoall_latency_s: float
+    comm_overlap_frac: float
     power_base_frac: float
     power_compute_weight: float
     power_memory_weight: float
 
 
-#: Allowed range of each hardware parameter: name -> (low, high, unit text).
+#: Allowed range of each hardware parameter.
 PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "compute_eff_frac": (1e-3, 1.0),
     "decode_compute_eff_frac": (1e-3, 1.0),
+    "attention_eff_frac": (1e-3, 1.0),
+    "mla_attention_eff_frac": (1e-3, 1.0),
     "hbm_eff_frac": (1e-3, 1.0),
     "scaleup_eff_frac": (1e-3, 1.0),
+    "moe_comm_eff_frac": (1e-3, 1.0),
     "scaleout_eff_frac": (1e-3, 1.0),
     "step_overhead_s": (0.0, 1.0),
+    "layer_overhead_s": (0.0, 0.01),
     "collective_latency_s": (0.0, 0.01),
+    "scaleout_latency_s": (0.0, 0.01),
+    "alltoall_latency_s": (0.0, 0.01),
+    "comm_overlap_frac": (0.0, 1.0),
     "power_base_frac": (0.0, 1.0),
     "power_compute_weight": (0.0, 2.0),
     "power_memory_weight": (0.0, 2.0),
@@ -82,35 +131,151 @@ HW_PARAM_NAMES = tuple(f.name for f in fields(HardwareParams))
 
 
 @dataclass(frozen=True)
+class PhysicsParams:
+    """Serving physics that does not depend on the accelerator (fitted over all rows).
+
+    Attributes
+    ----------
+    grouped_gemm_pad_tokens : float
+        A grouped (MoE) GEMM over ``m`` tokens per expert costs as much compute as
+        ``m + pad`` tokens would: tile padding at few tokens per expert [tokens].
+    moe_imbalance_frac : float
+        Routing skew: the busiest expert-parallel rank gets this much more than the
+        mean, on top of the random (Poisson) spread [-].
+    mtp_acceptance_frac : float
+        Probability that a multi-token-prediction draft token is accepted [0..1].
+    mtp_draft_cost_frac : float
+        Time of one MTP draft pass as a share of a decode step at the same batch [-].
+    draft_acceptance_frac : float
+        Probability that a separate draft model's token is accepted [0..1].
+    draft_cost_frac : float
+        Time of one draft-model pass as a share of a target decode step [-].
+    closed_loop_arrival_cv2 : float
+        Squared coefficient of variation of inter-arrival times in a closed loop [-]
+        (Poisson arrivals have 1).
+    prefill_service_cv2 : float
+        Squared coefficient of variation of prefill service times [-].
+    tpot_cv_frac : float
+        Request-to-request coefficient of variation of TPOT besides prefill
+        interruptions (batch-size fluctuation, routing) [-].
+    ttft_overhead_s : float
+        Time of a request outside the model before its first token (HTTP, tokenising,
+        scheduling, detokenising) [s].
+    """
+
+    grouped_gemm_pad_tokens: float
+    moe_imbalance_frac: float
+    mtp_acceptance_frac: float
+    mtp_draft_cost_frac: float
+    draft_acceptance_frac: float
+    draft_cost_frac: float
+    closed_loop_arrival_cv2: float
+    prefill_service_cv2: float
+    tpot_cv_frac: float
+    ttft_overhead_s: float
+
+
+PHYSICS_BOUNDS: dict[str, tuple[float, float]] = {
+    "grouped_gemm_pad_tokens": (0.0, 512.0),
+    "moe_imbalance_frac": (0.0, 5.0),
+    "mtp_acceptance_frac": (0.0, 1.0),
+    "mtp_draft_cost_frac": (0.0, 1.0),
+    "draft_acceptance_frac": (0.0, 1.0),
+    "draft_cost_frac": (0.0, 1.0),
+    "closed_loop_arrival_cv2": (0.0, 4.0),
+    "prefill_service_cv2": (0.0, 4.0),
+    "tpot_cv_frac": (0.0, 2.0),
+    "ttft_overhead_s": (0.0, 10.0),
+}
+
+PHYSICS_NAMES = tuple(f.name for f in fields(PhysicsParams))
+
+
+@dataclass(frozen=True)
 class ServingParams:
-    """Serving assumptions that do not depend on the accelerator.
+    """Serving assumptions that are not fitted.
 
     Attributes
     ----------
     hbm_usable_frac : float
         Share of HBM usable by weights and KV cache [0..1].
     activation_bytes : float
-        Bytes per activation element in collectives [bytes].
+        Bytes per activation element in all-reduces and the MoE combine [bytes].
+    dispatch_bytes : float
+        Bytes per element of the MoE dispatch all-to-all (fp8 dispatch: 1) [bytes].
     kv_bytes_per_element : tuple of (str, float)
-        Bytes per KV-cache element by precision [bytes].
+        Bytes per KV-cache element by serving precision [bytes].
+    attention_precision : tuple of (str, str)
+        Precision of the attention kernels' arithmetic by serving precision.
+    moe_non_expert_precision : tuple of (str, str)
+        Precision of an MoE model's non-expert weights (attention, dense FFN, shared
+        experts) by serving precision (FP4 checkpoints quantise the experts only).
     max_batch_per_replica : int
-        Scheduler limit on sequences decoded at once [sequences].
+        Scheduler limit on sequences decoded at once per instance [sequences].
     prefill_chunk_tokens : int
         Prompt tokens per prefill chunk [tokens].
-    ttft_queue_factor : float
-        TTFT multiplier on one request's prefill time [-].
+    tensor_parallel_sizes : tuple of int
+        Attention tensor-parallel sizes engines deploy [-].
+    mtp_draft_tokens : tuple of int
+        Draft lengths tried with multi-token prediction [tokens].
+    draft_tokens : tuple of int
+        Draft lengths tried with a draft model [tokens].
+    measurement_length_frac : float
+        Mean sequence length of a serving-measurement row as a share of its nominal
+        lengths (InferenceX draws 80-100%: 0.9) [-].
+    phase_rows_percentile : float
+        Percentile of the latency limits on phase-level end-to-end rows (MLPerf
+        Server: 99) [-].
+    measurement_scaleout_gbps : float
+        Scale-out bandwidth per GPU for measurement rows whose accelerator is in no
+        rack of the catalog [Gb/s].
     """
 
     hbm_usable_frac: float
     activation_bytes: float
+    dispatch_bytes: float
     kv_bytes_per_element: tuple[tuple[str, float], ...]
+    attention_precision: tuple[tuple[str, str], ...]
+    moe_non_expert_precision: tuple[tuple[str, str], ...]
     max_batch_per_replica: int
     prefill_chunk_tokens: int
-    ttft_queue_factor: float
+    tensor_parallel_sizes: tuple[int, ...]
+    mtp_draft_tokens: tuple[int, ...]
+    draft_tokens: tuple[int, ...]
+    measurement_length_frac: float
+    phase_rows_percentile: float
+    measurement_scaleout_gbps: float
 
     def kv_bytes(self, precision: str) -> float:
         """Bytes per KV-cache element when serving at ``precision`` [bytes]."""
         return dict(self.kv_bytes_per_element)[precision]
+
+    def attention_prec(self, precision: str) -> str:
+        """Precision the attention arithmetic runs at when serving at ``precision``."""
+        return dict(self.attention_precision)[precision]
+
+    def non_expert_prec(self, precision: str) -> str:
+        """Precision of an MoE model's non-expert weights at serving ``precision``."""
+        return dict(self.moe_non_expert_precision)[precision]
+
+
+#: serving keys: name -> (kind, low, high); kind is "num", "int", "ints", "bytes", "prec".
+_SERVING_SPEC: dict[str, tuple[str, float, float]] = {
+    "hbm_usable_frac": ("num", 0.05, 1.0),
+    "activation_bytes": ("num", 0.5, 8.0),
+    "dispatch_bytes": ("num", 0.25, 8.0),
+    "kv_bytes_per_element": ("bytes", 0.25, 8.0),
+    "attention_precision": ("prec", 0, 0),
+    "moe_non_expert_precision": ("prec", 0, 0),
+    "max_batch_per_replica": ("int", 1, 1_000_000),
+    "prefill_chunk_tokens": ("int", 1, 10_000_000),
+    "tensor_parallel_sizes": ("ints", 1, 1024),
+    "mtp_draft_tokens": ("ints", 1, 16),
+    "draft_tokens": ("ints", 1, 16),
+    "measurement_length_frac": ("num", 0.05, 1.0),
+    "phase_rows_percentile": ("num", 50.0, 99.99),
+    "measurement_scaleout_gbps": ("num", 1.0, 100_000.0),
+}
 
 
 @dataclass(frozen=True)
@@ -123,6 +288,7 @@ class PerfDefaults:
         Parameters of any accelerator without its own entry.
     hardware : tuple
         ``(accelerator id, {param: value})`` overrides.
+    physics : PhysicsParams
     serving : ServingParams
     source : str
         Path of the file read.
@@ -130,6 +296,7 @@ class PerfDefaults:
 
     default: HardwareParams
     hardware: tuple[tuple[str, tuple[tuple[str, float], ...]], ...]
+    physics: PhysicsParams
     serving: ServingParams
     source: str = ""
 
@@ -141,17 +308,22 @@ class PerfDefaults:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Fitted parameters per accelerator, as written by ``dcplan perf calibrate``.
+    """Fitted parameters, as written by ``dcplan perf calibrate``.
 
     Attributes
     ----------
     hardware : tuple
         ``(accelerator id, {param: value})`` fitted values (hashable form).
     default : tuple
-        ``{param: value}`` applied to accelerators without their own entry (the
-        median of the fitted values), or empty.
+        ``{param: value}`` for accelerators without their own entry or vendor entry:
+        one parameter set fitted to all rows at once (pooled), or empty.
+    vendor : tuple
+        ``(vendor, {param: value})``: fitted to the rows of each vendor's accelerators;
+        applies to that vendor's accelerators without their own entry.
+    physics : tuple
+        ``{param: value}`` fitted physics parameters (all accelerators).
     source : str
-        Measurement file the fit came from.
+        Measurement file(s) the fit came from.
     meta : tuple
         Other information (fit statistics), ``(key, value)`` pairs.
     """
@@ -160,6 +332,8 @@ class Calibration:
     default: tuple[tuple[str, float], ...] = ()
     source: str = ""
     meta: tuple[tuple[str, Any], ...] = field(default=(), compare=False, hash=False)
+    physics: tuple[tuple[str, float], ...] = ()
+    vendor: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
 
     @classmethod
     def from_dicts(
@@ -168,36 +342,47 @@ class Calibration:
         default: Mapping[str, float] | None = None,
         source: str = "",
         meta: Mapping[str, Any] | None = None,
+        physics: Mapping[str, float] | None = None,
+        vendor: Mapping[str, Mapping[str, float]] | None = None,
     ) -> Calibration:
         """Build a calibration from plain dicts."""
-        hw = tuple(
-            (h, tuple(sorted((k, float(v)) for k, v in p.items())))
-            for h, p in sorted(hardware.items())
-        )
+        def pairs(table):
+            return tuple((h, tuple(sorted((k, float(v)) for k, v in p.items())))
+                         for h, p in sorted((table or {}).items()))
+
         dflt = tuple(sorted((k, float(v)) for k, v in (default or {}).items()))
-        return cls(hw, dflt, source, tuple((meta or {}).items()))
+        phys = tuple(sorted((k, float(v)) for k, v in (physics or {}).items()))
+        return cls(pairs(hardware), dflt, source, tuple((meta or {}).items()), phys,
+                   pairs(vendor))
 
     @property
     def key(self) -> tuple:
         """Hashable identity of the fitted values (for caching)."""
-        return (self.hardware, self.default)
+        return (self.hardware, self.default, self.physics, self.vendor)
 
-    def overrides(self, accelerator_id: str) -> dict[str, float]:
-        """Parameter overrides for ``accelerator_id`` (own entry, else the default)."""
-        own = dict(self.hardware)
-        if accelerator_id in own:
-            return {**dict(self.default), **dict(own[accelerator_id])}
-        return dict(self.default)
+    def overrides(self, accelerator_id: str, vendor: str | None = None) -> dict[str, float]:
+        """Parameter overrides for ``accelerator_id``: default, vendor's, then its own."""
+        out = dict(self.default)
+        if vendor is not None:
+            out.update(dict(dict(self.vendor).get(vendor, ())))
+        out.update(dict(dict(self.hardware).get(accelerator_id, ())))
+        return out
 
-    def apply(self, base: HardwareParams, accelerator_id: str) -> HardwareParams:
+    def apply(self, base: HardwareParams, accelerator_id: str,
+              vendor: str | None = None) -> HardwareParams:
         """Return ``base`` with this calibration's values for ``accelerator_id``."""
-        over = self.overrides(accelerator_id)
+        over = self.overrides(accelerator_id, vendor)
         return replace(base, **over) if over else base
+
+    def apply_physics(self, base: PhysicsParams) -> PhysicsParams:
+        """Return ``base`` with this calibration's physics values."""
+        return replace(base, **dict(self.physics)) if self.physics else base
 
 
 def _check_params(raw: Any, file: str, where: str, problems: list[Problem],
-                  require_all: bool = False) -> dict[str, float]:
-    """Validate a mapping of hardware parameters; append problems; return the valid ones."""
+                  bounds: Mapping[str, tuple[float, float]], require_all: bool = False
+                  ) -> dict[str, float]:
+    """Validate a mapping of parameters against ``bounds``; append problems."""
     out: dict[str, float] = {}
     if raw is None:
         raw = {}
@@ -205,22 +390,22 @@ def _check_params(raw: Any, file: str, where: str, problems: list[Problem],
         problems.append(Problem(file, "must be a mapping of parameter: value", entry=where))
         return out
     for key, value in strip_lines(raw).items():
-        if key not in PARAM_BOUNDS:
-            hint = suggest(key, PARAM_BOUNDS) or f"; allowed: {', '.join(PARAM_BOUNDS)}"
+        if key not in bounds:
+            hint = suggest(key, bounds) or f"; allowed: {', '.join(bounds)}"
             problems.append(Problem(file, f"unknown parameter{hint}", entry=where, field=key))
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             problems.append(Problem(file, f"must be a number (got {value!r})", entry=where,
                                     field=key))
             continue
-        lo, hi = PARAM_BOUNDS[key]
+        lo, hi = bounds[key]
         if not lo <= value <= hi:
             problems.append(Problem(file, f"must be between {lo} and {hi} (got {value}); "
                                           "correct the value", entry=where, field=key))
             continue
         out[key] = float(value)
     if require_all:
-        for key in HW_PARAM_NAMES:
+        for key in bounds:
             if key not in out and not any(p.field == key for p in problems):
                 problems.append(Problem(file, "required parameter is missing; add it",
                                         entry=where, field=key))
@@ -238,7 +423,38 @@ def defaults_path(catalog: Any = None) -> Path:
     return data_dir("catalogs") / DEFAULTS_FILE
 
 
+def default_calibration_path(catalog: Any = None) -> Path | None:
+    """Return where the default calibration is, or None.
+
+    ``perf_calibration.yaml`` next to the defaults file in use.
+    """
+    path = defaults_path(catalog).parent / CALIBRATION_FILE
+    return path if path.exists() else None
+
+
+_CAL_CACHE: dict[tuple[str, float], Calibration] = {}
+
+
+def default_calibration(catalog: Any = None) -> Calibration | None:
+    """The calibration applied when none is given (see :func:`default_calibration_path`).
+
+    Raises
+    ------
+    InputError
+        If that file is invalid.
+    """
+    path = default_calibration_path(catalog)
+    if path is None:
+        return None
+    key = (str(path.resolve()), path.stat().st_mtime)
+    if key not in _CAL_CACHE:
+        _CAL_CACHE[key] = load_calibration(path)
+    return _CAL_CACHE[key]
+
+
 _DEFAULTS_CACHE: dict[str, PerfDefaults] = {}
+_TOP_KEYS = ("source", "as_of", "notes", "estimates", "default", "hardware", "physics",
+             "serving")
 
 
 def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
@@ -266,29 +482,35 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
     raw = read_yaml(path)
     problems: list[Problem] = []
     if not isinstance(raw, dict):
-        raise InputError(Problem(shown, "must be a mapping with keys default, hardware, serving"))
+        raise InputError(Problem(shown, "must be a mapping with keys default, hardware, "
+                                        "physics, serving"))
     raw = strip_lines(raw)
     for key in ("source", "as_of"):
         if not raw.get(key):
             problems.append(Problem(shown, "required field is missing; add it", field=key))
-    unknown = set(raw) - {"source", "as_of", "notes", "default", "hardware", "serving"}
-    for key in sorted(unknown):
-        problems.append(Problem(shown, "unknown top-level key" + suggest(
-            key, ["default", "hardware", "serving"]), field=key))
-    default = _check_params(raw.get("default"), shown, "default", problems, require_all=True)
+    for key in sorted(set(raw) - set(_TOP_KEYS)):
+        problems.append(Problem(shown, "unknown top-level key" + suggest(key, _TOP_KEYS),
+                                field=key))
+    default = _check_params(raw.get("default"), shown, "default", problems, PARAM_BOUNDS,
+                            require_all=True)
     hw_raw = raw.get("hardware") or {}
     hardware = {}
     if not isinstance(hw_raw, dict):
         problems.append(Problem(shown, "must map accelerator id -> parameters", field="hardware"))
     else:
         for hid, params in hw_raw.items():
-            hardware[str(hid)] = _check_params(params, shown, f"hardware.{hid}", problems)
+            hardware[str(hid)] = _check_params(params, shown, f"hardware.{hid}", problems,
+                                               PARAM_BOUNDS)
+    physics = _check_params(raw.get("physics"), shown, "physics", problems, PHYSICS_BOUNDS,
+                            require_all=True)
     serving = _parse_serving(raw.get("serving"), shown, problems)
+    _check_estimates(raw.get("estimates"), shown, problems, default, physics)
     if problems:
         raise InputError(problems)
     out = PerfDefaults(
         default=HardwareParams(**default),
         hardware=tuple((h, tuple(sorted(p.items()))) for h, p in sorted(hardware.items())),
+        physics=PhysicsParams(**physics),
         serving=serving,
         source=shown,
     )
@@ -296,55 +518,78 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
     return out
 
 
+def _check_estimates(raw: Any, file: str, problems: list[Problem], default: dict,
+                     physics: dict) -> None:
+    """``estimates`` must say, for every default and physics value, how it was set."""
+    if not isinstance(raw, dict):
+        problems.append(Problem(file, "missing or not a mapping; say how each default and "
+                                      "physics value was estimated", field="estimates"))
+        return
+    known = {f"default.{k}" for k in PARAM_BOUNDS} | {f"physics.{k}" for k in PHYSICS_BOUNDS}
+    for key in raw:
+        if key not in known:
+            problems.append(Problem(file, "names no default or physics parameter"
+                                    + suggest(str(key), known), entry="estimates", field=key))
+    for key in sorted(known):
+        if key not in raw and key.split(".", 1)[1] in {**default, **physics}:
+            problems.append(Problem(file, "say how this value was estimated (or measured)",
+                                    entry="estimates", field=key))
+
+
 def _parse_serving(raw: Any, file: str, problems: list[Problem]) -> ServingParams | None:
-    spec = {
-        "hbm_usable_frac": (0.05, 1.0),
-        "activation_bytes": (0.5, 8.0),
-        "max_batch_per_replica": (1, 1_000_000),
-        "prefill_chunk_tokens": (1, 10_000_000),
-        "ttft_queue_factor": (1.0, 100.0),
-    }
     if not isinstance(raw, dict):
         problems.append(Problem(file, "missing or not a mapping; add the serving section",
                                 field="serving"))
         return None
     values: dict[str, Any] = {}
-    for key, (lo, hi) in spec.items():
+    n_before = len(problems)
+
+    def bad(key: str, msg: str) -> None:
+        problems.append(Problem(file, msg, entry="serving", field=key))
+
+    for key in sorted(set(raw) - set(_SERVING_SPEC)):
+        bad(key, "unknown field" + suggest(key, list(_SERVING_SPEC)))
+    for key, (kind, lo, hi) in _SERVING_SPEC.items():
         value = raw.get(key)
         if value is None:
-            problems.append(Problem(file, "required field is missing; add it", entry="serving",
-                                    field=key))
-        elif isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
-            problems.append(Problem(file, f"must be a number between {lo} and {hi} "
-                                          f"(got {value!r})", entry="serving", field=key))
-        else:
-            values[key] = value
-    for key in set(raw) - set(spec) - {"kv_bytes_per_element"}:
-        problems.append(Problem(file, "unknown field" + suggest(key, list(spec)), entry="serving",
-                                field=key))
-    kv = raw.get("kv_bytes_per_element")
-    kv_pairs: list[tuple[str, float]] = []
-    if not isinstance(kv, dict) or any(p not in kv for p in ("bf16", "fp8", "fp4")):
-        problems.append(Problem(file, "must give bytes for bf16, fp8 and fp4", entry="serving",
-                                field="kv_bytes_per_element"))
-    else:
-        for prec in ("bf16", "fp8", "fp4"):
-            value = kv[prec]
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                problems.append(Problem(file, f"must be a positive number (got {value!r})",
-                                        entry="serving", field=f"kv_bytes_per_element.{prec}"))
+            bad(key, "required field is missing; add it")
+        elif kind in ("num", "int"):
+            if (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not lo <= value <= hi or (kind == "int" and value != int(value))):
+                bad(key, f"must be a {'whole ' if kind == 'int' else ''}number between {lo} "
+                         f"and {hi} (got {value!r})")
             else:
-                kv_pairs.append((prec, float(value)))
-    if len(values) < len(spec) or len(kv_pairs) < 3:
+                values[key] = int(value) if kind == "int" else float(value)
+        elif kind == "ints":
+            if (not isinstance(value, list) or not value or any(
+                    isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi
+                    for v in value)):
+                bad(key, f"must be a list of whole numbers between {lo:g} and {hi:g}")
+            else:
+                values[key] = tuple(sorted(set(int(v) for v in value)))
+        else:  # per-precision mapping
+            if not isinstance(value, dict) or any(p not in value for p in PRECISIONS):
+                bad(key, "must give a value for bf16, fp8 and fp4")
+                continue
+            pairs = []
+            for prec in PRECISIONS:
+                v = value[prec]
+                if kind == "bytes":
+                    if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
+                        bad(f"{key}.{prec}", f"must be a number between {lo} and {hi} "
+                                             f"(got {v!r})")
+                        continue
+                    pairs.append((prec, float(v)))
+                else:
+                    if v not in PRECISIONS:
+                        bad(f"{key}.{prec}", f"must be one of {', '.join(PRECISIONS)} "
+                                             f"(got {v!r})")
+                        continue
+                    pairs.append((prec, str(v)))
+            values[key] = tuple(pairs)
+    if len(problems) > n_before:
         return None
-    return ServingParams(
-        hbm_usable_frac=float(values["hbm_usable_frac"]),
-        activation_bytes=float(values["activation_bytes"]),
-        kv_bytes_per_element=tuple(kv_pairs),
-        max_batch_per_replica=int(values["max_batch_per_replica"]),
-        prefill_chunk_tokens=int(values["prefill_chunk_tokens"]),
-        ttft_queue_factor=float(values["ttft_queue_factor"]),
-    )
+    return ServingParams(**values)
 
 
 def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibration:
@@ -374,7 +619,8 @@ def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibr
                                         "'dcplan perf calibrate MEASUREMENTS.csv -o FILE'"))
     raw = strip_lines(raw)
     problems: list[Problem] = []
-    allowed = {"kind", "source", "created", "fit", "default", "hardware", "notes"}
+    allowed = {"kind", "source", "created", "fit", "default", "hardware", "vendor", "physics",
+               "notes"}
     for key in sorted(set(raw) - allowed):
         problems.append(Problem(shown, "unknown top-level key" + suggest(key, allowed), field=key))
     hw_raw = raw.get("hardware") or {}
@@ -391,12 +637,25 @@ def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibr
                                         entry=f"hardware.{hid}"))
             if isinstance(params, dict):
                 params = {k: v for k, v in params.items() if k != "rows"}
-            hardware[hid] = _check_params(params, shown, f"hardware.{hid}", problems)
-    default = _check_params(raw.get("default"), shown, "default", problems)
+            hardware[hid] = _check_params(params, shown, f"hardware.{hid}", problems,
+                                          PARAM_BOUNDS)
+    default = _check_params(raw.get("default"), shown, "default", problems, PARAM_BOUNDS)
+    physics = _check_params(raw.get("physics"), shown, "physics", problems, PHYSICS_BOUNDS)
+    vendors: dict[str, dict[str, float]] = {}
+    v_raw = raw.get("vendor") or {}
+    if not isinstance(v_raw, dict):
+        problems.append(Problem(shown, "must map vendor -> parameters", field="vendor"))
+    else:
+        for ven, params in v_raw.items():
+            if isinstance(params, dict):
+                params = {k: v for k, v in params.items() if k != "rows"}
+            vendors[str(ven)] = _check_params(params, shown, f"vendor.{ven}", problems,
+                                              PARAM_BOUNDS)
     if problems:
         raise InputError(problems)
     meta = raw.get("fit") if isinstance(raw.get("fit"), dict) else {}
-    return Calibration.from_dicts(hardware, default, str(raw.get("source", "")), meta)
+    return Calibration.from_dicts(hardware, default, str(raw.get("source", "")), meta, physics,
+                                  vendors)
 
 
 def save_calibration(cal: Calibration, path: Path | str, rows_per_hw: Mapping[str, int] | None
@@ -423,11 +682,16 @@ def save_calibration(cal: Calibration, path: Path | str, rows_per_hw: Mapping[st
         "kind": CALIBRATION_KIND,
         "source": cal.source,
         "created": dt.date.today().isoformat(),
-        "notes": "Fitted by dcplan perf calibrate (least squares on log throughput and power, "
-                 "with a weak pull towards perf_defaults.yaml). 'default' is the median of the "
-                 "fitted values and applies to accelerators without their own entry.",
+        "notes": "Fitted by dcplan perf calibrate (robust least squares on log throughput, "
+                 "TPOT, TTFT and power, with a weak pull towards perf_defaults.yaml). "
+                 "'physics' applies to every accelerator; 'default' is one parameter set "
+                 "fitted to all rows at once, 'vendor' one per vendor (pulled towards the "
+                 "default); an accelerator without its own entry gets its vendor's values, "
+                 "else the default.",
         "fit": dict(fit or {}),
+        "physics": {k: _round(v) for k, v in cal.physics},
         "default": {k: _round(v) for k, v in cal.default},
+        "vendor": {v: {k: _round(x) for k, x in p} for v, p in cal.vendor},
         "hardware": hardware,
     }
     write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))

@@ -1,22 +1,36 @@
-"""Roofline physics of one model replica inside one scale-up domain.
+"""Roofline physics of one model instance: step times per GPU of a forward pass.
 
-A *replica* is one copy of a model spread over ``g`` accelerators of one scale-up
-(NVLink) domain with tensor/expert parallelism. Its step times come from three
-ceilings: FLOPs against peak compute x efficiency, bytes against HBM bandwidth x
-efficiency, and collectives against scale-up bandwidth, plus a fixed per-step
-overhead. Every function is vectorised over the batch (numpy arrays welcome).
+An *instance* (replica) is one copy of a model on ``g`` accelerators deployed as the
+serving engines do (:class:`Parallel`): attention with tensor parallelism ``TP`` over
+``attn_tp`` GPUs, replicated ``attn_dp`` times (data-parallel attention), and the MoE
+layers with expert parallelism over ``ep`` GPUs (each expert sliced over
+``g / ep``). A group larger than the scale-up domain spans domains and its
+collectives cross the scale-out network.
 
-Units: seconds, bytes, FLOPs, tokens. Catalog units (GB, TB/s, TFLOPS, GB/s) are
-converted in :meth:`Replica.build`.
+A forward step over ``T`` tokens is the sum of per-component rooflines (each the
+larger of its compute and memory time) plus communication and fixed overheads:
+
+- attention projections (non-expert precision),
+- attention core: QK^T and softmax-V at the attention precision against the KV-cache
+  read (MLA decode runs *absorbed*: queries in the 512+64-wide latent space),
+- dense FFN, shared experts and head (non-expert precision),
+- routed experts: grouped GEMMs over ``m`` tokens per expert, charged as ``m + pad``
+  rows, on the busiest expert-parallel rank (load imbalance), against the weights of
+  the distinct experts hit,
+- all-reduces (attention TP, MoE TP) and dispatch/combine all-to-alls (EP) over the
+  scale-up domain, or partly over scale-out when the group spans domains.
+
+Every function is vectorised: hardware parameters, parallel sizes and token counts
+may be numpy arrays that broadcast together. Units: seconds, bytes, FLOPs, tokens.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from dcplan.perf.params import HardwareParams, ServingParams
+from dcplan.perf.params import HardwareParams, PhysicsParams, ServingParams
 from dcplan.schema import BYTES_PER_ELEMENT, LLM, Accelerator, Precision
 
 
@@ -56,47 +70,74 @@ class ModelShape:
     ----------
     total_params, active_params : float
         Parameters stored / used per token [-].
-    weight_bytes_per_param : float
-        [bytes].
-    kv_bytes_per_token_layer : float
-        KV-cache bytes per token per (full-attention) layer [bytes].
-    layers, full_layers, window_layers : int
-        All layers, full-attention layers, sliding-window layers.
-    window_tokens : float
-        Sliding window [tokens] (inf when none).
-    attn_width : float
-        ``attention_heads * head_dim`` [-].
-    hidden_size : int
-    moe_layers : int
-        Layers with a routed-expert FFN (0 for dense models).
-    experts_total, experts_active : int
+    attention_params : float
+        Parameters of the attention projections, all layers [-].
+    other_params : float
+        Always-on parameters besides attention (dense FFN, shared experts, embeddings
+        and head) [-].
     expert_params : float
         Parameters of one routed expert summed over the MoE layers [-].
+    expert_bytes_per_param, other_bytes_per_param : float
+        Bytes per weight of the routed experts (dense models: of every GEMM) and of the
+        non-expert weights [bytes].
+    precision, other_precision, attention_precision : str
+        Precisions of the expert (or dense) GEMMs, the non-expert GEMMs and the
+        attention arithmetic.
+    kv_bytes_per_token_layer : float
+        KV-cache bytes per token per full-attention layer [bytes].
+    layers, full_layers, window_layers, moe_layers, dense_layers : int
+    window_tokens : float
+        Sliding window [tokens] (inf when none).
+    heads, kv_heads : int
+    mla : bool
+        Multi-head latent attention (the KV cache is one latent per token, shared by
+        all heads: tensor parallelism replicates it).
+    decode_flops_per_key, prefill_flops_per_key : float
+        Attention FLOPs per query token per attended key per layer, decode (MLA
+        absorbed: ``4 heads kv_latent_dim``) and prefill (``4 heads head_dim``) [FLOP].
+    hidden_size : int
+    experts_total, experts_active : int
+    mtp_modules : int
     """
 
     total_params: float
     active_params: float
-    weight_bytes_per_param: float
+    attention_params: float
+    other_params: float
+    expert_params: float
+    expert_bytes_per_param: float
+    other_bytes_per_param: float
+    precision: str
+    other_precision: str
+    attention_precision: str
     kv_bytes_per_token_layer: float
     layers: int
     full_layers: int
     window_layers: int
-    window_tokens: float
-    attn_width: float
-    hidden_size: int
     moe_layers: int
+    dense_layers: int
+    window_tokens: float
+    heads: int
+    kv_heads: int
+    mla: bool
+    decode_flops_per_key: float
+    prefill_flops_per_key: float
+    hidden_size: int
     experts_total: int
     experts_active: int
-    expert_params: float
+    mtp_modules: int
 
     @classmethod
     def build(cls, model: LLM, precision: Precision | str, serving: ServingParams) -> ModelShape:
         """Derive the shape of ``model`` served at ``precision``."""
-        precision = Precision(precision)
-        kv_elem = serving.kv_bytes(precision.value)
-        per_layer = (model.kv_latent_dim if model.kv_latent_dim else
-                     2 * model.kv_heads * model.head_dim) * kv_elem
+        prec = Precision(precision).value
+        kv_elem = serving.kv_bytes(prec)
+        mla = bool(model.kv_latent_dim)
+        per_layer = (model.kv_latent_dim if mla else 2 * model.kv_heads * model.head_dim) * kv_elem
         window_layers = model.sliding_window_layers if model.sliding_window_tokens else 0
+        attn = (model.attention_params_b * 1e9 if model.attention_params_b else
+                model.layers * model.hidden_size * 2.0 * (model.attention_heads + model.kv_heads)
+                * model.head_dim)
         if model.is_moe:
             e, k = model.experts_total, model.experts_active
             moe_layers = model.moe_layers or model.layers
@@ -104,30 +145,53 @@ class ModelShape:
             # counts: total - active = (E - k) experts' worth of parameters.
             expert = ((model.total_params_b - model.active_params_b) * 1e9 / (e - k)
                       if e > k else 0.0)
+            other_prec = serving.non_expert_prec(prec)
         else:
             e = k = moe_layers = 0
             expert = 0.0
+            other_prec = prec
+        always_on = model.active_params_b * 1e9 - k * expert
+        attn = min(attn, 0.9 * always_on)
         return cls(
             total_params=model.total_params_b * 1e9,
             active_params=model.active_params_b * 1e9,
-            weight_bytes_per_param=BYTES_PER_ELEMENT[precision],
+            attention_params=attn,
+            other_params=always_on - attn,
+            expert_params=expert,
+            expert_bytes_per_param=BYTES_PER_ELEMENT[Precision(prec)],
+            other_bytes_per_param=BYTES_PER_ELEMENT[Precision(other_prec)],
+            precision=prec,
+            other_precision=other_prec,
+            attention_precision=serving.attention_prec(prec),
             kv_bytes_per_token_layer=float(per_layer),
             layers=model.layers,
             full_layers=model.layers - window_layers,
             window_layers=window_layers,
-            window_tokens=float(model.sliding_window_tokens or np.inf),
-            attn_width=float(model.attention_heads * model.head_dim),
-            hidden_size=model.hidden_size,
             moe_layers=moe_layers,
+            dense_layers=model.layers - moe_layers,
+            window_tokens=float(model.sliding_window_tokens or np.inf),
+            heads=model.attention_heads,
+            kv_heads=model.kv_heads,
+            mla=mla,
+            decode_flops_per_key=4.0 * model.attention_heads * (
+                model.kv_latent_dim if mla else model.head_dim),
+            prefill_flops_per_key=4.0 * model.attention_heads * model.head_dim,
+            hidden_size=model.hidden_size,
             experts_total=e,
             experts_active=k,
-            expert_params=expert,
+            mtp_modules=model.mtp_modules,
         )
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether the model has routed experts."""
+        return self.experts_total > 0
 
     @property
     def weight_bytes(self) -> float:
         """Bytes of all weights [bytes]."""
-        return self.total_params * self.weight_bytes_per_param
+        return ((self.attention_params + self.other_params) * self.other_bytes_per_param
+                + self.experts_total * self.expert_params * self.expert_bytes_per_param)
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -145,210 +209,335 @@ class ModelShape:
         c = np.asarray(context_tokens, dtype=float)
         return self.full_layers * c + self.window_layers * np.minimum(c, self.window_tokens)
 
-    def decode_flops_per_token(self, context_tokens) -> np.ndarray:
-        """FLOPs to generate one token at ``context_tokens`` of context [FLOP].
-
-        ``2 * active_params`` for the matrix multiplies plus ``4 * heads * head_dim``
-        per attended key position (QK^T and AV).
-        """
-        return 2.0 * self.active_params + 4.0 * self.attn_width * self.attended(context_tokens)
-
-    def prefill_flops(self, new_tokens, cached_tokens) -> np.ndarray:
-        """FLOPs to prefill ``new_tokens`` after ``cached_tokens`` of cached prefix [FLOP].
-
-        Cached tokens skip the matrix multiplies; the new tokens attend to the prefix
-        and causally to each other (``cached + new/2`` positions on average).
-        """
-        n = np.asarray(new_tokens, dtype=float)
-        p = np.asarray(cached_tokens, dtype=float)
-        mean_ctx = p + n / 2.0
-        attended = self.full_layers * mean_ctx + self.window_layers * np.minimum(
-            mean_ctx, self.window_tokens)
-        return n * (2.0 * self.active_params + 4.0 * self.attn_width * attended)
-
-    def weights_touched_bytes(self, tokens) -> np.ndarray:
-        """Weight bytes read by one forward step over ``tokens`` tokens [bytes].
-
-        Dense models read every weight. MoE models read the always-on weights plus
-        the expected number of distinct routed experts hit (:func:`distinct_experts`).
-        """
-        tokens = np.asarray(tokens, dtype=float)
-        if not self.experts_total:
-            return np.full_like(tokens, self.weight_bytes, dtype=float)
-        always_on = self.active_params - self.experts_active * self.expert_params
-        hit = distinct_experts(self.experts_total, self.experts_active, np.maximum(tokens, 1.0))
-        return (always_on + hit * self.expert_params) * self.weight_bytes_per_param
-
 
 @dataclass(frozen=True)
-class Replica:
-    """One model copy on ``gpus`` accelerators of one scale-up domain, in base units.
+class Parallel:
+    """How one instance is spread over its GPUs (fields may be arrays).
 
     Attributes
     ----------
-    gpus : int
-        Accelerators in the replica [-].
-    flops_per_s : float
-        Effective prefill compute = gpus x dense peak x compute efficiency [FLOP/s].
-    decode_flops_per_s : float
-        Effective decode compute = gpus x dense peak x decode efficiency [FLOP/s].
-    peak_flops_per_s : float
-        Peak dense compute of the replica [FLOP/s].
-    bytes_per_s : float
-        Effective HBM bandwidth = gpus x peak x HBM efficiency [bytes/s].
-    peak_bytes_per_s : float
-        Peak HBM bandwidth of the replica [bytes/s].
-    link_bytes_per_s : float
-        Effective scale-up bandwidth per accelerator and direction [bytes/s].
-    hbm_bytes : float
-        HBM usable by weights + KV = gpus x capacity x usable share [bytes].
-    shape : ModelShape
-    params : HardwareParams
-    serving : ServingParams
+    attn_tp : int
+        Tensor-parallel size of attention (heads split over this many GPUs).
+    attn_dp : int
+        Data-parallel attention replicas (each holds its own sequences' KV cache).
+    ep : int
+        Expert-parallel size of the MoE layers (1: experts tensor-parallel over all
+        GPUs). Dense models: 1.
     """
 
-    gpus: int
-    flops_per_s: float
-    decode_flops_per_s: float
-    peak_flops_per_s: float
-    bytes_per_s: float
-    peak_bytes_per_s: float
-    link_bytes_per_s: float
-    hbm_bytes: float
-    shape: ModelShape
-    params: HardwareParams
-    serving: ServingParams
+    attn_tp: int = 1
+    attn_dp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self):
+        """GPUs of the instance ``attn_tp * attn_dp``."""
+        return self.attn_tp * self.attn_dp
+
+    @property
+    def moe_tp(self):
+        """Tensor-parallel slices of each expert ``gpus / ep``."""
+        return self.gpus / self.ep
 
     @classmethod
-    def build(cls, acc: Accelerator, gpus: int, shape: ModelShape, precision: Precision | str,
-              params: HardwareParams, serving: ServingParams) -> Replica:
-        """Convert catalog units (TFLOPS, TB/s, GB, GB/s) into a replica in base units."""
-        tflops = acc.dense_tflops(precision)
-        if tflops is None:
-            raise ValueError(f"{acc.id} has no {Precision(precision).value} dense throughput")
-        peak_flops = gpus * tflops * 1e12
-        peak_bw = gpus * acc.hbm_tb_per_s * 1e12
+    def from_engine(cls, tp: int, ep: int, dp_attention: bool) -> Parallel:
+        """Map an engine's flags (``--tp``, ``--ep``, DP attention) to a layout.
+
+        The instance has ``max(tp, ep)`` GPUs; with DP attention every GPU runs its own
+        attention (TP 1), otherwise attention is TP ``tp`` replicated over the rest.
+        """
+        gpus = max(tp, ep)
+        if dp_attention:
+            return cls(attn_tp=1, attn_dp=gpus, ep=ep)
+        return cls(attn_tp=tp, attn_dp=gpus // tp, ep=ep)
+
+    def label(self, moe: bool = True) -> str:
+        """Engine-style name, e.g. ``TP8``, ``TP8 EP8``, ``DEP16`` (DP attention 16, EP 16)."""
+        g = int(self.gpus)
+        if not moe:
+            return f"TP{int(self.attn_tp)}" + (f" x DP{int(self.attn_dp)}" if self.attn_dp > 1
+                                               else "")
+        if self.attn_tp == 1 and self.attn_dp > 1 and self.ep == g:
+            return f"DEP{g}"
+        att = f"TP{int(self.attn_tp)}" + (f" DP{int(self.attn_dp)}" if self.attn_dp > 1 else "")
+        return att + (f" EP{int(self.ep)}" if self.ep > 1 else "")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One accelerator in base units, with its parameters (fields may be arrays).
+
+    Attributes
+    ----------
+    gemm_flops, other_flops, attn_flops : float
+        Dense peak at the expert/dense GEMM precision, the non-expert precision and the
+        attention precision [FLOP/s].
+    hbm_bytes_per_s : float
+        Peak HBM bandwidth [bytes/s].
+    hbm_capacity : float
+        HBM usable by weights + KV [bytes].
+    scaleup_bytes_per_s : float
+        Scale-up bandwidth per direction [bytes/s].
+    scaleout_bytes_per_s : float
+        Scale-out bandwidth [bytes/s].
+    domain : int
+        GPUs per scale-up domain.
+    params : HardwareParams
+    """
+
+    gemm_flops: float
+    other_flops: float
+    attn_flops: float
+    hbm_bytes_per_s: float
+    hbm_capacity: float
+    scaleup_bytes_per_s: float
+    scaleout_bytes_per_s: float
+    domain: int
+    params: HardwareParams
+
+    @classmethod
+    def build(cls, acc: Accelerator, shape: ModelShape, params: HardwareParams,
+              serving: ServingParams, scaleout_gbps: float, domain: int) -> Hardware:
+        """Convert catalog units (TFLOPS, TB/s, GB, GB/s, Gb/s) into base units.
+
+        Raises
+        ------
+        ValueError
+            If the accelerator has no dense throughput at the model's precision.
+        """
+        def peak(prec: str) -> float:
+            tf = acc.dense_tflops(prec)
+            if tf is None:  # e.g. fp8 attention on a part that only lists bf16
+                tf = acc.bf16_dense_tflops
+            return tf * 1e12
+
+        if acc.dense_tflops(shape.precision) is None:
+            raise ValueError(f"{acc.id} has no {shape.precision} dense throughput")
         return cls(
-            gpus=gpus,
-            flops_per_s=peak_flops * params.compute_eff_frac,
-            decode_flops_per_s=peak_flops * params.decode_compute_eff_frac,
-            peak_flops_per_s=peak_flops,
-            bytes_per_s=peak_bw * params.hbm_eff_frac,
-            peak_bytes_per_s=peak_bw,
-            link_bytes_per_s=acc.scaleup_gb_per_s * 1e9 * params.scaleup_eff_frac,
-            hbm_bytes=gpus * acc.hbm_gb * 1e9 * serving.hbm_usable_frac,
-            shape=shape,
+            gemm_flops=peak(shape.precision),
+            other_flops=peak(shape.other_precision),
+            attn_flops=peak(shape.attention_precision),
+            hbm_bytes_per_s=acc.hbm_tb_per_s * 1e12,
+            hbm_capacity=acc.hbm_gb * 1e9 * serving.hbm_usable_frac,
+            scaleup_bytes_per_s=acc.scaleup_gb_per_s * 1e9,
+            scaleout_bytes_per_s=scaleout_gbps * 1e9 / 8.0,
+            domain=domain,
             params=params,
-            serving=serving,
         )
 
-    # ------------------------------------------------------------------ memory
+
+def stack_params(params: list[HardwareParams]) -> HardwareParams:
+    """One :class:`HardwareParams` whose fields are arrays over ``params``."""
+    return HardwareParams(**{f.name: np.array([getattr(p, f.name) for p in params], float)
+                             for f in fields(HardwareParams)})
+
+
+# --------------------------------------------------------------------- collectives
+
+
+def allreduce_time(hw: Hardware, group, message_bytes, eff=None) -> np.ndarray:
+    """Ring all-reduce of ``message_bytes`` per GPU over ``group`` GPUs [s].
+
+    Inside one domain: ``2 (n-1)/n * M / link``. A group of ``n`` domains is reduced
+    hierarchically: the in-domain ring plus ``2 (n-1)/n * (M/d) / scale-out`` for the
+    share each GPU exchanges across domains. Plus one latency (in- or cross-domain).
+    Zero for a group of one. ``eff`` replaces ``scaleup_eff_frac`` (MoE layers use
+    ``moe_comm_eff_frac``).
+    """
+    n = np.asarray(group, dtype=float)
+    m = np.asarray(message_bytes, dtype=float)
+    p = hw.params
+    d = np.minimum(n, hw.domain)
+    nodes = np.ceil(n / hw.domain)
+    up = hw.scaleup_bytes_per_s * (p.scaleup_eff_frac if eff is None else eff)
+    out = hw.scaleout_bytes_per_s * p.scaleout_eff_frac
+    t = 2.0 * (d - 1.0) / d * m / up + np.where(
+        nodes > 1, 2.0 * (nodes - 1.0) / nodes * m / d / out + p.scaleout_latency_s,
+        p.collective_latency_s)
+    return np.where(n > 1, t, 0.0)
+
+
+def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
+                      bytes_per_token: float) -> np.ndarray:
+    """MoE dispatch + combine all-to-all over an expert-parallel ``group`` [s].
+
+    Each of a GPU's ``tokens_per_gpu`` tokens goes to its ``k`` experts, spread evenly
+    over the ``n`` GPUs. Copies for GPUs of the same scale-up domain move over
+    scale-up: ``tokens k bytes (min(n, d) - 1)/n``. A token crosses to another domain
+    once per remote domain its experts fall in (and is forwarded inside it, as
+    DeepEP/MoRI do), so scale-out carries ``tokens bytes r`` with
+    ``r = (m - 1)(1 - (1 - 1/m)^k)`` the expected remote domains of ``m = n/d``; the
+    forwarding adds ``tokens k bytes (n - d)/n`` to scale-up (at ``moe_comm_eff_frac``
+    of the link). ``bytes_per_token`` is the dispatch plus combine bytes of one token
+    copy. Plus two latencies
+    (``alltoall_latency_s``, or ``scaleout_latency_s`` when crossing domains).
+    """
+    n = np.asarray(group, dtype=float)
+    t = np.asarray(tokens_per_gpu, dtype=float)
+    p = hw.params
+    d = np.minimum(n, hw.domain)
+    m = np.maximum(n / hw.domain, 1.0)
+    up = hw.scaleup_bytes_per_s * p.moe_comm_eff_frac
+    out = hw.scaleout_bytes_per_s * p.scaleout_eff_frac
+    k = float(experts_active)
+    in_domain = t * k * bytes_per_token * ((d - 1.0) + np.maximum(n - hw.domain, 0.0)) / n
+    remote = t * bytes_per_token * (m - 1.0) * (1.0 - (1.0 - 1.0 / m) ** k)
+    lat = np.where(n > hw.domain, np.maximum(p.alltoall_latency_s, p.scaleout_latency_s),
+                   p.alltoall_latency_s)
+    return np.where(n > 1, in_domain / up + remote / out + 2.0 * lat, 0.0)
+
+
+# ------------------------------------------------------------------- forward step
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Per-GPU time of one forward step, split for bottleneck labels and power [s].
+
+    ``compute_s`` and ``memory_s`` are the summed compute and memory times of the
+    components; ``roof_s`` the sum of each component's larger one (what the step
+    takes before communication and overheads); ``comm_s`` the communication left
+    after ``comm_overlap_frac`` of it (at most the roof time) hides behind the roof.
+    """
+
+    compute_s: np.ndarray
+    memory_s: np.ndarray
+    roof_s: np.ndarray
+    comm_s: np.ndarray
+    overhead_s: np.ndarray
+
     @property
-    def kv_budget_bytes(self) -> float:
-        """HBM left for the KV cache after the weights [bytes] (negative: no fit)."""
-        return self.hbm_bytes - self.shape.weight_bytes
+    def total_s(self) -> np.ndarray:
+        """Step time [s]."""
+        return self.roof_s + self.comm_s + self.overhead_s
 
-    def max_batch(self, context_tokens: float) -> int:
-        """Most sequences of ``context_tokens`` whose KV fits next to the weights [-]."""
-        per_seq = float(self.shape.kv_bytes_seq(context_tokens))
-        if self.kv_budget_bytes <= 0 or per_seq <= 0:
-            return 0
-        return int(min(self.kv_budget_bytes // per_seq, self.serving.max_batch_per_replica))
 
-    # --------------------------------------------------------- communication
-    def comm_time(self, tokens) -> np.ndarray:
-        """Scale-up collective time of one forward step over ``tokens`` tokens [s].
+def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsParams,
+                 serving: ServingParams, tokens, rank_tokens, attended_per_token,
+                 kv_bytes_per_rank, phase: str = "decode", steps=1.0,
+                 layers_frac=1.0) -> StepTime:
+    """Time of one forward pass (or ``steps`` chunks of one) over ``tokens`` tokens.
 
-        Dense layers: two ring all-reduces of ``tokens x hidden`` activations, each
-        moving ``2 (g-1)/g`` of the message per accelerator. MoE layers: one
-        all-reduce (attention) plus expert dispatch and combine all-to-alls, each
-        moving ``tokens/g x k x hidden x (g-1)/g`` per accelerator. Each collective
-        also costs a fixed latency. Zero for a single accelerator.
-        """
-        tokens = np.asarray(tokens, dtype=float)
-        g = self.gpus
-        if g <= 1:
-            return np.zeros_like(tokens)
-        s = self.shape
-        msg = tokens * s.hidden_size * self.serving.activation_bytes
-        ring = 2.0 * (g - 1) / g * msg
-        dense_layers = s.layers - s.moe_layers
-        a2a = msg / g * max(s.experts_active, 1) * (g - 1) / g
-        volume = dense_layers * 2 * ring + s.moe_layers * (ring + 2 * a2a)
-        count = dense_layers * 2 + s.moe_layers * 3
-        return volume / self.link_bytes_per_s + count * self.params.collective_latency_s
+    Parameters
+    ----------
+    hw, par, shape, phys, serving
+        Hardware, parallel layout, model, physics and serving parameters.
+    tokens : float or array
+        Tokens entering the MoE/FFN layers of the instance in this pass [tokens].
+    rank_tokens : float or array
+        Tokens on the busiest attention data-parallel rank [tokens].
+    attended_per_token : float or array
+        Layer-summed key positions each query attends to (:meth:`ModelShape.attended`).
+    kv_bytes_per_rank : float or array
+        KV-cache bytes the busiest attention rank reads (before TP sharding) [bytes].
+    phase : {"decode", "prefill"}
+        Decode uses ``decode_compute_eff_frac`` and absorbed MLA attention; prefill
+        ``compute_eff_frac`` and the decompressed (per-head) attention.
+    steps : float
+        Weight reads and overheads are paid this many times (prefill chunks).
+    layers_frac : float
+        Share of the layers run (1; a draft module uses a fraction).
 
-    # ---------------------------------------------------------------- decode
-    def decode_parts(self, batch, context_tokens):
-        """Compute, memory and communication times of one decode step [s].
+    Returns
+    -------
+    StepTime
+    """
+    p = hw.params
+    n_steps = np.asarray(steps, dtype=float)
+    # Work per chunk; weight reads, latencies and overheads are paid once per chunk.
+    T = np.asarray(tokens, dtype=float) / n_steps
+    Ta = np.asarray(rank_tokens, dtype=float) / n_steps
+    kv = np.asarray(kv_bytes_per_rank, dtype=float) / n_steps
+    bw = hw.hbm_bytes_per_s * p.hbm_eff_frac
+    g = np.asarray(par.gpus, dtype=float)
+    t_a = np.asarray(par.attn_tp, dtype=float)
+    ep = np.asarray(par.ep, dtype=float)
+    lf = layers_frac
+    prefill = phase == "prefill"
+    gemm_eff = p.compute_eff_frac if prefill else p.decode_compute_eff_frac
+    key_flops = shape.prefill_flops_per_key if prefill else shape.decode_flops_per_key
 
-        Parameters
-        ----------
-        batch : float or array
-            Sequences decoded together ``B`` [-].
-        context_tokens : float
-            Mean tokens in each sequence's KV cache [tokens].
+    # 1. attention projections (TP over attn_tp, replicated over DP ranks)
+    c1 = Ta * 2.0 * shape.attention_params * lf / t_a / (hw.other_flops * gemm_eff)
+    m1 = shape.attention_params * lf * shape.other_bytes_per_param / t_a / bw
+    # 2. attention core: heads split over attn_tp; MLA's latent KV is not
+    kv_shard = 1.0 if shape.mla else np.minimum(t_a, shape.kv_heads)
+    attn_eff = p.mla_attention_eff_frac if shape.mla else p.attention_eff_frac
+    c2 = Ta * attended_per_token * lf * key_flops / t_a / (hw.attn_flops * attn_eff)
+    m2 = kv * lf / kv_shard / bw
+    # 3. dense FFN, shared experts, head: sharded over all GPUs of the instance
+    c3 = T * 2.0 * shape.other_params * lf / g / (hw.other_flops * gemm_eff)
+    m3 = shape.other_params * lf * shape.other_bytes_per_param / g / bw
+    compute = c1 + c2 + c3
+    memory = m1 + m2 + m3
+    roof = np.maximum(c1, m1) + np.maximum(c2, m2) + np.maximum(c3, m3)
+    msg_rank = Ta * shape.hidden_size * serving.activation_bytes
+    msg_all = T * shape.hidden_size * serving.activation_bytes
+    if shape.is_moe:
+        e, k = float(shape.experts_total), float(shape.experts_active)
+        hit_p = 1.0 - (1.0 - k / e) ** np.maximum(T, 1.0)
+        hits = e / ep * hit_p                     # distinct local experts hit
+        moe_tp = g / ep
+        per_expert = T * k / e / hit_p            # tokens per expert hit
+        lam = np.maximum(T * k / ep, 1e-9)        # token-expert pairs per EP rank
+        imb = np.minimum(1.0 + phys.moe_imbalance_frac * (1.0 - 1.0 / ep)
+                         + np.sqrt(2.0 * np.log(ep) / lam), ep)
+        c4 = (hits * 2.0 * shape.expert_params * lf / moe_tp
+              * (per_expert * imb + phys.grouped_gemm_pad_tokens) / (hw.gemm_flops * gemm_eff))
+        m4 = hits * shape.expert_params * lf * shape.expert_bytes_per_param / moe_tp / bw
+        compute = compute + c4
+        memory = memory + m4
+        roof = roof + np.maximum(c4, m4)
+        # MoE layers: dispatch + combine all-to-all over EP, or an all-reduce (EP 1)
+        per_token = shape.hidden_size * (serving.dispatch_bytes + serving.activation_bytes)
+        moe_comm = np.where(ep > 1, moe_alltoall_time(hw, ep, T / g * imb, shape.experts_active,
+                                                      per_token),
+                            allreduce_time(hw, g, msg_all, p.moe_comm_eff_frac))
+        comm = shape.moe_layers * lf * (moe_comm + allreduce_time(hw, t_a, msg_rank))
+        comm = comm + shape.dense_layers * lf * (allreduce_time(hw, t_a, msg_rank)
+                                                 + allreduce_time(hw, g, msg_all))
+    else:
+        # dense: attention and FFN all-reduces per layer over the TP group
+        comm = shape.layers * lf * 2.0 * allreduce_time(hw, t_a, msg_rank)
+    # Part of the communication hides behind the step's compute and memory time.
+    comm = comm - p.comm_overlap_frac * np.minimum(comm, roof)
+    overhead = p.step_overhead_s + shape.layers * lf * p.layer_overhead_s
+    z = 0.0 * roof
+    return StepTime(n_steps * compute, n_steps * memory, n_steps * roof, n_steps * comm + z,
+                    n_steps * overhead + z)
 
-        Returns
-        -------
-        compute_s, memory_s, comm_s : ndarray
-            ``B * flops_per_token / C_decode``; ``(weights touched + B * KV per
-            sequence) / BW_eff``; collective time [s].
-        """
-        b = np.asarray(batch, dtype=float)
-        s = self.shape
-        flops = b * s.decode_flops_per_token(context_tokens)
-        mem = s.weights_touched_bytes(b) + b * s.kv_bytes_seq(context_tokens)
-        return flops / self.decode_flops_per_s, mem / self.bytes_per_s, self.comm_time(b)
 
-    def decode_step_time(self, batch, context_tokens) -> np.ndarray:
-        """Time of one decode step = max(compute, memory) + comm + overhead [s]."""
-        c, m, x = self.decode_parts(batch, context_tokens)
-        return np.maximum(c, m) + x + self.params.step_overhead_s
 
-    # --------------------------------------------------------------- prefill
-    def prefill_parts(self, prompt_tokens, cached_tokens=0.0, sequences=1.0, batched=True):
-        """Compute, memory, communication and overhead times to prefill [s].
 
-        Parameters
-        ----------
-        prompt_tokens : float or array
-            Prompt tokens per sequence, cached prefix included [tokens].
-        cached_tokens : float or array
-            Prefix tokens per sequence served from the prefix cache [tokens].
-        sequences : float
-            Sequences prefilled together [-].
-        batched : bool
-            True: the chunk is shared with other requests, so weight reads, per-step
-            overhead and collective latency are charged pro rata to the new tokens
-            (throughput view). False: this request alone; at least one full step
-            (latency view).
 
-        Returns
-        -------
-        compute_s, memory_s, comm_s, overhead_s : ndarray
-        """
-        s = self.shape
-        prompt = np.asarray(prompt_tokens, dtype=float)
-        cached = np.asarray(cached_tokens, dtype=float)
-        new = np.maximum(prompt - cached, 0.0)
-        n_all = sequences * new
-        chunks = n_all / self.serving.prefill_chunk_tokens
-        if not batched:
-            chunks = np.maximum(chunks, 1.0)
-        flops = sequences * s.prefill_flops(new, cached)
-        # KV of the cached prefix is read and KV of the new tokens written:
-        # together the whole prompt's KV once.
-        kv = sequences * s.kv_bytes_seq(prompt)
-        weights = s.weights_touched_bytes(self.serving.prefill_chunk_tokens) * chunks
-        mem = kv + weights
-        tokens_per_chunk = np.where(chunks > 0, n_all / np.maximum(chunks, 1e-12), 0.0)
-        comm = chunks * self.comm_time(tokens_per_chunk)
-        overhead = chunks * self.params.step_overhead_s
-        return flops / self.flops_per_s, mem / self.bytes_per_s, comm, overhead
+# ----------------------------------------------------------------------- memory
 
-    def prefill_time(self, prompt_tokens, cached_tokens=0.0, sequences=1.0,
-                     batched=True) -> np.ndarray:
-        """Prefill time = max(compute, memory) + comm + overhead [s] (see prefill_parts)."""
-        c, m, x, o = self.prefill_parts(prompt_tokens, cached_tokens, sequences, batched)
-        return np.maximum(c, m) + x + o
+
+def weight_bytes_per_gpu(par: Parallel, shape: ModelShape) -> np.ndarray:
+    """Weights one GPU of the instance holds [bytes].
+
+    Attention projections are split over ``attn_tp`` (replicated over the DP ranks);
+    everything else is spread over all GPUs of the instance.
+    """
+    g = np.asarray(par.gpus, dtype=float)
+    t_a = np.asarray(par.attn_tp, dtype=float)
+    return (shape.attention_params * shape.other_bytes_per_param / t_a
+            + shape.other_params * shape.other_bytes_per_param / g
+            + shape.experts_total * shape.expert_params * shape.expert_bytes_per_param / g)
+
+
+def kv_bytes_per_gpu(par: Parallel, shape: ModelShape, context_tokens) -> np.ndarray:
+    """KV-cache bytes one sequence of ``context_tokens`` puts on each GPU of its rank."""
+    t_a = np.asarray(par.attn_tp, dtype=float)
+    shard = 1.0 if shape.mla else np.minimum(t_a, shape.kv_heads)
+    return shape.kv_bytes_seq(context_tokens) / shard
+
+
+def max_batch(hw: Hardware, par: Parallel, shape: ModelShape, serving: ServingParams,
+              context_tokens) -> np.ndarray:
+    """Most sequences of ``context_tokens`` the instance holds next to its weights [-]."""
+    free = hw.hbm_capacity - weight_bytes_per_gpu(par, shape)
+    per_seq = kv_bytes_per_gpu(par, shape, context_tokens)
+    per_rank = np.floor(np.maximum(free, 0.0) / np.maximum(per_seq, 1e-30))
+    return np.minimum(per_rank * np.asarray(par.attn_dp, dtype=float),
+                      serving.max_batch_per_replica)

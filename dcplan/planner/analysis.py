@@ -39,6 +39,9 @@ DUAL_UNITS = {
     "demand": "USD per million tokens (period money)",
     "budget": "USD per USD (present value)",
     "building": "USD per MW (present value)",
+    "connectable": "USD per MW (present value)",
+    "assessment": "USD per MW (present value)",
+    "carbon_cap": "USD per tCO2 (present value)",
 }
 #: Below this a capacity [kW or positions] counts as zero.
 ZERO = 1e-6
@@ -54,6 +57,9 @@ def fix_integers(mv: ModelVars, sol: Solution) -> None:
         on = 1.0 if sol.cdu.get(k, 0.0) > 0 else 0.0
         var.cat = pulp.LpContinuous
         var.lowBound = var.upBound = on
+    for k, var in mv.spare_on.items():
+        var.cat = pulp.LpContinuous
+        var.lowBound = var.upBound = sol.spare_on.get(k, 0.0)
 
 
 def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
@@ -65,7 +71,7 @@ def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
             pi = con.pi
             if pi is None:
                 continue
-            if family == "grid":
+            if family in ("grid", "connectable", "assessment", "carbon_cap"):
                 value = -pi * 1000.0
             elif family == "building":
                 value = pi * 1000.0
@@ -73,8 +79,7 @@ def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
                 value = -pi
             else:
                 w, p = keys[0], pidx[keys[-1]]
-                tokens = d.hours(p) * 3600.0 / d.workloads[w].peak_factor
-                value = pi / d.df_opex(p) / tokens * 1e6
+                value = pi / d.df_opex(p) / d.demand_row_tokens(w, p) * 1e6
             out[family, keys] = round(float(value), 9) + 0.0
     return out
 
@@ -114,10 +119,11 @@ def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solut
     fixed = _duals(d, mv)
     rows = []
     for (family, keys), value in fixed.items():
-        row = dict(family=family, site=None, workload=None, pool=None, period=keys[-1],
+        row = dict(family=family, site=None, workload=None, pool=None,
+                   period=None if family == "assessment" else keys[-1],
                    shadow_price=value, shadow_price_relaxed=relaxed.get((family, keys)),
                    unit=DUAL_UNITS[family])
-        if family in ("grid", "space", "building"):
+        if family in ("grid", "space", "building", "connectable", "assessment"):
             row["site"] = keys[0]
         elif family == "demand":
             row.update(workload=keys[0], pool=keys[1])
@@ -131,8 +137,10 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     """Site limits that stop the plan from adding one more rack, ranked.
 
     A grid limit binds when the headroom is below the facility power of the smallest
-    rack the site may host; space when fewer positions are free than the smallest
-    rack needs; lead time when the built capacity is full and no new capacity can be
+    rack the site may host (the connected capacity where connections are decisions); a
+    grid request limit when the site is connected for all the grid can give
+    (connectable) beyond what was committed; space when fewer positions are free than
+    the smallest rack needs; lead time when the built capacity is full and no new capacity can be
     built yet. A limit of zero capacity that nothing uses (no grid yet, nothing built
     before the lead time) is not listed (see :func:`no_grid_sites`,
     :func:`not_buildable_sites`). Ranked within grid, then space, then lead time by
@@ -143,7 +151,7 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     sp = {}
     if shadow is not None and len(shadow):
         for r in shadow.itertuples():
-            if r.family in ("grid", "space", "building"):
+            if r.family in ("grid", "space", "building", "connectable"):
                 sp[r.family, r.site, r.period] = (r.shadow_price, r.shadow_price_relaxed)
     used_pos = fleet.groupby(["period", "site"]).rack_positions.sum() if len(fleet) else {}
     cdu_pos = cooling.set_index(["period", "site"]).cdu_positions
@@ -161,6 +169,13 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              used=row.facility_kw_peak, unit="kW",
                              **_prices(sp.get(("grid", s, p_label))),
                              shadow_unit=DUAL_UNITS["grid"]))
+        if sd.connection is not None and row.connectable_kw - row.grid_kw < step_kw \
+                and row.grid_kw > sd.connection.committed_kw[p] + ZERO:
+            rows.append(dict(limit="grid_request", site=s, period=p_label,
+                             value=row.connectable_kw, used=row.grid_kw,
+                             unit="kW connectable (used: connected)",
+                             **_prices(sp.get(("connectable", s, p_label))),
+                             shadow_unit=DUAL_UNITS["connectable"]))
         pos = float(used_pos.get((p_label, s), 0.0)) + float(cdu_pos.get((p_label, s), 0.0))
         step_pos = min(d.racks[r].rack_positions for r in allowed)
         if sd.rack_positions - pos < step_pos and not (sd.rack_positions <= 0 and pos <= 0):
@@ -174,7 +189,7 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              value=sd.built_kw_initial, used=row.facility_kw_peak, unit="kW built",
                              **_prices(sp.get(("building", s, p_label))),
                              shadow_unit=DUAL_UNITS["building"]))
-    order = {"grid": 0, "space": 1, "lead_time": 2}
+    order = {"grid": 0, "grid_request": 1, "space": 2, "lead_time": 3}
     rows.sort(key=lambda r: (order[r["limit"]], -max(r["shadow_price"] or 0.0,
                                                       r["shadow_price_relaxed"] or 0.0),
                              r["period"], r["site"]))

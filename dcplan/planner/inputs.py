@@ -35,6 +35,7 @@ FACILITY_MEMO: ContextVar[Any] = ContextVar("dcplan_facility_memo", default=None
 
 POOLS_AGGREGATED = ("all",)
 POOLS_DISAGGREGATED = ("prefill", "decode")
+POOLS_ALL = frozenset(POOLS_AGGREGATED + POOLS_DISAGGREGATED)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class RackData:
         Needs facility water (direct liquid cooling).
     first_period : int
         Index of the first period in which it may be bought (``len(periods)`` = never).
+    availability : float
+        Share of installed racks up at any time [-].
+    capex_path : tuple of float
+        Price per period [USD] (empty: ``capex_usd`` every period).
     """
 
     id: str
@@ -69,6 +74,38 @@ class RackData:
     it_power_idle_kw: float
     liquid: bool
     first_period: int = 0
+    availability: float = 1.0
+    capex_path: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class GridData:
+    """A site's grid connection as a decision (see :class:`dcplan.sites.GridConnection`).
+
+    Attributes
+    ----------
+    committed_kw : tuple of float
+        Connected or granted capacity per period [kW].
+    arrival : tuple of int
+        Per request period: index of the first period a request made then serves
+        (``len(periods)`` = not within the horizon).
+    arrival_assessed : tuple of int
+        The same for requests that need the assessment (extra lead time).
+    cost_usd_per_kw : float
+        Paid per kW requested, in the request period [USD/kW].
+    threshold_kw : float or None
+        Connections of this size or more need the assessment [kW]; None: no assessment.
+    lead_time_months, assessment_months : float
+        As given, for reporting [months].
+    """
+
+    committed_kw: tuple[float, ...]
+    arrival: tuple[int, ...]
+    arrival_assessed: tuple[int, ...]
+    cost_usd_per_kw: float
+    threshold_kw: float | None = None
+    lead_time_months: float = 0.0
+    assessment_months: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +134,13 @@ class SiteData:
         Facility capacity already built at the start [kW].
     first_build_period : int
         First period in which newly built capacity can be in service (lead time).
+    build_parts_usd_per_kw : tuple of (str, float)
+        Build cost by part (``shell``, ``electrical``, ``mechanical``) [USD/kW]; empty:
+        ``build_capex_usd_per_kw`` is one all-in figure.
+    energy_path, demand_charge_path : tuple of float
+        Tariffs per period [USD/kWh], [USD/(kW month)] (empty: the constant figures).
+    connection : GridData or None
+        Grid connection decisions; None: ``grid_kw`` is simply available.
     """
 
     id: str
@@ -111,6 +155,10 @@ class SiteData:
     build_capex_usd_per_kw: float
     built_kw_initial: float = 0.0
     first_build_period: int = 0
+    build_parts_usd_per_kw: tuple[tuple[str, float], ...] = ()
+    energy_path: tuple[float, ...] = ()
+    demand_charge_path: tuple[float, ...] = ()
+    connection: GridData | None = None
 
 
 @dataclass(frozen=True)
@@ -198,11 +246,20 @@ class WorkloadData:
     input_frac : float
         Input tokens / (input + output tokens) [-].
     peak_factor : float
-        Peak over average demand [-].
+        Peak over average demand [-] (the profile's peak when it has one).
     demand_tokens_per_s : tuple of float
         Average demand per period, input + output [tokens/s].
     sites : frozenset of str, optional
         Sites it may be served from (None = all).
+    target_utilisation : float
+        Largest share of the capacity serving it that its peak may use [-].
+    speedup : tuple of float
+        Software speedup per period: multiplier of tokens/s per rack [-] (empty: 1).
+    profile : tuple of float, optional
+        Hourly shape over the representative days, mean 1 (None: at its peak in every
+        hour, see :mod:`dcplan.planner.profiles`).
+    flexible : bool
+        May be served up to ``deadline_hours`` after it arrives [h].
     """
 
     id: str
@@ -211,6 +268,11 @@ class WorkloadData:
     peak_factor: float
     demand_tokens_per_s: tuple[float, ...]
     sites: frozenset[str] | None = None
+    target_utilisation: float = 1.0
+    speedup: tuple[float, ...] = ()
+    profile: tuple[float, ...] | None = None
+    flexible: bool = False
+    deadline_hours: float = 24.0
 
     @property
     def pools(self) -> tuple[str, ...]:
@@ -222,8 +284,12 @@ class WorkloadData:
         return {"all": 1.0, "prefill": self.input_frac, "decode": 1.0 - self.input_frac}[pool]
 
     def peak_tokens_per_s(self, p: int, pool: str = "all") -> float:
-        """Peak demand on ``pool`` in period index ``p`` [tokens/s]."""
+        """Peak demand on ``pool`` in period index ``p`` as it arrives [tokens/s]."""
         return self.demand_tokens_per_s[p] * self.peak_factor * self.pool_share(pool)
+
+    def speed(self, p: int) -> float:
+        """Software speedup in period ``p`` [-]."""
+        return self.speedup[p] if self.speedup else 1.0
 
 
 @dataclass(frozen=True)
@@ -290,6 +356,14 @@ class PlanInputs:
     facility : dict
         (rack, site) -> the facility model's coefficient object the linear terms came
         from (used by the post-solve exact sizing; empty for hand-made inputs).
+    spare_racks : dict
+        (rack, site) -> spare racks kept while the site hosts the type (N+k).
+    carbon_usd_per_kg : tuple of float
+        Carbon price per period [USD/kgCO2] (empty: none).
+    carbon_cap_kg : tuple
+        Largest emissions per period [kgCO2], None = no cap (empty: none).
+    day_names, day_weights : tuple
+        Representative days of the profiles and their weights (sum 1).
     """
 
     periods: list[Period]
@@ -310,6 +384,12 @@ class PlanInputs:
     notes: list[str] = field(default_factory=list)
     nameplate_peak: bool = False
     facility: dict[tuple[str, str], Any] = field(default_factory=dict)
+    spare_racks: dict[tuple[str, str], int] = field(default_factory=dict)
+    carbon_usd_per_kg: tuple[float, ...] = ()
+    carbon_cap_kg: tuple[float | None, ...] = ()
+    day_names: tuple[str, ...] = ("day",)
+    day_weights: tuple[float, ...] = (1.0,)
+    max_hours: int | None = None
 
     # --- time and money ------------------------------------------------------------
 
@@ -341,9 +421,12 @@ class PlanInputs:
         return self.periods[p].years * 12
 
     def alive(self, rack: str, bought: int, p: int) -> bool:
-        """Whether a rack bought in period ``bought`` is in service in period ``p``."""
+        """Whether a rack bought in period ``bought`` is in service in period ``p``.
+
+        See :func:`in_service` (the same rule retires the existing fleet).
+        """
         age = self.periods[p].offset_years - self.periods[bought].offset_years
-        return 0 <= age < self.racks[rack].lifetime_years - 1e-9
+        return in_service(age, self.racks[rack].lifetime_years)
 
     def remaining_frac(self, lifetime: float | None, bought: int) -> float:
         """Share of an asset's life left at the end of the horizon (straight line) [-]."""
@@ -351,6 +434,93 @@ class PlanInputs:
             return 0.0
         used = self.horizon_years - self.periods[bought].offset_years
         return max(0.0, lifetime - used) / lifetime
+
+    # --- prices and paths -----------------------------------------------------------
+
+    def rack_capex(self, rack: str, p: int) -> float:
+        """Price of one rack bought in period ``p`` [USD]."""
+        rk = self.racks[rack]
+        return rk.capex_path[p] if rk.capex_path else rk.capex_usd
+
+    def energy_price(self, site: str, p: int) -> float:
+        """Energy tariff at ``site`` in period ``p`` [USD/kWh]."""
+        sd = self.sites[site]
+        return sd.energy_path[p] if sd.energy_path else sd.energy_usd_per_kwh
+
+    def demand_charge(self, site: str, p: int) -> float:
+        """Demand charge at ``site`` in period ``p`` [USD/(kW month)]."""
+        sd = self.sites[site]
+        return sd.demand_charge_path[p] if sd.demand_charge_path \
+            else sd.demand_charge_usd_per_kw_month
+
+    def carbon_price(self, p: int) -> float:
+        """Carbon price in period ``p`` [USD/kgCO2]."""
+        return self.carbon_usd_per_kg[p] if self.carbon_usd_per_kg else 0.0
+
+    def carbon_cap(self, p: int) -> float | None:
+        """Emission cap of period ``p`` [kgCO2] (None: none)."""
+        return self.carbon_cap_kg[p] if self.carbon_cap_kg else None
+
+    # --- schedules, pools and representative hours ------------------------------------
+
+    def _schedule_cache(self) -> dict:
+        cache = self.__dict__.get("_schedules")
+        if cache is None:
+            cache = self.__dict__["_schedules"] = build_schedules(self)
+        return cache
+
+    def schedules(self, workload: str, p: int) -> tuple:
+        """Schedules of ``workload`` in period ``p`` (see :mod:`dcplan.planner.profiles`)."""
+        return self._schedule_cache()["schedules"][workload, p]
+
+    def rep_hours(self, p: int) -> tuple:
+        """Representative hours of period ``p``.
+
+        Indices of the profiles' hours (a tuple of them for a merged group); ``(None,)``
+        when no workload has a profile.
+        """
+        return self._schedule_cache()["hours"][p]
+
+    def alloc_pools(self, workload: str, p: int) -> list[tuple[str, str, int]]:
+        """``(key, pool, schedule index)`` of every allocation of ``workload`` in ``p``.
+
+        The key is the pool (``all``, ``prefill``, ``decode``) for one schedule, else
+        ``<pool>_<schedule name>``.
+        """
+        wd = self.workloads[workload]
+        sch = self.schedules(workload, p)
+        if len(sch) == 1:
+            return [(k, k, 0) for k in wd.pools]
+        return [(f"{k}_{s.name}", k, j) for k in wd.pools for j, s in enumerate(sch)]
+
+    def pool_of(self, workload: str, key: str, p: int) -> tuple[str, int]:
+        """(pool, schedule index) of an allocation key."""
+        for k, base, j in self.alloc_pools(workload, p):
+            if k == key:
+                return base, j
+        raise KeyError(key)
+
+    def schedule_of(self, workload: str, key: str, p: int):
+        """The :class:`~dcplan.planner.profiles.Schedule` an allocation key serves."""
+        return self.schedules(workload, p)[self.pool_of(workload, key, p)[1]]
+
+    def multi_schedule(self, workload: str, p: int) -> bool:
+        """Whether ``workload`` has several schedules in ``p`` (a flexible mix)."""
+        return len(self.schedules(workload, p)) > 1
+
+    def demand_row_tokens(self, workload: str, p: int) -> float:
+        """Tokens in period ``p`` per unit of the workload's demand rows [tokens per token/s].
+
+        The rows are in peak tokens/s for one schedule and in mean tokens/s for a
+        flexible mix (see :func:`dcplan.planner.model.add_demand`).
+        """
+        sch = self.schedules(workload, p)
+        return self.hours(p) * 3600.0 / (1.0 if len(sch) > 1 else sch[0].peak_factor)
+
+    def rate(self, rack: str, workload: str, key: str, p: int) -> float:
+        """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s]."""
+        base = key if key in POOLS_ALL else self.pool_of(workload, key, p)[0]
+        return self.perf[rack, workload].rate(base) * self.workloads[workload].speed(p)
 
     def existing_count(self, rack: str, site: str, p: int) -> int:
         """Racks of the existing fleet in service in period ``p``."""
@@ -410,9 +580,51 @@ def _first_period(periods: list[Period], first_available: str) -> int:
     return len(periods)
 
 
-def _period_date(label: Any) -> dt.date:
+def in_service(age_years: float, lifetime_years: float) -> bool:
+    """Whether an asset ``age_years`` after its installation is still in service.
+
+    The one lifetime rule of the planner, for new and existing racks alike: a rack
+    installed at the start of year (or quarter) Y with a life of L years serves the
+    periods that start in ``[Y, Y + L)``; with yearly periods that is Y .. Y+L-1, with
+    quarterly periods the 4 L quarters from its installation quarter on.
+
+    Parameters
+    ----------
+    age_years : float
+        Start of the period minus the start of the installation period [years].
+    lifetime_years : float
+        [years].
+    """
+    return -1e-9 < age_years < lifetime_years - 1e-9
+
+
+def label_offset_years(periods: list[Period], label: Any) -> float:
+    """Start of the year or quarter ``label`` counted from the start of the plan [years]."""
     y, q = parse_period_label(label)
-    return dt.date(y, 3 * ((q or 1) - 1) + 1, 1)
+    first = periods[0]
+    return (y - first.start.year) + ((q or 1) - 1) / 4 - (first.start.month - 1) / 12
+
+
+def retire_period(periods: list[Period], installed: Any, lifetime_years: float) -> int:
+    """Index of the first period in which racks installed in ``installed`` are retired.
+
+    Parameters
+    ----------
+    periods : list of Period
+    installed : int or str
+        Year (installed at its start) or quarter label of the installation.
+    lifetime_years : float
+        [years].
+
+    Returns
+    -------
+    int
+        ``len(periods)`` when they serve to the end of the horizon (see
+        :func:`in_service`).
+    """
+    born = label_offset_years(periods, installed)
+    return next((i for i, p in enumerate(periods)
+                 if not in_service(p.offset_years - born, lifetime_years)), len(periods))
 
 
 def _add_months(date: dt.date, months: float) -> dt.date:
@@ -421,11 +633,37 @@ def _add_months(date: dt.date, months: float) -> dt.date:
     return dt.date(date.year + y, m + 1, 1)
 
 
+def _first_period_from(periods: list[Period], date: dt.date) -> int:
+    """Index of the first period starting on or after ``date`` (``len(periods)``: none)."""
+    return next((i for i, p in enumerate(periods) if p.start >= date), len(periods))
+
+
+def _grid_data(scn: Scenario, site: Any, periods: list[Period]) -> GridData | None:
+    """Connection decisions of a site (None: its ``grid_mw`` is simply available)."""
+    gc = getattr(site, "grid_connection", None)
+    if gc is None or not scn.grid_requests:
+        return None
+    extra = gc.assessment_months if gc.assessment_threshold_mw is not None else 0.0
+    return GridData(
+        committed_kw=tuple(gc.committed_mw_in(p.year) * 1000.0 for p in periods),
+        arrival=tuple(_first_period_from(periods, _add_months(p.start, gc.lead_time_months))
+                      for p in periods),
+        arrival_assessed=tuple(_first_period_from(
+            periods, _add_months(p.start, gc.lead_time_months + extra)) for p in periods),
+        cost_usd_per_kw=gc.cost_usd_per_mw / 1000.0,
+        threshold_kw=(gc.assessment_threshold_mw * 1000.0
+                      if gc.assessment_threshold_mw is not None else None),
+        lead_time_months=gc.lead_time_months, assessment_months=extra)
+
+
 def _site_data(scn: Scenario, site: Any, periods: list[Period]) -> SiteData:
     rate = 1.0 if site.currency == "USD" else scn.economics.exchange_rates_usd_per_unit[
         site.currency]
     ready = _add_months(periods[0].start, site.lead_time_months)
-    first_build = next((i for i, p in enumerate(periods) if p.start >= ready), len(periods))
+    first_build = _first_period_from(periods, ready)
+    parts = site.build_parts_usd_per_mw
+    energy = scn.paths.energy_price.get(site.id)
+    charge = scn.paths.demand_charge.get(site.id)
     return SiteData(
         id=site.id, region=site.region,
         grid_kw=tuple(site.grid_mw_in(p.year) * 1000.0 for p in periods),
@@ -434,9 +672,16 @@ def _site_data(scn: Scenario, site: Any, periods: list[Period]) -> SiteData:
         energy_usd_per_kwh=site.energy_price_per_kwh * rate,
         demand_charge_usd_per_kw_month=site.demand_charge_per_kw_month * rate,
         carbon_kg_per_kwh=site.carbon_g_per_kwh / 1000.0,
-        build_capex_usd_per_kw=site.build_capex_usd_per_mw / 1000.0,
+        build_capex_usd_per_kw=sum(parts.values()) / 1000.0,
         built_kw_initial=scn.existing_built_mw.get(site.id, 0.0) * 1000.0,
         first_build_period=first_build if scn.lead_time else 0,
+        build_parts_usd_per_kw=tuple((k, v / 1000.0) for k, v in parts.items()
+                                     if k != "all_in"),
+        energy_path=tuple(v * rate for v in energy.values(periods, site.energy_price_per_kwh))
+        if energy else (),
+        demand_charge_path=tuple(v * rate for v in charge.values(
+            periods, site.demand_charge_per_kw_month)) if charge else (),
+        connection=_grid_data(scn, site, periods),
     )
 
 
@@ -493,12 +738,21 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
     racks = {}
     for r in rack_ids:
         e = catalog.get("racks", r)
+        path = scn.paths.rack_capex.get(r)
         racks[r] = RackData(
             id=r, capex_usd=e.capex_usd, maintenance_frac_per_year=e.maintenance_frac_per_year,
             lifetime_years=e.lifetime_years, rack_positions=e.rack_positions,
             it_power_max_kw=e.it_power_max_kw, it_power_idle_kw=e.it_power_idle_kw,
             liquid=e.cooling is CoolingType.direct_liquid,
-            first_period=_first_period(periods, e.first_available))
+            first_period=_first_period(periods, e.first_available),
+            availability=scn.serving.availability_of(r),
+            capex_path=path.values(periods, e.capex_usd) if path else ())
+    all_in = [s_ for s_ in scn.sites if "all_in" in sites[s_].build_parts_usd_per_mw]
+    if all_in:
+        notes.append("build_capex_usd_per_mw of " + ", ".join(all_in) + " is an all-in figure "
+                     "that includes mechanical plant, which the facility model prices again "
+                     "(heat rejection, CDUs); give build_shell_usd_per_mw, "
+                     "build_electrical_usd_per_mw and build_mechanical_usd_per_mw instead")
 
     say(f"performance: {len(rack_ids)} rack types x {len(wl_ids)} workloads")
     perf: dict[tuple[str, str], PerfData] = {}
@@ -520,18 +774,33 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
     for rule in scn.rules:
         chosen = set(rule.sites or [s for s in scn.sites if sites[s].region in rule.regions])
         allowed_sites[rule.workload] = allowed_sites.get(rule.workload, set(scn.sites)) & chosen
+    day_names, day_weights, shapes = _profiles(scn, catalog, wl_ids)
     workloads = {}
     for w in wl_ids:
         wl = catalog.get("workloads", w)
+        spec = scn.demand.profile_of(w)
+        shape = shapes.get(w)
+        speed = scn.paths.speedup_of(w)
         workloads[w] = WorkloadData(
             id=w, disaggregated=wl.mode.value == "disaggregated",
             input_frac=wl.input_tokens_mean / (wl.input_tokens_mean + wl.output_tokens_mean),
-            peak_factor=scn.peak_factor(w),
+            peak_factor=max(shape) if shape else scn.peak_factor(w),
             demand_tokens_per_s=tuple(demand[(w, p.label)] for p in periods),
-            sites=frozenset(allowed_sites[w]) if w in allowed_sites else None)
+            sites=frozenset(allowed_sites[w]) if w in allowed_sites else None,
+            target_utilisation=scn.serving.utilisation(w),
+            speedup=speed.values(periods, 1.0) if speed else (),
+            profile=shape, flexible=bool(spec and spec.flexible),
+            deadline_hours=spec.deadline_hours if spec else 24.0)
     peak_total = max((sum(wd.peak_tokens_per_s(i) for wd in workloads.values())
                       for i in range(len(periods))), default=0.0)
 
+    for s_ in scn.sites:
+        gc = getattr(sites[s_], "grid_connection", None)
+        if gc is not None and scn.grid_requests and _add_months(
+                periods[0].start, gc.lead_time_months) > periods[-1].start:
+            notes.append(f"{s_}: a grid request takes {gc.lead_time_months:g} months, so none "
+                         f"can be energised within {periods[0].label}..{periods[-1].label}; "
+                         "the site has only its committed capacity")
     say(f"facility: {len(rack_ids)} rack types x {len(scn.sites)} sites")
     site_data, rack_site, fac_objs = {}, {}, {}
     for s in scn.sites:
@@ -559,10 +828,8 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
     for ex in scn.existing_fleet:
         life = racks[ex.rack].lifetime_years if ex.rack in racks else \
             catalog.get("racks", ex.rack).lifetime_years
-        installed = _period_date(ex.installed)
-        retire = next((i for i, p in enumerate(periods)
-                       if (p.start - installed).days / 365.25 >= life - 1e-9), len(periods))
-        existing.append(ExistingData(ex.rack, ex.site, ex.count, retire))
+        existing.append(ExistingData(ex.rack, ex.site, ex.count,
+                                     retire_period(periods, ex.installed, life)))
 
     budget = {}
     for key, value in scn.budget_usd.items():
@@ -571,6 +838,15 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
             if (q and p.label == f"{y}q{q}") or (not q and p.year == y):
                 budget[i] = budget.get(i, 0.0) + (value * p.years if q is None
                                                   and p.years < 1 else value)
+    cap = {}
+    for key, value in scn.economics.carbon_cap_t.items():
+        y, q = parse_period_label(key)
+        for i, p in enumerate(periods):
+            if (q and p.label == f"{y}q{q}") or (not q and p.year == y):
+                cap[i] = cap.get(i, 0.0) + (value * p.years if q is None and p.years < 1
+                                            else value) * 1000.0
+    spares = {(r, s_): scn.serving.spares(s_, r) for r in rack_ids for s_ in scn.sites
+              if scn.serving.spares(s_, r) > 0}
     econ = scn.economics
     inputs = PlanInputs(
         periods=periods, racks=racks, sites=site_data, rack_site=rack_site, perf=perf,
@@ -582,9 +858,126 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         unserved_usd_per_token=econ.unserved_penalty_usd_per_million_tokens / 1e6,
         cdu_redundancy=(default_cdu_redundancy() if scn.cdu_redundancy is None
                         else scn.cdu_redundancy), name=scn.name, notes=notes, facility=fac_objs,
-        nameplate_peak=scn.peak_power == "nameplate")
+        nameplate_peak=scn.peak_power == "nameplate", spare_racks=spares,
+        carbon_usd_per_kg=tuple(c / 1000.0 for c in econ.carbon_prices(periods))
+        if econ.carbon_price_usd_per_t is not None else (),
+        carbon_cap_kg=tuple(cap.get(i) for i in range(len(periods))) if cap else (),
+        day_names=day_names, day_weights=day_weights)
     check_servable(inputs)
+    drop_dominated_racks(inputs)
     return inputs
+
+
+def dominates(d: PlanInputs, better: str, worse: str) -> bool:
+    """Whether every rack of ``worse`` a plan buys could be a rack of ``better`` at no more cost.
+
+    True when ``better`` is available no later, costs no more in any period, lives as
+    long, takes no more positions, is as available, needs no more spares, draws no more
+    idle and no more serving power over idle, serves every workload ``worse`` serves at
+    least as fast, and at every site that hosts ``worse`` needs no more network, cooling,
+    losses, liquid heat or plant capex with the same CDU model. Swapping racks one for
+    one then keeps every constraint and lowers no cost term, so ``worse`` need not be
+    offered (an exact reduction of the model).
+    """
+    a, b = d.racks[better], d.racks[worse]
+    n = len(d.periods)
+    if a.first_period > b.first_period or a.lifetime_years != b.lifetime_years:
+        return False
+    if any(d.rack_capex(better, p) > d.rack_capex(worse, p) + 1e-9
+           for p in range(b.first_period, n)):
+        return False
+    if (a.rack_positions > b.rack_positions or a.it_power_idle_kw > b.it_power_idle_kw
+            or a.it_power_max_kw > b.it_power_max_kw or a.availability < b.availability
+            or a.maintenance_frac_per_year * a.capex_usd
+            > b.maintenance_frac_per_year * b.capex_usd + 1e-9):
+        return False
+    for s in d.sites:
+        if d.spare_racks.get((better, s), 0) > d.spare_racks.get((worse, s), 0):
+            return False
+    for w in d.workloads:
+        if (worse, w) not in d.perf:
+            continue
+        if (better, w) not in d.perf:
+            return False
+        pa, pb = d.perf[better, w], d.perf[worse, w]
+        if any(pa.rate(k) < pb.rate(k) - 1e-9 for k in ("all", "prefill", "decode")):
+            return False
+        if pa.power_kw - a.it_power_idle_kw > pb.power_kw - b.it_power_idle_kw + 1e-9:
+            return False
+    for s in d.sites:
+        rb = d.rack_site.get((worse, s))
+        if rb is None or not rb.allowed:
+            continue
+        ra = d.rack_site.get((better, s))
+        if ra is None or not ra.allowed or ra.cdu_id != rb.cdu_id:
+            return False
+        pairs = [(ra.network_kw_per_rack, rb.network_kw_per_rack),
+                 (ra.network_capex_usd_per_rack, rb.network_capex_usd_per_rack),
+                 (ra.cooling_kw_per_it_kw_avg, rb.cooling_kw_per_it_kw_avg),
+                 (ra.cooling_kw_per_it_kw_peak, rb.cooling_kw_per_it_kw_peak),
+                 (ra.loss_frac, rb.loss_frac),
+                 (ra.liquid_heat_kw_per_rack, rb.liquid_heat_kw_per_rack),
+                 (ra.cooling_capex_usd_per_kw * a.it_power_max_kw,
+                  rb.cooling_capex_usd_per_kw * b.it_power_max_kw)]
+        if any(x > y + 1e-9 for x, y in pairs):
+            return False
+    return True
+
+
+def drop_dominated_racks(d: PlanInputs) -> None:
+    """Stop offering rack types another offered type dominates (see :func:`dominates`).
+
+    Existing racks of such a type stay in service; a note names each type dropped.
+    """
+    import dataclasses
+
+    n = len(d.periods)
+    offered = [r for r in d.racks if d.racks[r].first_period < n]
+    for r in offered:
+        by = next((o for o in offered if o != r and d.racks[o].first_period < n
+                   and dominates(d, o, r) and not dominates(d, r, o)), None)
+        if by is None:
+            continue
+        d.racks[r] = dataclasses.replace(d.racks[r], first_period=n)
+        d.notes.append(f"{r} is not offered: {by} is available as early, costs no more and "
+                       "serves every workload at least as fast for no more power, space, "
+                       "cooling or network at every site")
+
+
+def _profiles(scn: Scenario, catalog: Any, wl_ids: list[str]
+              ) -> tuple[tuple[str, ...], tuple[float, ...], dict[str, tuple[float, ...]]]:
+    """Day names, day weights and each profiled workload's hourly shape (mean 1).
+
+    Profiles of one day are repeated on every representative day of the others; two
+    profiles with different representative days are an input error.
+    """
+    from dcplan.schema import DemandProfile, normalised_shape
+
+    raw: dict[str, tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]] = {}
+    for w in wl_ids:
+        spec = scn.demand.profile_of(w)
+        if spec is None:
+            continue
+        if spec.profile is not None:
+            entry: DemandProfile = catalog.get("profiles", spec.profile)
+            hours, days = entry.hours, entry.days
+        else:
+            hours, days = spec.hours, spec.days
+        values, weights = normalised_shape(hours, days)
+        names = tuple(d.name for d in days) if days else ("day",)
+        raw[w] = (names, weights, values)
+    multi = {(n, wt) for n, wt, _ in raw.values() if len(n) > 1}
+    if len(multi) > 1:
+        ws = [w for w, (n, _, _) in raw.items() if len(n) > 1]
+        raise InputError([scn.problem(f"demand.profiles.{ws[-1]}",
+                                      "profiles with different representative days (names "
+                                      "and weights) cannot be combined; give every profile "
+                                      "the same days, or one day each", entry=ws[-1])])
+    names, weights = next(iter(multi)) if multi else (("day",), (1.0,))
+    shapes = {}
+    for w, (n, _, values) in raw.items():
+        shapes[w] = values if len(n) == len(names) else tuple(values) * len(names)
+    return names, weights, shapes
 
 
 def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
@@ -677,3 +1070,57 @@ def check_servable(inputs: PlanInputs) -> None:
     if probs:
         raise InputError(probs)
 
+
+
+def build_schedules(d: PlanInputs) -> dict:
+    """Schedules of every workload and period, and the representative hours of each period.
+
+    See :mod:`dcplan.planner.profiles`. Flexible workloads get their candidates per
+    period, against the hourly demand of the other workloads of that period.
+    """
+    import numpy as np
+
+    from dcplan.planner import profiles as pr
+
+    n = len(d.periods)
+    out: dict = {}
+    fixed: dict[str, Any] = {}
+    for w, wd in d.workloads.items():
+        fixed[w] = (pr.peak_schedule(wd.peak_factor) if wd.profile is None
+                    else pr.profile_schedule(wd.profile))
+    length = next((len(wd.profile) for wd in d.workloads.values() if wd.profile), 0)
+
+    def racks_per_token(w: str) -> float:
+        """Racks per token/s of ``w`` on its fastest rack type (0 if none serves it)."""
+        best = max((pf.goodput_tokens_per_s for (r, w2), pf in d.perf.items() if w2 == w),
+                   default=0.0)
+        return 1.0 / best if best > 0 else 0.0
+
+    hours = []
+    for p in range(n):
+        used = []
+        # the other workloads' demand in rack units (what valley filling levels)
+        others = np.zeros(length) if length else None
+        for w, wd in d.workloads.items():
+            if wd.flexible and wd.profile is not None:
+                continue
+            if others is not None:
+                vals = np.asarray(fixed[w].values) if fixed[w].values is not None \
+                    else np.ones(length)
+                others = others + wd.demand_tokens_per_s[p] * racks_per_token(w) * vals
+        weights = []
+        for w, wd in d.workloads.items():
+            if wd.flexible and wd.profile is not None:
+                sch = pr.flexible_schedules(wd.profile, d.day_weights, wd.deadline_hours,
+                                            others, wd.demand_tokens_per_s[p]
+                                            * racks_per_token(w))
+            else:
+                sch = (fixed[w],)
+            out[w, p] = sch
+            if wd.demand_tokens_per_s[p] > 0:
+                used += list(sch)
+                weights += [wd.demand_tokens_per_s[p] * racks_per_token(w) * s.peak_factor
+                            for s in sch]
+        groups = pr.hour_groups(used, d.max_hours, weights)
+        hours.append(tuple(g[0] if isinstance(g, tuple) and len(g) == 1 else g for g in groups))
+    return {"schedules": out, "hours": tuple(hours)}

@@ -22,8 +22,9 @@ from dcplan.planner.names import lp_name
 #: "end": end of the horizon).
 CATEGORIES = {
     "rack_capex": "capex", "network_capex": "capex", "cooling_capex": "capex",
-    "cdu_capex": "capex", "building_capex": "capex",
-    "maintenance": "opex", "energy": "opex", "demand_charge": "opex",
+    "cdu_capex": "capex", "building_shell": "capex", "building_electrical": "capex",
+    "building_mechanical": "capex", "building_capex": "capex", "grid_connection": "capex",
+    "maintenance": "opex", "energy": "opex", "demand_charge": "opex", "carbon": "opex",
     "unserved_penalty": "opex", "terminal_value": "end",
 }
 #: Models with at least this many (rack, site, period) keys use the sparse stock recursion.
@@ -57,7 +58,22 @@ class ModelVars:
         (s, p) -> facility capacity added in period p [kW].
     fac_peak, fac_avg : dict
         (s, p) -> facility power on the design day at peak load / annual average [kW]
-        (expressions).
+        (expressions; with several representative hours the peak is the variable
+        ``fpk[s,p]``, at least the power of every hour).
+    fac_hour : dict
+        (s, p, h) -> facility power in representative hour h [kW] (expressions).
+    fpk : dict
+        (s, p) -> facility peak over the representative hours [kW] (several hours only).
+    spare_on : dict
+        (r, s, p) -> 1 when the site hosts rack type r, so its spare racks are kept [0/1].
+    req, req_assessed : dict
+        (s, q) -> grid capacity requested in period q without / with the assessment [kW].
+    connected : dict
+        (s, p) -> grid capacity connected in period p [kW] (expressions).
+    demand_unit : dict
+        (w, pool, p) -> tokens in period p per unit of the demand row [tokens per
+        token/s]: the row is in peak tokens/s for one schedule, in mean tokens/s for the
+        mix of a flexible workload's schedules.
     costs : dict
         (category, p) -> undiscounted cost expression [USD].
     cons : dict
@@ -75,6 +91,13 @@ class ModelVars:
     built: dict = field(default_factory=dict)
     fac_peak: dict = field(default_factory=dict)
     fac_avg: dict = field(default_factory=dict)
+    fac_hour: dict = field(default_factory=dict)
+    fpk: dict = field(default_factory=dict)
+    spare_on: dict = field(default_factory=dict)
+    req: dict = field(default_factory=dict)
+    req_assessed: dict = field(default_factory=dict)
+    connected: dict = field(default_factory=dict)
+    demand_unit: dict = field(default_factory=dict)
     costs: dict = field(default_factory=dict)
     cons: dict = field(default_factory=lambda: defaultdict(dict))
     elastic: bool = False
@@ -88,7 +111,8 @@ class ModelVars:
 
     def integers(self) -> list[pulp.LpVariable]:
         """All integer and binary variables."""
-        return [*self.new.values(), *self.cdu.values(), *self.cdu_on.values()]
+        return [*self.new.values(), *self.cdu.values(), *self.cdu_on.values(),
+                *self.spare_on.values()]
 
 
 def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, ModelVars]:
@@ -109,14 +133,17 @@ def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, M
     mv = ModelVars(elastic=elastic)
     add_fleet_variables(prob, d, mv)
     add_stock_balance(prob, d, mv)
+    add_spare_racks(prob, d, mv)
     add_allocation_limit(prob, d, mv)
     add_demand(prob, d, mv)
-    add_power_expressions(d, mv)
+    add_power_expressions(prob, d, mv)
+    add_grid_connections(prob, d, mv)
     add_grid_limit(prob, d, mv)
     add_cdus(prob, d, mv)
     add_space_limit(prob, d, mv)
     add_building(prob, d, mv)
     add_costs(d, mv)
+    add_carbon_cap(prob, d, mv)
     add_budget(prob, d, mv)
     set_objective(prob, d, mv)
     return prob, mv
@@ -194,43 +221,99 @@ def _add_stock_dense(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None
                expr == d.existing_count(r, s, p))
 
 
-def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Allocation of capacity: ``sum_{w,k} alloc[r,s,w,k,p] <= inst[r,s,p]``.
+def add_spare_racks(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """N+k spare racks: ``k * on[r,s,p]`` racks of a type kept out of service at a site.
 
-    ``alloc`` (continuous racks) exists where the performance model says the rack can
-    serve the workload and the scenario's rules allow the site.
+    ``on[r,s,p]`` is binary, 1 whenever the site hosts the type:
+    ``inst <= cap * on`` and ``inst >= k * on`` (a valid tightening: a site hosting the
+    type holds at least its spares). Only (rack, site) pairs with ``k > 0`` get them.
+    """
+    for (r, s, p), inst in mv.inst.items():
+        k = d.spare_racks.get((r, s), 0)
+        if k <= 0:
+            continue
+        label = d.periods[p].label
+        cap = d.sites[s].rack_positions // d.racks[r].rack_positions
+        on = mv.spare_on[r, s, p] = prob.add_variable(
+            lp_name("spare_on", r, s, label), 1 if d.existing_count(r, s, p) > 0 else 0, 1,
+            cat=pulp.LpBinary)
+        mv.add(prob, "spare_on", (r, s, label), _lin([(inst, 1.0), (on, -float(cap))]) <= 0)
+        mv.add(prob, "spare_min", (r, s, label), _lin([(inst, 1.0), (on, -float(k))]) >= 0)
+
+
+def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Capacity of each rack pool in each representative hour h.
+
+    ``sum_{w,key} alloc[r,s,w,key,p] * frac_key(h) / u_w <= A_r * (inst[r,s,p] - k * on)``.
+
+    ``alloc`` (continuous racks at the peak of the schedule it serves) exists where the
+    performance model says the rack can serve the workload and the rules allow the
+    site; ``frac_key(h)`` is that schedule's hour-h value relative to its peak, ``u_w``
+    the workload's target peak utilisation (headroom), ``A_r`` the rack type's
+    availability and ``k`` its spare racks at the site (:func:`add_spare_racks`). Without
+    profiles there is one hour and ``frac = 1``.
     """
     for (r, s, p), inst in mv.inst.items():
         label = d.periods[p].label
-        terms = []
+        terms = []  # (var, schedule, utilisation)
         for w, wd in d.workloads.items():
             if not d.serves(r, s, w) or wd.demand_tokens_per_s[p] <= 0:
                 continue
-            for k in wd.pools:
-                if d.perf[r, w].rate(k) <= 0:
+            sch = d.schedules(w, p)
+            for key, base, j in d.alloc_pools(w, p):
+                if d.perf[r, w].rate(base) <= 0:
                     continue
-                var = prob.add_variable(lp_name("alloc", r, s, w, k, label), 0)
-                mv.alloc[r, s, w, k, p] = var
-                terms.append((var, 1.0))
-        if terms:
-            mv.add(prob, "capacity", (r, s, label), _lin([*terms, (inst, -1.0)]) <= 0)
+                var = prob.add_variable(lp_name("alloc", r, s, w, key, label), 0)
+                mv.alloc[r, s, w, key, p] = var
+                terms.append((var, sch[j], wd.target_utilisation))
+        if not terms:
+            continue
+        avail = d.racks[r].availability
+        rhs = [(inst, -avail)]
+        on = mv.spare_on.get((r, s, p))
+        if on is not None:
+            rhs.append((on, avail * d.spare_racks[r, s]))
+        hours = d.rep_hours(p)
+        for h in hours:
+            keys = (r, s, label) if len(hours) == 1 else (r, s, label, _hour(d, h))
+            row = [(v, sc.frac(h) / u) for v, sc, u in terms]
+            mv.add(prob, "capacity", keys, _lin([*row, *rhs]) <= 0)
+
+
+def _hour(d: PlanInputs, h) -> str:
+    from dcplan.planner.profiles import hour_label
+
+    return hour_label(h, d.day_names)
 
 
 def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Demand: ``sum_{r,s} rate[r,w,k] * alloc[r,s,w,k,p] (+ unserved) >= D[w,p] * peak * share_k``.
+    """Demand of each workload pool and period [tokens/s].
 
-    ``rate`` is goodput per rack [tokens/s] (``all``), or prefill input tokens/s
-    and decode output tokens/s per rack for disaggregated pools; ``share_k`` is 1,
-    or the input / output share of the workload's tokens. In the elastic model the
-    priced variable ``unserved[w,k,p]`` [tokens/s] closes any gap.
+    One schedule: ``sum_{r,s} rate[r,w,k,p] * alloc >= D[w,p] * M_w * share_k`` (peak
+    demand, ``M_w`` its peak over mean). A flexible workload's schedules j (peaks
+    ``M_j``) together serve its mean demand:
+    ``sum_j sum_{r,s} rate * alloc_j / M_j >= D[w,p] * share_k``. ``rate`` is goodput
+    per rack [tokens/s] (``all``), or prefill input tokens/s and decode output tokens/s
+    per rack for disaggregated pools, times the period's software speedup; ``share_k``
+    is 1, or the input / output share of the workload's tokens. In the elastic model
+    the priced variable ``unserved[w,k,p]`` (in the row's unit) closes any gap.
     """
     by_wkp = defaultdict(list)
-    for (r, _s, w, k, p), var in mv.alloc.items():
-        by_wkp[w, k, p].append((var, d.perf[r, w].rate(k)))
+    for (r, _s, w, key, p), var in mv.alloc.items():
+        base, j = d.pool_of(w, key, p)
+        sch = d.schedules(w, p)
+        coef = d.rate(r, w, key, p)
+        if len(sch) > 1:
+            coef /= sch[j].peak_factor
+        by_wkp[w, base, p].append((var, coef))
     for w, wd in d.workloads.items():
         for p, per in enumerate(d.periods):
+            sch = d.schedules(w, p)
             for k in wd.pools:
-                need = wd.peak_tokens_per_s(p, k)
+                need = wd.demand_tokens_per_s[p] * wd.pool_share(k)
+                if len(sch) == 1:
+                    need *= sch[0].peak_factor
+                mv.demand_unit[w, k, p] = d.demand_row_tokens(w, p)
                 if need <= 0:
                     continue
                 terms = list(by_wkp.get((w, k, p), []))
@@ -241,8 +324,14 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                 mv.add(prob, "demand", (w, k, per.label), _lin(terms) >= need)
 
 
-def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: bool) -> list:
-    """(variable, kW coefficient) terms of facility power at site s in period p."""
+def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: bool,
+                      hour=None) -> list:
+    """(variable, kW coefficient) terms of facility power at site s in period p.
+
+    ``average``: annual-average power (served load only, each schedule at its mean);
+    else the power in representative hour ``hour`` on the design day, headroom racks
+    at serving power.
+    """
     terms = []
     nameplate = d.nameplate_peak and not average
     for r in d.racks:
@@ -256,36 +345,103 @@ def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
         if nameplate:
             continue
         for w, wd in d.workloads.items():
-            for k in wd.pools:
-                var = mv.alloc.get((r, s, w, k, p))
-                if var is not None:
-                    extra = (d.perf[r, w].power_kw - rk.it_power_idle_kw)
-                    extra /= wd.peak_factor if average else 1.0
-                    terms.append((var, gain * (1 + cool) * extra))
+            for key, _base, j in d.alloc_pools(w, p):
+                var = mv.alloc.get((r, s, w, key, p))
+                if var is None:
+                    continue
+                sch = d.schedules(w, p)[j]
+                extra = max(0.0, d.perf[r, w].power_kw - rk.it_power_idle_kw)
+                extra *= 1.0 / sch.peak_factor if average else sch.frac(hour) / \
+                    wd.target_utilisation
+                terms.append((var, gain * (1 + cool) * extra))
     return terms
 
 
-def add_power_expressions(d: PlanInputs, mv: ModelVars) -> None:
-    """Facility power per site and period (expressions, no constraint).
+def add_power_expressions(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Facility power per site and period, and its peak over the representative hours.
 
-    ``IT[r] = idle[r] * inst + sum_{w,k} (P[r,w] - idle[r]) * alloc`` at peak (the
-    allocated racks run at the performance model's operating point, the rest idle);
-    the annual average divides the serving term by the peak factor. With
-    ``nameplate_peak`` the peak uses ``IT[r] = it_power_max_kw[r] * inst`` instead.
-    ``facility = sum_r (1 + loss) * ((1 + cooling_kw_per_it_kw) * IT[r] + net_kw[r] * inst)``,
-    with the design-day cooling factor at peak and the annual-average one on average.
+    ``IT[r](h) = idle[r] * inst + sum_{w,key} (P[r,w] - idle[r]) * alloc * frac_key(h) / u_w``
+    (the allocated racks and their headroom run at the performance model's operating
+    point, the rest idle); the annual average counts each schedule at its mean
+    (``1 / M``, no headroom). With ``nameplate_peak`` the peak uses
+    ``IT[r] = it_power_max_kw[r] * inst``. ``facility = sum_r (1 + loss) * ((1 + cooling)
+    * IT[r] + net_kw[r] * inst)``, with the design-day cooling factor in the peak hours
+    and the annual-average one on average. With one representative hour the peak is
+    that hour's expression; with several it is a variable ``fpk[s,p]`` and rows
+    ``peak_power``: ``fpk >= facility(h)`` for every hour.
     """
     for s in d.sites:
         for p in range(len(d.periods)):
-            mv.fac_peak[s, p] = _lin(_site_power_terms(d, mv, s, p, average=False))
             mv.fac_avg[s, p] = _lin(_site_power_terms(d, mv, s, p, average=True))
+            hours = (None,) if d.nameplate_peak else d.rep_hours(p)
+            exprs = {h: _lin(_site_power_terms(d, mv, s, p, average=False, hour=h))
+                     for h in hours}
+            for h, e in exprs.items():
+                mv.fac_hour[s, p, h] = e
+            if len(hours) == 1 or not len(exprs[hours[0]]):
+                mv.fac_peak[s, p] = exprs[hours[0]]
+                continue
+            label = d.periods[p].label
+            var = mv.fpk[s, p] = prob.add_variable(lp_name("fpk", s, label), 0)
+            for h, e in exprs.items():
+                mv.add(prob, "peak_power", (s, label, _hour(d, h)), e - var <= 0)
+            mv.fac_peak[s, p] = _lin([(var, 1.0)])
+
+
+def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Grid connection requests at sites whose connection is a decision [kW].
+
+    ``req[s,q] >= 0`` is requested in period q and energised from the first period
+    starting ``lead time`` after q's start; ``req_assessed[s,q]`` goes through the
+    assessment (extra months). Connected capacity
+    ``connected[s,p] = committed[s,p] + sum of requests energised by p``; rows:
+    ``connectable``: ``connected[s,p] <= grid_kw[s,p]`` (the most the grid can give);
+    ``assessment``: ``committed_max + sum_q req[s,q] <= threshold`` (only the part
+    below the threshold avoids the assessment; a conservative reading of the rule
+    that any connection reaching it needs one). Requests are paid when made
+    (``grid_connection`` capex, terminal value over the building life).
+    """
+    n = len(d.periods)
+    for s, sd in d.sites.items():
+        g = sd.connection
+        if g is None or not any(len(mv.fac_peak.get((s, p), _lin([]))) for p in range(n)):
+            continue
+        for q, per in enumerate(d.periods):
+            if g.arrival[q] < n:
+                mv.req[s, q] = prob.add_variable(lp_name("req", s, per.label), 0)
+            if g.threshold_kw is not None and g.arrival_assessed[q] < n:
+                mv.req_assessed[s, q] = prob.add_variable(lp_name("req_assessed", s,
+                                                                  per.label), 0)
+        for p, per in enumerate(d.periods):
+            terms = [(v, 1.0) for q, v in mv.req.items() if q[0] == s
+                     and g.arrival[q[1]] <= p]
+            terms += [(v, 1.0) for q, v in mv.req_assessed.items() if q[0] == s
+                      and g.arrival_assessed[q[1]] <= p]
+            mv.connected[s, p] = _lin(terms) + g.committed_kw[p]
+            if terms:
+                mv.add(prob, "connectable", (s, per.label),
+                       _lin(terms) <= max(0.0, sd.grid_kw[p] - g.committed_kw[p]))
+        if g.threshold_kw is not None:
+            fast = [(v, 1.0) for q, v in mv.req.items() if q[0] == s]
+            if fast:
+                room = max(0.0, g.threshold_kw - 1.0 - max(g.committed_kw, default=0.0))
+                mv.add(prob, "assessment", (s,), _lin(fast) <= room)
 
 
 def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Site power: ``facility_peak[s,p] <= grid_kw[s,p]`` [kW]."""
+    """Site power against the connected grid [kW].
+
+    ``facility_peak[s,p] <= connected[s,p]`` (connection decisions) or
+    ``<= grid_kw[s,p]`` (the site's grid simply available).
+    """
     for (s, p), expr in mv.fac_peak.items():
-        if len(expr):
+        if not len(expr):
+            continue
+        conn = mv.connected.get((s, p))
+        if conn is None:
             mv.add(prob, "grid", (s, d.periods[p].label), expr <= d.sites[s].grid_kw[p])
+        else:
+            mv.add(prob, "grid", (s, d.periods[p].label), expr - conn <= 0)
 
 
 def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -294,7 +450,12 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     ``cap_c * cdu[s,c,p] - red * cap_c * on[s,c,p] >= sum_r liquid_kw[r,s] * inst[r,s,p]``;
     ``sum_r inst[r,s,p] <= positions_s * on[s,c,p]`` (on = 1 when any rack needs c);
     ``cdu_new[s,c,p] >= cdu[s,c,p] - cdu[s,c,p-1]`` (CDUs bought), with the CDUs of the
-    existing fleet owned before the first period.
+    existing fleet owned before the first period. ``cdu_keep``: ``on`` never falls
+    (``on[p] >= on[p-1]``): CDUs are never retired, so the redundant ones bought when
+    the site first hosts liquid-cooled racks are still there later and keeping the
+    requirement costs nothing (only in-row CDUs' positions), while it turns the weak
+    big-M link into a choice of the first period of use, which the branch and bound
+    settles quickly. ``on`` is 1 wherever the existing fleet has liquid-cooled racks.
     """
     for s in d.sites:
         for c in d.cdu_models(s):
@@ -310,8 +471,13 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                 key = (s, c, per.label)
                 cdu = mv.cdu[s, c, p] = prob.add_variable(lp_name("cdu", *key), 0,
                                                         cat=pulp.LpInteger)
+                has_existing = any(d.existing_count(r, s, p) > 0 for r in racks)
                 on = mv.cdu_on[s, c, p] = prob.add_variable(lp_name("cdu_on", *key),
-                                                          0, 1, cat=pulp.LpBinary)
+                                                          1 if has_existing else 0, 1,
+                                                          cat=pulp.LpBinary)
+                if p > 0:
+                    mv.add(prob, "cdu_keep", key, _lin([(on, 1.0),
+                                                        (mv.cdu_on[s, c, p - 1], -1.0)]) >= 0)
                 buy = mv.cdu_new[s, c, p] = prob.add_variable(lp_name("cdu_new", *key), 0)
                 heat = [(mv.inst[r, s, p], -d.rack_site[r, s].liquid_heat_kw_per_rack)
                         for r in racks]
@@ -364,48 +530,82 @@ def add_building(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
 def add_costs(d: PlanInputs, mv: ModelVars) -> None:
     """Undiscounted cost expressions per category and period [USD] (see ``CATEGORIES``).
 
-    Capex: racks, network and heat-rejection plant (per IT kW at full load) for new
-    racks; CDUs bought; facility capacity built. Opex: maintenance (share of capex
-    per year of every rack in service), energy (hours x average facility kW x tariff),
-    demand charge (months x peak facility kW x charge), unserved penalty. Terminal
-    value: minus the straight-line book value at the end of the horizon.
+    Capex: racks (at the period's price of the type's path), network and heat-rejection
+    plant (per IT kW at full load) for new racks; CDUs bought; facility capacity built
+    (shell, electrical and mechanical parts, or one all-in figure); grid connection
+    requests. Opex: maintenance (share of the catalog price per year of every rack in
+    service), energy (hours x average facility kW x the period's tariff), demand charge
+    (months x peak facility kW x charge), carbon (energy x emission factor x carbon
+    price), unserved penalty. Terminal value: minus the straight-line book value at the
+    end of the horizon (grid connections over the building life).
     """
     cost = defaultdict(list)
     n = len(d.periods)
     for (r, s, p), var in mv.new.items():
         rk, rs = d.racks[r], d.rack_site[r, s]
-        cost["rack_capex", p].append((var, rk.capex_usd))
+        price = d.rack_capex(r, p)
+        cost["rack_capex", p].append((var, price))
         cost["network_capex", p].append((var, rs.network_capex_usd_per_rack))
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         cost["cooling_capex", p].append((var, cooling))
         left = d.remaining_frac(rk.lifetime_years, p)
         cost["terminal_value", n - 1].append(
-            (var, -left * (rk.capex_usd + rs.network_capex_usd_per_rack + cooling)))
+            (var, -left * (price + rs.network_capex_usd_per_rack + cooling)))
     for (s, c, p), var in mv.cdu_new.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p].append((var, price))
         cost["terminal_value", n - 1].append((var, -price * d.remaining_frac(
             d.cdu_lifetime_years, p)))
     for (s, p), var in mv.built.items():
-        price = d.sites[s].build_capex_usd_per_kw
-        cost["building_capex", p].append((var, price))
+        sd = d.sites[s]
+        for part, price in building_prices(d, s):
+            cost[part, p].append((var, price))
         cost["terminal_value", n - 1].append(
-            (var, -price * d.remaining_frac(d.building_lifetime_years, p)))
+            (var, -sd.build_capex_usd_per_kw * d.remaining_frac(d.building_lifetime_years, p)))
+    for lane in (mv.req, mv.req_assessed):
+        for (s, q), var in lane.items():
+            price = d.sites[s].connection.cost_usd_per_kw
+            cost["grid_connection", q].append((var, price))
+            cost["terminal_value", n - 1].append(
+                (var, -price * d.remaining_frac(d.building_lifetime_years, q)))
     for (r, _s, p), var in mv.inst.items():
         rk = d.racks[r]
         cost["maintenance", p].append(
             (var, rk.maintenance_frac_per_year * rk.capex_usd * d.periods[p].years))
     for (s, p), expr in mv.fac_avg.items():
-        f = d.hours(p) * d.sites[s].energy_usd_per_kwh
+        f = d.hours(p) * d.energy_price(s, p)
         cost["energy", p] += [(v, f * c) for v, c in expr.items()]
+        cf = d.hours(p) * d.sites[s].carbon_kg_per_kwh * d.carbon_price(p)
+        if cf:
+            cost["carbon", p] += [(v, cf * c) for v, c in expr.items()]
     for (s, p), expr in mv.fac_peak.items():
-        f = d.months(p) * d.sites[s].demand_charge_usd_per_kw_month
+        f = d.months(p) * d.demand_charge(s, p)
         cost["demand_charge", p] += [(v, f * c) for v, c in expr.items()]
-    for (w, _k, p), var in mv.unserved.items():
-        wd = d.workloads[w]
-        tokens = d.hours(p) * 3600.0 / wd.peak_factor
-        cost["unserved_penalty", p].append((var, d.unserved_usd_per_token * tokens))
+    for (w, k, p), var in mv.unserved.items():
+        cost["unserved_penalty", p].append(
+            (var, d.unserved_usd_per_token * mv.demand_unit[w, k, p]))
     mv.costs = {key: _lin(terms) for key, terms in cost.items()}
+
+
+def building_prices(d: PlanInputs, s: str) -> list[tuple[str, float]]:
+    """(cost category, USD per kW built) of a site's facility capacity."""
+    sd = d.sites[s]
+    if sd.build_parts_usd_per_kw:
+        return [(f"building_{part}", price) for part, price in sd.build_parts_usd_per_kw]
+    return [("building_capex", sd.build_capex_usd_per_kw)]
+
+
+def add_carbon_cap(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Emissions: ``sum_s hours x average facility kW x kgCO2/kWh <= cap[p]`` where a cap is set."""
+    for p, per in enumerate(d.periods):
+        cap = d.carbon_cap(p)
+        if cap is None:
+            continue
+        terms = []
+        for s, sd in d.sites.items():
+            f = d.hours(p) * sd.carbon_kg_per_kwh
+            terms += [(v, f * c) for v, c in mv.fac_avg.get((s, p), _lin([])).items()]
+        mv.add(prob, "carbon_cap", (per.label,), _lin(terms) <= cap)
 
 
 def add_budget(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:

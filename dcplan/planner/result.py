@@ -15,7 +15,8 @@ from dcplan.planner.solver import SolveInfo, SolveStatus, is_proven_optimal, sta
 
 #: Order of the result tables (and of the CSV files).
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
-          "unserved", "shadow_prices", "binding", "sizing", "equipment")
+          "unserved", "shadow_prices", "binding", "bom", "sizing", "equipment", "grid",
+          "hours", "schedules")
 
 
 @dataclass
@@ -121,7 +122,10 @@ class PlanResult:
         return [write_csv(df, Path(outdir) / f"{name}.csv") for name, df in self]
 
     def summary(self) -> dict[str, Any]:
-        """Machine-readable summary (status, objective, KPIs, fleet, unserved, shadow prices).
+        """Machine-readable summary of the plan and its tables.
+
+        Status, objective, KPIs, fleet, power, cooling, network, costs, bill of
+        materials, unserved demand, binding limits and shadow prices.
 
         ``status`` is the :class:`SolveStatus` value and ``optimal`` whether it is
         ``optimal`` (within the requested gap); ``proven_optimal`` and ``status_text``
@@ -148,6 +152,8 @@ class PlanResult:
             "objective_usd": self.objective_usd,
             "gap": self.gap, "solver": self.solver, "message": self.message, "kpis": kpis,
             "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
+            "cooling": records("cooling"), "network": records("network"),
+            "costs": records("costs"), "bill_of_materials": records("bom"),
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),
             "timings_s": self.timings_s, "model_size": self.model_size, "notes": self.notes,
         }

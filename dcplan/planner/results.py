@@ -34,6 +34,9 @@ class Solution:
     cdu: dict = field(default_factory=dict)
     cdu_new: dict = field(default_factory=dict)
     built: dict = field(default_factory=dict)
+    spare_on: dict = field(default_factory=dict)
+    req: dict = field(default_factory=dict)
+    req_assessed: dict = field(default_factory=dict)
 
     @classmethod
     def from_model(cls, mv: ModelVars) -> Solution:
@@ -47,7 +50,23 @@ class Solution:
 
         return cls(new=vals(mv.new, True), inst=vals(mv.inst), alloc=vals(mv.alloc),
                    unserved=vals(mv.unserved), cdu=vals(mv.cdu, True),
-                   cdu_new=vals(mv.cdu_new), built=vals(mv.built))
+                   cdu_new=vals(mv.cdu_new), built=vals(mv.built),
+                   spare_on=vals(mv.spare_on, True), req=vals(mv.req),
+                   req_assessed=vals(mv.req_assessed))
+
+    def spares(self, d: PlanInputs, r: str, s: str, p: int) -> float:
+        """Spare racks kept of type ``r`` at ``s`` in ``p`` [racks]."""
+        return self.spare_on.get((r, s, p), 0.0) * d.spare_racks.get((r, s), 0)
+
+    def connected_kw(self, d: PlanInputs, s: str, p: int) -> float:
+        """Grid capacity connected at ``s`` in ``p`` [kW] (the site's grid without decisions)."""
+        g = d.sites[s].connection
+        if g is None:
+            return d.sites[s].grid_kw[p]
+        return g.committed_kw[p] + sum(x for (s2, q), x in self.req.items()
+                                       if s2 == s and g.arrival[q] <= p) + sum(
+            x for (s2, q), x in self.req_assessed.items()
+            if s2 == s and g.arrival_assessed[q] <= p)
 
     def installed(self, d: PlanInputs, r: str, s: str, p: int) -> float:
         """Racks in service recomputed from purchases and the existing fleet [racks]."""
@@ -63,12 +82,26 @@ def _frame(rows: list[dict], units: dict[str, str], columns: list[str] | None = 
     return df
 
 
+def _pool_load(d: PlanInputs, sol: Solution, r: str, s: str, p: int, h) -> tuple[float, float]:
+    """(racks serving, racks reserved incl. headroom) of (r, s) in representative hour h."""
+    busy = reserved = 0.0
+    for (r2, s2, w, key, p2), x in sol.alloc.items():
+        if r2 == r and s2 == s and p2 == p:
+            f = x * d.schedule_of(w, key, p).frac(h)
+            busy += f
+            reserved += f / d.workloads[w].target_utilisation
+    return busy, reserved
+
+
 def fleet_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """Racks installed, new, retired and allocated per (period, site, rack)."""
+    """Racks installed, new, retired, spare, down and allocated per (period, site, rack).
+
+    ``allocated_racks`` are the racks serving demand in the hour the pool is busiest
+    (the peak of the sum of the workloads it serves), ``headroom_racks`` the racks kept
+    free in that hour for the target peak utilisation, ``unavailable_racks`` the
+    availability derate and ``spare_racks`` the N+k spares.
+    """
     rows = []
-    alloc = defaultdict(float)
-    for (r, s, _w, _k, p), x in sol.alloc.items():
-        alloc[r, s, p] += x
     for s in d.sites:
         for r in d.racks:
             prev = float(d.existing_count(r, s, 0))
@@ -79,103 +112,250 @@ def fleet_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 prev = inst
                 if inst == 0 and new == 0 and retired == 0:
                     continue
+                loads = [_pool_load(d, sol, r, s, p, h) for h in d.rep_hours(p)]
+                busy, reserved = max(loads, key=lambda t: t[1])
+                spare = sol.spares(d, r, s, p)
                 rows.append(dict(period=per.label, site=s, rack=r, installed_racks=inst,
                                  new_racks=new, retired_racks=retired,
-                                 allocated_racks=alloc[r, s, p],
+                                 allocated_racks=busy, headroom_racks=reserved - busy,
+                                 unavailable_racks=(1 - d.racks[r].availability)
+                                 * (inst - spare), spare_racks=spare,
                                  rack_positions=inst * d.racks[r].rack_positions,
-                                 utilisation_frac=alloc[r, s, p] / inst if inst else 0.0))
+                                 utilisation_frac=busy / inst if inst else 0.0))
     return _frame(rows, {"installed_racks": "racks", "new_racks": "racks",
                          "retired_racks": "racks", "allocated_racks": "racks (at peak)",
-                         "rack_positions": "positions", "utilisation_frac": "-"},
+                         "headroom_racks": "racks (at peak)", "unavailable_racks": "racks",
+                         "spare_racks": "racks", "rack_positions": "positions",
+                         "utilisation_frac": "-"},
                   ["period", "site", "rack", "installed_racks", "new_racks", "retired_racks",
-                   "allocated_racks", "rack_positions", "utilisation_frac"])
+                   "allocated_racks", "headroom_racks", "unavailable_racks", "spare_racks",
+                   "rack_positions", "utilisation_frac"])
 
 
 def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """Racks serving each workload pool at peak, with the tokens/s they deliver."""
+    """Racks serving each workload pool at the peak of its schedule, with their tokens/s.
+
+    ``schedule`` is the workload's profile (``profile``), ``peak`` without one, or for
+    flexible work the candidate served this way (``demand``, ``flat``, ``valley``).
+    """
     rows = []
-    for (r, s, w, k, p), x in sorted(sol.alloc.items(), key=lambda kv: (kv[0][4], kv[0][:4])):
+    for (r, s, w, key, p), x in sorted(sol.alloc.items(), key=lambda kv: (kv[0][4], kv[0][:4])):
         if x <= 1e-6:  # below the solver's feasibility tolerance
             continue
-        rows.append(dict(period=d.periods[p].label, site=s, rack=r, workload=w, pool=k,
-                         racks=x, tokens_per_s=x * d.perf[r, w].rate(k),
+        pool, _ = d.pool_of(w, key, p)
+        rows.append(dict(period=d.periods[p].label, site=s, rack=r, workload=w, pool=pool,
+                         schedule=d.schedule_of(w, key, p).name, racks=x,
+                         tokens_per_s=x * d.rate(r, w, key, p),
                          it_kw=x * d.perf[r, w].power_kw))
     return _frame(rows, {"racks": "racks", "tokens_per_s": "tokens/s (peak)", "it_kw": "kW"},
-                  ["period", "site", "rack", "workload", "pool", "racks", "tokens_per_s",
-                   "it_kw"])
+                  ["period", "site", "rack", "workload", "pool", "schedule", "racks",
+                   "tokens_per_s", "it_kw"])
 
 
 def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """Peak demand vs served tokens/s per (period, workload, pool)."""
-    served = defaultdict(float)
-    for (r, _s, w, k, p), x in sol.alloc.items():
-        served[w, k, p] += x * d.perf[r, w].rate(k)
+    """Demand vs served tokens/s per (period, workload, pool), at the peak and on average.
+
+    The peak demand is as it arrives; a flexible workload may be served at another
+    time (``served_tokens_per_s_peak`` is its served peak).
+    """
+    served_avg = defaultdict(float)
+    by_hour = defaultdict(float)
+    for (r, _s, w, key, p), x in sol.alloc.items():
+        pool, _ = d.pool_of(w, key, p)
+        sch = d.schedule_of(w, key, p)
+        rate = d.rate(r, w, key, p)
+        served_avg[w, pool, p] += x * rate / sch.peak_factor
+        for h in d.rep_hours(p):
+            by_hour[w, pool, p, h] += x * rate * sch.frac(h)
     rows = []
     for p, per in enumerate(d.periods):
         for w, wd in d.workloads.items():
+            multi = d.multi_schedule(w, p)
+            m = d.schedules(w, p)[0].peak_factor
             for k in wd.pools:
                 need = wd.peak_tokens_per_s(p, k)
+                u = sol.unserved.get((w, k, p), 0.0)
+                u_avg = u if multi else u / m
                 rows.append(dict(period=per.label, workload=w, pool=k,
                                  demand_tokens_per_s_avg=wd.demand_tokens_per_s[p]
                                  * wd.pool_share(k),
                                  demand_tokens_per_s_peak=need,
-                                 served_tokens_per_s_peak=served[w, k, p],
-                                 unserved_tokens_per_s_peak=sol.unserved.get((w, k, p), 0.0)))
+                                 served_tokens_per_s_avg=served_avg[w, k, p],
+                                 served_tokens_per_s_peak=max(
+                                     (by_hour[w, k, p, h] for h in d.rep_hours(p)), default=0.0),
+                                 unserved_tokens_per_s_avg=u_avg,
+                                 unserved_tokens_per_s_peak=u_avg * m))
     return _frame(rows, {"demand_tokens_per_s_avg": "tokens/s",
                          "demand_tokens_per_s_peak": "tokens/s",
+                         "served_tokens_per_s_avg": "tokens/s",
                          "served_tokens_per_s_peak": "tokens/s",
+                         "unserved_tokens_per_s_avg": "tokens/s",
                          "unserved_tokens_per_s_peak": "tokens/s"})
 
 
-def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: bool) -> float:
+def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: bool,
+                hour=None) -> float:
+    """IT power of rack type r at s in p [kW], as in the MILP.
+
+    Annual average, or in representative hour ``hour`` (headroom racks at serving power).
+    """
     rk = d.racks[r]
     if d.nameplate_peak and not average:
         return rk.it_power_max_kw * sol.installed(d, r, s, p)
     it = rk.it_power_idle_kw * sol.installed(d, r, s, p)
-    for (r2, s2, w, _k, p2), x in sol.alloc.items():
+    for (r2, s2, w, key, p2), x in sol.alloc.items():
         if r2 == r and s2 == s and p2 == p:
-            extra = (d.perf[r, w].power_kw - rk.it_power_idle_kw) * x
-            it += extra / d.workloads[w].peak_factor if average else extra
+            sch = d.schedule_of(w, key, p)
+            extra = max(0.0, d.perf[r, w].power_kw - rk.it_power_idle_kw) * x
+            it += extra / sch.peak_factor if average else \
+                extra * sch.frac(hour) / d.workloads[w].target_utilisation
     return it
 
 
+def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hour=None
+                ) -> dict[str, float]:
+    """IT, cooling, network and loss power of site s in p [kW]."""
+    acc = defaultdict(float)
+    for r in d.racks:
+        n = sol.installed(d, r, s, p)
+        if n == 0:
+            continue
+        rs = d.rack_site[r, s]
+        it = _rack_it_kw(d, sol, r, s, p, average, hour)
+        cool = it * (rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak)
+        net = n * rs.network_kw_per_rack
+        acc["it"] += it
+        acc["cool"] += cool
+        acc["net"] += net
+        acc["loss"] += rs.loss_frac * (it + cool + net)
+    acc["facility"] = acc["it"] + acc["cool"] + acc["net"] + acc["loss"]
+    return acc
+
+
+def peak_hour(d: PlanInputs, sol: Solution, s: str, p: int):
+    """The representative hour of the site's facility peak in period p."""
+    hours = (None,) if d.nameplate_peak else d.rep_hours(p)
+    return max(hours, key=lambda h: _site_power(d, sol, s, p, False, h)["facility"])
+
+
 def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """IT, cooling, network, losses and facility power vs grid per (period, site) [kW]."""
+    """IT, cooling, network, losses and facility power vs grid per (period, site) [kW].
+
+    The peak columns are those of the representative hour with the largest facility
+    power (``peak_hour``: the peak of the sum of the workloads' profiles); ``grid_kw``
+    is the connected grid capacity (connectable with connection decisions:
+    ``connectable_kw``, see the ``grid`` table).
+    """
+    from dcplan.planner.profiles import hour_label
+
     rows = []
     for s, sd in d.sites.items():
         built = sd.built_kw_initial
         for p, per in enumerate(d.periods):
             built += sol.built.get((s, p), 0.0)
-            acc = defaultdict(float)
-            for r in d.racks:
-                n = sol.installed(d, r, s, p)
-                if n == 0:
-                    continue
-                rs = d.rack_site[r, s]
-                for avg, tag in ((False, "peak"), (True, "avg")):
-                    it = _rack_it_kw(d, sol, r, s, p, avg)
-                    cool = it * (rs.cooling_kw_per_it_kw_avg if avg
-                                 else rs.cooling_kw_per_it_kw_peak)
-                    net = n * rs.network_kw_per_rack
-                    acc[f"it_{tag}"] += it
-                    acc[f"cool_{tag}"] += cool
-                    acc[f"net_{tag}"] += net
-                    acc[f"loss_{tag}"] += rs.loss_frac * (it + cool + net)
-            fac = {t: acc[f"it_{t}"] + acc[f"cool_{t}"] + acc[f"net_{t}"] + acc[f"loss_{t}"]
-                   for t in ("peak", "avg")}
-            energy = fac["avg"] * d.hours(p)
+            h = peak_hour(d, sol, s, p)
+            pk = _site_power(d, sol, s, p, False, h)
+            av = _site_power(d, sol, s, p, True)
+            energy = av["facility"] * d.hours(p)
+            grid = sol.connected_kw(d, s, p)
             rows.append(dict(
-                period=per.label, site=s, it_kw_peak=acc["it_peak"],
-                cooling_kw_peak=acc["cool_peak"], network_kw=acc["net_peak"],
-                losses_kw_peak=acc["loss_peak"], facility_kw_peak=fac["peak"],
-                grid_kw=sd.grid_kw[p], headroom_kw=sd.grid_kw[p] - fac["peak"],
-                built_kw=built, it_kw_avg=acc["it_avg"], facility_kw_avg=fac["avg"],
+                period=per.label, site=s, peak_hour=hour_label(h, d.day_names),
+                it_kw_peak=pk["it"], cooling_kw_peak=pk["cool"], network_kw=pk["net"],
+                losses_kw_peak=pk["loss"], facility_kw_peak=pk["facility"],
+                grid_kw=grid, connectable_kw=sd.grid_kw[p], headroom_kw=grid - pk["facility"],
+                built_kw=built, it_kw_avg=av["it"], facility_kw_avg=av["facility"],
                 energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0))
     units = {c: "kW" for c in ("it_kw_peak", "cooling_kw_peak", "network_kw", "losses_kw_peak",
-                               "facility_kw_peak", "grid_kw", "headroom_kw", "built_kw",
-                               "it_kw_avg", "facility_kw_avg")}
+                               "facility_kw_peak", "grid_kw", "connectable_kw", "headroom_kw",
+                               "built_kw", "it_kw_avg", "facility_kw_avg")}
     units.update(energy_kwh="kWh", carbon_t="tCO2")
     return _frame(rows, units)
+
+
+def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
+    """Facility power of each site in each representative hour [kW]: the peak of the sum."""
+    from dcplan.planner.profiles import hour_label
+
+    rows = []
+    for s in d.sites:
+        for p, per in enumerate(d.periods):
+            hours = (None,) if d.nameplate_peak else d.rep_hours(p)
+            for h in hours:
+                pw = _site_power(d, sol, s, p, False, h)
+                if pw["facility"] <= 0:
+                    continue
+                rows.append(dict(period=per.label, site=s, hour=hour_label(h, d.day_names),
+                                 it_kw=pw["it"], facility_kw=pw["facility"]))
+    return _frame(rows, {"it_kw": "kW", "facility_kw": "kW"},
+                  ["period", "site", "hour", "it_kw", "facility_kw"])
+
+
+def schedules_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
+    """How each workload's demand is spread over the day: share served by each schedule.
+
+    One row per (period, workload, schedule): its peak over mean and the share of the
+    workload's (mean) tokens served that way, with the hour of its peak.
+    """
+    from dcplan.planner.profiles import hour_label
+
+    served = defaultdict(float)
+    for (r, _s, w, key, p), x in sol.alloc.items():
+        pool, j = d.pool_of(w, key, p)
+        if pool == "decode":
+            continue
+        sch = d.schedules(w, p)[j]
+        served[w, p, j] += x * d.rate(r, w, key, p) / sch.peak_factor / \
+            d.workloads[w].pool_share(pool)
+    rows = []
+    for p, per in enumerate(d.periods):
+        for w, wd in d.workloads.items():
+            if wd.demand_tokens_per_s[p] <= 0:
+                continue
+            total = sum(served[w, p, j] for j in range(len(d.schedules(w, p)))) or 1.0
+            for j, sch in enumerate(d.schedules(w, p)):
+                top = None if sch.values is None else max(range(len(sch.values)),
+                                                            key=lambda h: sch.values[h])
+                rows.append(dict(period=per.label, workload=w, schedule=sch.name,
+                                 flexible=wd.flexible, peak_to_average=sch.peak_factor,
+                                 peak_hour=hour_label(top, d.day_names),
+                                 share_frac=served[w, p, j] / total))
+    return _frame(rows, {"peak_to_average": "-", "share_frac": "- (of mean tokens)"},
+                  ["period", "workload", "schedule", "flexible", "peak_to_average", "peak_hour",
+                   "share_frac"])
+
+
+def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
+    """Grid connections per (period, site): connectable, requested, connected and used [kW].
+
+    Only sites whose connection is a decision. ``requested_kw`` /
+    ``requested_assessed_kw`` are requested in the period (energised after the lead
+    time, with the assessment's extra months), ``energised_kw`` the requests that
+    arrive in it, ``used_kw`` the facility peak.
+    """
+    rows = []
+    peak = power.set_index(["period", "site"]).facility_kw_peak if len(power) else {}
+    for s, sd in d.sites.items():
+        g = sd.connection
+        if g is None:
+            continue
+        for p, per in enumerate(d.periods):
+            arriving = sum(x for (s2, q), x in sol.req.items() if s2 == s and g.arrival[q] == p)
+            arriving += sum(x for (s2, q), x in sol.req_assessed.items()
+                            if s2 == s and g.arrival_assessed[q] == p)
+            conn = sol.connected_kw(d, s, p)
+            rows.append(dict(period=per.label, site=s, connectable_kw=sd.grid_kw[p],
+                             committed_kw=g.committed_kw[p],
+                             requested_kw=sol.req.get((s, p), 0.0),
+                             requested_assessed_kw=sol.req_assessed.get((s, p), 0.0),
+                             energised_kw=arriving, connected_kw=conn,
+                             used_kw=float(peak.get((per.label, s), 0.0)),
+                             lead_time_months=g.lead_time_months,
+                             assessment_months=g.assessment_months))
+    cols = ["period", "site", "connectable_kw", "committed_kw", "requested_kw",
+            "requested_assessed_kw", "energised_kw", "connected_kw", "used_kw",
+            "lead_time_months", "assessment_months"]
+    return _frame(rows, {**{c: "kW" for c in cols[2:9]}, "lead_time_months": "months",
+                         "assessment_months": "months"}, cols)
 
 
 def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
@@ -205,6 +385,7 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
         if n:
             ids[s, p].add(c)
     pw = power.set_index(["period", "site"])
+    hours = {(s, p): peak_hour(d, sol, s, p) for s in d.sites for p in range(len(d.periods))}
     for s in d.sites:
         for p, per in enumerate(d.periods):
             liquid = liquid_full = 0.0
@@ -214,7 +395,7 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
                 if rs is None or n == 0 or rk.it_power_max_kw <= 0:
                     continue
                 frac = rs.liquid_heat_kw_per_rack / rk.it_power_max_kw
-                liquid += frac * _rack_it_kw(d, sol, r, s, p, False)
+                liquid += frac * _rack_it_kw(d, sol, r, s, p, False, hours[s, p])
                 liquid_full += rs.liquid_heat_kw_per_rack * n
             row = pw.loc[(per.label, s)]
             air = max(0.0, row.it_kw_peak - liquid) + row.network_kw
@@ -252,25 +433,34 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
 def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
     """Undiscounted cost per (category, period index) [USD], recomputed from the plan."""
+    from dcplan.planner.model import building_prices
+
     cost = defaultdict(float)
     n = len(d.periods)
     for (r, s, p), x in sol.new.items():
         rk, rs = d.racks[r], d.rack_site[r, s]
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
-        cost["rack_capex", p] += x * rk.capex_usd
+        price = d.rack_capex(r, p)
+        cost["rack_capex", p] += x * price
         cost["network_capex", p] += x * rs.network_capex_usd_per_rack
         cost["cooling_capex", p] += x * cooling
         cost["terminal_value", n - 1] -= x * d.remaining_frac(rk.lifetime_years, p) * (
-            rk.capex_usd + rs.network_capex_usd_per_rack + cooling)
+            price + rs.network_capex_usd_per_rack + cooling)
     for (s, c, p), x in sol.cdu_new.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p] += x * price
         cost["terminal_value", n - 1] -= x * price * d.remaining_frac(d.cdu_lifetime_years, p)
     for (s, p), x in sol.built.items():
-        price = d.sites[s].build_capex_usd_per_kw
-        cost["building_capex", p] += x * price
-        cost["terminal_value", n - 1] -= x * price * d.remaining_frac(
-            d.building_lifetime_years, p)
+        for part, price in building_prices(d, s):
+            cost[part, p] += x * price
+        cost["terminal_value", n - 1] -= x * d.sites[s].build_capex_usd_per_kw * \
+            d.remaining_frac(d.building_lifetime_years, p)
+    for lane in (sol.req, sol.req_assessed):
+        for (s, q), x in lane.items():
+            price = d.sites[s].connection.cost_usd_per_kw
+            cost["grid_connection", q] += x * price
+            cost["terminal_value", n - 1] -= x * price * d.remaining_frac(
+                d.building_lifetime_years, q)
     for s in d.sites:
         for r in d.racks:
             rk = d.racks[r]
@@ -280,12 +470,12 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
     pidx = {per.label: p for p, per in enumerate(d.periods)}
     for row in power.itertuples():
         p, sd = pidx[row.period], d.sites[row.site]
-        cost["energy", p] += row.energy_kwh * sd.energy_usd_per_kwh
+        cost["energy", p] += row.energy_kwh * d.energy_price(row.site, p)
+        cost["carbon", p] += row.energy_kwh * sd.carbon_kg_per_kwh * d.carbon_price(p)
         cost["demand_charge", p] += (row.facility_kw_peak * d.months(p)
-                                     * sd.demand_charge_usd_per_kw_month)
+                                     * d.demand_charge(row.site, p))
     for (w, _k, p), x in sol.unserved.items():
-        tokens = x * d.hours(p) * 3600.0 / d.workloads[w].peak_factor
-        cost["unserved_penalty", p] += tokens * d.unserved_usd_per_token
+        cost["unserved_penalty", p] += x * d.demand_row_tokens(w, p) * d.unserved_usd_per_token
     return cost
 
 
@@ -330,8 +520,8 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
                 continue
             wd = d.workloads[row.workload]
             share = wd.pool_share(row.pool)
-            frac = 1.0 - (row.unserved_tokens_per_s_peak / row.demand_tokens_per_s_peak
-                          if row.demand_tokens_per_s_peak > 0 else 0.0)
+            frac = 1.0 - (row.unserved_tokens_per_s_avg / row.demand_tokens_per_s_avg
+                          if row.demand_tokens_per_s_avg > 0 else 0.0)
             served += row.demand_tokens_per_s_avg / share * frac
         t = served * d.hours(p) * 3600.0
         tokens += t
@@ -349,6 +539,9 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
     it_e = ((power.it_kw_avg + power.network_kw) * hours).sum()
     util = fleet.allocated_racks.sum() / fleet.installed_racks.sum() \
         if len(fleet) and fleet.installed_racks.sum() else 0.0
+    spare = (fleet.headroom_racks.sum() + fleet.unavailable_racks.sum()
+             + fleet.spare_racks.sum()) / fleet.installed_racks.sum() \
+        if len(fleet) and fleet.installed_racks.sum() else 0.0
     rows = [
         ("npv_cost_usd", npv - pen, "USD (present value, without unserved penalty)"),
         ("capex_usd", capex, "USD (undiscounted)"),
@@ -364,6 +557,8 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
         ("pue_annual", energy / it_e if it_e else None,
          "- (facility / IT energy, network counted as IT)"),
         ("utilisation_frac", util, "- (allocated / installed rack-periods at peak)"),
+        ("reserve_frac", spare, "- (headroom, unavailable and spare / installed rack-periods "
+                                "at peak)"),
         ("carbon_t", power.carbon_t.sum(), "tCO2"),
         ("racks_bought", fleet.new_racks.sum() if len(fleet) else 0.0, "racks"),
         ("unserved_tokens_per_s_peak_max",
@@ -383,10 +578,12 @@ def unserved_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
             continue
         wd = d.workloads[w]
         need = wd.peak_tokens_per_s(p, k)
+        m = d.schedules(w, p)[0].peak_factor
+        avg = x if d.multi_schedule(w, p) else x / m
         rows.append(dict(workload=w, pool=k, period=d.periods[p].label,
-                         short_tokens_per_s_peak=x, demand_tokens_per_s_peak=need,
-                         short_frac=x / need if need else 0.0,
-                         short_tokens_per_month=x / wd.peak_factor * SECONDS_PER_MONTH))
+                         short_tokens_per_s_peak=avg * m, demand_tokens_per_s_peak=need,
+                         short_frac=avg * m / need if need else 0.0,
+                         short_tokens_per_month=avg * SECONDS_PER_MONTH))
     return _frame(rows, {"short_tokens_per_s_peak": "tokens/s",
                          "demand_tokens_per_s_peak": "tokens/s", "short_frac": "-",
                          "short_tokens_per_month": "tokens/month (average)"},

@@ -21,12 +21,15 @@ from dcplan.planner.results import (
     costs_table,
     demand_table,
     fleet_table,
+    grid_table,
+    hours_table,
     kpi_table,
     network_table,
     power_table,
+    schedules_table,
     unserved_table,
 )
-from dcplan.planner.solver import SolveStatus, solve
+from dcplan.planner.solver import SolveProgress, SolveStatus, solve
 from dcplan.planner.start import rounding_start
 from dcplan.scenario.schema import SolverOptions
 
@@ -50,12 +53,14 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
             "power": power, "cooling": cooling_table(d, sol, power),
             "network": network_table(d, sol), "costs": costs,
             "kpis": kpi_table(d, fleet, power, demand, costs),
-            "unserved": unserved_table(d, sol)}
+            "unserved": unserved_table(d, sol), "grid": grid_table(d, sol, power),
+            "hours": hours_table(d, sol), "schedules": schedules_table(d, sol)}
 
 
 def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
                  explain: bool = True, write_lp: Path | str | None = None,
-                 progress: Callable[[str], None] | None = None) -> PlanResult:
+                 progress: Callable[[str], None] | None = None,
+                 on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
     """Build, solve and explain the plan for precomputed inputs.
 
     If the demand cannot be met, the elastic model (priced unserved demand) is solved
@@ -73,6 +78,9 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         Write the MILP in LP format.
     progress : callable, optional
         Receives one-line progress messages.
+    on_solve : callable, optional
+        Receives :class:`~dcplan.planner.solver.SolveProgress` while HiGHS solves the
+        MIP (elapsed time, best plan, bound).
     """
     say = progress or (lambda _m: None)
     opt = options or SolverOptions()
@@ -87,7 +95,7 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         prob.writeLP(str(write_lp))
         say(f"wrote {write_lp}")
     say(f"solving with {opt.name} (time limit {opt.time_limit_s:g} s, gap {opt.gap:g})")
-    info = solve(prob, opt, rounding=rounding_start(d, mv))
+    info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
     t["solve"] = info.runtime_s
     say(f"solver: {info.status.value} in {info.runtime_s:.2f} s"
         + (f", gap {info.gap:.3%}" if info.gap is not None else "")
@@ -99,7 +107,7 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         t1 = time.perf_counter()
         prob, mv = build_model(d, elastic=True)
         t["build"] += time.perf_counter() - t1
-        info = solve(prob, opt, rounding=rounding_start(d, mv))
+        info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
         t["solve"] += info.runtime_s
         unserved = info.status.has_solution
         if not info.status.has_solution:
@@ -173,7 +181,8 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
          gap: float | None = None, threads: int | None = None, solver_log: bool | None = None,
          explain: bool = True, size: bool = True, rescale: bool = False,
          write_lp: Path | str | None = None,
-         progress: Callable[[str], None] | None = None) -> PlanResult:
+         progress: Callable[[str], None] | None = None,
+         on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
     """Plan the fleet of a scenario.
 
     Parameters
@@ -203,6 +212,8 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
         Write the MILP in LP format.
     progress : callable, optional
         Receives one-line progress messages.
+    on_solve : callable, optional
+        Receives :class:`~dcplan.planner.solver.SolveProgress` while the MIP solves.
 
     Returns
     -------
@@ -232,19 +243,23 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
     prep = time.perf_counter() - t0
     opt = case.scenario.solver.updated(name=solver, time_limit_s=time_limit_s, gap=gap,
                                        threads=threads, log=solver_log)
-    result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress)
+    result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress,
+                          on_solve=on_solve)
     if rescale and result.status.has_solution:
         result, d = _rescaled(case, d, result, opt, explain, say)
     result.name = case.name
     result.case = case
     result.unserved_accepted = case.scenario.allow_unserved
     if size and result.status.has_solution:
-        from dcplan.planner.sizing import sizing_table
+        from dcplan.planner.sizing import bom_table, sizing_table
 
         t1 = time.perf_counter()
         say("sizing the exact network and cooling of the chosen fleet")
         result.tables["sizing"], result.tables["equipment"], notes = sizing_table(
-            case, d, result.tables)
+            case, d, result.tables, periods="all")
+        result.tables["bom"] = bom_table(result.tables["equipment"], result.tables["fleet"],
+                                         [p.label for p in d.periods],
+                                         {r: rd.capex_usd for r, rd in d.racks.items()})
         result.notes += notes
         result.timings_s["sizing"] = time.perf_counter() - t1
     result.timings_s["prepare"] = prep
@@ -254,6 +269,10 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
 
 def _calibration(calibration: Any, case: Any) -> Any:
     """A calibration object from a path (checked against the case's accelerators)."""
+    from dcplan.perf.params import NO_CALIBRATION
+
+    if str(calibration) == NO_CALIBRATION:
+        return NO_CALIBRATION
     if isinstance(calibration, str | Path):
         from dcplan.perf.params import load_calibration
 

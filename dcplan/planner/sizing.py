@@ -39,7 +39,12 @@ UNITS = {"it_kw": "kW", "network_kw": "kW", "network_capex_usd": "USD",
 
 def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
                  periods: str = "peak") -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Exact vs linear network and cooling per site (and period) of the solved fleet.
+    """Exact vs linear network and cooling per site of the solved fleet, and its equipment.
+
+    The comparison (``table``, and a note where they differ by more than
+    :data:`NOTE_FRAC`) is at each site's peak period; the equipment is listed for every
+    period with ``periods="all"`` (for the bill of materials, :func:`bom_table`), else
+    for the peak period too.
 
     Parameters
     ----------
@@ -79,9 +84,10 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
         return _frame([], {}, COLUMNS), _frame([], bom_units, bom_columns), notes
     power = tables["power"]
     chosen = []
+    peak_of: dict[str, Any] = {}
     for site, sub in power.groupby("site", sort=False):
-        labels = list(sub.period) if periods == "all" else \
-            [sub.loc[sub.it_kw_peak.idxmax(), "period"]]
+        peak_of[site] = sub.loc[sub.it_kw_peak.idxmax(), "period"]
+        labels = list(sub.period) if periods == "all" else [peak_of[site]]
         chosen += [(site, p) for p in labels]
     for site, period in chosen:
         sub = fleet[(fleet.site == site) & (fleet.period == period)]
@@ -101,6 +107,8 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
         linear = dict(sized.linear)
         linear["cdu_count"], linear["cdu_capex_usd"] = planner_cdus(d, site, mix)
         off = []
+        if period != peak_of.get(site):
+            continue  # the comparison (and its note) at each site's peak period only
         for q, ex in sized.exact.items():
             lin = linear.get(q, 0.0)
             frac = (ex - lin) / lin if lin else None
@@ -117,6 +125,72 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
                        "diff": "see unit column", "diff_frac": "-"},
                 ["site", "period", "quantity", "unit", "linear", "exact", "diff", "diff_frac"])
     return df, _frame(bom, bom_units, bom_columns), notes
+
+
+#: Columns of :func:`bom_table` and their units.
+BOM_TABLE_UNITS = {"installed": "units", "new": "units", "removed": "units",
+                   "kw": "kW (full load)", "capex_usd": "USD",
+                   "new_capex_usd": "USD"}
+
+
+def bom_table(equipment: pd.DataFrame, fleet: pd.DataFrame, periods: list[str],
+              rack_capex_usd: dict[str, float] | None = None) -> pd.DataFrame:
+    """Bill of materials by site and period: what is installed and what to order.
+
+    Racks come from the plan's fleet; switches, transceivers, cables, NICs, CDUs,
+    heat rejection, UPS and generators from the exact sizing of each site's fleet in
+    every period (``sizing_table(..., periods="all")``). ``new`` is what a period adds
+    over the one before (to order), ``removed`` what it no longer needs. Racks are
+    priced at ``rack_capex_usd`` (rack id -> USD per rack).
+
+    Returns
+    -------
+    DataFrame
+        site, period, category, item, catalog_id, installed, new, removed [units], kw
+        [kW at full load], capex_usd [USD, installed], new_capex_usd [USD, to order];
+        sorted by site, period, category, item.
+    """
+    rows: list[dict] = []
+    for r in fleet.itertuples():
+        n = float(r.installed_racks)
+        rows.append(dict(site=r.site, period=r.period, category="racks", item="rack",
+                         catalog_id=r.rack, installed=n, kw=0.0,
+                         capex_usd=n * (rack_capex_usd or {}).get(r.rack, 0.0)))
+    for r in equipment.itertuples():
+        rows.append(dict(site=r.site, period=r.period, category=r.category, item=r.item,
+                         catalog_id=r.catalog_id, installed=float(r.count), kw=float(r.kw),
+                         capex_usd=float(r.capex_usd)))
+    cols = ["site", "period", "category", "item", "catalog_id", "installed", "new", "removed",
+            "kw", "capex_usd", "new_capex_usd"]
+    if not rows:
+        return _frame([], BOM_TABLE_UNITS, cols)
+    df = pd.DataFrame(rows).groupby(["site", "period", "category", "item", "catalog_id"],
+                                    as_index=False, sort=False).sum()
+    order = {p: i for i, p in enumerate(periods)}
+    df["_p"] = df.period.map(order)
+    keys = ["site", "category", "item", "catalog_id"]
+    # every period of each (site, item) so that what disappears shows as removed
+    full = []
+    for key, sub in df.groupby(keys, sort=False):
+        first = int(sub._p.min())
+        have = dict(zip(sub._p, sub.itertuples(), strict=True))
+        prev = 0.0
+        for i in range(first, len(periods)):
+            row = have.get(i)
+            n = float(row.installed) if row is not None else 0.0
+            if row is None and prev == 0:
+                continue
+            unit = row.capex_usd / row.installed if row is not None and row.installed else 0.0
+            new = max(0.0, n - prev)
+            full.append(dict(zip(keys, key, strict=True), period=periods[i], _p=i,
+                             installed=n, new=new, removed=max(0.0, prev - n),
+                             kw=float(row.kw) if row is not None else 0.0,
+                             capex_usd=float(row.capex_usd) if row is not None else 0.0,
+                             new_capex_usd=new * unit))
+            prev = n
+    out = pd.DataFrame(full).sort_values(["site", "_p", "category", "item", "catalog_id"])
+    out = out[(out.installed > 0) | (out.removed > 0)]
+    return _frame(out.to_dict("records"), BOM_TABLE_UNITS, cols)
 
 
 def planner_cdus(d: PlanInputs, site: str, mix: dict[str, int]) -> tuple[float, float]:

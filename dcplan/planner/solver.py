@@ -14,13 +14,16 @@ honestly for people.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import pulp
 
@@ -195,7 +198,60 @@ def _use_start(prob: pulp.LpProblem, opt: SolverOptions, rounding) -> bool:
     return bool(opt.mip_start) or prob.numVariables() >= MIP_START_MIN_VARIABLES
 
 
-def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None) -> SolveInfo:
+@dataclass(frozen=True)
+class SolveProgress:
+    """Where a running MIP solve stands (what HiGHS reports through its callbacks).
+
+    Attributes
+    ----------
+    elapsed_s : float
+        Solver run time so far [s].
+    incumbent_usd : float or None
+        Objective of the best plan found so far [USD, present value]; None before one.
+    bound_usd : float or None
+        Best proven lower bound on the objective [USD, present value].
+    gap : float or None
+        Relative gap between them [-].
+    """
+
+    elapsed_s: float
+    incumbent_usd: float | None
+    bound_usd: float | None
+    gap: float | None
+
+
+#: Shortest interval between two progress reports [s].
+PROGRESS_INTERVAL_S = 0.25
+
+
+def _progress_callback(solver: Any, report: Callable[[SolveProgress], None]) -> tuple:
+    """A HiGHS callback (and its user data) that reports :class:`SolveProgress`."""
+    state = {"last": -1.0}
+
+    def finite(x: float) -> float | None:
+        return x if x is not None and math.isfinite(x) else None
+
+    def callback(cb_type, message, data_out, data_in, user_data):  # noqa: ARG001
+        t = float(data_out.running_time)
+        improving = "Improving" in str(cb_type)
+        if not improving and t - state["last"] < PROGRESS_INTERVAL_S:
+            return
+        state["last"] = t
+        osc = getattr(solver, "_osc", 1.0) or 1.0  # the driver's objective scale
+        inc, bound = finite(data_out.mip_primal_bound), finite(data_out.mip_dual_bound)
+        gap = finite(data_out.mip_gap)
+        try:
+            report(SolveProgress(t, None if inc is None else inc / osc,
+                                 None if bound is None else bound / osc,
+                                 gap if inc is not None else None))
+        except Exception:  # noqa: BLE001 - a display must never stop the solver
+            pass
+
+    return callback, None
+
+
+def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None,
+           on_progress: Callable[[SolveProgress], None] | None = None) -> SolveInfo:
     import highspy
 
     from dcplan.planner.highs import HighsDirect
@@ -203,10 +259,17 @@ def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None) -
     # Small models keep pulp's own HiGHS interface (the exact solver path their
     # regression values were recorded with); large ones get the scaled bulk driver.
     direct = opt.scale and prob.numVariables() >= MIP_START_MIN_VARIABLES
+    extra: dict[str, Any] = {}
+    if on_progress is not None and mip:
+        kinds = highspy.cb.HighsCallbackType
+        extra["callbacksToActivate"] = [kinds.kCallbackMipImprovingSolution,
+                                        kinds.kCallbackMipInterrupt]
     solver = HighsDirect(mip=mip, msg=opt.log, gapRel=opt.gap, timeLimit=opt.time_limit_s,
                          threads=opt.threads, random_seed=0, scale=direct, bulk=direct,
                          rounding=rounding if _use_start(prob, opt, rounding) else None,
-                         **opt.highs_options)
+                         **extra, **opt.highs_options)
+    if extra:
+        solver.callbackTuple = _progress_callback(solver, on_progress)
     t0 = time.perf_counter()
     with _no_stdout(not opt.log):
         prob.solve(solver)
@@ -266,7 +329,8 @@ def _cbc(prob: pulp.LpProblem, opt: SolverOptions, mip: bool) -> SolveInfo:
 
 
 def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool = True,
-          rounding=None) -> SolveInfo:
+          rounding=None, on_progress: Callable[[SolveProgress], None] | None = None
+          ) -> SolveInfo:
     """Solve ``prob`` in place (variable values and duals are set on it).
 
     Parameters
@@ -277,6 +341,9 @@ def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool 
         False solves the LP relaxation (integers as continuous).
     rounding : optional
         Rounded-relaxation start (see :mod:`dcplan.planner.start`).
+    on_progress : callable, optional
+        Called with a :class:`SolveProgress` when HiGHS finds a better plan and about
+        every :data:`PROGRESS_INTERVAL_S` seconds while it works on the MIP (HiGHS only).
 
     Returns
     -------
@@ -298,7 +365,7 @@ def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool 
     if opt.name == "cbc":
         return _cbc(prob, opt, mip)
     try:
-        info = _highs(prob, opt, mip, rounding)
+        info = _highs(prob, opt, mip, rounding, on_progress)
     except SolverError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as what it is

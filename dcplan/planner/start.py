@@ -119,6 +119,11 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
                 n for q, n in bought if d.alive(r, q, p))
             var = mv.new.get((r, s, p))
             buy = 0
+            on = mv.spare_on.get((r, s, p))
+            if on is not None and lp > _EPS:
+                # keep the racks that serve beside the spares the relaxation reserved
+                k = d.spare_racks[r, s]
+                lp = max(lp, lp - k * (on.value() or 0.0) + k)
             if var is not None:
                 buy = max(0, math.ceil(lp - _EPS) - alive)
                 if var.upBound is not None:
@@ -127,6 +132,8 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
                 if buy:
                     bought.append((p, buy))
             inst_int[r, s, p] = alive + buy
+    for key, var in mv.spare_on.items():
+        out[var] = 1.0 if inst_int.get(key, 0) > 0 else 0.0
     for (s, c, p), var in mv.cdu.items():
         heat = sum(d.rack_site[r, s].liquid_heat_kw_per_rack * inst_int.get((r, s, p), 0)
                    for r in d.racks if (r, s) in d.rack_site and d.rack_site[r, s].cdu_id == c)

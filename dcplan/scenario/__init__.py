@@ -26,18 +26,23 @@ from dcplan.scenario.schema import (
     ExistingRacks,
     Growth,
     Override,
+    Paths,
     Period,
     Periods,
+    PricePath,
     Rule,
     Scenario,
+    Serving,
     SolverOptions,
+    WorkloadProfile,
     norm_label,
     parse_period_label,
 )
 
 __all__ = [
-    "Demand", "Economics", "ExistingRacks", "Growth", "Override", "Period", "Periods", "Rule",
-    "Scenario", "SolverOptions", "apply_overrides", "check_forecast", "check_scenario",
+    "Demand", "Economics", "ExistingRacks", "Growth", "Override", "Paths", "Period", "Periods",
+    "PricePath", "Rule", "Scenario", "Serving", "SolverOptions", "WorkloadProfile",
+    "apply_overrides", "check_forecast", "check_scenario",
     "load_scenario", "norm_label", "parse_period_label", "parse_scenario",
     "read_scenario_data", "resolve_scenario", "scenario_problems",
 ]

@@ -14,6 +14,7 @@ from dcplan.errors import InputError, Problem
 from dcplan.scenario.overrides import apply_overrides
 from dcplan.scenario.schema import (
     MAX_DEMAND_TOKENS_PER_MONTH,
+    PricePath,
     Scenario,
     norm_label,
     parse_period_label,
@@ -160,6 +161,10 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
                 at(fld + ".regions", f"no site of the scenario is in region '{reg}'"
                                      f"{suggest(reg, [r for r in regions if r])}; regions: "
                                      f"{', '.join(sorted(r for r in regions if r))}")
+    probs += _check_profiles(scn, catalog, wanted, broken)
+    probs += _check_serving(scn, racks, sites, wanted, broken)
+    probs += _check_paths(scn, racks, sites, wanted, labels, years, broken)
+    probs += _check_grid_connections(scn, sites)
     if scn.optics and scn.optics not in catalog.entries.get("optics", {}):
         at("optics", unknown_message("optics", scn.optics, catalog.entries.get("optics", {})))
     if not broken("economics"):
@@ -169,6 +174,146 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
                 at("economics.exchange_rates_usd_per_unit",
                    f"site '{s}' prices in {cur}; add economics.exchange_rates_usd_per_unit."
                    f"{cur} (USD per {cur})")
+    return probs
+
+
+def _check_profiles(scn: Scenario, catalog: Catalog, wanted: list[str], broken: Any
+                    ) -> list[Problem]:
+    """Problems of ``demand.profiles``: workloads, catalog ids, clashes with peak_to_average."""
+    probs: list[Problem] = []
+    wls = catalog.entries.get("workloads", {})
+    known = catalog.entries.get("profiles", {})
+    for w in scn.demand.profiles:
+        fld = f"demand.profiles.{w}"
+        if w not in wanted:
+            if not broken("workloads"):
+                probs.append(scn.problem(fld, _workload_message(w, wanted, wls), entry=w))
+            continue
+        spec = scn.demand.profile_of(w)
+        if spec.profile is not None and spec.profile not in known:
+            path = fld if isinstance(scn.demand.profiles[w], str) else fld + ".profile"
+            probs.append(scn.problem(path, unknown_message("profiles", spec.profile, known),
+                                     entry=w))
+        ptoa = scn.demand.peak_to_average
+        if isinstance(ptoa, dict) and w in ptoa:
+            probs.append(scn.problem(
+                f"demand.peak_to_average.{w}", f"workload '{w}' has a daily profile "
+                "(demand.profiles), whose peak over its mean is the peak-to-average; remove "
+                "its peak_to_average or its profile", entry=w))
+    return probs
+
+
+def _check_serving(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: list[str],
+                   broken: Any) -> list[Problem]:
+    """Problems of ``serving``: workloads, rack types and sites named."""
+    probs: list[Problem] = []
+    sv = scn.serving
+    if isinstance(sv.target_utilisation, dict) and not broken("workloads"):
+        for w in sv.target_utilisation:
+            if w not in wanted:
+                probs.append(scn.problem(f"serving.target_utilisation.{w}",
+                                         _workload_message(w, wanted, {}), entry=w))
+    if isinstance(sv.availability, dict):
+        for r in sv.availability:
+            if r not in racks:
+                probs.append(scn.problem(f"serving.availability.{r}",
+                                         unknown_message("racks", r, racks), entry=r))
+    if isinstance(sv.spare_racks, dict):
+        for s, per in sv.spare_racks.items():
+            if s not in sites:
+                probs.append(scn.problem(f"serving.spare_racks.{s}",
+                                         unknown_message("sites", s, sites), entry=s))
+            for r in per if isinstance(per, dict) else ():
+                if r not in racks:
+                    probs.append(scn.problem(f"serving.spare_racks.{s}.{r}",
+                                             unknown_message("racks", r, racks), entry=r))
+    return probs
+
+
+def _check_paths(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: list[str],
+                 labels: set, years: set, broken: Any) -> list[Problem]:
+    """Problems of price and technology paths: ids named, every horizon year given."""
+    probs: list[Problem] = []
+    pa = scn.paths
+    for r in pa.rack_capex:
+        if r not in racks:
+            probs.append(scn.problem(f"paths.rack_capex.{r}", unknown_message("racks", r, racks),
+                                     entry=r))
+    for sect in ("energy_price", "demand_charge"):
+        for s in getattr(pa, sect):
+            # a known site outside the scenario is ignored (a child of 'extends' may drop
+            # sites of its base); an unknown id is an error
+            if s not in sites:
+                probs.append(scn.problem(f"paths.{sect}.{s}", unknown_message("sites", s, sites),
+                                         entry=s))
+    if isinstance(pa.software_speedup, dict) and not broken("workloads"):
+        for w in pa.software_speedup:
+            if w not in wanted:
+                probs.append(scn.problem(f"paths.software_speedup.{w}",
+                                         _workload_message(w, wanted, {}), entry=w))
+    entries = pa.entries()
+    c = scn.economics.carbon_price_usd_per_t
+    if isinstance(c, PricePath):
+        entries.append(("economics.carbon_price_usd_per_t", c))
+        if c.annual_change is not None and c.start is None:
+            probs.append(scn.problem("economics.carbon_price_usd_per_t",
+                                     "a carbon price path with 'annual_change' needs 'start' "
+                                     "(USD/tCO2 at the start of the plan)"))
+    if broken("periods"):
+        return probs
+    need = sorted(years)
+    for path, pp in entries:
+        if pp.by_year is None:
+            continue
+        entry = path.split(".")[-1] if path.count(".") >= 2 else None
+        missing = [y for y in need if y not in pp.by_year]
+        if missing:
+            probs.append(scn.problem(
+                path + ".by_year", f"the path has no value for {_years_text(missing)}; "
+                f"give every year of the horizon {need[0]}..{need[-1]} (no gaps)",
+                entry=entry))
+        outside = sorted(y for y in pp.by_year if y not in years)
+        if outside:
+            probs.append(scn.problem(
+                path + ".by_year", f"year(s) {_years_text(outside)} are outside the horizon "
+                f"{need[0]}..{need[-1]}; remove them or widen 'periods'", entry=entry))
+    for key in scn.economics.carbon_cap_t:
+        probs += _check_label(scn, key, labels, years, f"economics.carbon_cap_t.{key}",
+                              "economics.carbon_cap_t")
+    return probs
+
+
+def _years_text(ys: list[int]) -> str:
+    return ", ".join(str(y) for y in ys[:6]) + (f" and {len(ys) - 6} more" if len(ys) > 6 else "")
+
+
+def _check_grid_connections(scn: Scenario, sites: dict[str, Any]) -> list[Problem]:
+    """Sites that could never be connected within the plan.
+
+    A site with nothing committed whose connection lead time is longer than the horizon
+    is an input error. (With committed capacity the plan can still use the site; the
+    planner notes that no request can be energised, see :mod:`dcplan.planner.inputs`.)
+    """
+    probs: list[Problem] = []
+    if not scn.grid_requests:
+        return probs
+    periods = scn.period_list()
+    horizon_months = 12 * (periods[-1].offset_years + periods[-1].years)
+    for s in scn.sites:
+        site = sites.get(s)
+        gc = getattr(site, "grid_connection", None)
+        if gc is None:
+            continue
+        committed = any(gc.committed_mw_in(p.year) > 0 for p in periods)
+        if gc.lead_time_months >= horizon_months - 1e-9 and not committed:
+            file, line = site.where("grid_connection")
+            probs.append(Problem(
+                file, f"grid_connection.lead_time_months is {gc.lead_time_months:g} months, "
+                f"longer than the plan's horizon ({periods[0].label}..{periods[-1].label}, "
+                f"{horizon_months:g} months) and nothing is committed: the site could never "
+                "be connected within the plan; shorten the lead time, lengthen 'periods', "
+                "commit capacity (grid_connection.committed_mw) or drop the site",
+                entry=s, field="grid_connection.lead_time_months", line=line))
     return probs
 
 

@@ -68,9 +68,25 @@ def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
                                           else f"; allowed fields here: {allowed}"))
                 prob = Problem(file, msg, field=prob.field)
             where, line = _where(raw, loc, file)
-            problems.append(Problem(where, prob.message, field=prob.field, line=line))
+            problems.append(Problem(where, prob.message, entry=_entry_of(loc),
+                                    field=prob.field, line=line))
         raise InputError(problems) from None
     return scn.model_copy(update={"source_file": file, "line_map": _line_map(raw)})
+
+
+#: Mappings keyed by a workload, rack or site id: a schema problem inside one names
+#: that id as its entry.
+_KEYED = {("demand", "profiles"), ("demand", "growth"), ("demand", "table"),
+          ("serving", "target_utilisation"), ("serving", "availability"),
+          ("serving", "spare_racks"), ("paths", "rack_capex"), ("paths", "energy_price"),
+          ("paths", "demand_charge"), ("paths", "software_speedup")}
+
+
+def _entry_of(loc: tuple) -> str | None:
+    """The id a schema problem at ``loc`` belongs to (a key of a :data:`_KEYED` mapping)."""
+    if len(loc) > 2 and tuple(loc[:2]) in _KEYED and isinstance(loc[2], str):
+        return loc[2]
+    return None
 
 
 def _line_map(raw: Any, prefix: str = "", out: dict | None = None) -> dict:

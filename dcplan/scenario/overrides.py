@@ -55,15 +55,27 @@ def apply_overrides(
                     raise InputError(Problem(f, unknown_message("sites", ov.id, sites)))
                 site = sites[ov.id]
                 fields = type(site).model_fields
-                if ov.field not in fields:
+                top, _, sub = ov.field.partition(".")
+                if top not in fields:
                     raise InputError(Problem(f, f"cannot override: site has no field "
-                                                f"'{ov.field}'{suggest(ov.field, fields)}"))
-                old = getattr(site, ov.field)
-                new = _apply_step(site, ov.field, ov) if ov.from_year is not None \
-                    else _changed(old, ov)
+                                                f"'{top}'{suggest(top, fields)}"))
+                data = site.model_dump()
+                if sub:
+                    parent = getattr(site, top)
+                    sub_fields = type(parent).model_fields if parent is not None else {}
+                    if sub not in sub_fields:
+                        raise InputError(Problem(f, f"cannot override: site field '{top}' has "
+                                                    f"no field '{sub}'"
+                                                    f"{suggest(sub, sub_fields)}"))
+                    new = _apply_step(parent, sub, ov) if ov.from_year is not None \
+                        else _changed(getattr(parent, sub), ov)
+                    data[top] = {**data[top], sub: new}
+                else:
+                    old = getattr(site, top)
+                    data[top] = _apply_step(site, top, ov) if ov.from_year is not None \
+                        else _changed(old, ov)
                 try:
-                    sites[ov.id] = type(site).model_validate({**site.model_dump(),
-                                                             ov.field: new})
+                    sites[ov.id] = type(site).model_validate(data).with_source_of(site)
                 except ValidationError as exc:
                     raise InputError(pydantic_problems(exc, type(site), f, ov.id, None)) from None
             elif ov.kind in KINDS:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dcplan.errors import Problem
-from dcplan.schema import Id
+from dcplan.schema import Id, ProfileDay, shape_problem
 from dcplan.units import SECONDS_PER_DAY, SECONDS_PER_MONTH
 
 _PERIOD_RE = re.compile(r"^(\d{4})(?:[qQ]([1-4]))?$")
@@ -168,6 +168,43 @@ class Growth(_Strict):
     annual_growth: Annotated[float, Field(gt=-1, le=MAX_ANNUAL_GROWTH)]
 
 
+class WorkloadProfile(_Strict):
+    """The daily shape of one workload's demand, and whether it may be shifted.
+
+    Attributes
+    ----------
+    profile : str, optional
+        Id of a shape in the profiles catalog (``catalogs/profiles.yaml``).
+    hours : list of float, optional
+        24 hourly values relative to the mean demand (they average 1).
+    days : list of ProfileDay, optional
+        Representative days with weights (e.g. weekday 5, weekend 2).
+    flexible : bool
+        The work may be served later than it arrives (batch jobs): the planner chooses
+        when within ``deadline_hours``, filling the valleys of the other workloads.
+    deadline_hours : float
+        Longest delay from arrival to service [h] (1..24, within the representative day).
+    """
+
+    profile: Id | None = None
+    hours: list[Annotated[float, Field(ge=0)]] | None = None
+    days: list[ProfileDay] | None = None
+    flexible: bool = False
+    deadline_hours: Annotated[float, Field(ge=1, le=24)] = 24.0
+
+    @model_validator(mode="after")
+    def _one_shape(self):
+        given = [n for n in ("profile", "hours", "days") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'profile' (a catalog id), 'hours' (24 "
+                             "values) or 'days' (representative days)")
+        if self.profile is None:
+            why = shape_problem(self.hours, self.days)
+            if why:
+                raise ValueError(why)
+        return self
+
+
 class Demand(_Strict):
     """Token demand forecast (input plus output tokens).
 
@@ -176,7 +213,13 @@ class Demand(_Strict):
     unit : {"tokens_per_month", "tokens_per_day"}
         Unit of every figure in ``table`` and ``growth``.
     peak_to_average : float or dict
-        Peak-hour over average demand, one figure or one per workload [-] (>= 1).
+        Peak-hour over average demand, one figure or one per workload [-] (>= 1), for
+        workloads without a profile; their peaks are assumed to coincide with every
+        other workload's (the conservative special case of a daily profile).
+    profiles : dict
+        workload -> daily shape: a profile id of the catalog, or a
+        :class:`WorkloadProfile` (inline hours or days, flexibility). The grid peak is
+        then the peak of the sum of the shapes and energy integrates them.
     table : dict
         workload -> {period label -> demand}. With quarterly periods a year key
         applies to each of its quarters.
@@ -186,8 +229,16 @@ class Demand(_Strict):
 
     unit: Literal["tokens_per_month", "tokens_per_day"] = "tokens_per_month"
     peak_to_average: Annotated[float, Field(ge=1)] | dict[Id, Annotated[float, Field(ge=1)]] = 1.0
+    profiles: dict[Id, Id | WorkloadProfile] = Field(default_factory=dict)
     table: dict[Id, dict[int | str, DemandFigure]] = Field(default_factory=dict)
     growth: dict[Id, Growth] = Field(default_factory=dict)
+
+    def profile_of(self, workload: str) -> WorkloadProfile | None:
+        """The profile given for ``workload`` (a bare id becomes ``{profile: id}``)."""
+        spec = self.profiles.get(workload)
+        if spec is None or isinstance(spec, WorkloadProfile):
+            return spec
+        return WorkloadProfile(profile=spec)
 
     @model_validator(mode="after")
     def _check(self):
@@ -329,6 +380,142 @@ class SolverOptions(_Strict):
         return SolverOptions.model_validate(data)
 
 
+Share = Annotated[float, Field(gt=0, le=1)]
+Count = Annotated[int, Field(ge=0, le=1000)]
+
+#: Default target peak utilisation: the peak hour's demand is served at most at this
+#: share of the capacity in service, leaving room for bursts above the forecast peak
+#: hour and for rebalancing. An assumption (15 % burst headroom), in line with the 70-85 %
+#: targets of common autoscaling practice; see docs/architecture.md.
+DEFAULT_TARGET_UTILISATION = 0.85
+#: Default availability: share of installed racks up at any time. An estimate: Meta's
+#: Llama 3 paper (2024) reports 419 unexpected interruptions in 54 days on 16,384 H100
+#: GPUs (4.7e-4 per GPU-day); a 72-GPU rack then fails 0.034 times a day, and with a
+#: day to repair and requalify and some planned maintenance about 3 % of racks are down.
+DEFAULT_AVAILABILITY = 0.97
+
+
+class Serving(_Strict):
+    """Serving headroom and availability: how much installed capacity serves the peak.
+
+    Attributes
+    ----------
+    target_utilisation : float or dict
+        Highest share of the capacity in service that the peak hour may use, one value
+        or per workload (0..1] (default :data:`DEFAULT_TARGET_UTILISATION`; workloads
+        not listed get the default). The headroom racks draw serving power in the peak
+        (the grid and building carry the burst they exist for); energy counts only the
+        served load.
+    availability : float or dict
+        Share of installed racks up at any time, one value or per rack type (0..1]
+        (default :data:`DEFAULT_AVAILABILITY`); racks down draw idle power.
+    spare_racks : int or dict
+        N+k: racks of each type kept spare at each site that hosts the type, one
+        number for every site and type, ``{site: k}`` or ``{site: {rack: k}}``.
+    """
+
+    target_utilisation: Share | dict[Id, Share] = DEFAULT_TARGET_UTILISATION
+    availability: Share | dict[Id, Share] = DEFAULT_AVAILABILITY
+    spare_racks: Count | dict[Id, Count | dict[Id, Count]] = 0
+
+    def utilisation(self, workload: str) -> float:
+        """Target peak utilisation of ``workload`` [-]."""
+        u = self.target_utilisation
+        return u.get(workload, DEFAULT_TARGET_UTILISATION) if isinstance(u, dict) else u
+
+    def availability_of(self, rack: str) -> float:
+        """Availability of racks of type ``rack`` [-]."""
+        a = self.availability
+        return a.get(rack, DEFAULT_AVAILABILITY) if isinstance(a, dict) else a
+
+    def spares(self, site: str, rack: str) -> int:
+        """Spare racks of ``rack`` kept at ``site`` when it hosts the type."""
+        k = self.spare_racks
+        if isinstance(k, int):
+            return k
+        at = k.get(site, 0)
+        return at.get(rack, 0) if isinstance(at, dict) else at
+
+
+class PricePath(_Strict):
+    """How a price (or another figure) changes over the years of the plan.
+
+    Attributes
+    ----------
+    annual_change : float, optional
+        Change per year as a fraction (-0.15 = 15 % cheaper every year), compounded from
+        the start of the plan (quarters get fractional years) on the base value: the
+        catalog's or site's figure, or ``start``.
+    start : float, optional
+        Value at the start of the plan, for figures without a base (a carbon price).
+    by_year : dict, optional
+        Year -> value, for every year of the horizon (quarters take their year's
+        value), in the unit of the figure it replaces.
+    """
+
+    annual_change: Annotated[float, Field(gt=-1, le=10)] | None = None
+    start: Annotated[float, Field(ge=0)] | None = None
+    by_year: dict[int, Annotated[float, Field(ge=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.annual_change is None) == (self.by_year is None):
+            raise ValueError("give exactly one of 'annual_change' or 'by_year'")
+        if self.start is not None and self.by_year is not None:
+            raise ValueError("'start' goes with 'annual_change'; 'by_year' gives every value")
+        return self
+
+    def values(self, periods: list[Period], base: float | None = None) -> tuple[float, ...]:
+        """The figure in each period (``base`` when ``start`` is not given)."""
+        if self.by_year is not None:
+            return tuple(float(self.by_year[p.year]) for p in periods)
+        b = self.start if self.start is not None else base
+        if b is None:
+            raise ValueError("an 'annual_change' path of a figure without a base needs 'start'")
+        return tuple(b * (1 + self.annual_change) ** p.offset_years for p in periods)
+
+
+class Paths(_Strict):
+    """Price and technology paths by year (each entry a :class:`PricePath`).
+
+    Attributes
+    ----------
+    rack_capex : dict
+        rack -> path of its price [USD per rack; annual_change relative to the catalog's
+        ``capex_usd``].
+    energy_price : dict
+        site -> path of its energy tariff [site currency per kWh].
+    demand_charge : dict
+        site -> path of its demand charge [site currency per kW and month].
+    software_speedup : PricePath or dict, optional
+        Multiplier of every rack's tokens/s on the same hardware, from serving-software
+        improvements (1 at the start; ``by_year`` gives the multipliers), one path or
+        per workload. Rack power is unchanged.
+    """
+
+    rack_capex: dict[Id, PricePath] = Field(default_factory=dict)
+    energy_price: dict[Id, PricePath] = Field(default_factory=dict)
+    demand_charge: dict[Id, PricePath] = Field(default_factory=dict)
+    software_speedup: PricePath | dict[Id, PricePath] | None = None
+
+    def speedup_of(self, workload: str) -> PricePath | None:
+        """Software-speedup path of ``workload`` (None: no speedup)."""
+        sp = self.software_speedup
+        return sp.get(workload) if isinstance(sp, dict) else sp
+
+    def entries(self) -> list[tuple[str, PricePath]]:
+        """(dotted path, path) of every entry, for the horizon checks."""
+        out = [(f"paths.{sect}.{k}", v) for sect in ("rack_capex", "energy_price",
+                                                     "demand_charge")
+               for k, v in getattr(self, sect).items()]
+        sp = self.software_speedup
+        if isinstance(sp, dict):
+            out += [(f"paths.software_speedup.{k}", v) for k, v in sp.items()]
+        elif sp is not None:
+            out.append(("paths.software_speedup", sp))
+        return out
+
+
 class Economics(_Strict):
     """Money assumptions.
 
@@ -349,8 +536,14 @@ class Economics(_Strict):
         per million tokens), so that the planner leaves demand unserved only where no
         rack can serve it; set it to what a shortfall costs you.
     building_lifetime_years, cdu_lifetime_years : float, optional
-        Lives used for the terminal value of buildings and CDUs [years]; without
-        them, buildings and CDUs get no terminal credit.
+        Lives used for the terminal value of buildings (and grid connections) and CDUs
+        [years]; without them, they get no terminal credit.
+    carbon_price_usd_per_t : float or PricePath, optional
+        Price of the grid emissions of the energy bought [USD/tCO2]: a constant or a
+        path (an ``annual_change`` path needs ``start``).
+    carbon_cap_t : dict
+        Period label -> largest emissions in that period [tCO2]; a year key with
+        quarterly periods caps each quarter at its share of the year.
     """
 
     discount_rate: Annotated[float, Field(ge=0, lt=1)] = 0.08
@@ -359,6 +552,17 @@ class Economics(_Strict):
     unserved_penalty_usd_per_million_tokens: Pos = 100.0
     building_lifetime_years: Pos | None = None
     cdu_lifetime_years: Pos | None = None
+    carbon_price_usd_per_t: Annotated[float, Field(ge=0)] | PricePath | None = None
+    carbon_cap_t: dict[int | str, NonNeg] = Field(default_factory=dict)
+
+    def carbon_prices(self, periods: list[Period]) -> tuple[float, ...]:
+        """Carbon price in each period [USD/tCO2] (0 without one)."""
+        c = self.carbon_price_usd_per_t
+        if c is None:
+            return (0.0,) * len(periods)
+        if isinstance(c, PricePath):
+            return c.values(periods)
+        return (float(c),) * len(periods)
 
 
 class Scenario(_Strict):
@@ -398,6 +602,15 @@ class Scenario(_Strict):
         Enforce each site's ``lead_time_months``: facility capacity beyond
         ``existing_built_mw`` is in service only from the first period starting at
         least that long after the start of the plan.
+    grid_requests : bool
+        Treat each site's grid as connection decisions where its site file gives a
+        ``grid_connection`` (requests with a cost and a lead time counted from the
+        request; ``grid_mw`` is the most it can get); False: the ``grid_mw`` steps are
+        simply available, free.
+    serving : Serving
+        Target peak utilisation, availability and spare racks.
+    paths : Paths
+        Price and technology paths by year.
     peak_power : {"operating_point", "nameplate"}
         Rack IT power used for the peak (grid limit, facility built, demand charge):
         idle power plus the performance model's serving power of the allocated
@@ -430,6 +643,9 @@ class Scenario(_Strict):
     cdu_redundancy: Annotated[int, Field(ge=0)] | None = None
     planning_scale_racks: Annotated[int, Field(gt=0)] | None = None
     lead_time: bool = True
+    grid_requests: bool = True
+    serving: Serving = Field(default_factory=Serving)
+    paths: Paths = Field(default_factory=Paths)
     peak_power: Literal["operating_point", "nameplate"] = "operating_point"
     overrides: list[Override] = Field(default_factory=list)
     allow_unserved: bool = False
@@ -487,7 +703,7 @@ class Scenario(_Strict):
         return list(self.workloads) if self.workloads else self.demand.workloads()
 
     def peak_factor(self, workload: str) -> float:
-        """Peak-to-average factor of ``workload`` [-]."""
+        """Peak-to-average factor of ``workload`` without a profile [-]."""
         p = self.demand.peak_to_average
         return p.get(workload, 1.0) if isinstance(p, dict) else p
 

@@ -121,15 +121,26 @@ def moved_grid(steps: Mapping[int, float], year: int, delay: int) -> dict[int, f
 
 
 def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
-    """The case's calibration with the sampled performance-model parameters."""
+    """The case's calibration with the sampled performance-model parameters.
+
+    A sampled parameter starts from what the planner would use for that accelerator
+    (the defaults, then the case's calibration: pooled, vendor's and own values); the
+    calibration's pooled, vendor and physics values are kept for everything else.
+    """
     from dcplan.perf.params import PARAM_BOUNDS, Calibration
+    from dcplan.perf.predict import hardware_params
 
     base = case.calibration
     defaults = case.perf_defaults
+    accelerators = case.catalog.entries.get("accelerators", {})
     racks = case.scenario.racks or list(case.catalog.entries.get("racks", {}))
     used = sorted({case.catalog.get("racks", r).accelerator for r in racks})
     hardware = {h: dict(p) for h, p in (base.hardware if base else ())}
     changed: dict[str, dict[str, float]] = {}
+
+    def vendor(acc: str) -> str | None:
+        return getattr(accelerators.get(acc), "vendor", None)
+
     for p, value in params:
         c = p.calibration
         accs = [c.accelerator] if c.accelerator else used
@@ -137,11 +148,9 @@ def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
             raise ValueError(f"unknown performance-model parameter '{c.param}'; one of "
                              f"{', '.join(PARAM_BOUNDS)}")
         for acc in accs:
-            if acc not in case.catalog.entries.get("accelerators", {}):
+            if acc not in accelerators:
                 raise ValueError(f"unknown accelerator '{acc}'")
-            hw = defaults.for_hardware(acc)
-            if base is not None:
-                hw = base.apply(hw, acc)
+            hw = hardware_params(defaults, acc, base, vendor(acc))
             now = changed.get(acc, {}).get(c.param, getattr(hw, c.param))
             new = float(_apply(p.op, now, value))
             lo, hi = PARAM_BOUNDS[c.param]
@@ -150,11 +159,13 @@ def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
                                  f"{lo:g}..{hi:g}")
             changed.setdefault(acc, {})[c.param] = new
     for acc, vals in changed.items():
-        own = base.overrides(acc) if base is not None else {}
+        own = base.overrides(acc, vendor(acc)) if base is not None else {}
         hardware[acc] = {**own, **vals}
-    default = dict(base.default) if base is not None else {}
-    meta = dict(base.meta) if base is not None else {}
-    return Calibration.from_dicts(hardware, default, base.source if base else "sweep", meta)
+    if base is None:
+        return Calibration.from_dicts(hardware, source="sweep")
+    return Calibration.from_dicts(
+        hardware, dict(base.default), base.source, dict(base.meta), dict(base.physics),
+        {v: dict(p) for v, p in base.vendor})
 
 
 def sample_changes(case: Any, spec: SweepSpec, values: Mapping[str, Any]

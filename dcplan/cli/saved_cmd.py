@@ -1,0 +1,73 @@
+"""``dcplan show`` and ``dcplan export``: read a saved plan; print it or write its outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dcplan.cli import app, options
+from dcplan.cli.common import check_outputs, emit_json, fail, handle_errors
+
+SavedPlan = Annotated[Path, typer.Argument(
+    metavar="FILE", dir_okay=True,
+    help="A plan saved with 'dcplan plan SCENARIO --save FILE'.")]
+
+
+def _progress(msg: str) -> None:
+    typer.echo(f"[export] {msg}", err=True)
+
+
+def load_saved(path: Path):
+    """The saved plan at ``path`` (exit 1 with a clear message if it is not one)."""
+    from dcplan.api import load_plan
+
+    return load_plan(path).result
+
+
+@app.command("show")
+@handle_errors
+def show_cmd(path: SavedPlan, as_json: options.Json = False, wide: options.Wide = False
+             ) -> None:
+    """Print the summary of a saved plan, without solving.
+
+    The same text (or --json summary) 'dcplan plan' printed when it solved; the inputs
+    behind it come from the file, not from today's catalogs.
+    """
+    from dcplan.export.terminal import WIDTH, plan_text
+
+    if path.is_dir():
+        fail(f"'{path}' is a folder; give a saved plan file (dcplan plan SCENARIO --save "
+             "FILE)")
+    result = load_saved(path)
+    if as_json:
+        summary = result.summary()
+        summary["saved_from"] = result.saved_from
+        emit_json(summary)
+    else:
+        typer.echo(plan_text(result, None if wide else WIDTH))
+
+
+@app.command("export")
+@handle_errors
+def export_cmd(path: SavedPlan, outdir: options.OutDir = None, xlsx: options.Xlsx = None,
+               png_dir: options.PngDir = None, html: options.Html = None,
+               quiet: options.Quiet = False) -> None:
+    """Write the outputs of a saved plan: CSV tables, workbook, PNG charts, HTML report.
+
+    Nothing is solved or read again but the saved file.
+    """
+    from dcplan.api import write_outputs
+
+    if outdir is None and xlsx is None and png_dir is None and html is None:
+        fail("say what to write: -o DIR, --xlsx FILE, --png-dir DIR and/or --html FILE", 2)
+    check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
+                  files={"--xlsx": xlsx, "--html": html})
+    result = load_saved(path)
+    if not result.tables:
+        fail("the saved plan has no solution, so there is nothing to export")
+    written = write_outputs(result, outdir=outdir, xlsx=xlsx, png_dir=png_dir, html=html,
+                            progress=None if quiet else _progress)
+    files = [str(p) for paths in written.values() for p in paths]
+    typer.echo(f"wrote {len(files)} files")

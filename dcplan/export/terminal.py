@@ -1,0 +1,217 @@
+"""The plan as people read it in a terminal: headline, KPIs, fleet, power, equipment, limits.
+
+:func:`plan_text` renders a :class:`~dcplan.planner.PlanResult` (solved now or read from
+a saved plan) to plain text that fits ``width`` columns: numbers right-aligned, the
+fleet with existing, new and retired racks, facility MW against the grid, CDUs,
+switches, transceivers and capex by year, binding limits with shadow prices, the
+marginal cost of demand and the notes. Nothing is recomputed: every figure is one of
+the plan's tables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from dcplan.export.text import format_table
+from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
+from dcplan.planner.results import LEVELISED_TEXT
+
+#: Default width of terminal text [characters].
+WIDTH = 100
+
+
+def _no_nan(rec: dict) -> dict:
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in rec.items()}
+
+
+def _site_periods(sites: dict[str, list[str]]) -> str:
+    return "; ".join(f"{s} ({', '.join(ps)})" for s, ps in sites.items())
+
+
+def _n(v: float) -> str:
+    return f"{v:,.0f}"
+
+
+def timing_text(result: Any) -> str:
+    """``solved in 1.7 s; 4.6 s in all`` from the result's timings."""
+    t = result.timings_s or {}
+    solve, total = t.get("solve"), t.get("total")
+    if result.saved_from:
+        when = result.saved_from.get("created") or "?"
+        return f"read from a saved plan of {when}; solved in {solve or 0:.1f} s then"
+    if solve is None:
+        return f"{total or 0:.1f} s"
+    return f"solved in {solve:.1f} s; {total or solve:.1f} s in all"
+
+
+def _fleet_section(result: Any, width: int) -> list[str]:
+    t = result.tables
+    fleet = t["fleet"]
+    out = ["", "Racks in service by period (+ new, - retired):"]
+    if not len(fleet):
+        return [*out, "(none)"]
+    fleet = fleet.assign(col=fleet.site + "\n" + fleet.rack)
+    cols = list(dict.fromkeys(fleet.col))
+    rows = []
+    for period, sub in fleet.groupby("period", sort=False):
+        row: dict[str, Any] = {"period": str(period)}
+        for r in sub.itertuples():
+            cell = _n(r.installed_racks)
+            moves = []
+            if r.new_racks > 0.5:
+                moves.append(f"+{_n(r.new_racks)}")
+            if r.retired_racks > 0.5:
+                moves.append(f"-{_n(r.retired_racks)}")
+            row[r.col] = cell + (f" ({', '.join(moves)})" if moves else "")
+        rows.append(row)
+    out.append(format_table(rows, ["period", *cols], width=width))
+    case = getattr(result, "case", None)
+    existing = list(case.scenario.existing_fleet) if case is not None else []
+    if existing:
+        out.append("Existing at the start: " + "; ".join(
+            f"{e.count:,} x {e.rack} at {e.site} (installed {e.installed})" for e in existing))
+    return out
+
+
+def _power_section(result: Any, width: int) -> list[str]:
+    power = result.tables["power"]
+    out = ["", "Facility MW at peak / grid MW by site:"]
+    hosting = power.groupby("site").facility_kw_peak.max()
+    sites = [s for s in dict.fromkeys(power.site) if hosting.get(s, 0) > 0] or \
+        list(dict.fromkeys(power.site))
+    rows = []
+    for period, sub in power.groupby("period", sort=False):
+        row: dict[str, Any] = {"period": str(period)}
+        for r in sub.itertuples():
+            if r.site in sites:
+                row[r.site] = f"{r.facility_kw_peak / 1000:.1f} / {r.grid_kw / 1000:.1f}"
+        rows.append(row)
+    out.append(format_table(rows, ["period", *sites], width=width))
+    idle = [s for s in dict.fromkeys(power.site) if s not in sites]
+    if idle:
+        out.append(f"Sites hosting nothing: {', '.join(idle)}")
+    return out
+
+
+def _by_year_section(result: Any, width: int) -> list[str]:
+    """Capex, CDUs, switches, transceivers and network power per period (all sites)."""
+    t = result.tables
+    periods = list(dict.fromkeys(t["power"].period))
+    costs, bom = t.get("costs"), t.get("bom")
+    cooling, network = t.get("cooling"), t.get("network")
+    rows = []
+    for p in periods:
+        row: dict[str, Any] = {"period": str(p)}
+        if costs is not None and len(costs):
+            c = costs[(costs.period == p) & (costs.kind == "capex")]
+            row["capex\n[M USD]"] = f"{c.cost_usd.sum() / 1e6:,.1f}"
+        if cooling is not None and len(cooling):
+            row["CDUs\nin service"] = _n(cooling[cooling.period == p].cdus.sum())
+        if bom is not None and len(bom):
+            b = bom[bom.period == p]
+            sw = b[b.item.str.endswith("switch")]
+            tr = b[b.item == "transceiver"]
+            row["switches\n(+ to order)"] = f"{_n(sw.installed.sum())} (+{_n(sw.new.sum())})"
+            row["transceivers\n(+ to order)"] = f"{_n(tr.installed.sum())} (+{_n(tr.new.sum())})"
+        if network is not None and len(network):
+            row["network\n[kW]"] = _n(network[network.period == p].network_kw.sum())
+        rows.append(row)
+    if not rows or len(rows[0]) == 1:
+        return []
+    return ["", "Capex, cooling and network by period (all sites):",
+            format_table(rows, list(rows[0]), width=width)]
+
+
+def _limits_section(result: Any, width: int) -> list[str]:
+    t = result.tables
+    b = t.get("binding")
+    out = ["", "Binding limits (ranked):"]
+    if b is not None and len(b):
+        out.append("shadow price: saving of one more unit with the chosen fleet fixed; relaxed: "
+                   "with rack counts free (LP relaxation).")
+        out.append(format_table(
+            [_no_nan(r) for r in b.head(15).to_dict("records")],
+            ["rank", "limit", "site", "period", "value", "used", "unit", "shadow_price",
+             "shadow_price_relaxed", "shadow_unit"], width=width,
+            headers={"shadow_price": "shadow\nprice", "shadow_price_relaxed": "relaxed",
+                     "shadow_unit": "shadow unit"}))
+    else:
+        out.append("(none: no site limit stops one more rack)")
+    no_grid = no_grid_sites(t.get("power"))
+    if no_grid:
+        out.append(f"Sites with no grid yet (not ranked): {_site_periods(no_grid)}")
+    if result.inputs is not None:
+        waiting = not_buildable_sites(result.inputs, t.get("power"))
+        if waiting:
+            out.append("Sites where no capacity can be built yet (lead time, not ranked): "
+                       + _site_periods(waiting))
+    sp = t.get("shadow_prices")
+    if sp is not None and len(sp):
+        dem = sp[sp.family == "demand"]
+        if len(dem):
+            out += ["", "Marginal cost of demand [USD per million tokens]:"]
+            rows = []
+            for period, sub in dem.groupby("period", sort=False):
+                row: dict[str, Any] = {"period": str(period)}
+                for r in sub.itertuples():
+                    row[r.workload + ("" if r.pool == "all" else f"/{r.pool}")] = r.shadow_price
+                rows.append(row)
+            out.append(format_table(rows, width=width))
+    return out
+
+
+def plan_text(result: Any, width: int | None = WIDTH) -> str:
+    """Readable summary of a plan that fits ``width`` columns (None: no wrapping).
+
+    Parameters
+    ----------
+    result : PlanResult
+    width : int, optional
+        Terminal width [characters].
+    """
+    out = [f"Plan '{result.name}': {result.status_text} (solver {result.solver}, "
+           f"{timing_text(result)})"]
+    if result.message:
+        out.append(result.message)
+    if not result.status.has_solution:
+        return "\n".join(out)
+    t = result.tables
+    kpi = {r.kpi: r.value for r in t["kpis"].itertuples()}
+
+    def k(name: str, fmt: str) -> str:
+        v = kpi.get(name)
+        return "-" if v is None or v != v else fmt.format(v)
+
+    out.append("")
+    out.append(f"NPV of costs:           {k('npv_cost_usd', '{:,.0f}')} USD")
+    out.append(f"USD per million tokens: {k('usd_per_million_tokens', '{:.4f}')} "
+               f"({LEVELISED_TEXT})")
+    costs = t.get("costs")
+    if costs is not None and len(costs):
+        tv = -costs.loc[costs.category == "terminal_value", "cost_usd_discounted"].sum()
+        if tv > 0:
+            out.append(f"                        (the NPV is net of a terminal-value credit of "
+                       f"{tv:,.0f} USD, present value, so the levelised figure can be below "
+                       "every period's cash cost)")
+    out.append(f"Tokens per kWh:         {k('tokens_per_kwh', '{:,.0f}')} (input + output)")
+    out.append(f"Peak facility:          {k('peak_facility_mw', '{:.1f}')} MW   "
+               f"PUE {k('pue_annual', '{:.3f}')}   utilisation {k('utilisation_frac', '{:.0%}')}"
+               f"   carbon {k('carbon_t', '{:,.0f}')} tCO2")
+    out += _fleet_section(result, width)
+    out += _power_section(result, width)
+    out += _by_year_section(result, width)
+    if len(t.get("unserved", pd.DataFrame())):
+        out += ["", "Unserved demand:"]
+        out.append(format_table(t["unserved"].to_dict("records"),
+                                ["workload", "pool", "period", "short_tokens_per_s_peak",
+                                 "short_frac"], width=width))
+    out += _limits_section(result, width)
+    if result.notes:
+        out += ["", "Notes:"]
+        out += [f"  - {n}" for n in result.notes]
+    return "\n".join(out)
+
+
+__all__ = ["WIDTH", "plan_text", "timing_text"]

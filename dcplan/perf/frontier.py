@@ -1,0 +1,273 @@
+"""Throughput-interactivity Pareto frontier, as InferenceX draws it.
+
+For one rack, model and request shape, every deployable point (parallel layout x draft
+length x decode batch; aggregated and disaggregated) gives a median interactivity
+(output tokens/s per user = 1 / median TPOT) and an output throughput per GPU. The
+frontier keeps the points no other point beats on both; each carries its
+configuration. Disaggregated points pair a decode-pool point with the prefill layout
+and utilisation that prefill most requests per GPU within the TTFT limit (none: any
+stable utilisation), in the ratio that balances the pools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dcplan.perf.goodput import (
+    _RHO_GRID,
+    Layout,
+    _batch_grid,
+    _drafts,
+    _fit_problem,
+    _label,
+    _stack,
+    _traffic,
+    build_setup,
+    candidate_layouts,
+    resolve_calibration,
+)
+from dcplan.perf.latency import tpot_quantile, wait_quantile
+from dcplan.perf.roofline import max_batch, weight_bytes_per_gpu
+from dcplan.perf.serving import Instance, aggregated, decode, kv_transfer_s, prefill
+from dcplan.schema import Workload
+
+
+@dataclass
+class Frontier:
+    """A Pareto frontier and the cloud it was taken from.
+
+    Attributes
+    ----------
+    rack, model, precision : str
+    input_tokens, output_tokens : float
+        Request shape [tokens].
+    points : list of dict
+        Frontier points, by rising interactivity: ``tokens_per_s_per_user``,
+        ``output_tokens_per_s_per_gpu``, ``total_tokens_per_s_per_gpu``, ``mode``,
+        ``parallel``, ``prefill_parallel``, ``batch``, ``draft_tokens``, ``speculative``,
+        ``median_ttft_s``.
+    cloud : dict
+        ``mode -> (x, y)`` arrays of every feasible point (for the plot).
+    reason : str
+        Why there is no frontier ('' when there is one).
+    """
+
+    rack: str
+    model: str
+    precision: str
+    input_tokens: float
+    output_tokens: float
+    points: list[dict[str, Any]] = field(default_factory=list)
+    cloud: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (without the cloud)."""
+        return {"rack": self.rack, "model": self.model, "precision": self.precision,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "reason": self.reason, "points": self.points}
+
+
+def pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points not dominated in (larger x, larger y), by rising x."""
+    order = np.lexsort((-y, -x))            # x descending, then y descending
+    keep, best = [], -np.inf
+    for i in order:
+        if y[i] > best * (1 + 1e-9):
+            keep.append(i)
+            best = y[i]
+    return np.array(keep[::-1], dtype=int)
+
+
+def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_tokens: float,
+             precision: str | None = None, speculative: str = "none",
+             acceptance_frac: float | None = None, ttft_s: float | None = None,
+             percentile: float = 50.0, calibration=None,
+             modes: tuple[str, ...] = ("aggregated", "disaggregated"),
+             layout: Layout | None = None) -> Frontier:
+    """Pareto frontier of output tokens/s per GPU against tokens/s per user.
+
+    Parameters
+    ----------
+    ttft_s : float, optional
+        TTFT limit at ``percentile`` every point must meet [s] (None: none).
+    modes : tuple
+        ``aggregated`` and/or ``disaggregated``.
+
+    Returns
+    -------
+    Frontier
+        With ``reason`` set (and no points) when the model cannot be served.
+    """
+    model = catalog.get("models", model_id)
+    wl = Workload(id="frontier", name="frontier", model=model.id,
+                  input_tokens_mean=float(input_tokens), output_tokens_mean=float(output_tokens),
+                  cache_hit_frac=0.0, precision=precision or ("fp8" if model.is_moe else "fp8"),
+                  ttft_s=ttft_s or 1e9, tpot_ms=1e9, percentile=percentile,
+                  speculative=speculative, acceptance_frac=acceptance_frac,
+                  source="dcplan perf frontier", as_of="2026-01")
+    cal = resolve_calibration(calibration, catalog)
+    su = build_setup(catalog, rack_id, model.id, wl, precision, cal if cal is not None else False)
+    out = Frontier(rack_id, model.id, su.precision.value, float(input_tokens),
+                   float(output_tokens))
+    layouts = candidate_layouts(su.rack, su.model, su.serving, layout)
+    if su.hw is not None:
+        layouts = [p for p in layouts
+                   if float(weight_bytes_per_gpu(p, su.shape)) < su.hw.hbm_capacity] or layouts
+    problem = _fit_problem(su, layouts)
+    if problem:
+        out.reason = problem
+        return out
+    drafts, acc, cost = _drafts(su)
+    nd = len(drafts)
+    par = _stack(layouts, nd)
+    n = np.tile(np.array(drafts, float), len(layouts))[:, None]
+    tr = _traffic(su, 1.0)
+    ph, sv = su.physics, su.serving
+    bmax = max_batch(su.hw, par, su.shape, sv, tr.decode_context)
+    grid = _batch_grid(int(max(1.0, float(bmax.max()))))[None, :]
+    inst = Instance(su.hw, par, su.shape, ph, sv, n, acc, cost)
+    g = np.asarray(par.gpus, float)
+    xs, ys, meta = [], [], []
+    o = float(output_tokens)
+    if "aggregated" in modes:
+        pt = aggregated(inst, tr, grid)
+        ok = (grid <= bmax) & (pt.utilisation < 1.0)
+        if ttft_s:
+            ok &= pt.ttft_quantile(percentile) <= ttft_s
+        tpot = pt.tpot_quantile(50.0, ph.tpot_cv_frac)
+        x = 1.0 / tpot
+        y = pt.requests_per_s * o / g
+        ttft_med = pt.ttft_quantile(50.0)
+        li, bi = np.nonzero(ok)
+        out.cloud["aggregated"] = (x[li, bi], y[li, bi])
+        for a, b in zip(li, bi, strict=True):
+            xs.append(x[a, b])
+            ys.append(y[a, b])
+            meta.append(("aggregated", a, b, "", float(ttft_med[a, b])))
+    if "disaggregated" in modes:
+        dec = decode(inst, grid, tr.decode_context)
+        tpot = tpot_quantile(dec.token_s, 0.0, 0.0, o, ph.tpot_cv_frac, 50.0)
+        ok = grid <= bmax
+        rate_d = grid / (o * dec.token_s) / g                       # requests/s per GPU
+        ppar = _stack(layouts)
+        pinst = Instance(su.hw, ppar, su.shape, ph, sv)
+        pre = prefill(pinst, tr)
+        kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
+        rho = _RHO_GRID[None, :]
+        ttft_p = (pre.alone_s + kvt + ph.ttft_overhead_s
+                  + wait_quantile(rho, pre.alone_s, 1.0, ph.prefill_service_cv2, percentile))
+        pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
+        ok_p = (pbm >= 1) & ((ttft_p <= ttft_s) if ttft_s else True)
+        rate_p = np.where(ok_p, rho / (pre.batched_s * np.asarray(ppar.gpus, float)), -1.0)
+        if ok_p.any():
+            pi, ri = np.unravel_index(int(np.argmax(rate_p)), rate_p.shape)
+            rp = float(rate_p[pi, ri])
+            plabel = _label(ppar, pi, su.shape.is_moe)[0]
+            ttft_med = float((pre.alone_s + kvt + ph.ttft_overhead_s).ravel()[pi] + wait_quantile(
+                _RHO_GRID[ri], pre.alone_s.ravel()[pi], 1.0, ph.prefill_service_cv2, 50.0))
+            blended = 1.0 / (1.0 / rp + 1.0 / np.where(ok, rate_d, np.nan))
+            x = 1.0 / tpot
+            y = blended * o
+            li, bi = np.nonzero(ok & np.isfinite(y))
+            out.cloud["disaggregated"] = (x[li, bi], y[li, bi])
+            for a, b in zip(li, bi, strict=True):
+                xs.append(x[a, b])
+                ys.append(y[a, b])
+                meta.append(("disaggregated", a, b, plabel, ttft_med))
+    if not xs:
+        out.reason = ("no stable operating point" + (f" meets TTFT {ttft_s:g} s" if ttft_s else ""))
+        return out
+    xs_a, ys_a = np.array(xs), np.array(ys)
+    total_per_out = (float(input_tokens) + o) / o
+    keep = pareto(xs_a, ys_a)
+    # Thin the frontier to the best point per 3% band of interactivity, so the table and
+    # the plot stay readable.
+    band = np.floor(np.log(xs_a[keep]) / np.log(1.03))
+    thin = [int(keep[np.flatnonzero(band == b)[np.argmax(ys_a[keep][band == b])]])
+            for b in np.unique(band)]
+    for k in thin:
+        mode, a, b, plabel, ttft_med = meta[k]
+        label = _label(par, a, su.shape.is_moe)[0]
+        out.points.append({
+            "tokens_per_s_per_user": float(xs_a[k]),
+            "output_tokens_per_s_per_gpu": float(ys_a[k]),
+            "total_tokens_per_s_per_gpu": float(ys_a[k]) * total_per_out,
+            "mode": mode, "parallel": label, "prefill_parallel": plabel,
+            "batch": int(grid[0, b]), "draft_tokens": int(n[a, 0]),
+            "speculative": speculative if int(n[a, 0]) else "none",
+            "median_ttft_s": ttft_med,
+        })
+    return out
+
+
+def _config_text(p: dict[str, Any]) -> str:
+    text = p["parallel"]
+    if p["prefill_parallel"]:
+        text += f" (prefill {p['prefill_parallel']})"
+    if p["draft_tokens"]:
+        text += f", {p['speculative']} {p['draft_tokens']}"
+    return text
+
+
+def plot_frontier(fr: Frontier, path: Path | str) -> None:
+    """Draw ``fr`` (cloud and frontier with its configurations) to a PNG file.
+
+    The frontier is split into runs of one configuration; each run is numbered on
+    the plot and named in a key below it.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dcplan.yamlio import atomic_path
+
+    runs: list[tuple[str, list[dict[str, Any]]]] = []
+    for p in fr.points:
+        cfg = f"{p['mode']}: {_config_text(p)}"
+        if runs and runs[-1][0] == cfg:
+            runs[-1][1].append(p)
+        else:
+            runs.append((cfg, [p]))
+    fig = plt.figure(figsize=(10, 7.2), dpi=110)
+    ax = fig.add_axes([0.08, 0.41, 0.88, 0.53])
+    colours = {"aggregated": "#4C72B0", "disaggregated": "#DD8452"}
+    for mode, (x, y) in fr.cloud.items():
+        ax.scatter(x, y, s=3, alpha=0.12, color=colours[mode], label=f"{mode}, every point",
+                   rasterized=True)
+    ax.plot([p["tokens_per_s_per_user"] for p in fr.points],
+            [p["output_tokens_per_s_per_gpu"] for p in fr.points], color="black", lw=1.0,
+            zorder=2, label="Pareto frontier")
+    for i, (_cfg, pts) in enumerate(runs, start=1):
+        mode = pts[0]["mode"]
+        ax.scatter([p["tokens_per_s_per_user"] for p in pts],
+                   [p["output_tokens_per_s_per_gpu"] for p in pts], s=16,
+                   color=colours[mode], edgecolor="black", linewidth=0.4, zorder=3)
+        mid = pts[len(pts) // 2]
+        ax.annotate(str(i), (mid["tokens_per_s_per_user"], mid["output_tokens_per_s_per_gpu"]),
+                    textcoords="offset points", xytext=(5, 5), fontsize=8, weight="bold")
+    ax.set_xlabel("interactivity: output tokens/s per user (1 / median TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(f"{fr.model} on {fr.rack} ({fr.precision}), {fr.input_tokens:,.0f} input / "
+                 f"{fr.output_tokens:,.0f} output tokens")
+    ax.grid(alpha=0.3)
+    ax.set_xlim(left=0)
+    ymax = max(p["output_tokens_per_s_per_gpu"] for p in fr.points)
+    ax.set_ylim(0, ymax * 1.12)
+    ax.legend(fontsize=8, loc="upper right", markerscale=3)
+    lines = [f"{i}. {cfg}" for i, (cfg, _) in enumerate(runs, start=1)]
+    col = (len(lines) + 1) // 2 if len(lines) > 8 else len(lines)
+    for c, chunk in enumerate((lines[:col], lines[col:])):
+        fig.text(0.08 + 0.45 * c, 0.27, "\n".join(chunk[:14]) + ("\n..." if len(chunk) > 14
+                                                                 else ""),
+                 fontsize=7.5, va="top", family="monospace")
+    fig.text(0.08, 0.30, "Configurations along the frontier (instance layout, prefill layout "
+                         "when disaggregated, draft tokens per step):", fontsize=8)
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)

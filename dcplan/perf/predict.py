@@ -1,0 +1,437 @@
+"""The model's prediction for each measurement row, at that row's own configuration.
+
+Serving rows (one benchmark run: hardware, precision, parallel layout, concurrency,
+speculative decoding, aggregated or disaggregated) are predicted as a closed loop at
+the row's concurrency (:func:`dcplan.perf.serving.solve_closed_loop`), vectorised over
+all rows: :class:`ServingRows` prepares the fixed arrays once, so a calibration can
+re-predict every row thousands of times.
+
+* Aggregated rows: the row's figures behave like **one instance** at that
+  concurrency (InferenceX reports its per-GPU throughput, TPOT and TTFT so that
+  Little's law holds per instance of ``max(tp, ep)`` GPUs), so one instance is
+  predicted.
+* Disaggregated rows: ``prefill_gpus / max(prefill_tp, prefill_ep)`` prefill instances
+  and ``decode_gpus / max(decode_tp, decode_ep)`` decode instances share the
+  concurrency; per-GPU figures divide by all GPUs.
+* Lengths: the benchmark draws each request between 80% and 100% of the nominal
+  lengths; rows are predicted at the mean, ``measurement_length_frac`` (0.9) of them.
+* ``mtp`` rows: the draft length (``mtp_draft_tokens``) that gives the most throughput
+  at the row's concurrency, as a tuned deployment would pick.
+
+A row the model cannot express (weights or one sequence's KV do not fit the row's
+instance) is flagged with the reason and gets no prediction.
+
+Phase-level rows (MLPerf) are predicted one by one: prefill ``B c / t``, decode
+``B / t_token``, end-to-end Offline rows at their batch, Server rows at the best batch
+(up to the row's) whose 99th-percentile TTFT and TPOT under Poisson arrivals meet the
+limits; when none does the row is flagged, not replaced by batch 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dcplan.catalog import Catalog
+from dcplan.perf.measurements import Measurement, ServingMeasurement, scaleup_domain
+from dcplan.perf.params import HardwareParams, PerfDefaults, PhysicsParams
+from dcplan.perf.power import activity
+from dcplan.perf.roofline import (
+    Hardware,
+    ModelShape,
+    Parallel,
+    forward_step,
+    max_batch,
+    stack_params,
+    weight_bytes_per_gpu,
+)
+from dcplan.perf.serving import (
+    Instance,
+    Point,
+    Traffic,
+    aggregated,
+    decode,
+    disaggregated,
+    prefill,
+    solve_closed_loop,
+)
+
+
+@dataclass(frozen=True)
+class RowPrediction:
+    """Predicted figures of one measurement row (None where not predicted).
+
+    Attributes
+    ----------
+    output_tokens_per_s_per_gpu : float or None
+        Serving rows: generated tokens/s per GPU of the deployment [tokens/s].
+    tokens_per_s : float or None
+        Phase rows: replica tokens/s in the row's own unit [tokens/s].
+    median_tpot_ms, p99_tpot_ms : float or None
+        [ms].
+    median_ttft_s, p99_ttft_s : float or None
+        [s].
+    power_w : float or None
+        Serving rows: per GPU; phase rows: the replica's accelerators [W].
+    configuration : str
+        Parallel layout as predicted (``DEP8``, ``TP8 EP8``, ``prefill 1 x TP8 / decode
+        3 x DEP16``), with the draft length for speculative rows.
+    flag : str
+        Why the row could not be predicted ('' when it was).
+    notes : str
+        Remarks (groups that span scale-up domains).
+    batch : float
+        Decode batch per (decode) instance at the prediction [sequences].
+    """
+
+    output_tokens_per_s_per_gpu: float | None = None
+    tokens_per_s: float | None = None
+    median_tpot_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    median_ttft_s: float | None = None
+    p99_ttft_s: float | None = None
+    power_w: float | None = None
+    configuration: str = ""
+    flag: str = ""
+    notes: str = ""
+    batch: float = 0.0
+
+
+def hardware_params(defaults: PerfDefaults, accelerator_id: str, calibration,
+                    vendor: str | None = None) -> HardwareParams:
+    """Parameters of ``accelerator_id`` (of ``vendor``): defaults, then calibration."""
+    base = defaults.for_hardware(accelerator_id)
+    return calibration.apply(base, accelerator_id, vendor) if calibration else base
+
+
+def physics_params(defaults: PerfDefaults, calibration) -> PhysicsParams:
+    """Physics parameters: defaults, then calibration overrides."""
+    return calibration.apply_physics(defaults.physics) if calibration else defaults.physics
+
+
+def scaleout_gbps(catalog: Catalog, accelerator_id: str, fallback: float) -> float:
+    """Scale-out per GPU of the accelerator's racks (largest), else ``fallback`` [Gb/s]."""
+    vals = [r.scaleout_gbps_per_accelerator for r in catalog.entries.get("racks", {}).values()
+            if r.accelerator == accelerator_id]
+    return max(vals) if vals else fallback
+
+
+def _take(obj, idx):
+    """Index every array field of a dataclass (scalars stay)."""
+    out = {}
+    for k, v in obj.__dict__.items():
+        out[k] = v[idx] if isinstance(v, np.ndarray) and v.ndim else v
+    return type(obj)(**out)
+
+
+def _stack_hw(hws: Sequence[Hardware]) -> Hardware:
+    keys = ("gemm_flops", "other_flops", "attn_flops", "hbm_bytes_per_s", "hbm_capacity",
+            "scaleup_bytes_per_s", "scaleout_bytes_per_s", "domain")
+    return Hardware(**{k: np.array([getattr(h, k) for h in hws], float) for k in keys},
+                    params=hws[0].params)
+
+
+def _stack_shapes(shapes: Sequence[ModelShape]) -> ModelShape:
+    """One shape of one model whose precision-dependent fields are arrays over rows."""
+    first = shapes[0]
+    return replace(first, **{k: np.array([getattr(s, k) for s in shapes], float) for k in (
+        "expert_bytes_per_param", "other_bytes_per_param", "kv_bytes_per_token_layer")})
+
+
+def _layout_label(par_p: Parallel | None, n_p, par_d: Parallel, n_d, moe: bool) -> str:
+    if par_p is None:
+        return par_d.label(moe)
+    return (f"prefill {int(n_p)} x {par_p.label(moe)} / decode {int(n_d)} x "
+            f"{par_d.label(moe)}")
+
+
+class ServingRows:
+    """Serving rows prepared for repeated vectorised prediction.
+
+    Parameters
+    ----------
+    rows : sequence of ServingMeasurement
+    catalog : Catalog
+    defaults : PerfDefaults
+        For the serving assumptions (not for fitted parameters, given at predict time).
+    """
+
+    def __init__(self, rows: Sequence[ServingMeasurement], catalog: Catalog,
+                 defaults: PerfDefaults):
+        self.rows = list(rows)
+        self.catalog = catalog
+        self.serving = defaults.serving
+        self.n = len(self.rows)
+        self.flags = [""] * self.n
+        self.notes = [""] * self.n
+        self.configs = [""] * self.n
+        self.hardware = [m.hardware for m in self.rows]
+        sv = self.serving
+        frac = sv.measurement_length_frac
+        # group by (model, disaggregated); precisions and speculation vary inside a group
+        groups: dict[tuple, list[int]] = {}
+        self._shapes: dict[tuple, ModelShape] = {}
+        for i, m in enumerate(self.rows):
+            key = (m.model, m.disaggregated)
+            groups.setdefault(key, []).append(i)
+            sk = (m.model, m.precision.value)
+            if sk not in self._shapes:
+                self._shapes[sk] = ModelShape.build(catalog.get("models", m.model), m.precision,
+                                                    sv)
+        self.groups = []
+        for key, idx in groups.items():
+            shapes = [self._shapes[(self.rows[i].model, self.rows[i].precision.value)]
+                      for i in idx]
+            shape = _stack_shapes(shapes)
+            hws, pars_d, pars_p, n_p, n_d = [], [], [], [], []
+            for i, shp in zip(idx, shapes, strict=True):
+                m = self.rows[i]
+                acc = catalog.get("accelerators", m.hardware)
+                domain = scaleup_domain(catalog, m.hardware) or 8
+                hws.append(Hardware.build(acc, shp, defaults.for_hardware(m.hardware), sv,
+                                          scaleout_gbps(catalog, m.hardware,
+                                                        sv.measurement_scaleout_gbps), domain))
+                pd = Parallel.from_engine(m.decode_tp, m.decode_ep, m.decode_dp_attention)
+                pars_d.append(pd)
+                if m.disaggregated:
+                    pp = Parallel.from_engine(m.prefill_tp, m.prefill_ep, False)
+                    pars_p.append(pp)
+                    n_p.append(m.prefill_gpus // pp.gpus)
+                    n_d.append(m.decode_gpus // pd.gpus)
+                else:
+                    pp = None
+                self.configs[i] = _layout_label(pp, n_p[-1] if pp else 0, pd,
+                                                n_d[-1] if pp else 0, shape.is_moe)
+                spans = [f"{lab} spans {int(np.ceil(g / domain))} scale-up domains of {domain}"
+                         for lab, g in (("decode TP", m.decode_tp), ("decode EP", m.decode_ep),
+                                        ("prefill TP", m.prefill_tp), ("prefill EP", m.prefill_ep))
+                         if g > domain]
+                self.notes[i] = "; ".join(spans) + ("; its collectives cross the scale-out "
+                                                    "network" if spans else "")
+            hw = _stack_hw(hws)
+            par_d = Parallel(*(np.array([getattr(p, f) for p in pars_d], float)
+                               for f in ("attn_tp", "attn_dp", "ep")))
+            par_p = (Parallel(*(np.array([getattr(p, f) for p in pars_p], float)
+                                for f in ("attn_tp", "attn_dp", "ep"))) if pars_p else None)
+            rows = [self.rows[i] for i in idx]
+            traffic = Traffic(np.array([m.input_tokens for m in rows]) * frac,
+                              np.array([m.output_tokens for m in rows]) * frac, 0.0, 1.0)
+            conc = np.array([m.concurrency for m in rows], float)
+            # fit check: weights and one sequence's KV on the decode (and prefill) instance
+            bmax = max_batch(hw, par_d, shape, sv, traffic.decode_context)
+            ok = bmax >= 1
+            for j, i in enumerate(idx):
+                if not ok[j]:
+                    w = float(weight_bytes_per_gpu(_take(par_d, j), shapes[j])) / 1e9
+                    self.flags[i] = (f"{rows[j].model} at {rows[j].precision.value} needs "
+                                     f"{w:,.0f} GB of weights per GPU with "
+                                     f"{self.configs[i]} but {rows[j].hardware} has "
+                                     f"{hws[j].hbm_capacity / 1e9:,.0f} GB usable (with the KV "
+                                     "of one sequence): the model cannot hold this row")
+            if par_p is not None:
+                wp = weight_bytes_per_gpu(par_p, shape)
+                okp = wp < hw.hbm_capacity
+                for j, i in enumerate(idx):
+                    if not okp[j] and not self.flags[i]:
+                        self.flags[i] = (f"the prefill instance {par_p.label()} cannot hold "
+                                         f"the weights ({float(wp[j]) / 1e9:,.0f} GB per GPU)")
+                ok = ok & okp
+            sel = np.flatnonzero(ok)
+            self.groups.append(dict(
+                key=key, idx=np.array(idx)[sel], shape=_take(shape, sel), hw=_take(hw, sel),
+                spec=np.array([self.rows[i].speculative for i in np.array(idx)[sel]]),
+                par_d=_take(par_d, sel), par_p=_take(par_p, sel) if par_p else None,
+                n_p=np.array(n_p, float)[sel] if pars_p else None,
+                n_d=np.array(n_d, float)[sel] if pars_p else None,
+                traffic=_take(traffic, sel), conc=conc[sel], bmax=bmax[sel],
+                idle_w=np.array([catalog.get("accelerators", self.rows[i].hardware).idle_power_w
+                                 for i in np.array(idx)[sel]]),
+                max_w=np.array([catalog.get("accelerators", self.rows[i].hardware).max_power_w
+                                for i in np.array(idx)[sel]]),
+                hw_ids=[self.rows[i].hardware for i in np.array(idx)[sel]],
+            ))
+
+    def predict(self, params: Mapping[str, HardwareParams], physics: PhysicsParams,
+                percentiles: tuple[float, ...] = (50.0, 99.0)) -> dict[str, np.ndarray]:
+        """Predict every row.
+
+        Parameters
+        ----------
+        params : mapping
+            Accelerator id -> :class:`HardwareParams`.
+        physics : PhysicsParams
+
+        Returns
+        -------
+        dict of ndarray (one value per row, NaN where flagged)
+            ``output_tokens_per_s_per_gpu``, ``median_tpot_ms``, ``p99_tpot_ms``,
+            ``median_ttft_s``, ``p99_ttft_s``, ``power_w_per_gpu``, ``batch``,
+            ``draft_tokens``.
+        """
+        keys = ("output_tokens_per_s_per_gpu", "median_tpot_ms", "p99_tpot_ms",
+                "median_ttft_s", "p99_ttft_s", "power_w_per_gpu", "batch", "draft_tokens")
+        out = {k: np.full(self.n, np.nan) for k in keys}
+        sv = self.serving
+        for grp in self.groups:
+            if not len(grp["idx"]):
+                continue
+            spec = grp["spec"]
+            # Expand each row into its draft-length candidates (one for no speculation).
+            cand_row, cand_n = [], []
+            for j, sp in enumerate(spec):
+                for n in (sv.mtp_draft_tokens if sp == "mtp" else
+                          sv.draft_tokens if sp == "draft" else (0,)):
+                    cand_row.append(j)
+                    cand_n.append(float(n))
+            ix = np.array(cand_row)
+            n = np.array(cand_n)
+            hp = stack_params([params[grp["hw_ids"][j]] for j in ix])
+            hw = replace(_take(grp["hw"], ix), params=hp)
+            is_mtp = spec[ix] == "mtp"
+            acc = np.where(is_mtp, physics.mtp_acceptance_frac, physics.draft_acceptance_frac)
+            cost = np.where(is_mtp, physics.mtp_draft_cost_frac, physics.draft_cost_frac)
+            tr = replace(_take(grp["traffic"], ix), arrival_cv2=physics.closed_loop_arrival_cv2)
+            shape = _take(grp["shape"], ix)
+            par_d = _take(grp["par_d"], ix)
+            conc = grp["conc"][ix]
+            inst_d = Instance(hw, par_d, shape, physics, sv, n, acc, cost)
+            if grp["par_p"] is None:
+                pre = prefill(inst_d, tr)
+
+                def pob(b, inst_d=inst_d, pre=pre, tr=tr):
+                    return aggregated(inst_d, tr, b, pre), b
+                n_dec = 1.0
+            else:
+                inst_p = Instance(hw, _take(grp["par_p"], ix), shape, physics, sv)
+                pre = prefill(inst_p, tr)
+                n_p, n_dec = grp["n_p"][ix], grp["n_d"][ix]
+
+                def pob(b, inst_d=inst_d, inst_p=inst_p, pre=pre, tr=tr, n_p=n_p, n_d=n_dec):
+                    return disaggregated(inst_p, inst_d, tr, b, n_p, n_d, pre), b * n_d
+            cap = np.minimum(grp["bmax"][ix], conc / n_dec)
+            pt, _ = solve_closed_loop(pob, conc, cap)
+            grp_e = {"idle_w": grp["idle_w"][ix], "max_w": grp["max_w"][ix]}
+            res = self._summarise(pt, physics, hp, grp_e, percentiles)
+            res["draft_tokens"] = n
+            # The best draft length per row (most throughput at its concurrency).
+            width = int(np.bincount(ix).max())
+            mat = np.full((len(spec), width), -1)
+            slot = np.zeros(len(spec), dtype=int)
+            for e, j in enumerate(ix):
+                mat[j, slot[j]] = e
+                slot[j] += 1
+            tput = np.where(mat >= 0, res["output_tokens_per_s_per_gpu"][np.maximum(mat, 0)],
+                            -np.inf)
+            chosen = mat[np.arange(len(spec)), np.argmax(tput, axis=1)]
+            best = {k: v[chosen] for k, v in res.items()}
+            for k in keys:
+                out[k][grp["idx"]] = best[k]
+        return out
+
+    @staticmethod
+    def _summarise(pt: Point, physics: PhysicsParams, hp: HardwareParams, grp, percentiles):
+        act = activity(hp, pt.compute_util, pt.memory_util)
+        return {
+            "output_tokens_per_s_per_gpu": pt.output_tokens_per_s_per_gpu,
+            "median_tpot_ms": pt.tpot_quantile(50.0, physics.tpot_cv_frac) * 1e3,
+            "p99_tpot_ms": pt.tpot_quantile(99.0, physics.tpot_cv_frac) * 1e3,
+            "median_ttft_s": pt.ttft_quantile(50.0),
+            "p99_ttft_s": pt.ttft_quantile(99.0),
+            "power_w_per_gpu": grp["idle_w"] + (grp["max_w"] - grp["idle_w"]) * act,
+            "batch": pt.batch,
+        }
+
+    def predictions(self, params: Mapping[str, HardwareParams], physics: PhysicsParams
+                    ) -> list[RowPrediction]:
+        """Row-by-row :class:`RowPrediction` objects."""
+        arr = self.predict(params, physics)
+        out = []
+        for i, m in enumerate(self.rows):
+            if self.flags[i]:
+                out.append(RowPrediction(configuration=self.configs[i], flag=self.flags[i],
+                                         notes=self.notes[i]))
+                continue
+            cfg = self.configs[i]
+            if m.speculative != "none":
+                cfg += f", {m.speculative} {int(arr['draft_tokens'][i])} draft tokens"
+            out.append(RowPrediction(
+                output_tokens_per_s_per_gpu=float(arr["output_tokens_per_s_per_gpu"][i]),
+                median_tpot_ms=float(arr["median_tpot_ms"][i]),
+                p99_tpot_ms=float(arr["p99_tpot_ms"][i]),
+                median_ttft_s=float(arr["median_ttft_s"][i]),
+                p99_ttft_s=float(arr["p99_ttft_s"][i]),
+                power_w=float(arr["power_w_per_gpu"][i]), configuration=cfg,
+                notes=self.notes[i], batch=float(arr["batch"][i])))
+        return out
+
+
+# ------------------------------------------------------------------ phase rows
+
+
+def predict_phase(m: Measurement, catalog: Catalog, params: HardwareParams,
+                  physics: PhysicsParams, defaults: PerfDefaults) -> RowPrediction:
+    """Predict one phase-level row (see the module docstring)."""
+    sv = defaults.serving
+    acc = catalog.get("accelerators", m.hardware)
+    shape = ModelShape.build(catalog.get("models", m.model), m.precision, sv)
+    domain = scaleup_domain(catalog, m.hardware) or m.gpus
+    hw = Hardware.build(acc, shape, params, sv,
+                        scaleout_gbps(catalog, m.hardware, sv.measurement_scaleout_gbps), domain)
+    par = Parallel(attn_tp=m.gpus, attn_dp=1, ep=1)
+    label = par.label(shape.is_moe)
+    inst = Instance(hw, par, shape, physics, sv)
+    b = float(m.batch)
+    free = hw.hbm_capacity - float(weight_bytes_per_gpu(par, shape))
+    if free <= 0:
+        return RowPrediction(configuration=label, flag=(
+            f"{m.model} at {m.precision.value} does not fit {m.gpus} x {m.hardware}"))
+
+    def power(u_c, u_m):
+        act = float(activity(params, u_c, u_m))
+        return m.gpus * (acc.idle_power_w + (acc.max_power_w - acc.idle_power_w) * act)
+
+    if m.phase == "prefill":
+        tokens = b * m.context_tokens
+        st = forward_step(hw, par, shape, physics, sv, tokens, tokens,
+                          shape.attended(m.context_tokens / 2.0),
+                          b * shape.kv_bytes_seq(m.context_tokens), "prefill",
+                          steps=max(1.0, np.ceil(tokens / sv.prefill_chunk_tokens)))
+        t = float(st.total_s)
+        return RowPrediction(tokens_per_s=tokens / t, configuration=label,
+                             power_w=power(float(st.compute_s) / t, float(st.memory_s) / t),
+                             batch=b)
+    if not m.end_to_end:
+        dec = decode(inst, b, m.context_tokens)
+        t = float(dec.step_s)
+        return RowPrediction(tokens_per_s=b / t, configuration=label, batch=b,
+                             median_tpot_ms=t * 1e3,
+                             power_w=power(float(dec.step.compute_s) / t,
+                                           float(dec.step.memory_s) / t))
+    traffic = Traffic(float(m.prompt_tokens), float(m.output_tokens), 0.0, 1.0)
+    limited = m.ttft_s is not None or m.tpot_ms is not None
+    batches = np.arange(1.0, b + 1.0) if limited else np.array([b])
+    pt = aggregated(inst, traffic, batches)
+    rate = pt.requests_per_s * float(m.output_tokens)
+    ok = np.ones_like(rate, dtype=bool)
+    pct = sv.phase_rows_percentile
+    if m.ttft_s is not None:
+        ok &= pt.ttft_quantile(pct) <= m.ttft_s
+    if m.tpot_ms is not None:
+        ok &= pt.tpot_quantile(pct, physics.tpot_cv_frac) * 1e3 <= m.tpot_ms
+    ok &= pt.utilisation < 1.0
+    if not ok.any():
+        return RowPrediction(configuration=label, flag=(
+            f"no batch up to {m.batch} meets the row's limits at p{pct:g} (TTFT "
+            f"{m.ttft_s} s, TPOT {m.tpot_ms} ms): best reachable TTFT "
+            f"{float(pt.ttft_quantile(pct).min()):.3g} s, TPOT "
+            f"{float(pt.tpot_quantile(pct, physics.tpot_cv_frac).min()) * 1e3:.3g} ms"))
+    i = int(np.argmax(np.where(ok, rate, -1.0)))
+    return RowPrediction(
+        tokens_per_s=float(rate[i]), configuration=label, batch=float(batches[i]),
+        median_tpot_ms=float(pt.tpot_quantile(50.0, physics.tpot_cv_frac)[i]) * 1e3,
+        p99_tpot_ms=float(pt.tpot_quantile(99.0, physics.tpot_cv_frac)[i]) * 1e3,
+        median_ttft_s=float(pt.ttft_quantile(50.0)[i]),
+        p99_ttft_s=float(pt.ttft_quantile(99.0)[i]),
+        power_w=power(float(pt.compute_util[i]), float(pt.memory_util[i])))

@@ -1,0 +1,411 @@
+"""Serving operating points of one instance or one prefill/decode deployment.
+
+Aggregated serving (prefill steps interleaved with decode steps on one instance, prefill
+first, as vLLM, SGLang and TensorRT-LLM schedule by default), for a decode batch of
+``B`` sequences, ``I`` input tokens (share ``h`` cached), ``O`` output tokens::
+
+    t_tok  = (t_verify(B (n+1)) + n * draft_cost * t_step(B)) / E(a, n)   decode time per token
+    t_pre  = prefill time of one request in shared chunks                [s]
+    lambda = B / (O * t_tok + B * t_pre)                                 requests/s
+    TPOT   = t_tok + B * t_pre / O             (every token waits for B/O prefills)
+    rho    = lambda * t_pre                    (share of time spent prefilling)
+    TTFT_p = s + W_p(rho) + t_step / 2         (service alone, queue, the step under way)
+
+Open loop (Poisson arrivals): ``lambda`` follows from ``B``. Closed loop at ``C``
+requests in flight (AIPerf, InferenceX): Little's law ``C = lambda (TTFT + O TPOT)``
+fixes ``B``, found by bisection.
+
+Disaggregated serving: ``n_p`` prefill instances (queue utilisation
+``lambda t_pre / n_p``) hand the KV cache over the scale-out network to ``n_d``
+decode instances (``TPOT = t_tok``).
+
+All functions are vectorised over rows (parameters, parallel layouts, lengths and
+concurrencies as arrays) and over batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dcplan.perf.latency import tpot_quantile, wait_mean, wait_quantile
+from dcplan.perf.params import PhysicsParams, ServingParams
+from dcplan.perf.roofline import Hardware, ModelShape, Parallel, StepTime, forward_step
+from dcplan.perf.speculative import expected_tokens
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One model instance: hardware, layout, model and speculative decoding.
+
+    Attributes
+    ----------
+    hw : Hardware
+    par : Parallel
+    shape : ModelShape
+    phys : PhysicsParams
+    serving : ServingParams
+    draft_tokens : int or array
+        Tokens drafted per step (0: no speculative decoding).
+    acceptance : float or array
+        Per-token acceptance probability of drafted tokens [0..1].
+    draft_cost_frac : float or array
+        One draft pass as a share of a plain decode step [-].
+    """
+
+    hw: Hardware
+    par: Parallel
+    shape: ModelShape
+    phys: PhysicsParams
+    serving: ServingParams
+    draft_tokens: float = 0.0
+    acceptance: float = 0.0
+    draft_cost_frac: float = 0.0
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Request shape (arrays allowed).
+
+    Attributes
+    ----------
+    input_tokens, output_tokens : float
+        Mean prompt (input) and generated (output) tokens per request [tokens].
+    cached_frac : float
+        Share of the prompt served from the prefix cache [0..1].
+    arrival_cv2 : float
+        Squared coefficient of variation of inter-arrival times (Poisson: 1).
+    """
+
+    input_tokens: float
+    output_tokens: float
+    cached_frac: float = 0.0
+    arrival_cv2: float = 1.0
+
+    @property
+    def decode_context(self):
+        """Mean KV length of a decoding sequence ``I + O/2`` [tokens]."""
+        return np.asarray(self.input_tokens, float) + np.asarray(self.output_tokens, float) / 2
+
+
+# --------------------------------------------------------------------- decode
+
+
+@dataclass(frozen=True)
+class Decode:
+    """Decode at a batch: per-token time and the parts of one step [s]."""
+
+    token_s: np.ndarray
+    step_s: np.ndarray
+    tokens_per_step: np.ndarray
+    step: StepTime
+    draft_s: np.ndarray
+
+
+def decode(inst: Instance, batch, context) -> Decode:
+    """Decode ``batch`` sequences of mean KV length ``context`` on ``inst``.
+
+    The verification pass processes ``B (n+1)`` tokens and reads the KV cache once;
+    ``n`` draft passes each cost ``draft_cost_frac`` of a plain step at batch ``B``.
+    """
+    b = np.asarray(batch, dtype=float)
+    n = np.asarray(inst.draft_tokens, dtype=float)
+    s = inst.shape
+    dp = np.asarray(inst.par.attn_dp, dtype=float)
+    seqs_rank = np.maximum(b / dp, np.minimum(b, 1.0))
+    kv_rank = seqs_rank * s.kv_bytes_seq(context)
+    att = s.attended(context)
+    verify = forward_step(inst.hw, inst.par, s, inst.phys, inst.serving, b * (n + 1.0),
+                          seqs_rank * (n + 1.0), att, kv_rank, "decode")
+    if np.any(n > 0):
+        plain = forward_step(inst.hw, inst.par, s, inst.phys, inst.serving, b, seqs_rank, att,
+                             kv_rank, "decode")
+        draft = n * inst.draft_cost_frac * plain.total_s
+    else:
+        draft = np.zeros_like(verify.total_s)
+    e = expected_tokens(inst.acceptance, n)
+    step_s = verify.total_s + draft
+    return Decode(step_s / e, step_s, e + 0.0 * step_s, verify, draft)
+
+
+# -------------------------------------------------------------------- prefill
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """Prefill of one request: shared-chunk (throughput) and alone (latency) times [s]."""
+
+    batched_s: np.ndarray
+    alone_s: np.ndarray
+    batched: StepTime
+
+
+def prefill(inst: Instance, traffic: Traffic) -> Prefill:
+    """Prefill times of one request of ``traffic`` on ``inst``.
+
+    Batched: the request's new tokens share chunks of ``prefill_chunk_tokens`` with
+    other requests, spread over the attention DP ranks, so weight reads and overheads
+    are paid pro rata. Alone: one request, at least one whole chunk, its attention on
+    one DP rank.
+    """
+    s = inst.shape
+    i_tok = np.asarray(traffic.input_tokens, dtype=float)
+    cached = i_tok * np.asarray(traffic.cached_frac, dtype=float)
+    new = np.maximum(i_tok - cached, 1.0)
+    att = s.attended(cached + new / 2.0)
+    kv = s.kv_bytes_seq(i_tok)
+    chunk = float(inst.serving.prefill_chunk_tokens)
+    dp = np.asarray(inst.par.attn_dp, dtype=float)
+    batched = forward_step(inst.hw, inst.par, s, inst.phys, inst.serving, new, new / dp, att,
+                           kv / dp, "prefill", steps=new / chunk)
+    alone = forward_step(inst.hw, inst.par, s, inst.phys, inst.serving, new, new, att, kv,
+                         "prefill", steps=np.maximum(np.ceil(new / chunk), 1.0))
+    return Prefill(batched.total_s, alone.total_s, batched)
+
+
+# ----------------------------------------------------------------- aggregated
+
+
+@dataclass(frozen=True)
+class Point:
+    """An operating point (arrays over batches or rows).
+
+    Attributes
+    ----------
+    batch : ndarray
+        Sequences decoding per instance (per decode instance when disaggregated).
+    requests_per_s : ndarray
+        Completed requests per second of the whole deployment [1/s].
+    gpus : ndarray
+        GPUs of the deployment.
+    tpot_mean_s, ttft_mean_s : ndarray
+        Mean TPOT and TTFT [s].
+    utilisation : ndarray
+        Prefill-queue utilisation [0..1].
+    compute_util, memory_util : ndarray
+        Time shares compute and HBM are busy, averaged over the deployment's GPUs.
+    prefill_s, prefill_alone_s, token_s, step_s : ndarray
+        Batched and alone prefill time per request, decode time per token, decode step.
+    arrival_cv2 : ndarray
+    tokens_per_step : ndarray
+        Tokens per decode step per sequence (speculative decoding).
+    kv_transfer_s : ndarray
+        Disaggregated: KV-cache hand-over per request [s].
+    interrupt_s : ndarray
+        Prefill time that interrupts decoding, per prefill (aggregated) [s].
+    output_tokens : ndarray
+        Output tokens per request [tokens].
+    parts : dict
+        Per-request time split for the bottleneck label (compute, memory_bandwidth,
+        interconnect, overhead) [s].
+    slot_wait_s : ndarray
+        Closed loop with a full KV cache: wait for a decode slot (Little's law) [s].
+    fixed_s : float
+        Time outside the model before the first token (``ttft_overhead_s``) [s].
+    """
+
+    batch: np.ndarray
+    requests_per_s: np.ndarray
+    gpus: np.ndarray
+    tpot_mean_s: np.ndarray
+    ttft_mean_s: np.ndarray
+    utilisation: np.ndarray
+    compute_util: np.ndarray
+    memory_util: np.ndarray
+    prefill_s: np.ndarray
+    prefill_alone_s: np.ndarray
+    token_s: np.ndarray
+    step_s: np.ndarray
+    arrival_cv2: np.ndarray
+    service_cv2: float
+    tokens_per_step: np.ndarray
+    kv_transfer_s: np.ndarray
+    interrupt_s: np.ndarray
+    output_tokens: np.ndarray
+    parts: dict
+    slot_wait_s: np.ndarray | float = 0.0
+    fixed_s: float = 0.0
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> np.ndarray:
+        """Generated tokens/s per GPU of the deployment [tokens/s]."""
+        return self.requests_per_s * self.output_tokens / self.gpus
+
+    def ttft_quantile(self, percentile) -> np.ndarray:
+        """TTFT at ``percentile`` [s]."""
+        w = wait_quantile(self.utilisation, self.prefill_alone_s, self.arrival_cv2,
+                          self.service_cv2, percentile)
+        return (self.prefill_alone_s + w + self.kv_transfer_s + self.step_s / 2.0
+                + self.slot_wait_s + self.fixed_s)
+
+    def tpot_quantile(self, percentile, tpot_cv_frac) -> np.ndarray:
+        """TPOT at ``percentile`` [s]."""
+        arrivals = np.where(self.interrupt_s > 0, self.requests_per_s, 0.0)
+        return tpot_quantile(self.tpot_mean_s, self.interrupt_s, arrivals, self.output_tokens,
+                             tpot_cv_frac, percentile)
+
+
+def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = None) -> Point:
+    """Operating point of one aggregated instance decoding ``batch`` sequences.
+
+    ``pre`` (from :func:`prefill`) may be passed when it was computed already.
+    """
+    b = np.asarray(batch, dtype=float)
+    o = np.asarray(traffic.output_tokens, dtype=float)
+    dec = decode(inst, b, traffic.decode_context)
+    pre = prefill(inst, traffic) if pre is None else pre
+    per_req = o * dec.token_s + b * pre.batched_s
+    lam = b / per_req
+    rho = lam * pre.batched_s
+    tpot = dec.token_s + b * pre.batched_s / o
+    cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
+    w = wait_mean(rho, pre.alone_s, cv2, inst.phys.prefill_service_cv2)
+    ttft = pre.alone_s + w + dec.step_s / 2.0 + inst.phys.ttft_overhead_s
+    # time shares: prefill rho, decode 1 - rho
+    ps, ds = pre.batched, dec.step
+    pre_t = np.maximum(ps.total_s, 1e-30)
+    dec_t = np.maximum(dec.step_s, 1e-30)
+    u_c = rho * ps.compute_s / pre_t + (1 - rho) * ds.compute_s / dec_t
+    u_m = rho * ps.memory_s / pre_t + (1 - rho) * ds.memory_s / dec_t
+    steps_per_req = o / dec.tokens_per_step
+    parts = _parts(ps, 1.0, ds, steps_per_req / b, dec.draft_s)
+    g = np.asarray(inst.par.gpus, dtype=float) + 0.0 * b
+    return Point(b, lam, g, tpot, ttft, rho, np.clip(u_c, 0, 1), np.clip(u_m, 0, 1),
+                 pre.batched_s + 0 * b, pre.alone_s + 0 * b, dec.token_s, dec.step_s, cv2 + 0 * b,
+                 inst.phys.prefill_service_cv2, dec.tokens_per_step, 0.0 * b,
+                 pre.batched_s + 0 * b, o + 0 * b, parts, 0.0, inst.phys.ttft_overhead_s)
+
+
+def _parts(pre: StepTime | None, pre_count, dec: StepTime, dec_count, draft_s) -> dict:
+    """Per-request time by ceiling: compute, memory bandwidth, interconnect, overhead."""
+    out = {"compute": 0.0, "memory_bandwidth": 0.0, "interconnect": 0.0, "overhead": 0.0}
+    for st, n in ((pre, pre_count), (dec, dec_count)):
+        if st is None:
+            continue
+        comp_dom = st.compute_s >= st.memory_s
+        out["compute"] = out["compute"] + n * np.where(comp_dom, st.roof_s, 0.0)
+        out["memory_bandwidth"] = out["memory_bandwidth"] + n * np.where(comp_dom, 0.0, st.roof_s)
+        out["interconnect"] = out["interconnect"] + n * st.comm_s
+        out["overhead"] = out["overhead"] + n * st.overhead_s
+    out["overhead"] = out["overhead"] + dec_count * draft_s
+    return out
+
+
+def bottleneck_label(parts: dict, i=None) -> str:
+    """The ceiling that takes most of the time per request (at index ``i``)."""
+    vals = {k: float(np.asarray(v)[i] if i is not None and np.ndim(v) else np.asarray(v))
+            for k, v in parts.items()}
+    return max(vals, key=lambda k: vals[k])
+
+
+# -------------------------------------------------------------- disaggregated
+
+
+def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s) -> np.ndarray:
+    """Time to move one prompt's KV cache from a prefill to a decode instance [s].
+
+    Over the prefill instance's scale-out links (``gpus x scale-out`` at the scale-out
+    efficiency).
+    """
+    kv = prefill_inst.shape.kv_bytes_seq(traffic.input_tokens)
+    link = (np.asarray(prefill_inst.par.gpus, float) * scaleout_bytes_per_s
+            * prefill_inst.hw.params.scaleout_eff_frac)
+    return kv / link
+
+
+def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batch,
+                  n_prefill, n_decode, pre: Prefill | None = None) -> Point:
+    """Operating point of ``n_prefill`` prefill and ``n_decode`` decode instances.
+
+    ``batch`` is the decode batch per decode instance; the request rate is the decode
+    pool's, ``lambda = n_d B / (O t_tok)``; the prefill queue runs at
+    ``rho = lambda t_pre / n_p``.
+    """
+    b = np.asarray(batch, dtype=float)
+    o = np.asarray(traffic.output_tokens, dtype=float)
+    n_p = np.asarray(n_prefill, dtype=float)
+    n_d = np.asarray(n_decode, dtype=float)
+    dec = decode(dec_inst, b, traffic.decode_context)
+    pre = prefill(pre_inst, traffic) if pre is None else pre
+    lam = n_d * b / (o * dec.token_s)
+    rho = lam * pre.batched_s / n_p
+    cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
+    kvt = kv_transfer_s(pre_inst, traffic, pre_inst.hw.scaleout_bytes_per_s) + 0 * b
+    w = wait_mean(rho, pre.alone_s, cv2, pre_inst.phys.prefill_service_cv2)
+    ttft = pre.alone_s + w + kvt + dec.step_s / 2.0 + pre_inst.phys.ttft_overhead_s
+    g_p = np.asarray(pre_inst.par.gpus, float) * n_p
+    g_d = np.asarray(dec_inst.par.gpus, float) * n_d
+    g = g_p + g_d + 0 * b
+    ps, ds = pre.batched, dec.step
+    pre_t = np.maximum(ps.total_s, 1e-30)
+    dec_t = np.maximum(dec.step_s, 1e-30)
+    busy_p = np.minimum(rho, 1.0)
+    u_c = (g_p * busy_p * ps.compute_s / pre_t + g_d * ds.compute_s / dec_t) / g
+    u_m = (g_p * busy_p * ps.memory_s / pre_t + g_d * ds.memory_s / dec_t) / g
+    parts = _parts(ps, 1.0, ds, o / dec.tokens_per_step / b, dec.draft_s)
+    return Point(b, lam, g, dec.token_s, ttft, rho, np.clip(u_c, 0, 1), np.clip(u_m, 0, 1),
+                 pre.batched_s + 0 * b, pre.alone_s + 0 * b, dec.token_s, dec.step_s, cv2 + 0 * b,
+                 pre_inst.phys.prefill_service_cv2, dec.tokens_per_step, kvt, 0.0 * b, o + 0 * b,
+                 parts, 0.0, pre_inst.phys.ttft_overhead_s)
+
+
+# ---------------------------------------------------------------- closed loop
+
+
+def solve_closed_loop(point_of_batch, concurrency, batch_max, iterations: int = 32):
+    """Decode batch at which Little's law holds for ``concurrency`` requests in flight.
+
+    ``C = lambda * (TTFT_mean + O * TPOT_mean)``; with ``B = lambda O TPOT`` this is
+    ``g(B) = B_total + lambda TTFT_mean - C = 0``, increasing in ``B``. Bisection in
+    log space between a tiny batch and ``min(C, batch_max)``. Where even the largest
+    batch leaves ``g < 0`` (the KV cache is full), the remaining requests wait for a
+    slot and the batch stays at its maximum.
+
+    Parameters
+    ----------
+    point_of_batch : callable
+        ``B -> (Point, sequences decoding in the deployment)``.
+    concurrency : array
+        Requests in flight [-].
+    batch_max : array
+        Largest batch per (decode) instance.
+
+    Returns
+    -------
+    (Point, ndarray)
+        The point at the solution and a flag: True where the KV cache caps the batch.
+    """
+    c = np.asarray(concurrency, dtype=float)
+    hi = np.maximum(np.asarray(batch_max, dtype=float), 1e-3)
+    lo = np.full_like(hi, 1e-3)
+
+    def gap(b):
+        pt, seqs = point_of_batch(b)
+        with np.errstate(invalid="ignore"):
+            val = seqs + pt.requests_per_s * pt.ttft_mean_s - c
+        return np.where(np.isfinite(val), val, np.inf), pt
+
+    g_hi, pt_hi = gap(hi)
+    capped = g_hi < 0
+    llo, lhi = np.log(lo), np.log(hi)
+    for _ in range(iterations):
+        mid = 0.5 * (llo + lhi)
+        g_mid, _ = gap(np.exp(mid))
+        up = g_mid < 0
+        llo = np.where(up, mid, llo)
+        lhi = np.where(up, lhi, mid)
+    b = np.where(capped, hi, np.exp(0.5 * (llo + lhi)))
+    pt, seqs = point_of_batch(b)
+    if np.any(capped):
+        # Requests beyond the KV capacity queue for a slot: Little's law gives TTFT.
+        wait = np.where(capped, (c - seqs) / np.maximum(pt.requests_per_s, 1e-30), 0.0)
+        pt = _with_extra_wait(pt, wait)
+    return pt, capped
+
+
+def _with_extra_wait(pt: Point, wait) -> Point:
+    from dataclasses import replace
+
+    extra = np.maximum(wait - pt.ttft_mean_s, 0.0)
+    return replace(pt, ttft_mean_s=pt.ttft_mean_s + extra, slot_wait_s=extra)

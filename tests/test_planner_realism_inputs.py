@@ -1,0 +1,85 @@
+"""Bad input to the planner's realism features gets one clear error naming file, entry and
+field; the new scenario and site fields load and reach the planner's inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dcplan.case import load_case
+from dcplan.errors import InputError
+from dcplan.sites import load_sites
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
+
+
+def _problems(name: str):
+    with pytest.raises(InputError) as info:
+        load_case(FIXTURES / name)
+    return info.value.problems, str(info.value)
+
+
+@pytest.mark.parametrize("fixture, field, entry, words", [
+    ("profile_23_hours.yaml", "demand.profiles.chat", "chat", ["24 values", "got 23"]),
+    ("profile_mean.yaml", "demand.profiles.chat", "chat", ["average 1.25", "must average 1"]),
+    ("utilisation_above_one.yaml", "serving.target_utilisation.chat", "chat", ["<= 1", "1.2"]),
+    ("path_gap.yaml", "paths.rack_capex.gb200_nvl72.by_year", "gb200_nvl72",
+     ["no value for 2027", "no gaps"]),
+    ("profile_unknown.yaml", "demand.profiles.chat", "chat",
+     ["kr_consumer_chatt", "kr_consumer_chat"]),
+])
+def test_bad_realism_inputs(fixture, field, entry, words):
+    problems, text = _problems(fixture)
+    assert len(problems) == 1, text
+    p = problems[0]
+    assert p.file.endswith(f"fixtures/scenarios/{fixture}")
+    assert p.field == field
+    assert p.entry == entry
+    assert p.line is not None
+    for w in words:
+        assert w in p.message, p.message
+
+
+def test_lead_time_longer_than_horizon_names_the_site_file():
+    problems, text = _problems("lead_time_horizon.yaml")
+    assert len(problems) == 1, text
+    p = problems[0]
+    assert p.file.endswith("sites_lead/far_site.yaml")
+    assert p.entry == "far_site"
+    assert p.field == "grid_connection.lead_time_months"
+    assert p.line is not None
+    assert "40 months" in p.message and "2026..2028" in p.message
+
+
+def test_site_build_parts_and_committed_grid_are_checked(tmp_path):
+    src = (ROOT / "sites" / "honam_haenam.yaml").read_text()
+    bad = src.replace("build_mechanical_usd_per_mw: 1170000\n", "").replace(
+        "committed_mw: {2027: 40}", "committed_mw: {2027: 80}")
+    (tmp_path / "h.yaml").write_text(bad)
+    with pytest.raises(InputError) as info:
+        load_sites(tmp_path)
+    text = str(info.value)
+    assert "build_mechanical_usd_per_mw" in text and "honam_haenam" in text
+    assert "committed_mw exceeds grid_mw in 2027" in text
+
+
+def test_baseline_inputs_carry_the_new_fields(baseline_inputs):
+    d = baseline_inputs
+    seoul = d.sites["seoul_metro"]
+    g = seoul.connection
+    # 9.9 MW committed; 48 months + 6 for the assessment: a 2026 request energises in
+    # mid 2030, i.e. from the 2031 period
+    assert g.committed_kw[0] == pytest.approx(9900.0)
+    assert d.periods[g.arrival[0]].label == "2030"
+    assert d.periods[g.arrival_assessed[0]].label == "2031"
+    assert dict(seoul.build_parts_usd_per_kw) == {"shell": 4500.0, "electrical": 5400.0,
+                                                   "mechanical": 1520.0}
+    assert d.workloads["batch"].flexible and d.workloads["chat"].profile is not None
+    assert d.workloads["chat"].target_utilisation == 0.8
+    assert d.racks["gb200_nvl72"].capex_path[1] == pytest.approx(3.0e6 * 0.85)
+    assert d.energy_price("seoul_metro", 1) == pytest.approx(
+        d.energy_price("seoul_metro", 0) * 1.02)
+    assert d.carbon_price(0) == pytest.approx(7.0 / 1000)
+    assert d.day_names == ("weekday", "weekend")
