@@ -127,6 +127,20 @@ def test_sweep_report_in_headless_chromium(tmp_path):
     assert "NPV of costs: P10 190" in page.text
 
 
+def test_dcplan_show_reads_a_sweep_folder_too(tmp_path):
+    folder, _ = _folder(tmp_path)
+    done = runner.invoke(app, ["show", str(folder)])
+    assert done.exit_code == 0, done.output
+    assert done.output == runner.invoke(app, ["sweep", "show", str(folder)]).output
+    data = json.loads(runner.invoke(app, ["show", str(folder), "--json"]).output)
+    assert data["solved"] == 10
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = runner.invoke(app, ["show", str(empty)])
+    assert done.exit_code == 1 and "without a sweep" in done.output
+    assert "--save" in done.output and "dcplan sweep" in done.output
+
+
 def test_show_refuses_a_folder_without_a_sweep(tmp_path):
     done = runner.invoke(app, ["sweep", "show", str(tmp_path)])
     assert done.exit_code == 1 and "not a sweep folder" in done.output
