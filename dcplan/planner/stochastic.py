@@ -4,13 +4,15 @@ A scenario's ``uncertainty:`` block (:class:`~dcplan.scenario.schema.Uncertainty
 cases with probabilities and a year ``first_stage_until``. Every case is a full
 deterministic model (:func:`~dcplan.planner.model.build_model` of its own inputs); the
 extensive form puts them side by side in one MILP and ties their **first-stage
-decisions** together (non-anticipativity): the racks bought, the facility capacity
-built, the grid capacity requested and the CDUs bought in every period that starts
-before ``first_stage_until`` are the same in every case. Operations in those periods
-(which racks serve which workload, power, energy) and every decision from
-``first_stage_until`` on are the case's own recourse. A first-stage purchase that one
-case does not allow (a rack that is not yet available in that case) is fixed at zero
-in all cases: what is bought now must be buyable whatever happens.
+decisions** together (non-anticipativity): the racks ordered, the facility capacity
+built and the grid capacity requested in every period that starts before
+``first_stage_until`` are the same in every case. Operations in those periods (which
+racks serve which workload, power, energy), the CDUs (they follow the racks, and their
+model depends on each case's planning scale) and every decision from
+``first_stage_until`` on are the case's own recourse. An order that one case cannot
+deliver (a rack type not yet available in that case in that period) is shared by the
+cases that can, and is simply not delivered, nor paid, in the others, which must serve
+their demand without it.
 
 The objective is the probability-weighted NPV of the cases' costs [USD, present value],
 or, with ``cvar: {weight: w, alpha: a}``, ``(1 - w) E[cost] + w CVaR_a[cost]`` (the
@@ -57,12 +59,11 @@ from dcplan.planner.names import lp_name
 from dcplan.planner.solver import SolveInfo, SolveStatus, solve
 
 #: ModelVars attributes holding first-stage decisions; the last key element is the period.
-FIRST_STAGE = ("new", "built", "req", "req_assessed", "cdu_new")
+FIRST_STAGE = ("new", "built", "req", "req_assessed")
 #: Words for :data:`FIRST_STAGE` (tables).
 FIRST_STAGE_WORDS = {"new": "racks bought", "built": "facility capacity built [kW]",
                      "req": "grid requested [kW]",
-                     "req_assessed": "grid requested, with assessment [kW]",
-                     "cdu_new": "CDUs bought"}
+                     "req_assessed": "grid requested, with assessment [kW]"}
 #: First-stage values below this count as zero [racks, kW].
 ZERO = 1e-6
 #: Name of the deterministic plan of the scenario as written.
@@ -248,7 +249,7 @@ def build_extensive(cases: Sequence[StochasticCase], n_first: int,
     costs : list of pulp.LpAffineExpression
         Each case's NPV expression [USD, present value].
     shared : dict
-        (attr, key) -> list of the cases' variables tied together (or fixed at 0).
+        (attr, key) -> list of the variables tied together (of the cases that have it).
     """
     master = pulp.LpProblem(lp_name("dcplan", "stochastic"), pulp.LpMinimize)
     models, costs = [], []
@@ -256,8 +257,8 @@ def build_extensive(cases: Sequence[StochasticCase], n_first: int,
         prob, mv = build_model(c.inputs, elastic=elastic)
         for v in prob.variables():
             v.name = f"k{i}_{v.name}"
-        for name, con in prob.constraints.items():
-            master.addConstraint(con, f"k{i}_{name}")
+        for con in prob.constraints():
+            master.addConstraint(con, f"k{i}_{con.name}")
         models.append(mv)
         costs.append(_case_objective(prob))
     tied: dict[tuple, list[Any]] = {}
@@ -265,21 +266,16 @@ def build_extensive(cases: Sequence[StochasticCase], n_first: int,
         for k, v in _first_stage_vars(mv, n_first).items():
             tied.setdefault(k, []).append(v)
     for j, (_, vs) in enumerate(sorted(tied.items(), key=lambda kv: str(kv[0]))):
-        if len(vs) < len(cases):  # not possible in some case: not bought now in any
-            for i, v in enumerate(vs):
-                master.addConstraint(pulp.LpAffineExpression([(v, 1.0)]) == 0,
-                                     f"na0_{j}_{i}")
-        else:
-            for i, v in enumerate(vs[1:], 1):
-                master.addConstraint(pulp.LpAffineExpression([(v, 1.0), (vs[0], -1.0)]) == 0,
-                                     f"na_{j}_{i}")
+        for i, v in enumerate(vs[1:], 1):
+            master.addConstraint(pulp.LpAffineExpression([(v, 1.0), (vs[0], -1.0)]) == 0,
+                                 f"na_{j}_{i}")
     probs = [c.probability for c in cases]
     expected = pulp.lpSum(p * e for p, e in zip(probs, costs, strict=True))
     if cvar is not None and cvar.weight > 0:
-        eta = pulp.LpVariable("cvar_eta")
+        eta = master.add_variable("cvar_eta")
         us = []
         for i, e in enumerate(costs):
-            u = pulp.LpVariable(f"cvar_u_{i}", 0)
+            u = master.add_variable(f"cvar_u_{i}", 0)
             master.addConstraint(u - e + eta >= 0, f"cvar_{i}")
             us.append(u)
         risk = eta + pulp.lpSum(p * u for p, u in zip(probs, us, strict=True)) / (1 - cvar.alpha)
@@ -301,26 +297,24 @@ def evaluate_first_stage(c: StochasticCase, fixed: dict[tuple, float], n_first: 
     -------
     Solved, str
         The solve (priced unserved demand when the fixed first stage cannot serve the
-        case otherwise: ``unserved`` True) and '' or why the first stage cannot be
-        carried out in this case at all (``status`` INFEASIBLE).
+        case otherwise: ``unserved`` True) and '' or which orders this case cannot
+        deliver (they are dropped, as in the extensive form).
     """
     for elastic in (False, True):
         prob, mv = build_model(c.inputs, elastic=elastic)
         own = _first_stage_vars(mv, n_first)
         missing = [k for k, x in fixed.items() if x > ZERO and k not in own]
-        if missing:
-            attr, key = missing[0]
-            per = c.inputs.periods[key[-1]].label
-            why = (f"{FIRST_STAGE_WORDS[attr]} {', '.join(map(str, key[:-1]))} in {per} "
-                   f"({fixed[missing[0]]:,.6g}) is not possible in case {c.name}")
-            return Solved(SolveStatus.INFEASIBLE, None, None), why
+        why = "; ".join(
+            f"{FIRST_STAGE_WORDS[a]} {', '.join(map(str, k[:-1]))} in "
+            f"{c.inputs.periods[k[-1]].label} ({fixed[a, k]:,.6g}) not delivered in case "
+            f"{c.name}" for a, k in missing)
         for k, v in own.items():
             x = fixed.get(k, 0.0)
             x = float(round(x)) if v.cat == pulp.LpInteger else max(0.0, x)
             v.lowBound = v.upBound = x
         info = solve(prob, options)
         if info.status.has_solution or elastic:
-            return _solved(info, unserved=elastic and info.status.has_solution), ""
+            return _solved(info, unserved=elastic and info.status.has_solution), why
     raise AssertionError("unreachable")
 
 
@@ -375,8 +369,8 @@ class StochasticResult:
         stochastic plan), perfect_info_cost_usd (the case planned alone), their gaps
         and statuses, and the deterministic plans' costs in that case.
     first_stage : pandas.DataFrame
-        period, decision, site, item (rack type or CDU model), value: the shared
-        decisions [racks, CDUs, kW].
+        period, decision, site, item (rack type), value: the shared decisions
+        [racks, kW].
     recourse : pandas.DataFrame
         case, period, site, rack, new_racks, installed_racks: every case's fleet
         under the stochastic plan (first-stage periods included).
@@ -533,10 +527,10 @@ def plan_stochastic(case: Any, options: Any = None, *,
         if abs(x) <= ZERO:
             continue
         site = key[1] if attr == "new" else key[0]
-        item = key[0] if attr == "new" else key[1] if attr == "cdu_new" else ""
+        item = key[0] if attr == "new" else ""
         rows.append({"period": labels[key[-1]], "decision": FIRST_STAGE_WORDS[attr],
                      "site": site, "item": item,
-                     "value": float(round(x)) if attr in ("new", "cdu_new") else x})
+                     "value": float(round(x)) if attr == "new" else x})
     first_stage = pd.DataFrame(rows, columns=["period", "decision", "site", "item", "value"])
     first_stage = first_stage.sort_values(["period", "decision", "site", "item"],
                                           ignore_index=True)
@@ -593,9 +587,6 @@ def plan_stochastic(case: Any, options: Any = None, *,
     ev_eval = evals.get(ev_name)
     if ev_eval is None:
         vss = Bounded(None, reason=f"the expected-value plan ({ev_name}) has no optimal plan")
-    elif any(why for _, why in ev_eval):
-        vss = Bounded(None, reason="the expected-value plan's first stage cannot be carried "
-                             "out in every case: " + "; ".join(why for _, why in ev_eval if why))
     else:
         vss = _bounded(stoch, [s for s, _ in ev_eval], probs, weight, alpha, 1, "VSS")
     plan_rows = []
@@ -606,18 +597,16 @@ def plan_stochastic(case: Any, options: Any = None, *,
             row.update(objective_usd=None, regret_usd=None, regret_low_usd=None,
                        regret_high_usd=None, within_solver_gap=None,
                        notes=msg or "no optimal plan")
-        elif any(why for _, why in ev):
-            row.update(objective_usd=None, regret_usd=None, regret_low_usd=None,
-                       regret_high_usd=None, within_solver_gap=None,
-                       notes="; ".join(why for _, why in ev if why))
         else:
             b = _bounded(stoch, [s for s, _ in ev], probs, weight, alpha, 1, "regret")
             shortfall = [c.name for c, (s, _) in zip(cases, ev, strict=True) if s.unserved]
+            words = [why for _, why in ev if why]
+            if shortfall:
+                words.append(f"leaves demand unserved (priced) in {', '.join(shortfall)}")
             row.update(objective_usd=None if b.value is None else b.value + stoch.objective,
                        regret_usd=b.value, regret_low_usd=b.low, regret_high_usd=b.high,
                        within_solver_gap=b.within_gap,
-                       notes=(f"leaves demand unserved (priced) in {', '.join(shortfall)}"
-                              if shortfall else b.reason))
+                       notes="; ".join(words) or b.reason)
         plan_rows.append(row)
     plan_df = pd.DataFrame(plan_rows)
 
@@ -630,8 +619,7 @@ def plan_stochastic(case: Any, options: Any = None, *,
                "perfect_info_gap": alone[i].gap,
                "perfect_info_unserved": alone[i].unserved}
         for name, ev in evals.items():
-            s, why = ev[i]
-            row[f"cost_with_{name}_plan_usd"] = s.objective if not why else None
+            row[f"cost_with_{name}_plan_usd"] = ev[i][0].objective
         case_rows.append(row)
     case_df = pd.DataFrame(case_rows)
     timings["total"] = time.perf_counter() - t0
