@@ -314,3 +314,16 @@ def test_the_shipped_example_reports_evpi_and_vss():
     for p in data["plans"]:
         assert p["regret_high_usd"] >= 0, p
     assert data["vss"]["high_usd"] >= 0 and data["evpi"]["high_usd"] >= 0
+
+
+def test_validate_checks_the_cases_without_solving(tmp_path):
+    from dcplan.cli import app
+
+    body = CASES.replace("first_stage_until: 2028", "first_stage_until: 2026").replace(
+        "demand.growth.chat.annual_growth: 0.5", "demand.growth.chat.annual_growt: 0.5")
+    done = runner.invoke(app, ["validate", str(write(tmp_path, body))])
+    assert done.exit_code == 1
+    assert "first_stage_until 2026 is outside the horizon" in done.output
+    assert "entry 'fast'" in done.output and "annual_growt" in done.output
+    ok = runner.invoke(app, ["validate", str(write(tmp_path, CASES, "ok.yaml"))])
+    assert ok.exit_code == 0, ok.output

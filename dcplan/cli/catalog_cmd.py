@@ -491,7 +491,11 @@ def _validate_file(path: Path, checked: list[str], kind: str | None = None) -> l
             return []
         # A scenario is checked as `plan` reads it: with its catalogs, perf defaults
         # and sites, every problem at once.
-        STATE.case(path)
+        case = STATE.case(path)
+        if case.scenario.uncertainty is not None:  # its cases, as `plan` builds them
+            from dcplan.planner.stochastic import load_cases
+
+            load_cases(case, prepare=False)
         checked.append(f"scenario {shown}")
         return []
     except InputError as exc:

@@ -46,8 +46,10 @@ def summary_rows(res: Any) -> list[tuple[str, Any, str]]:
         rows += [(label, b.value, "USD (present value)"),
                  (f"{label}, lowest the gaps allow", b.low, "USD"),
                  (f"{label}, highest the gaps allow", b.high, "USD"),
-                 (f"{label} within the solver gap", b.within_gap, ""),
-                 (f"{label} not computed because", b.reason or "", "")]
+                 (f"{label} within the solver gap",
+                  {True: "yes", False: "no"}.get(b.within_gap, "-"), "")]
+        if b.reason:
+            rows.append((f"{label} not computed because", b.reason, ""))
     rows.append(("Expected-value plan", res.expected_value_plan, ""))
     if res.cvar is not None:
         rows.append(("CVaR weight / alpha", f"{res.cvar.weight:g} / {res.cvar.alpha:g}", ""))
@@ -95,6 +97,8 @@ def stochastic_text(res: Any, width: int | None = 100) -> str:
         out.append("  none")
     out += ["", "Deterministic plans, first stage fixed and evaluated on every case "
                 "[million USD]:"]
+    out += [f"  {r['plan']} orders now: {r['first_stage']}" for r in
+            res.plans.to_dict("records")]
     rows = [{"plan": r["plan"] + (" (expected value)" if r["expected_value_plan"] else ""),
              "objective": _musd(r["objective_usd"]), "regret": _musd(r["regret_usd"]),
              "within gap": {True: "yes", False: "no"}.get(r["within_solver_gap"], "-"),
@@ -136,10 +140,13 @@ def write_stochastic_workbook(res: Any, path: Path | str) -> Path:
         ws.append([label, value, unit])
         if isinstance(value, float) and "USD" in unit:
             ws.cell(ws.max_row, 2).number_format = "#,##0"
+        elif isinstance(value, float) and label == "Relative gap":
+            ws.cell(ws.max_row, 2).number_format = "0.00%"
     for n in res.notes:
         ws.append(["Note", n, ""])
     ws.column_dimensions["A"].width = 48
     ws.column_dimensions["B"].width = 24
+    ws.column_dimensions["C"].width = 22
     for title, name in SHEETS.items():
         if name is None:
             continue

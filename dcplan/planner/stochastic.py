@@ -100,9 +100,12 @@ def risk_objective(costs: Sequence[float], probs: Sequence[float], weight: float
     return (1 - weight) * expected + weight * cvar
 
 
-def load_cases(case: Any, progress: Callable[[str], None] | None = None
-               ) -> list[StochasticCase]:
+def load_cases(case: Any, progress: Callable[[str], None] | None = None,
+               prepare: bool = True) -> list[StochasticCase]:
     """The changed case and planner inputs of each uncertainty case of ``case``.
+
+    ``prepare=False`` checks the cases without preparing the planner's inputs (what
+    ``dcplan validate`` does); ``inputs`` is then None.
 
     Raises
     ------
@@ -164,6 +167,9 @@ def load_cases(case: Any, progress: Callable[[str], None] | None = None
                 problems.append(scn.problem(path_, p.message, entry=c.name,
                                             field=f"{path_}" + (f" ({fld})" if fld and
                                                                 fld not in path_ else "")))
+            continue
+        if not prepare:
+            out.append(StochasticCase(c.name, c.probability, changed, None, c.description))
             continue
         say(f"case {c.name}: preparing inputs")
         try:
@@ -375,8 +381,9 @@ class StochasticResult:
         case, period, site, rack, new_racks, installed_racks: every case's fleet
         under the stochastic plan (first-stage periods included).
     plans : pandas.DataFrame
-        Deterministic plans (each case's, and the scenario as written): expected cost
-        of their first stage on all cases [USD], regret [USD] and its interval, notes.
+        Deterministic plans (each case's, and the scenario as written): the racks
+        their first stage orders, its objective on all cases [USD], regret [USD] and
+        its interval, notes.
     evpi, vss : Bounded
     notes : list of str
     timings_s : dict
@@ -590,9 +597,10 @@ def plan_stochastic(case: Any, options: Any = None, *,
     else:
         vss = _bounded(stoch, [s for s, _ in ev_eval], probs, weight, alpha, 1, "VSS")
     plan_rows = []
-    for name, _fixed, msg in plans:
+    for name, fixed_, msg in plans:
         ev = evals.get(name)
-        row = {"plan": name, "expected_value_plan": name == ev_name}
+        row = {"plan": name, "expected_value_plan": name == ev_name,
+               "first_stage": _first_stage_words(fixed_, labels)}
         if ev is None:
             row.update(objective_usd=None, regret_usd=None, regret_low_usd=None,
                        regret_high_usd=None, within_solver_gap=None,
@@ -635,6 +643,16 @@ def plan_stochastic(case: Any, options: Any = None, *,
         info.gap, expected, unc.cvar, case_df, first_stage, recourse, plan_df, evpi, vss,
         ev_name, unserved=unserved, message=info.message, notes=notes, timings_s=timings,
         model_size=size)
+
+
+def _first_stage_words(fixed: dict[tuple, float] | None, labels: list[str]) -> str:
+    """Racks a first stage orders, as text ('2027: 26 gb200_nvl72 at seoul_metro')."""
+    if fixed is None:
+        return ""
+    parts = [f"{labels[k[-1]]}: {round(x):,} {k[0]} at {k[1]}"
+             for (a, k), x in sorted(fixed.items(), key=lambda kv: (kv[0][1][-1], str(kv)))
+             if a == "new" and round(x) > 0]
+    return "; ".join(parts) or "no racks"
 
 
 def solve_alone(d: PlanInputs, options: Any, n_first: int
