@@ -40,18 +40,25 @@ runner = CliRunner()
 
 
 @dataclass
+class Period:
+    label: str
+
+
+@dataclass
 class Toy:
     demand: float
-    periods: tuple = ("now", "later")
+    available_now: bool = True
+    periods: tuple = (Period("now"), Period("later"))
 
 
 def toy_model(d: Toy, elastic: bool = False):
     prob = pulp.LpProblem("toy", pulp.LpMinimize)
     mv = ModelVars()
-    for p in (0, 1):
+    for p in (0, 1) if d.available_now else (1,):
         mv.new["r", "s", p] = prob.add_variable(f"new_{p}", 0, 10, cat=pulp.LpInteger)
-    prob += mv.new["r", "s", 0] + mv.new["r", "s", 1] >= d.demand, "demand"
-    prob.setObjective(1.0 * mv.new["r", "s", 0] + 3.0 * mv.new["r", "s", 1])
+    price = {0: 1.0, 1: 3.0}
+    prob += pulp.lpSum(mv.new.values()) >= d.demand, "demand"
+    prob.setObjective(pulp.lpSum(price[k[-1]] * v for k, v in mv.new.items()))
     return prob, mv
 
 
@@ -98,6 +105,19 @@ def test_newsvendor_with_cvar_by_hand(toy):
     assert st.risk_objective([1.0, 7.0], [0.5, 0.5], 1.0, 0.5) == pytest.approx(7.0)
     assert st.risk_objective([2.0, 5.0], [0.5, 0.5], 0.0) == pytest.approx(3.5)
     assert st.risk_objective([2.0, 5.0], [0.5, 0.5], 0.5, 0.5) == pytest.approx(4.25)
+
+
+def test_an_order_one_case_cannot_deliver_is_shared_by_the_others(toy):
+    # In case high the rack cannot be bought now: the order (shared by low alone) is
+    # not delivered there, and high buys its 3 racks later at 3 each.
+    cases = [toy[0], st.StochasticCase("high", 0.5, None, Toy(3.0, available_now=False))]
+    stoch, first, models = _stochastic(cases)
+    assert first == {("new", ("r", "s", 0)): pytest.approx(1.0)}
+    assert stoch.objective == pytest.approx(0.5 * 1 + 0.5 * 9)
+    assert ("r", "s", 0) not in models[1].new
+    solved, note = st.evaluate_first_stage(cases[1], {("new", ("r", "s", 0)): 2.0}, 1, EXACT)
+    assert solved.objective == pytest.approx(9.0)
+    assert "not delivered in case high" in note and "(2)" in note
 
 
 def test_a_gap_that_allows_zero_is_marked():

@@ -376,7 +376,8 @@ class StochasticResult:
         and statuses, and the deterministic plans' costs in that case.
     first_stage : pandas.DataFrame
         period, decision, site, item (rack type), value: the shared decisions
-        [racks, kW].
+        [racks, kW]; delivered_in: "every case", or the cases that can deliver an
+        order (the others do not get it).
     recourse : pandas.DataFrame
         case, period, site, rack, new_racks, installed_racks: every case's fleet
         under the stochastic plan (first-stage periods included).
@@ -489,7 +490,6 @@ def plan_stochastic(case: Any, options: Any = None, *,
     unc = scn.uncertainty
     opt = options or scn.solver
     cases = load_cases(case, progress)
-    base_d = prepare_inputs(case) if unc.expected_value is None else None
     timings["prepare"] = time.perf_counter() - t0
     n_first = first_stage_count(cases[0].inputs, unc.first_stage_until)
     labels = [p.label for p in cases[0].inputs.periods]
@@ -529,16 +529,21 @@ def plan_stochastic(case: Any, options: Any = None, *,
     case_costs = [_expr_value(e) for e in costs]
     expected = sum(p * c for p, c in zip(probs, case_costs, strict=True))
     first_vals = {k: float(vs[0].value() or 0.0) for k, vs in tied.items()}
+    owners = [set(_first_stage_vars(mv, n_first)) for mv in models]
     rows = []
     for (attr, key), x in first_vals.items():
         if abs(x) <= ZERO:
             continue
         site = key[1] if attr == "new" else key[0]
         item = key[0] if attr == "new" else ""
+        have = [c.name for c, own in zip(cases, owners, strict=True) if (attr, key) in own]
         rows.append({"period": labels[key[-1]], "decision": FIRST_STAGE_WORDS[attr],
                      "site": site, "item": item,
-                     "value": float(round(x)) if attr == "new" else x})
-    first_stage = pd.DataFrame(rows, columns=["period", "decision", "site", "item", "value"])
+                     "value": float(round(x)) if attr == "new" else x,
+                     "delivered_in": "every case" if len(have) == len(cases)
+                     else ", ".join(have)})
+    first_stage = pd.DataFrame(rows, columns=["period", "decision", "site", "item", "value",
+                                              "delivered_in"])
     first_stage = first_stage.sort_values(["period", "decision", "site", "item"],
                                           ignore_index=True)
     rec = []
@@ -577,7 +582,7 @@ def plan_stochastic(case: Any, options: Any = None, *,
                          "expected-value plan")
         else:
             say("the scenario as written (expected-value plan)")
-            solved, fixed = solve_alone(base_d, opt, n_first)
+            solved, fixed = solve_alone(prepare_inputs(case), opt, n_first)
             if not solved.optimal:
                 notes.append(f"the scenario as written ended {solved.status.value}; no VSS")
             plans.append((AS_WRITTEN, fixed if solved.optimal else None, solved.message))
