@@ -238,5 +238,56 @@ def write_outputs(result: PlanResult, *, outdir: Path | str | None = None,
     return out
 
 
-__all__ = ["Plan", "compare", "load_case", "load_plan", "plan", "plan_or_load", "typed",
-           "write_outputs"]
+def sweep(sweep_file: Path | str, outdir: Path | str, *, samples: int | None = None,
+          workers: int | None = None, scheduler: str | None = None, resume: bool = False,
+          report: bool = True, catalog_dir: Path | str | None = None,
+          sites_dir: Path | str | None = None,
+          progress: Callable[[int, int, dict], None] | None = None) -> Any:
+    """Plan every sample of a sweep file on a Dask cluster; return what the sweep tells.
+
+    Parameters
+    ----------
+    sweep_file : path
+        ``kind: dcplan_sweep`` file (see ``docs/uncertainty.md``).
+    outdir : path
+        The sweep folder (``samples.csv``, ``fleet.csv``, ``manifest.json``; with
+        ``report`` also ``charts/``, ``sweep.xlsx`` and ``report.html``).
+    samples, workers, scheduler, resume
+        As ``dcplan sweep``'s ``--samples``, ``--workers``, ``--scheduler``, ``--resume``.
+    report : bool
+        Write the charts, workbook and HTML report.
+    catalog_dir, sites_dir : path, optional
+        Data folders for the base scenario.
+    progress : callable, optional
+        ``progress(done, total, row)`` after each sample.
+
+    Returns
+    -------
+    SweepSummary
+        See :func:`dcplan.sweep.summarize` (``.kpis``, ``.purchase``, ``.sensitivity``,
+        ``.tornado``, ``.data.samples``).
+    """
+    from dcplan.sweep import load_sweep_spec, prepare_sweep, run_sweep
+
+    spec = load_sweep_spec(sweep_file)
+    case = load_case(spec.base_path(), catalog_dir=catalog_dir, sites_dir=sites_dir)
+    run_sweep(prepare_sweep(spec, case, samples), outdir, workers=workers,
+              scheduler=scheduler, resume=resume, progress=progress)
+    summary = load_sweep(outdir)
+    if report:
+        from dcplan.export.sweep import write_sweep_reports
+
+        write_sweep_reports(summary)
+    return summary
+
+
+def load_sweep(folder: Path | str) -> Any:
+    """What a sweep folder tells (:class:`dcplan.sweep.SweepSummary`), without solving."""
+    from dcplan.sweep import load_sweep as _load_sweep
+    from dcplan.sweep import summarize
+
+    return summarize(_load_sweep(folder))
+
+
+__all__ = ["Plan", "compare", "load_case", "load_plan", "load_sweep", "plan", "plan_or_load",
+           "sweep", "typed", "write_outputs"]

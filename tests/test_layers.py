@@ -22,6 +22,7 @@ LAYERS = [
     ("models", ["dcplan.perf", "dcplan.facility", "dcplan.tokens", "dcplan.buildbuy",
                 "dcplan.demand"]),
     ("planner", ["dcplan.planner"]),
+    ("sweep", ["dcplan.sweep"]),
     ("export", ["dcplan.export"]),
     ("api", ["dcplan.api"]),
     ("cli", ["dcplan.cli", "dcplan.__main__"]),

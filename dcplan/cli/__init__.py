@@ -105,6 +105,7 @@ from dcplan.cli import (  # noqa: E402
     perf_import_cmd,  # noqa: F401
     plan_cmd,  # noqa: F401
     saved_cmd,  # noqa: F401
+    sweep_cmd,  # noqa: F401
     tokens_cmd,  # noqa: F401
 )
 from dcplan.cli.options import EXIT_CODES  # noqa: E402

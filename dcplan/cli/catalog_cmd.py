@@ -418,7 +418,7 @@ def _validate_perf_defaults(folder: Path, checked: list[str]) -> list[Problem]:
     return problems
 
 
-_PLURAL = {"scenario": "scenarios", "forecast": "forecasts"}
+_PLURAL = {"scenario": "scenarios", "forecast": "forecasts", "sweep": "sweeps"}
 
 
 def _classify(path: Path) -> tuple[str | None, list[Problem]]:
@@ -438,6 +438,8 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
     except InputError as exc:
         return None, exc.problems
     if isinstance(raw, dict):
+        if raw.get("kind") == "dcplan_sweep":
+            return "sweep", []
         if "grid_mw" in raw:
             return "site", []
         if "cases" in raw:
@@ -448,7 +450,8 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
                           "are named after their kind "
                           f"({', '.join(f for f, _ in KINDS.values())}), site files have "
                           "'grid_mw', scenario files have 'periods', forecast files have "
-                          "'cases', measurement files end in .csv")]
+                          "'cases', sweep files start with 'kind: dcplan_sweep', measurement "
+                          "files end in .csv")]
 
 
 def _validate_file(path: Path, checked: list[str], kind: str | None = None) -> list[Problem]:
@@ -478,9 +481,21 @@ def _validate_file(path: Path, checked: list[str], kind: str | None = None) -> l
             if not problems:
                 checked.append(f"forecast {shown}")
             return problems
+        if kind == "sweep":
+            # as `dcplan sweep` checks it: the file, then every parameter on its base case
+            from dcplan.sweep import load_sweep_spec, prepare_sweep
+
+            spec = load_sweep_spec(path)
+            prepare_sweep(spec, STATE.case(spec.base_path()))
+            checked.append(f"sweep {shown}")
+            return []
         # A scenario is checked as `plan` reads it: with its catalogs, perf defaults
         # and sites, every problem at once.
-        STATE.case(path)
+        case = STATE.case(path)
+        if case.scenario.uncertainty is not None:  # its cases, as `plan` builds them
+            from dcplan.planner.stochastic import load_cases
+
+            load_cases(case, prepare=False)
         checked.append(f"scenario {shown}")
         return []
     except InputError as exc:

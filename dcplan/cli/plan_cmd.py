@@ -59,6 +59,16 @@ def plan_cmd(
     if progress:
         progress("loading scenario, catalogs and sites")
     case = STATE.case(scenario, calibration)
+    if case.scenario.uncertainty is not None:  # two-stage stochastic plan
+        from dcplan.cli.stochastic_cmd import plan_stochastic_cmd
+
+        if png_dir or html or save or write_lp or rescale:
+            fail("a stochastic plan writes -o tables, --xlsx and --json; --png-dir, --html, "
+                 "--save, --write-lp and --rescale are for deterministic plans", 2)
+        return plan_stochastic_cmd(case, outdir=outdir, xlsx=xlsx, as_json=as_json,
+                                   solver=solver, time_limit=time_limit, gap=gap,
+                                   threads=threads, solver_log=solver_log, wide=wide,
+                                   progress=progress)
     with solve_display(not quiet and not solver_log) as on_solve:
         result = plan(case, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
                       solver_log=solver_log or None, write_lp=write_lp, rescale=rescale,

@@ -13,6 +13,10 @@ from dcplan.cli.common import check_outputs, emit_json, fail, handle_errors
 SavedPlan = Annotated[Path, typer.Argument(
     metavar="FILE", dir_okay=True,
     help="A plan saved with 'dcplan plan SCENARIO --save FILE'.")]
+Shown = Annotated[Path, typer.Argument(
+    metavar="PATH", dir_okay=True,
+    help="A plan saved with 'dcplan plan SCENARIO --save FILE', or the -o folder of "
+         "'dcplan sweep'.")]
 
 
 def _progress(msg: str) -> None:
@@ -28,18 +32,31 @@ def load_saved(path: Path):
 
 @app.command("show")
 @handle_errors
-def show_cmd(path: SavedPlan, as_json: options.Json = False, wide: options.Wide = False
+def show_cmd(path: Shown, as_json: options.Json = False, wide: options.Wide = False
              ) -> None:
-    """Print the summary of a saved plan, without solving.
+    """Print a saved plan or a sweep folder, without solving.
 
-    The same text (or --json summary) 'dcplan plan' printed when it solved; the inputs
-    behind it come from the file, not from today's catalogs.
+    A saved plan: the same text (or --json summary) 'dcplan plan' printed when it
+    solved; the inputs behind it come from the file, not from today's catalogs. A
+    sweep folder (-o of 'dcplan sweep'): what 'dcplan sweep show' prints (percentiles,
+    purchase probabilities, sensitivity).
     """
     from dcplan.export.terminal import WIDTH, plan_text
 
     if path.is_dir():
-        fail(f"'{path}' is a folder; give a saved plan file (dcplan plan SCENARIO --save "
-             "FILE)")
+        from dcplan.export.sweep import sweep_summary_text
+        from dcplan.sweep import is_sweep_folder, load_sweep, summarize
+
+        if not is_sweep_folder(path):
+            fail(f"'{path}' is a folder without a sweep in it; give a saved plan file "
+                 "(dcplan plan SCENARIO --save FILE) or the -o folder of 'dcplan sweep'")
+
+        summary = summarize(load_sweep(path))
+        if as_json:
+            emit_json(summary.to_dict())
+        else:
+            typer.echo(sweep_summary_text(summary))
+        return
     result = load_saved(path)
     if as_json:
         summary = result.summary()

@@ -51,8 +51,6 @@ _ID = re.compile(r"^[a-z0-9_]+$")
 
 #: Marking of a difference no larger than the two plans' solver gaps together.
 WITHIN_GAP = "within the solver gap: no significant difference"
-#: Short mark of such a difference in the comparison text's table (explained below it).
-GAP_MARK = "[within-gap]"
 #: KPIs whose difference the solver gaps bound (the objective and its levelised form).
 GAP_BOUNDED_KPIS = ("npv_cost_usd", "usd_per_million_tokens")
 
@@ -356,8 +354,7 @@ def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
         if rec.message:
             out.append(f"  {rec.scenario}: {rec.message}")
     out += ["", "Key figures (delta = scenario - baseline):"]
-    rows = []
-    marked = False
+    rows, marks = [], []
     for rec in cmp.kpis.to_dict("records"):
         k = rec["kpi"]
         row = {"KPI": kpi_label(k), "unit": kpi_unit(k, rec["unit"].split(" (")[0])}
@@ -369,16 +366,15 @@ def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
             d = rec[cmp.delta_col(n)]
             base = rec[cmp.baseline]
             pct = f" ({d / base:+.1%})" if d is not None and base not in (None, 0) else ""
-            note = f" {GAP_MARK}" if rec.get(f"significance vs {cmp.baseline}: {n}") \
-                == WITHIN_GAP else ""
-            marked = marked or bool(note)
+            same = rec.get(f"significance vs {cmp.baseline}: {n}") == WITHIN_GAP
+            note = " *" if same else ""
+            if same:
+                marks.append(f"  * {n}, {kpi_label(k)}: {WITHIN_GAP}")
             row[f"delta {n}"] = ("-" if d is None else
                                  ("+" if d > 0 else "") + _fmt(d, k) + pct + note)
         rows.append(row)
     out.append(format_table(rows, width=width))
-    if marked:
-        out.append(f"{GAP_MARK} {WITHIN_GAP} (the difference is no larger than the two "
-                   "plans' solver gaps allow)")
+    out += marks
     out += ["", "Binding limits:"]
     for n in cmp.names:
         b = cmp.binding[cmp.binding.scenario == n] if len(cmp.binding) else cmp.binding

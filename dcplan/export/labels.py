@@ -20,17 +20,7 @@ LABELS: dict[str, str] = {
     "period": "Period", "site": "Site", "rack": "Rack type", "workload": "Workload",
     "pool": "Pool", "installed_racks": "Racks in service", "new_racks": "New racks",
     "retired_racks": "Retired racks", "allocated_racks": "Racks allocated at peak",
-    "headroom_racks": "Serving headroom", "unavailable_racks": "Unavailable (derate)",
-    "spare_racks": "Spare racks (N+k)", "schedule": "Schedule",
-    "served_tokens_per_s_avg": "Served, average",
-    "unserved_tokens_per_s_avg": "Unserved, average", "peak_hour": "Peak hour",
-    "connectable_kw": "Grid connectable", "committed_kw": "Grid committed",
-    "requested_kw": "Grid requested", "requested_assessed_kw": "Requested with assessment",
-    "energised_kw": "Energised in period", "connected_kw": "Grid connected",
-    "used_kw": "Grid used (facility peak)", "lead_time_months": "Lead time",
-    "assessment_months": "Assessment adds", "hour": "Hour", "facility_kw": "Facility power",
-    "flexible": "Flexible", "peak_to_average": "Peak over mean",
-    "share_frac": "Share of tokens",
+    "headroom_racks": "Headroom racks (at peak)",
     "rack_positions": "Rack positions used", "utilisation_frac": "Utilisation",
     "racks": "Racks", "tokens_per_s": "Goodput allocated", "it_kw": "IT power",
     "demand_tokens_per_s_avg": "Demand, average", "demand_tokens_per_s_peak": "Demand at peak",
@@ -60,6 +50,16 @@ LABELS: dict[str, str] = {
     "usd_per_million_tokens": "Cost per million tokens",
     "installed": "Installed", "new": "To order (new)", "removed": "No longer needed",
     "new_capex_usd": "Capex of what to order",
+    "unavailable_racks": "Unavailable racks (availability)", "spare_racks": "Spare racks (N+k)",
+    "served_tokens_per_s_avg": "Served, average",
+    "unserved_tokens_per_s_avg": "Unserved, average", "schedule": "Daily schedule",
+    "hour": "Hour", "peak_hour": "Peak hour", "flexible": "Flexible work",
+    "peak_to_average": "Peak to average", "share_frac": "Share of mean tokens",
+    "connectable_kw": "Connectable grid", "committed_kw": "Committed grid",
+    "requested_kw": "Grid requested", "requested_assessed_kw": "Grid requested (assessed)",
+    "energised_kw": "Grid energised", "connected_kw": "Grid connected",
+    "used_kw": "Facility peak", "lead_time_months": "Connection lead time",
+    "assessment_months": "Assessment time", "facility_kw": "Facility power",
 }
 
 #: Column names that mean something else in one table: table -> column -> label.
@@ -97,6 +97,9 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
                          "service."),
     "carbon_t": ("Carbon", "tCO2", "Grid emissions of the energy used."),
     "racks_bought": ("Racks bought", "racks", "New racks over the horizon."),
+    "reserve_frac": ("Rack reserve share", "share of installed",
+                     "Headroom, unavailable and spare racks over installed rack-periods at "
+                     "peak."),
     "unserved_tokens_per_s_peak_max": ("Largest unserved demand", "tokens/s", "Peak tokens/s "
                                        "not served in the worst period (0 = all demand met)."),
 }
@@ -104,6 +107,7 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
 #: Excel number format of each KPI value.
 KPI_FORMATS: dict[str, str] = {
     "usd_per_million_tokens": "0.0000", "utilisation_frac": "0.0%", "pue_annual": "0.000",
+    "reserve_frac": "0.0%",
     "peak_facility_mw": "#,##0.0", "peak_it_mw": "#,##0.0", "goodput_per_watt": "#,##0.0",
     "energy_mwh": "#,##0", "carbon_t": "#,##0", "tokens_served": "0.000E+00",
 }

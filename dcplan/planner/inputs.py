@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,12 @@ from dcplan.errors import InputError
 from dcplan.scenario import Period, Scenario, parse_period_label
 from dcplan.schema import CoolingType, parse_date
 from dcplan.units import HOURS_PER_YEAR
+
+#: Optional memo of facility coefficients shared by many cases (a sweep's samples). When
+#: set, :func:`prepare_inputs` calls ``memo(case, site, rack_id, n_racks, compute)``
+#: instead of ``compute(case, site, rack_id, n_racks)`` (:func:`rack_site_data`); the memo
+#: decides whether the inputs of a stored table are unchanged. None: compute every time.
+FACILITY_MEMO: ContextVar[Any] = ContextVar("dcplan_facility_memo", default=None)
 
 POOLS_AGGREGATED = ("all",)
 POOLS_DISAGGREGATED = ("prefill", "decode")
@@ -808,7 +815,10 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
                 continue
             n = _planning_scale(scn, perf, r, site, e, peak_total)
             try:
-                rack_site[(r, s)], fac_objs[r, s] = rack_site_data(case, site, r, n)
+                memo = FACILITY_MEMO.get()
+                rack_site[(r, s)], fac_objs[r, s] = (
+                    rack_site_data(case, site, r, n) if memo is None
+                    else memo(case, site, r, n, rack_site_data))
             except InputError as exc:
                 rack_site[(r, s)] = RackSiteData(allowed=False, reason=str(exc))
                 notes.append(f"{s} cannot host {r}: {exc}")

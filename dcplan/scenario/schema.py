@@ -565,6 +565,90 @@ class Economics(_Strict):
         return (float(c),) * len(periods)
 
 
+class ForecastRef(_Strict):
+    """A case of a demand forecast file (``{file: F, case: C}``, F relative to the scenario)."""
+
+    file: str
+    case: str
+
+
+class UncertaintyCase(_Strict):
+    """One case of a two-stage stochastic plan.
+
+    Attributes
+    ----------
+    name : str
+    probability : float
+        Probability of the case [-]; the cases' probabilities sum to 1.
+    description : str
+    forecast : ForecastRef, optional
+        Take ``demand.table`` from this case of a forecast file.
+    changes : dict
+        Dotted scenario path -> value (as :meth:`dcplan.case.Case.with_changes`).
+    overrides : list of Override
+        Catalog or site changes, as the scenario's own ``overrides``.
+    """
+
+    name: Id
+    probability: Annotated[float, Field(gt=0, le=1)]
+    description: str = ""
+    forecast: ForecastRef | None = None
+    changes: dict[str, Any] = Field(default_factory=dict)
+    overrides: list[Override] = Field(default_factory=list)
+
+
+class CVaR(_Strict):
+    """Risk term of a stochastic plan: minimise ``(1 - weight) E[cost] + weight CVaR_alpha``.
+
+    ``CVaR_alpha`` is the expected cost of the worst ``1 - alpha`` of the probability.
+    """
+
+    weight: Annotated[float, Field(ge=0, le=1)]
+    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.9
+
+
+#: Probabilities of the cases must sum to 1 within this [-].
+PROBABILITY_TOLERANCE = 1e-6
+
+
+class Uncertainty(_Strict):
+    """A two-stage stochastic plan (``uncertainty:`` in a scenario; docs/planner.md).
+
+    Attributes
+    ----------
+    first_stage_until : int
+        Year: purchases, building and grid requests in periods starting before it are
+        decided now and shared by every case; later ones adapt to each case.
+    cases : list of UncertaintyCase
+        At least two; probabilities sum to 1.
+    cvar : CVaR, optional
+    expected_value : str, optional
+        Case whose deterministic plan is the "expected-value plan" of the VSS (default:
+        the scenario as written, without any case's changes).
+    """
+
+    first_stage_until: int
+    cases: list[UncertaintyCase] = Field(min_length=2)
+    cvar: CVaR | None = None
+    expected_value: Id | None = None
+
+    @model_validator(mode="after")
+    def _check(self):
+        total = sum(c.probability for c in self.cases)
+        if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+            parts = ", ".join(f"{c.name} {c.probability:g}" for c in self.cases)
+            raise ValueError(f"the cases' probabilities sum to {total:.6g} ({parts}); they "
+                             "must sum to 1")
+        names = [c.name for c in self.cases]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"case names must be unique; repeated: {', '.join(dup)}")
+        if self.expected_value is not None and self.expected_value not in names:
+            raise ValueError(f"expected_value '{self.expected_value}' is not a case; cases: "
+                             f"{', '.join(names)}")
+        return self
+
+
 class Scenario(_Strict):
     """A planning scenario (see ``docs/planner.md`` for the file format).
 
@@ -622,6 +706,9 @@ class Scenario(_Strict):
         ``economics.unserved_penalty_usd_per_million_tokens``): ``dcplan plan`` then
         reports the shortfall and exits 0, as with ``--allow-unserved``.
     solver : SolverOptions
+    uncertainty : Uncertainty, optional
+        Cases with probabilities for a two-stage stochastic plan (``dcplan plan``
+        then solves it, see :mod:`dcplan.planner.stochastic`).
     catalog_dir, sites_dir : str, optional
         Data folders, relative to the scenario file.
     """
@@ -650,6 +737,7 @@ class Scenario(_Strict):
     overrides: list[Override] = Field(default_factory=list)
     allow_unserved: bool = False
     solver: SolverOptions = Field(default_factory=SolverOptions)
+    uncertainty: Uncertainty | None = None
     catalog_dir: str | None = None
     sites_dir: str | None = None
 

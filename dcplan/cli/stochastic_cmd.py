@@ -1,0 +1,43 @@
+"""``dcplan plan`` of a scenario with an ``uncertainty:`` block: the two-stage stochastic plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from dcplan.cli.common import emit_json, fail
+
+
+def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as_json: bool,
+                        solver: str | None, time_limit: float | None, gap: float | None,
+                        threads: int | None, solver_log: bool, wide: bool,
+                        progress: Any) -> None:
+    """Solve, print and write the stochastic plan of ``case`` (exit 1 without a plan)."""
+    from dcplan.export.stochastic import (
+        stochastic_text,
+        write_stochastic_tables,
+        write_stochastic_workbook,
+    )
+    from dcplan.export.terminal import WIDTH
+    from dcplan.planner.stochastic import plan_stochastic
+
+    opt = case.scenario.solver.updated(name=solver, time_limit_s=time_limit, gap=gap,
+                                       threads=threads, log=solver_log or None)
+    res = plan_stochastic(case, opt, progress=progress)
+    if res.status.has_solution:
+        if outdir is not None:
+            for p in write_stochastic_tables(res, outdir):
+                if progress:
+                    progress(f"wrote {p}")
+        if xlsx is not None:
+            write_stochastic_workbook(res, xlsx)
+            if progress:
+                progress(f"wrote {xlsx}")
+    if as_json:
+        emit_json(res.summary())
+    else:
+        typer.echo(stochastic_text(res, None if wide else WIDTH))
+    if not res.status.has_solution:
+        fail(res.message or f"no stochastic plan: solver status {res.status.value}")

@@ -1,0 +1,216 @@
+"""``dcplan sweep SWEEP.yaml``: many plans under uncertain assumptions, on a Dask cluster.
+
+``dcplan sweep SWEEP.yaml`` (the same as ``dcplan sweep run SWEEP.yaml``) plans every
+sample of a sweep file and writes the sweep folder; ``dcplan sweep show DIR`` prints
+what a sweep folder tells; ``dcplan sweep report DIR`` writes its charts, workbook and
+HTML report again.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+from dcplan.cli import app
+from dcplan.cli.common import STATE, check_outputs, emit_json, handle_errors
+
+
+class _RunByDefault(TyperGroup):
+    """``dcplan sweep FILE ...`` means ``dcplan sweep run FILE ...``."""
+
+    def parse_args(self, ctx, args):  # noqa: D102
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+sweep_app = typer.Typer(
+    cls=_RunByDefault, no_args_is_help=True, rich_markup_mode=None,
+    help="Plan a scenario under uncertain assumptions: one plan per sample on a Dask "
+         "cluster (dcplan sweep SWEEP.yaml -o DIR), then percentiles, purchase "
+         "probabilities and sensitivity indices (dcplan sweep show DIR).")
+app.add_typer(sweep_app, name="sweep")
+
+
+class _Bar:
+    """Progress on stderr: a rich bar with ETA on a terminal, a line per tenth otherwise."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.progress = None
+        self.task = None
+        self.counts: dict[str, int] = {}
+        self.next_line = 0.0
+        self.t0 = time.perf_counter()
+
+    def start(self, todo: int, total: int, cluster: str) -> None:
+        if self.quiet:
+            return
+        typer.echo(f"[sweep] {todo:,} of {total:,} samples to solve on {cluster}", err=True)
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), TextColumn("ETA"),
+                                     TimeRemainingColumn(), TextColumn("{task.fields[what]}"),
+                                     console=Console(stderr=True), transient=False)
+            self.progress.start()
+            self.task = self.progress.add_task("sweep", total=total, completed=total - todo,
+                                               what="")
+        self.first = total - todo
+        self.total = total
+
+    def update(self, done: int, total: int, row: dict) -> None:
+        status = str(row.get("status"))
+        self.counts[status] = self.counts.get(status, 0) + 1
+        if self.quiet:
+            return
+        what = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        if self.progress is not None:
+            self.progress.update(self.task, completed=done, what=what)
+        elif done / total >= self.next_line or done == total:
+            el = time.perf_counter() - self.t0
+            rate = (done - self.first) / el if el > 0 else 0.0
+            eta = (total - done) / rate if rate > 0 else 0.0
+            typer.echo(f"[sweep] {done:,}/{total:,} samples ({what}), {el:,.0f} s, "
+                       f"ETA {eta:,.0f} s", err=True)
+            self.next_line = done / total + 0.1
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+@sweep_app.command("run")
+@handle_errors
+def run_cmd(
+    sweep_file: Annotated[Path, typer.Argument(metavar="SWEEP.yaml",
+                                               help="Sweep YAML file (kind: dcplan_sweep).",
+                                               dir_okay=False)],
+    samples: Annotated[int | None, typer.Option(
+        "--samples", "-n", help="Plans to solve (replaces the file's 'samples'; morris and "
+                                "sobol round down to whole trajectories / base samples).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="Worker processes of the local Dask cluster "
+                                 "(default: one per core).")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", help="Address of a running Dask scheduler, e.g. tcp://host:8786 "
+                            "(its workers need dcplan installed).")] = None,
+    outdir: Annotated[Path | None, typer.Option(
+        "-o", "--outdir", file_okay=False,
+        help="Sweep folder (default: sweep-<name> in the current folder).")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the sweep in the folder: skip the samples it holds.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress.")] = False,
+    no_report: Annotated[bool, typer.Option(
+        "--no-report", help="Skip the charts, workbook and HTML report.")] = False,
+) -> None:
+    """Plan every sample of a sweep file and write the sweep folder.
+
+    Each sample is the base scenario with the sampled values applied, planned as one
+    Dask task (one thread per worker, HiGHS on one thread). Results are written to
+    DIR/samples.csv as they arrive; a failed or infeasible sample is recorded, never
+    fatal; Ctrl-C stops and keeps what is done (--resume continues). The base case is
+    sample 0. Then DIR gets charts/, sweep.xlsx and report.html.
+    """
+    from dcplan.errors import InputError, Problem
+    from dcplan.sweep import load_sweep, prepare_sweep, run_sweep, summarize
+    from dcplan.sweep.spec import load_sweep_spec
+
+    if workers is not None and scheduler:
+        raise InputError(Problem("--workers", "give --workers (a local cluster) or "
+                                              "--scheduler (an existing one), not both"))
+    spec = load_sweep_spec(sweep_file)
+    folder = outdir or Path(f"sweep-{spec.name}")
+    check_outputs(dirs={"-o": folder})
+    case = STATE.case(spec.base_path())
+    plan = prepare_sweep(spec, case, samples=samples)
+    bar = _Bar(quiet or as_json and not sys.stderr.isatty())
+    try:
+        outcome = run_sweep(plan, folder, workers=workers, scheduler=scheduler, resume=resume,
+                            progress=bar.update, on_start=bar.start)
+    finally:
+        bar.stop()
+    data = load_sweep(folder)
+    summary = summarize(data)
+    files: list[Path] = []
+    if not no_report:
+        from dcplan.export.sweep import write_sweep_reports
+
+        files = write_sweep_reports(summary)
+    if as_json:
+        emit_json({"folder": str(folder), "state": data.manifest.get("state"),
+                   "samples": outcome.total, "done": outcome.done, "skipped": outcome.skipped,
+                   "solved": summary.solved, "statuses": dict(outcome.statuses),
+                   "workers": outcome.workers, "cluster": outcome.cluster,
+                   "elapsed_s": round(outcome.elapsed_s, 3),
+                   "facility_tables": outcome.facility_tables,
+                   "interrupted": outcome.interrupted,
+                   "files": [str(p) for p in files], "summary": summary.to_dict()})
+    else:
+        from dcplan.export.sweep import sweep_summary_text
+
+        typer.echo(sweep_summary_text(summary))
+        if not outcome.interrupted:
+            t = outcome.facility_tables
+            typer.echo(f"\n{outcome.done - outcome.skipped:,} samples solved in "
+                       f"{outcome.elapsed_s:,.0f} s on {outcome.cluster or 'no cluster'}; "
+                       f"facility tables computed {t.get('misses', 0):,}, reused "
+                       f"{t.get('hits', 0) + t.get('disk_hits', 0):,}", err=True)
+    if outcome.interrupted:
+        typer.secho(f"interrupted: {outcome.done:,} of {outcome.total:,} samples are saved in "
+                    f"{folder}; 'dcplan sweep {sweep_file} -o {folder} --resume' continues",
+                    err=True)
+        raise typer.Exit(130)
+    if outcome.done and not summary.solved:
+        typer.secho(f"error: no sample was solved; see the status and message columns of "
+                    f"{folder / 'samples.csv'}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+
+
+@sweep_app.command("show")
+@handle_errors
+def show_cmd(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="Sweep folder (-o of dcplan sweep).",
+                                           file_okay=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+) -> None:
+    """Print what a sweep folder tells: percentiles, purchases, sensitivity, tornado."""
+    from dcplan.export.sweep import sweep_summary_text
+    from dcplan.sweep import load_sweep, summarize
+
+    summary = summarize(load_sweep(folder))
+    if as_json:
+        emit_json(summary.to_dict())
+    else:
+        typer.echo(sweep_summary_text(summary))
+
+
+@sweep_app.command("report")
+@handle_errors
+def report_cmd(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="Sweep folder (-o of dcplan sweep).",
+                                           file_okay=False)],
+) -> None:
+    """Write a sweep folder's charts, workbook and HTML report again."""
+    from dcplan.export.sweep import write_sweep_reports
+    from dcplan.sweep import load_sweep
+
+    load_sweep(folder)  # a clear error for a folder without a sweep
+    for path in write_sweep_reports(folder):
+        typer.echo(f"wrote {path}")
