@@ -9,7 +9,7 @@ at the row's own configuration, four ways:
 * ``defaults``: the a-priori estimates of ``catalogs/perf_defaults.yaml`` (no fit);
 * ``in-sample``: calibrated on all rows (what ``catalogs/perf_calibration.yaml`` holds);
 * ``leave-one-hardware-out``: each accelerator's rows predicted by a fit that never
-  saw that accelerator (it gets the pooled/vendor parameters of the others);
+  saw that accelerator (it gets its architecture's, vendor's or the pooled values);
 * ``leave-one-model-out``: each model's rows predicted by a fit without that model.
 
 and prints median and 90th-percentile absolute % errors split by model family
@@ -17,7 +17,7 @@ and prints median and 90th-percentile absolute % errors split by model family
 aggregated / disaggregated serving and accelerator.
 
 Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--json FILE] [--markdown]
-(about 15 minutes on one core; ``--quick`` fits on one row per configuration and
+(about 15-50 minutes depending on the machine; ``--quick`` fits on one row per configuration and
 takes a few).
 """
 

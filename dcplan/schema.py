@@ -147,6 +147,10 @@ class Accelerator(Entry):
         Compute dies per package (Rubin Ultra: 4).
     first_available : str
         First volume availability, ``YYYY-MM[-DD]``.
+    architecture : str, optional
+        Silicon generation (``hopper``, ``blackwell``, ``cdna3``, ...): accelerators of
+        one architecture share the calibration's architecture-level efficiencies, which
+        an accelerator without measurements of its own takes.
     scaleup_domain : int, optional
         Accelerators in one scale-up domain of the platform this part ships in (8 for
         an 8-GPU baseboard, 72 for an NVL72 part). Used for measurement rows, which
@@ -165,6 +169,7 @@ class Accelerator(Entry):
     scaleup_gb_per_s: Pos
     dies_per_package: PosInt = 1
     first_available: IsoDate
+    architecture: Id | None = None
     scaleup_domain: PosInt | None = None
 
     @model_validator(mode="after")

@@ -20,7 +20,7 @@ from dcplan.perf.measurements import (
     load_measurement_files,
     load_measurements,
 )
-from dcplan.perf.params import Calibration, load_perf_defaults, save_calibration
+from dcplan.perf.params import Calibration, Software, load_perf_defaults, save_calibration
 from dcplan.perf.predict import ServingRows, predict_phase
 from dcplan.schema import Precision
 
@@ -330,3 +330,39 @@ def test_serving_row_with_empty_optional_cells(cat, tmp_path):
     [m] = load_measurements(path, cat)
     assert (m.prefill_tp, m.prefill_ep, m.decode_ep) == (8, 1, 1)
     assert m.speculative == "none" and not m.decode_dp_attention
+
+
+# ------------------------------------------------------- software adjustments
+
+
+def test_software_log_factors_hand_computed():
+    """Engine offset relative to the planning engine, trend per year, cross-domain."""
+    sw = Software(knobs=(("efficiency", ("hbm_eff_frac",)), ("overhead", ("step_overhead_s",))),
+                  engines=(("sglang", (("efficiency", -0.2), ("overhead", 0.1))),
+                           ("trt", (("efficiency", 0.1), ("overhead", 0.3)))),
+                  base_engine=(("dynamo-trt", "trt"),),
+                  trend_per_year=(("efficiency", 0.2), ("overhead", -0.5)),
+                  reference_date="2026-01-01", planning_engine=(("NVIDIA", "trt"),),
+                  cross_domain=(("hbm_eff_frac", -0.4),))
+    # sglang one year before the reference: -0.2 - 0.1 + 0.2 * (-1)
+    f = sw.log_factors("NVIDIA", "sglang", "2025-01-01")
+    assert f["hbm_eff_frac"] == pytest.approx(-0.5, abs=2e-3)
+    assert f["step_overhead_s"] == pytest.approx(0.1 - 0.3 + 0.5, abs=2e-3)
+    # a framework without its own offset takes its engine's; a later run is read at the
+    # reference date (no extrapolation); a run spanning scale-up domains adds its offset
+    assert sw.log_factors("NVIDIA", "dynamo-trt", "2027-06-01")["hbm_eff_frac"] == 0.0
+    assert sw.log_factors("NVIDIA", "trt", "2026-01-01", spans=True)["hbm_eff_frac"] == -0.4
+    cal = Calibration(software=sw)
+    base = load_perf_defaults().default
+    moved = cal.apply_run(base, "NVIDIA", "sglang", "2026-01-01")
+    assert moved.hbm_eff_frac == pytest.approx(base.hbm_eff_frac * np.exp(-0.3))
+    assert cal.apply_run(base, "NVIDIA", "trt", "2026-01-01") == base
+
+
+def test_shipped_calibration_software_section_round_trips(tmp_path):
+    cal = load_calibration(ROOT / "catalogs" / "perf_calibration.yaml")
+    assert cal.software is not None and cal.software.cross_domain
+    assert {a for a, _ in cal.architecture} >= {"blackwell", "hopper", "cdna3", "cdna4"}
+    path = tmp_path / "cal.yaml"
+    save_calibration(cal, path)
+    assert load_calibration(path).key == cal.key

@@ -4,48 +4,75 @@ Residuals are log ratios of predicted to measured values: throughput (phase rows
 ``tokens_per_s``; serving rows: output tokens/s per GPU), median TPOT, median TTFT
 (weight :data:`TTFT_WEIGHT`), p99 TPOT (weight :data:`P99_TPOT_WEIGHT`) and power
 where measured. The fit is robust (``soft_l1`` loss, scale :data:`LOSS_SCALE`, so a
-broken benchmark run cannot drag the fit) and pulls weakly towards the defaults::
+broken benchmark run cannot drag the fit).
 
-    minimise  sum_rows rho(ln pred - ln meas)  +  w^2 sum_params (ln p - ln p0)^2
+**One joint fit of nested levels.** Every accelerator parameter of a row is, in log
+space, the sum of
 
-Rows of dense and of MoE models get equal total weight (the serving file has 1,328
-MoE rows, the MLPerf file 18 dense ones), so neither family is fitted at the other's
-expense. Three stages:
+* a pooled value (pulled towards ``perf_defaults.yaml`` with :data:`PRIOR_WEIGHT`),
+* offsets of the row's vendor, architecture and accelerator (each pulled towards zero,
+  weights :data:`LEVEL_PRIOR`: the architecture carries what siblings share, the
+  accelerator only what sets it apart from them),
+* software knobs (``perf_defaults.yaml`` ``software.knobs``: overheads, kernel
+  efficiencies, communication overlap): an offset per serving engine (``framework``;
+  a framework such as ``dynamo-trt`` adds its own offset to its engine's, ``trt``)
+  and a trend per year of run date, shared by all accelerators,
 
-The power curve is fitted per accelerator only (its rows' measured power).
+plus the physics parameters (MoE, speculative decoding, latency), shared by all. A
+level whose rows are exactly those of the level above (one vendor; an architecture
+with one measured accelerator) is not fitted, so nothing splits between two names
+for the same rows. Rows are weighted so that dense and MoE models carry equal weight,
+and within a family an accelerator with many rows does not drown the others
+(:func:`balance_weights`).
 
-1. **Pooled**: one set of accelerator parameters for every accelerator, fitted with
-   the physics parameters (MoE, speculative decoding, latency) on all rows. The
-   accelerator set becomes the calibration's ``default`` and the physics set its
-   ``physics``.
-2. **Per vendor**: the accelerator parameters of each vendor's rows (NVIDIA, AMD),
-   physics fixed, pulled towards the pooled values: what an accelerator without
-   measurements of that vendor gets (B300, GB300, Rubin take NVIDIA's).
-3. **Per accelerator**: each accelerator's own parameters on its own rows, pulled
-   towards its vendor's values.
+An accelerator without rows takes its architecture's values when a sibling was fitted,
+else its vendor's, else the pooled ones: what :func:`leave_one_out` measures when it
+holds one accelerator out (its rows touch no level, engine or trend of that fold).
 
-:func:`leave_one_out` refits without a group of rows (an accelerator, a model, a row)
-and predicts them: the honest out-of-sample error.
+The stored values are the planner's: each vendor's *planning engine* (the fitted
+engine with the best knobs among those with rows of that vendor's accelerators) at the
+latest run date fitted (no extrapolation); :meth:`Calibration.apply_run` moves them to
+a measured run's engine and date.
+
+The Jacobian is taken by finite differences, all columns whose rows do not overlap
+perturbed in the same batched prediction (:class:`dcplan.perf.predict.ServingRows`
+predicts many parameter sets at once).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from dcplan.catalog import Catalog
-from dcplan.perf.measurements import Measurement, ServingMeasurement, pct_error, summary
-from dcplan.perf.params import Calibration, HardwareParams, PerfDefaults, PhysicsParams
+from dcplan.perf.measurements import (
+    Measurement,
+    ServingMeasurement,
+    pct_error,
+    spans_scaleup,
+    summary,
+)
+from dcplan.perf.params import (
+    HW_PARAM_NAMES,
+    PARAM_BOUNDS,
+    PHYSICS_NAMES,
+    Calibration,
+    HardwareParams,
+    PerfDefaults,
+    PhysicsParams,
+    Software,
+    year_fraction,
+)
 from dcplan.perf.predict import (
     RowPrediction,
     ServingRows,
     hardware_params,
+    phase_arrays,
     physics_params,
-    predict_phase,
 )
 
 #: Accelerator parameters fitted from throughput and latency. The all-reduce (scale-up)
@@ -57,13 +84,14 @@ THROUGHPUT_PARAMS = ("compute_eff_frac", "decode_compute_eff_frac", "attention_e
                      "hbm_eff_frac", "step_overhead_s", "layer_overhead_s",
                      "alltoall_latency_s", "collective_latency_s", "scaleout_latency_s",
                      "comm_overlap_frac", "moe_comm_eff_frac")
-#: Accelerator parameters fitted in addition where rows carry power.
+#: Accelerator parameters fitted in addition where rows carry power (accelerator level).
 POWER_PARAMS = ("power_base_frac", "power_compute_weight", "power_memory_weight")
 #: Physics parameters, each fitted only when some row depends on it.
 PHYSICS_FIT = ("grouped_gemm_pad_tokens", "moe_imbalance_frac", "mtp_acceptance_frac",
                "mtp_draft_cost_frac", "closed_loop_arrival_cv2", "ttft_overhead_s",
                "tpot_cv_frac")
-#: Search bounds of each fitted parameter.
+#: Search bounds of each fitted pooled and physics parameter (per-row values, with the
+#: levels' offsets, are kept within :data:`dcplan.perf.params.PARAM_BOUNDS`).
 FIT_BOUNDS = {
     "compute_eff_frac": (0.05, 0.95),
     "decode_compute_eff_frac": (0.05, 0.95),
@@ -89,13 +117,28 @@ FIT_BOUNDS = {
     "ttft_overhead_s": (0.001, 2.0),
     "tpot_cv_frac": (0.005, 1.0),
 }
-#: Weight of the pull towards the defaults (per unit of ln parameter).
+#: Weight of the pull of the pooled and physics values towards the defaults (per unit of
+#: ln parameter).
 PRIOR_WEIGHT = 0.3
+#: Weight of the pull of each level's offsets towards zero (per unit of ln parameter;
+#: trend: per unit of ln change per year). The accelerator level is held tighter than
+#: the architecture level: siblings of one architecture (H100/H200, MI300X/MI325X,
+#: B200/GB200) share most of what sets them apart from the pooled values.
+LEVEL_PRIOR = {"vendor": 0.3, "architecture": 0.3, "hardware": 1.0, "engine": 0.5,
+               "framework": 1.0, "trend": 1.0, "cross_domain": 0.3}
 #: Residual weights of median TTFT and p99 TPOT relative to throughput and TPOT.
 TTFT_WEIGHT = 0.5
 P99_TPOT_WEIGHT = 0.3
 #: Scale of the robust loss (log ratio at which it turns linear, ~15%).
 LOSS_SCALE = 0.15
+#: Exponent of the per-accelerator row balance: a family's rows of an accelerator with
+#: ``n`` rows weigh ``n^-HARDWARE_BALANCE`` each (squared weights; 0: every row alike, 1:
+#: every accelerator alike).
+HARDWARE_BALANCE = 0.5
+#: Finite-difference step of the Jacobian [ln parameter].
+DIFF_STEP = 2e-3
+#: Bound of every level offset [ln parameter] and trend [ln per year].
+OFFSET_BOUND = 3.0
 
 
 @dataclass(frozen=True)
@@ -178,82 +221,149 @@ class RowResult:
         return base
 
 
-def _split(rows: Sequence) -> tuple[list[int], list[int]]:
-    phase = [i for i, m in enumerate(rows) if m.kind == "phase"]
-    serving = [i for i, m in enumerate(rows) if m.kind == "serving"]
-    return phase, serving
+def _ph_names(physics: PhysicsParams) -> dict[str, Any]:
+    return {f: getattr(physics, f) for f in PHYSICS_NAMES}
 
 
 class Predictor:
-    """Every row of a mixed list (phase and serving rows), predicted on demand."""
+    """Every row of a mixed list (phase and serving rows), predicted at once.
+
+    One or many parameter sets are predicted in one pass; the residual layout of the
+    fit is fixed at construction.
+
+    Parameters
+    ----------
+    rows : sequence of Measurement or ServingMeasurement
+    catalog : Catalog
+    defaults : PerfDefaults
+    weights : sequence of float, optional
+        Row weights of the residuals (default 1).
+    use_power : bool
+        Include power residuals of rows that measured power.
+    """
 
     def __init__(self, rows: Sequence, catalog: Catalog, defaults: PerfDefaults,
-                 weights: Sequence[float] | None = None):
+                 weights: Sequence[float] | None = None, use_power: bool = False):
         self.rows = list(rows)
         self.catalog = catalog
         self.defaults = defaults
-        self.phase_idx, self.serving_idx = _split(self.rows)
+        self.phase_idx = [i for i, m in enumerate(self.rows) if m.kind == "phase"]
+        self.serving_idx = [i for i, m in enumerate(self.rows) if m.kind == "serving"]
         self.serving = (ServingRows([self.rows[i] for i in self.serving_idx], catalog, defaults)
                         if self.serving_idx else None)
         self.hardware = sorted({m.hardware for m in self.rows})
         self.weights = np.ones(len(self.rows)) if weights is None else np.asarray(weights, float)
-
-    def predictions(self, params: dict[str, HardwareParams], physics: PhysicsParams
-                    ) -> list[RowPrediction]:
-        """One :class:`RowPrediction` per row, in row order."""
-        out: list[RowPrediction | None] = [None] * len(self.rows)
+        self.use_power = use_power
+        # Residual layout: (data row, what, weight) for every measured value.
+        owner: list[int] = []
+        self._phase_layout = []
         for i in self.phase_idx:
             m = self.rows[i]
-            out[i] = predict_phase(m, self.catalog, params[m.hardware], physics, self.defaults)
+            entry = [len(owner)]
+            owner.append(i)
+            if use_power and m.power_w:
+                entry.append(len(owner))
+                owner.append(i)
+            self._phase_layout.append((i, entry))
+        self._serving_layout = []
         if self.serving is not None:
-            for i, p in zip(self.serving_idx, self.serving.predictions(params, physics),
+            srows = self.serving.rows
+            flagged = np.array([bool(f) for f in self.serving.flags])
+            ws = self.weights[self.serving_idx]
+            for key, w in (("output_tokens_per_s_per_gpu", 1.0), ("median_tpot_ms", 1.0),
+                           ("median_ttft_s", TTFT_WEIGHT), ("p99_tpot_ms", P99_TPOT_WEIGHT),
+                           ("power_w_per_gpu", 1.0 if use_power else 0.0)):
+                if w == 0.0:
+                    continue
+                meas = np.array([getattr(m, key) or np.nan for m in srows], float)
+                sel = np.flatnonzero(np.isfinite(meas) & ~flagged)
+                pos = np.arange(len(owner), len(owner) + len(sel))
+                owner.extend(int(self.serving_idx[j]) for j in sel)
+                self._serving_layout.append((key, sel, meas[sel], w * ws[sel], pos))
+        #: Data row of every residual entry.
+        self.owner = np.array(owner, dtype=int)
+
+    def _phase_params(self, rp: dict[str, np.ndarray], i: int) -> HardwareParams:
+        return HardwareParams(**{f: v[:, i] for f, v in rp.items()})
+
+    def residuals(self, row_params: HardwareParams, physics: PhysicsParams) -> np.ndarray:
+        """Weighted log-ratio residuals, shape ``(K, n_residuals)``.
+
+        ``row_params`` fields have shape ``(K, n_rows)``; ``physics`` fields scalars or
+        ``(K,)``. A value the model cannot predict (flagged) gives a large residual.
+        """
+        rp = {f: np.atleast_2d(np.asarray(getattr(row_params, f), float))
+              for f in HW_PARAM_NAMES}
+        k_sets = max(v.shape[0] for v in rp.values())
+        k_sets = max([k_sets] + [np.size(v) for v in _ph_names(physics).values()])
+        rp = {f: np.broadcast_to(v, (k_sets, len(self.rows))) for f, v in rp.items()}
+        out = np.empty((k_sets, len(self.owner)))
+        for i, entry in self._phase_layout:
+            m = self.rows[i]
+            w = self.weights[i]
+            a = phase_arrays(m, self.catalog, self._phase_params(rp, i), physics, self.defaults)
+            r = w * np.log(np.maximum(a["tokens_per_s"], 1e-12) / m.tokens_per_s)
+            out[:, entry[0]] = np.where(np.isfinite(r), r, 3.0 * w)
+            if len(entry) > 1:
+                r = w * np.log(np.maximum(a["power_w"], 1e-12) / m.power_w)
+                out[:, entry[1]] = np.where(np.isfinite(r), r, 3.0 * w)
+        if self.serving is not None:
+            sp = HardwareParams(**{f: v[:, self.serving_idx] for f, v in rp.items()})
+            arr = self.serving.predict(sp, physics)
+            for key, sel, meas, w, pos in self._serving_layout:
+                pred = np.atleast_2d(arr[key])[:, sel]
+                r = w * np.log(np.maximum(pred, 1e-12) / meas)
+                out[:, pos] = np.where(np.isfinite(r), r, 3.0 * w)
+        return out
+
+    def predictions(self, row_params: HardwareParams, physics: PhysicsParams
+                    ) -> list[RowPrediction]:
+        """One :class:`RowPrediction` per row, in row order (``row_params``: ``(n,)``)."""
+        from dcplan.perf.predict import predict_phase
+
+        rp = {f: np.asarray(getattr(row_params, f), float) for f in HW_PARAM_NAMES}
+        out: list[RowPrediction | None] = [None] * len(self.rows)
+        for i in self.phase_idx:
+            hp = HardwareParams(**{f: float(v[i]) for f, v in rp.items()})
+            out[i] = predict_phase(self.rows[i], self.catalog, hp, physics, self.defaults)
+        if self.serving is not None:
+            sp = HardwareParams(**{f: v[self.serving_idx] for f, v in rp.items()})
+            for i, p in zip(self.serving_idx, self.serving.predictions(sp, physics),
                             strict=True):
                 out[i] = p
         return out  # type: ignore[return-value]
 
-    def residuals(self, params: dict[str, HardwareParams], physics: PhysicsParams,
-                  use_power: bool) -> np.ndarray:
-        """Weighted log-ratio residuals of every measured value (flagged rows: large)."""
-        res: list[float] = []
-        for i in self.phase_idx:
-            m = self.rows[i]
-            w = self.weights[i]
-            p = predict_phase(m, self.catalog, params[m.hardware], physics, self.defaults)
-            if p.tokens_per_s is None:
-                res.append(3.0 * w)
-                continue
-            res.append(w * np.log(p.tokens_per_s / m.tokens_per_s))
-            if use_power and m.power_w:
-                res.append(w * np.log(p.power_w / m.power_w))
-        if self.serving is not None:
-            arr = self.serving.predict(params, physics)
-            rows = self.serving.rows
-            ws = self.weights[self.serving_idx]
-            for key, meas_key, w in (
-                ("output_tokens_per_s_per_gpu", "output_tokens_per_s_per_gpu", 1.0),
-                ("median_tpot_ms", "median_tpot_ms", 1.0),
-                ("median_ttft_s", "median_ttft_s", TTFT_WEIGHT),
-                ("p99_tpot_ms", "p99_tpot_ms", P99_TPOT_WEIGHT),
-                ("power_w_per_gpu", "power_w_per_gpu", 1.0 if use_power else 0.0),
-            ):
-                if w == 0.0:
-                    continue
-                meas = np.array([getattr(m, meas_key) or np.nan for m in rows], float)
-                pred = arr[key]
-                sel = np.isfinite(meas) & ~np.array([bool(f) for f in self.serving.flags])
-                r = w * ws[sel] * np.log(np.maximum(pred[sel], 1e-12) / meas[sel])
-                res.extend(np.where(np.isfinite(r), r, 3.0 * w * ws[sel]))
-        return np.asarray(res, dtype=float)
+
+def _accelerator(catalog: Catalog, accelerator_id: str):
+    return catalog.get("accelerators", accelerator_id)
+
+
+def run_params(rows: Sequence, catalog: Catalog, defaults: PerfDefaults,
+               calibration: Calibration | None) -> HardwareParams:
+    """Per-row parameters (arrays over ``rows``) at each row's engine and run date."""
+    per = []
+    for m in rows:
+        acc = _accelerator(catalog, m.hardware)
+        hp = hardware_params(defaults, m.hardware, calibration, acc.vendor, acc.architecture)
+        if calibration is not None:
+            hp = calibration.apply_run(hp, acc.vendor, getattr(m, "framework", ""), m.date,
+                                       spans_scaleup(m, catalog))
+        per.append(hp)
+    return HardwareParams(**{f: np.array([getattr(p, f) for p in per], float)
+                             for f in HW_PARAM_NAMES})
 
 
 def evaluate_rows(rows: Iterable, catalog: Catalog, defaults: PerfDefaults,
                   calibration: Calibration | None = None) -> list[RowResult]:
-    """Predict every row with the defaults (and ``calibration`` when given)."""
+    """Predict every row with the defaults (and ``calibration`` when given).
+
+    With a calibration, each row is predicted at its accelerator's calibrated values
+    moved to the row's own engine and run date (:meth:`Calibration.apply_run`).
+    """
     rows = list(rows)
     pr = Predictor(rows, catalog, defaults)
-    params = {h: hardware_params(defaults, h, calibration, _vendor(catalog, h))
-              for h in pr.hardware}
-    preds = pr.predictions(params, physics_params(defaults, calibration))
+    preds = pr.predictions(run_params(rows, catalog, defaults, calibration),
+                           physics_params(defaults, calibration))
     return [RowResult(m, p) for m, p in zip(rows, preds, strict=True)]
 
 
@@ -280,42 +390,352 @@ def _physics_in_use(rows: Sequence) -> list[str]:
     return names
 
 
-def _least_squares(fun: Callable, names: list[str], start: dict[str, float],
-                   prior: dict[str, float], prior_weight: float, max_nfev: int):
-    lo = np.log([FIT_BOUNDS[n][0] for n in names])
-    hi = np.log([FIT_BOUNDS[n][1] for n in names])
-    x0 = np.clip(np.log([max(start[n], FIT_BOUNDS[n][0]) for n in names]), lo + 1e-9, hi - 1e-9)
-    x_prior = np.clip(np.log([max(prior[n], FIT_BOUNDS[n][0]) for n in names]), lo, hi)
+def balance_weights(rows: Sequence, catalog: Catalog,
+                    hardware_balance: float = HARDWARE_BALANCE) -> np.ndarray:
+    """Row weights balancing model families and accelerators.
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        vals = dict(zip(names, np.exp(x), strict=True))
-        r = fun(vals)
-        return np.concatenate([r, prior_weight * (x - x_prior)])
+    Dense and MoE rows carry equal total weight, and within a family an accelerator's
+    rows weigh ``n_h^-hardware_balance`` each (squared).
 
-    sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf", loss="soft_l1",
-                        f_scale=LOSS_SCALE, max_nfev=max_nfev, diff_step=1e-3)
-    return dict(zip(names, np.exp(sol.x), strict=True)), sol
-
-
-def _vendor(catalog: Catalog, accelerator_id: str) -> str:
-    return catalog.get("accelerators", accelerator_id).vendor
-
-
-def balance_weights(rows: Sequence, catalog: Catalog) -> np.ndarray:
-    """Row weights giving dense-model rows and MoE-model rows equal total weight.
-
-    ``w = sqrt(N / (G n_g))`` for a row of family ``g`` with ``n_g`` rows, ``G``
-    families present and ``N`` rows in all (residuals are squared, hence the root).
+    ``w^2 = N / (G W_f) n_h^-b`` for a row of family ``f`` (``G`` families, ``N`` rows)
+    on an accelerator with ``n_h`` rows of that family, ``W_f = sum_h n_h^(1-b)`` (so each
+    family's squared weights sum to ``N / G``). Residuals are squared, hence the root.
     """
     fam = ["moe" if catalog.get("models", m.model).is_moe else "dense" for m in rows]
-    counts = {f: fam.count(f) for f in set(fam)}
-    n, g = len(rows), len(counts)
-    return np.array([np.sqrt(n / (g * counts[f])) for f in fam])
+    n_fh: dict[tuple[str, str], int] = {}
+    for f, m in zip(fam, rows, strict=True):
+        n_fh[(f, m.hardware)] = n_fh.get((f, m.hardware), 0) + 1
+    fams = sorted(set(fam))
+    w_f = {f: sum(c ** (1.0 - hardware_balance) for (g, _), c in n_fh.items() if g == f)
+           for f in fams}
+    n, g = len(rows), len(fams)
+    return np.array([np.sqrt(n / (g * w_f[f]) * n_fh[(f, m.hardware)] ** -hardware_balance)
+                     for f, m in zip(fam, rows, strict=True)])
+
+
+# ---------------------------------------------------------------- the fit space
+
+
+@dataclass
+class _Column:
+    name: str
+    lo: float
+    hi: float
+    centre: float
+    weight: float
+    support: np.ndarray          # bool over rows
+
+
+class _Space:
+    """Columns of the joint fit and the map from a column vector to per-row parameters.
+
+    ``ln p[row] = const_p[row] + A_p[row] @ x`` for every hardware parameter ``p``;
+    physics parameters are ``exp(x)`` of their columns.
+    """
+
+    def __init__(self, rows: Sequence, catalog: Catalog, defaults: PerfDefaults,
+                 per_vendor: bool, per_hardware: bool, use_power: bool, prior_weight: float,
+                 level_prior: dict[str, float]):
+        self.rows = list(rows)
+        n = len(self.rows)
+        self.defaults = defaults
+        spec = defaults.software
+        accs = [_accelerator(catalog, m.hardware) for m in self.rows]
+        self.hw = np.array([m.hardware for m in self.rows], dtype=object)
+        self.vendor = np.array([a.vendor for a in accs], dtype=object)
+        self.arch = np.array([a.architecture or "" for a in accs], dtype=object)
+        self.framework = np.array([getattr(m, "framework", "") or "" for m in self.rows],
+                                  dtype=object)
+        self.engine = np.array([spec.engine_of(f) if f else "" for f in self.framework],
+                               dtype=object)
+        ref = year_fraction(spec.reference_date) or 0.0
+        years = [year_fraction(m.date) for m in self.rows]
+        self.dates = [m.date for m in self.rows if year_fraction(m.date) is not None]
+        # a row without a date is read at the latest date (the planning date)
+        latest = max((y for y in years if y is not None), default=ref)
+        self.years = np.array([(latest if y is None else y) - ref for y in years])
+        self.cols: list[_Column] = []
+        self.terms: dict[str, list[tuple[int, np.ndarray]]] = {p: [] for p in HW_PARAM_NAMES}
+        base = defaults.default
+        self.const = {p: np.array([np.log(max(getattr(defaults.for_hardware(h), p), 1e-30))
+                                   for h in self.hw]) for p in HW_PARAM_NAMES}
+        all_rows = np.ones(n, bool)
+        self.fitted = list(THROUGHPUT_PARAMS)
+
+        def add(name, lo, hi, centre, weight, support, params, value=None):
+            j = len(self.cols)
+            self.cols.append(_Column(name, lo, hi, centre, weight, support))
+            for p in params:
+                self.terms[p].append((j, support.astype(float) if value is None else value))
+            return j
+
+        self.pooled = {}
+        for p in THROUGHPUT_PARAMS:
+            lo, hi = FIT_BOUNDS[p]
+            c = np.log(max(getattr(base, p), lo))
+            self.const[p] = self.const[p] - np.log(max(getattr(base, p), 1e-30))
+            self.pooled[p] = add(f"pooled:{p}", np.log(lo), np.log(hi), c, prior_weight,
+                                 all_rows, [p])
+        # nested levels; a level whose rows equal its parent's is not fitted
+        self.level: dict[tuple[str, str], dict[str, int]] = {}
+
+        def level(kind, key, mask, parent_mask):
+            if not mask.any() or (mask == parent_mask).all():
+                return
+            self.level[(kind, key)] = {
+                p: add(f"{kind}:{key}:{p}", -OFFSET_BOUND, OFFSET_BOUND, 0.0,
+                       level_prior[kind], mask, [p]) for p in THROUGHPUT_PARAMS}
+
+        for v in sorted(set(self.vendor)):
+            vm = self.vendor == v
+            # A vendor whose rows are all of one architecture says nothing about what
+            # its architectures share: its rows fit that architecture's level only, and
+            # a new architecture of the vendor gets the pooled values.
+            archs = set(self.arch[vm])
+            own_vendor = per_vendor and not (len(archs) == 1 and "" not in archs)
+            if own_vendor:
+                level("vendor", v, vm, all_rows)
+            for a in sorted(archs - {""}):
+                am = vm & (self.arch == a)
+                level("architecture", a, am, vm if own_vendor else all_rows)
+                if per_hardware:
+                    for h in sorted(set(self.hw[am])):
+                        level("hardware", h, am & (self.hw == h), am)
+            if per_hardware:
+                for h in sorted(set(self.hw[vm & (self.arch == "")])):
+                    level("hardware", h, vm & (self.hw == h), vm if own_vendor else all_rows)
+        # rows whose TP/EP group spans scale-up domains: one shared offset level, so
+        # the cross-domain penalty (which the scale-out physics under-predicts) is not
+        # taken up by the architecture or accelerator of the rows that happen to have it
+        self.spans = np.array([spans_scaleup(m, catalog) for m in self.rows])
+        level("cross_domain", "all", self.spans, all_rows)
+        # software: engine and framework offsets per knob, trend per knob
+        self.knobs = list(spec.knobs)
+        self.engine_cols: dict[str, dict[str, int]] = {}
+        engines = sorted(set(self.engine) - {""})
+        if self.knobs and len(engines) > 1:
+            for e in engines:
+                em = self.engine == e
+                self.engine_cols[e] = {k: add(f"engine:{e}:{k}", -OFFSET_BOUND, OFFSET_BOUND,
+                                              0.0, level_prior["engine"], em, names)
+                                       for k, names in self.knobs}
+                for f in sorted(set(self.framework[em]) - {e}):
+                    fm = self.framework == f
+                    if (fm == em).all():
+                        continue
+                    self.engine_cols[f] = {k: add(f"framework:{f}:{k}", -OFFSET_BOUND,
+                                                  OFFSET_BOUND, 0.0, level_prior["framework"],
+                                                  fm, names) for k, names in self.knobs}
+        self.trend_cols: dict[str, int] = {}
+        if self.knobs and len(set(np.round(self.years, 3))) > 1:
+            moved = self.years != 0
+            for k, names in self.knobs:
+                self.trend_cols[k] = add(f"trend:{k}", -OFFSET_BOUND, OFFSET_BOUND, 0.0,
+                                         level_prior["trend"], moved, names, self.years)
+        # physics
+        self.physics_cols = {}
+        for q in _physics_in_use(self.rows):
+            lo, hi = FIT_BOUNDS[q]
+            self.physics_cols[q] = add(f"physics:{q}", np.log(lo), np.log(hi),
+                                       np.log(max(getattr(defaults.physics, q), lo)),
+                                       prior_weight, all_rows, [])
+        # power curve, per accelerator with power rows
+        self.power_cols: dict[str, dict[str, int]] = {}
+        if use_power and per_hardware:
+            for h in sorted(set(self.hw)):
+                hm = self.hw == h
+                if not any(self.rows[i].power_w for i in np.flatnonzero(hm)):
+                    continue
+                self.power_cols[h] = {}
+                for p in POWER_PARAMS:
+                    lo, hi = FIT_BOUNDS[p]
+                    c = np.log(max(getattr(defaults.for_hardware(h), p), lo))
+                    self.const[p] = np.where(hm, 0.0, self.const[p])
+                    self.power_cols[h][p] = add(f"power:{h}:{p}", np.log(lo), np.log(hi), c,
+                                                prior_weight, hm, [p])
+        c = len(self.cols)
+        self.A = {}
+        for p, terms in self.terms.items():
+            if terms:
+                a = np.zeros((n, c))
+                for j, val in terms:
+                    a[:, j] += val
+                self.A[p] = a
+        self.x0 = np.array([col.centre for col in self.cols])
+        self.lo = np.array([col.lo for col in self.cols])
+        self.hi = np.array([col.hi for col in self.cols])
+        self.w = np.array([col.weight for col in self.cols])
+        self.support = np.array([col.support for col in self.cols])
+
+    def row_params(self, x: np.ndarray) -> HardwareParams:
+        """Per-row parameters, fields ``(K, n)`` for ``x`` of shape ``(K, columns)``."""
+        x = np.atleast_2d(x)
+        out = {}
+        for p in HW_PARAM_NAMES:
+            logp = self.const[p][None, :] + (x @ self.A[p].T if p in self.A else 0.0)
+            lo, hi = PARAM_BOUNDS[p]
+            out[p] = np.clip(np.exp(logp), lo, hi)
+            if p not in self.A:
+                out[p] = np.broadcast_to(out[p], (x.shape[0], len(self.rows)))
+        return HardwareParams(**out)
+
+    def physics(self, x: np.ndarray) -> PhysicsParams:
+        """Physics parameters for ``x`` of shape ``(K, columns)`` (fields ``(K,)``)."""
+        x = np.atleast_2d(x)
+        base = _ph_names(self.defaults.physics)
+        for q, j in self.physics_cols.items():
+            base[q] = np.exp(x[:, j])
+        return PhysicsParams(**base)
+
+    def groups(self) -> list[list[int]]:
+        """Columns in groups whose rows do not overlap (perturbed together)."""
+        order = np.argsort(-self.support.sum(axis=1), kind="stable")
+        groups: list[tuple[list[int], np.ndarray]] = []
+        for j in order:
+            s = self.support[j]
+            for cols, union in groups:
+                if not (union & s).any():
+                    cols.append(int(j))
+                    union |= s
+                    break
+            else:
+                groups.append(([int(j)], s.copy()))
+        return [cols for cols, _ in groups]
+
+
+def _fit(space: _Space, pr: Predictor, max_nfev: int):
+    """Robust least squares over the space's columns with a grouped, batched Jacobian."""
+    groups = space.groups()
+    owner_support = space.support[:, pr.owner]          # columns x residual entries
+    cache: dict[bytes, np.ndarray] = {}
+
+    def data_res(xs: np.ndarray) -> np.ndarray:
+        return pr.residuals(space.row_params(xs), space.physics(xs))
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        key = x.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = data_res(x[None, :])[0]
+        return np.concatenate([cache[key], space.w * (x - space.x0)])
+
+    def jac(x: np.ndarray) -> np.ndarray:
+        r0 = fun(x)[: len(pr.owner)]
+        xs = np.repeat(x[None, :], len(groups), axis=0)
+        steps = np.where(x + DIFF_STEP <= space.hi, DIFF_STEP, -DIFF_STEP)
+        for g, cols in enumerate(groups):
+            xs[g, cols] += steps[cols]
+        rs = data_res(xs)
+        jm = np.zeros((len(r0) + len(x), len(x)))
+        for g, cols in enumerate(groups):
+            for j in cols:
+                m = owner_support[j]
+                jm[: len(r0)][m, j] = (rs[g, m] - r0[m]) / steps[j]
+        jm[len(r0) + np.arange(len(x)), np.arange(len(x))] = space.w
+        return jm
+
+    x0 = np.clip(space.x0, space.lo + 1e-9, space.hi - 1e-9)
+    sol = least_squares(fun, x0, jac=jac, bounds=(space.lo, space.hi), method="trf",
+                        loss="soft_l1", f_scale=LOSS_SCALE, max_nfev=max_nfev)
+    return sol.x, sol
+
+
+def _planning(space: _Space, x: np.ndarray) -> tuple[dict[str, str], dict[str, dict[str, float]]]:
+    """Planning engine per vendor (and ``default``) and every engine's knob offsets."""
+    offsets: dict[str, dict[str, float]] = {}
+    for e, cols in space.engine_cols.items():
+        base = space.defaults.software.engine_of(e)
+        own = {k: float(x[j]) for k, j in cols.items()}
+        if e != base and base in space.engine_cols:
+            own = {k: own[k] + float(x[space.engine_cols[base][k]]) for k in own}
+        offsets[e] = own
+
+    def score(e: str) -> float:
+        o = offsets.get(e, {})
+        return sum(o.get(k, 0.0) * (-1.0 if k == "overhead" else 1.0) for k, _ in space.knobs)
+
+    plan: dict[str, str] = {}
+    bases = [e for e in sorted(set(space.engine) - {""})]
+    if bases:
+        plan["default"] = max(bases, key=score)
+        for v in sorted(set(space.vendor)):
+            cand = sorted(set(space.engine[space.vendor == v]) - {""})
+            if cand:
+                plan[v] = max(cand, key=score)
+    return plan, offsets
+
+
+def _dated(date: str) -> str:
+    """``YYYY-MM[-DD]`` as ``YYYY-MM-DD`` (day 15 when missing)."""
+    parts = date.strip().split("-")
+    return f"{parts[0]}-{parts[1]}-{parts[2] if len(parts) > 2 else '15'}"
+
+
+def _calibration(space: _Space, x: np.ndarray, source: str, meta: dict) -> Calibration:
+    spec = space.defaults.software
+    plan, offsets = _planning(space, x)
+    trend = {k: float(x[j]) for k, j in space.trend_cols.items()}
+    ref = year_fraction(spec.reference_date) or 0.0
+    plan_date = max(space.dates, key=lambda d: year_fraction(d)) if space.dates else ""
+    plan_year = year_fraction(plan_date) if plan_date else ref
+
+    def plan_log(vendor: str | None) -> dict[str, float]:
+        eng = plan.get(vendor or "", plan.get("default", ""))
+        o = offsets.get(eng, {})
+        out: dict[str, float] = {}
+        for k, names in space.knobs:
+            f = o.get(k, 0.0) + trend.get(k, 0.0) * (plan_year - ref)
+            for n in names:
+                out[n] = out.get(n, 0.0) + f
+        return out
+
+    def values(levels: list[tuple[str, str]], vendor: str | None) -> dict[str, float]:
+        adj = plan_log(vendor)
+        out = {}
+        for p in THROUGHPUT_PARAMS:
+            logp = x[space.pooled[p]] + adj.get(p, 0.0)
+            for lv in levels:
+                if lv in space.level:
+                    logp += x[space.level[lv][p]]
+            lo, hi = PARAM_BOUNDS[p]
+            out[p] = float(np.clip(np.exp(logp), lo, hi))
+        return out
+
+    default = values([], "default")
+    vendors, archs, hardware = {}, {}, {}
+    for v in sorted(set(space.vendor)):
+        vendors[v] = values([("vendor", v)], v)
+        vm = space.vendor == v
+        for a in sorted(set(space.arch[vm]) - {""}):
+            archs[a] = values([("vendor", v), ("architecture", a)], v)
+        for h in sorted(set(space.hw[vm])):
+            a = str(space.arch[space.hw == h][0])
+            levels = [("vendor", v)] + ([("architecture", a)] if a else []) + [("hardware", h)]
+            hardware[h] = values(levels, v)
+            for p, j in space.power_cols.get(h, {}).items():
+                hardware[h][p] = float(np.exp(x[j]))
+    software = None
+    if space.knobs:
+        software = Software(
+            knobs=tuple(space.knobs),
+            engines=tuple(sorted((e, tuple(sorted(o.items()))) for e, o in offsets.items())),
+            base_engine=spec.base_engine,
+            trend_per_year=tuple(sorted(trend.items())),
+            reference_date=_dated(plan_date) if plan_date else spec.reference_date,
+            planning_engine=tuple(sorted(plan.items())),
+            cross_domain=tuple(sorted(
+                (p, float(x[j])) for p, j in space.level.get(("cross_domain", "all"),
+                                                              {}).items())))
+    physics = {q: float(np.exp(x[j])) for q, j in space.physics_cols.items()}
+    return Calibration.from_dicts(hardware, default, source, meta, physics, vendors, archs,
+                                  software)
 
 
 def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str = "",
               prior_weight: float = PRIOR_WEIGHT, per_hardware: bool = True,
-              max_nfev: int = 60, per_vendor: bool = True) -> Calibration:
+              max_nfev: int = 60, per_vendor: bool = True,
+              level_prior: dict[str, float] | None = None,
+              hardware_balance: float = HARDWARE_BALANCE) -> Calibration:
     """Fit the parameters to ``rows`` (phase-level and/or serving rows).
 
     Parameters
@@ -324,94 +744,55 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     catalog : Catalog
         With every model and accelerator the rows name.
     defaults : PerfDefaults
-        Starting values and the values the prior pulls towards.
+        Starting values, the values the pooled level is pulled towards, and the
+        software knobs (``software:``).
     source : str
         Measurement file name(s), recorded in the calibration.
     prior_weight : float
-        Weight of the pull towards the defaults [per unit of ln parameter]; 0 fits
-        the data alone.
+        Weight of the pull of the pooled and physics values towards the defaults [per
+        unit of ln parameter]; 0 fits the data alone.
     per_hardware, per_vendor : bool
-        Also fit each accelerator (stage 3) / each vendor (stage 2) on its own rows.
+        Fit accelerator-level (and power) / vendor-level offsets.
     max_nfev : int
-        Function evaluations per fit.
+        Function evaluations of the fit.
+    level_prior : dict, optional
+        Weights of the levels' pulls towards zero (default :data:`LEVEL_PRIOR`).
+    hardware_balance : float
+        Row-balance exponent (:func:`balance_weights`).
 
     Returns
     -------
     Calibration
-        ``default`` = pooled accelerator parameters, ``vendor`` = per-vendor ones,
-        ``physics`` = fitted physics, ``hardware`` = per-accelerator parameters.
+        ``default`` = pooled values, ``vendor``/``architecture``/``hardware`` = each
+        level's values (all at the planning engine and date), ``physics``, ``software``.
     """
-    weights = balance_weights(rows, catalog)
-    pr = Predictor(rows, catalog, defaults, weights)
-    use_power = any(m.power_w for m in rows)
-    # The power curve is fitted per accelerator only (stage 3): the measured power of one
-    # accelerator says little about another's, so pooled and vendor values keep the
-    # a-priori curve of perf_defaults.yaml.
-    hw_names = list(THROUGHPUT_PARAMS)
-    phys_names = _physics_in_use(rows)
-    base = defaults.default
-    phys0 = defaults.physics
-    names = hw_names + phys_names
-
-    def pooled(vals: dict[str, float]) -> np.ndarray:
-        hp = replace(base, **{n: vals[n] for n in hw_names})
-        ph = replace(phys0, **{n: vals[n] for n in phys_names})
-        return pr.residuals({h: hp for h in pr.hardware}, ph, False)
-
-    start = {**{n: getattr(base, n) for n in hw_names},
-             **{n: getattr(phys0, n) for n in phys_names}}
-    fitted, _ = _least_squares(pooled, names, start, start, prior_weight, max_nfev)
-    default = {n: fitted[n] for n in hw_names}
-    physics = {n: fitted[n] for n in phys_names}
-    phys = replace(phys0, **physics)
-
-    def fit_group(sub: list, centre: dict[str, float], own_base: HardwareParams,
-                  ids: list[str], with_power: bool) -> dict[str, float]:
-        spr = Predictor(sub, catalog, defaults, balance_weights(sub, catalog))
-        power = with_power and any(m.power_w for m in sub)
-        names_g = list(THROUGHPUT_PARAMS) + (list(POWER_PARAMS) if power else [])
-        start_g = {n: centre.get(n, getattr(own_base, n)) for n in names_g}
-        centred = replace(own_base, **centre)
-
-        def own(vals: dict[str, float]) -> np.ndarray:
-            hp = replace(centred, **vals)
-            return spr.residuals({h: hp for h in ids}, phys, power)
-
-        got, _ = _least_squares(own, names_g, start_g, start_g, prior_weight, max_nfev)
-        return got
-
-    vendors: dict[str, dict[str, float]] = {}
-    by_vendor: dict[str, list[str]] = {}
-    for h in pr.hardware:
-        by_vendor.setdefault(_vendor(catalog, h), []).append(h)
-    if per_vendor:
-        for ven, ids in sorted(by_vendor.items()):
-            sub = [m for m in rows if m.hardware in ids]
-            vendors[ven] = {**default, **fit_group(sub, default, base, ids, False)}
-    hardware: dict[str, dict[str, float]] = {}
-    if per_hardware:
-        for hw in pr.hardware:
-            centre = vendors.get(_vendor(catalog, hw), default)
-            sub = [m for m in rows if m.hardware == hw]
-            hardware[hw] = fit_group(sub, centre, defaults.for_hardware(hw), [hw], use_power)
-    meta = {"rows": len(rows), "rows_per_hardware": {
-        h: sum(1 for m in rows if m.hardware == h) for h in pr.hardware}}
-    return Calibration.from_dicts(hardware, default, source, meta, physics, vendors)
+    weights = balance_weights(rows, catalog, hardware_balance)
+    use_power = any(m.power_w for m in rows) and per_hardware
+    pr = Predictor(rows, catalog, defaults, weights, use_power=use_power)
+    space = _Space(rows, catalog, defaults, per_vendor, per_hardware, use_power, prior_weight,
+                   {**LEVEL_PRIOR, **(level_prior or {})})
+    x, sol = _fit(space, pr, max_nfev)
+    meta = {"rows": len(rows), "columns": len(space.cols), "evaluations": int(sol.nfev),
+            "rows_per_hardware": {h: int((space.hw == h).sum()) for h in sorted(set(space.hw))}}
+    return _calibration(space, x, source, meta)
 
 
 def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
                   key: Callable[[Any], Any] | None = None, per_hardware: bool = True,
-                  max_nfev: int = 60) -> list[RowResult]:
+                  max_nfev: int = 60, **fit) -> list[RowResult]:
     """Each group of rows predicted by a calibration fitted without it.
 
     Parameters
     ----------
     key : callable, optional
         Row -> group (default: each row its own group). ``lambda m: m.hardware`` is
-        leave-one-hardware-out: the held-out accelerator gets the pooled ``default``
-        of the others.
+        leave-one-hardware-out: the held-out accelerator's rows touch no level, engine
+        or trend of the fold, and it gets its architecture's values (a sibling was
+        fitted), else its vendor's, else the pooled ones.
     per_hardware : bool
-        Fit per-accelerator parameters in each fold (other accelerators' rows).
+        Fit accelerator-level offsets of the accelerators in each fold.
+    **fit
+        Passed to :func:`calibrate` (``level_prior``, ``hardware_balance``, ...).
 
     Returns
     -------
@@ -429,7 +810,7 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
         if not rest:
             continue
         cal = calibrate(rest, catalog, defaults, per_hardware=per_hardware, max_nfev=max_nfev,
-                        per_vendor=True)
+                        **fit)
         res = evaluate_rows([rows[i] for i in idx], catalog, defaults, cal)
         for i, r in zip(idx, res, strict=True):
             out[i] = r

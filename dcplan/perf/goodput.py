@@ -302,7 +302,7 @@ def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Wor
     prec = Precision(precision) if precision else wl.precision
     defaults = defaults or load_perf_defaults(defaults_path(catalog))
     cal = resolve_calibration(calibration, catalog)
-    params = hardware_params(defaults, acc.id, cal, acc.vendor)
+    params = hardware_params(defaults, acc.id, cal, acc.vendor, acc.architecture)
     physics = physics_params(defaults, cal)
     shape = ModelShape.build(model, prec, defaults.serving)
     hw = (Hardware.build(acc, shape, params, defaults.serving,

@@ -18,7 +18,9 @@ tokens_per_s        replica total [tokens/s] (prefill: prompt tokens; decode:
 power_w             mean total power of the replica's accelerators [W]; may be empty
 ==================  ==========================================================
 
-Optional: ``source``, ``as_of``, ``notes``, and ``prompt_tokens`` + ``output_tokens``
+Optional: ``source``, ``as_of`` (also the run date the calibration's software trend
+reads), ``notes``, ``framework`` (serving engine, as in serving rows), and
+``prompt_tokens`` + ``output_tokens``
 (decode rows, together) for an end-to-end run (MLPerf Offline/Server) whose
 ``tokens_per_s`` counts output tokens while the replica also prefilled every prompt;
 ``ttft_s`` / ``tpot_ms`` on such rows are MLPerf Server limits (99th percentile,
@@ -47,7 +49,7 @@ from dcplan.yamlio import read_text
 REQUIRED_COLUMNS = ("hardware", "model", "precision", "phase", "gpus", "batch",
                     "context_tokens", "tokens_per_s", "power_w")
 OPTIONAL_COLUMNS = ("source", "as_of", "notes", "prompt_tokens", "output_tokens", "ttft_s",
-                    "tpot_ms")
+                    "tpot_ms", "framework")
 PHASES = ("prefill", "decode")
 
 #: Columns of a serving-measurement file (all required in the header, in any order).
@@ -88,6 +90,8 @@ class Measurement:
     source, as_of, notes : str
     line : int
         Line of the row in its file.
+    framework : str
+        Serving engine (``trt`` for TensorRT-LLM, as serving rows name it); '' unknown.
     """
 
     row: int
@@ -108,8 +112,14 @@ class Measurement:
     as_of: str = ""
     notes: str = ""
     line: int = 0
+    framework: str = ""
 
     kind = "phase"
+
+    @property
+    def date(self) -> str:
+        """Run date (``as_of``) [YYYY-MM[-DD]]."""
+        return self.as_of
 
     @property
     def end_to_end(self) -> bool:
@@ -248,6 +258,18 @@ def scaleup_domain(catalog: Catalog, accelerator_id: str) -> int | None:
     doms = [r.scaleup_domain for r in catalog.entries.get("racks", {}).values()
             if r.accelerator == accelerator_id]
     return max(doms) if doms else None
+
+
+def spans_scaleup(m, catalog: Catalog) -> bool:
+    """Whether a row's tensor- or expert-parallel group spans scale-up domains.
+
+    Phase rows: ``gpus`` (one TP group); serving rows: decode and prefill TP and EP.
+    Such a group's collectives cross the scale-out network.
+    """
+    domain = scaleup_domain(catalog, m.hardware) or 8
+    if m.kind == "phase":
+        return m.gpus > domain
+    return max(m.decode_tp, m.decode_ep, m.prefill_tp, m.prefill_ep) > domain
 
 
 def _read_rows(path: Path | str) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
@@ -399,7 +421,7 @@ def _load_phase(shown: str, header: list[str], rows, catalog: Catalog) -> list[M
                 prompt_tokens=values["prompt_tokens"], output_tokens=values["output_tokens"],
                 ttft_s=values["ttft_s"], tpot_ms=values["tpot_ms"],
                 source=rec.get("source", ""), as_of=rec.get("as_of", ""),
-                notes=rec.get("notes", ""), line=line_no,
+                notes=rec.get("notes", ""), line=line_no, framework=rec.get("framework", ""),
             ))
     if not problems and not out:
         problems.append(Problem(shown, "has no data rows; add at least one measurement"))

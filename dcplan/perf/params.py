@@ -15,6 +15,7 @@ Three kinds of parameters, all data (``catalogs/perf_defaults.yaml``):
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -278,6 +279,122 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
 }
 
 
+def year_fraction(date: str) -> float | None:
+    """Calendar date ``YYYY-MM[-DD]`` as a fractional year (2026-07-02 -> ~2026.5).
+
+    None for an empty or malformed date.
+    """
+    text = (date or "").strip()
+    try:
+        parts = [int(x) for x in text.split("-")]
+        day = dt.date(parts[0], parts[1], parts[2] if len(parts) > 2 else 15)
+    except (ValueError, IndexError):
+        return None
+    start = dt.date(day.year, 1, 1)
+    return day.year + (day - start).days / 365.25
+
+
+@dataclass(frozen=True)
+class SoftwareSpec:
+    """How the calibration separates serving software from silicon (``software:``).
+
+    Attributes
+    ----------
+    base_engine : tuple of (str, str)
+        Measurement ``framework`` -> the engine it runs on (``dynamo-trt`` ->
+        ``trt``): a framework without rows of its own takes its engine's values.
+    knobs : tuple of (str, tuple of str)
+        Knob -> the hardware parameters it scales. Each engine gets one log offset
+        per knob, and the run date one log trend per knob per year.
+    reference_date : str
+        Date at which the fitted trend is zero (the middle of the data) [YYYY-MM-DD].
+    """
+
+    base_engine: tuple[tuple[str, str], ...] = ()
+    knobs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    reference_date: str = ""
+
+    def engine_of(self, framework: str) -> str:
+        """The engine ``framework`` runs on (itself when not mapped)."""
+        return dict(self.base_engine).get(framework, framework)
+
+
+@dataclass(frozen=True)
+class Software:
+    """Fitted engine and run-date adjustments of a calibration.
+
+    The calibration's vendor, architecture and accelerator values are what the planner
+    uses: the vendor's planning engine (``planning_engine``) at ``reference_date``.
+    A measurement row on another engine or date is predicted with, per knob, the log
+    factor ``offset(engine) - offset(planning engine) + trend (year - reference year)``
+    on the knob's parameters. A row without a framework takes offset 0 (the pooled
+    engine), a row without a date the reference date.
+
+    Attributes
+    ----------
+    knobs : tuple of (str, tuple of str)
+        Knob -> hardware parameters it scales.
+    engines : tuple of (str, tuple of (str, float))
+        Framework or engine -> knob -> fitted log offset.
+    base_engine : tuple of (str, str)
+        Framework -> engine (a framework without its own offset takes its engine's).
+    trend_per_year : tuple of (str, float)
+        Knob -> log change per year of run date.
+    reference_date : str
+        Planning date: the latest run date fitted [YYYY-MM-DD]; a later run is read
+        at this date (the trend is not extrapolated).
+    planning_engine : tuple of (str, str)
+        Vendor (and ``default``) -> engine the planner's values assume.
+    cross_domain : tuple of (str, float)
+        Hardware parameter -> log offset of runs whose TP or EP group spans scale-up
+        domains (collectives over the scale-out network), fitted on all such rows of
+        every accelerator. The planner's layouts stay inside one domain.
+    """
+
+    knobs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    engines: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    base_engine: tuple[tuple[str, str], ...] = ()
+    trend_per_year: tuple[tuple[str, float], ...] = ()
+    reference_date: str = ""
+    planning_engine: tuple[tuple[str, str], ...] = ()
+    cross_domain: tuple[tuple[str, float], ...] = ()
+
+    def offset(self, framework: str) -> dict[str, float]:
+        """Knob -> log offset of ``framework`` (its engine's when it has none; 0 unknown)."""
+        eng = dict(self.engines)
+        if framework in eng:
+            return dict(eng[framework])
+        base = dict(self.base_engine).get(framework, framework)
+        return dict(eng.get(base, ()))
+
+    def planning(self, vendor: str | None) -> str:
+        """The engine the planner's values of ``vendor`` assume."""
+        plan = dict(self.planning_engine)
+        return plan.get(vendor or "", plan.get("default", ""))
+
+    def log_factors(self, vendor: str | None, framework: str, date: str,
+                    spans: bool = False) -> dict[str, float]:
+        """Parameter -> log factor that moves the planning values to ``framework`` at ``date``.
+
+        ``spans``: the run's TP or EP group spans scale-up domains (adds ``cross_domain``).
+        """
+        here = self.offset(framework)        # no framework: the pooled engine (0)
+        ref = self.offset(self.planning(vendor))
+        y, y0 = year_fraction(date), year_fraction(self.reference_date)
+        # the trend is not extrapolated past the latest run date fitted
+        dy = min(y - y0, 0.0) if (y is not None and y0 is not None) else 0.0
+        trend = dict(self.trend_per_year)
+        out: dict[str, float] = {}
+        for knob, names in self.knobs:
+            f = here.get(knob, 0.0) - ref.get(knob, 0.0) + trend.get(knob, 0.0) * dy
+            for n in names:
+                out[n] = out.get(n, 0.0) + f
+        if spans:
+            for n, f in self.cross_domain:
+                out[n] = out.get(n, 0.0) + f
+        return out
+
+
 @dataclass(frozen=True)
 class PerfDefaults:
     """Contents of ``perf_defaults.yaml``.
@@ -292,6 +409,8 @@ class PerfDefaults:
     serving : ServingParams
     source : str
         Path of the file read.
+    software : SoftwareSpec
+        How calibrations separate engines and run dates from silicon.
     """
 
     default: HardwareParams
@@ -299,6 +418,7 @@ class PerfDefaults:
     physics: PhysicsParams
     serving: ServingParams
     source: str = ""
+    software: SoftwareSpec = field(default_factory=SoftwareSpec)
 
     def for_hardware(self, accelerator_id: str) -> HardwareParams:
         """Default parameters of ``accelerator_id`` (before calibration)."""
@@ -326,6 +446,13 @@ class Calibration:
         Measurement file(s) the fit came from.
     meta : tuple
         Other information (fit statistics), ``(key, value)`` pairs.
+    architecture : tuple
+        ``(architecture, {param: value})``: fitted to the rows of that architecture's
+        accelerators (with their vendor's); applies to accelerators of that
+        architecture without their own entry.
+    software : Software or None
+        Engine and run-date adjustments (measurement rows only; the planner uses the
+        stored values as they are).
     """
 
     hardware: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
@@ -334,6 +461,8 @@ class Calibration:
     meta: tuple[tuple[str, Any], ...] = field(default=(), compare=False, hash=False)
     physics: tuple[tuple[str, float], ...] = ()
     vendor: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    architecture: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    software: Software | None = None
 
     @classmethod
     def from_dicts(
@@ -344,6 +473,8 @@ class Calibration:
         meta: Mapping[str, Any] | None = None,
         physics: Mapping[str, float] | None = None,
         vendor: Mapping[str, Mapping[str, float]] | None = None,
+        architecture: Mapping[str, Mapping[str, float]] | None = None,
+        software: Software | None = None,
     ) -> Calibration:
         """Build a calibration from plain dicts."""
         def pairs(table):
@@ -353,26 +484,52 @@ class Calibration:
         dflt = tuple(sorted((k, float(v)) for k, v in (default or {}).items()))
         phys = tuple(sorted((k, float(v)) for k, v in (physics or {}).items()))
         return cls(pairs(hardware), dflt, source, tuple((meta or {}).items()), phys,
-                   pairs(vendor))
+                   pairs(vendor), pairs(architecture), software)
 
     @property
     def key(self) -> tuple:
         """Hashable identity of the fitted values (for caching)."""
-        return (self.hardware, self.default, self.physics, self.vendor)
+        return (self.hardware, self.default, self.physics, self.vendor, self.architecture,
+                self.software)
 
-    def overrides(self, accelerator_id: str, vendor: str | None = None) -> dict[str, float]:
-        """Parameter overrides for ``accelerator_id``: default, vendor's, then its own."""
+    def overrides(self, accelerator_id: str, vendor: str | None = None,
+                  architecture: str | None = None) -> dict[str, float]:
+        """Parameter overrides for ``accelerator_id``.
+
+        The default, then the vendor's, the architecture's and its own values.
+        """
         out = dict(self.default)
         if vendor is not None:
             out.update(dict(dict(self.vendor).get(vendor, ())))
+        if architecture is not None:
+            out.update(dict(dict(self.architecture).get(architecture, ())))
         out.update(dict(dict(self.hardware).get(accelerator_id, ())))
         return out
 
     def apply(self, base: HardwareParams, accelerator_id: str,
-              vendor: str | None = None) -> HardwareParams:
+              vendor: str | None = None, architecture: str | None = None) -> HardwareParams:
         """Return ``base`` with this calibration's values for ``accelerator_id``."""
-        over = self.overrides(accelerator_id, vendor)
+        over = self.overrides(accelerator_id, vendor, architecture)
         return replace(base, **over) if over else base
+
+    def apply_run(self, params: HardwareParams, vendor: str | None, framework: str,
+                  date: str, spans: bool = False) -> HardwareParams:
+        """``params`` (the planner's values) moved to a measured run's engine and date.
+
+        Without a software section, or for a run on the planning engine at the
+        reference date, ``params`` unchanged. Values are kept within
+        :data:`PARAM_BOUNDS`.
+        """
+        if self.software is None:
+            return params
+        logs = self.software.log_factors(vendor, framework, date, spans)
+        if not any(logs.values()):
+            return params
+        new = {}
+        for name, f in logs.items():
+            lo, hi = PARAM_BOUNDS[name]
+            new[name] = float(min(max(getattr(params, name) * math.exp(f), lo), hi))
+        return replace(params, **new)
 
     def apply_physics(self, base: PhysicsParams) -> PhysicsParams:
         """Return ``base`` with this calibration's physics values."""
@@ -454,7 +611,7 @@ def default_calibration(catalog: Any = None) -> Calibration | None:
 
 _DEFAULTS_CACHE: dict[str, PerfDefaults] = {}
 _TOP_KEYS = ("source", "as_of", "notes", "estimates", "default", "hardware", "physics",
-             "serving")
+             "serving", "software")
 
 
 def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
@@ -504,6 +661,7 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
     physics = _check_params(raw.get("physics"), shown, "physics", problems, PHYSICS_BOUNDS,
                             require_all=True)
     serving = _parse_serving(raw.get("serving"), shown, problems)
+    software = _parse_software_spec(raw.get("software"), shown, problems)
     _check_estimates(raw.get("estimates"), shown, problems, default, physics)
     if problems:
         raise InputError(problems)
@@ -513,6 +671,7 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
         physics=PhysicsParams(**physics),
         serving=serving,
         source=shown,
+        software=software,
     )
     _DEFAULTS_CACHE[cache_key] = out
     return out
@@ -534,6 +693,53 @@ def _check_estimates(raw: Any, file: str, problems: list[Problem], default: dict
         if key not in raw and key.split(".", 1)[1] in {**default, **physics}:
             problems.append(Problem(file, "say how this value was estimated (or measured)",
                                     entry="estimates", field=key))
+
+
+def _parse_software_spec(raw: Any, file: str, problems: list[Problem]) -> SoftwareSpec:
+    """The optional ``software:`` section of perf_defaults.yaml."""
+    if raw is None:
+        return SoftwareSpec()
+    if not isinstance(raw, dict):
+        problems.append(Problem(file, "must be a mapping with base_engine, knobs, "
+                                      "reference_date", field="software"))
+        return SoftwareSpec()
+    for key in sorted(set(raw) - {"base_engine", "knobs", "reference_date"}):
+        problems.append(Problem(file, "unknown field" + suggest(key, ["base_engine", "knobs",
+                                                                       "reference_date"]),
+                                entry="software", field=key))
+    base = raw.get("base_engine") or {}
+    if not isinstance(base, dict) or not all(isinstance(v, str) for v in base.values()):
+        problems.append(Problem(file, "must map framework -> engine name", entry="software",
+                                field="base_engine"))
+        base = {}
+    knobs = raw.get("knobs") or {}
+    parsed_knobs = []
+    if not isinstance(knobs, dict):
+        problems.append(Problem(file, "must map knob -> list of parameters", entry="software",
+                                field="knobs"))
+        knobs = {}
+    seen: set[str] = set()
+    for knob, names in knobs.items():
+        if not isinstance(names, list) or not names:
+            problems.append(Problem(file, "must be a list of hardware parameters",
+                                    entry="software.knobs", field=str(knob)))
+            continue
+        for n in names:
+            if n not in PARAM_BOUNDS:
+                problems.append(Problem(file, f"'{n}' is not a hardware parameter"
+                                        + suggest(str(n), PARAM_BOUNDS),
+                                        entry="software.knobs", field=str(knob)))
+            elif n in seen:
+                problems.append(Problem(file, f"'{n}' is in two knobs; give it one",
+                                        entry="software.knobs", field=str(knob)))
+            seen.add(str(n))
+        parsed_knobs.append((str(knob), tuple(str(n) for n in names)))
+    ref = str(raw.get("reference_date", "") or "")
+    if year_fraction(ref) is None:
+        problems.append(Problem(file, f"must be a date YYYY-MM-DD (got {ref!r})",
+                                entry="software", field="reference_date"))
+    return SoftwareSpec(tuple(sorted((str(k), str(v)) for k, v in base.items())),
+                        tuple(parsed_knobs), ref)
 
 
 def _parse_serving(raw: Any, file: str, problems: list[Problem]) -> ServingParams | None:
@@ -620,7 +826,7 @@ def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibr
     raw = strip_lines(raw)
     problems: list[Problem] = []
     allowed = {"kind", "source", "created", "fit", "default", "hardware", "vendor", "physics",
-               "notes"}
+               "notes", "architecture", "software"}
     for key in sorted(set(raw) - allowed):
         problems.append(Problem(shown, "unknown top-level key" + suggest(key, allowed), field=key))
     hw_raw = raw.get("hardware") or {}
@@ -651,11 +857,89 @@ def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibr
                 params = {k: v for k, v in params.items() if k != "rows"}
             vendors[str(ven)] = _check_params(params, shown, f"vendor.{ven}", problems,
                                               PARAM_BOUNDS)
+    archs: dict[str, dict[str, float]] = {}
+    a_raw = raw.get("architecture") or {}
+    if not isinstance(a_raw, dict):
+        problems.append(Problem(shown, "must map architecture -> parameters",
+                                field="architecture"))
+    else:
+        for arch, params in a_raw.items():
+            if isinstance(params, dict):
+                params = {k: v for k, v in params.items() if k != "rows"}
+            archs[str(arch)] = _check_params(params, shown, f"architecture.{arch}", problems,
+                                             PARAM_BOUNDS)
+    software = _parse_software(raw.get("software"), shown, problems)
     if problems:
         raise InputError(problems)
     meta = raw.get("fit") if isinstance(raw.get("fit"), dict) else {}
     return Calibration.from_dicts(hardware, default, str(raw.get("source", "")), meta, physics,
-                                  vendors)
+                                  vendors, archs, software)
+
+
+def _parse_software(raw: Any, file: str, problems: list[Problem]) -> Software | None:
+    """The ``software:`` section of a calibration file (None when absent)."""
+    if raw is None:
+        return None
+    keys = ("knobs", "engine_log_offset", "base_engine", "trend_log_per_year",
+            "reference_date", "planning_engine", "cross_domain_log_offset")
+    if not isinstance(raw, dict):
+        problems.append(Problem(file, "must be a mapping with " + ", ".join(keys),
+                                field="software"))
+        return None
+    for key in sorted(set(raw) - set(keys)):
+        problems.append(Problem(file, "unknown field" + suggest(key, keys), entry="software",
+                                field=key))
+
+    def number(v, where, key) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                or abs(v) > 20:
+            problems.append(Problem(file, f"must be a number between -20 and 20 (got {v!r})",
+                                    entry=where, field=key))
+            return 0.0
+        return float(v)
+
+    knobs = []
+    for knob, names in (raw.get("knobs") or {}).items():
+        bad = [n for n in (names or []) if n not in PARAM_BOUNDS]
+        if not isinstance(names, list) or bad:
+            problems.append(Problem(file, f"must list hardware parameters (unknown: "
+                                          f"{', '.join(map(str, bad))})",
+                                    entry="software.knobs", field=str(knob)))
+            continue
+        knobs.append((str(knob), tuple(names)))
+    knob_names = {k for k, _ in knobs}
+    engines = []
+    for eng, offs in (raw.get("engine_log_offset") or {}).items():
+        if not isinstance(offs, dict):
+            problems.append(Problem(file, "must map knob -> log offset",
+                                    entry="software.engine_log_offset", field=str(eng)))
+            continue
+        for k in offs:
+            if k not in knob_names:
+                problems.append(Problem(file, f"unknown knob '{k}'" + suggest(str(k), knob_names),
+                                        entry=f"software.engine_log_offset.{eng}", field=str(k)))
+        engines.append((str(eng), tuple(sorted(
+            (str(k), number(v, f"software.engine_log_offset.{eng}", k))
+            for k, v in offs.items()))))
+    trend = tuple(sorted((str(k), number(v, "software.trend_log_per_year", k))
+                         for k, v in (raw.get("trend_log_per_year") or {}).items()))
+    ref = str(raw.get("reference_date", "") or "")
+    if year_fraction(ref) is None:
+        problems.append(Problem(file, f"must be a date YYYY-MM-DD (got {ref!r})",
+                                entry="software", field="reference_date"))
+    base = raw.get("base_engine") or {}
+    plan = raw.get("planning_engine") or {}
+    cross = raw.get("cross_domain_log_offset") or {}
+    for k in cross:
+        if k not in PARAM_BOUNDS:
+            problems.append(Problem(file, f"'{k}' is not a hardware parameter"
+                                    + suggest(str(k), PARAM_BOUNDS),
+                                    entry="software.cross_domain_log_offset", field=str(k)))
+    cross_t = tuple(sorted((str(k), number(v, "software.cross_domain_log_offset", k))
+                           for k, v in cross.items() if k in PARAM_BOUNDS))
+    return Software(tuple(knobs), tuple(sorted(engines)),
+                    tuple(sorted((str(k), str(v)) for k, v in base.items())), trend, ref,
+                    tuple(sorted((str(k), str(v)) for k, v in plan.items())), cross_t)
 
 
 def save_calibration(cal: Calibration, path: Path | str, rows_per_hw: Mapping[str, int] | None
@@ -683,17 +967,31 @@ def save_calibration(cal: Calibration, path: Path | str, rows_per_hw: Mapping[st
         "source": cal.source,
         "created": dt.date.today().isoformat(),
         "notes": "Fitted by dcplan perf calibrate (robust least squares on log throughput, "
-                 "TPOT, TTFT and power, with a weak pull towards perf_defaults.yaml). "
-                 "'physics' applies to every accelerator; 'default' is one parameter set "
-                 "fitted to all rows at once, 'vendor' one per vendor (pulled towards the "
-                 "default); an accelerator without its own entry gets its vendor's values, "
-                 "else the default.",
+                 "TPOT, TTFT and power, one joint fit of nested levels with a pull of each "
+                 "level towards the one above and of the pooled level towards "
+                 "perf_defaults.yaml). 'physics' applies to every accelerator. An "
+                 "accelerator takes its own entry, else its architecture's, else its "
+                 "vendor's, else 'default'. These values are the planner's: the vendor's "
+                 "planning engine at the software reference date; 'software' moves them to "
+                 "a measured run's engine and date (docs/perf.md, Calibration).",
         "fit": dict(fit or {}),
         "physics": {k: _round(v) for k, v in cal.physics},
         "default": {k: _round(v) for k, v in cal.default},
         "vendor": {v: {k: _round(x) for k, x in p} for v, p in cal.vendor},
+        "architecture": {a: {k: _round(x) for k, x in p} for a, p in cal.architecture},
         "hardware": hardware,
     }
+    sw = cal.software
+    if sw is not None:
+        doc["software"] = {
+            "reference_date": sw.reference_date,
+            "planning_engine": dict(sw.planning_engine),
+            "knobs": {k: list(v) for k, v in sw.knobs},
+            "engine_log_offset": {e: {k: _round(x) for k, x in o} for e, o in sw.engines},
+            "base_engine": dict(sw.base_engine),
+            "trend_log_per_year": {k: _round(x) for k, x in sw.trend_per_year},
+            "cross_domain_log_offset": {k: _round(x) for k, x in sw.cross_domain},
+        }
     write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
 

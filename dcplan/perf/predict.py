@@ -36,7 +36,13 @@ import numpy as np
 
 from dcplan.catalog import Catalog
 from dcplan.perf.measurements import Measurement, ServingMeasurement, scaleup_domain
-from dcplan.perf.params import HardwareParams, PerfDefaults, PhysicsParams
+from dcplan.perf.params import (
+    HW_PARAM_NAMES,
+    PHYSICS_NAMES,
+    HardwareParams,
+    PerfDefaults,
+    PhysicsParams,
+)
 from dcplan.perf.power import activity
 from dcplan.perf.roofline import (
     Hardware,
@@ -44,7 +50,6 @@ from dcplan.perf.roofline import (
     Parallel,
     forward_step,
     max_batch,
-    stack_params,
     weight_bytes_per_gpu,
 )
 from dcplan.perf.serving import (
@@ -100,10 +105,16 @@ class RowPrediction:
 
 
 def hardware_params(defaults: PerfDefaults, accelerator_id: str, calibration,
-                    vendor: str | None = None) -> HardwareParams:
-    """Parameters of ``accelerator_id`` (of ``vendor``): defaults, then calibration."""
+                    vendor: str | None = None, architecture: str | None = None
+                    ) -> HardwareParams:
+    """Parameters of ``accelerator_id`` (of ``vendor`` and ``architecture``).
+
+    The defaults, then the calibration's default, vendor, architecture and accelerator
+    values.
+    """
     base = defaults.for_hardware(accelerator_id)
-    return calibration.apply(base, accelerator_id, vendor) if calibration else base
+    return (calibration.apply(base, accelerator_id, vendor, architecture) if calibration
+            else base)
 
 
 def physics_params(defaults: PerfDefaults, calibration) -> PhysicsParams:
@@ -253,50 +264,77 @@ class ServingRows:
                 hw_ids=[self.rows[i].hardware for i in np.array(idx)[sel]],
             ))
 
-    def predict(self, params: Mapping[str, HardwareParams], physics: PhysicsParams,
-                percentiles: tuple[float, ...] = (50.0, 99.0)) -> dict[str, np.ndarray]:
-        """Predict every row.
+    def row_params(self, params: Mapping[str, HardwareParams]) -> HardwareParams:
+        """Per-row parameter arrays (shape ``(n,)``) from accelerator id -> parameters."""
+        return HardwareParams(**{
+            f: np.array([getattr(params[h], f) for h in self.hardware], float)
+            for f in HW_PARAM_NAMES})
+
+    def predict(self, params: Mapping[str, HardwareParams] | HardwareParams,
+                physics: PhysicsParams, percentiles: tuple[float, ...] = (50.0, 99.0)
+                ) -> dict[str, np.ndarray]:
+        """Predict every row, for one or many parameter sets at once.
 
         Parameters
         ----------
-        params : mapping
-            Accelerator id -> :class:`HardwareParams`.
+        params : mapping or HardwareParams
+            Accelerator id -> :class:`HardwareParams`; or one :class:`HardwareParams`
+            whose fields are arrays over the rows (shape ``(n,)``) or over ``K``
+            parameter sets and the rows (shape ``(K, n)``).
         physics : PhysicsParams
+            Fields scalars, or arrays of shape ``(K,)`` (one per parameter set).
 
         Returns
         -------
-        dict of ndarray (one value per row, NaN where flagged)
+        dict of ndarray (one value per row, NaN where flagged; shape ``(K, n)`` when
+        ``params`` or ``physics`` carry ``K`` sets, else ``(n,)``)
             ``output_tokens_per_s_per_gpu``, ``median_tpot_ms``, ``p99_tpot_ms``,
             ``median_ttft_s``, ``p99_ttft_s``, ``power_w_per_gpu``, ``batch``,
             ``draft_tokens``.
         """
+        rp = self.row_params(params) if isinstance(params, Mapping) else params
+        fields_rp = {f: np.asarray(getattr(rp, f), float) for f in HW_PARAM_NAMES}
+        fields_ph = {f: np.asarray(getattr(physics, f), float) for f in PHYSICS_NAMES}
+        many = (any(v.ndim == 2 for v in fields_rp.values())
+                or any(v.ndim == 1 for v in fields_ph.values()))
+        k_sets = max([v.shape[0] for v in fields_rp.values() if v.ndim == 2]
+                     + [v.shape[0] for v in fields_ph.values() if v.ndim == 1] + [1])
+        fields_rp = {f: np.broadcast_to(v if v.ndim == 2 else np.reshape(v, (1, -1)),
+                                        (k_sets, self.n)) for f, v in fields_rp.items()}
         keys = ("output_tokens_per_s_per_gpu", "median_tpot_ms", "p99_tpot_ms",
                 "median_ttft_s", "p99_ttft_s", "power_w_per_gpu", "batch", "draft_tokens")
-        out = {k: np.full(self.n, np.nan) for k in keys}
+        out = {k: np.full((k_sets, self.n), np.nan) for k in keys}
         sv = self.serving
         for grp in self.groups:
             if not len(grp["idx"]):
                 continue
             spec = grp["spec"]
-            # Expand each row into its draft-length candidates (one for no speculation).
+            nrow = len(spec)
+            # Expand each row into its draft-length candidates (one for no speculation),
+            # then every candidate into the K parameter sets.
             cand_row, cand_n = [], []
             for j, sp in enumerate(spec):
                 for n in (sv.mtp_draft_tokens if sp == "mtp" else
                           sv.draft_tokens if sp == "draft" else (0,)):
                     cand_row.append(j)
                     cand_n.append(float(n))
-            ix = np.array(cand_row)
-            n = np.array(cand_n)
-            hp = stack_params([params[grp["hw_ids"][j]] for j in ix])
+            n_c = len(cand_row)
+            kk = np.repeat(np.arange(k_sets), n_c)
+            ix = np.tile(np.array(cand_row), k_sets)
+            n = np.tile(np.array(cand_n), k_sets)
+            glob = grp["idx"][ix]
+            hp = HardwareParams(**{f: v[kk, glob] for f, v in fields_rp.items()})
+            ph = PhysicsParams(**{f: (v[kk] if v.ndim else float(v))
+                                  for f, v in fields_ph.items()})
             hw = replace(_take(grp["hw"], ix), params=hp)
             is_mtp = spec[ix] == "mtp"
-            acc = np.where(is_mtp, physics.mtp_acceptance_frac, physics.draft_acceptance_frac)
-            cost = np.where(is_mtp, physics.mtp_draft_cost_frac, physics.draft_cost_frac)
-            tr = replace(_take(grp["traffic"], ix), arrival_cv2=physics.closed_loop_arrival_cv2)
+            acc = np.where(is_mtp, ph.mtp_acceptance_frac, ph.draft_acceptance_frac)
+            cost = np.where(is_mtp, ph.mtp_draft_cost_frac, ph.draft_cost_frac)
+            tr = replace(_take(grp["traffic"], ix), arrival_cv2=ph.closed_loop_arrival_cv2)
             shape = _take(grp["shape"], ix)
             par_d = _take(grp["par_d"], ix)
             conc = grp["conc"][ix]
-            inst_d = Instance(hw, par_d, shape, physics, sv, n, acc, cost)
+            inst_d = Instance(hw, par_d, shape, ph, sv, n, acc, cost)
             if grp["par_p"] is None:
                 pre = prefill(inst_d, tr)
 
@@ -304,7 +342,7 @@ class ServingRows:
                     return aggregated(inst_d, tr, b, pre), b
                 n_dec = 1.0
             else:
-                inst_p = Instance(hw, _take(grp["par_p"], ix), shape, physics, sv)
+                inst_p = Instance(hw, _take(grp["par_p"], ix), shape, ph, sv)
                 pre = prefill(inst_p, tr)
                 n_p, n_dec = grp["n_p"][ix], grp["n_d"][ix]
 
@@ -313,21 +351,24 @@ class ServingRows:
             cap = np.minimum(grp["bmax"][ix], conc / n_dec)
             pt, _ = solve_closed_loop(pob, conc, cap)
             grp_e = {"idle_w": grp["idle_w"][ix], "max_w": grp["max_w"][ix]}
-            res = self._summarise(pt, physics, hp, grp_e, percentiles)
+            res = self._summarise(pt, ph, hp, grp_e, percentiles)
             res["draft_tokens"] = n
-            # The best draft length per row (most throughput at its concurrency).
-            width = int(np.bincount(ix).max())
-            mat = np.full((len(spec), width), -1)
-            slot = np.zeros(len(spec), dtype=int)
-            for e, j in enumerate(ix):
-                mat[j, slot[j]] = e
-                slot[j] += 1
+            # The best draft length per row and parameter set (most throughput).
+            slot_key = kk * nrow + ix
+            width = int(np.bincount(slot_key).max())
+            mat = np.full((k_sets * nrow, width), -1)
+            order = np.argsort(slot_key, kind="stable")
+            sk = slot_key[order]
+            first = np.searchsorted(sk, sk)
+            mat[sk, np.arange(len(sk)) - first] = order
             tput = np.where(mat >= 0, res["output_tokens_per_s_per_gpu"][np.maximum(mat, 0)],
                             -np.inf)
-            chosen = mat[np.arange(len(spec)), np.argmax(tput, axis=1)]
-            best = {k: v[chosen] for k, v in res.items()}
+            tput = np.where(np.isnan(tput), -np.inf, tput)
+            chosen = mat[np.arange(k_sets * nrow), np.argmax(tput, axis=1)]
             for k in keys:
-                out[k][grp["idx"]] = best[k]
+                out[k][:, grp["idx"]] = res[k][chosen].reshape(k_sets, nrow)
+        if not many:
+            out = {k: v[0] for k, v in out.items()}
         return out
 
     @staticmethod
@@ -370,68 +411,126 @@ class ServingRows:
 # ------------------------------------------------------------------ phase rows
 
 
-def predict_phase(m: Measurement, catalog: Catalog, params: HardwareParams,
-                  physics: PhysicsParams, defaults: PerfDefaults) -> RowPrediction:
-    """Predict one phase-level row (see the module docstring)."""
+def _column(obj):
+    """The dataclass with its array fields reshaped to ``(K, 1)`` (scalars stay)."""
+    return type(obj)(**{k: (np.reshape(np.asarray(v, float), (-1, 1)) if np.ndim(v) else v)
+                        for k, v in obj.__dict__.items()})
+
+
+def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
+                 physics: PhysicsParams, defaults: PerfDefaults) -> dict:
+    """Predict one phase-level row for ``K`` parameter sets at once.
+
+    Parameters
+    ----------
+    params, physics
+        Fields scalars or arrays of shape ``(K,)``.
+
+    Returns
+    -------
+    dict
+        ``tokens_per_s``, ``power_w``, ``batch``, ``median_tpot_ms``, ``p99_tpot_ms``,
+        ``median_ttft_s``, ``p99_ttft_s``: arrays of shape ``(K,)`` (NaN where no batch
+        meets the row's limits); ``label``; ``flag`` (why the row cannot be predicted
+        for the first set, '' when it can); ``ok`` (shape ``(K,)``).
+    """
     sv = defaults.serving
     acc = catalog.get("accelerators", m.hardware)
     shape = ModelShape.build(catalog.get("models", m.model), m.precision, sv)
     domain = scaleup_domain(catalog, m.hardware) or m.gpus
-    hw = Hardware.build(acc, shape, params, sv,
+    hp, ph = _column(params), _column(physics)
+    hw = Hardware.build(acc, shape, hp, sv,
                         scaleout_gbps(catalog, m.hardware, sv.measurement_scaleout_gbps), domain)
     par = Parallel(attn_tp=m.gpus, attn_dp=1, ep=1)
     label = par.label(shape.is_moe)
-    inst = Instance(hw, par, shape, physics, sv)
+    inst = Instance(hw, par, shape, ph, sv)
     b = float(m.batch)
+    k_sets = max([np.size(v) for v in params.__dict__.values()]
+                 + [np.size(v) for v in physics.__dict__.values()])
+    nan = np.full(k_sets, np.nan)
+    out = {"label": label, "flag": "", "ok": np.ones(k_sets, bool), "batch": nan + b,
+           "median_tpot_ms": nan, "p99_tpot_ms": nan, "median_ttft_s": nan,
+           "p99_ttft_s": nan}
     free = hw.hbm_capacity - float(weight_bytes_per_gpu(par, shape))
     if free <= 0:
-        return RowPrediction(configuration=label, flag=(
+        out.update(tokens_per_s=nan, power_w=nan, ok=~out["ok"], flag=(
             f"{m.model} at {m.precision.value} does not fit {m.gpus} x {m.hardware}"))
+        return out
 
     def power(u_c, u_m):
-        act = float(activity(params, u_c, u_m))
-        return m.gpus * (acc.idle_power_w + (acc.max_power_w - acc.idle_power_w) * act)
+        act = activity(hp, u_c, u_m)
+        return np.broadcast_to(m.gpus * (acc.idle_power_w + (acc.max_power_w - acc.idle_power_w)
+                                         * act), (k_sets, 1))[:, 0]
+
+    def flat(x):
+        return np.broadcast_to(np.asarray(x, float), (k_sets, 1))[:, 0].copy()
 
     if m.phase == "prefill":
         tokens = b * m.context_tokens
-        st = forward_step(hw, par, shape, physics, sv, tokens, tokens,
+        st = forward_step(hw, par, shape, ph, sv, tokens, tokens,
                           shape.attended(m.context_tokens / 2.0),
                           b * shape.kv_bytes_seq(m.context_tokens), "prefill",
                           steps=max(1.0, np.ceil(tokens / sv.prefill_chunk_tokens)))
-        t = float(st.total_s)
-        return RowPrediction(tokens_per_s=tokens / t, configuration=label,
-                             power_w=power(float(st.compute_s) / t, float(st.memory_s) / t),
-                             batch=b)
+        t = st.total_s
+        out.update(tokens_per_s=flat(tokens / t),
+                   power_w=power(st.compute_s / t, st.memory_s / t))
+        return out
     if not m.end_to_end:
         dec = decode(inst, b, m.context_tokens)
-        t = float(dec.step_s)
-        return RowPrediction(tokens_per_s=b / t, configuration=label, batch=b,
-                             median_tpot_ms=t * 1e3,
-                             power_w=power(float(dec.step.compute_s) / t,
-                                           float(dec.step.memory_s) / t))
+        t = dec.step_s
+        out.update(tokens_per_s=flat(b / t), median_tpot_ms=flat(t * 1e3),
+                   power_w=power(dec.step.compute_s / t, dec.step.memory_s / t))
+        return out
     traffic = Traffic(float(m.prompt_tokens), float(m.output_tokens), 0.0, 1.0)
     limited = m.ttft_s is not None or m.tpot_ms is not None
-    batches = np.arange(1.0, b + 1.0) if limited else np.array([b])
+    batches = (np.arange(1.0, b + 1.0) if limited else np.array([b]))[None, :]
     pt = aggregated(inst, traffic, batches)
-    rate = pt.requests_per_s * float(m.output_tokens)
-    ok = np.ones_like(rate, dtype=bool)
+    shp = (k_sets, batches.shape[1])
+    rate = np.broadcast_to(pt.requests_per_s * float(m.output_tokens), shp)
+    ok = np.ones(shp, dtype=bool)
     pct = sv.phase_rows_percentile
+    ttft_p = np.broadcast_to(pt.ttft_quantile(pct), shp)
+    tpot_p = np.broadcast_to(pt.tpot_quantile(pct, ph.tpot_cv_frac), shp)
     if m.ttft_s is not None:
-        ok &= pt.ttft_quantile(pct) <= m.ttft_s
+        ok &= ttft_p <= m.ttft_s
     if m.tpot_ms is not None:
-        ok &= pt.tpot_quantile(pct, physics.tpot_cv_frac) * 1e3 <= m.tpot_ms
-    ok &= pt.utilisation < 1.0
-    if not ok.any():
-        return RowPrediction(configuration=label, flag=(
+        ok &= tpot_p * 1e3 <= m.tpot_ms
+    ok &= np.broadcast_to(pt.utilisation, shp) < 1.0
+    any_ok = ok.any(axis=1)
+    i = np.argmax(np.where(ok, rate, -1.0), axis=1)
+    r = np.arange(k_sets)
+
+    def pick(x):
+        return np.where(any_ok, np.broadcast_to(x, shp)[r, i], np.nan)
+
+    out.update(
+        ok=any_ok, tokens_per_s=pick(rate), batch=pick(batches),
+        median_tpot_ms=pick(pt.tpot_quantile(50.0, ph.tpot_cv_frac)) * 1e3,
+        p99_tpot_ms=pick(pt.tpot_quantile(99.0, ph.tpot_cv_frac)) * 1e3,
+        median_ttft_s=pick(pt.ttft_quantile(50.0)), p99_ttft_s=pick(pt.ttft_quantile(99.0)),
+        power_w=np.where(any_ok, power(np.broadcast_to(pt.compute_util, shp)[r, i][:, None],
+                                       np.broadcast_to(pt.memory_util, shp)[r, i][:, None]),
+                         np.nan))
+    if not any_ok[0]:
+        out["flag"] = (
             f"no batch up to {m.batch} meets the row's limits at p{pct:g} (TTFT "
             f"{m.ttft_s} s, TPOT {m.tpot_ms} ms): best reachable TTFT "
-            f"{float(pt.ttft_quantile(pct).min()):.3g} s, TPOT "
-            f"{float(pt.tpot_quantile(pct, physics.tpot_cv_frac).min()) * 1e3:.3g} ms"))
-    i = int(np.argmax(np.where(ok, rate, -1.0)))
-    return RowPrediction(
-        tokens_per_s=float(rate[i]), configuration=label, batch=float(batches[i]),
-        median_tpot_ms=float(pt.tpot_quantile(50.0, physics.tpot_cv_frac)[i]) * 1e3,
-        p99_tpot_ms=float(pt.tpot_quantile(99.0, physics.tpot_cv_frac)[i]) * 1e3,
-        median_ttft_s=float(pt.ttft_quantile(50.0)[i]),
-        p99_ttft_s=float(pt.ttft_quantile(99.0)[i]),
-        power_w=power(float(pt.compute_util[i]), float(pt.memory_util[i])))
+            f"{float(ttft_p[0].min()):.3g} s, TPOT {float(tpot_p[0].min()) * 1e3:.3g} ms")
+    return out
+
+
+def predict_phase(m: Measurement, catalog: Catalog, params: HardwareParams,
+                  physics: PhysicsParams, defaults: PerfDefaults) -> RowPrediction:
+    """Predict one phase-level row (see the module docstring)."""
+    a = phase_arrays(m, catalog, params, physics, defaults)
+    if a["flag"]:
+        return RowPrediction(configuration=a["label"], flag=a["flag"])
+
+    def f(key):
+        v = float(a[key][0])
+        return None if np.isnan(v) else v
+
+    return RowPrediction(tokens_per_s=f("tokens_per_s"), configuration=a["label"],
+                         batch=float(a["batch"][0]), median_tpot_ms=f("median_tpot_ms"),
+                         p99_tpot_ms=f("p99_tpot_ms"), median_ttft_s=f("median_ttft_s"),
+                         p99_ttft_s=f("p99_ttft_s"), power_w=f("power_w"))

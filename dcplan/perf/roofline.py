@@ -493,9 +493,10 @@ def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPa
         moe_comm = np.where(ep > 1, moe_alltoall_time(hw, ep, T / g * imb, shape.experts_active,
                                                       per_token),
                             allreduce_time(hw, g, msg_all, p.moe_comm_eff_frac))
-        comm = shape.moe_layers * lf * (moe_comm + allreduce_time(hw, t_a, msg_rank))
-        comm = comm + shape.dense_layers * lf * (allreduce_time(hw, t_a, msg_rank)
-                                                 + allreduce_time(hw, g, msg_all))
+        ar_rank = allreduce_time(hw, t_a, msg_rank)
+        comm = shape.moe_layers * lf * (moe_comm + ar_rank)
+        if shape.dense_layers:
+            comm = comm + shape.dense_layers * lf * (ar_rank + allreduce_time(hw, g, msg_all))
     else:
         # dense: attention and FFN all-reduces per layer over the TP group
         comm = shape.layers * lf * 2.0 * allreduce_time(hw, t_a, msg_rank)
