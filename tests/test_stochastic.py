@@ -140,9 +140,15 @@ def write(tmp_path: Path, body: str, name: str = "s.yaml") -> Path:
     return path
 
 
+# 2026 demand set here (below the minimal example's) so that Seoul's 9.9 MW serves it
+# whatever the performance calibration says; the cases change the growth.
 CASES = """\
 name: minimal_stochastic
 solver: {name: highs, time_limit_s: 120, gap: 0.0001, threads: 1}
+demand:
+  growth:
+    chat: {start: 40.0e12, annual_growth: 0.7}
+    coding_agent: {start: 10.0e12, annual_growth: 1.2}
 uncertainty:
   first_stage_until: 2028
   cases:
