@@ -151,6 +151,10 @@ class Accelerator(Entry):
         Silicon generation (``hopper``, ``blackwell``, ``cdna3``, ...): accelerators of
         one architecture share the calibration's architecture-level efficiencies, which
         an accelerator without measurements of its own takes.
+    calibrate_like : str, optional
+        Architecture whose fitted efficiencies the accelerator takes while its own
+        ``architecture`` has none in the calibration (a generation without published
+        serving runs); None: the vendor's values. Say why under ``estimates``.
     scaleup_domain : int, optional
         Accelerators in one scale-up domain of the platform this part ships in (8 for
         an 8-GPU baseboard, 72 for an NVL72 part). Used for measurement rows, which
@@ -170,6 +174,7 @@ class Accelerator(Entry):
     dies_per_package: PosInt = 1
     first_available: IsoDate
     architecture: Id | None = None
+    calibrate_like: Id | None = None
     scaleup_domain: PosInt | None = None
 
     @model_validator(mode="after")

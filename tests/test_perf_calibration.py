@@ -366,3 +366,25 @@ def test_shipped_calibration_software_section_round_trips(tmp_path):
     path = tmp_path / "cal.yaml"
     save_calibration(cal, path)
     assert load_calibration(path).key == cal.key
+
+
+def test_unmeasured_generation_takes_its_calibrate_like_architecture():
+    """Rubin has no serving rows: it takes Blackwell's fitted efficiencies (the catalog's
+    calibrate_like), not the NVIDIA average; a fitted architecture keeps its own."""
+    from types import SimpleNamespace
+
+    from dcplan.case import load_case
+    from dcplan.perf.predict import calibration_architecture, hardware_params
+
+    case = load_case(Path(__file__).resolve().parents[1] / "examples" / "minimal.yaml")
+    cal, defaults = case.calibration, case.perf_defaults
+    rubin = case.catalog.get("accelerators", "rubin")
+    assert rubin.architecture == "rubin" and rubin.calibrate_like == "blackwell"
+    assert "rubin" not in dict(cal.architecture) and "blackwell" in dict(cal.architecture)
+    assert calibration_architecture(rubin, cal) == "blackwell"
+    got = hardware_params(defaults, rubin.id, cal, rubin.vendor, "blackwell")
+    want = dict(dict(cal.architecture)["blackwell"])
+    assert got.compute_eff_frac == pytest.approx(want["compute_eff_frac"])
+    fitted = SimpleNamespace(architecture="hopper", calibrate_like="blackwell")
+    assert calibration_architecture(fitted, cal) == "hopper"
+    assert calibration_architecture(rubin, None) == "rubin"

@@ -40,7 +40,7 @@ from dcplan.perf.params import (
     load_perf_defaults,
 )
 from dcplan.perf.power import activity, rack_power_kw
-from dcplan.perf.predict import hardware_params, physics_params
+from dcplan.perf.predict import calibration_architecture, hardware_params, physics_params
 from dcplan.perf.roofline import (
     Hardware,
     ModelShape,
@@ -302,7 +302,8 @@ def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Wor
     prec = Precision(precision) if precision else wl.precision
     defaults = defaults or load_perf_defaults(defaults_path(catalog))
     cal = resolve_calibration(calibration, catalog)
-    params = hardware_params(defaults, acc.id, cal, acc.vendor, acc.architecture)
+    params = hardware_params(defaults, acc.id, cal, acc.vendor,
+                             calibration_architecture(acc, cal))
     physics = physics_params(defaults, cal)
     shape = ModelShape.build(model, prec, defaults.serving)
     hw = (Hardware.build(acc, shape, params, defaults.serving,

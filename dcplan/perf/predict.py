@@ -117,6 +117,21 @@ def hardware_params(defaults: PerfDefaults, accelerator_id: str, calibration,
             else base)
 
 
+def calibration_architecture(acc, calibration) -> str | None:
+    """Architecture whose calibrated values ``acc`` takes.
+
+    Its own ``architecture`` when the calibration fitted it (or there is no
+    calibration), else its ``calibrate_like`` architecture if the calibration fitted
+    that one, else its own (then the vendor's values apply).
+    """
+    arch = getattr(acc, "architecture", None)
+    like = getattr(acc, "calibrate_like", None)
+    if not calibration or not like:
+        return arch
+    fitted = dict(getattr(calibration, "architecture", None) or ())
+    return like if arch not in fitted and like in fitted else arch
+
+
 def physics_params(defaults: PerfDefaults, calibration) -> PhysicsParams:
     """Physics parameters: defaults, then calibration overrides."""
     return calibration.apply_physics(defaults.physics) if calibration else defaults.physics

@@ -128,7 +128,7 @@ def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
     calibration's pooled, vendor and physics values are kept for everything else.
     """
     from dcplan.perf.params import PARAM_BOUNDS, Calibration
-    from dcplan.perf.predict import hardware_params
+    from dcplan.perf.predict import calibration_architecture, hardware_params
 
     base = case.calibration
     defaults = case.perf_defaults
@@ -150,7 +150,8 @@ def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
         for acc in accs:
             if acc not in accelerators:
                 raise ValueError(f"unknown accelerator '{acc}'")
-            hw = hardware_params(defaults, acc, base, vendor(acc))
+            hw = hardware_params(defaults, acc, base, vendor(acc),
+                                 calibration_architecture(accelerators[acc], base))
             now = changed.get(acc, {}).get(c.param, getattr(hw, c.param))
             new = float(_apply(p.op, now, value))
             lo, hi = PARAM_BOUNDS[c.param]
