@@ -157,8 +157,7 @@ uncertainty:
       changes: {demand.growth.coding_agent.annual_growth: 0.5}
     - name: fast
       probability: 0.6
-      changes: {demand.growth.coding_agent.annual_growth: 0.9,
-                demand.growth.chat.annual_growth: 0.5}
+      changes: {demand.growth.coding_agent.annual_growth: 0.9}
 """
 
 
@@ -346,7 +345,8 @@ def test_validate_checks_the_cases_without_solving(tmp_path):
     from dcplan.cli import app
 
     body = CASES.replace("first_stage_until: 2028", "first_stage_until: 2026").replace(
-        "demand.growth.chat.annual_growth: 0.5", "demand.growth.chat.annual_growt: 0.5")
+        "demand.growth.coding_agent.annual_growth: 0.9",
+        "demand.growth.coding_agent.annual_growt: 0.9")
     done = runner.invoke(app, ["validate", str(write(tmp_path, body))])
     assert done.exit_code == 1
     assert "first_stage_until 2026 is outside the horizon" in done.output

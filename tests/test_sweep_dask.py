@@ -152,18 +152,21 @@ def test_a_sample_equals_the_plan_of_its_changed_case(tmp_path):
                    {"kind": "workloads", "id": "coding_agent", "field": "cache_hit_frac",
                     "set": values["agent_cache_hit"]}])
     from dcplan.perf.params import Calibration
-    from dcplan.perf.predict import hardware_params
+    from dcplan.perf.predict import calibration_architecture, hardware_params
 
     # the shipped calibration with each accelerator's own HBM efficiency scaled
     base = case.calibration or Calibration()
     own = {h: dict(p) for h, p in base.hardware}
     for acc in ("gb200_gpu", "rubin_ultra"):
-        vendor = case.catalog.get("accelerators", acc).vendor
-        now = hardware_params(case.perf_defaults, acc, case.calibration, vendor).hbm_eff_frac
+        entry = case.catalog.get("accelerators", acc)
+        arch = calibration_architecture(entry, case.calibration)
+        now = hardware_params(case.perf_defaults, acc, case.calibration, entry.vendor,
+                              arch).hbm_eff_frac
         own[acc] = {**own.get(acc, {}), "hbm_eff_frac": now * values["hbm_efficiency"]}
     by_hand = by_hand.with_calibration(Calibration.from_dicts(
         own, dict(base.default), physics=dict(base.physics),
-        vendor={v: dict(p) for v, p in base.vendor}))
+        vendor={v: dict(p) for v, p in base.vendor},
+        architecture={a: dict(p) for a, p in base.architecture}, software=base.software))
     direct = plan(by_hand, threads=1, explain=False, size=False)
     assert row["row"]["status"] == "optimal"
     assert row["row"]["npv_cost_usd"] == pytest.approx(direct.kpi("npv_cost_usd"), rel=1e-9)

@@ -160,13 +160,15 @@ def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
                                  f"{lo:g}..{hi:g}")
             changed.setdefault(acc, {})[c.param] = new
     for acc, vals in changed.items():
-        own = base.overrides(acc, vendor(acc)) if base is not None else {}
+        own = base.overrides(acc, vendor(acc), calibration_architecture(
+            accelerators[acc], base)) if base is not None else {}
         hardware[acc] = {**own, **vals}
     if base is None:
         return Calibration.from_dicts(hardware, source="sweep")
     return Calibration.from_dicts(
         hardware, dict(base.default), base.source, dict(base.meta), dict(base.physics),
-        {v: dict(p) for v, p in base.vendor})
+        {v: dict(p) for v, p in base.vendor}, {a: dict(p) for a, p in base.architecture},
+        base.software)
 
 
 def sample_changes(case: Any, spec: SweepSpec, values: Mapping[str, Any]
