@@ -101,7 +101,8 @@ KPI_FORMATS: dict[str, str] = {
 CATEGORY_LABELS: dict[str, str] = {
     "rack_capex": "Racks", "network_capex": "Network", "cooling_capex": "Cooling plant",
     "cdu_capex": "CDUs", "building_capex": "Buildings (facility capacity)",
-    "maintenance": "Maintenance", "energy": "Energy", "demand_charge": "Demand charges",
+    "maintenance": "Maintenance", "staff": "Operations staff",
+    "software": "Software and support", "energy": "Energy", "demand_charge": "Demand charges",
     "unserved_penalty": "Unserved-demand penalty (not paid)",
     "terminal_value": "Terminal value (credit)",
 }
