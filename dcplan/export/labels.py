@@ -49,6 +49,30 @@ LABELS: dict[str, str] = {
     "usd_per_million_tokens": "Cost per million tokens",
     "installed": "Installed", "new": "To order (new)", "removed": "No longer needed",
     "new_capex_usd": "Capex of what to order",
+    "headroom_racks": "Racks held as serving headroom",
+    "unavailable_racks": "Racks held for availability", "spare_racks": "Spare racks (N+k)",
+    "schedule": "Schedule", "demand_stated": "Demand as stated", "demand_unit": "Stated unit",
+    "tokens_per_unit": "Tokens per unit", "conversion": "Conversion to tokens",
+    "served_tokens_per_s_avg": "Served, average",
+    "unserved_tokens_per_s_avg": "Unserved, average", "peak_hour": "Peak hour",
+    "connectable_kw": "Grid capacity that can be connected", "committed_kw": "Grid committed",
+    "requested_kw": "Grid requested", "requested_assessed_kw": "Grid requested with assessment",
+    "energised_kw": "Grid energised", "connected_kw": "Grid connected", "used_kw": "Grid used",
+    "lead_time_months": "Lead time", "assessment_months": "Assessment time", "hour": "Hour",
+    "facility_kw": "Facility power", "flexible": "Flexible",
+    "peak_to_average": "Peak to average", "share_frac": "Share",
+    "api": "API price", "provider": "Provider", "api_model": "API model",
+    "comparison": "Compared as", "input_mtok": "Input tokens, uncached",
+    "cached_input_mtok": "Input tokens, cache hits", "output_mtok": "Output tokens",
+    "api_usd": "Cost of buying", "api_usd_per_mtok": "API cost per million tokens",
+    "plan_usd": "Cost of building (plan)", "plan_usd_per_mtok": "Plan cost per million tokens",
+    "reserve_usd_per_mtok": "of which reserve capacity",
+    "saving_frac": "Saving of building", "cheaper": "Cheaper",
+    "break_even_demand_frac": "Break-even demand",
+    "break_even_utilisation_frac": "Break-even utilisation", "as_of": "Price as of",
+    "model": "Model", "tokens_per_request": "Tokens per request",
+    "requests": "Requests served", "tokens_per_kwh": "Tokens per kWh",
+    "wh_per_request": "Energy per request",
 }
 
 #: Column names that mean something else in one table: table -> column -> label.
@@ -65,7 +89,8 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
                      "left at the end."),
     "capex_usd": ("Capex", "USD", "Racks, network, cooling plant, CDUs and buildings, "
                   "undiscounted."),
-    "opex_usd": ("Opex", "USD", "Energy, demand charges and maintenance, undiscounted (without "
+    "opex_usd": ("Opex", "USD", "Energy, demand charges, maintenance, staff and software, "
+                 "carbon price, undiscounted (without "
                  "the penalty of unserved demand)."),
     "usd_per_million_tokens": ("Cost per million tokens", "USD per million tokens",
                                "Levelised: discounted costs net of the terminal value of "
@@ -88,6 +113,13 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
     "racks_bought": ("Racks bought", "racks", "New racks over the horizon."),
     "unserved_tokens_per_s_peak_max": ("Largest unserved demand", "tokens/s", "Peak tokens/s "
                                        "not served in the worst period (0 = all demand met)."),
+    "reserve_frac": ("Reserve capacity", "share", "Racks held for serving headroom, "
+                     "availability and N+k spares / racks in service (rack-periods at peak)."),
+    "reserve_cost_usd": ("Cost of reserve capacity", "USD (present value)",
+                         "Reserve share of the installed rack-periods (discounted) x the "
+                         "present value of the fixed costs (all but energy and carbon)."),
+    "reserve_cost_frac": ("Reserve capacity share of the NPV", "share",
+                          "Cost of reserve capacity / NPV of all costs."),
 }
 
 #: Excel number format of each KPI value.
@@ -95,12 +127,16 @@ KPI_FORMATS: dict[str, str] = {
     "usd_per_million_tokens": "0.0000", "utilisation_frac": "0.0%", "pue_annual": "0.000",
     "peak_facility_mw": "#,##0.0", "peak_it_mw": "#,##0.0", "goodput_per_watt": "#,##0.0",
     "energy_mwh": "#,##0", "carbon_t": "#,##0", "tokens_served": "0.000E+00",
+    "reserve_frac": "0.0%", "reserve_cost_frac": "0.0%",
 }
 
 #: Cost category id -> words (charts, pivots, HTML).
 CATEGORY_LABELS: dict[str, str] = {
     "rack_capex": "Racks", "network_capex": "Network", "cooling_capex": "Cooling plant",
     "cdu_capex": "CDUs", "building_capex": "Buildings (facility capacity)",
+    "building_shell": "Building shell", "building_electrical": "Building electrical",
+    "building_mechanical": "Building mechanical", "grid_connection": "Grid connection",
+    "carbon": "Carbon price",
     "maintenance": "Maintenance", "staff": "Operations staff",
     "software": "Software and support", "energy": "Energy", "demand_charge": "Demand charges",
     "unserved_penalty": "Unserved-demand penalty (not paid)",
@@ -233,6 +269,12 @@ def number_format(unit: str, col: str = "", integer: bool = False) -> str:
         return "#,##0.0"
     if u in ("fraction", "ratio"):
         return "0.000"
+    if u.startswith("share"):
+        return "0.0%"
+    if u == "wh":
+        return "#,##0.000"
+    if u.startswith("million tokens"):
+        return "#,##0"
     return "#,##0.0###"
 
 

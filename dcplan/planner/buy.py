@@ -122,16 +122,13 @@ def reserve_kpis(d: PlanInputs, fleet: pd.DataFrame, costs: pd.DataFrame) -> pd.
 
 #: Units of the build_vs_buy table.
 BUY_UNITS = {
-    "input_mtok": "million tokens (discounted)", "cached_input_mtok": "million tokens "
-    "(discounted)", "output_mtok": "million tokens (discounted)",
-    "api_usd": "USD (present value)", "api_usd_per_mtok": "USD per million tokens",
-    "plan_usd": "USD (present value)", "plan_usd_per_mtok": "USD per million tokens "
-    f"(levelised; {SHARE_TEXT})", "reserve_usd_per_mtok": "USD per million tokens "
-    "(the part of plan_usd_per_mtok spent on reserve capacity)",
-    "saving_frac": "- (1 - plan / API cost; > 0: building is cheaper)",
-    "break_even_demand_frac": "- (demand at which building and buying cost the same, as a "
-                              "share of the planned demand, with the planned fleet)",
-    "break_even_utilisation_frac": "- (the same as a utilisation of the installed fleet)",
+    "input_mtok": "million tokens, discounted", "cached_input_mtok": "million tokens, "
+    "discounted", "output_mtok": "million tokens, discounted",
+    "api_usd": "USD, present value", "api_usd_per_mtok": "USD per million tokens",
+    "plan_usd": "USD, present value", "plan_usd_per_mtok": "USD per million tokens",
+    "reserve_usd_per_mtok": "USD per million tokens",
+    "saving_frac": "share of the API cost", "break_even_demand_frac": "share of planned demand",
+    "break_even_utilisation_frac": "share of installed capacity",
 }
 BUY_COLUMNS = ["api", "provider", "api_model", "workload", "comparison", "input_mtok",
                "cached_input_mtok", "output_mtok", "api_usd", "api_usd_per_mtok", "plan_usd",
@@ -207,11 +204,8 @@ def build_vs_buy_table(d: PlanInputs, fleet: pd.DataFrame, allocation: pd.DataFr
 
 #: Units of the requests table.
 REQUEST_UNITS = {
-    "tokens_per_request": "tokens (input + output, mean)",
-    "requests": "requests served over the horizon", "energy_kwh": "kWh (facility)",
-    "tokens_per_kwh": "tokens/kWh (facility)",
-    "wh_per_request": "Wh per request (facility: IT, network, cooling, power losses, idle "
-                      "and reserve racks)",
+    "tokens_per_request": "tokens", "requests": "requests", "energy_kwh": "kWh",
+    "tokens_per_kwh": "tokens/kWh", "wh_per_request": "Wh",
 }
 
 
