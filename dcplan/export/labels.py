@@ -271,6 +271,8 @@ def number_format(unit: str, col: str = "", integer: bool = False) -> str:
         return "0.000"
     if u.startswith("share"):
         return "0.0%"
+    if u.startswith("requests"):
+        return "#,##0"
     if u == "wh":
         return "#,##0.000"
     if u.startswith("million tokens"):
