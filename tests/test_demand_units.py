@@ -101,3 +101,26 @@ def test_bad_demand_units_name_file_entry_field(tmp_path, body, field, entry, wo
     assert probs[0].file.endswith("s.yaml")
     assert probs[0].entry == entry
     assert words in probs[0].message
+
+
+def test_requests_example_plans_and_its_demand_table_shows_the_conversion():
+    """examples/requests.yaml (chat in Korean characters, agents in requests) plans, serves
+    all demand, and its demand table gives the stated figure, the tokens per unit and the
+    conversion, with tokens = stated x tokens per unit."""
+    from dcplan.planner import plan
+
+    res = plan(ROOT / "examples" / "requests.yaml", explain=False, size=False)
+    assert res.ok
+    dem = res.tables["demand"]
+    conv = res.case.scenario.demand_conversions
+    for row in dem.itertuples():
+        assert row.demand_unit == conv[row.workload].unit
+        assert row.tokens_per_unit == pytest.approx(conv[row.workload].tokens_per_unit)
+        assert row.conversion == conv[row.workload].how
+        assert row.demand_stated * row.tokens_per_unit / SECONDS_PER_MONTH == pytest.approx(
+            row.demand_tokens_per_s_avg)
+    first = dem[dem.period == "2026"].set_index("workload")
+    assert first.loc["coding_agent", "demand_stated"] == pytest.approx(1.0e9)
+    assert first.loc["chat", "demand_stated"] == pytest.approx(118.0e12)
+    assert conv["coding_agent"].tokens_per_unit == 33_500
+    assert "llama3" in conv["chat"].how
