@@ -2,7 +2,8 @@
 
 Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fleet,
 Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
-Chart data (live pivot tables the charts plot), Demand, Allocation, Unserved, Shadow
+Chart data (live pivot tables the charts plot), Build vs buy (with energy per request),
+Demand, Allocation, Unserved, Shadow
 prices, Equipment, Sizing and Assumptions (every input figure with unit, source and
 date).
 
@@ -738,7 +739,10 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
                                              "printed page"),
              ("Chart data", "the tables the charts plot, as live formulas over Power, Fleet "
                             "and Costs"),
-             ("Demand / Allocation", "token demand, what is served, which racks serve it"),
+             ("Build vs buy", "the served tokens bought from each comparable API against the "
+                              "plan's levelised cost, break-even, energy per request"),
+             ("Demand / Allocation", "token demand as stated and in tokens, what is served, "
+                                     "which racks serve it"),
              ("Equipment", "switches by tier and model, transceivers by type, NICs, CDUs, "
                            "heat-rejection plant and air handlers per site"),
              ("Shadow prices / Sizing", "value of each limit; exact vs linear network and "
