@@ -194,7 +194,7 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                                  unserved_tokens_per_s_avg=u_avg,
                                  unserved_tokens_per_s_peak=u_avg * m))
     return _frame(rows, {"demand_stated": "see demand_unit (average)",
-                         "tokens_per_unit": "tokens (input + output) per unit",
+                         "tokens_per_unit": "input + output tokens per unit",
                          "demand_tokens_per_s_avg": "tokens/s",
                          "demand_tokens_per_s_peak": "tokens/s",
                          "served_tokens_per_s_avg": "tokens/s",
