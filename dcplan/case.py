@@ -32,6 +32,7 @@ from dcplan.catalog import Catalog, load_catalog
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
 from dcplan.scenario.checks import resolve_scenario, scenario_problems
+from dcplan.scenario.forecast import resolve_demand_units
 from dcplan.scenario.load import _best_effort, data_folder, parse_scenario, read_scenario_data
 from dcplan.scenario.schema import Override, Scenario
 from dcplan.sites import Site, load_sites
@@ -159,6 +160,7 @@ class Case:
                 ("source_file", "line_map", "catalog_dir", "sites_dir")}
         scn = scn.model_copy(update=keep)
         catalog, sites = resolve_scenario(scn, self.base_catalog, self.base_sites)
+        scn = resolve_demand_units(scn, catalog)
         done = tuple(dict(changes or {}).items()) + tuple(extra)
         return Case(scn, catalog, sites, self.base_catalog, self.base_sites,
                     self.perf_defaults, self.calibration, self.path, self.files,
@@ -324,6 +326,7 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
     if catalog is None or sites is None or problems:
         raise InputError(problems)
     catalog_used, sites_used = resolve_scenario(scn, catalog, sites)
+    scn = resolve_demand_units(scn, catalog_used)
     return Case(scn, catalog_used, sites_used, catalog, sites, defaults, cal, path,
                 tuple(dict.fromkeys(files)))
 

@@ -10,7 +10,8 @@ TOKENS  tokens per character and per word of docs/samples/{ko,en}.txt with every
 PRICES  the blended API price of each catalog workload's token mix at every comparable
         price row (dcplan.buildbuy.api_cost);
 ENERGY  facility energy per request of the minimal example's workloads, from the
-        plan's tokens per kWh (``dcplan plan examples/minimal.yaml --json``).
+        plan's requests table (``dcplan plan examples/minimal.yaml --json``);
+BUILD   the minimal plan's build-vs-buy table.
 """
 
 from __future__ import annotations
@@ -80,30 +81,67 @@ def prices_block(catalog) -> str:
     return "\n".join(lines)
 
 
+_PLAN: dict = {}
+
+
+def _minimal_plan() -> dict:
+    """The minimal example's plan summary (``dcplan plan --json``), solved once."""
+    if not _PLAN:
+        done = subprocess.run([sys.executable, "-c", "from dcplan.cli import main; main()",
+                               "plan", str(ROOT / "examples" / "minimal.yaml"), "--json"],
+                              capture_output=True, text=True, cwd=ROOT, check=True)
+        _PLAN.update(json.loads(done.stdout))
+    return _PLAN
+
+
 def energy_block(catalog) -> str:
-    """Markdown: the minimal plan's tokens per kWh and energy per request per workload."""
+    """Markdown: the minimal plan's energy per request per workload (its requests table)."""
     from dcplan.demand import energy_per_request_wh
 
-    done = subprocess.run([sys.executable, "-c", "from dcplan.cli import main; main()", "plan",
-                           str(ROOT / "examples" / "minimal.yaml"), "--json"],
-                          capture_output=True, text=True, cwd=ROOT, check=True)
-    kpis = json.loads(done.stdout)["kpis"]
+    summ = _minimal_plan()
+    kpis = summ["kpis"]
     tpk = kpis["tokens_per_kwh"]
     lines = [f"`examples/minimal.yaml` plans {kpis['tokens_served']:.3g} tokens at "
              f"{tpk:,.0f} tokens per kWh of facility energy (PUE {kpis['pue_annual']:.3f}, "
-             f"utilisation {kpis['utilisation_frac']:.0%} of installed rack-periods at peak).",
+             f"utilisation {kpis['utilisation_frac']:.0%} of installed rack-periods at peak, "
+             f"{kpis['reserve_frac']:.0%} of racks held in reserve).",
              "",
-             "| workload | model | input + output tokens per request | Wh per request "
-             "(facility) |", "|---|---|---:|---:|"]
-    for wid in ("chat", "coding_agent"):
-        wl = catalog.get("workloads", wid)
-        wh = energy_per_request_wh(tpk, wl.input_tokens_mean, wl.output_tokens_mean)
-        lines.append(f"| {wid} | {wl.model} | {wl.input_tokens_mean:,.0f} + "
-                     f"{wl.output_tokens_mean:,.0f} | {wh:.3f} |")
+             "| workload | model | input + output tokens per request | tokens per kWh "
+             "(workload) | Wh per request (workload) | Wh per request (plan-wide tokens "
+             "per kWh) |", "|---|---|---:|---:|---:|---:|"]
+    for r in summ["requests"]:
+        wl = catalog.get("workloads", r["workload"])
+        flat = energy_per_request_wh(tpk, wl.input_tokens_mean, wl.output_tokens_mean)
+        lines.append(f"| {r['workload']} | {wl.model} | {wl.input_tokens_mean:,.0f} + "
+                     f"{wl.output_tokens_mean:,.0f} | {r['tokens_per_kwh']:,.0f} | "
+                     f"{r['wh_per_request']:.3f} | {flat:.3f} |")
     return "\n".join(lines)
 
 
-BLOCKS = {"TOKENS": tokens_block, "PRICES": prices_block, "ENERGY": energy_block}
+def build_block(catalog) -> str:
+    """Markdown: the minimal plan's build-vs-buy table (per API and workload)."""
+    summ = _minimal_plan()
+    k = summ["kpis"]
+    lines = [f"`examples/minimal.yaml`: levelised {k['usd_per_million_tokens']:.4f} USD per "
+             f"million tokens overall; reserve capacity {k['reserve_cost_frac']:.0%} of the "
+             "NPV.", "",
+             "| API | workload | compared as | API USD/Mtok | plan USD/Mtok | cheaper | "
+             "break-even demand | break-even utilisation |",
+             "|---|---|---|---:|---:|---|---:|---:|"]
+
+    def pct(v):
+        return "never" if v is None else f"{v:.0%}" if v >= 0.01 else f"{v:.1%}"
+
+    for r in summ["build_vs_buy"]:
+        lines.append(f"| `{r['api']}` | {r['workload']} | {r['comparison']} | "
+                     f"{r['api_usd_per_mtok']:.4f} | {r['plan_usd_per_mtok']:.4f} | "
+                     f"{r['cheaper']} | {pct(r['break_even_demand_frac'])} | "
+                     f"{pct(r['break_even_utilisation_frac'])} |")
+    return "\n".join(lines)
+
+
+BLOCKS = {"TOKENS": tokens_block, "PRICES": prices_block, "ENERGY": energy_block,
+          "BUILD": build_block}
 
 
 def render(text: str, catalog, names=tuple(BLOCKS)) -> str:

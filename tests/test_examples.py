@@ -87,8 +87,9 @@ def test_scenario_demand_comes_from_the_forecast(name):
 
 
 def test_every_example_is_listed():
-    # minimal: the quick start; stochastic: tests/test_stochastic.py
-    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {"minimal", "stochastic"}
+    # minimal: the quick start; stochastic: tests/test_stochastic.py; requests (minimal
+    # with demand in characters and requests): tests/test_demand_units.py
+    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {"minimal", "stochastic", "requests"}
     assert shipped == set(gen.EXAMPLES)
     assert set(EXPECTED["examples"]) == set(gen.EXAMPLES)
 

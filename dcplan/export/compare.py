@@ -9,6 +9,7 @@ totals are live Excel formulas.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,8 @@ class Comparison:
         scenario + the planner's costs table.
     cooling, network, bom : DataFrame
         scenario + the planner's cooling, network and bill-of-materials tables.
+    build_vs_buy, requests : DataFrame
+        scenario + the planner's build-vs-buy and energy-per-request tables.
     """
 
     names: list[str]
@@ -125,6 +128,8 @@ class Comparison:
     cooling: pd.DataFrame = field(default_factory=pd.DataFrame)
     network: pd.DataFrame = field(default_factory=pd.DataFrame)
     bom: pd.DataFrame = field(default_factory=pd.DataFrame)
+    build_vs_buy: pd.DataFrame = field(default_factory=pd.DataFrame)
+    requests: pd.DataFrame = field(default_factory=pd.DataFrame)
     files: list[Path] = field(default_factory=list)
 
     def delta_col(self, name: str) -> str:
@@ -139,6 +144,7 @@ class Comparison:
         return {"baseline": self.baseline, "scenarios": self.names, "status": rec(self.status),
                 "kpis": rec(self.kpis), "binding": rec(self.binding),
                 "fleet_differences": rec(self.fleet_diff), "racks_bought": rec(self.bought),
+                "build_vs_buy": rec(self.build_vs_buy), "requests": rec(self.requests),
                 "files": [str(p) for p in self.files]}
 
 
@@ -303,10 +309,12 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
     fleet.attrs["units"] = {n: "racks" for n in names}
     fleet_diff.attrs["units"] = fleet.attrs["units"]
     bought.attrs["units"] = {c: "racks" for c in bought.columns if c not in ("site", "rack")}
-    stacked = {name: _stacked(results, names, name) for name in ("cooling", "network", "bom")}
+    stacked = {name: _stacked(results, names, name)
+               for name in ("cooling", "network", "bom", "build_vs_buy", "requests")}
     return Comparison(names, base, results, kpis, status, binding, fleet, fleet_diff, bought,
                       power, costs, cooling=stacked["cooling"], network=stacked["network"],
-                      bom=stacked["bom"])
+                      bom=stacked["bom"], build_vs_buy=stacked["build_vs_buy"],
+                      requests=stacked["requests"])
 
 
 def _stacked(results: Sequence[Any], names: Sequence[str], table: str) -> pd.DataFrame:
@@ -401,7 +409,30 @@ def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
                                 width=width))
     else:
         out += ["", f"Fleets: identical to {cmp.baseline} in every site, rack and period."]
+    out += _buy_text(cmp, width)
     return "\n".join(out)
+
+
+def _buy_text(cmp: Comparison, width: int | None) -> list[str]:
+    """Per scenario and workload: the plan's cost against the cheapest comparable API."""
+    from dcplan.export.text import format_table
+
+    b = cmp.build_vs_buy
+    if not len(b):
+        return []
+    rows = []
+    for (n, w), sub in b[b.workload != "(all)"].groupby(["scenario", "workload"], sort=False):
+        cheap = sub.loc[sub.api_usd_per_mtok.idxmin()]
+        be = cheap.break_even_demand_frac
+        rows.append({"scenario": n, "workload": w,
+                     "plan USD/Mtok": f"{cheap.plan_usd_per_mtok:.4f}",
+                     "cheapest API": cheap.api, "API USD/Mtok": f"{cheap.api_usd_per_mtok:.4f}",
+                     "cheaper": cheap.cheaper,
+                     "break-even demand": "never" if be is None or be != be else f"{be:.0%}"})
+    head = ("Build vs buy against the cheapest comparable API (break-even: share of the "
+            "planned demand above which building is cheaper):")
+    return ["", *(textwrap.wrap(head, width) if width else [head]),
+            format_table(rows, width=width)]
 
 
 # ----------------------------------------------------------------------------------------
@@ -495,6 +526,12 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
          "peak and PUE, as in each plan's Cooling sheet.", (), 3),
         ("Network", cmp.network, "Network by scenario, site, rack type and period",
          "Network power and capex of the racks in service, as in each plan.", (), 4),
+        ("Build vs buy", cmp.build_vs_buy, "Build vs buy by scenario, API and workload",
+         "Each plan's served token mix bought from every comparable API against the plan's "
+         "own levelised cost, with the break-even, as in each plan's Build vs buy sheet.",
+         (), 4),
+        ("Energy per request", cmp.requests, "Energy per request by scenario and workload",
+         "Facility energy per request and tokens per kWh, as in each plan.", (), 2),
         ("Bill of materials", cmp.bom, "Bill of materials by scenario, site and period",
          "What each plan has installed and what it orders per period (new), as in each "
          "plan's Bill of materials sheet.", ("new", "removed", "new_capex_usd"), 6),
@@ -512,7 +549,8 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
         w = wb.create_sheet(name)
         table = {"Costs": "costs", "Power": "power", "Binding": "binding",
                  "Cooling": "cooling", "Network": "network",
-                 "Bill of materials": "bom"}.get(name)
+                 "Bill of materials": "bom", "Build vs buy": "build_vs_buy",
+                 "Energy per request": "requests"}.get(name)
         placed[name] = write_table(w, df, title=title, description=desc, totals=totals,
                                    id_cols=ids, header_of=lambda d, c, t=table: head(d, c, t))
         autosize(w)

@@ -2,7 +2,8 @@
 
 Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fleet,
 Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
-Chart data (live pivot tables the charts plot), Demand, Allocation, Unserved, Shadow
+Chart data (live pivot tables the charts plot), Build vs buy (with energy per request),
+Demand, Allocation, Unserved, Shadow
 prices, Equipment, Sizing and Assumptions (every input figure with unit, source and
 date).
 
@@ -114,8 +115,19 @@ SHEETS: tuple[SheetSpec, ...] = (
               "(book value left at the end, negative) is credited at the end of the horizon. "
               "Discounted = cost x discount factor; their sum is the NPV.",
               ("cost_usd", "cost_usd_discounted"), 3),
+    SheetSpec("Build vs buy", "build_vs_buy", "Build vs buy: the plan's tokens bought from APIs",
+              "The served token mix of each workload (uncached input, prompt-cache hits, "
+              "output; discounted like the levelised cost) priced at every comparable API of "
+              "api_prices.yaml, against the plan's own levelised cost (the NPV shared among "
+              "workloads by capex-weighted allocated rack-periods; staff, software and "
+              "reserve capacity included). Break-even: the demand, as a share of the planned "
+              "one and as a utilisation of the installed fleet, above which building is "
+              "cheaper (the planned fleet held fixed). Below: facility energy per request.",
+              (), 4),
     SheetSpec("Demand", "demand", "Token demand and service by workload and period",
-              "Input + output tokens per second; peak = average x peak-to-average factor.",
+              "Input + output tokens per second; peak = average x peak-to-average factor. "
+              "Demand as stated is in the scenario's unit for the workload (tokens, requests "
+              "or characters per month or day), converted as the conversion column says.",
               (), 3),
     SheetSpec("Allocation", "allocation", "Allocation of racks to workloads at peak",
               "Which racks serve which workload (and prefill/decode pool) at the peak hour.",
@@ -727,7 +739,10 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
                                              "printed page"),
              ("Chart data", "the tables the charts plot, as live formulas over Power, Fleet "
                             "and Costs"),
-             ("Demand / Allocation", "token demand, what is served, which racks serve it"),
+             ("Build vs buy", "the served tokens bought from each comparable API against the "
+                              "plan's levelised cost, break-even, energy per request"),
+             ("Demand / Allocation", "token demand as stated and in tokens, what is served, "
+                                     "which racks serve it"),
              ("Equipment", "switches by tier and model, transceivers by type, NICs, CDUs, "
                            "heat-rejection plant and air handlers per site"),
              ("Shadow prices / Sizing", "value of each limit; exact vs linear network and "
@@ -865,7 +880,7 @@ ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": 
 
 #: Column widths of the Assumptions sheet [characters].
 ASSUMPTION_WIDTHS = {"A": 13, "B": 13, "C": 24, "D": 30, "E": 28, "F": 14, "G": 11, "H": 9,
-                     "I": 30, "J": 9, "K": 64, "L": 12}
+                     "I": 30, "J": 9, "K": 90, "L": 12}
 
 
 def assumptions_sheet_table(assum: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -931,6 +946,12 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                                          table=spec.table)
         if spec.table == "costs" and len(df):
             _cost_subtotals(ws, placed["costs"])
+        if spec.table == "build_vs_buy" and result.tables.get("requests") is not None:
+            placed["requests"] = _write_below(
+                ws, result.tables["requests"], placed["build_vs_buy"].last + 3,
+                "Energy per request by workload (facility: IT, network, cooling, power "
+                "losses, idle and reserve racks; energy shared by the IT power of the racks "
+                "allocated to each workload)", "requests")
         autosize(ws)
     blocks = write_charts_sheet(sheets["Chart data"], result, placed,
                                 {k: sheets[v] for k, v in CHART_SHEETS.items()})
@@ -992,6 +1013,24 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
             setup_page(ws, title)
         else:
             setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}")
+
+
+def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: str) -> Placed:
+    """A second table on a sheet, from row ``top``: title, header, rows."""
+    df = tidy_table(df)
+    cols = list(df.columns)
+    put(ws, top, 1, title, font=TITLE_FONT)
+    for j, c in enumerate(cols, start=1):
+        cell = put(ws, top + 1, j, header(df, c, table), font=HEADER_FONT)
+        cell.fill = HEADER_FILL
+        cell.alignment = WRAP
+    fmts = [number_format(unit_of(df, c), c, integer=pd.api.types.is_integer_dtype(df[c])
+                          and not pd.api.types.is_bool_dtype(df[c])) for c in cols]
+    for i, rec in enumerate(df.itertuples(index=False, name=None)):
+        for j, v in enumerate(rec, start=1):
+            put(ws, top + 2 + i, j, v, fmts[j - 1])
+    return Placed(ws.title, {c: j for j, c in enumerate(cols, start=1)}, top + 2,
+                  top + 1 + len(df))
 
 
 def _cost_subtotals(ws: Worksheet, k: Placed) -> None:

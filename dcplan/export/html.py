@@ -50,7 +50,9 @@ CARD_KPIS = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
 APPENDIX = (("kpis", "Key figures"), ("fleet", "Fleet by period, site and rack type"),
             ("power", "Power by site and period"), ("cooling", "Cooling by site and period"),
             ("network", "Network by site, rack type and period"),
-            ("costs", "Costs by category and period"), ("demand", "Demand and service"),
+            ("costs", "Costs by category and period"),
+            ("build_vs_buy", "Build vs buy: every comparable API"),
+            ("demand", "Demand and service"),
             ("allocation", "Allocation of racks to workloads at peak"),
             ("unserved", "Unserved demand"), ("shadow_prices", "Shadow prices"),
             ("binding", "Binding limits"), ("equipment", "Equipment at each site's peak"),
@@ -502,6 +504,7 @@ def build_html(result: Any, sources: Any = None) -> str:
                                          "end of the horizon."))
         body.append(f"<p>NPV of all costs (discounted, net of the terminal-value credit): "
                     f"<b>{money(kpis.get('npv_cost_usd'))}</b>.</p>")
+    body += _buy_html(result)
     if result.notes:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in result.notes)
                     + "</ul>")
@@ -527,6 +530,51 @@ def build_html(result: Any, sources: Any = None) -> str:
                                  formats={"value": "#,##0.######"})
                     + "</details>")
     return _page(f"dcplan plan: {name}", body)
+
+
+#: Columns of the build-vs-buy table shown in the report (the rest are in the appendix).
+BUY_SHOWN = ["api", "provider", "workload", "comparison", "api_usd_per_mtok",
+             "plan_usd_per_mtok", "reserve_usd_per_mtok", "saving_frac", "cheaper",
+             "break_even_demand_frac", "break_even_utilisation_frac", "as_of"]
+
+
+def _buy_html(result: Any) -> list[str]:
+    """Build or buy: the API cost of the plan's tokens, the break-even, energy per request."""
+    t = result.tables
+    out: list[str] = []
+    buy = t.get("build_vs_buy")
+    kpis = _kpis(result)
+    if buy is not None and len(buy):
+        cheapest = buy[buy.workload != "(all)"].sort_values("api_usd_per_mtok")
+        lines = []
+        for w, sub in cheapest.groupby("workload", sort=False):
+            r = sub.iloc[0]
+            be = r.break_even_demand_frac
+            lines.append(
+                f"<li><b>{esc(w)}</b>: the plan serves it at {r.plan_usd_per_mtok:.4f} USD "
+                f"per million tokens; the cheapest comparable API ({esc(r.api)}, "
+                f"{esc(r.comparison)}) costs {r.api_usd_per_mtok:.4f}, so "
+                f"<b>{'building' if r.cheaper == 'build' else 'buying'} is cheaper</b>"
+                + ("" if be is None or be != be else
+                   f"; building wins above {be:.0%} of the planned demand") + ".</li>")
+        out.append("<h2>Build or buy?</h2><ul>" + "".join(lines) + "</ul>")
+        if kpis.get("reserve_cost_usd") is not None:
+            out.append(f"<p>Capacity held in reserve (serving headroom, availability derate, "
+                       f"N+k spares): {kpis.get('reserve_frac') or 0:.0%} of the racks in "
+                       f"service, {money(kpis.get('reserve_cost_usd'))} present value "
+                       f"({kpis.get('reserve_cost_frac') or 0:.0%} of the NPV); the plan's "
+                       "cost includes operations staff and software (see the costs).</p>")
+        out.append(table_html(buy[BUY_SHOWN], table="build_vs_buy",
+                              caption="The served token mix of each workload (input/output "
+                                      "split, prompt-cache hits) bought from each comparable "
+                                      "API, against the plan's levelised cost; break-even with "
+                                      "the planned fleet's fixed costs."))
+    req = t.get("requests")
+    if req is not None and len(req):
+        out.append("<h3>Energy per request</h3>" + table_html(
+            req, table="requests", caption="Facility energy (IT, network, cooling, power "
+            "losses, idle and reserve racks) per request of each workload's mean length."))
+    return out
 
 
 def write_html(result: Any, path: Path | str, sources: Any = None) -> Path:
@@ -639,6 +687,13 @@ def build_compare_html(cmp: Any) -> str:
 
     body.append("<h2>Racks bought over the horizon</h2>"
                 + table_html(cmp.bought, headers=head(cmp.bought)))
+    bvb = getattr(cmp, "build_vs_buy", None)
+    if bvb is not None and len(bvb):
+        cols = ["scenario", "api", "workload", "api_usd_per_mtok", "plan_usd_per_mtok",
+                "cheaper", "break_even_demand_frac"]
+        body.append("<h2>Build vs buy</h2>" + table_html(
+            bvb[bvb.workload != "(all)"][cols], table="build_vs_buy",
+            caption="Each plan's levelised cost against every comparable API."))
     body.append("<h2>Binding limits</h2>"
                 + table_html(cmp.binding, table="binding", headers=head(cmp.binding, "binding")))
     diff = cmp.fleet_diff

@@ -20,7 +20,6 @@ LABELS: dict[str, str] = {
     "period": "Period", "site": "Site", "rack": "Rack type", "workload": "Workload",
     "pool": "Pool", "installed_racks": "Racks in service", "new_racks": "New racks",
     "retired_racks": "Retired racks", "allocated_racks": "Racks allocated at peak",
-    "headroom_racks": "Headroom racks (at peak)",
     "rack_positions": "Rack positions used", "utilisation_frac": "Utilisation",
     "racks": "Racks", "tokens_per_s": "Goodput allocated", "it_kw": "IT power",
     "demand_tokens_per_s_avg": "Demand, average", "demand_tokens_per_s_peak": "Demand at peak",
@@ -50,16 +49,30 @@ LABELS: dict[str, str] = {
     "usd_per_million_tokens": "Cost per million tokens",
     "installed": "Installed", "new": "To order (new)", "removed": "No longer needed",
     "new_capex_usd": "Capex of what to order",
-    "unavailable_racks": "Unavailable racks (availability)", "spare_racks": "Spare racks (N+k)",
+    "headroom_racks": "Racks held as serving headroom",
+    "unavailable_racks": "Racks held for availability", "spare_racks": "Spare racks (N+k)",
+    "schedule": "Schedule", "demand_stated": "Demand as stated", "demand_unit": "Stated unit",
+    "tokens_per_unit": "Tokens per unit", "conversion": "Conversion to tokens",
     "served_tokens_per_s_avg": "Served, average",
-    "unserved_tokens_per_s_avg": "Unserved, average", "schedule": "Daily schedule",
-    "hour": "Hour", "peak_hour": "Peak hour", "flexible": "Flexible work",
-    "peak_to_average": "Peak to average", "share_frac": "Share of mean tokens",
-    "connectable_kw": "Connectable grid", "committed_kw": "Committed grid",
-    "requested_kw": "Grid requested", "requested_assessed_kw": "Grid requested (assessed)",
-    "energised_kw": "Grid energised", "connected_kw": "Grid connected",
-    "used_kw": "Facility peak", "lead_time_months": "Connection lead time",
-    "assessment_months": "Assessment time", "facility_kw": "Facility power",
+    "unserved_tokens_per_s_avg": "Unserved, average", "peak_hour": "Peak hour",
+    "connectable_kw": "Grid capacity that can be connected", "committed_kw": "Grid committed",
+    "requested_kw": "Grid requested", "requested_assessed_kw": "Grid requested with assessment",
+    "energised_kw": "Grid energised", "connected_kw": "Grid connected", "used_kw": "Grid used",
+    "lead_time_months": "Lead time", "assessment_months": "Assessment time", "hour": "Hour",
+    "facility_kw": "Facility power", "flexible": "Flexible",
+    "peak_to_average": "Peak to average", "share_frac": "Share",
+    "api": "API price", "provider": "Provider", "api_model": "API model",
+    "comparison": "Compared as", "input_mtok": "Input tokens, uncached",
+    "cached_input_mtok": "Input tokens, cache hits", "output_mtok": "Output tokens",
+    "api_usd": "Cost of buying", "api_usd_per_mtok": "API cost per million tokens",
+    "plan_usd": "Cost of building (plan)", "plan_usd_per_mtok": "Plan cost per million tokens",
+    "reserve_usd_per_mtok": "of which reserve capacity",
+    "saving_frac": "Saving of building", "cheaper": "Cheaper",
+    "break_even_demand_frac": "Break-even demand",
+    "break_even_utilisation_frac": "Break-even utilisation", "as_of": "Price as of",
+    "model": "Model", "tokens_per_request": "Tokens per request",
+    "requests": "Requests served", "tokens_per_kwh": "Tokens per kWh",
+    "wh_per_request": "Energy per request",
 }
 
 #: Column names that mean something else in one table: table -> column -> label.
@@ -76,7 +89,8 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
                      "left at the end."),
     "capex_usd": ("Capex", "USD", "Racks, network, cooling plant, CDUs and buildings, "
                   "undiscounted."),
-    "opex_usd": ("Opex", "USD", "Energy, demand charges and maintenance, undiscounted (without "
+    "opex_usd": ("Opex", "USD", "Energy, demand charges, maintenance, staff and software, "
+                 "carbon price, undiscounted (without "
                  "the penalty of unserved demand)."),
     "usd_per_million_tokens": ("Cost per million tokens", "USD per million tokens",
                                "Levelised: discounted costs net of the terminal value of "
@@ -97,19 +111,23 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
                          "service."),
     "carbon_t": ("Carbon", "tCO2", "Grid emissions of the energy used."),
     "racks_bought": ("Racks bought", "racks", "New racks over the horizon."),
-    "reserve_frac": ("Rack reserve share", "share of installed",
-                     "Headroom, unavailable and spare racks over installed rack-periods at "
-                     "peak."),
     "unserved_tokens_per_s_peak_max": ("Largest unserved demand", "tokens/s", "Peak tokens/s "
                                        "not served in the worst period (0 = all demand met)."),
+    "reserve_frac": ("Reserve capacity", "share", "Racks held for serving headroom, "
+                     "availability and N+k spares / racks in service (rack-periods at peak)."),
+    "reserve_cost_usd": ("Cost of reserve capacity", "USD (present value)",
+                         "Reserve share of the installed rack-periods (discounted) x the "
+                         "present value of the fixed costs (all but energy and carbon)."),
+    "reserve_cost_frac": ("Reserve capacity share of the NPV", "share",
+                          "Cost of reserve capacity / NPV of all costs."),
 }
 
 #: Excel number format of each KPI value.
 KPI_FORMATS: dict[str, str] = {
     "usd_per_million_tokens": "0.0000", "utilisation_frac": "0.0%", "pue_annual": "0.000",
-    "reserve_frac": "0.0%",
     "peak_facility_mw": "#,##0.0", "peak_it_mw": "#,##0.0", "goodput_per_watt": "#,##0.0",
     "energy_mwh": "#,##0", "carbon_t": "#,##0", "tokens_served": "0.000E+00",
+    "reserve_frac": "0.0%", "reserve_cost_frac": "0.0%",
 }
 
 #: Cost category id -> words (charts, pivots, HTML).
@@ -119,7 +137,8 @@ CATEGORY_LABELS: dict[str, str] = {
     "building_shell": "Building shell", "building_electrical": "Building electrical",
     "building_mechanical": "Building mechanical", "grid_connection": "Grid connection",
     "carbon": "Carbon price",
-    "maintenance": "Maintenance", "energy": "Energy", "demand_charge": "Demand charges",
+    "maintenance": "Maintenance", "staff": "Operations staff",
+    "software": "Software and support", "energy": "Energy", "demand_charge": "Demand charges",
     "unserved_penalty": "Unserved-demand penalty (not paid)",
     "terminal_value": "Terminal value (credit)",
 }
@@ -250,6 +269,14 @@ def number_format(unit: str, col: str = "", integer: bool = False) -> str:
         return "#,##0.0"
     if u in ("fraction", "ratio"):
         return "0.000"
+    if u.startswith("share"):
+        return "0.0%"
+    if u.startswith("requests"):
+        return "#,##0"
+    if u == "wh":
+        return "#,##0.000"
+    if u.startswith("million tokens"):
+        return "#,##0"
     return "#,##0.0###"
 
 

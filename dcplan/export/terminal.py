@@ -10,6 +10,7 @@ the plan's tables.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import pandas as pd
@@ -162,6 +163,70 @@ def _limits_section(result: Any, width: int) -> list[str]:
     return out
 
 
+def _wrap(text: str, width: int | None, indent: str = "") -> list[str]:
+    if not width:
+        return [text]
+    return textwrap.wrap(text, width, subsequent_indent=indent) or [""]
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None or v != v else f"{v:.0%}" if v >= 0.01 else f"{v:.2%}"
+
+
+def _buy_section(result: Any, width: int | None) -> list[str]:
+    """Build vs buy per API and the break-even; energy per request; demand conversions."""
+    t = result.tables
+    out: list[str] = []
+    kpi = {r.kpi: r.value for r in t["kpis"].itertuples()} if "kpis" in t else {}
+    buy = t.get("build_vs_buy")
+    if buy is not None and len(buy):
+        out += [""] + _wrap("Build vs buy: the served tokens bought from each comparable API "
+                            "vs the plan [USD per million tokens, levelised; staff, software "
+                            "and reserve included]:", width)
+        rows = [{"API": r.api, "workload": r.workload,
+                 "API\nUSD/Mtok": f"{r.api_usd_per_mtok:.4f}",
+                 "plan\nUSD/Mtok": f"{r.plan_usd_per_mtok:.4f}",
+                 "cheaper": f"{r.cheaper} ({_pct(abs(r.saving_frac))})",
+                 "break-even\ndemand": _pct(r.break_even_demand_frac)
+                 if r.break_even_demand_frac == r.break_even_demand_frac
+                 and r.break_even_demand_frac is not None else "never",
+                 "break-even\nutilisation": _pct(r.break_even_utilisation_frac)
+                 if r.break_even_utilisation_frac == r.break_even_utilisation_frac
+                 and r.break_even_utilisation_frac is not None else "never"}
+                for r in buy.itertuples()]
+        out.append(format_table(rows, width=width))
+        out += _wrap("break-even: building is cheaper above this share of the planned demand "
+                     "(or this utilisation of the installed fleet), with the planned fleet's "
+                     "fixed costs; 'never': the API costs less than the plan's energy per "
+                     "token.", width)
+        if kpi.get("reserve_cost_usd") is not None:
+            out += _wrap(f"Reserve capacity (headroom, availability, N+k spares): "
+                         f"{_pct(kpi.get('reserve_frac'))} of racks in service, "
+                         f"{kpi['reserve_cost_usd']:,.0f} USD present value "
+                         f"({_pct(kpi.get('reserve_cost_frac'))} of the NPV).", width)
+    req = t.get("requests")
+    if req is not None and len(req):
+        out += ["", "Energy per request (facility: IT, network, cooling, power losses, idle "
+                "and reserve racks):"]
+        out.append(format_table(
+            [{"workload": r.workload, "model": r.model,
+              "tokens per\nrequest": f"{r.tokens_per_request:,.0f}",
+              "tokens\nper kWh": "-" if r.tokens_per_kwh != r.tokens_per_kwh
+              or r.tokens_per_kwh is None else f"{r.tokens_per_kwh:,.0f}",
+              "Wh per\nrequest": "-" if r.wh_per_request != r.wh_per_request
+              or r.wh_per_request is None else f"{r.wh_per_request:.3f}"}
+             for r in req.itertuples()], width=width))
+    dem = t.get("demand")
+    if dem is not None and "conversion" in dem and (dem.demand_unit.str.startswith(
+            ("requests", "characters"))).any():
+        out += ["", "Demand conversions to tokens:"]
+        seen = dem.drop_duplicates("workload")
+        for r in seen.itertuples():
+            out += _wrap(f"  - {r.workload}: {r.demand_unit}, {r.conversion}", width,
+                         indent="    ")
+    return out
+
+
 def plan_text(result: Any, width: int | None = WIDTH) -> str:
     """Readable summary of a plan that fits ``width`` columns (None: no wrapping).
 
@@ -202,6 +267,7 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     out += _fleet_section(result, width)
     out += _power_section(result, width)
     out += _by_year_section(result, width)
+    out += _buy_section(result, width)
     if len(t.get("unserved", pd.DataFrame())):
         out += ["", "Unserved demand:"]
         out.append(format_table(t["unserved"].to_dict("records"),

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcplan.errors import InputError
+from dcplan.planner.operations import api_offers, operations_inputs, operations_per_rack
 from dcplan.scenario import Period, Scenario, parse_period_label
 from dcplan.schema import CoolingType, parse_date
-from dcplan.units import HOURS_PER_YEAR
+from dcplan.units import HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_MONTH
 
 #: Optional memo of facility coefficients shared by many cases (a sweep's samples). When
 #: set, :func:`prepare_inputs` calls ``memo(case, site, rack_id, n_racks, compute)``
@@ -260,6 +261,18 @@ class WorkloadData:
         hour, see :mod:`dcplan.planner.profiles`).
     flexible : bool
         May be served up to ``deadline_hours`` after it arrives [h].
+    demand_unit : str
+        Unit the scenario states its demand in (``requests_per_month``...).
+    tokens_per_unit : float
+        Input + output tokens per unit of the stated demand [tokens].
+    conversion : str
+        How the stated demand became tokens, in words.
+    input_tokens_mean, output_tokens_mean : float
+        Mean prompt and generated tokens per request [tokens] (0: not given).
+    cache_hit_frac : float
+        Share of prompt tokens read from the prefix cache [0..1].
+    model : str
+        Catalog model it serves.
     """
 
     id: str
@@ -273,6 +286,18 @@ class WorkloadData:
     profile: tuple[float, ...] | None = None
     flexible: bool = False
     deadline_hours: float = 24.0
+    demand_unit: str = "tokens_per_month"
+    tokens_per_unit: float = 1.0
+    conversion: str = ""
+    input_tokens_mean: float = 0.0
+    output_tokens_mean: float = 0.0
+    cache_hit_frac: float = 0.0
+    model: str = ""
+
+    def demand_stated(self, p: int) -> float:
+        """Average demand in period index ``p`` in its stated unit [unit]."""
+        sec = SECONDS_PER_DAY if self.demand_unit.endswith("_day") else SECONDS_PER_MONTH
+        return self.demand_tokens_per_s[p] * sec / self.tokens_per_unit
 
     @property
     def pools(self) -> tuple[str, ...]:
@@ -364,6 +389,10 @@ class PlanInputs:
         Largest emissions per period [kgCO2], None = no cap (empty: none).
     day_names, day_weights : tuple
         Representative days of the profiles and their weights (sum 1).
+    operations : OperationsData, optional
+        Staff and software costs per unit of the fleet (None: not counted).
+    api_offers : tuple of ApiOffer
+        API prices comparable with the workloads' models (the build-vs-buy table).
     """
 
     periods: list[Period]
@@ -390,6 +419,8 @@ class PlanInputs:
     day_names: tuple[str, ...] = ("day",)
     day_weights: tuple[float, ...] = (1.0,)
     max_hours: int | None = None
+    operations: Any = None
+    api_offers: tuple[Any, ...] = ()
 
     # --- time and money ------------------------------------------------------------
 
@@ -569,6 +600,16 @@ class PlanInputs:
 # ----------------------------------------------------------------------------------------
 # Building the inputs from a scenario
 # ----------------------------------------------------------------------------------------
+
+
+def _demand_conversion(scn: Scenario, wl: Any, w: str) -> dict[str, Any]:
+    """WorkloadData fields that say how the scenario's stated demand became tokens."""
+    conv = scn.demand_conversions.get(w)
+    unit = conv.unit if conv else scn.demand.unit_of(w).unit
+    return dict(demand_unit=unit, tokens_per_unit=conv.tokens_per_unit if conv else 1.0,
+                conversion=conv.how if conv else "tokens as stated",
+                input_tokens_mean=wl.input_tokens_mean, output_tokens_mean=wl.output_tokens_mean,
+                cache_hit_frac=wl.cache_hit_frac, model=wl.model)
 
 
 def _first_period(periods: list[Period], first_available: str) -> int:
@@ -790,7 +831,8 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
             target_utilisation=scn.serving.utilisation(w),
             speedup=speed.values(periods, 1.0) if speed else (),
             profile=shape, flexible=bool(spec and spec.flexible),
-            deadline_hours=spec.deadline_hours if spec else 24.0)
+            deadline_hours=spec.deadline_hours if spec else 24.0,
+            **_demand_conversion(scn, wl, w))
     peak_total = max((sum(wd.peak_tokens_per_s(i) for wd in workloads.values())
                       for i in range(len(periods))), default=0.0)
 
@@ -862,7 +904,9 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         carbon_usd_per_kg=tuple(c / 1000.0 for c in econ.carbon_prices(periods))
         if econ.carbon_price_usd_per_t is not None else (),
         carbon_cap_kg=tuple(cap.get(i) for i in range(len(periods))) if cap else (),
-        day_names=day_names, day_weights=day_weights)
+        day_names=day_names, day_weights=day_weights,
+        operations=operations_inputs(case, rack_ids) if econ.operations_costs else None,
+        api_offers=api_offers(catalog, wl_ids))
     check_servable(inputs)
     drop_dominated_racks(inputs)
     return inputs
@@ -894,6 +938,10 @@ def dominates(d: PlanInputs, better: str, worse: str) -> bool:
     for s in d.sites:
         if d.spare_racks.get((better, s), 0) > d.spare_racks.get((worse, s), 0):
             return False
+    if d.operations is not None and any(
+            operations_per_rack(d, better, s) > operations_per_rack(d, worse, s) + 1e-9
+            for s in d.sites):
+        return False
     for w in d.workloads:
         if (worse, w) not in d.perf:
             continue

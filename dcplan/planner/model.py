@@ -24,8 +24,8 @@ CATEGORIES = {
     "rack_capex": "capex", "network_capex": "capex", "cooling_capex": "capex",
     "cdu_capex": "capex", "building_shell": "capex", "building_electrical": "capex",
     "building_mechanical": "capex", "building_capex": "capex", "grid_connection": "capex",
-    "maintenance": "opex", "energy": "opex", "demand_charge": "opex", "carbon": "opex",
-    "unserved_penalty": "opex", "terminal_value": "end",
+    "maintenance": "opex", "staff": "opex", "software": "opex", "energy": "opex",
+    "demand_charge": "opex", "carbon": "opex", "unserved_penalty": "opex", "terminal_value": "end",
 }
 #: Models with at least this many (rack, site, period) keys use the sparse stock recursion.
 SPARSE_STOCK_MIN = 5_000
@@ -79,6 +79,11 @@ class ModelVars:
     cons : dict
         family -> {keys -> constraint}.
     elastic : bool
+    staffed : dict
+        (s, p) -> 1 when site s hosts any racks in period p, so its per-site staff is
+        paid [0/1] (see :func:`add_operations_costs`).
+    fleet_on : dict
+        p -> 1 when the fleet has any racks in period p (per-fleet staff) [0/1].
     """
 
     new: dict = field(default_factory=dict)
@@ -100,6 +105,8 @@ class ModelVars:
     demand_unit: dict = field(default_factory=dict)
     costs: dict = field(default_factory=dict)
     cons: dict = field(default_factory=lambda: defaultdict(dict))
+    staffed: dict = field(default_factory=dict)
+    fleet_on: dict = field(default_factory=dict)
     elastic: bool = False
 
     def add(self, prob: pulp.LpProblem, family: str, keys: tuple, constraint) -> None:
@@ -112,7 +119,7 @@ class ModelVars:
     def integers(self) -> list[pulp.LpVariable]:
         """All integer and binary variables."""
         return [*self.new.values(), *self.cdu.values(), *self.cdu_on.values(),
-                *self.spare_on.values()]
+                *self.spare_on.values(), *self.staffed.values(), *self.fleet_on.values()]
 
 
 def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, ModelVars]:
@@ -143,6 +150,7 @@ def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, M
     add_space_limit(prob, d, mv)
     add_building(prob, d, mv)
     add_costs(d, mv)
+    add_operations_costs(prob, d, mv)
     add_carbon_cap(prob, d, mv)
     add_budget(prob, d, mv)
     set_objective(prob, d, mv)
@@ -585,6 +593,58 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
         cost["unserved_penalty", p].append(
             (var, d.unserved_usd_per_token * mv.demand_unit[w, k, p]))
     mv.costs = {key: _lin(terms) for key, terms in cost.items()}
+
+
+# --- build or buy: what a self-hosting team pays beyond energy and maintenance ---------
+
+
+def add_operations_costs(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Staff and software opex (categories ``staff`` and ``software``) [USD].
+
+    From :class:`~dcplan.planner.operations.OperationsData` (nothing when
+    ``d.operations`` is None), per period of ``years``:
+
+    - ``software += inst[r,s,p] x licences of r x USD/yr x years``;
+    - ``staff += inst[r,s,p] x (per-rack and per-accelerator roles + per-MW roles x
+      it_power_max_kw) x years``;
+    - ``staff += staffed[s,p] x per-site roles x years`` with a binary ``staffed[s,p]``
+      and ``sum_r rack_positions_r x inst[r,s,p] <= rack_positions_s x staffed[s,p]``
+      (a site with any racks is staffed);
+    - ``staff += fleet_on[p] x per-fleet roles x years`` with ``fleet_on[p] >=
+      staffed[s,p]`` for every site.
+    """
+    ops = d.operations
+    if ops is None or not ops.any:
+        return
+    add = defaultdict(list)
+    by_site = defaultdict(list)
+    for (r, s, p), var in mv.inst.items():
+        yrs = d.periods[p].years
+        staff = ops.staff_per_rack.get((r, s), 0.0) + ops.staff_per_kw.get(s, 0.0) \
+            * d.racks[r].it_power_max_kw
+        add["staff", p].append((var, staff * yrs))
+        add["software", p].append((var, ops.software_per_rack.get(r, 0.0) * yrs))
+        by_site[s, p].append((var, float(d.racks[r].rack_positions)))
+    need_site = any(ops.staff_per_site.values()) or ops.staff_per_fleet > 0
+    for (s, p), terms in sorted(by_site.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        if not need_site:
+            break
+        label = d.periods[p].label
+        on = mv.staffed[s, p] = prob.add_variable(lp_name("staffed", s, label), 0, 1,
+                                                  cat=pulp.LpInteger)
+        cap = float(max(d.sites[s].rack_positions, 1))
+        mv.add(prob, "staffed", (s, label), _lin(terms) - cap * on <= 0)
+        add["staff", p].append((on, ops.staff_per_site.get(s, 0.0) * d.periods[p].years))
+        if ops.staff_per_fleet > 0:
+            if p not in mv.fleet_on:
+                mv.fleet_on[p] = prob.add_variable(lp_name("fleet_on", label), 0, 1,
+                                                   cat=pulp.LpInteger)
+                add["staff", p].append((mv.fleet_on[p], ops.staff_per_fleet
+                                        * d.periods[p].years))
+            mv.add(prob, "fleet_on", (s, label), _lin([(mv.fleet_on[p], 1.0), (on, -1.0)])
+                   >= 0)
+    for key, terms in add.items():
+        mv.costs[key] = mv.costs.get(key, _lin([])) + _lin(terms)
 
 
 def building_prices(d: PlanInputs, s: str) -> list[tuple[str, float]]:

@@ -15,8 +15,8 @@ from dcplan.planner.solver import SolveInfo, SolveStatus, is_proven_optimal, sta
 
 #: Order of the result tables (and of the CSV files).
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
-          "unserved", "shadow_prices", "binding", "bom", "sizing", "equipment", "grid",
-          "hours", "schedules")
+          "build_vs_buy", "requests", "unserved", "shadow_prices", "binding", "bom", "sizing",
+          "equipment", "grid", "hours", "schedules")
 
 
 @dataclass
@@ -153,7 +153,9 @@ class PlanResult:
             "gap": self.gap, "solver": self.solver, "message": self.message, "kpis": kpis,
             "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
             "cooling": records("cooling"), "network": records("network"),
-            "costs": records("costs"), "bill_of_materials": records("bom"),
+            "costs": records("costs"), "build_vs_buy": records("build_vs_buy"),
+            "requests": records("requests"), "demand": records("demand"),
+            "bill_of_materials": records("bom"),
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),
             "timings_s": self.timings_s, "model_size": self.model_size, "notes": self.notes,
         }

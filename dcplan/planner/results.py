@@ -155,6 +155,10 @@ def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """Demand vs served tokens/s per (period, workload, pool), at the peak and on average.
 
+    ``demand_stated`` is the demand in the unit the scenario states it in
+    (``demand_unit``: tokens, requests or characters per month or day), converted to
+    tokens with ``tokens_per_unit`` as ``conversion`` says.
+
     The peak demand is as it arrives; a flexible workload may be served at another
     time (``served_tokens_per_s_peak`` is its served peak).
     """
@@ -177,6 +181,10 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 u = sol.unserved.get((w, k, p), 0.0)
                 u_avg = u if multi else u / m
                 rows.append(dict(period=per.label, workload=w, pool=k,
+                                 demand_stated=wd.demand_stated(p) * wd.pool_share(k),
+                                 demand_unit=wd.demand_unit,
+                                 tokens_per_unit=wd.tokens_per_unit,
+                                 conversion=wd.conversion,
                                  demand_tokens_per_s_avg=wd.demand_tokens_per_s[p]
                                  * wd.pool_share(k),
                                  demand_tokens_per_s_peak=need,
@@ -185,7 +193,9 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                                      (by_hour[w, k, p, h] for h in d.rep_hours(p)), default=0.0),
                                  unserved_tokens_per_s_avg=u_avg,
                                  unserved_tokens_per_s_peak=u_avg * m))
-    return _frame(rows, {"demand_tokens_per_s_avg": "tokens/s",
+    return _frame(rows, {"demand_stated": "see demand_unit (average)",
+                         "tokens_per_unit": "input + output tokens per unit",
+                         "demand_tokens_per_s_avg": "tokens/s",
                          "demand_tokens_per_s_peak": "tokens/s",
                          "served_tokens_per_s_avg": "tokens/s",
                          "served_tokens_per_s_peak": "tokens/s",
@@ -467,6 +477,7 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
             for p in range(n):
                 cost["maintenance", p] += (sol.installed(d, r, s, p) * rk.capex_usd
                                            * rk.maintenance_frac_per_year * d.periods[p].years)
+    operations_cost_values(d, sol, cost)
     pidx = {per.label: p for p, per in enumerate(d.periods)}
     for row in power.itertuples():
         p, sd = pidx[row.period], d.sites[row.site]
@@ -477,6 +488,35 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
     for (w, _k, p), x in sol.unserved.items():
         cost["unserved_penalty", p] += x * d.demand_row_tokens(w, p) * d.unserved_usd_per_token
     return cost
+
+
+def operations_cost_values(d: PlanInputs, sol: Solution, cost: dict) -> None:
+    """Add staff and software opex to ``cost`` [USD], as the MILP counts them.
+
+    See :func:`dcplan.planner.model.add_operations_costs`: per rack in service, per site
+    that hosts racks, and per period in which the fleet has racks.
+    """
+    ops = d.operations
+    if ops is None or not ops.any:
+        return
+    for p, per in enumerate(d.periods):
+        live = False
+        for s in d.sites:
+            here = 0.0
+            for r in d.racks:
+                n = sol.installed(d, r, s, p)
+                if n <= 1e-9:
+                    continue
+                here += n
+                cost["staff", p] += n * per.years * (
+                    ops.staff_per_rack.get((r, s), 0.0)
+                    + ops.staff_per_kw.get(s, 0.0) * d.racks[r].it_power_max_kw)
+                cost["software", p] += n * per.years * ops.software_per_rack.get(r, 0.0)
+            if here > 1e-9:
+                live = True
+                cost["staff", p] += ops.staff_per_site.get(s, 0.0) * per.years
+        if live:
+            cost["staff", p] += ops.staff_per_fleet * per.years
 
 
 def costs_table(d: PlanInputs, cost: dict) -> pd.DataFrame:

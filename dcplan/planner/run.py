@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
+from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
 from dcplan.planner.inputs import PlanInputs, prepare_inputs
 from dcplan.planner.model import build_model
 from dcplan.planner.result import PlanResult
@@ -49,10 +50,15 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
     demand = demand_table(d, sol)
     cost = cost_values(d, sol, power)
     costs = costs_table(d, cost)
-    return {"fleet": fleet, "allocation": allocation_table(d, sol), "demand": demand,
+    allocation = allocation_table(d, sol)
+    kpis = kpi_table(d, fleet, power, demand, costs)
+    kpis = pd.concat([kpis, reserve_kpis(d, fleet, costs)], ignore_index=True).assign()
+    kpis.attrs["units"] = {"value": "see unit column"}
+    return {"fleet": fleet, "allocation": allocation, "demand": demand,
             "power": power, "cooling": cooling_table(d, sol, power),
-            "network": network_table(d, sol), "costs": costs,
-            "kpis": kpi_table(d, fleet, power, demand, costs),
+            "network": network_table(d, sol), "costs": costs, "kpis": kpis,
+            "build_vs_buy": build_vs_buy_table(d, fleet, allocation, demand, costs),
+            "requests": requests_table(d, allocation, power, demand),
             "unserved": unserved_table(d, sol), "grid": grid_table(d, sol, power),
             "hours": hours_table(d, sol), "schedules": schedules_table(d, sol)}
 

@@ -137,7 +137,8 @@ def _case_data(case: Any) -> dict[str, dict[str, Any]]:
                           "source_file": scn.source_file,
                           "line_map": {k: list(v) for k, v in scn.line_map.items()},
                           "path": str(case.path) if case.path else None,
-                          "files": list(case.files), "changes": _encode(case.changes)},
+                          "files": list(case.files), "changes": _encode(case.changes),
+                          "demand_conversions": _encode(scn.demand_conversions)},
         "catalog.json": _catalog_data(case.catalog),
         "base_catalog.json": _catalog_data(case.base_catalog),
         "sites.json": {k: s.model_dump(mode="json") for k, s in case.sites.items()},
@@ -265,7 +266,8 @@ def _case_from(data: dict[str, Any]) -> Any:
     s = data["scenario.json"]
     scn = Scenario.model_validate(s["scenario"]).model_copy(update={
         "source_file": s["source_file"],
-        "line_map": {k: tuple(v) for k, v in s["line_map"].items()}})
+        "line_map": {k: tuple(v) for k, v in s["line_map"].items()},
+        "demand_conversions": _decode(s.get("demand_conversions", {}))})
     perf = data.get("perf.json", {})
     return Case(scn, catalog(data["catalog.json"]),
                 {k: Site.model_validate(v) for k, v in data["sites.json"].items()},

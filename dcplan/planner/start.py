@@ -134,6 +134,11 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
             inst_int[r, s, p] = alive + buy
     for key, var in mv.spare_on.items():
         out[var] = 1.0 if inst_int.get(key, 0) > 0 else 0.0
+    for (s, p), var in mv.staffed.items():  # a site with racks is staffed
+        out[var] = 1.0 if any(n > 0 for (_r, s2, p2), n in inst_int.items()
+                              if s2 == s and p2 == p) else 0.0
+    for p, var in mv.fleet_on.items():
+        out[var] = max((out[v] for (_s, q), v in mv.staffed.items() if q == p), default=0.0)
     for (s, c, p), var in mv.cdu.items():
         heat = sum(d.rack_site[r, s].liquid_heat_kw_per_rack * inst_int.get((r, s, p), 0)
                    for r in d.racks if (r, s) in d.rack_site and d.rack_site[r, s].cdu_id == c)

@@ -100,6 +100,9 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
                 at(scn.item_path("workloads", i) if scn.workloads else "demand",
                    f"workload '{w}' has no demand; add it to demand.table or demand.growth",
                    field="workloads" if scn.workloads else "demand")
+    for w in scn.demand.units:
+        if w not in wanted:
+            at(f"demand.units.{w}", _workload_message(w, wanted, wls))
     if isinstance(scn.demand.peak_to_average, dict):
         for w in scn.demand.peak_to_average:
             if w not in wanted:

@@ -123,3 +123,131 @@ def check_forecast(path: Path, catalog: Any) -> list[Problem]:
                                             entry=str(case), field=f"{fld}.{period}",
                                             line=pline))
     return problems
+
+
+#: Measured samples: (tokenizer id, file, mtime, size) -> (tokens, characters).
+_MEASURED: dict[tuple, tuple[int, int]] = {}
+
+
+def _sample_path(scn: Any, lang: str, sample: str) -> Path:
+    """A language's sample file, relative to the scenario file that names it."""
+    p = Path(sample)
+    if p.is_absolute():
+        return p
+    file, _line = scn.where(f"demand.languages.{lang}.sample")
+    base = Path(file).parent if file and not file.startswith("<") else Path(".")
+    return base / p
+
+
+def _measure(tokenizer_entry: Any, path: Path) -> tuple[int, int]:
+    """Tokens and characters of a text file with a tokenizer (cached per file state)."""
+    from dcplan.tokens import load_tokenizer, read_text
+
+    st = path.stat()
+    key = (tokenizer_entry.id, str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _MEASURED:
+        text = read_text(path)
+        stats = load_tokenizer(tokenizer_entry).measure(text, display_path(path))
+        _MEASURED[key] = (stats.tokens, stats.characters)
+    return _MEASURED[key]
+
+
+def resolve_demand_units(scn: Any, catalog: Any) -> Any:
+    """The scenario with every workload's stated demand converted to tokens once.
+
+    Requests convert with the workload's ``input_tokens_mean + output_tokens_mean``
+    [tokens per request]; characters with the tokens per character of the language's
+    sample text, measured with the tokenizer of the model that serves the workload
+    (or the language's given ``tokens_per_character``); tokens stay tokens. The
+    conversions are recorded in ``scn.demand_conversions`` (workload ->
+    :class:`~dcplan.scenario.schema.DemandConversion`).
+
+    Parameters
+    ----------
+    scn : Scenario
+        Checked against ``catalog`` (workloads known).
+    catalog : Catalog
+        With workloads, models and tokenizers (the catalog the plan uses).
+
+    Returns
+    -------
+    Scenario
+
+    Raises
+    ------
+    InputError
+        Naming the scenario file, the workload or language (entry) and the field of
+        every problem at once: a language not in ``demand.languages``, a sample file
+        missing, empty or not text, a model without a loadable tokenizer.
+    """
+    from dcplan.scenario.schema import DemandConversion
+    from dcplan.tokens import model_tokenizer
+
+    problems: list[Problem] = []
+    out: dict[str, DemandConversion] = {}
+    workloads = catalog.entries.get("workloads", {})
+    for w in scn.workload_ids():
+        if w not in workloads:
+            continue  # reported by the scenario checks
+        unit = scn.demand.unit_of(w)
+        per = unit.unit.rsplit("_", 1)[1]
+        wl = workloads[w]
+        if unit.kind == "tokens":
+            out[w] = DemandConversion(w, unit.unit, 1.0, f"tokens per {per} as stated")
+            continue
+        if unit.kind == "requests":
+            inp, outp = wl.input_tokens_mean, wl.output_tokens_mean
+            out[w] = DemandConversion(
+                w, unit.unit, inp + outp,
+                f"requests x {inp + outp:,.0f} tokens per request ({inp:,.0f} input + "
+                f"{outp:,.0f} output, workload '{w}' in the catalog)")
+            continue
+        lang = unit.language
+        spec = scn.demand.languages.get(lang)
+        fld = f"demand.units.{w}.language"
+        if spec is None:
+            known = list(scn.demand.languages)
+            problems.append(scn.problem(
+                f"demand.units.{w}", f"language '{lang}' is not in demand.languages"
+                f"{suggest(lang, known)}; add demand.languages.{lang} with a sample text "
+                "(sample: FILE.txt) or a ratio (tokens_per_character: N)", entry=w, field=fld))
+            continue
+        if spec.tokens_per_character is not None:
+            r = spec.tokens_per_character
+            src = f", {spec.source}" if spec.source else ""
+            out[w] = DemandConversion(
+                w, unit.unit, r, f"characters x {r:.4g} tokens per character ({lang}, "
+                                 f"given{src})")
+            continue
+        sfld = f"demand.languages.{lang}.sample"
+        try:
+            tok = model_tokenizer(catalog, wl.model)
+        except InputError as exc:
+            why = exc.problems[0].message if exc.problems else ""
+            problems.append(scn.problem(
+                sfld, f"workload '{w}' is served by model '{wl.model}', whose tokenizer "
+                      f"cannot measure the sample ({why}); give demand.languages.{lang}."
+                      "tokens_per_character instead", entry=w, field=sfld))
+            continue
+        path = _sample_path(scn, lang, spec.sample)
+        try:
+            tokens, chars = _measure(tok, path)
+        except FileNotFoundError:
+            problems.append(scn.problem(
+                sfld, f"sample file '{spec.sample}' not found ({display_path(path)}); give a "
+                      "path relative to the scenario file", entry=lang, field=sfld))
+            continue
+        except InputError as exc:
+            for p in exc.problems:
+                problems.append(scn.problem(sfld, f"sample {p.file}: {p.message}",
+                                            entry=lang, field=sfld))
+            continue
+        r = tokens / chars
+        out[w] = DemandConversion(
+            w, unit.unit, r,
+            f"characters x {r:.4f} tokens per character ({lang}: {tokens:,} tokens / "
+            f"{chars:,} characters of {display_path(path)}, tokenizer {tok.id} of model "
+            f"'{wl.model}')")
+    if problems:
+        raise InputError(problems)
+    return scn.model_copy(update={"demand_conversions": out})

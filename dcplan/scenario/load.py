@@ -77,6 +77,7 @@ def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
 #: Mappings keyed by a workload, rack or site id: a schema problem inside one names
 #: that id as its entry.
 _KEYED = {("demand", "profiles"), ("demand", "growth"), ("demand", "table"),
+          ("demand", "units"), ("demand", "languages"),
           ("serving", "target_utilisation"), ("serving", "availability"),
           ("serving", "spare_racks"), ("paths", "rack_capex"), ("paths", "energy_price"),
           ("paths", "demand_charge"), ("paths", "software_speedup")}

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dcplan.errors import Problem
 from dcplan.schema import Id, ProfileDay, shape_problem
@@ -205,6 +205,102 @@ class WorkloadProfile(_Strict):
         return self
 
 
+#: Units a workload's demand may be stated in: tokens (input + output), requests
+#: (converted with the workload's mean input + output tokens per request) or characters
+#: of text in a language (converted with the tokens per character of the tokenizer of
+#: the model that serves the workload), each per month or per day.
+DEMAND_UNITS = ("tokens_per_month", "tokens_per_day", "requests_per_month",
+                "requests_per_day", "characters_per_month", "characters_per_day")
+DemandUnitName = Literal["tokens_per_month", "tokens_per_day", "requests_per_month",
+                         "requests_per_day", "characters_per_month", "characters_per_day"]
+
+
+class Language(_Strict):
+    """How many tokens a character of text in one language is.
+
+    Attributes
+    ----------
+    sample : str, optional
+        A UTF-8 text file in the language (relative to the scenario file that names
+        it), measured with the tokenizer of the model serving each workload.
+    tokens_per_character : float, optional
+        A given ratio [tokens per character], used for every model (a ratio depends on
+        the tokenizer; prefer a sample).
+    source : str, optional
+        Where the ratio comes from.
+    """
+
+    sample: str | None = None
+    tokens_per_character: Annotated[float, Field(gt=0, le=100)] | None = None
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _one_way(self):
+        if (self.sample is None) == (self.tokens_per_character is None):
+            raise ValueError("give either sample (a text file in the language, measured with "
+                             "each model's tokenizer) or tokens_per_character, not both or "
+                             "neither")
+        return self
+
+
+class DemandUnit(_Strict):
+    """The unit of one workload's demand figures.
+
+    Attributes
+    ----------
+    unit : str
+        One of :data:`DEMAND_UNITS`.
+    language : str, optional
+        For ``characters_*``: a key of ``demand.languages``.
+    """
+
+    unit: DemandUnitName
+    language: Id | None = None
+
+    @model_validator(mode="after")
+    def _language(self):
+        chars = self.unit.startswith("characters")
+        if chars and self.language is None:
+            raise ValueError(f"{self.unit} needs a language: write {{unit: {self.unit}, "
+                             "language: ko} and give demand.languages.ko a sample text or "
+                             "tokens_per_character")
+        if not chars and self.language is not None:
+            raise ValueError(f"language applies to characters_per_month or "
+                             f"characters_per_day only, not {self.unit}; remove it")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """``tokens``, ``requests`` or ``characters``."""
+        return self.unit.split("_", 1)[0]
+
+    @property
+    def seconds(self) -> float:
+        """Seconds in the time base of the unit (a month or a day) [s]."""
+        return SECONDS_PER_MONTH if self.unit.endswith("month") else SECONDS_PER_DAY
+
+
+@dataclass(frozen=True)
+class DemandConversion:
+    """How one workload's stated demand becomes tokens (resolved against the catalog).
+
+    Attributes
+    ----------
+    workload : str
+    unit : str
+        The stated unit (one of :data:`DEMAND_UNITS`).
+    tokens_per_unit : float
+        Input + output tokens per request, per character, or 1 for tokens [tokens].
+    how : str
+        The conversion in words (shown beside the demand table).
+    """
+
+    workload: str
+    unit: str
+    tokens_per_unit: float
+    how: str
+
+
 class Demand(_Strict):
     """Token demand forecast (input plus output tokens).
 
@@ -225,6 +321,12 @@ class Demand(_Strict):
         applies to each of its quarters.
     growth : dict
         workload -> :class:`Growth`.
+    units : dict
+        workload -> its own unit (a :class:`DemandUnit` or a unit name), overriding
+        ``unit`` for that workload's figures: requests or characters per month or day.
+    languages : dict
+        language -> :class:`Language` (the sample text or ratio that converts
+        characters to tokens).
     """
 
     unit: Literal["tokens_per_month", "tokens_per_day"] = "tokens_per_month"
@@ -232,6 +334,21 @@ class Demand(_Strict):
     profiles: dict[Id, Id | WorkloadProfile] = Field(default_factory=dict)
     table: dict[Id, dict[int | str, DemandFigure]] = Field(default_factory=dict)
     growth: dict[Id, Growth] = Field(default_factory=dict)
+    units: dict[Id, DemandUnit] = Field(default_factory=dict)
+    languages: dict[Id, Language] = Field(default_factory=dict)
+
+    @field_validator("units", mode="before")
+    @classmethod
+    def _bare_units(cls, v: Any) -> Any:
+        """``chat: requests_per_month`` is short for ``chat: {unit: requests_per_month}``."""
+        if isinstance(v, dict):
+            return {k: {"unit": u} if isinstance(u, str) else u for k, u in v.items()}
+        return v
+
+    def unit_of(self, workload: str) -> DemandUnit:
+        """The unit of ``workload``'s figures (``unit`` unless ``units`` says otherwise)."""
+        spec = self.units.get(workload)
+        return spec if spec is not None else DemandUnit(unit=self.unit)
 
     def profile_of(self, workload: str) -> WorkloadProfile | None:
         """The profile given for ``workload`` (a bare id becomes ``{profile: id}``)."""
@@ -544,12 +661,19 @@ class Economics(_Strict):
     carbon_cap_t : dict
         Period label -> largest emissions in that period [tCO2]; a year key with
         quarterly periods caps each quarter at its share of the year.
+    operations_costs : bool
+        Count what a self-hosting team pays beyond energy and maintenance: operations
+        staff (``staffing.yaml`` at ``salaries.yaml`` by each site's country) and
+        software licensed per accelerator (``software.yaml``), in the objective and the
+        costs (categories ``staff`` and ``software``). False: leave them out (e.g. when
+        another budget pays them).
     """
 
     discount_rate: Annotated[float, Field(ge=0, lt=1)] = 0.08
     exchange_rates_usd_per_unit: dict[str, Pos] = Field(default_factory=dict)
     terminal_value: Literal["straight_line", "none"] = "straight_line"
     unserved_penalty_usd_per_million_tokens: Pos = 100.0
+    operations_costs: bool = True
     building_lifetime_years: Pos | None = None
     cdu_lifetime_years: Pos | None = None
     carbon_price_usd_per_t: Annotated[float, Field(ge=0)] | PricePath | None = None
@@ -750,6 +874,9 @@ class Scenario(_Strict):
     #: index in the file of each item kept, and the paths that were dropped.
     item_index: dict[str, list[int]] = Field(default_factory=dict, exclude=True)
     dropped: tuple[str, ...] = Field(default=(), exclude=True)
+    #: Workload -> :class:`DemandConversion` of its stated demand to tokens, set when
+    #: the case is loaded (:func:`dcplan.scenario.forecast.resolve_demand_units`).
+    demand_conversions: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     def where(self, path: str) -> tuple[str, int | None]:
         """File and line of the entry at dotted ``path`` (or of its nearest parent).
@@ -795,17 +922,38 @@ class Scenario(_Strict):
         p = self.demand.peak_to_average
         return p.get(workload, 1.0) if isinstance(p, dict) else p
 
-    def demand_tokens_per_s(self) -> dict[tuple[str, str], float]:
-        """Average demand [tokens/s] per (workload, period label)."""
+    def demand_stated(self) -> dict[tuple[str, str], float]:
+        """Demand per (workload, period label) as stated [the workload's unit]."""
         periods = self.period_list()
-        per = SECONDS_PER_MONTH if self.demand.unit == "tokens_per_month" else SECONDS_PER_DAY
         out: dict[tuple[str, str], float] = {}
         for w, row in self.demand.table.items():
             keyed = {norm_label(k): v for k, v in row.items()}
             for p in periods:
                 value = keyed.get(p.label, keyed.get(str(p.year)))
-                out[(w, p.label)] = (value or 0.0) / per
+                out[(w, p.label)] = value or 0.0
         for w, g in self.demand.growth.items():
             for p in periods:
-                out[(w, p.label)] = g.start * (1 + g.annual_growth) ** p.offset_years / per
+                out[(w, p.label)] = g.start * (1 + g.annual_growth) ** p.offset_years
         return out
+
+    def tokens_per_unit(self, workload: str) -> float:
+        """Input + output tokens per unit of ``workload``'s stated demand [tokens].
+
+        Raises
+        ------
+        ValueError
+            For requests or characters before the case resolved the conversion.
+        """
+        conv = self.demand_conversions.get(workload)
+        if conv is not None:
+            return conv.tokens_per_unit
+        unit = self.demand.unit_of(workload)
+        if unit.kind != "tokens":
+            raise ValueError(f"demand of '{workload}' is in {unit.unit}; load the scenario "
+                             "as a case (dcplan.load_case) to convert it to tokens")
+        return 1.0
+
+    def demand_tokens_per_s(self) -> dict[tuple[str, str], float]:
+        """Average demand [input + output tokens/s] per (workload, period label)."""
+        return {(w, lab): v * self.tokens_per_unit(w) / self.demand.unit_of(w).seconds
+                for (w, lab), v in self.demand_stated().items()}
