@@ -36,9 +36,12 @@ Reported besides the plan (:class:`StochasticResult`):
 Solver honesty: EVPI, VSS and regrets come only from solves that ended optimal within
 their requested gap; each is given with the interval the gaps allow (a solve with
 objective ``z`` and relative gap ``g`` proves the optimum lies in ``[z - g|z|, z]``),
-and is marked as within the solver gap when that interval contains zero. A first stage
-that cannot serve a case's demand is evaluated with priced unserved demand (the
-scenario's ``unserved_penalty_usd_per_million_tokens``) and flagged.
+and is marked as within the solver gap when that interval contains zero. Every solve
+of the analysis (the extensive form, each case alone, each evaluation) allows demand
+to go unserved at the scenario's ``unserved_penalty_usd_per_million_tokens``, so that
+they compare like with like: a first stage that cannot serve a case pays the penalty
+there, and the stochastic plan may do the same where that is cheaper than serving.
+Cases left short are flagged.
 """
 
 from __future__ import annotations
@@ -306,7 +309,7 @@ def evaluate_first_stage(c: StochasticCase, fixed: dict[tuple, float], n_first: 
         case otherwise: ``unserved`` True) and '' or which orders this case cannot
         deliver (they are dropped, as in the extensive form).
     """
-    for elastic in (False, True):
+    for elastic in (True,):
         prob, mv = build_model(c.inputs, elastic=elastic)
         own = _first_stage_vars(mv, n_first)
         missing = [k for k, x in fixed.items() if x > ZERO and k not in own]
@@ -320,8 +323,13 @@ def evaluate_first_stage(c: StochasticCase, fixed: dict[tuple, float], n_first: 
             v.lowBound = v.upBound = x
         info = solve(prob, options)
         if info.status.has_solution or elastic:
-            return _solved(info, unserved=elastic and info.status.has_solution), why
+            return _solved(info, unserved=info.status.has_solution and _short(mv)), why
     raise AssertionError("unreachable")
+
+
+def _short(mv: ModelVars) -> bool:
+    """Whether a solved model leaves any demand unserved."""
+    return any((v.value() or 0.0) > ZERO for v in mv.unserved.values())
 
 
 def _values(fixed_vars: dict[tuple, Any]) -> dict[tuple, float]:
@@ -501,17 +509,12 @@ def plan_stochastic(case: Any, options: Any = None, *,
     # 1. the extensive form
     t1 = time.perf_counter()
     say(f"extensive form: {len(cases)} cases, first stage {labels[0]}..{labels[n_first - 1]}")
-    unserved = False
-    prob, models, costs, tied = build_extensive(cases, n_first, unc.cvar)
+    prob, models, costs, tied = build_extensive(cases, n_first, unc.cvar, elastic=True)
     size = model_size(prob)
     say(f"model: {size['variables']:,} variables ({size['integers']:,} integer), "
         f"{size['constraints']:,} constraints")
     info = solve(prob, opt)
-    if info.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
-        say("no shared first stage serves every case; re-solving with priced unserved demand")
-        prob, models, costs, tied = build_extensive(cases, n_first, unc.cvar, elastic=True)
-        info = solve(prob, opt)
-        unserved = info.status.has_solution
+    unserved = info.status.has_solution and any(_short(mv) for mv in models)
     timings["extensive"] = time.perf_counter() - t1
     stoch = _solved(info, unserved)
     say(f"stochastic plan: {info.status.value}"
@@ -664,18 +667,14 @@ def solve_alone(d: PlanInputs, options: Any, n_first: int
                 ) -> tuple[Solved, dict[tuple, float] | None]:
     """The deterministic plan of one case's inputs and its first-stage decisions.
 
-    Priced unserved demand when the case cannot be served otherwise (as
-    :func:`~dcplan.planner.run.solve_inputs` does).
+    With priced unserved demand allowed, as every solve of the stochastic analysis.
     """
     from dcplan.planner.start import rounding_start
 
-    for elastic in (False, True):
-        prob, mv = build_model(d, elastic=elastic)
-        info = solve(prob, options, rounding=rounding_start(d, mv))
-        if info.status.has_solution:
-            return _solved(info, elastic), _values(_first_stage_vars(mv, n_first))
-        if info.status not in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
-            break
+    prob, mv = build_model(d, elastic=True)
+    info = solve(prob, options, rounding=rounding_start(d, mv))
+    if info.status.has_solution:
+        return _solved(info, _short(mv)), _values(_first_stage_vars(mv, n_first))
     return _solved(info), None
 
 
