@@ -357,6 +357,13 @@ class PlanInputs:
         Largest emissions per period [kgCO2], None = no cap (empty: none).
     day_names, day_weights : tuple
         Representative days of the profiles and their weights (sum 1).
+    fabrics : dict
+        Rack id -> its fabrics (:class:`~dcplan.planner.fabric.FabricData`): integer
+        switch and link counts in the MILP (:func:`~dcplan.planner.model.add_fabrics`).
+        Rack types without an entry take the per-rack linear network coefficients of
+        ``rack_site`` (hand-made inputs).
+    network_rack_units : int
+        Switch rack units one network rack holds [U].
     """
 
     periods: list[Period]
@@ -383,6 +390,8 @@ class PlanInputs:
     day_names: tuple[str, ...] = ("day",)
     day_weights: tuple[float, ...] = (1.0,)
     max_hours: int | None = None
+    fabrics: dict[str, tuple] = field(default_factory=dict)
+    network_rack_units: int = 0
 
     # --- time and money ------------------------------------------------------------
 
@@ -514,6 +523,10 @@ class PlanInputs:
         """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s]."""
         base = key if key in POOLS_ALL else self.pool_of(workload, key, p)[0]
         return self.perf[rack, workload].rate(base) * self.workloads[workload].speed(p)
+
+    def linear_network(self, rack: str) -> bool:
+        """Whether ``rack``'s network is the per-rack linear coefficient (no fabric data)."""
+        return rack not in self.fabrics
 
     def existing_count(self, rack: str, site: str, p: int) -> int:
         """Racks of the existing fleet in service in period ``p``."""
@@ -796,6 +809,8 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
                          "the site has only its committed capacity")
     say(f"facility: {len(rack_ids)} rack types x {len(scn.sites)} sites")
     site_data, rack_site, fac_objs = {}, {}, {}
+    scale: dict[str, int] = {}
+    most: dict[str, int] = {}
     for s in scn.sites:
         site = sites[s]
         site_data[s] = _site_data(scn, site, periods)
@@ -813,6 +828,9 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
                 rack_site[(r, s)] = RackSiteData(allowed=False, reason=str(exc))
                 notes.append(f"{s} cannot host {r}: {exc}")
                 continue
+            scale[r] = max(scale.get(r, 0), n)
+            most[r] = max(most.get(r, 0), site.rack_positions // e.rack_positions)
+    fabrics = rack_fabrics(case, scale, most)
 
     existing = []
     for ex in scn.existing_fleet:
@@ -852,7 +870,8 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         carbon_usd_per_kg=tuple(c / 1000.0 for c in econ.carbon_prices(periods))
         if econ.carbon_price_usd_per_t is not None else (),
         carbon_cap_kg=tuple(cap.get(i) for i in range(len(periods))) if cap else (),
-        day_names=day_names, day_weights=day_weights)
+        day_names=day_names, day_weights=day_weights, fabrics=fabrics,
+        network_rack_units=int(network_rack_units()))
     check_servable(inputs)
     drop_dominated_racks(inputs)
     return inputs
@@ -1010,6 +1029,31 @@ def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
         cdu_capex_usd=fc.cdu_capex_usd, cdu_positions=cdu_pos,
         cooling_capex_usd_per_kw=fc.cooling_capex_usd_per_kw,
         pue_annual=fc.pue_annual), fc
+
+
+def network_rack_units() -> int:
+    """Switch rack units one network rack holds [U] (facility assumption)."""
+    from dcplan.facility.assumptions import value
+
+    return int(value("layout", "network_rack_units"))
+
+
+def rack_fabrics(case: Any, scale: dict[str, int], cap: dict[str, int]) -> dict[str, tuple]:
+    """Fabrics of the rack types some site can host (see :mod:`dcplan.planner.fabric`).
+
+    Parameters
+    ----------
+    case : Case
+    scale : dict
+        Rack id -> planning scale (where per-link prices are taken) [racks].
+    cap : dict
+        Rack id -> most racks of the type at one site [racks].
+    """
+    from dcplan.planner.fabric import fabric_data
+
+    scn = case.scenario
+    return {r: fabric_data(case.catalog, r, scale[r], cap[r], optics=scn.optics,
+                           oversubscription=scn.oversubscription) for r in scale}
 
 
 def rescaled_inputs(d: PlanInputs, case: Any, scale: dict[tuple[str, str], int]) -> PlanInputs:

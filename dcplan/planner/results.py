@@ -223,7 +223,8 @@ def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hou
         rs = d.rack_site[r, s]
         it = _rack_it_kw(d, sol, r, s, p, average, hour)
         cool = it * (rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak)
-        net = n * rs.network_kw_per_rack
+        net = n * rs.network_kw_per_rack if d.linear_network(r) else \
+            rack_network(d, r, n)["kw"]
         acc["it"] += it
         acc["cool"] += cool
         acc["net"] += net
@@ -414,8 +415,62 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
                    "cdu_ids", "cdus", "cdu_positions", "cooling_kw_peak", "pue_annual"])
 
 
+def rack_network(d: PlanInputs, r: str, n: float) -> dict[str, float]:
+    """Exact network of ``n`` racks of ``r`` (both fabrics) [kW, USD, U, count].
+
+    Returns
+    -------
+    dict
+        ``kw``, ``capex_usd`` (installed value), ``rack_units``, ``switches``.
+    """
+    from dcplan.planner.fabric import fabric_counts, fabric_figures
+
+    out = defaultdict(float)
+    if n <= 0:
+        return out
+    for fd in d.fabrics.get(r, ()):
+        for k, v in fabric_figures(fd, fabric_counts(fd, n)).items():
+            out[k] += v
+    return out
+
+
+def network_items(d: PlanInputs, sol: Solution, s: str, p: int) -> dict[str, float]:
+    """Network items in service at ``s`` in ``p``: switch model -> switches, ``links_<rack>``
+    -> USD of links (the MILP's ``fabric_items``, recomputed from the fleet)."""
+    from dcplan.planner.fabric import TIERS, fabric_counts
+
+    out: dict[str, float] = defaultdict(float)
+    for r, fabrics in d.fabrics.items():
+        n = sol.installed(d, r, s, p)
+        if n <= 0:
+            continue
+        for fd in fabrics:
+            c = fabric_counts(fd, n)
+            out[fd.switch_id] += c["leaf"] + c["spine"] + c["core"]
+            out[f"links_{r}"] += sum(c[t] * fd.link_capex_usd[t] for t in TIERS)
+    return out
+
+
+def network_racks(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
+    """Network racks of the plan at ``s`` in ``p``: ceil(switch units / units per rack)."""
+    import math
+
+    units = sum(rack_network(d, r, sol.installed(d, r, s, p))["rack_units"]
+                for r in d.fabrics)
+    return float(math.ceil(units / (d.network_rack_units or 1) - 1e-9)) if units else 0.0
+
+
 def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """Linear network estimate per (period, site, rack): power and capex."""
+    """Network per (period, site, rack, fabric): switches, links, power and capex.
+
+    With fabric data the counts are the exact step functions of the racks in service
+    (:func:`~dcplan.planner.fabric.fabric_counts`, what the MILP's integer rows
+    hold); ``network_capex_usd`` is the installed value (switches and links at the
+    catalog price), ``network_kw`` at full load. Rack types without fabric data
+    (hand-made inputs) get one ``linear`` row from their per-rack coefficients.
+    """
+    from dcplan.planner.fabric import fabric_counts, fabric_figures
+
     rows = []
     for s in d.sites:
         for r in d.racks:
@@ -424,11 +479,29 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 if n == 0:
                     continue
                 rs = d.rack_site[r, s]
-                rows.append(dict(period=per.label, site=s, rack=r, racks=n,
-                                 network_kw=n * rs.network_kw_per_rack,
-                                 network_capex_usd=n * rs.network_capex_usd_per_rack))
-    return _frame(rows, {"racks": "racks", "network_kw": "kW", "network_capex_usd": "USD"},
-                  ["period", "site", "rack", "racks", "network_kw", "network_capex_usd"])
+                if d.linear_network(r):
+                    rows.append(dict(period=per.label, site=s, rack=r, fabric="linear",
+                                     racks=n, network_kw=n * rs.network_kw_per_rack,
+                                     network_capex_usd=n * rs.network_capex_usd_per_rack))
+                    continue
+                for fd in d.fabrics[r]:
+                    c = fabric_counts(fd, n)
+                    f = fabric_figures(fd, c)
+                    rows.append(dict(period=per.label, site=s, rack=r, fabric=fd.fabric,
+                                     racks=n, switch_id=fd.switch_id, leaf_switches=c["leaf"],
+                                     spine_switches=c["spine"], core_switches=c["core"],
+                                     nic_leaf_links=c["nic_leaf"],
+                                     leaf_spine_links=c["leaf_spine"],
+                                     spine_core_links=c["spine_core"],
+                                     network_kw=f["kw"], network_capex_usd=f["capex_usd"]))
+    cols = ["period", "site", "rack", "fabric", "racks", "switch_id", "leaf_switches",
+            "spine_switches", "core_switches", "nic_leaf_links", "leaf_spine_links",
+            "spine_core_links", "network_kw", "network_capex_usd"]
+    return _frame(rows, {"racks": "racks", "leaf_switches": "switches",
+                         "spine_switches": "switches", "core_switches": "switches",
+                         "nic_leaf_links": "links", "leaf_spine_links": "links",
+                         "spine_core_links": "links", "network_kw": "kW (full load)",
+                         "network_capex_usd": "USD (installed)"}, cols)
 
 
 def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
@@ -441,11 +514,28 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         rk, rs = d.racks[r], d.rack_site[r, s]
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         price = d.rack_capex(r, p)
+        net = rs.network_capex_usd_per_rack if d.linear_network(r) else 0.0
         cost["rack_capex", p] += x * price
-        cost["network_capex", p] += x * rs.network_capex_usd_per_rack
+        cost["network_capex", p] += x * net
         cost["cooling_capex", p] += x * cooling
         cost["terminal_value", n - 1] -= x * d.remaining_frac(rk.lifetime_years, p) * (
-            price + rs.network_capex_usd_per_rack + cooling)
+            price + net + cooling)
+    if d.fabrics:
+        from dcplan.planner.model import fabric_existing, item_lifetime
+
+        for s in d.sites:
+            prev = fabric_existing(d, s)
+            for p in range(n):
+                now = network_items(d, sol, s, p)
+                for i, x in now.items():
+                    price = 1.0 if i.startswith("links_") else next(
+                        fd.switch_capex_usd for fs in d.fabrics.values() for fd in fs
+                        if fd.switch_id == i)
+                    buy = max(0.0, x - prev.get(i, 0.0)) * price
+                    cost["network_capex", p] += buy
+                    cost["terminal_value", n - 1] -= buy * d.remaining_frac(
+                        item_lifetime(d, i), p)
+                prev = now
     for (s, c, p), x in sol.cdu_new.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p] += x * price

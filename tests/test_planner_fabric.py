@@ -1,0 +1,63 @@
+"""The MILP's integer fabric rows give exactly the network model's switch and link counts."""
+
+from __future__ import annotations
+
+import pulp
+import pytest
+
+from dcplan.catalog import load_catalog
+from dcplan.planner.fabric import TIERS, fabric_counts, fabric_data
+from dcplan.planner.model import ModelVars, _fabric_rows, fabric_start_values
+
+CATALOG = load_catalog()
+
+
+def _solve_counts(fd, n: int, cap: int) -> dict[str, float]:
+    """Least-cost counts of the fabric rows with the racks fixed at ``n``."""
+    prob = pulp.LpProblem("fabric", pulp.LpMinimize)
+    mv = ModelVars()
+    inst = prob.add_variable("inst", n, n)
+    fv = _fabric_rows(prob, None, mv, fd, inst, cap, ("r", "s", fd.fabric, "p"))
+    cost = [(v, fd.switch_capex_usd * c) for t in ("leaf", "spine", "core")
+            for v, c in fv.counts[t].items()]
+    cost += [(v, (fd.link_capex_usd[t] + 1.0) * c) for t in TIERS
+             for v, c in fv.counts[t].items()]
+    prob.setObjective(pulp.LpAffineExpression(cost))
+    prob.solve(pulp.HiGHS(msg=False, mip_rel_gap=0))
+    assert pulp.LpStatus[prob.status] == "Optimal"
+    out = {k: float(pulp.value(e) or 0.0) for k, e in fv.counts.items()}
+    start = fabric_start_values(fv, n)
+    return out, {v.name: x for v, x in start.items()}, {v.name: v.value() for v in mv.fabric_int}
+
+
+@pytest.mark.parametrize("rack", ["gb200_nvl72", "vera_rubin_nvl72", "rubin_ultra_nvl576",
+                                  "hgx_b300", "mi355x_rack"])
+def test_integer_rows_equal_the_step_functions(rack):
+    cap = 160
+    for fd in fabric_data(CATALOG, rack, 20, cap):
+        # every count up to the largest overfill point, then a spread to the cap
+        top = max(fd.overfill, default=fd.one_switch_max + 2) + 2
+        ns = sorted(set(range(top + 1)) | {116, 117, 143, 144, 145, 160})
+        for n in (x for x in ns if 0 <= x <= min(cap, fd.three_tier_max)):
+            got, start, vals = _solve_counts(fd, n, cap)
+            want = fabric_counts(fd, n)
+            if n > fd.two_tier_max:  # three tiers: the rows are a lower bound
+                assert got["leaf"] == want["leaf"] and got["core"] == want["core"]
+                assert got["spine"] <= want["spine"]
+                continue
+            assert got == {k: float(v) for k, v in want.items()}, (rack, fd.fabric, n)
+            # the MIP start of the same fleet is the solver's own answer
+            assert all(abs(start[k] - vals[k]) < 1e-6 for k in start if k in vals
+                       and "gap" not in k and "need" not in k), (rack, fd.fabric, n)
+
+
+def test_fabric_data_prices_match_the_network_model():
+    from dcplan.facility.coefficients import cached_network
+    from dcplan.planner.fabric import fabric_figures
+
+    net = cached_network(CATALOG, "gb200_nvl72", 20)
+    figs = [fabric_figures(fd, fabric_counts(fd, 20))
+            for fd in fabric_data(CATALOG, "gb200_nvl72", 20, 100)]
+    assert sum(f["capex_usd"] for f in figs) == pytest.approx(net.network_capex_usd)
+    assert sum(f["kw"] for f in figs) == pytest.approx(net.network_kw)
+    assert sum(f["switches"] for f in figs) == net.backend.switches + net.frontend.switches
