@@ -41,7 +41,7 @@ LABELS: dict[str, str] = {
     "shadow_price": "Shadow price (integers fixed)",
     "shadow_price_relaxed": "Shadow price (LP relaxation)", "unit": "Unit", "rank": "Rank",
     "limit": "Limit", "value": "Value", "used": "Used", "shadow_unit": "Shadow price unit",
-    "quantity": "Quantity", "linear": "Linear estimate", "exact": "Exact sizing",
+    "quantity": "Quantity", "plan": "Plan", "linear": "Linear estimate", "exact": "Exact sizing",
     "diff": "Difference exact - linear", "diff_frac": "Difference share", "kpi": "KPI",
     "scenario": "Scenario", "fabric": "Fabric", "item": "Item", "catalog_id": "Catalog entry",
     "count": "Count", "kw": "Power", "capex_usd": "Capex", "in_rack": "Inside the rack",

@@ -1015,7 +1015,8 @@ def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
 
     catalog, scn = case.catalog, case.scenario
     fc = facility.coefficients(catalog, site, rack_id, n_racks, optics=scn.optics,
-                               oversubscription=scn.oversubscription)
+                               oversubscription=scn.oversubscription,
+                               cdu_redundancy=scn.cdu_redundancy)
     cdu_pos = 0.0
     if fc.cdu_id and fc.cdu_id in catalog.entries.get("cdus", {}):
         cdu_pos = catalog.get("cdus", fc.cdu_id).positions

@@ -373,15 +373,22 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
     -------
     DataFrame
         period, site, liquid_heat_kw [kW, peak], air_heat_kw [kW, peak],
-        liquid_heat_kw_full_load [kW], cdu_ids, cdus [units, redundancy included],
-        cdu_positions [rack positions], cooling_kw_peak [kW], pue_annual [-].
+        liquid_heat_kw_full_load [kW], cdu_ids, cdus [units, redundancy included; the
+        CDUs in service: bought ones are kept], cdus_by_model ("model: count, ..."),
+        cdu_positions [rack positions], cdu_capex_usd [USD, installed value],
+        cooling_kw_peak [kW], pue_annual [-].
     """
     rows = []
     cdus = defaultdict(float)
     ids = defaultdict(set)
     cdu_pos = defaultdict(float)
-    for (s, c, p), n in sol.cdu.items():
+    cdu_value = defaultdict(float)
+    by_model = defaultdict(list)
+    for (s, c, p), n in sorted(sol.cdu.items()):
+        if n:
+            by_model[s, p].append(f"{c}: {n:g}")
         cdus[s, p] += n
+        cdu_value[s, p] += n * d.cdu_data(s, c).cdu_capex_usd
         cdu_pos[s, p] += n * d.cdu_data(s, c).cdu_positions
         if n:
             ids[s, p].add(c)
@@ -404,15 +411,19 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
             rows.append(dict(period=per.label, site=s, liquid_heat_kw=liquid, air_heat_kw=air,
                              liquid_heat_kw_full_load=liquid_full,
                              cdu_ids=",".join(sorted(ids[s, p])), cdus=cdus[s, p],
-                             cdu_positions=cdu_pos[s, p],
+                             cdus_by_model=", ".join(by_model[s, p]),
+                             cdu_positions=cdu_pos[s, p], cdu_capex_usd=cdu_value[s, p],
                              cooling_kw_peak=row.cooling_kw_peak,
                              pue_annual=row.facility_kw_avg / it_avg if it_avg > 0 else None))
     return _frame(rows, {"liquid_heat_kw": "kW (peak)", "air_heat_kw": "kW (peak)",
                          "liquid_heat_kw_full_load": "kW (full load, CDU sizing)",
                          "cdus": "units", "cdu_positions": "positions",
+                         "cdu_capex_usd": "USD (installed)",
                          "cooling_kw_peak": "kW", "pue_annual": "-"},
                   ["period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load",
-                   "cdu_ids", "cdus", "cdu_positions", "cooling_kw_peak", "pue_annual"])
+                   "cdu_ids", "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd",
+                   "cooling_kw_peak",
+                   "pue_annual"])
 
 
 def rack_network(d: PlanInputs, r: str, n: float) -> dict[str, float]:
