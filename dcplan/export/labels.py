@@ -100,7 +100,10 @@ KPI_FORMATS: dict[str, str] = {
 #: Cost category id -> words (charts, pivots, HTML).
 CATEGORY_LABELS: dict[str, str] = {
     "rack_capex": "Racks", "network_capex": "Network", "cooling_capex": "Cooling plant",
-    "cdu_capex": "CDUs", "building_capex": "Buildings (facility capacity)",
+    "cdu_capex": "CDUs", "redundancy_capex": "UPS and generators beyond N+1",
+    "building_capex": "Buildings (facility capacity)",
+    "building_shell": "Building shell", "building_electrical": "Building electrical",
+    "building_mechanical": "Building mechanical", "grid_connection": "Grid connection",
     "maintenance": "Maintenance", "energy": "Energy", "demand_charge": "Demand charges",
     "unserved_penalty": "Unserved-demand penalty (not paid)",
     "terminal_value": "Terminal value (credit)",

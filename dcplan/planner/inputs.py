@@ -134,6 +134,10 @@ class SiteData:
         Tariffs per period [USD/kWh], [USD/(kW month)] (empty: the constant figures).
     connection : GridData or None
         Grid connection decisions; None: ``grid_kw`` is simply available.
+    water_limit_m3_per_year : float or None
+        Most site water a year [m3/year] (None: no limit).
+    power_redundancy : str
+        UPS topology (``N+1``, ``2N``, ...).
     """
 
     id: str
@@ -152,6 +156,8 @@ class SiteData:
     energy_path: tuple[float, ...] = ()
     demand_charge_path: tuple[float, ...] = ()
     connection: GridData | None = None
+    water_limit_m3_per_year: float | None = None
+    power_redundancy: str = "N+1"
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,15 @@ class RackSiteData:
         Heat-rejection plant capex per kW of IT [USD/kW].
     pue_annual : float
         For reporting [-].
+    redundancy_capex_usd_per_kw : float
+        UPS and generator capex of the site's topology beyond the N+1 plant its
+        electrical build cost covers, per IT kW at full load (0 for N+1 or leaner
+        topologies) [USD/kW].
+    recharge_kw_per_it_kw : float
+        UPS battery recharge the grid connection must carry on top of the facility
+        peak, per IT kW at full load [kW/kW].
+    water_l_per_it_kwh : float
+        Site water per kWh of IT energy at full load (WUE of the cooling plant) [L/kWh].
     """
 
     allowed: bool = True
@@ -197,6 +212,9 @@ class RackSiteData:
     cdu_positions: float = 0.0
     cooling_capex_usd_per_kw: float = 0.0
     pue_annual: float = 1.0
+    redundancy_capex_usd_per_kw: float = 0.0
+    recharge_kw_per_it_kw: float = 0.0
+    water_l_per_it_kwh: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -688,6 +706,8 @@ def _site_data(scn: Scenario, site: Any, periods: list[Period]) -> SiteData:
         demand_charge_path=tuple(v * rate for v in charge.values(
             periods, site.demand_charge_per_kw_month)) if charge else (),
         connection=_grid_data(scn, site, periods),
+        water_limit_m3_per_year=site.water_limit_m3_per_year,
+        power_redundancy=site.power_redundancy,
     )
 
 
@@ -1020,7 +1040,10 @@ def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
     cdu_pos = 0.0
     if fc.cdu_id and fc.cdu_id in catalog.entries.get("cdus", {}):
         cdu_pos = catalog.get("cdus", fc.cdu_id).positions
+    extra, recharge = _redundancy(catalog, site, rack_id, fc)
     return RackSiteData(
+        redundancy_capex_usd_per_kw=extra, recharge_kw_per_it_kw=recharge,
+        water_l_per_it_kwh=fc.water_l_per_it_kwh,
         network_kw_per_rack=fc.network_kw_per_rack,
         network_capex_usd_per_rack=fc.network_capex_usd_per_rack,
         cooling_kw_per_it_kw_avg=fc.cooling_kw_per_it_kw_avg,
@@ -1030,6 +1053,26 @@ def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
         cdu_capex_usd=fc.cdu_capex_usd, cdu_positions=cdu_pos,
         cooling_capex_usd_per_kw=fc.cooling_capex_usd_per_kw,
         pue_annual=fc.pue_annual), fc
+
+
+def _redundancy(catalog: Any, site: Any, rack_id: str, fc: Any) -> tuple[float, float]:
+    """(UPS and generator capex beyond N+1 [USD per IT kW], recharge [kW per IT kW]).
+
+    Both at the planning scale of ``fc`` (:func:`dcplan.facility.power.redundancy_sizing`
+    for the site's topology and for N+1, whose plant the electrical build cost covers).
+    """
+    from dcplan.facility.power import redundancy_sizing
+
+    rk = catalog.get("racks", rack_id)
+    it = rk.it_power_max_kw * fc.n_racks
+    if it <= 0:
+        return 0.0, 0.0
+    net = fc.network_kw_per_rack * fc.n_racks
+    cool = fc.cooling_kw_per_it_kw_peak * it
+    red = redundancy_sizing(catalog, site, it, net, cool)
+    base = redundancy_sizing(catalog, site, it, net, cool, topology="N+1",
+                             generator_topology="N+1")
+    return max(0.0, red.capex_usd - base.capex_usd) / it, red.recharge_kw / it
 
 
 def network_rack_units() -> int:

@@ -23,8 +23,9 @@ from dcplan.planner.names import lp_name
 #: "end": end of the horizon).
 CATEGORIES = {
     "rack_capex": "capex", "network_capex": "capex", "cooling_capex": "capex",
-    "cdu_capex": "capex", "building_shell": "capex", "building_electrical": "capex",
-    "building_mechanical": "capex", "building_capex": "capex", "grid_connection": "capex",
+    "cdu_capex": "capex", "redundancy_capex": "capex", "building_shell": "capex",
+    "building_electrical": "capex", "building_mechanical": "capex", "building_capex": "capex",
+    "grid_connection": "capex",
     "maintenance": "opex", "energy": "opex", "demand_charge": "opex", "carbon": "opex",
     "unserved_penalty": "opex", "terminal_value": "end",
 }
@@ -35,8 +36,20 @@ CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
 
 
 def _lin(terms) -> pulp.LpAffineExpression:
-    """Affine expression from ``(variable, coefficient)`` pairs (fast path)."""
+    """Affine expression from ``(variable, coefficient)`` pairs (fast path).
+
+    A variable given twice keeps its last coefficient: merge repeated variables first
+    (:func:`_merged`).
+    """
     return pulp.LpAffineExpression([(v, c) for v, c in terms if c != 0])
+
+
+def _merged(terms) -> list:
+    """``(variable, coefficient)`` pairs with the coefficients of a repeated variable summed."""
+    acc: dict = {}
+    for v, c in terms:
+        acc[v] = acc.get(v, 0.0) + c
+    return list(acc.items())
 
 
 @dataclass
@@ -164,6 +177,7 @@ def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, M
     add_building(prob, d, mv)
     add_costs(d, mv)
     add_carbon_cap(prob, d, mv)
+    add_water_limit(prob, d, mv)
     add_budget(prob, d, mv)
     set_objective(prob, d, mv)
     return prob, mv
@@ -375,7 +389,7 @@ def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
                 extra *= 1.0 / sch.peak_factor if average else sch.frac(hour) / \
                     wd.target_utilisation
                 terms.append((var, gain * (1 + cool) * extra))
-    return terms + fabric_power_terms(d, mv, s, p)
+    return _merged(terms + fabric_power_terms(d, mv, s, p))
 
 
 def add_power_expressions(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -452,12 +466,15 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
 def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     """Site power against the connected grid [kW].
 
-    ``facility_peak[s,p] <= connected[s,p]`` (connection decisions) or
-    ``<= grid_kw[s,p]`` (the site's grid simply available).
+    ``facility_peak[s,p] + recharge[s,p] <= connected[s,p]`` (connection decisions) or
+    ``<= grid_kw[s,p]`` (the site's grid simply available); ``recharge`` is the UPS
+    battery recharge of the site's racks (:func:`recharge_terms`), which the
+    connection carries on top of the facility peak.
     """
     for (s, p), expr in mv.fac_peak.items():
         if not len(expr):
             continue
+        expr = expr + _lin(recharge_terms(d, mv, s, p))
         conn = mv.connected.get((s, p))
         if conn is None:
             mv.add(prob, "grid", (s, d.periods[p].label), expr <= d.sites[s].grid_kw[p])
@@ -580,6 +597,12 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
         cost["network_capex", p].append((var, price))
         cost["terminal_value", n - 1].append(
             (var, -price * d.remaining_frac(item_lifetime(d, i), p)))
+    for (r, s, p), var in mv.new.items():
+        extra = d.rack_site[r, s].redundancy_capex_usd_per_kw * d.racks[r].it_power_max_kw
+        if extra:
+            cost["redundancy_capex", p].append((var, extra))
+            cost["terminal_value", n - 1].append(
+                (var, -extra * d.remaining_frac(d.building_lifetime_years, p)))
     for (s, c, p), var in mv.cdu_new.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p].append((var, price))
@@ -613,7 +636,7 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
     for (w, k, p), var in mv.unserved.items():
         cost["unserved_penalty", p].append(
             (var, d.unserved_usd_per_token * mv.demand_unit[w, k, p]))
-    mv.costs = {key: _lin(terms) for key, terms in cost.items()}
+    mv.costs = {key: _lin(_merged(terms)) for key, terms in cost.items()}
 
 
 def building_prices(d: PlanInputs, s: str) -> list[tuple[str, float]]:
@@ -836,7 +859,7 @@ def fabric_items(d: PlanInputs, mv: ModelVars) -> dict:
         for t in ("nic_leaf", "leaf_spine", "spine_core"):
             c = fd.link_capex_usd[t]
             ln[0] += [(v, c * x) for v, x in fv.counts[t].items()]
-    return {k: (_lin(v), price) for k, (v, price) in out.items()}
+    return {k: (_lin(_merged(v)), price) for k, (v, price) in out.items()}
 
 
 def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
@@ -852,7 +875,7 @@ def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
                 terms += [(v, gain * fd.switch_kw * c) for v, c in fv.counts[t].items()]
             for t in ("nic_leaf", "leaf_spine", "spine_core"):
                 terms += [(v, gain * fd.link_kw[t] * c) for v, c in fv.counts[t].items()]
-    return terms
+    return _merged(terms)
 
 
 def fabric_existing(d: PlanInputs, s: str) -> dict:
@@ -873,8 +896,11 @@ def fabric_existing(d: PlanInputs, s: str) -> dict:
 
 
 def item_lifetime(d: PlanInputs, item: str) -> float:
-    """Life of a network item [years]: its rack type's, or the shortest of the rack types
-    whose fabrics use a switch model."""
+    """Life of a network item [years].
+
+    Links: their rack type's; a switch model: the shortest of the rack types whose
+    fabrics use it.
+    """
     if item.startswith("links_"):
         return d.racks[item[6:]].lifetime_years
     lives = [d.racks[r].lifetime_years for r, fs in d.fabrics.items()
@@ -914,7 +940,8 @@ def add_network_space(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
         v = mv.net_racks[s, p] = prob.add_variable(lp_name("net_racks", *key), 0,
                                                    cat=pulp.LpInteger)
         mv.fabric_int.append(v)
-        mv.add(prob, "net_racks", key, _lin([(v, per), *[(x, -c) for x, c in terms]]) >= 0)
+        mv.add(prob, "net_racks", key,
+               _lin([(v, per), *[(x, -c) for x, c in _merged(terms)]]) >= 0)
 
 
 def fabric_start_values(fv: FabricVars, n: int) -> dict:
@@ -956,3 +983,47 @@ def fabric_start_values(fv: FabricVars, n: int) -> dict:
             spines = max(spines, math.ceil(2 * u / fd.radix - 1e-9))
     out[fv.spines] = float(spines)
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# Power redundancy and water
+# ----------------------------------------------------------------------------------------
+
+
+def recharge_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
+    """(variable, kW) terms of the UPS battery recharge at site s in period p.
+
+    ``recharge_kw_per_it_kw[r,s] x it_power_max_kw[r] x inst[r,s,p]``: the UPS
+    plant's recharge share of its full load (the site's topology and UPS model at
+    the planning scale).
+    """
+    out = []
+    for r in d.racks:
+        var = mv.inst.get((r, s, p))
+        k = d.rack_site[r, s].recharge_kw_per_it_kw if var is not None else 0.0
+        if k:
+            out.append((var, k * d.racks[r].it_power_max_kw))
+    return out
+
+
+def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Site water: ``sum_r WUE[r,s] x IT_max[r] x inst[r,s,p] x hours / 1000 <= limit x years``.
+
+    WUE [L per IT kWh] is that of the cooling plant the facility model chose for the
+    rack type at the site (evaporative towers use water; dry coolers and chillers
+    none), at full load all year: a conservative reading of the site's annual
+    allowance [m3/year].
+    """
+    for s, sd in d.sites.items():
+        limit = sd.water_limit_m3_per_year
+        if limit is None:
+            continue
+        for p, per in enumerate(d.periods):
+            terms = []
+            for r in d.racks:
+                var = mv.inst.get((r, s, p))
+                w = d.rack_site[r, s].water_l_per_it_kwh if var is not None else 0.0
+                if w:
+                    terms.append((var, w * d.racks[r].it_power_max_kw * d.hours(p) / 1000.0))
+            if terms:
+                mv.add(prob, "water", (s, per.label), _lin(terms) <= limit * per.years)

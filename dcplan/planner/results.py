@@ -233,6 +233,19 @@ def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hou
     return acc
 
 
+def recharge_kw(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
+    """UPS battery recharge at ``s`` in ``p`` on top of the facility peak [kW]."""
+    return sum(d.rack_site[r, s].recharge_kw_per_it_kw * d.racks[r].it_power_max_kw
+               * sol.installed(d, r, s, p) for r in d.racks if (r, s) in d.rack_site)
+
+
+def water_m3(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
+    """Site water in period ``p`` at full load (what the water limit bounds) [m3]."""
+    return sum(d.rack_site[r, s].water_l_per_it_kwh * d.racks[r].it_power_max_kw
+               * sol.installed(d, r, s, p) * d.hours(p) / 1000.0
+               for r in d.racks if (r, s) in d.rack_site)
+
+
 def peak_hour(d: PlanInputs, sol: Solution, s: str, p: int):
     """The representative hour of the site's facility peak in period p."""
     hours = (None,) if d.nameplate_peak else d.rep_hours(p)
@@ -245,7 +258,10 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     The peak columns are those of the representative hour with the largest facility
     power (``peak_hour``: the peak of the sum of the workloads' profiles); ``grid_kw``
     is the connected grid capacity (connectable with connection decisions:
-    ``connectable_kw``, see the ``grid`` table).
+    ``connectable_kw``, see the ``grid`` table). ``recharge_kw`` is the UPS battery
+    recharge of the site's redundancy topology (``power_redundancy``) that the
+    connection carries on top of the facility peak; ``headroom_kw = grid - facility
+    peak - recharge``; ``network_positions`` the network racks of the site's fabrics.
     """
     from dcplan.planner.profiles import hour_label
 
@@ -259,17 +275,22 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
             av = _site_power(d, sol, s, p, True)
             energy = av["facility"] * d.hours(p)
             grid = sol.connected_kw(d, s, p)
+            recharge = recharge_kw(d, sol, s, p)
             rows.append(dict(
                 period=per.label, site=s, peak_hour=hour_label(h, d.day_names),
                 it_kw_peak=pk["it"], cooling_kw_peak=pk["cool"], network_kw=pk["net"],
                 losses_kw_peak=pk["loss"], facility_kw_peak=pk["facility"],
-                grid_kw=grid, connectable_kw=sd.grid_kw[p], headroom_kw=grid - pk["facility"],
+                recharge_kw=recharge, power_redundancy=sd.power_redundancy,
+                network_positions=network_racks(d, sol, s, p),
+                grid_kw=grid, connectable_kw=sd.grid_kw[p],
+                headroom_kw=grid - pk["facility"] - recharge,
                 built_kw=built, it_kw_avg=av["it"], facility_kw_avg=av["facility"],
                 energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0))
     units = {c: "kW" for c in ("it_kw_peak", "cooling_kw_peak", "network_kw", "losses_kw_peak",
-                               "facility_kw_peak", "grid_kw", "connectable_kw", "headroom_kw",
+                               "facility_kw_peak", "recharge_kw", "grid_kw", "connectable_kw",
+                               "headroom_kw",
                                "built_kw", "it_kw_avg", "facility_kw_avg")}
-    units.update(energy_kwh="kWh", carbon_t="tCO2")
+    units.update(energy_kwh="kWh", carbon_t="tCO2", network_positions="positions")
     return _frame(rows, units)
 
 
@@ -394,9 +415,11 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
             ids[s, p].add(c)
     pw = power.set_index(["period", "site"])
     hours = {(s, p): peak_hour(d, sol, s, p) for s in d.sites for p in range(len(d.periods))}
-    for s in d.sites:
+    for s, sd in d.sites.items():
         for p, per in enumerate(d.periods):
             liquid = liquid_full = 0.0
+            it_full = sum(d.racks[r].it_power_max_kw * sol.installed(d, r, s, p)
+                          for r in d.racks) * d.hours(p)
             for r, rk in d.racks.items():
                 rs = d.rack_site.get((r, s))
                 n = sol.installed(d, r, s, p)
@@ -414,16 +437,24 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
                              cdus_by_model=", ".join(by_model[s, p]),
                              cdu_positions=cdu_pos[s, p], cdu_capex_usd=cdu_value[s, p],
                              cooling_kw_peak=row.cooling_kw_peak,
+                             water_m3=water_m3(d, sol, s, p),
+                             water_limit_m3=(sd.water_limit_m3_per_year * per.years
+                                             if sd.water_limit_m3_per_year is not None
+                                             else None),
+                             wue_l_per_kwh=(water_m3(d, sol, s, p) * 1000.0 / it_full
+                                            if it_full > 0 else None),
                              pue_annual=row.facility_kw_avg / it_avg if it_avg > 0 else None))
     return _frame(rows, {"liquid_heat_kw": "kW (peak)", "air_heat_kw": "kW (peak)",
                          "liquid_heat_kw_full_load": "kW (full load, CDU sizing)",
                          "cdus": "units", "cdu_positions": "positions",
                          "cdu_capex_usd": "USD (installed)",
-                         "cooling_kw_peak": "kW", "pue_annual": "-"},
+                         "cooling_kw_peak": "kW", "pue_annual": "-",
+                         "water_m3": "m3 (period, full load)", "water_limit_m3": "m3 (period)",
+                         "wue_l_per_kwh": "L per IT kWh (full load)"},
                   ["period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load",
                    "cdu_ids", "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd",
-                   "cooling_kw_peak",
-                   "pue_annual"])
+                   "cooling_kw_peak", "pue_annual", "water_m3", "water_limit_m3",
+                   "wue_l_per_kwh"])
 
 
 def rack_network(d: PlanInputs, r: str, n: float) -> dict[str, float]:
@@ -446,8 +477,10 @@ def rack_network(d: PlanInputs, r: str, n: float) -> dict[str, float]:
 
 
 def network_items(d: PlanInputs, sol: Solution, s: str, p: int) -> dict[str, float]:
-    """Network items in service at ``s`` in ``p``: switch model -> switches, ``links_<rack>``
-    -> USD of links (the MILP's ``fabric_items``, recomputed from the fleet)."""
+    """Network items in service at ``s`` in ``p`` (the MILP's ``fabric_items``).
+
+    Switch model -> switches, ``links_<rack>`` -> USD of links, recomputed from the fleet.
+    """
     from dcplan.planner.fabric import TIERS, fabric_counts
 
     out: dict[str, float] = defaultdict(float)
@@ -547,6 +580,11 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
                     cost["terminal_value", n - 1] -= buy * d.remaining_frac(
                         item_lifetime(d, i), p)
                 prev = now
+    for (r, s, p), x in sol.new.items():
+        extra = d.rack_site[r, s].redundancy_capex_usd_per_kw * d.racks[r].it_power_max_kw
+        cost["redundancy_capex", p] += x * extra
+        cost["terminal_value", n - 1] -= x * extra * d.remaining_frac(
+            d.building_lifetime_years, p)
     for (s, c, p), x in sol.cdu_new.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p] += x * price

@@ -48,7 +48,8 @@ UNITS = {"it_kw": "kW", "network_kw": "kW", "network_capex_usd": "USD",
 def _plan_network(d: PlanInputs, network: pd.DataFrame, site: str, period: Any
                   ) -> dict[str, Any]:
     """The plan's network at one site and period: totals and per rack type [kW, USD]."""
-    sub = network[(network.site == site) & (network.period == period)] if len(network)         else network
+    sub = network[(network.site == site) & (network.period == period)] if len(network) \
+        else network
     out: dict[str, Any] = {q: 0.0 for q in COUNTS[:-1]}
     out.update(network_kw=0.0, network_capex_usd=0.0, units=0.0, by_rack={})
     for r in sub.itertuples():
