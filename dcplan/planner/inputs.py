@@ -723,8 +723,6 @@ def _compatibility(rack: Any, site: Any) -> str:
 
 def _planning_scale(scn: Scenario, perf: dict, rack_id: str, site: Any, rack: Any,
                     demand_peak: float) -> int:
-    if scn.planning_scale_racks:
-        return scn.planning_scale_racks
     rates = [p.goodput_tokens_per_s for (r, _), p in perf.items() if r == rack_id]
     best = max(rates, default=0.0)
     need = math.ceil(demand_peak / best) if best > 0 else 1
@@ -1098,35 +1096,6 @@ def rack_fabrics(case: Any, scale: dict[str, int], cap: dict[str, int]) -> dict[
     scn = case.scenario
     return {r: fabric_data(case.catalog, r, scale[r], cap[r], optics=scn.optics,
                            oversubscription=scn.oversubscription) for r in scale}
-
-
-def rescaled_inputs(d: PlanInputs, case: Any, scale: dict[tuple[str, str], int]) -> PlanInputs:
-    """Copy of ``d`` with the facility coefficients of some (rack, site) pairs re-taken.
-
-    Parameters
-    ----------
-    d : PlanInputs
-    case : Case
-        As for :func:`prepare_inputs`.
-    scale : dict
-        (rack, site) -> racks to take the coefficients at [racks].
-
-    Returns
-    -------
-    PlanInputs
-        Same periods, demand, prices; new ``rack_site`` and ``facility`` entries for
-        the pairs in ``scale`` (a pair the facility model cannot size keeps its old
-        coefficients).
-    """
-    import dataclasses
-
-    rack_site, fac = dict(d.rack_site), dict(d.facility)
-    for (r, s), n in sorted(scale.items()):
-        try:
-            rack_site[r, s], fac[r, s] = rack_site_data(case, case.sites[s], r, n)
-        except InputError:
-            continue
-    return dataclasses.replace(d, rack_site=rack_site, facility=fac, notes=list(d.notes))
 
 
 def check_servable(inputs: PlanInputs) -> None:
