@@ -749,12 +749,18 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         if not fabrics:
             continue
         cap = d.sites[s].rack_positions // d.racks[r].rack_positions
-        if cap <= 0:
+        if cap <= 0 or not _may_hold(d, mv, r, s, p):
             continue
         label = d.periods[p].label
         for fd in fabrics:
             mv.fabric[r, s, fd.fabric, p] = _fabric_rows(prob, d, mv, fd, n, cap,
                                                          (r, s, fd.fabric, label))
+
+
+def _may_hold(d: PlanInputs, mv: ModelVars, r: str, s: str, p: int) -> bool:
+    """Whether racks of ``r`` can be in service at ``s`` in ``p`` (existing or bought)."""
+    return d.existing_count(r, s, p) > 0 or any(
+        (r, s, q) in mv.new and d.alive(r, q, p) for q in range(p + 1))
 
 
 def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
@@ -1027,3 +1033,35 @@ def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                     terms.append((var, w * d.racks[r].it_power_max_kw * d.hours(p) / 1000.0))
             if terms:
                 mv.add(prob, "water", (s, per.label), _lin(terms) <= limit * per.years)
+
+
+def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | None:
+    """Set the solved fabric's counts to their step functions; the objective after [USD].
+
+    Within a MIP gap the solver may leave a switch or link count above the least value
+    its rows allow (it only costs money). With the fleet fixed, the least values are
+    the step functions of the racks in service (:func:`fabric_start_values`), network
+    racks ``ceil(units / units per rack)`` and purchases the increases: the same plan,
+    feasible and no dearer (less network power and positions). Returns the objective of
+    the polished values (None without fabrics).
+    """
+    if not mv.fabric:
+        return None
+    units: dict = defaultdict(float)
+    for (r, s, _f, p), fv in mv.fabric.items():
+        n = int(round(fv.n.value() or 0.0))
+        vals = fabric_start_values(fv, n)
+        for var, x in vals.items():
+            var.varValue = x
+        for t in ("leaf", "spine", "core"):
+            units[s, p] += fv.fd.switch_rack_units * (pulp.value(fv.counts[t]) or 0.0)
+    for (s, p), var in mv.net_racks.items():
+        var.varValue = float(math.ceil(units[s, p] / (d.network_rack_units or 1) - 1e-6))
+    owned = {s: fabric_existing(d, s) for s in d.sites}
+    for (s, i, p), var in mv.net_buy.items():
+        now = pulp.value(mv.fabric_item[s, i, p][0]) or 0.0
+        before = mv.fabric_item.get((s, i, p - 1)) if p > 0 else None
+        prev = (pulp.value(before[0]) or 0.0) if before is not None else \
+            (owned[s].get(i, 0.0) if p == 0 else 0.0)
+        var.varValue = max(0.0, now - prev)
+    return pulp.value(prob.objective)
