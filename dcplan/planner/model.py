@@ -1048,7 +1048,7 @@ def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float |
     if not mv.fabric:
         return None
     units: dict = defaultdict(float)
-    for (r, s, _f, p), fv in mv.fabric.items():
+    for (_r, s, _f, p), fv in mv.fabric.items():
         n = int(round(fv.n.value() or 0.0))
         vals = fabric_start_values(fv, n)
         for var, x in vals.items():
