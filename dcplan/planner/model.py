@@ -757,6 +757,10 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                                                          (r, s, fd.fabric, label))
 
 
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) < 1e-9
+
+
 def _may_hold(d: PlanInputs, mv: ModelVars, r: str, s: str, p: int) -> bool:
     """Whether racks of ``r`` can be in service at ``s`` in ``p`` (existing or bought)."""
     return d.existing_count(r, s, p) > 0 or any(
@@ -793,8 +797,12 @@ def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
     for i, (m, pg) in enumerate(fd.rail_groups):
         for kind, per, coef in (("fab_leaf", fd.down, leaf_terms),
                                 ("fab_up", fd.oversubscription, up_terms)):
-            v = ivar(f"{kind}{i}")
             big = pg * one / per  # the row is void in the one-switch regime (n <= one)
+            # integral bounds (p_g / o and the void term whole numbers): a continuous
+            # variable takes a whole value at the optimum; otherwise an integer (ceil)
+            whole = kind == "fab_up" and _whole(pg / per) and _whole(big)
+            v = prob.add_variable(lp_name(f"{kind}{i}", *key), 0) if whole else \
+                ivar(f"{kind}{i}")
             row = [(v, 1.0), (n, -pg / per)] + [(x, -big) for x in multi_terms]
             mv.add(prob, f"{kind}{i}", key, _lin(row) >= -big if multi_terms else
                    _lin(row) >= 0)
@@ -834,7 +842,7 @@ def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
         fv.three = ivar("fab_three", 0, 1, pulp.LpBinary)
         mv.add(prob, "fab_three", key, _lin([(n, 1.0), (fv.three, -float(cap - two))]) <= two)
         fv.cores = ivar("fab_core")
-        fv.core_links = ivar("fab_core_links")
+        fv.core_links = prob.add_variable(lp_name("fab_core_links", *key), 0)
         for name, v, per in (("fab_pod_spine", fv.spines, R / 2), ("fab_core", fv.cores, R),
                              ("fab_core_links", fv.core_links, 1.0)):
             big = u_max / per
