@@ -61,3 +61,69 @@ def test_fabric_data_prices_match_the_network_model():
     assert sum(f["capex_usd"] for f in figs) == pytest.approx(net.network_capex_usd)
     assert sum(f["kw"] for f in figs) == pytest.approx(net.network_kw)
     assert sum(f["switches"] for f in figs) == net.backend.switches + net.frontend.switches
+
+
+# --- redundancy recharge, redundancy capex and the water limit in the MILP -------------
+
+
+def _small_plan(d):
+    from dcplan.planner.run import solve_inputs
+    from dcplan.scenario import SolverOptions
+
+    return solve_inputs(d, SolverOptions(gap=1e-4, time_limit_s=120), explain=False)
+
+
+def _instance(**rack_site):
+    import dataclasses
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from planner_gen import generate
+
+    d = generate(2, 4, 2, 1, False, seed=3)
+    rs = {k: dataclasses.replace(v, **rack_site) for k, v in d.rack_site.items()}
+    return dataclasses.replace(d, rack_site=rs)
+
+
+def test_water_limit_binds_and_recharge_counts_against_the_grid():
+    import dataclasses
+
+    base = _instance(water_l_per_it_kwh=1.5, recharge_kw_per_it_kw=0.1)
+    free = _small_plan(base)
+    assert free.ok
+    water = free.tables["cooling"].set_index(["site", "period"]).water_m3
+    site, period = water.idxmax()
+    years = next(p.years for p in base.periods if p.label == period)
+    # hand-computed: WUE x IT at full load x hours of the period / 1000 [m3]
+    fleet = free.tables["fleet"]
+    sub = fleet[(fleet.site == site) & (fleet.period == period)]
+    want = sum(1.5 * base.racks[r].it_power_max_kw * n * 8760 * years / 1000
+               for r, n in zip(sub.rack, sub.installed_racks, strict=True))
+    assert water[site, period] == pytest.approx(want)
+    limit = 0.5 * water[site, period] / years  # half of what it used [m3/year]
+    sites = dict(base.sites)
+    sites[site] = dataclasses.replace(sites[site], water_limit_m3_per_year=limit)
+    tight = _small_plan(dataclasses.replace(base, sites=sites))
+    assert tight.ok
+    w2 = tight.tables["cooling"].set_index(["site", "period"])
+    assert (w2.water_m3 <= w2.water_limit_m3.fillna(float("inf")) * (1 + 1e-9)).all()
+    assert w2.water_m3[site, period] == pytest.approx(0.5 * water[site, period], rel=1e-6)
+    assert tight.objective_usd > free.objective_usd
+    # the grid carries the facility peak plus the UPS recharge
+    pw = free.tables["power"]
+    assert (pw.recharge_kw > 0).any()
+    assert (pw.facility_kw_peak + pw.recharge_kw <= pw.grid_kw * (1 + 1e-9) + 1e-6).all()
+
+
+def test_redundancy_capex_is_charged_per_it_kw_of_new_racks():
+    base = _instance()
+    dear = _instance(redundancy_capex_usd_per_kw=100.0)
+    a, b = _small_plan(base), _small_plan(dear)
+    costs = b.tables["costs"]
+    paid = costs[costs.category == "redundancy_capex"].cost_usd.sum()
+    fleet = b.tables["fleet"]
+    want = sum(100.0 * dear.racks[r.rack].it_power_max_kw * r.new_racks
+               for r in fleet.itertuples())
+    assert paid == pytest.approx(want) and paid > 0
+    assert b.objective_usd > a.objective_usd
