@@ -821,6 +821,11 @@ def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
         past = ivar(f"fab_past{j}", 0, 1, pulp.LpBinary)  # may be 1 only from n = m + 1
         mv.add(prob, f"fab_over{j}", key, _lin([(n, 1.0), (at, -float(cap - m + 1))]) <= m - 1)
         mv.add(prob, f"fab_past{j}", key, _lin([(n, 1.0), (past, -float(m + 1))]) >= 0)
+        # valid: past implies at; and the next point's at implies this past (at an
+        # optimum), so the extra spine is between 0 and 1 in the relaxation too
+        mv.add(prob, f"fab_pastat{j}", key, _lin([(at, 1.0), (past, -1.0)]) >= 0)
+        if fv.over:
+            mv.add(prob, f"fab_pastnext{j}", key, _lin([(fv.over[-1][2], 1.0), (at, -1.0)]) >= 0)
         extra += [(at, -1.0), (past, 1.0)]
         fv.over.append((m, at, past))
     mv.add(prob, "fab_spine", key, _lin([(fv.spines, 1.0), (fv.need, -1.0), *extra]) >= 0)
