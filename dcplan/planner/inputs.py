@@ -848,7 +848,7 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
                 continue
             scale[r] = max(scale.get(r, 0), n)
             most[r] = max(most.get(r, 0), site.rack_positions // e.rack_positions)
-    fabrics = rack_fabrics(case, scale, most)
+    fabrics = rack_fabrics(case, scale, most) if scn.network_model == "integer" else {}
 
     existing = []
     for ex in scn.existing_fleet:
