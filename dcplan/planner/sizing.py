@@ -176,12 +176,15 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
         bom += [dict(site=site, period=period, **row) for row in _plan_cdu_rows(
             d, site_bom(catalog, sized), tables, site, period)]
         plan = dict(sized.linear)
-        plan.update({q: net[q] for q in (*COUNTS[:-1], "network_positions")})
+        integer = all(r in d.fabrics for r in mix)  # network_model: integer
+        if integer:
+            plan.update({q: net[q] for q in (*COUNTS[:-1], "network_positions")})
         # CDUs the plan's rows need for this fleet (those it keeps may be more: a CDU
         # bought is kept when the liquid heat falls; the bill of materials lists those)
         plan["cdu_count"], plan["cdu_capex_usd"] = planner_cdus(d, site, mix)
         exact = dict(sized.exact)
-        exact.update(_exact_network(sized))
+        if integer:
+            exact.update(_exact_network(sized))
         for q, ex in exact.items():
             pl = plan.get(q, 0.0)
             frac = (ex - pl) / pl if pl else None
