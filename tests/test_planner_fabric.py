@@ -127,3 +127,17 @@ def test_redundancy_capex_is_charged_per_it_kw_of_new_racks():
                for r in fleet.itertuples())
     assert paid == pytest.approx(want) and paid > 0
     assert b.objective_usd > a.objective_usd
+
+
+@pytest.mark.parametrize("rack", ["gb200_nvl72", "hgx_b300", "mi355x_rack",
+                                  "rubin_ultra_nvl576"])
+def test_fabric_counts_are_the_network_models_and_survive_a_json_round_trip(rack):
+    from dcplan.facility.steps import fabric_steps
+    from dcplan.planner.saved import _decode, _encode
+
+    steps = fabric_steps(CATALOG, rack)
+    for fd in fabric_data(CATALOG, rack, 20, 200):
+        back = _decode(_encode(fd))
+        for n in range(0, 201):
+            want = steps[fd.fabric].counts(n)
+            assert fabric_counts(fd, n) == want == fabric_counts(back, n), (fd.fabric, n)

@@ -72,8 +72,10 @@ class FabricData:
     overfill : tuple of int
         Rack counts (two tiers) at which striping the uplinks needs one spine more
         than the balancing rule gives (:func:`~dcplan.facility.network.spine_count`).
-    steps : FabricSteps
-        The facility model's step functions (exact counts).
+    rail_ports : tuple of int
+        Links per rack on each rail, in rail order (one entry when not rail-optimised).
+    rail_optimized : bool
+        Whether the rack type's fabric is rail-optimised (above one switch).
     """
 
     rack: str
@@ -96,7 +98,8 @@ class FabricData:
     three_tier_max: int = 0
     exact_uplinks: bool = True
     overfill: tuple[int, ...] = ()
-    steps: Any = None
+    rail_ports: tuple[int, ...] = ()
+    rail_optimized: bool = False
 
     def tier(self, base: str) -> str:
         """Link tier name as the network model reports it (``fe_`` prefix on the front end)."""
@@ -166,7 +169,8 @@ def fabric_data(catalog: Any, rack_id: str, n_ref: int, n_max: int, optics: str 
             one_switch_max=radix // st.endpoints_per_rack, two_tier_max=two,
             three_tier_max=three,
             exact_uplinks=abs(st.leaf_down - st.leaf_up * st.oversubscription) < 1e-9,
-            steps=st)
+            rail_ports=tuple(st.endpoints_per_rail),
+            rail_optimized=bool(setup.rail_optimized))
         object.__setattr__(fd, "overfill", overfill_points(fd, min(two, max(1, n_max))))
         tiers = {t: prices.get(fd.tier(t), (0.0, 0.0)) for t in TIERS}
         object.__setattr__(fd, "link_capex_usd", {t: v[0] for t, v in tiers.items()})
@@ -204,13 +208,40 @@ def overfill_points(fd: FabricData, n_max: int) -> tuple[int, ...]:
 def fabric_counts(fd: FabricData, n: float) -> dict[str, int]:
     """Exact switches and links of ``n`` racks on fabric ``fd``.
 
+    The network model's tree (:func:`~dcplan.facility.network.tree_counts`) over its
+    leaf loads; tests check it against :func:`~dcplan.facility.steps.fabric_steps`.
+
     Returns
     -------
     dict
         ``leaf``, ``spine``, ``core`` [switches]; ``nic_leaf``, ``leaf_spine``,
         ``spine_core`` [links].
     """
-    return fd.steps.counts(int(round(n)))
+    from dcplan.facility.network import tree_counts
+
+    n = int(round(n))
+    if n <= 0:
+        return dict(leaf=0, spine=0, core=0, nic_leaf=0, leaf_spine=0, spine_core=0)
+    t = tree_counts(_leaf_loads(fd, n), fd.radix, fd.oversubscription, n * fd.ports_per_rack)
+    return dict(leaf=t.leaf, spine=t.spine, core=t.core, nic_leaf=n * fd.ports_per_rack,
+                leaf_spine=t.leaf_spine_links if t.spine else 0, spine_core=t.core_links)
+
+
+def _leaf_loads(fd: FabricData, n: int) -> list[int]:
+    """Endpoints on each leaf of ``n`` racks, in the graph's leaf order.
+
+    The rule of :func:`~dcplan.facility.network.leaf_loads`, from the fabric's own
+    figures (so inputs read back from a saved plan need no catalog).
+    """
+    total = n * fd.ports_per_rack
+    if total <= fd.radix:
+        return [total]
+    per_rail = fd.rail_ports if fd.rail_optimized else (fd.ports_per_rack,)
+    out: list[int] = []
+    for per in per_rail:
+        t = per * n
+        out += [fd.down] * (t // fd.down) + ([t % fd.down] if t % fd.down else [])
+    return out
 
 
 def fabric_figures(fd: FabricData, counts: dict[str, int]) -> dict[str, float]:
