@@ -111,7 +111,7 @@ def test_cli_json_and_csvs(tmp_path):
 
 def test_cli_text_summary_and_lp(tmp_path):
     lp = tmp_path / "m.lp"
-    res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--write-lp", str(lp),
+    res = runner.invoke(app, ["plan", str(FIX / "small_linear.yaml"), "--write-lp", str(lp),
                               "--solver", "cbc"])
     assert res.exit_code == 0, res.output
     for needle in ("NPV of costs", "Racks in service", "Facility MW", "Binding"):

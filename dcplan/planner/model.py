@@ -1070,6 +1070,12 @@ def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float |
             units[s, p] += fv.fd.switch_rack_units * (pulp.value(fv.counts[t]) or 0.0)
     for (s, p), var in mv.net_racks.items():
         var.varValue = float(math.ceil(units[s, p] / (d.network_rack_units or 1) - 1e-6))
+    peak: dict = defaultdict(float)  # the facility peak over the hours, lowered with them
+    for (s, p, _h), e in mv.fac_hour.items():
+        if (s, p) in mv.fpk:
+            peak[s, p] = max(peak[s, p], pulp.value(e) or 0.0)
+    for key, var in mv.fpk.items():
+        var.varValue = peak[key]
     owned = {s: fabric_existing(d, s) for s in d.sites}
     for (s, i, p), var in mv.net_buy.items():
         now = pulp.value(mv.fabric_item[s, i, p][0]) or 0.0

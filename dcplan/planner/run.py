@@ -125,6 +125,7 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     t2 = time.perf_counter()
     sol = Solution.from_model(mv)
     tables = _tables(d, sol)
+    _exact_cost(result, tables)
     shadow = None
     if explain:
         say("shadow prices: integers fixed, re-solving the LP")
@@ -162,6 +163,32 @@ def _polish(prob, d: PlanInputs, mv, info) -> None:
         bound = info.objective * (1 - info.gap)
         info.gap = max(0.0, (obj - bound) / obj) if obj else 0.0
     info.objective = obj
+
+
+def _exact_cost(result: PlanResult, tables: dict) -> None:
+    """Report the plan's cost as recomputed from its fleet (exact fabric counts).
+
+    Three-tier fabrics are a lower bound in the MILP (:func:`~dcplan.planner.model.add_fabrics`),
+    so the plan's exact cost can be above the solver's objective; the solver's bound
+    stays a valid lower bound, so the gap is taken against the exact cost and a note
+    says by how much they differ.
+    """
+    costs = tables.get("costs")
+    if costs is None or not len(costs) or result.objective_usd is None:
+        return
+    exact = float(costs.cost_usd_discounted.sum())
+    obj = result.objective_usd
+    if exact <= obj * (1 + 1e-9) + 1e-6:
+        return
+    if result.gap is not None:
+        bound = obj * (1 - result.gap)
+        result.gap = max(0.0, (exact - bound) / exact) if exact else 0.0
+    result.notes.append(
+        f"three-tier fabrics are a lower bound in the MILP: the plan's exact cost is "
+        f"{exact - obj:,.0f} USD ({(exact - obj) / exact:.3%}) above the solver's objective; "
+        f"NPV and gap are the exact ones (gap {result.gap:.3%})" if result.gap is not None
+        else "three-tier fabrics are a lower bound in the MILP: NPV is the exact cost")
+    result.objective_usd = exact
 
 
 def infeasible_reason(d: PlanInputs) -> str:
