@@ -86,13 +86,47 @@ def with_features(d: PlanInputs, seed: int = 0, max_hours: int | None = None) ->
         max_hours=max_hours, name="generated_features")
 
 
+#: Catalog rack whose fabric a generated rack of this IT power [kW] takes (``--fabric``).
+FABRIC_OF_KW = {40.0: "hgx_b300", 60.0: "hgx_b300", 120.0: "gb200_nvl72",
+                135.0: "gb300_nvl72", 190.0: "vera_rubin_nvl72", 600.0: "rubin_ultra_nvl576"}
+
+
+def with_fabrics(d: PlanInputs, exact: bool = True) -> PlanInputs:
+    """``d`` with the integer fabric of a catalog rack of the same power class per rack.
+
+    Each generated rack takes the back-end and front-end fabrics of the shipped rack
+    type of its IT power (:data:`FABRIC_OF_KW`), at the catalog's switch and optics
+    prices; its per-rack linear network coefficients are then unused. ``exact=False``
+    drops the spine-balancing and striping refinements (leaves, uplinks and ``ceil(U /
+    R)`` spines only: a lower bound on the spines, fewer binaries).
+    """
+    from dcplan.catalog import load_catalog
+    from dcplan.planner.fabric import fabric_data
+    from dcplan.planner.inputs import network_rack_units
+
+    cat = load_catalog()
+    cache: dict = {}
+    fabrics = {}
+    for r, rk in d.racks.items():
+        real = FABRIC_OF_KW[rk.it_power_max_kw]
+        most = max(sd.rack_positions // rk.rack_positions for sd in d.sites.values())
+        key = (real, most)
+        if key not in cache:
+            cache[key] = fabric_data(cat, real, 32, most)
+        fabrics[r] = tuple(dataclasses.replace(fd, rack=r) if exact else
+                           dataclasses.replace(fd, rack=r, gaps=(), overfill=())
+                           for fd in cache[key])
+    return dataclasses.replace(d, fabrics=fabrics, network_rack_units=network_rack_units())
+
+
 def generate(n_sites: int, n_periods: int, n_racks: int, n_workloads: int, quarterly: bool,
-             seed: int = 0, features: bool = False, max_hours: int | None = None
-             ) -> PlanInputs:
+             seed: int = 0, features: bool = False, max_hours: int | None = None,
+             fabric: bool = False, fabric_exact: bool = True) -> PlanInputs:
     """A random but well-posed instance with growing demand (``features``: see
-    :func:`with_features`)."""
+    :func:`with_features`; ``fabric``: :func:`with_fabrics`)."""
     d = _generate(n_sites, n_periods, n_racks, n_workloads, quarterly, seed)
-    return with_features(d, seed, max_hours) if features else d
+    d = with_features(d, seed, max_hours) if features else d
+    return with_fabrics(d, fabric_exact) if fabric else d
 
 
 def _generate(n_sites: int, n_periods: int, n_racks: int, n_workloads: int, quarterly: bool,

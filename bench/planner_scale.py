@@ -2,6 +2,7 @@
 
 Usage: python bench/planner_scale.py [--quick] [--time-limit S] [--no-cbc] [--no-start]
                                     [--max-sites N] [--features] [--max-hours N]
+                                    [--fabric]
 
 Prints one row per (instance, solver). Instances are generated (see planner_gen.py),
 from 2 sites x 8 years x 4 rack types x 2 workloads up to 50 sites x 40 quarters x 12
@@ -50,6 +51,12 @@ def main() -> None:
     ap.add_argument("--max-hours", type=int, default=None,
                     help="merge the representative hours into at most N groups")
     ap.add_argument("--min-sites", type=int, default=None, help="skip smaller instances")
+    ap.add_argument("--fabric", action="store_true",
+                    help="integer fabric (switches and links per site, period and rack "
+                         "type) instead of the per-rack linear network coefficients")
+    ap.add_argument("--fabric-rounded", action="store_true",
+                    help="with --fabric: without the spine-balancing and striping binaries "
+                         "(spines = ceil(uplinks / radix), a lower bound)")
     args = ap.parse_args()
     rows = []
     sizes = SIZES[:2] if args.quick else SIZES
@@ -59,7 +66,8 @@ def main() -> None:
         if args.min_sites is not None and n_s < args.min_sites:
             continue
         d = generate(n_s, n_p, n_r, n_w, quarterly, features=args.features,
-                     max_hours=args.max_hours)
+                     max_hours=args.max_hours, fabric=args.fabric,
+                     fabric_exact=not args.fabric_rounded)
         solvers = ["highs"] + ([] if args.no_cbc or n_s > args.cbc_max_sites else ["cbc"])
         for solver in solvers:
             t0 = time.perf_counter()

@@ -120,7 +120,7 @@ def test_requests_example_plans_and_its_demand_table_shows_the_conversion():
         assert row.demand_stated * row.tokens_per_unit / SECONDS_PER_MONTH == pytest.approx(
             row.demand_tokens_per_s_avg)
     first = dem[dem.period == "2026"].set_index("workload")
-    assert first.loc["coding_agent", "demand_stated"] == pytest.approx(3.58e8)
-    assert first.loc["chat", "demand_stated"] == pytest.approx(112.0e12)
+    assert first.loc["coding_agent", "demand_stated"] == pytest.approx(3.28e8)
+    assert first.loc["chat", "demand_stated"] == pytest.approx(106.0e12)
     assert conv["coding_agent"].tokens_per_unit == 33_500
     assert "llama3" in conv["chat"].how

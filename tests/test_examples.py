@@ -166,6 +166,32 @@ def test_service_years_recomputed_from_the_fleet_table(name):
 # --- the answers the scenarios exist for -------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ("minimal", *gen.EXAMPLES))
+@pytest.mark.slow
+def test_plan_counts_equal_the_exact_sizing_of_its_fleet(name):
+    """Switches, links and CDUs of the plan are the exact sizing of its own fleet in every
+    site and period (the MILP's integer fabric and CDU rows; the graph of the network
+    model and the CDU rule of the cooling model on the other side)."""
+    from dcplan.planner.sizing import COUNTS, sizing_table
+
+    result, _ = solved(name)
+    if result.case.scenario.network_model != "integer":
+        pytest.skip(f"{name} plans with network_model: linear (see baseline.yaml)")
+    sz, equipment, _notes = sizing_table(result.case, result.inputs, result.tables)
+    fleet = result.tables["fleet"]
+    busy = {(r.site, r.period) for r in fleet.itertuples() if r.installed_racks > 0}
+    assert busy and {(r.site, r.period) for r in sz.itertuples()} == busy
+    counts = sz[sz.quantity.isin(COUNTS)]
+    assert len(counts) == len(COUNTS) * len(busy)
+    off = counts[counts["diff"] != 0]
+    assert off.empty, off.to_string()
+    # the bill of materials lists the CDUs the plan keeps in service
+    cool = result.tables["cooling"].set_index(["site", "period"]).cdus
+    cdus = equipment[equipment.item == "cdu"].groupby(["site", "period"])["count"].sum()
+    for key, n in cdus.items():
+        assert n == cool[key]
+
+
 @pytest.mark.slow
 def test_seoul_only_grid_binds_with_positive_shadow_price():
     result, s = solved("seoul_only")

@@ -36,9 +36,9 @@ def test_small_plan_end_to_end(small):
         assert "units" in df.attrs or name in ("kpis",)
 
 
-def test_sizing_compares_exact_with_linear(small):
+def test_sizing_compares_exact_with_the_plan(small):
     sz = small.tables["sizing"]
-    assert len(sz) and {"linear", "exact", "diff"} <= set(sz.columns)
+    assert len(sz) and {"plan", "exact", "diff"} <= set(sz.columns)
     assert set(sz.site) <= {"seoul_metro", "honam_haenam"}
 
 
@@ -60,17 +60,22 @@ def test_heat_split_and_cdus_of_a_real_rack(small):
         assert c.air_heat_kw[key] > 0
 
 
-def test_sizing_linear_cdus_are_the_planners_and_big_differences_are_noted(small):
+def test_sizing_counts_are_the_plans_and_big_differences_are_noted(small):
+    from dcplan.planner.sizing import COUNTS, planner_cdus
+
     sz = small.tables["sizing"]
-    cool = small.tables["cooling"].set_index(["period", "site"])
+    fleet = small.tables["fleet"]
     for (site, period), rows in sz.groupby(["site", "period"]):
         q = rows.set_index("quantity")
-        assert q.linear["cdu_count"] == cool.cdus[(period, site)]
+        sub = fleet[(fleet.site == site) & (fleet.period == period)]
+        mix = dict(zip(sub.rack, sub.installed_racks, strict=True))
+        assert q.plan["cdu_count"] == planner_cdus(small.inputs, site, mix)[0]
+        for c in COUNTS:
+            assert q["diff"][c] == 0, (site, period, c)
+    for (site, quantity), rows in sz.groupby(["site", "quantity"]):
         off = rows[(rows.quantity != "it_kw") & (rows.diff_frac.abs() > 0.10)]
-        noted = [n for n in small.notes if f"exact sizing of {site} in {period}" in n]
-        assert bool(len(off)) == bool(noted)
-        for quantity in off.quantity:
-            assert f"{quantity} " in noted[0]
+        noted = [n for n in small.notes if f"exact sizing of {site}: {quantity} " in n]
+        assert bool(len(off)) == bool(noted), (site, quantity)
 
 
 def test_equipment_reconciles_with_the_exact_sizing(small):
@@ -106,7 +111,7 @@ def test_cli_json_and_csvs(tmp_path):
 
 def test_cli_text_summary_and_lp(tmp_path):
     lp = tmp_path / "m.lp"
-    res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--write-lp", str(lp),
+    res = runner.invoke(app, ["plan", str(FIX / "small_linear.yaml"), "--write-lp", str(lp),
                               "--solver", "cbc"])
     assert res.exit_code == 0, res.output
     for needle in ("NPV of costs", "Racks in service", "Facility MW", "Binding"):
@@ -151,21 +156,12 @@ def test_cli_bad_input_exit_codes():
     assert res.exit_code == 2
 
 
-def test_rescale_retakes_coefficients_at_the_solved_scale():
-    """small.yaml takes its coefficients at 16 racks; the plan needs more, so the second
-    pass re-takes them at the solved scale, and the sizing's linear network then equals
-    the exact one where the site's fleet is that scale."""
-    from dcplan.planner import rescale_scale
+def test_planning_scale_racks_is_gone_with_a_reason(tmp_path):
+    text = (FIX / "small.yaml").read_text() + "planning_scale_racks: 16\n"
+    (tmp_path / "old.yaml").write_text(text)
+    res = runner.invoke(app, ["plan", str(tmp_path / "old.yaml")])
+    assert res.exit_code == 1
+    assert "planning_scale_racks was removed" in res.output and "delete the field" in res.output
+    res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--rescale"])
+    assert res.exit_code == 2 and "No such option" in res.output
 
-    first = plan(FIX / "small.yaml", size=False)
-    peak = int(first.tables["fleet"].installed_racks.max())
-    res = plan(FIX / "small.yaml", rescale=True)
-    note = [n for n in res.notes if n.startswith("re-solved once")]
-    d = res.inputs
-    scaled = {k: f.n_racks for k, f in d.facility.items() if f.n_racks != 16}
-    assert peak > 16 and note
-    assert set(scaled.values()) == {peak}
-    assert f"{first.objective_usd:,.0f} USD" in note[0]
-    assert res.status.has_solution and res.tables["sizing"] is not None
-    again = rescale_scale(res.case, d, res.tables["fleet"])
-    assert all(n != peak for n in again.values())

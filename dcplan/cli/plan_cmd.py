@@ -37,9 +37,6 @@ def plan_cmd(
     html: options.Html = None,
     save: options.Save = None,
     wide: options.Wide = False,
-    rescale: Annotated[bool, typer.Option(
-        "--rescale", help="Re-solve once with facility coefficients taken at the solved "
-                          "fleet's scale where they differ by more than 10 %.")] = False,
 ) -> None:
     """Plan the fleet that meets SCENARIO's token demand at least discounted cost.
 
@@ -62,16 +59,16 @@ def plan_cmd(
     if case.scenario.uncertainty is not None:  # two-stage stochastic plan
         from dcplan.cli.stochastic_cmd import plan_stochastic_cmd
 
-        if png_dir or html or save or write_lp or rescale:
+        if png_dir or html or save or write_lp:
             fail("a stochastic plan writes -o tables, --xlsx and --json; --png-dir, --html, "
-                 "--save, --write-lp and --rescale are for deterministic plans", 2)
+                 "--save and --write-lp are for deterministic plans", 2)
         return plan_stochastic_cmd(case, outdir=outdir, xlsx=xlsx, as_json=as_json,
                                    solver=solver, time_limit=time_limit, gap=gap,
                                    threads=threads, solver_log=solver_log, wide=wide,
                                    progress=progress)
     with solve_display(not quiet and not solver_log) as on_solve:
         result = plan(case, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
-                      solver_log=solver_log or None, write_lp=write_lp, rescale=rescale,
+                      solver_log=solver_log or None, write_lp=write_lp,
                       progress=progress, on_solve=on_solve)
     write_outputs(result, outdir=outdir, xlsx=xlsx, png_dir=png_dir, html=html, save=save,
                   progress=progress)

@@ -146,9 +146,10 @@ SHEETS: tuple[SheetSpec, ...] = (
               "handlers, UPS modules and generator sets; kW at full load (losses for UPS, "
               "standby draw for generators) and capex of what is installed and of what to "
               "order.", ("new", "removed", "new_capex_usd"), 5),
-    SheetSpec("Sizing", "sizing", "Exact sizing of the chosen fleet vs the linear estimate",
-              "Network and cooling sized exactly for each site's fleet in its peak period, "
-              "compared with the planner's linear coefficients.", (), 3),
+    SheetSpec("Sizing", "sizing", "Exact sizing of the chosen fleet vs the plan's own figures",
+              "Network and cooling sized exactly for each site's fleet in every period, "
+              "beside the plan's figures: switch, link and CDU counts are the plan's "
+              "integers (difference 0); power, capex and positions as noted.", (), 3),
 )
 
 #: Sheet order of the plan workbook.
@@ -745,8 +746,8 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
                                      "which racks serve it"),
              ("Equipment", "switches by tier and model, transceivers by type, NICs, CDUs, "
                            "heat-rejection plant and air handlers per site"),
-             ("Shadow prices / Sizing", "value of each limit; exact vs linear network and "
-                                        "cooling"),
+             ("Shadow prices / Sizing", "value of each limit; exact sizing of network and "
+                                        "cooling vs the plan"),
              ("Assumptions", "every input figure with unit, source, date and any scenario "
                              "override"),
              ("Sources", "each source of the input figures, in full")]

@@ -56,7 +56,7 @@ APPENDIX = (("kpis", "Key figures"), ("fleet", "Fleet by period, site and rack t
             ("allocation", "Allocation of racks to workloads at peak"),
             ("unserved", "Unserved demand"), ("shadow_prices", "Shadow prices"),
             ("binding", "Binding limits"), ("equipment", "Equipment at each site's peak"),
-            ("sizing", "Exact sizing vs linear estimate"))
+            ("sizing", "Exact sizing vs the plan"))
 
 CSS = """
 :root { --ink: #1d2733; --muted: #5b6775; --line: #d5dbe3; --head: #e8eef5;
@@ -459,15 +459,17 @@ def build_html(result: Any, sources: Any = None) -> str:
                                caption="Racks in service by site · rack type, "
                                        "new racks of the period in brackets [racks]."))
     eq = t.get("equipment")
-    sz = t.get("sizing")
-    if eq is not None and len(eq) and sz is not None and len(sz):
-        peaks = set(zip(sz.site, sz.period, strict=True))  # each site's peak period
+    pw_t = t.get("power")
+    if eq is not None and len(eq) and pw_t is not None and len(pw_t):
+        busy = pw_t[pw_t.it_kw_peak > 0]
+        peaks = {(s_, sub.loc[sub.it_kw_peak.idxmax(), "period"])  # each site's peak period
+                 for s_, sub in busy.groupby("site")}
         eq = eq[[(s_, p_) in peaks for s_, p_ in zip(eq.site, eq.period, strict=True)]]
     if eq is not None and len(eq):
         body.append("<h3>Equipment of each site at its peak period</h3>"
                     + table_html(eq, table="equipment",
                                  caption="Switches, optics, NICs (in-rack: inside the rack's "
-                                         "power and price), CDUs with spares, heat-rejection "
+                                         "power and price), the plan's CDUs, heat-rejection "
                                          "plant and air handlers."))
     if "power" in t and len(t["power"]):
         pw = _pivot_power(result)

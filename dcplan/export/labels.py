@@ -41,8 +41,8 @@ LABELS: dict[str, str] = {
     "shadow_price": "Shadow price (integers fixed)",
     "shadow_price_relaxed": "Shadow price (LP relaxation)", "unit": "Unit", "rank": "Rank",
     "limit": "Limit", "value": "Value", "used": "Used", "shadow_unit": "Shadow price unit",
-    "quantity": "Quantity", "linear": "Linear estimate", "exact": "Exact sizing",
-    "diff": "Difference exact - linear", "diff_frac": "Difference share", "kpi": "KPI",
+    "quantity": "Quantity", "plan": "Plan", "linear": "Linear estimate", "exact": "Exact sizing",
+    "diff": "Difference exact - plan", "diff_frac": "Difference share", "kpi": "KPI",
     "scenario": "Scenario", "fabric": "Fabric", "item": "Item", "catalog_id": "Catalog entry",
     "count": "Count", "kw": "Power", "capex_usd": "Capex", "in_rack": "Inside the rack",
     "cost_usd_total": "Cost, undiscounted", "tokens": "Tokens served",
@@ -73,6 +73,14 @@ LABELS: dict[str, str] = {
     "model": "Model", "tokens_per_request": "Tokens per request",
     "requests": "Requests served", "tokens_per_kwh": "Tokens per kWh",
     "wh_per_request": "Energy per request",
+    "recharge_kw": "UPS battery recharge", "power_redundancy": "Power redundancy",
+    "network_positions": "Network rack positions", "cdus_by_model": "CDUs by model",
+    "cdu_capex_usd": "CDU capex of those in service", "water_m3": "Site water at full load",
+    "water_limit_m3": "Site water limit", "wue_l_per_kwh": "Water per IT energy (WUE)",
+    "switch_id": "Switch model", "leaf_switches": "Leaf switches",
+    "spine_switches": "Spine switches", "core_switches": "Core switches",
+    "nic_leaf_links": "NIC-leaf links", "leaf_spine_links": "Leaf-spine links",
+    "spine_core_links": "Spine-core links",
 }
 
 #: Column names that mean something else in one table: table -> column -> label.
@@ -133,7 +141,8 @@ KPI_FORMATS: dict[str, str] = {
 #: Cost category id -> words (charts, pivots, HTML).
 CATEGORY_LABELS: dict[str, str] = {
     "rack_capex": "Racks", "network_capex": "Network", "cooling_capex": "Cooling plant",
-    "cdu_capex": "CDUs", "building_capex": "Buildings (facility capacity)",
+    "cdu_capex": "CDUs", "redundancy_capex": "UPS and generators beyond N+1",
+    "building_capex": "Buildings (facility capacity)",
     "building_shell": "Building shell", "building_electrical": "Building electrical",
     "building_mechanical": "Building mechanical", "grid_connection": "Grid connection",
     "carbon": "Carbon price",

@@ -47,7 +47,7 @@ _NAMED_UNITS = {
     "expert_ffn_size": "count", "vocab_size": "count", "kv_latent_dim": "count",
     "input_tokens_mean": "tokens", "output_tokens_mean": "tokens",
     "oversubscription": "ratio", "cdu_redundancy": "spare CDUs per site and model",
-    "planning_scale_racks": "racks", "peak_to_average": "ratio",
+    "network_model": "-", "peak_to_average": "ratio",
     "unserved_penalty_usd_per_million_tokens": "USD per million tokens",
     "discount_rate": "1/yr", "annual_growth": "1/yr", "time_limit_s": "s", "gap": "fraction",
     "dry_bulb_mean_c": "degC", "dry_bulb_max_c": "degC", "dry_bulb_min_c": "degC",

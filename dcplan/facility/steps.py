@@ -167,3 +167,79 @@ def breakpoints(steps: FabricSteps, n_max: int) -> list[int]:
             out.append(n)
             last = key
     return out
+
+
+def spine_gaps(up_full: int, k_max: int) -> list[tuple[int, int]]:
+    """Where the spine-balancing rule raises the spine count, as (first need, spines).
+
+    :func:`~dcplan.facility.network.spine_count` raises the fewest spines ``k`` to the
+    smallest divisor of ``up_full`` within ``spine_balance_max_extra_frac`` (when there
+    is one). That rule is ``D(k) = max(k, max{b_j : a_j <= k})`` over the returned
+    pairs ``(a_j, b_j)``: from need ``a_j`` on, at least ``b_j`` spines (``b_j > a_j``,
+    both increasing). An integer program writes it with one binary per pair.
+
+    Parameters
+    ----------
+    up_full : int
+        Uplinks of a full leaf [count].
+    k_max : int
+        Largest need ``ceil(uplinks / ports)`` to cover [spines].
+
+    Returns
+    -------
+    list of (int, int)
+    """
+    from dcplan.facility.assumptions import value
+
+    extra = value("network", "spine_balance_max_extra_frac")
+    out: list[tuple[int, int]] = []
+    for k in range(1, max(1, k_max) + 1):
+        limit = k * (1.0 + extra) + 1e-9
+        b = next((x for x in range(k, up_full + 1) if up_full % x == 0 and x <= limit), k)
+        if b > k and (not out or out[-1][1] != b):
+            out.append((k, b))
+    return out
+
+
+def link_prices(catalog, result) -> dict[str, tuple[float, float]]:
+    """Capex and power per link of each link tier of a sized network.
+
+    Module prices are shared by the links they carry (a twin-port module on two
+    links, a NIC-end module per ``links_per_nic``); copper cables as the network model
+    prices them. Where a tier mixes copper and optical links (rack-to-leaf links within
+    copper reach), the figure is the mix of ``result``'s layout.
+
+    Parameters
+    ----------
+    catalog : Catalog
+    result : NetworkResult
+
+    Returns
+    -------
+    dict
+        Tier (``nic_leaf``, ``leaf_spine``, ``spine_core``, ``fe_...``) ->
+        (capex [USD per link], power [kW per link]).
+    """
+    from dcplan.facility.network import fabric_setups
+
+    _, _, be, fe = fabric_setups(catalog, result.rack_id)
+    sums: dict[str, list[float]] = {}
+    for c in result.link_classes:
+        tier, k = c["tier"], c["links"]
+        st = fe if tier.startswith("fe_") and fe is not None else be
+        gbps = st.att.link_gbps
+        acc = sums.setdefault(tier, [0.0, 0.0, 0.0])
+        acc[0] += k
+        if c["medium"] == "copper":
+            cu = catalog.get("optics", c["switch_end"])
+            share = gbps / cu.gbps
+            acc[1] += 2 * cu.capex_usd * share * k
+            acc[2] += 2 * cu.power_w * share * k / 1000.0
+            continue
+        for end, at_nic in ((c["switch_end"], False),
+                            (c["far_end"], not tier.endswith("_spine") and "nic" in tier)):
+            o = catalog.get("optics", end)
+            per = st.att.links_per_nic if at_nic else max(1, int(round(o.gbps / gbps)))
+            acc[1] += o.capex_usd * k / per
+            acc[2] += o.power_w * k / per / 1000.0
+    return {t: (v[1] / v[0], v[2] / v[0]) for t, v in sums.items() if v[0]}

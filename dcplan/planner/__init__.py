@@ -25,7 +25,7 @@ from dcplan.planner.inputs import PlanInputs, prepare_inputs
 from dcplan.planner.model import build_model
 from dcplan.planner.names import lp_name, parse_lp_name
 from dcplan.planner.result import TABLES, PlanResult, result_info
-from dcplan.planner.run import model_size, plan, rescale_scale, solve_inputs
+from dcplan.planner.run import model_size, plan, solve_inputs
 from dcplan.planner.solver import (
     SolveInfo,
     SolverError,
@@ -37,5 +37,5 @@ from dcplan.planner.solver import (
 
 __all__ = ["TABLES", "PlanInputs", "PlanResult", "SolveInfo", "SolveStatus", "SolverError",
            "build_model", "is_proven_optimal", "lp_name", "model_size", "parse_lp_name",
-           "plan", "prepare_inputs", "rescale_scale", "result_info", "solve", "solve_inputs",
+           "plan", "prepare_inputs", "result_info", "solve", "solve_inputs",
            "status_text"]

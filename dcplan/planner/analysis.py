@@ -137,7 +137,8 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     """Site limits that stop the plan from adding one more rack, ranked.
 
     A grid limit binds when the headroom is below the facility power of the smallest
-    rack the site may host (the connected capacity where connections are decisions); a
+    rack the site may host (the connected capacity where connections are decisions; used:
+    the facility peak plus the UPS recharge); a
     grid request limit when the site is connected for all the grid can give
     (connectable) beyond what was committed; space when fewer positions are free than
     the smallest rack needs; lead time when the built capacity is full and no new capacity can be
@@ -166,7 +167,8 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
         unused = row.facility_kw_peak <= ZERO
         if row.headroom_kw < step_kw and not (row.grid_kw <= ZERO and unused):
             rows.append(dict(limit="grid", site=s, period=p_label, value=row.grid_kw,
-                             used=row.facility_kw_peak, unit="kW",
+                             used=row.facility_kw_peak + getattr(row, "recharge_kw", 0.0),
+                             unit="kW",
                              **_prices(sp.get(("grid", s, p_label))),
                              shadow_unit=DUAL_UNITS["grid"]))
         if sd.connection is not None and row.connectable_kw - row.grid_kw < step_kw \
@@ -176,7 +178,8 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              unit="kW connectable (used: connected)",
                              **_prices(sp.get(("connectable", s, p_label))),
                              shadow_unit=DUAL_UNITS["connectable"]))
-        pos = float(used_pos.get((p_label, s), 0.0)) + float(cdu_pos.get((p_label, s), 0.0))
+        pos = float(used_pos.get((p_label, s), 0.0)) + float(cdu_pos.get((p_label, s), 0.0)) \
+            + float(getattr(row, "network_positions", 0.0))
         step_pos = min(d.racks[r].rack_positions for r in allowed)
         if sd.rack_positions - pos < step_pos and not (sd.rack_positions <= 0 and pos <= 0):
             rows.append(dict(limit="space", site=s, period=p_label, value=sd.rack_positions,
@@ -254,7 +257,8 @@ def _rack_facility_kw(d: PlanInputs, r: str, s: str) -> float:
     """Facility power of one rack at full load at site s [kW]."""
     rs, rk = d.rack_site[r, s], d.racks[r]
     return (1 + rs.loss_frac) * ((1 + rs.cooling_kw_per_it_kw_peak) * rk.it_power_max_kw
-                                 + rs.network_kw_per_rack)
+                                 + rs.network_kw_per_rack) \
+        + rs.recharge_kw_per_it_kw * rk.it_power_max_kw
 
 
 def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> str:

@@ -142,6 +142,10 @@ class SiteData:
         Tariffs per period [USD/kWh], [USD/(kW month)] (empty: the constant figures).
     connection : GridData or None
         Grid connection decisions; None: ``grid_kw`` is simply available.
+    water_limit_m3_per_year : float or None
+        Most site water a year [m3/year] (None: no limit).
+    power_redundancy : str
+        UPS topology (``N+1``, ``2N``, ...).
     """
 
     id: str
@@ -160,6 +164,8 @@ class SiteData:
     energy_path: tuple[float, ...] = ()
     demand_charge_path: tuple[float, ...] = ()
     connection: GridData | None = None
+    water_limit_m3_per_year: float | None = None
+    power_redundancy: str = "N+1"
 
 
 @dataclass(frozen=True)
@@ -189,6 +195,15 @@ class RackSiteData:
         Heat-rejection plant capex per kW of IT [USD/kW].
     pue_annual : float
         For reporting [-].
+    redundancy_capex_usd_per_kw : float
+        UPS and generator capex of the site's topology beyond the N+1 plant its
+        electrical build cost covers, per IT kW at full load (0 for N+1 or leaner
+        topologies) [USD/kW].
+    recharge_kw_per_it_kw : float
+        UPS battery recharge the grid connection must carry on top of the facility
+        peak, per IT kW at full load [kW/kW].
+    water_l_per_it_kwh : float
+        Site water per kWh of IT energy at full load (WUE of the cooling plant) [L/kWh].
     """
 
     allowed: bool = True
@@ -205,6 +220,9 @@ class RackSiteData:
     cdu_positions: float = 0.0
     cooling_capex_usd_per_kw: float = 0.0
     pue_annual: float = 1.0
+    redundancy_capex_usd_per_kw: float = 0.0
+    recharge_kw_per_it_kw: float = 0.0
+    water_l_per_it_kwh: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -393,6 +411,13 @@ class PlanInputs:
         Staff and software costs per unit of the fleet (None: not counted).
     api_offers : tuple of ApiOffer
         API prices comparable with the workloads' models (the build-vs-buy table).
+    fabrics : dict
+        Rack id -> its fabrics (:class:`~dcplan.planner.fabric.FabricData`): integer
+        switch and link counts in the MILP (:func:`~dcplan.planner.model.add_fabrics`).
+        Rack types without an entry take the per-rack linear network coefficients of
+        ``rack_site`` (hand-made inputs).
+    network_rack_units : int
+        Switch rack units one network rack holds [U].
     """
 
     periods: list[Period]
@@ -421,6 +446,8 @@ class PlanInputs:
     max_hours: int | None = None
     operations: Any = None
     api_offers: tuple[Any, ...] = ()
+    fabrics: dict[str, tuple] = field(default_factory=dict)
+    network_rack_units: int = 0
 
     # --- time and money ------------------------------------------------------------
 
@@ -552,6 +579,10 @@ class PlanInputs:
         """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s]."""
         base = key if key in POOLS_ALL else self.pool_of(workload, key, p)[0]
         return self.perf[rack, workload].rate(base) * self.workloads[workload].speed(p)
+
+    def linear_network(self, rack: str) -> bool:
+        """Whether ``rack``'s network is the per-rack linear coefficient (no fabric data)."""
+        return rack not in self.fabrics
 
     def existing_count(self, rack: str, site: str, p: int) -> int:
         """Racks of the existing fleet in service in period ``p``."""
@@ -723,6 +754,8 @@ def _site_data(scn: Scenario, site: Any, periods: list[Period]) -> SiteData:
         demand_charge_path=tuple(v * rate for v in charge.values(
             periods, site.demand_charge_per_kw_month)) if charge else (),
         connection=_grid_data(scn, site, periods),
+        water_limit_m3_per_year=site.water_limit_m3_per_year,
+        power_redundancy=site.power_redundancy,
     )
 
 
@@ -738,8 +771,6 @@ def _compatibility(rack: Any, site: Any) -> str:
 
 def _planning_scale(scn: Scenario, perf: dict, rack_id: str, site: Any, rack: Any,
                     demand_peak: float) -> int:
-    if scn.planning_scale_racks:
-        return scn.planning_scale_racks
     rates = [p.goodput_tokens_per_s for (r, _), p in perf.items() if r == rack_id]
     best = max(rates, default=0.0)
     need = math.ceil(demand_peak / best) if best > 0 else 1
@@ -845,6 +876,8 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
                          "the site has only its committed capacity")
     say(f"facility: {len(rack_ids)} rack types x {len(scn.sites)} sites")
     site_data, rack_site, fac_objs = {}, {}, {}
+    scale: dict[str, int] = {}
+    most: dict[str, int] = {}
     for s in scn.sites:
         site = sites[s]
         site_data[s] = _site_data(scn, site, periods)
@@ -865,6 +898,9 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
                 rack_site[(r, s)] = RackSiteData(allowed=False, reason=str(exc))
                 notes.append(f"{s} cannot host {r}: {exc}")
                 continue
+            scale[r] = max(scale.get(r, 0), n)
+            most[r] = max(most.get(r, 0), site.rack_positions // e.rack_positions)
+    fabrics = rack_fabrics(case, scale, most) if scn.network_model == "integer" else {}
 
     existing = []
     for ex in scn.existing_fleet:
@@ -904,7 +940,8 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         carbon_usd_per_kg=tuple(c / 1000.0 for c in econ.carbon_prices(periods))
         if econ.carbon_price_usd_per_t is not None else (),
         carbon_cap_kg=tuple(cap.get(i) for i in range(len(periods))) if cap else (),
-        day_names=day_names, day_weights=day_weights,
+        day_names=day_names, day_weights=day_weights, fabrics=fabrics,
+        network_rack_units=int(network_rack_units()),
         operations=operations_inputs(case, rack_ids) if econ.operations_costs else None,
         api_offers=api_offers(catalog, wl_ids))
     check_servable(inputs)
@@ -1054,11 +1091,15 @@ def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
 
     catalog, scn = case.catalog, case.scenario
     fc = facility.coefficients(catalog, site, rack_id, n_racks, optics=scn.optics,
-                               oversubscription=scn.oversubscription)
+                               oversubscription=scn.oversubscription,
+                               cdu_redundancy=scn.cdu_redundancy)
     cdu_pos = 0.0
     if fc.cdu_id and fc.cdu_id in catalog.entries.get("cdus", {}):
         cdu_pos = catalog.get("cdus", fc.cdu_id).positions
+    extra, recharge = _redundancy(catalog, site, rack_id, fc)
     return RackSiteData(
+        redundancy_capex_usd_per_kw=extra, recharge_kw_per_it_kw=recharge,
+        water_l_per_it_kwh=fc.water_l_per_it_kwh,
         network_kw_per_rack=fc.network_kw_per_rack,
         network_capex_usd_per_rack=fc.network_capex_usd_per_rack,
         cooling_kw_per_it_kw_avg=fc.cooling_kw_per_it_kw_avg,
@@ -1070,33 +1111,49 @@ def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
         pue_annual=fc.pue_annual), fc
 
 
-def rescaled_inputs(d: PlanInputs, case: Any, scale: dict[tuple[str, str], int]) -> PlanInputs:
-    """Copy of ``d`` with the facility coefficients of some (rack, site) pairs re-taken.
+def _redundancy(catalog: Any, site: Any, rack_id: str, fc: Any) -> tuple[float, float]:
+    """(UPS and generator capex beyond N+1 [USD per IT kW], recharge [kW per IT kW]).
+
+    Both at the planning scale of ``fc`` (:func:`dcplan.facility.power.redundancy_sizing`
+    for the site's topology and for N+1, whose plant the electrical build cost covers).
+    """
+    from dcplan.facility.power import redundancy_sizing
+
+    rk = catalog.get("racks", rack_id)
+    it = rk.it_power_max_kw * fc.n_racks
+    if it <= 0:
+        return 0.0, 0.0
+    net = fc.network_kw_per_rack * fc.n_racks
+    cool = fc.cooling_kw_per_it_kw_peak * it
+    red = redundancy_sizing(catalog, site, it, net, cool)
+    base = redundancy_sizing(catalog, site, it, net, cool, topology="N+1",
+                             generator_topology="N+1")
+    return max(0.0, red.capex_usd - base.capex_usd) / it, red.recharge_kw / it
+
+
+def network_rack_units() -> int:
+    """Switch rack units one network rack holds [U] (facility assumption)."""
+    from dcplan.facility.assumptions import value
+
+    return int(value("layout", "network_rack_units"))
+
+
+def rack_fabrics(case: Any, scale: dict[str, int], cap: dict[str, int]) -> dict[str, tuple]:
+    """Fabrics of the rack types some site can host (see :mod:`dcplan.planner.fabric`).
 
     Parameters
     ----------
-    d : PlanInputs
     case : Case
-        As for :func:`prepare_inputs`.
     scale : dict
-        (rack, site) -> racks to take the coefficients at [racks].
-
-    Returns
-    -------
-    PlanInputs
-        Same periods, demand, prices; new ``rack_site`` and ``facility`` entries for
-        the pairs in ``scale`` (a pair the facility model cannot size keeps its old
-        coefficients).
+        Rack id -> planning scale (where per-link prices are taken) [racks].
+    cap : dict
+        Rack id -> most racks of the type at one site [racks].
     """
-    import dataclasses
+    from dcplan.planner.fabric import fabric_data
 
-    rack_site, fac = dict(d.rack_site), dict(d.facility)
-    for (r, s), n in sorted(scale.items()):
-        try:
-            rack_site[r, s], fac[r, s] = rack_site_data(case, case.sites[s], r, n)
-        except InputError:
-            continue
-    return dataclasses.replace(d, rack_site=rack_site, facility=fac, notes=list(d.notes))
+    scn = case.scenario
+    return {r: fabric_data(case.catalog, r, scale[r], cap[r], optics=scn.optics,
+                           oversubscription=scn.oversubscription) for r in scale}
 
 
 def check_servable(inputs: PlanInputs) -> None:

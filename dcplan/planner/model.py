@@ -10,6 +10,7 @@ expressions; the objective applies the discount factors of
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -22,8 +23,9 @@ from dcplan.planner.names import lp_name
 #: "end": end of the horizon).
 CATEGORIES = {
     "rack_capex": "capex", "network_capex": "capex", "cooling_capex": "capex",
-    "cdu_capex": "capex", "building_shell": "capex", "building_electrical": "capex",
-    "building_mechanical": "capex", "building_capex": "capex", "grid_connection": "capex",
+    "cdu_capex": "capex", "redundancy_capex": "capex", "building_shell": "capex",
+    "building_electrical": "capex", "building_mechanical": "capex", "building_capex": "capex",
+    "grid_connection": "capex",
     "maintenance": "opex", "staff": "opex", "software": "opex", "energy": "opex",
     "demand_charge": "opex", "carbon": "opex", "unserved_penalty": "opex", "terminal_value": "end",
 }
@@ -34,8 +36,20 @@ CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
 
 
 def _lin(terms) -> pulp.LpAffineExpression:
-    """Affine expression from ``(variable, coefficient)`` pairs (fast path)."""
+    """Affine expression from ``(variable, coefficient)`` pairs (fast path).
+
+    A variable given twice keeps its last coefficient: merge repeated variables first
+    (:func:`_merged`).
+    """
     return pulp.LpAffineExpression([(v, c) for v, c in terms if c != 0])
+
+
+def _merged(terms) -> list:
+    """``(variable, coefficient)`` pairs with the coefficients of a repeated variable summed."""
+    acc: dict = {}
+    for v, c in terms:
+        acc[v] = acc.get(v, 0.0) + c
+    return list(acc.items())
 
 
 @dataclass
@@ -84,6 +98,17 @@ class ModelVars:
         paid [0/1] (see :func:`add_operations_costs`).
     fleet_on : dict
         p -> 1 when the fleet has any racks in period p (per-fleet staff) [0/1].
+    fabric : dict
+        (r, s, fabric, p) -> :class:`FabricVars` (integer switches and links).
+    fabric_int : list
+        The fabrics' integer and binary variables.
+    fabric_item : dict
+        (s, item, p) -> (expression, unit price [USD]) of network items
+        (:func:`fabric_items`).
+    net_buy : dict
+        (s, item, p) -> network bought [switches, or USD of links].
+    net_racks : dict
+        (s, p) -> network racks [positions].
     """
 
     new: dict = field(default_factory=dict)
@@ -108,6 +133,11 @@ class ModelVars:
     staffed: dict = field(default_factory=dict)
     fleet_on: dict = field(default_factory=dict)
     elastic: bool = False
+    fabric: dict = field(default_factory=dict)
+    fabric_int: list = field(default_factory=list)
+    fabric_item: dict = field(default_factory=dict)
+    net_buy: dict = field(default_factory=dict)
+    net_racks: dict = field(default_factory=dict)
 
     def add(self, prob: pulp.LpProblem, family: str, keys: tuple, constraint) -> None:
         """Add ``constraint`` to ``prob`` named ``lp_name(family, *keys)`` and record it."""
@@ -119,7 +149,8 @@ class ModelVars:
     def integers(self) -> list[pulp.LpVariable]:
         """All integer and binary variables."""
         return [*self.new.values(), *self.cdu.values(), *self.cdu_on.values(),
-                *self.spare_on.values(), *self.staffed.values(), *self.fleet_on.values()]
+                *self.spare_on.values(), *self.staffed.values(), *self.fleet_on.values(),
+                *self.fabric_int]
 
 
 def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, ModelVars]:
@@ -141,17 +172,21 @@ def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, M
     add_fleet_variables(prob, d, mv)
     add_stock_balance(prob, d, mv)
     add_spare_racks(prob, d, mv)
+    add_fabrics(prob, d, mv)
+    add_fabric_purchases(prob, d, mv)
     add_allocation_limit(prob, d, mv)
     add_demand(prob, d, mv)
     add_power_expressions(prob, d, mv)
     add_grid_connections(prob, d, mv)
     add_grid_limit(prob, d, mv)
     add_cdus(prob, d, mv)
+    add_network_space(prob, d, mv)
     add_space_limit(prob, d, mv)
     add_building(prob, d, mv)
     add_costs(d, mv)
     add_operations_costs(prob, d, mv)
     add_carbon_cap(prob, d, mv)
+    add_water_limit(prob, d, mv)
     add_budget(prob, d, mv)
     set_objective(prob, d, mv)
     return prob, mv
@@ -349,7 +384,8 @@ def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
         cool = rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak
         gain = (1 + rs.loss_frac)
         base = rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
-        terms.append((mv.inst[r, s, p], gain * ((1 + cool) * base + rs.network_kw_per_rack)))
+        net = rs.network_kw_per_rack if d.linear_network(r) else 0.0
+        terms.append((mv.inst[r, s, p], gain * ((1 + cool) * base + net)))
         if nameplate:
             continue
         for w, wd in d.workloads.items():
@@ -362,7 +398,7 @@ def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
                 extra *= 1.0 / sch.peak_factor if average else sch.frac(hour) / \
                     wd.target_utilisation
                 terms.append((var, gain * (1 + cool) * extra))
-    return terms
+    return _merged(terms + fabric_power_terms(d, mv, s, p))
 
 
 def add_power_expressions(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -439,12 +475,15 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
 def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     """Site power against the connected grid [kW].
 
-    ``facility_peak[s,p] <= connected[s,p]`` (connection decisions) or
-    ``<= grid_kw[s,p]`` (the site's grid simply available).
+    ``facility_peak[s,p] + recharge[s,p] <= connected[s,p]`` (connection decisions) or
+    ``<= grid_kw[s,p]`` (the site's grid simply available); ``recharge`` is the UPS
+    battery recharge of the site's racks (:func:`recharge_terms`), which the
+    connection carries on top of the facility peak.
     """
     for (s, p), expr in mv.fac_peak.items():
         if not len(expr):
             continue
+        expr = expr + _lin(recharge_terms(d, mv, s, p))
         conn = mv.connected.get((s, p))
         if conn is None:
             mv.add(prob, "grid", (s, d.periods[p].label), expr <= d.sites[s].grid_kw[p])
@@ -512,6 +551,8 @@ def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             terms = [(mv.inst[r, s, p], float(d.racks[r].rack_positions))
                      for r in d.racks if (r, s, p) in mv.inst]
             terms += cdus[s, p]
+            if (s, p) in mv.net_racks:
+                terms.append((mv.net_racks[s, p], 1.0))
             if terms:
                 mv.add(prob, "space", (s, per.label), _lin(terms) <= sd.rack_positions)
 
@@ -553,12 +594,24 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
         rk, rs = d.racks[r], d.rack_site[r, s]
         price = d.rack_capex(r, p)
         cost["rack_capex", p].append((var, price))
-        cost["network_capex", p].append((var, rs.network_capex_usd_per_rack))
+        net = rs.network_capex_usd_per_rack if d.linear_network(r) else 0.0
+        cost["network_capex", p].append((var, net))
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         cost["cooling_capex", p].append((var, cooling))
         left = d.remaining_frac(rk.lifetime_years, p)
         cost["terminal_value", n - 1].append(
-            (var, -left * (price + rs.network_capex_usd_per_rack + cooling)))
+            (var, -left * (price + net + cooling)))
+    for (s, i, p), var in mv.net_buy.items():
+        price = mv.fabric_item[s, i, p][1]
+        cost["network_capex", p].append((var, price))
+        cost["terminal_value", n - 1].append(
+            (var, -price * d.remaining_frac(item_lifetime(d, i), p)))
+    for (r, s, p), var in mv.new.items():
+        extra = d.rack_site[r, s].redundancy_capex_usd_per_kw * d.racks[r].it_power_max_kw
+        if extra:
+            cost["redundancy_capex", p].append((var, extra))
+            cost["terminal_value", n - 1].append(
+                (var, -extra * d.remaining_frac(d.building_lifetime_years, p)))
     for (s, c, p), var in mv.cdu_new.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p].append((var, price))
@@ -592,7 +645,7 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
     for (w, k, p), var in mv.unserved.items():
         cost["unserved_penalty", p].append(
             (var, d.unserved_usd_per_token * mv.demand_unit[w, k, p]))
-    mv.costs = {key: _lin(terms) for key, terms in cost.items()}
+    mv.costs = {key: _lin(_merged(terms)) for key, terms in cost.items()}
 
 
 # --- build or buy: what a self-hosting team pays beyond energy and maintenance ---------
@@ -636,7 +689,7 @@ def add_operations_costs(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
         mv.add(prob, "staffed", (s, label), _lin(terms) - cap * on <= 0)
         add["staff", p].append((on, ops.staff_per_site.get(s, 0.0) * d.periods[p].years))
         if ops.staff_per_fleet > 0:
-            if p not in mv.fleet_on:
+            if p not in mv.fleet_on:     # its cost once per period, not once per site
                 mv.fleet_on[p] = prob.add_variable(lp_name("fleet_on", label), 0, 1,
                                                    cat=pulp.LpInteger)
                 add["staff", p].append((mv.fleet_on[p], ops.staff_per_fleet
@@ -644,7 +697,7 @@ def add_operations_costs(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
             mv.add(prob, "fleet_on", (s, label), _lin([(mv.fleet_on[p], 1.0), (on, -1.0)])
                    >= 0)
     for key, terms in add.items():
-        mv.costs[key] = mv.costs.get(key, _lin([])) + _lin(terms)
+        mv.costs[key] = mv.costs.get(key, _lin([])) + _lin(_merged(terms))
 
 
 def building_prices(d: PlanInputs, s: str) -> list[tuple[str, float]]:
@@ -692,3 +745,403 @@ def set_objective(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             terms[v] += f * c
     obj = pulp.LpAffineExpression([(v, c) for v, c in terms.items() if c != 0])
     prob.setObjective(obj)
+
+
+# ----------------------------------------------------------------------------------------
+# Integer fabric (switches and links per site, period and rack type)
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class FabricVars:
+    """Integer variables of one fabric of one rack type at one site in one period.
+
+    ``counts`` maps ``leaf``, ``spine``, ``core`` [switches] and the link tiers
+    ``nic_leaf``, ``leaf_spine``, ``spine_core`` [links] to expressions.
+    """
+
+    fd: object
+    n: object
+    counts: dict = field(default_factory=dict)
+    multi: object = None
+    three: object = None
+    single: object = None
+    leaves: list = field(default_factory=list)
+    ups: list = field(default_factory=list)
+    need: object = None
+    spines: object = None
+    gaps: list = field(default_factory=list)
+    cores: object = None
+    core_links: object = None
+    over: list = field(default_factory=list)
+
+
+def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Switches and links of every rack type's fabrics as exact step functions [count].
+
+    For racks in service ``n = inst[r,s,p]`` (integral: existing plus integer
+    purchases) on a fabric with ``P`` links per rack, ``m_g`` rails of ``p_g`` links,
+    leaves of ``d`` down / ``u`` up ports, radix ``R``, oversubscription ``o``
+    (:class:`~dcplan.planner.fabric.FabricData`), with integer variables that the
+    positive cost of switches and links holds at their least values:
+
+    - one switch while ``n <= floor(R / P)``: binary ``multi`` with
+      ``n <= floor(R / P) + M multi``; ``single >= P n / R - M multi`` (1 when n > 0);
+    - leaves ``l_g >= p_g n / d - M (1 - multi)`` per rail of group g
+      (``ceil``), uplinks ``U_g >= p_g n / o - M (1 - multi)``;
+      ``U = sum_g m_g U_g``;
+    - spines: ``k >= U / R`` (the fewest), ``spines >= k`` and, for each balancing
+      step ``(a_j, b_j)``, binary ``z_j`` with ``k <= a_j - 1 + M z_j`` and
+      ``spines >= b_j z_j`` (``D(k) = max(k, max{b_j : a_j <= k})``);
+    - one spine more at the rack counts ``m`` where striping the uplinks overfills a
+      spine (:func:`~dcplan.planner.fabric.overfill_points`): binaries ``at_m`` (1 from
+      ``n = m`` on: ``n <= m - 1 + M at_m``) and ``past_m`` (1 only from ``m + 1``:
+      ``n >= (m + 1) past_m``) add ``at_m - past_m`` to every spine row;
+    - three tiers beyond ``two_tier_max`` racks: binary ``three``; ``spines >= 2 U / R``,
+      cores ``>= U / R`` and spine-core links ``>= U`` when ``three`` (a lower bound on
+      the pods' rounding).
+
+    Links: ``nic_leaf = P n``, ``leaf_spine = U``, ``spine_core`` as above. These rows
+    are exact for two tiers (and for one), so the plan's switch and link counts are
+    :func:`~dcplan.planner.fabric.fabric_counts` of its own fleet.
+    """
+    for (r, s, p), n in mv.inst.items():
+        fabrics = d.fabrics.get(r)
+        if not fabrics:
+            continue
+        cap = d.sites[s].rack_positions // d.racks[r].rack_positions
+        if cap <= 0 or not _may_hold(d, mv, r, s, p):
+            continue
+        label = d.periods[p].label
+        for fd in fabrics:
+            mv.fabric[r, s, fd.fabric, p] = _fabric_rows(prob, d, mv, fd, n, cap,
+                                                         (r, s, fd.fabric, label))
+
+
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) < 1e-9
+
+
+def _may_hold(d: PlanInputs, mv: ModelVars, r: str, s: str, p: int) -> bool:
+    """Whether racks of ``r`` can be in service at ``s`` in ``p`` (existing or bought)."""
+    return d.existing_count(r, s, p) > 0 or any(
+        (r, s, q) in mv.new and d.alive(r, q, p) for q in range(p + 1))
+
+
+def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
+    """Variables and rows of one fabric (see :func:`add_fabrics`)."""
+    def ivar(name, lo=0, hi=None, cat=pulp.LpInteger):
+        v = prob.add_variable(lp_name(name, *key), lo, hi, cat=cat)
+        mv.fabric_int.append(v)
+        return v
+
+    fv = FabricVars(fd=fd, n=n)
+    P, R = fd.ports_per_rack, fd.radix
+    one = min(fd.one_switch_max, cap)
+    if cap <= fd.one_switch_max:  # always one switch
+        fv.single = ivar("fab_single")
+        mv.add(prob, "fab_single", key, _lin([(fv.single, 1.0), (n, -P / R)]) >= 0)
+        fv.counts = dict(leaf=_lin([(fv.single, 1.0)]), spine=_lin([]), core=_lin([]),
+                         nic_leaf=_lin([(n, float(P))]), leaf_spine=_lin([]),
+                         spine_core=_lin([]))
+        return fv
+    multi_terms = []
+    if one > 0:
+        fv.multi = ivar("fab_multi", 0, 1, pulp.LpBinary)
+        mv.add(prob, "fab_multi", key, _lin([(n, 1.0), (fv.multi, -float(cap - one))]) <= one)
+        fv.single = ivar("fab_single")
+        mv.add(prob, "fab_single", key, _lin([(fv.single, 1.0), (n, -P / R),
+                                              (fv.multi, P * cap / R)]) >= 0)
+        multi_terms = [fv.multi]
+    leaf_terms = [(fv.single, 1.0)] if fv.single is not None else []
+    up_terms = []
+    for i, (m, pg) in enumerate(fd.rail_groups):
+        for kind, per, coef in (("fab_leaf", fd.down, leaf_terms),
+                                ("fab_up", fd.oversubscription, up_terms)):
+            big = pg * one / per  # the row is void in the one-switch regime (n <= one)
+            # integral bounds (p_g / o and the void term whole numbers): a continuous
+            # variable takes a whole value at the optimum; otherwise an integer (ceil)
+            whole = kind == "fab_up" and _whole(pg / per) and _whole(big)
+            v = prob.add_variable(lp_name(f"{kind}{i}", *key), 0) if whole else \
+                ivar(f"{kind}{i}")
+            row = [(v, 1.0), (n, -pg / per)] + [(x, -big) for x in multi_terms]
+            mv.add(prob, f"{kind}{i}", key, _lin(row) >= -big if multi_terms else
+                   _lin(row) >= 0)
+            (fv.leaves if kind == "fab_leaf" else fv.ups).append(v)
+            coef.append((v, float(m)))
+    up = _lin(up_terms)
+    u_max = sum(m * math.ceil(pg * cap / fd.oversubscription) for m, pg in fd.rail_groups)
+    k_max = -(-u_max // R)
+    fv.need = ivar("fab_need")
+    mv.add(prob, "fab_need", key, _lin([(fv.need, float(R)), *[(v, -c) for v, c in up_terms]])
+           >= 0)
+    fv.spines = ivar("fab_spine")
+    extra = []  # one spine more at the rack counts where striping overfills a spine
+    for j, m in enumerate(x for x in fd.overfill if x <= min(cap, fd.two_tier_max)):
+        at = ivar(f"fab_over{j}", 0, 1, pulp.LpBinary)  # forced to 1 from n = m on
+        past = ivar(f"fab_past{j}", 0, 1, pulp.LpBinary)  # may be 1 only from n = m + 1
+        mv.add(prob, f"fab_over{j}", key, _lin([(n, 1.0), (at, -float(cap - m + 1))]) <= m - 1)
+        mv.add(prob, f"fab_past{j}", key, _lin([(n, 1.0), (past, -float(m + 1))]) >= 0)
+        # valid: past implies at; and the next point's at implies this past (at an
+        # optimum), so the extra spine is between 0 and 1 in the relaxation too
+        mv.add(prob, f"fab_pastat{j}", key, _lin([(at, 1.0), (past, -1.0)]) >= 0)
+        if fv.over:
+            mv.add(prob, f"fab_pastnext{j}", key, _lin([(fv.over[-1][2], 1.0), (at, -1.0)]) >= 0)
+        extra += [(at, -1.0), (past, 1.0)]
+        fv.over.append((m, at, past))
+    mv.add(prob, "fab_spine", key, _lin([(fv.spines, 1.0), (fv.need, -1.0), *extra]) >= 0)
+    prev = None
+    for j, (a, b) in enumerate(fd.gaps):
+        if a > k_max:
+            break
+        z = ivar(f"fab_gap{j}", 0, 1, pulp.LpBinary)
+        fv.gaps.append(z)
+        mv.add(prob, f"fab_gap{j}", key,
+               _lin([(fv.need, 1.0), (z, -float(k_max - a + 1))]) <= a - 1)
+        mv.add(prob, f"fab_bal{j}", key, _lin([(fv.spines, 1.0), (z, -float(b)), *extra]) >= 0)
+        if prev is not None:
+            mv.add(prob, f"fab_gapord{j}", key, _lin([(prev, 1.0), (z, -1.0)]) >= 0)
+        prev = z
+    core = core_links = _lin([])
+    if cap > fd.two_tier_max:
+        two = fd.two_tier_max
+        fv.three = ivar("fab_three", 0, 1, pulp.LpBinary)
+        mv.add(prob, "fab_three", key, _lin([(n, 1.0), (fv.three, -float(cap - two))]) <= two)
+        fv.cores = ivar("fab_core")
+        fv.core_links = prob.add_variable(lp_name("fab_core_links", *key), 0)
+        for name, v, per in (("fab_pod_spine", fv.spines, R / 2), ("fab_core", fv.cores, R),
+                             ("fab_core_links", fv.core_links, 1.0)):
+            big = u_max / per
+            mv.add(prob, name, key, _lin([(v, 1.0), *[(x, -c / per) for x, c in up_terms],
+                                          (fv.three, -big)]) >= -big)
+        core, core_links = _lin([(fv.cores, 1.0)]), _lin([(fv.core_links, 1.0)])
+    if fd.three_tier_max < cap:
+        mv.add(prob, "fab_max", key, _lin([(n, 1.0)]) <= fd.three_tier_max)
+    fv.counts = dict(leaf=_lin(leaf_terms), spine=_lin([(fv.spines, 1.0)]), core=core,
+                     nic_leaf=_lin([(n, float(P))]), leaf_spine=up, spine_core=core_links)
+    return fv
+
+
+def fabric_items(d: PlanInputs, mv: ModelVars) -> dict:
+    """Network items per site and period: (s, item, p) -> (expression, unit price [USD]).
+
+    Items are switch models (count of switches, priced per switch) and each rack
+    type's links (their value in USD, priced 1): what a period adds over the one
+    before is bought (:func:`add_fabric_costs`).
+    """
+    out: dict = {}
+    for (r, s, _f, p), fv in mv.fabric.items():
+        fd = fv.fd
+        sw = out.setdefault((s, fd.switch_id, p), [[], fd.switch_capex_usd])
+        for t in ("leaf", "spine", "core"):
+            sw[0] += list(fv.counts[t].items())
+        ln = out.setdefault((s, f"links_{r}", p), [[], 1.0])
+        for t in ("nic_leaf", "leaf_spine", "spine_core"):
+            c = fd.link_capex_usd[t]
+            ln[0] += [(v, c * x) for v, x in fv.counts[t].items()]
+    return {k: (_lin(_merged(v)), price) for k, (v, price) in out.items()}
+
+
+def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
+    """(variable, kW) terms of the fabrics' power at site s in period p, losses included."""
+    terms = []
+    for r in d.racks:
+        for fd in d.fabrics.get(r, ()):
+            fv = mv.fabric.get((r, s, fd.fabric, p))
+            if fv is None:
+                continue
+            gain = 1 + d.rack_site[r, s].loss_frac
+            for t in ("leaf", "spine", "core"):
+                terms += [(v, gain * fd.switch_kw * c) for v, c in fv.counts[t].items()]
+            for t in ("nic_leaf", "leaf_spine", "spine_core"):
+                terms += [(v, gain * fd.link_kw[t] * c) for v, c in fv.counts[t].items()]
+    return _merged(terms)
+
+
+def fabric_existing(d: PlanInputs, s: str) -> dict:
+    """Network items of the existing fleet at the start of the plan (owned) [count, USD]."""
+    from dcplan.planner.fabric import fabric_counts
+
+    out: dict = defaultdict(float)
+    for r, fabrics in d.fabrics.items():
+        n = d.existing_count(r, s, 0)
+        if n <= 0:
+            continue
+        for fd in fabrics:
+            c = fabric_counts(fd, n)
+            out[fd.switch_id] += c["leaf"] + c["spine"] + c["core"]
+            out[f"links_{r}"] += sum(c[t] * fd.link_capex_usd[t]
+                                     for t in ("nic_leaf", "leaf_spine", "spine_core"))
+    return out
+
+
+def item_lifetime(d: PlanInputs, item: str) -> float:
+    """Life of a network item [years].
+
+    Links: their rack type's; a switch model: the shortest of the rack types whose
+    fabrics use it.
+    """
+    if item.startswith("links_"):
+        return d.racks[item[6:]].lifetime_years
+    lives = [d.racks[r].lifetime_years for r, fs in d.fabrics.items()
+             if any(fd.switch_id == item for fd in fs)]
+    return min(lives, default=0.0)
+
+
+def add_fabric_purchases(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Network bought: ``net_buy[s,i,p] >= item[s,i,p] - item[s,i,p-1]`` (existing owned).
+
+    Switches and links are bought when a period needs more than the one before and
+    kept when fewer are needed (like CDUs); the network capex is ``price x net_buy``.
+    """
+    items = fabric_items(d, mv)
+    mv.fabric_item = items
+    owned = {s: fabric_existing(d, s) for s in d.sites}
+    for (s, i, p), (expr, _price) in items.items():
+        label = d.periods[p].label
+        buy = mv.net_buy[s, i, p] = prob.add_variable(lp_name("net_buy", s, i, label), 0)
+        before = items.get((s, i, p - 1)) if p > 0 else None
+        rhs = -owned[s].get(i, 0.0) if p == 0 else 0.0
+        row = [(buy, 1.0), *[(v, -c) for v, c in expr.items()]]
+        if before is not None:
+            row += list(before[0].items())
+        mv.add(prob, "net_buy", (s, i, label), _lin(row) >= rhs)
+
+
+def add_network_space(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Network racks: integer ``net_racks[s,p] >= switch rack units / units per rack``."""
+    per = float(d.network_rack_units or 1)
+    units = defaultdict(list)
+    for (_r, s, _f, p), fv in mv.fabric.items():
+        for t in ("leaf", "spine", "core"):
+            units[s, p] += [(v, fv.fd.switch_rack_units * c) for v, c in fv.counts[t].items()]
+    for (s, p), terms in units.items():
+        key = (s, d.periods[p].label)
+        v = mv.net_racks[s, p] = prob.add_variable(lp_name("net_racks", *key), 0,
+                                                   cat=pulp.LpInteger)
+        mv.fabric_int.append(v)
+        mv.add(prob, "net_racks", key,
+               _lin([(v, per), *[(x, -c) for x, c in _merged(terms)]]) >= 0)
+
+
+def fabric_start_values(fv: FabricVars, n: int) -> dict:
+    """Values of a fabric's integer variables for ``n`` racks (a MIP start) [count]."""
+    fd = fv.fd
+    out = {}
+    multi = n > fd.one_switch_max
+    if fv.multi is not None:
+        out[fv.multi] = float(multi)
+    if fv.single is not None:
+        out[fv.single] = float(n > 0 and not multi)
+    for v, (_m, pg) in zip(fv.leaves, fd.rail_groups, strict=True):
+        out[v] = float(math.ceil(pg * n / fd.down - 1e-9)) if multi else 0.0
+    ups = []
+    for v, (_m, pg) in zip(fv.ups, fd.rail_groups, strict=True):
+        out[v] = float(math.ceil(pg * n / fd.oversubscription - 1e-9)) if multi else 0.0
+        ups.append(out[v] * _m)
+    u = sum(ups)
+    if fv.need is None:
+        return out
+    k = math.ceil(u / fd.radix - 1e-9)
+    out[fv.need] = float(k)
+    spines = k
+    for z, (a, b) in zip(fv.gaps, fd.gaps, strict=False):
+        on = k >= a
+        out[z] = float(on)
+        if on:
+            spines = max(spines, b)
+    for m, at, past in fv.over:
+        out[at], out[past] = float(n >= m), float(n >= m + 1)
+        if n == m:
+            spines += 1
+    three = fv.three is not None and n > fd.two_tier_max
+    if fv.three is not None:
+        out[fv.three] = float(three)
+        out[fv.cores] = float(math.ceil(u / fd.radix - 1e-9)) if three else 0.0
+        out[fv.core_links] = float(u) if three else 0.0
+        if three:
+            spines = max(spines, math.ceil(2 * u / fd.radix - 1e-9))
+    out[fv.spines] = float(spines)
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# Power redundancy and water
+# ----------------------------------------------------------------------------------------
+
+
+def recharge_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
+    """(variable, kW) terms of the UPS battery recharge at site s in period p.
+
+    ``recharge_kw_per_it_kw[r,s] x it_power_max_kw[r] x inst[r,s,p]``: the UPS
+    plant's recharge share of its full load (the site's topology and UPS model at
+    the planning scale).
+    """
+    out = []
+    for r in d.racks:
+        var = mv.inst.get((r, s, p))
+        k = d.rack_site[r, s].recharge_kw_per_it_kw if var is not None else 0.0
+        if k:
+            out.append((var, k * d.racks[r].it_power_max_kw))
+    return out
+
+
+def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Site water: ``sum_r WUE[r,s] x IT_max[r] x inst[r,s,p] x hours / 1000 <= limit x years``.
+
+    WUE [L per IT kWh] is that of the cooling plant the facility model chose for the
+    rack type at the site (evaporative towers use water; dry coolers and chillers
+    none), at full load all year: a conservative reading of the site's annual
+    allowance [m3/year].
+    """
+    for s, sd in d.sites.items():
+        limit = sd.water_limit_m3_per_year
+        if limit is None:
+            continue
+        for p, per in enumerate(d.periods):
+            terms = []
+            for r in d.racks:
+                var = mv.inst.get((r, s, p))
+                w = d.rack_site[r, s].water_l_per_it_kwh if var is not None else 0.0
+                if w:
+                    terms.append((var, w * d.racks[r].it_power_max_kw * d.hours(p) / 1000.0))
+            if terms:
+                mv.add(prob, "water", (s, per.label), _lin(terms) <= limit * per.years)
+
+
+def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | None:
+    """Set the solved fabric's counts to their step functions; the objective after [USD].
+
+    Within a MIP gap the solver may leave a switch or link count above the least value
+    its rows allow (it only costs money). With the fleet fixed, the least values are
+    the step functions of the racks in service (:func:`fabric_start_values`), network
+    racks ``ceil(units / units per rack)`` and purchases the increases: the same plan,
+    feasible and no dearer (less network power and positions). Returns the objective of
+    the polished values (None without fabrics).
+    """
+    if not mv.fabric:
+        return None
+    units: dict = defaultdict(float)
+    for (_r, s, _f, p), fv in mv.fabric.items():
+        n = int(round(fv.n.value() or 0.0))
+        vals = fabric_start_values(fv, n)
+        for var, x in vals.items():
+            var.varValue = x
+        for t in ("leaf", "spine", "core"):
+            units[s, p] += fv.fd.switch_rack_units * (pulp.value(fv.counts[t]) or 0.0)
+    for (s, p), var in mv.net_racks.items():
+        var.varValue = float(math.ceil(units[s, p] / (d.network_rack_units or 1) - 1e-6))
+    peak: dict = defaultdict(float)  # the facility peak over the hours, lowered with them
+    for (s, p, _h), e in mv.fac_hour.items():
+        if (s, p) in mv.fpk:
+            peak[s, p] = max(peak[s, p], pulp.value(e) or 0.0)
+    for key, var in mv.fpk.items():
+        var.varValue = peak[key]
+    owned = {s: fabric_existing(d, s) for s in d.sites}
+    for (s, i, p), var in mv.net_buy.items():
+        now = pulp.value(mv.fabric_item[s, i, p][0]) or 0.0
+        before = mv.fabric_item.get((s, i, p - 1)) if p > 0 else None
+        prev = (pulp.value(before[0]) or 0.0) if before is not None else \
+            (owned[s].get(i, 0.0) if p == 0 else 0.0)
+        var.varValue = max(0.0, now - prev)
+    return pulp.value(prob.objective)

@@ -233,13 +233,27 @@ def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hou
         rs = d.rack_site[r, s]
         it = _rack_it_kw(d, sol, r, s, p, average, hour)
         cool = it * (rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak)
-        net = n * rs.network_kw_per_rack
+        net = n * rs.network_kw_per_rack if d.linear_network(r) else \
+            rack_network(d, r, n)["kw"]
         acc["it"] += it
         acc["cool"] += cool
         acc["net"] += net
         acc["loss"] += rs.loss_frac * (it + cool + net)
     acc["facility"] = acc["it"] + acc["cool"] + acc["net"] + acc["loss"]
     return acc
+
+
+def recharge_kw(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
+    """UPS battery recharge at ``s`` in ``p`` on top of the facility peak [kW]."""
+    return sum(d.rack_site[r, s].recharge_kw_per_it_kw * d.racks[r].it_power_max_kw
+               * sol.installed(d, r, s, p) for r in d.racks if (r, s) in d.rack_site)
+
+
+def water_m3(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
+    """Site water in period ``p`` at full load (what the water limit bounds) [m3]."""
+    return sum(d.rack_site[r, s].water_l_per_it_kwh * d.racks[r].it_power_max_kw
+               * sol.installed(d, r, s, p) * d.hours(p) / 1000.0
+               for r in d.racks if (r, s) in d.rack_site)
 
 
 def peak_hour(d: PlanInputs, sol: Solution, s: str, p: int):
@@ -254,7 +268,10 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     The peak columns are those of the representative hour with the largest facility
     power (``peak_hour``: the peak of the sum of the workloads' profiles); ``grid_kw``
     is the connected grid capacity (connectable with connection decisions:
-    ``connectable_kw``, see the ``grid`` table).
+    ``connectable_kw``, see the ``grid`` table). ``recharge_kw`` is the UPS battery
+    recharge of the site's redundancy topology (``power_redundancy``) that the
+    connection carries on top of the facility peak; ``headroom_kw = grid - facility
+    peak - recharge``; ``network_positions`` the network racks of the site's fabrics.
     """
     from dcplan.planner.profiles import hour_label
 
@@ -268,17 +285,22 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
             av = _site_power(d, sol, s, p, True)
             energy = av["facility"] * d.hours(p)
             grid = sol.connected_kw(d, s, p)
+            recharge = recharge_kw(d, sol, s, p)
             rows.append(dict(
                 period=per.label, site=s, peak_hour=hour_label(h, d.day_names),
                 it_kw_peak=pk["it"], cooling_kw_peak=pk["cool"], network_kw=pk["net"],
                 losses_kw_peak=pk["loss"], facility_kw_peak=pk["facility"],
-                grid_kw=grid, connectable_kw=sd.grid_kw[p], headroom_kw=grid - pk["facility"],
+                recharge_kw=recharge, power_redundancy=sd.power_redundancy,
+                network_positions=network_racks(d, sol, s, p),
+                grid_kw=grid, connectable_kw=sd.grid_kw[p],
+                headroom_kw=grid - pk["facility"] - recharge,
                 built_kw=built, it_kw_avg=av["it"], facility_kw_avg=av["facility"],
                 energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0))
     units = {c: "kW" for c in ("it_kw_peak", "cooling_kw_peak", "network_kw", "losses_kw_peak",
-                               "facility_kw_peak", "grid_kw", "connectable_kw", "headroom_kw",
+                               "facility_kw_peak", "recharge_kw", "grid_kw", "connectable_kw",
+                               "headroom_kw",
                                "built_kw", "it_kw_avg", "facility_kw_avg")}
-    units.update(energy_kwh="kWh", carbon_t="tCO2")
+    units.update(energy_kwh="kWh", carbon_t="tCO2", network_positions="positions")
     return _frame(rows, units)
 
 
@@ -382,23 +404,32 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
     -------
     DataFrame
         period, site, liquid_heat_kw [kW, peak], air_heat_kw [kW, peak],
-        liquid_heat_kw_full_load [kW], cdu_ids, cdus [units, redundancy included],
-        cdu_positions [rack positions], cooling_kw_peak [kW], pue_annual [-].
+        liquid_heat_kw_full_load [kW], cdu_ids, cdus [units, redundancy included; the
+        CDUs in service: bought ones are kept], cdus_by_model ("model: count, ..."),
+        cdu_positions [rack positions], cdu_capex_usd [USD, installed value],
+        cooling_kw_peak [kW], pue_annual [-].
     """
     rows = []
     cdus = defaultdict(float)
     ids = defaultdict(set)
     cdu_pos = defaultdict(float)
-    for (s, c, p), n in sol.cdu.items():
+    cdu_value = defaultdict(float)
+    by_model = defaultdict(list)
+    for (s, c, p), n in sorted(sol.cdu.items()):
+        if n:
+            by_model[s, p].append(f"{c}: {n:g}")
         cdus[s, p] += n
+        cdu_value[s, p] += n * d.cdu_data(s, c).cdu_capex_usd
         cdu_pos[s, p] += n * d.cdu_data(s, c).cdu_positions
         if n:
             ids[s, p].add(c)
     pw = power.set_index(["period", "site"])
     hours = {(s, p): peak_hour(d, sol, s, p) for s in d.sites for p in range(len(d.periods))}
-    for s in d.sites:
+    for s, sd in d.sites.items():
         for p, per in enumerate(d.periods):
             liquid = liquid_full = 0.0
+            it_full = sum(d.racks[r].it_power_max_kw * sol.installed(d, r, s, p)
+                          for r in d.racks) * d.hours(p)
             for r, rk in d.racks.items():
                 rs = d.rack_site.get((r, s))
                 n = sol.installed(d, r, s, p)
@@ -413,19 +444,87 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
             rows.append(dict(period=per.label, site=s, liquid_heat_kw=liquid, air_heat_kw=air,
                              liquid_heat_kw_full_load=liquid_full,
                              cdu_ids=",".join(sorted(ids[s, p])), cdus=cdus[s, p],
-                             cdu_positions=cdu_pos[s, p],
+                             cdus_by_model=", ".join(by_model[s, p]),
+                             cdu_positions=cdu_pos[s, p], cdu_capex_usd=cdu_value[s, p],
                              cooling_kw_peak=row.cooling_kw_peak,
+                             water_m3=water_m3(d, sol, s, p),
+                             water_limit_m3=(sd.water_limit_m3_per_year * per.years
+                                             if sd.water_limit_m3_per_year is not None
+                                             else None),
+                             wue_l_per_kwh=(water_m3(d, sol, s, p) * 1000.0 / it_full
+                                            if it_full > 0 else None),
                              pue_annual=row.facility_kw_avg / it_avg if it_avg > 0 else None))
     return _frame(rows, {"liquid_heat_kw": "kW (peak)", "air_heat_kw": "kW (peak)",
                          "liquid_heat_kw_full_load": "kW (full load, CDU sizing)",
                          "cdus": "units", "cdu_positions": "positions",
-                         "cooling_kw_peak": "kW", "pue_annual": "-"},
+                         "cdu_capex_usd": "USD (installed)",
+                         "cooling_kw_peak": "kW", "pue_annual": "-",
+                         "water_m3": "m3 (period, full load)", "water_limit_m3": "m3 (period)",
+                         "wue_l_per_kwh": "L per IT kWh (full load)"},
                   ["period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load",
-                   "cdu_ids", "cdus", "cdu_positions", "cooling_kw_peak", "pue_annual"])
+                   "cdu_ids", "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd",
+                   "cooling_kw_peak", "pue_annual", "water_m3", "water_limit_m3",
+                   "wue_l_per_kwh"])
+
+
+def rack_network(d: PlanInputs, r: str, n: float) -> dict[str, float]:
+    """Exact network of ``n`` racks of ``r`` (both fabrics) [kW, USD, U, count].
+
+    Returns
+    -------
+    dict
+        ``kw``, ``capex_usd`` (installed value), ``rack_units``, ``switches``.
+    """
+    from dcplan.planner.fabric import fabric_counts, fabric_figures
+
+    out = defaultdict(float)
+    if n <= 0:
+        return out
+    for fd in d.fabrics.get(r, ()):
+        for k, v in fabric_figures(fd, fabric_counts(fd, n)).items():
+            out[k] += v
+    return out
+
+
+def network_items(d: PlanInputs, sol: Solution, s: str, p: int) -> dict[str, float]:
+    """Network items in service at ``s`` in ``p`` (the MILP's ``fabric_items``).
+
+    Switch model -> switches, ``links_<rack>`` -> USD of links, recomputed from the fleet.
+    """
+    from dcplan.planner.fabric import TIERS, fabric_counts
+
+    out: dict[str, float] = defaultdict(float)
+    for r, fabrics in d.fabrics.items():
+        n = sol.installed(d, r, s, p)
+        if n <= 0:
+            continue
+        for fd in fabrics:
+            c = fabric_counts(fd, n)
+            out[fd.switch_id] += c["leaf"] + c["spine"] + c["core"]
+            out[f"links_{r}"] += sum(c[t] * fd.link_capex_usd[t] for t in TIERS)
+    return out
+
+
+def network_racks(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
+    """Network racks of the plan at ``s`` in ``p``: ceil(switch units / units per rack)."""
+    import math
+
+    units = sum(rack_network(d, r, sol.installed(d, r, s, p))["rack_units"]
+                for r in d.fabrics)
+    return float(math.ceil(units / (d.network_rack_units or 1) - 1e-9)) if units else 0.0
 
 
 def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """Linear network estimate per (period, site, rack): power and capex."""
+    """Network per (period, site, rack, fabric): switches, links, power and capex.
+
+    With fabric data the counts are the exact step functions of the racks in service
+    (:func:`~dcplan.planner.fabric.fabric_counts`, what the MILP's integer rows
+    hold); ``network_capex_usd`` is the installed value (switches and links at the
+    catalog price), ``network_kw`` at full load. Rack types without fabric data
+    (hand-made inputs) get one ``linear`` row from their per-rack coefficients.
+    """
+    from dcplan.planner.fabric import fabric_counts, fabric_figures
+
     rows = []
     for s in d.sites:
         for r in d.racks:
@@ -434,11 +533,29 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 if n == 0:
                     continue
                 rs = d.rack_site[r, s]
-                rows.append(dict(period=per.label, site=s, rack=r, racks=n,
-                                 network_kw=n * rs.network_kw_per_rack,
-                                 network_capex_usd=n * rs.network_capex_usd_per_rack))
-    return _frame(rows, {"racks": "racks", "network_kw": "kW", "network_capex_usd": "USD"},
-                  ["period", "site", "rack", "racks", "network_kw", "network_capex_usd"])
+                if d.linear_network(r):
+                    rows.append(dict(period=per.label, site=s, rack=r, fabric="linear",
+                                     racks=n, network_kw=n * rs.network_kw_per_rack,
+                                     network_capex_usd=n * rs.network_capex_usd_per_rack))
+                    continue
+                for fd in d.fabrics[r]:
+                    c = fabric_counts(fd, n)
+                    f = fabric_figures(fd, c)
+                    rows.append(dict(period=per.label, site=s, rack=r, fabric=fd.fabric,
+                                     racks=n, switch_id=fd.switch_id, leaf_switches=c["leaf"],
+                                     spine_switches=c["spine"], core_switches=c["core"],
+                                     nic_leaf_links=c["nic_leaf"],
+                                     leaf_spine_links=c["leaf_spine"],
+                                     spine_core_links=c["spine_core"],
+                                     network_kw=f["kw"], network_capex_usd=f["capex_usd"]))
+    cols = ["period", "site", "rack", "fabric", "racks", "switch_id", "leaf_switches",
+            "spine_switches", "core_switches", "nic_leaf_links", "leaf_spine_links",
+            "spine_core_links", "network_kw", "network_capex_usd"]
+    return _frame(rows, {"racks": "racks", "leaf_switches": "switches",
+                         "spine_switches": "switches", "core_switches": "switches",
+                         "nic_leaf_links": "links", "leaf_spine_links": "links",
+                         "spine_core_links": "links", "network_kw": "kW (full load)",
+                         "network_capex_usd": "USD (installed)"}, cols)
 
 
 def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
@@ -451,11 +568,33 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         rk, rs = d.racks[r], d.rack_site[r, s]
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         price = d.rack_capex(r, p)
+        net = rs.network_capex_usd_per_rack if d.linear_network(r) else 0.0
         cost["rack_capex", p] += x * price
-        cost["network_capex", p] += x * rs.network_capex_usd_per_rack
+        cost["network_capex", p] += x * net
         cost["cooling_capex", p] += x * cooling
         cost["terminal_value", n - 1] -= x * d.remaining_frac(rk.lifetime_years, p) * (
-            price + rs.network_capex_usd_per_rack + cooling)
+            price + net + cooling)
+    if d.fabrics:
+        from dcplan.planner.model import fabric_existing, item_lifetime
+
+        for s in d.sites:
+            prev = fabric_existing(d, s)
+            for p in range(n):
+                now = network_items(d, sol, s, p)
+                for i, x in now.items():
+                    price = 1.0 if i.startswith("links_") else next(
+                        fd.switch_capex_usd for fs in d.fabrics.values() for fd in fs
+                        if fd.switch_id == i)
+                    buy = max(0.0, x - prev.get(i, 0.0)) * price
+                    cost["network_capex", p] += buy
+                    cost["terminal_value", n - 1] -= buy * d.remaining_frac(
+                        item_lifetime(d, i), p)
+                prev = now
+    for (r, s, p), x in sol.new.items():
+        extra = d.rack_site[r, s].redundancy_capex_usd_per_kw * d.racks[r].it_power_max_kw
+        cost["redundancy_capex", p] += x * extra
+        cost["terminal_value", n - 1] -= x * extra * d.remaining_frac(
+            d.building_lifetime_years, p)
     for (s, c, p), x in sol.cdu_new.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p] += x * price

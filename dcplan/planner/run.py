@@ -119,6 +119,8 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         if not info.status.has_solution:
             message = infeasible_reason(d) if info.status in (
                 SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED) else info.message
+    if info.status.has_solution:
+        _polish(prob, d, mv, info)
     result = PlanResult(d.name, info.status, info.objective, info.gap, info.solver,
                         unserved=unserved, message=message, model_size=size,
                         notes=list(d.notes), inputs=d)
@@ -129,6 +131,7 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     t2 = time.perf_counter()
     sol = Solution.from_model(mv)
     tables = _tables(d, sol)
+    _exact_cost(result, tables)
     shadow = None
     if explain:
         say("shadow prices: integers fixed, re-solving the LP")
@@ -149,6 +152,49 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     result.tables = tables
     result.timings_s = t
     return result
+
+
+def _polish(prob, d: PlanInputs, mv, info) -> None:
+    """Fabric counts at their step functions (:func:`~dcplan.planner.model.polish_fabric`).
+
+    The objective becomes that of the polished plan, and the gap shrinks with it (the
+    solver's bound is unchanged).
+    """
+    from dcplan.planner.model import polish_fabric
+
+    obj = polish_fabric(prob, d, mv)
+    if obj is None or info.objective is None or obj > info.objective:
+        return
+    if info.gap is not None and info.objective:
+        bound = info.objective * (1 - info.gap)
+        info.gap = max(0.0, (obj - bound) / obj) if obj else 0.0
+    info.objective = obj
+
+
+def _exact_cost(result: PlanResult, tables: dict) -> None:
+    """Report the plan's cost as recomputed from its fleet (exact fabric counts).
+
+    Three-tier fabrics are a lower bound in the MILP (:func:`~dcplan.planner.model.add_fabrics`),
+    so the plan's exact cost can be above the solver's objective; the solver's bound
+    stays a valid lower bound, so the gap is taken against the exact cost and a note
+    says by how much they differ.
+    """
+    costs = tables.get("costs")
+    if costs is None or not len(costs) or result.objective_usd is None:
+        return
+    exact = float(costs.cost_usd_discounted.sum())
+    obj = result.objective_usd
+    if exact <= obj * (1 + 1e-9) + 1e-6:
+        return
+    if result.gap is not None:
+        bound = obj * (1 - result.gap)
+        result.gap = max(0.0, (exact - bound) / exact) if exact else 0.0
+    result.notes.append(
+        f"three-tier fabrics are a lower bound in the MILP: the plan's exact cost is "
+        f"{exact - obj:,.0f} USD ({(exact - obj) / exact:.3%}) above the solver's objective; "
+        f"NPV and gap are the exact ones (gap {result.gap:.3%})" if result.gap is not None
+        else "three-tier fabrics are a lower bound in the MILP: NPV is the exact cost")
+    result.objective_usd = exact
 
 
 def infeasible_reason(d: PlanInputs) -> str:
@@ -185,7 +231,7 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
          sites_dir: Path | str | None = None, calibration: Any = None,
          solver: str | None = None, time_limit_s: float | None = None,
          gap: float | None = None, threads: int | None = None, solver_log: bool | None = None,
-         explain: bool = True, size: bool = True, rescale: bool = False,
+         explain: bool = True, size: bool = True,
          write_lp: Path | str | None = None,
          progress: Callable[[str], None] | None = None,
          on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
@@ -205,15 +251,10 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
     explain : bool
         Compute shadow prices.
     size : bool
-        Size the exact network and cooling of the solved fleet and compare with the
-        linear estimate (table ``sizing``); list its equipment (table ``equipment``:
-        switches by tier and model, transceivers by type, NICs, CDUs, heat rejection).
-    rescale : bool
-        Second pass (see :func:`rescale_scale`): where the solved fleet of a rack type at
-        a site is so far from the planning scale that its network or cooling
-        coefficients per rack change by more than :data:`RESCALE_FRAC`, take them again
-        at the solved scale and re-solve once. Deterministic; the result is the second
-        plan, with a note naming the pairs and both NPVs.
+        Size the exact network and cooling of the solved fleet in every period and set
+        them beside the plan's own figures (table ``sizing``); list its equipment
+        (table ``equipment``: switches by tier and model, transceivers by type, NICs,
+        the plan's CDUs, heat rejection, UPS and generators).
     write_lp : path, optional
         Write the MILP in LP format.
     progress : callable, optional
@@ -251,8 +292,6 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
                                        threads=threads, log=solver_log)
     result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress,
                           on_solve=on_solve)
-    if rescale and result.status.has_solution:
-        result, d = _rescaled(case, d, result, opt, explain, say)
     result.name = case.name
     result.case = case
     result.unserved_accepted = case.scenario.allow_unserved
@@ -285,80 +324,3 @@ def _calibration(calibration: Any, case: Any) -> Any:
         return load_calibration(calibration,
                                 known_accelerators=case.catalog.entries.get("accelerators", {}))
     return calibration
-
-
-def _rescaled(case: Any, d: PlanInputs, result: PlanResult, opt: SolverOptions,
-              explain: bool, say: Callable[[str], None]) -> tuple[PlanResult, PlanInputs]:
-    """The ``rescale`` second pass of :func:`plan` (the first plan if nothing changes)."""
-    scale = rescale_scale(case, d, result.tables["fleet"])
-    if not scale:
-        return result, d
-    from dcplan.planner.inputs import rescaled_inputs
-
-    moves: dict[tuple[str, int, int], list[str]] = {}
-    for (r, s), n in sorted(scale.items()):
-        moves.setdefault((r, d.facility[r, s].n_racks, n), []).append(s)
-    pairs = "; ".join(f"{r}: {a} -> {b} racks at {', '.join(ss)}"
-                      for (r, a, b), ss in moves.items())
-    say(f"re-solving with facility coefficients at the solved scale ({pairs})")
-    d2 = rescaled_inputs(d, case, scale)
-    second = solve_inputs(d2, opt, explain=explain, progress=say)
-    if not second.status.has_solution:
-        result.notes.append(f"re-solve at the solved scale ({pairs}) ended "
-                            f"{second.status.value}; the first plan is kept")
-        return result, d
-    second.notes.append(
-        f"re-solved once with facility coefficients at the solved scale ({pairs}): "
-        f"NPV {result.objective_usd:,.0f} USD with the planning-scale "
-        f"coefficients, {second.objective_usd:,.0f} USD with these")
-    for k, v in result.timings_s.items():
-        second.timings_s[k] = second.timings_s.get(k, 0.0) + v
-    return second, d2
-
-
-#: Relative change of a per-rack facility coefficient that triggers the re-solve [-].
-RESCALE_FRAC = 0.10
-#: Coefficients compared by :func:`rescale_scale`.
-RESCALE_FIELDS = ("network_kw_per_rack", "network_capex_usd_per_rack",
-                  "cooling_kw_per_it_kw_peak", "cdus_per_rack")
-
-
-def rescale_scale(case: Any, d: PlanInputs, fleet: pd.DataFrame) -> dict[tuple[str, str], int]:
-    """(rack, site) pairs whose coefficients should be re-taken at the solved scale.
-
-    The solved scale of a rack type is its largest count of racks in service at one
-    site in one period; it is applied to every site that may host the type (so the
-    re-solve cannot move the fleet to a site still priced at the planning scale). A
-    pair is returned when that count differs from the scale its coefficients were
-    taken at and one of :data:`RESCALE_FIELDS` changes by more than
-    :data:`RESCALE_FRAC` (relative) between the two scales.
-
-    Returns
-    -------
-    dict
-        (rack, site) -> solved scale [racks]; empty when nothing changes enough.
-    """
-    from dcplan import facility
-
-    out: dict[tuple[str, str], int] = {}
-    if not len(fleet):
-        return out
-    peak = fleet.groupby("rack").installed_racks.max()
-    for (r, s), used in sorted(d.facility.items()):
-        n = int(round(peak.get(r, 0.0)))
-        if n <= 0 or n == used.n_racks or not d.rack_site[r, s].allowed:
-            continue
-        try:
-            new = facility.coefficients(case.catalog, case.sites[s], r, n,
-                                        optics=case.scenario.optics,
-                                        oversubscription=case.scenario.oversubscription)
-        except Exception:  # noqa: BLE001 - keep the planning-scale coefficients
-            continue
-        for f in RESCALE_FIELDS:
-            a, b = getattr(used, f), getattr(new, f)
-            if abs(b - a) > RESCALE_FRAC * max(abs(a), 1e-12):
-                out[r, s] = n
-                break
-    return out
-
-

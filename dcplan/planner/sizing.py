@@ -1,22 +1,23 @@
-"""Exact sizing of the chosen fleet (facility model) against the linear estimate.
+"""Exact sizing of the chosen fleet (facility model) against the plan's own figures.
 
-The MILP uses linear per-rack coefficients taken at a planning scale. After solving,
-:func:`dcplan.facility.size_fleet` sizes the real network (one fabric per rack type)
-and cooling (CDUs and plant shared by the site) of each site's fleet, and compares it
-with the linear estimate built from the same coefficients the planner used. Both are
-at full rack load. By default each site is sized in its peak period (largest IT
-load); ``periods="all"`` sizes every period.
-
-The linear CDU figures are the planner's own: per site and CDU model,
-``ceil(liquid heat at full load / capacity) + redundancy`` (the ``cdu_heat``
-constraint at its tightest), not the per-rack average of the planning scale (which
-spreads the redundant CDUs over the planning-scale racks and so multiplies them with
-the fleet). Quantities whose exact figure differs from the linear one by more than
-:data:`NOTE_FRAC` are named in a note.
+The MILP holds each rack type's fabric as integer switch and link counts per site
+and period (:mod:`dcplan.planner.fabric`) and integer CDUs per site and CDU model.
+After solving, :func:`dcplan.facility.size_fleet` sizes the real network (the graph,
+one fabric per rack type) and cooling (CDUs of the plan's model and redundancy, and
+the plant shared by the site) of every site's fleet in every period, and
+:func:`sizing_table` sets the two side by side: switch, link and CDU counts agree by
+construction (``diff`` 0, tested on the shipped examples). The network's power and
+capex differ where the graph's layout splits a link tier between copper and optical
+links differently from the planning scale's mix (the plan prices each tier per link
+at that mix), network racks where row ends round up per row; cooling, losses and
+PUE are the planner's linear coefficients at the planning scale. Quantities whose
+exact figure differs from the plan's by more than :data:`NOTE_FRAC` are named in a
+note.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -25,26 +26,79 @@ import pandas as pd
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.results import _frame
 
-COLUMNS = ["site", "period", "quantity", "linear", "exact", "diff", "diff_frac"]
-#: Relative difference between exact and linear above which a note names the quantity [-].
+COLUMNS = ["site", "period", "quantity", "unit", "plan", "exact", "diff", "diff_frac"]
+#: Relative difference between exact and plan above which a note names the quantity [-].
 NOTE_FRAC = 0.10
 #: Quantities left out of the notes (the IT power is the same by construction).
 NOT_NOTED = ("it_kw",)
+#: Quantities that are integer decisions of the MILP (equal to the exact sizing).
+COUNTS = ("leaf_switches", "spine_switches", "core_switches", "nic_leaf_links",
+          "leaf_spine_links", "spine_core_links", "cdu_count")
 #: Unit of each quantity reported by the facility model.
 UNITS = {"it_kw": "kW", "network_kw": "kW", "network_capex_usd": "USD",
          "cooling_kw_avg": "kW", "cooling_kw_peak": "kW", "loss_kw_peak": "kW",
          "facility_kw_peak": "kW", "cdu_count": "units", "cdu_capex_usd": "USD",
-         "cooling_capex_usd": "USD", "annual_energy_kwh": "kWh", "pue_annual": "-"}
+         "cooling_capex_usd": "USD", "annual_energy_kwh": "kWh", "pue_annual": "-",
+         "leaf_switches": "switches", "spine_switches": "switches",
+         "core_switches": "switches", "nic_leaf_links": "links",
+         "leaf_spine_links": "links", "spine_core_links": "links",
+         "network_positions": "positions"}
+
+
+def _plan_network(d: PlanInputs, network: pd.DataFrame, site: str, period: Any
+                  ) -> dict[str, Any]:
+    """The plan's network at one site and period: totals and per rack type [kW, USD]."""
+    sub = network[(network.site == site) & (network.period == period)] if len(network) \
+        else network
+    out: dict[str, Any] = {q: 0.0 for q in COUNTS[:-1]}
+    out.update(network_kw=0.0, network_capex_usd=0.0, units=0.0, by_rack={})
+    for r in sub.itertuples():
+        kw, capex = float(r.network_kw), float(r.network_capex_usd)
+        acc = out["by_rack"].setdefault(r.rack, [0.0, 0.0])
+        acc[0] += kw
+        acc[1] += capex
+        out["network_kw"] += kw
+        out["network_capex_usd"] += capex
+        if r.fabric == "linear":
+            continue
+        fd = next(f for f in d.fabrics[r.rack] if f.fabric == r.fabric)
+        for q in COUNTS[:-1]:
+            out[q] += float(getattr(r, q))
+        out["units"] += fd.switch_rack_units * float(
+            r.leaf_switches + r.spine_switches + r.core_switches)
+    per = d.network_rack_units or 1
+    out["network_positions"] = float(math.ceil(out["units"] / per - 1e-9)) \
+        if out["units"] else 0.0
+    return out
+
+
+def _exact_network(sized) -> dict[str, float]:
+    out = {q: 0.0 for q in COUNTS[:-1]}
+    for net in sized.networks.values():
+        for fab, prefix in ((net.backend, ""), (net.frontend, "fe_")):
+            out["leaf_switches"] += fab.leaf
+            out["spine_switches"] += fab.spine
+            out["core_switches"] += fab.core
+            for t in ("nic_leaf", "leaf_spine", "spine_core"):
+                out[f"{t}_links"] += net.links.get(prefix + t, 0)
+    out["network_positions"] = sized.positions.get("network", 0.0)
+    return out
+
+
+def plan_cdus(tables: dict, site: str, period: Any) -> tuple[float, str]:
+    """The plan's CDUs at a site and period: (count [units], model ids, comma-separated)."""
+    cool = tables.get("cooling")
+    if cool is None or not len(cool):
+        return 0.0, ""
+    row = cool[(cool.site == site) & (cool.period == period)]
+    if not len(row):
+        return 0.0, ""
+    return float(row.cdus.iloc[0]), str(row.cdu_ids.iloc[0] or "")
 
 
 def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
-                 periods: str = "peak") -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Exact vs linear network and cooling per site of the solved fleet, and its equipment.
-
-    The comparison (``table``, and a note where they differ by more than
-    :data:`NOTE_FRAC`) is at each site's peak period; the equipment is listed for every
-    period with ``periods="all"`` (for the bill of materials, :func:`bom_table`), else
-    for the peak period too.
+                 periods: str = "all") -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Exact network and cooling of the solved fleet per site and period, vs the plan's.
 
     Parameters
     ----------
@@ -52,14 +106,15 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
         The case the plan was solved from (catalog, sites, optics, oversubscription).
     d : PlanInputs
     tables : dict
-        The plan's tables (``fleet``, ``power``).
-    periods : {"peak", "all"}
+        The plan's tables (``fleet``, ``power``, ``network``, ``cooling``).
+    periods : {"all", "peak"}
+        Every period (default), or each site's peak period only.
 
     Returns
     -------
     table : DataFrame
-        site, period, quantity, unit, linear, exact, diff (exact - linear), diff_frac
-        (diff / linear).
+        site, period, quantity, unit, plan, exact, diff (exact - plan), diff_frac
+        (diff / plan).
     equipment : DataFrame
         Bill of materials of the same sizing: site, period, category (network or
         cooling), fabric (rack type, or 'site'), item (backend_leaf_switch,
@@ -67,7 +122,7 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
         catalog_id, count [units], kw [kW at full load], capex_usd [USD], in_rack
         (True: inside the rack's IT power and price, e.g. NICs).
     notes : list of str
-        Problems met while sizing.
+        Problems met while sizing, and quantities off by more than :data:`NOTE_FRAC`.
     """
     from dcplan import facility
     from dcplan.facility.bom import COLUMNS as BOM_COLUMNS
@@ -75,6 +130,7 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
 
     catalog, sites, scn = case.catalog, case.sites, case.scenario
     fleet = tables["fleet"]
+    network = tables.get("network", pd.DataFrame())
     notes: list[str] = []
     rows: list[dict] = []
     bom: list[dict] = []
@@ -84,47 +140,97 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
         return _frame([], {}, COLUMNS), _frame([], bom_units, bom_columns), notes
     power = tables["power"]
     chosen = []
-    peak_of: dict[str, Any] = {}
     for site, sub in power.groupby("site", sort=False):
-        peak_of[site] = sub.loc[sub.it_kw_peak.idxmax(), "period"]
-        labels = list(sub.period) if periods == "all" else [peak_of[site]]
+        labels = list(sub.period) if periods == "all" else \
+            [sub.loc[sub.it_kw_peak.idxmax(), "period"]]
         chosen += [(site, p) for p in labels]
+    off_by: dict[tuple, list] = {}
     for site, period in chosen:
         sub = fleet[(fleet.site == site) & (fleet.period == period)]
         mix = {r: int(round(n)) for r, n in zip(sub.rack, sub.installed_racks, strict=True)
                if n > 0}
         if not mix:
             continue
-        used = {r: d.facility[r, site] for r in mix if (r, site) in d.facility}
+        net = _plan_network(d, network, site, period)
+        used = {}
+        for r in mix:
+            c = d.facility.get((r, site))
+            if c is None:
+                continue
+            kw, capex = net["by_rack"].get(r, (0.0, 0.0))
+            used[r] = dataclasses.replace(c, network_kw_per_rack=kw / mix[r],
+                                          network_capex_usd_per_rack=capex / mix[r])
+        cdus, cdu_ids = plan_cdus(tables, site, period)
+        one_model = cdu_ids if cdu_ids and "," not in cdu_ids else None
         try:
             sized = facility.size_fleet(catalog, sites[site], mix, optics=scn.optics,
                                         oversubscription=scn.oversubscription,
-                                        coefficients_used=used or None)
+                                        coefficients_used=used or None,
+                                        cdu_redundancy=d.cdu_redundancy, cdu_id=one_model)
         except Exception as exc:  # noqa: BLE001 - report, keep the plan
             notes.append(f"exact sizing of {site} in {period} failed: {exc}")
             continue
-        bom += [dict(site=site, period=period, **row) for row in site_bom(catalog, sized)]
-        linear = dict(sized.linear)
-        linear["cdu_count"], linear["cdu_capex_usd"] = planner_cdus(d, site, mix)
-        off = []
-        if period != peak_of.get(site):
-            continue  # the comparison (and its note) at each site's peak period only
-        for q, ex in sized.exact.items():
-            lin = linear.get(q, 0.0)
-            frac = (ex - lin) / lin if lin else None
+        if cdu_ids and not one_model:
+            notes.append(f"{site} in {period} uses CDU models {cdu_ids}: the exact sizing "
+                         "pools the site's liquid heat on one model")
+        bom += [dict(site=site, period=period, **row) for row in _plan_cdu_rows(
+            d, site_bom(catalog, sized), tables, site, period)]
+        plan = dict(sized.linear)
+        integer = all(r in d.fabrics for r in mix)  # network_model: integer
+        if integer:
+            plan.update({q: net[q] for q in (*COUNTS[:-1], "network_positions")})
+        # CDUs the plan's rows need for this fleet (those it keeps may be more: a CDU
+        # bought is kept when the liquid heat falls; the bill of materials lists those)
+        plan["cdu_count"], plan["cdu_capex_usd"] = planner_cdus(d, site, mix)
+        exact = dict(sized.exact)
+        if integer:
+            exact.update(_exact_network(sized))
+        for q, ex in exact.items():
+            pl = plan.get(q, 0.0)
+            frac = (ex - pl) / pl if pl else None
             rows.append(dict(site=site, period=period, quantity=q, unit=UNITS.get(q, ""),
-                             linear=lin, exact=ex, diff=ex - lin, diff_frac=frac))
-            if q not in NOT_NOTED and (abs(frac) > NOTE_FRAC if frac is not None else ex > 0):
-                pct = f" ({frac:+.0%})" if frac is not None else ""
-                off.append(f"{q} {_num(lin)} linear vs {_num(ex)} exact "
-                           f"[{UNITS.get(q, '')}]{pct}")
-        if off:
-            notes.append(f"exact sizing of {site} in {period} differs from the planner's linear "
-                         f"estimate by more than {NOTE_FRAC:.0%}: " + "; ".join(off))
-    df = _frame(rows, {"linear": "see unit column", "exact": "see unit column",
-                       "diff": "see unit column", "diff_frac": "-"},
-                ["site", "period", "quantity", "unit", "linear", "exact", "diff", "diff_frac"])
+                             plan=pl, exact=ex, diff=ex - pl, diff_frac=frac))
+            if q not in NOT_NOTED and (abs(frac) > NOTE_FRAC if frac is not None
+                                       else abs(ex) > 1e-9):
+                off_by.setdefault((site, q), []).append((period, pl, ex, frac))
+    for (site, q), hits in off_by.items():
+        period, pl, ex, frac = max(hits, key=lambda h: abs(h[3] or 0.0))
+        pct = f" ({frac:+.0%})" if frac is not None else ""
+        notes.append(f"exact sizing of {site}: {q} differs from the plan's figure by more than "
+                     f"{NOTE_FRAC:.0%} in {len(hits)} period(s), most in {period}: "
+                     f"{_num(pl)} plan vs {_num(ex)} exact [{UNITS.get(q, '')}]{pct}")
+    df = _frame(rows, {"plan": "see unit column", "exact": "see unit column",
+                       "diff": "see unit column", "diff_frac": "-"}, COLUMNS)
     return df, _frame(bom, bom_units, bom_columns), notes
+
+
+def _plan_cdu_rows(d: PlanInputs, rows: list[dict], tables: dict, site: str, period: Any
+                   ) -> list[dict]:
+    """Bill-of-materials rows with the CDUs the plan keeps in service (its own count)."""
+    out = [r for r in rows if r.get("item") != "cdu"]
+    old = next((r for r in rows if r.get("item") == "cdu"), None)
+    for c, n in plan_cdu_models(tables, site, period).items():
+        cd = d.cdu_data(site, c)
+        row = dict(old) if old is not None else dict(category="cooling", fabric="site",
+                                                     item="cdu", kw=0.0, in_rack=False)
+        row.update(catalog_id=c, count=n, capex_usd=n * cd.cdu_capex_usd)
+        out.append(row)
+    return out
+
+
+def plan_cdu_models(tables: dict, site: str, period: Any) -> dict[str, float]:
+    """The plan's CDUs in service at a site and period: model -> count [units]."""
+    cool = tables.get("cooling")
+    if cool is None or not len(cool) or "cdus_by_model" not in cool:
+        return {}
+    row = cool[(cool.site == site) & (cool.period == period)]
+    if not len(row) or not row.cdus_by_model.iloc[0]:
+        return {}
+    out = {}
+    for part in str(row.cdus_by_model.iloc[0]).split(","):
+        c, n = part.split(":")
+        out[c.strip()] = float(n)
+    return out
 
 
 #: Columns of :func:`bom_table` and their units.

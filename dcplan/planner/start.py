@@ -149,4 +149,21 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
         on = 1 if any_rack else 0
         out[var] = float(n + d.cdu_redundancy * on)
         out[mv.cdu_on[s, c, p]] = float(on)
+    _fabric_start(d, mv, inst_int, out)
     return out
+
+
+def _fabric_start(d: PlanInputs, mv: ModelVars, inst_int: dict, out: dict) -> None:
+    """Fabric integers and network racks of the rounded fleet (exact step functions)."""
+    from dcplan.planner.model import fabric_start_values
+
+    units: dict = defaultdict(float)
+    for (r, s, _f, p), fv in mv.fabric.items():
+        n = int(inst_int.get((r, s, p), 0))
+        vals = fabric_start_values(fv, n)
+        out.update(vals)
+        for t in ("leaf", "spine", "core"):
+            units[s, p] += fv.fd.switch_rack_units * sum(
+                vals.get(v, 0.0) * c for v, c in fv.counts[t].items())
+    for (s, p), var in mv.net_racks.items():
+        out[var] = float(math.ceil(units[s, p] / (d.network_rack_units or 1) - _EPS))

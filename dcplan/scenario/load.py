@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from dcplan.catalog import Catalog, explain_errors, suggest
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.scenario.forecast import resolve_forecast
-from dcplan.scenario.schema import Scenario
+from dcplan.scenario.schema import REMOVED_FIELDS, Scenario
 from dcplan.yamlio import AT_KEY, KEY_LINES, LINE_KEY, META_KEYS, WHERE_KEY, read_yaml, strip_lines
 
 
@@ -60,7 +60,10 @@ def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
         problems = []
         for err, prob in explain_errors(exc, Scenario, file, None, None):
             loc = tuple(err["loc"])
-            if err["type"] == "extra_forbidden":
+            if err["type"] == "extra_forbidden" and len(loc) == 1 \
+                    and loc[0] in REMOVED_FIELDS:
+                prob = Problem(file, REMOVED_FIELDS[loc[0]], field=prob.field)
+            elif err["type"] == "extra_forbidden":
                 parent = _model_at(loc[:-1])
                 hint = suggest(str(loc[-1]), parent.model_fields) if parent else ""
                 allowed = ", ".join(parent.model_fields) if parent else ""

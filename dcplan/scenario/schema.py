@@ -773,6 +773,15 @@ class Uncertainty(_Strict):
         return self
 
 
+#: Scenario fields that no longer exist -> why, and what to do instead.
+REMOVED_FIELDS = {
+    "planning_scale_racks": (
+        "planning_scale_racks was removed: the planner now counts each site's switches, "
+        "links and CDUs as integers of the racks in service in every period, so there is "
+        "no planning scale to choose; delete the field"),
+}
+
+
 class Scenario(_Strict):
     """A planning scenario (see ``docs/planner.md`` for the file format).
 
@@ -799,13 +808,15 @@ class Scenario(_Strict):
         Optic id for the scale-out fabric (default: the facility model's choice).
     oversubscription : float
         Scale-out fabric oversubscription [-].
+    network_model : {"integer", "linear"}
+        ``integer`` (default): every rack type's fabric as integer switch and link
+        counts per site and period, exact step functions of the racks in service;
+        ``linear``: network kW and capex per rack taken at a reference scale (faster
+        to prove optimal on large scenarios; the ``sizing`` table shows the error).
     cdu_redundancy : int, optional
         Spare CDUs per site and CDU model that has liquid-cooled racks (1 = N+1);
         default: the facility model's assumption (``default_cdu_redundancy`` in
         ``dcplan/facility/assumptions.yaml``).
-    planning_scale_racks : int, optional
-        Racks per type and site at which the linear facility coefficients are
-        taken (default: estimated from the demand).
     lead_time : bool
         Enforce each site's ``lead_time_months``: facility capacity beyond
         ``existing_built_mw`` is in service only from the first period starting at
@@ -852,7 +863,7 @@ class Scenario(_Strict):
     optics: Id | None = None
     oversubscription: Annotated[float, Field(ge=1)] = 1.0
     cdu_redundancy: Annotated[int, Field(ge=0)] | None = None
-    planning_scale_racks: Annotated[int, Field(gt=0)] | None = None
+    network_model: Literal["integer", "linear"] = "integer"
     lead_time: bool = True
     grid_requests: bool = True
     serving: Serving = Field(default_factory=Serving)
