@@ -71,7 +71,10 @@ def figure_png(fig: Any, dpi: int = _DPI) -> bytes:
 
 
 #: Colour of each cost category (same in every chart).
-CATEGORY_COLORS = {c: f"C{i}" for i, c in enumerate(CATEGORIES)}
+#: One distinct colour per cost category (tab20: more categories than tab10 has colours,
+#: so that no two categories in one stack share a colour; the credit is drawn apart).
+CATEGORY_COLORS = {c: matplotlib.colormaps["tab20"](i % 20) for i, c in enumerate(CATEGORIES)}
+CATEGORY_COLORS["terminal_value"] = "dimgray"
 #: Room above the highest load on a facility-power axis.
 HEADROOM = 1.3
 
