@@ -251,7 +251,9 @@ def validate_entries(
     first_line: dict[str, int | None] = {}
     for index, item in enumerate(raw):
         if not isinstance(item, dict):
-            problems.append(Problem(file, f"item {index + 1} is not a mapping of fields"))
+            problems.append(Problem(file, f"item {index + 1} is not a mapping of fields; "
+                                    "write it as '- id: ...' with one 'field: value' per line",
+                                    entry=f"item {index + 1}"))
             continue
         line = item.get(LINE_KEY)
         key_lines = item.get(KEY_LINES, {})
