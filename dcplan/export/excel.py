@@ -999,6 +999,10 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     return wb, {"placed": placed, "checks": checks, "blocks": blocks}
 
 
+#: Rows of the Sizing sheet that print on a page at full size; more print smaller.
+SIZING_ROWS_PER_PAGE = 45
+
+
 def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
                 blocks: dict[str, Any]) -> None:
     """Print setup of every sheet (see :mod:`dcplan.export.printing`)."""
@@ -1014,6 +1018,10 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
             setup_page(ws, title)
         else:
             setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}")
+            if ws.title == "Sizing" and ws.max_row > SIZING_ROWS_PER_PAGE * 2:
+                # every (site, period, item) of the plan against its exact sizing: a
+                # check for the engineer, printed on at most two pages
+                ws.page_setup.fitToHeight = 2
 
 
 def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: str) -> Placed:
