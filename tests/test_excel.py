@@ -234,7 +234,8 @@ def test_page_setup_on_every_sheet(book, solved):
         if ws.title in CHART_SHEETS.values():
             assert ps.fitToHeight == 1
         elif ws.title in {s.sheet for s in SHEETS} | {"Assumptions", "Sources"}:
-            assert ps.fitToHeight == 0
+            # as many pages tall as it needs; the long Sizing check on at most two
+            assert ps.fitToHeight == (2 if ws.title == "Sizing" and ws.max_row > 90 else 0)
             assert ws.print_title_rows.replace("$", "") == f"{HEADER_ROW}:{HEADER_ROW}", ws.title
 
 
