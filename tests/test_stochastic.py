@@ -145,6 +145,9 @@ def write(tmp_path: Path, body: str, name: str = "s.yaml") -> Path:
 CASES = """\
 name: minimal_stochastic
 solver: {name: highs, time_limit_s: 120, gap: 0.0001, threads: 1}
+# The linear fabric: two copies of the integer one take minutes to prove a 0.01 % gap,
+# and the fabric is not what these tests are about (test_planner_fabric.py tests it).
+network_model: linear
 demand:
   growth:
     chat: {start: 40.0e12, annual_growth: 0.7}
@@ -353,3 +356,15 @@ def test_validate_checks_the_cases_without_solving(tmp_path):
     assert "entry 'fast'" in done.output and "annual_growt" in done.output
     ok = runner.invoke(app, ["validate", str(write(tmp_path, CASES, "ok.yaml"))])
     assert ok.exit_code == 0, ok.output
+
+
+@pytest.mark.slow
+def test_compare_says_it_plans_the_base_case_of_a_stochastic_scenario(tmp_path):
+    from dcplan.cli import app
+
+    path = write(tmp_path, CASES)
+    other = write(tmp_path, CASES.replace("name: minimal_stochastic", "name: other"), "o.yaml")
+    done = runner.invoke(app, ["compare", str(path), str(other), "--json", "-q"])
+    assert done.exit_code == 0, done.output
+    assert done.output.count("has an uncertainty block, which compare does not use") == 2
+    assert f"`dcplan plan {path}` gives the two-stage stochastic plan" in done.output

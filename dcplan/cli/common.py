@@ -53,6 +53,15 @@ class State:
 STATE = State()
 
 
+def note(message: str) -> None:
+    """Print one ``note:`` line to stderr (shown with --quiet too: it qualifies the answer)."""
+    typer.secho(f"note: {message}", fg=typer.colors.YELLOW, err=True)
+
+
+UNCERTAINTY_IGNORED = ("{path} has an uncertainty block, which {cmd} does not use: {what}; "
+                       "`dcplan plan {path}` gives the two-stage stochastic plan")
+
+
 def fail(message: str, code: int = 1) -> None:
     """Print one clear error line to stderr and exit with ``code``."""
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)

@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 
 from dcplan.cli import app, options
-from dcplan.cli.common import STATE, check_outputs, emit_json, fail, handle_errors, solve_display
+from dcplan.cli.common import (
+    STATE,
+    UNCERTAINTY_IGNORED,
+    check_outputs,
+    emit_json,
+    fail,
+    handle_errors,
+    note,
+    solve_display,
+)
 
 
 def _progress(msg: str) -> None:
@@ -83,6 +92,10 @@ def compare_cmd(
                 say(f"read {path} (saved plan, not solved)")
             results.append(item)
             continue
+        if item.scenario.uncertainty is not None:
+            note(UNCERTAINTY_IGNORED.format(
+                path=path, cmd="compare",
+                what="it plans the scenario as written (its base case) as one deterministic plan"))
         if say:
             say(f"planning {path}")
         with solve_display(not quiet and not solver_log, "compare") as on_solve:

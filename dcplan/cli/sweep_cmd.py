@@ -17,7 +17,14 @@ import typer
 from typer.core import TyperGroup
 
 from dcplan.cli import app
-from dcplan.cli.common import STATE, check_outputs, emit_json, handle_errors
+from dcplan.cli.common import (
+    STATE,
+    UNCERTAINTY_IGNORED,
+    check_outputs,
+    emit_json,
+    handle_errors,
+    note,
+)
 
 
 class _RunByDefault(TyperGroup):
@@ -139,6 +146,10 @@ def run_cmd(
     folder = outdir or Path(f"sweep-{spec.name}")
     check_outputs(dirs={"-o": folder})
     case = STATE.case(spec.base_path())
+    if case.scenario.uncertainty is not None:
+        note(UNCERTAINTY_IGNORED.format(
+            path=spec.base_path(), cmd="a sweep",
+            what="each sample is one deterministic plan of the base case with its sampled values"))
     plan = prepare_sweep(spec, case, samples=samples)
     bar = _Bar(quiet or as_json and not sys.stderr.isatty())
     try:
