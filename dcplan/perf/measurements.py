@@ -36,7 +36,9 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -358,14 +360,15 @@ def _header_problems(shown: str, header: list[str], required, allowed, schema: s
     return problems
 
 
-def _load_phase(shown: str, header: list[str], rows, catalog: Catalog) -> list[Measurement]:
-    problems = _header_problems(shown, header, REQUIRED_COLUMNS,
-                                REQUIRED_COLUMNS + OPTIONAL_COLUMNS, "phase-level")
-    if problems:
-        raise InputError(problems)
-    accelerators = catalog.entries.get("accelerators", {})
-    models = catalog.entries.get("models", {})
-    out: list[Measurement] = []
+def _parse_rows(shown: str, header: list[str], rows, parse: Callable) -> list:
+    """Every data row parsed by ``parse(rec, row_no, line_no, bad)``.
+
+    ``parse`` returns the row's record, or None after calling ``bad(column, message)``
+    for each problem; all problems of all rows are raised at once as one
+    :class:`InputError`.
+    """
+    problems: list[Problem] = []
+    out = []
     for row_no, (line_no, cells) in enumerate(rows, start=1):
         label = f"row {row_no}"
 
@@ -376,58 +379,76 @@ def _load_phase(shown: str, header: list[str], rows, catalog: Catalog) -> list[M
             bad("-", f"has {len(cells)} cells but the header has {len(header)} columns; "
                      "quote cells that contain commas")
             continue
-        rec = {h: c.strip() for h, c in zip(header, cells, strict=True)}
-        ok = _check_ids(rec, accelerators, models, bad)
-        phase = rec["phase"]
-        if phase not in PHASES:
-            bad("phase", f"'{phase}' is not one of prefill, decode")
-            ok = False
-        values: dict[str, float | None] = {}
-        for col, integer, allow_zero, allow_empty in (
-            ("gpus", True, False, False), ("batch", True, False, False),
-            ("context_tokens", False, phase == "decode", False),
-            ("tokens_per_s", False, False, False), ("power_w", False, False, True),
-            ("prompt_tokens", False, False, True), ("output_tokens", False, False, True),
-            ("ttft_s", False, False, True), ("tpot_ms", False, False, True),
-        ):
-            values[col], good = _cell(rec.get(col, ""), integer, allow_zero, allow_empty,
-                                      col, bad)
-            ok &= good
-        has_p, has_o = values["prompt_tokens"] is not None, values["output_tokens"] is not None
-        if has_p != has_o:
-            bad("prompt_tokens" if not has_p else "output_tokens",
-                "prompt_tokens and output_tokens go together; give both or neither")
-            ok = False
-        has_slo = values["ttft_s"] is not None or values["tpot_ms"] is not None
-        if has_slo and not (has_p and has_o):
-            bad("ttft_s" if values["ttft_s"] is not None else "tpot_ms",
-                "latency limits apply to end-to-end rows only; give prompt_tokens and "
-                "output_tokens too, or leave the limits empty")
-            ok = False
-        if (has_p or has_o) and phase == "prefill":
-            bad("prompt_tokens", "end-to-end columns apply to decode rows only; leave them "
-                                 "empty on prefill rows")
-            ok = False
-        if ok and values["gpus"]:
-            ok &= _check_tp(int(values["gpus"]), "gpus", rec["hardware"], rec["model"],
-                            catalog, bad)
-        if ok:
-            out.append(Measurement(
-                row=row_no, hardware=rec["hardware"], model=rec["model"],
-                precision=Precision(rec["precision"]), phase=phase,
-                gpus=int(values["gpus"]), batch=int(values["batch"]),
-                context_tokens=float(values["context_tokens"]),
-                tokens_per_s=float(values["tokens_per_s"]), power_w=values["power_w"],
-                prompt_tokens=values["prompt_tokens"], output_tokens=values["output_tokens"],
-                ttft_s=values["ttft_s"], tpot_ms=values["tpot_ms"],
-                source=rec.get("source", ""), as_of=rec.get("as_of", ""),
-                notes=rec.get("notes", ""), line=line_no, framework=rec.get("framework", ""),
-            ))
+        rec = parse({h: c.strip() for h, c in zip(header, cells, strict=True)}, row_no,
+                    line_no, bad)
+        if rec is not None:
+            out.append(rec)
     if not problems and not out:
         problems.append(Problem(shown, "has no data rows; add at least one measurement"))
     if problems:
         raise InputError(problems)
     return out
+
+
+def _load_phase(shown: str, header: list[str], rows, catalog: Catalog) -> list[Measurement]:
+    problems = _header_problems(shown, header, REQUIRED_COLUMNS,
+                                REQUIRED_COLUMNS + OPTIONAL_COLUMNS, "phase-level")
+    if problems:
+        raise InputError(problems)
+    return _parse_rows(shown, header, rows, partial(_phase_row, catalog=catalog))
+
+
+def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: Catalog
+               ) -> Measurement | None:
+    accelerators = catalog.entries.get("accelerators", {})
+    models = catalog.entries.get("models", {})
+    ok = _check_ids(rec, accelerators, models, bad)
+    phase = rec["phase"]
+    if phase not in PHASES:
+        bad("phase", f"'{phase}' is not one of prefill, decode")
+        ok = False
+    values: dict[str, float | None] = {}
+    for col, integer, allow_zero, allow_empty in (
+        ("gpus", True, False, False), ("batch", True, False, False),
+        ("context_tokens", False, phase == "decode", False),
+        ("tokens_per_s", False, False, False), ("power_w", False, False, True),
+        ("prompt_tokens", False, False, True), ("output_tokens", False, False, True),
+        ("ttft_s", False, False, True), ("tpot_ms", False, False, True),
+    ):
+        values[col], good = _cell(rec.get(col, ""), integer, allow_zero, allow_empty,
+                                  col, bad)
+        ok &= good
+    has_p, has_o = values["prompt_tokens"] is not None, values["output_tokens"] is not None
+    if has_p != has_o:
+        bad("prompt_tokens" if not has_p else "output_tokens",
+            "prompt_tokens and output_tokens go together; give both or neither")
+        ok = False
+    has_slo = values["ttft_s"] is not None or values["tpot_ms"] is not None
+    if has_slo and not (has_p and has_o):
+        bad("ttft_s" if values["ttft_s"] is not None else "tpot_ms",
+            "latency limits apply to end-to-end rows only; give prompt_tokens and "
+            "output_tokens too, or leave the limits empty")
+        ok = False
+    if (has_p or has_o) and phase == "prefill":
+        bad("prompt_tokens", "end-to-end columns apply to decode rows only; leave them "
+                             "empty on prefill rows")
+        ok = False
+    if ok and values["gpus"]:
+        ok &= _check_tp(int(values["gpus"]), "gpus", rec["hardware"], rec["model"],
+                        catalog, bad)
+    if ok:
+        return Measurement(
+            row=row_no, hardware=rec["hardware"], model=rec["model"],
+            precision=Precision(rec["precision"]), phase=phase,
+            gpus=int(values["gpus"]), batch=int(values["batch"]),
+            context_tokens=float(values["context_tokens"]),
+            tokens_per_s=float(values["tokens_per_s"]), power_w=values["power_w"],
+            prompt_tokens=values["prompt_tokens"], output_tokens=values["output_tokens"],
+            ttft_s=values["ttft_s"], tpot_ms=values["tpot_ms"],
+            source=rec.get("source", ""), as_of=rec.get("as_of", ""),
+            notes=rec.get("notes", ""), line=line_no, framework=rec.get("framework", ""),
+        )
+    return None
 
 
 def _check_ids(rec: dict, accelerators, models, bad) -> bool:
@@ -492,88 +513,77 @@ def _load_serving(shown: str, header: list[str], rows, catalog: Catalog
     problems = _header_problems(shown, header, SERVING_COLUMNS, SERVING_COLUMNS, "serving")
     if problems:
         raise InputError(problems)
+    return _parse_rows(shown, header, rows, partial(_serving_row, catalog=catalog))
+
+
+def _serving_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: Catalog
+                 ) -> ServingMeasurement | None:
     accelerators = catalog.entries.get("accelerators", {})
     models = catalog.entries.get("models", {})
-    out: list[ServingMeasurement] = []
-    for row_no, (line_no, cells) in enumerate(rows, start=1):
-        label = f"row {row_no}"
-
-        def bad(col: str, msg: str, _label=label, _line=line_no) -> None:
-            problems.append(Problem(shown, msg, entry=_label, field=col, line=_line))
-
-        if len(cells) != len(header):
-            bad("-", f"has {len(cells)} cells but the header has {len(header)} columns; "
-                     "quote cells that contain commas")
-            continue
-        rec = {h: c.strip() for h, c in zip(header, cells, strict=True)}
-        ok = _check_ids(rec, accelerators, models, bad)
-        v: dict[str, float | None] = {}
-        for col in ("input_tokens", "output_tokens", "concurrency", "gpus", "decode_tp"):
-            v[col], good = _cell(rec[col], col not in ("input_tokens", "output_tokens"),
-                                 False, False, col, bad)
-            ok &= good
-        for col in ("prefill_tp", "prefill_ep", "decode_ep", "prefill_gpus", "decode_gpus"):
-            v[col], good = _cell(rec[col], True, False, True, col, bad)
-            ok &= good
-        for col in ("output_tokens_per_s_per_gpu", "total_tokens_per_s_per_gpu",
-                    "median_tokens_per_s_per_user", "median_ttft_s", "p99_ttft_s",
-                    "median_tpot_ms", "p99_tpot_ms", "power_w_per_gpu"):
-            v[col], good = _cell(rec[col], False, False, True, col, bad)
-            ok &= good
-        flags = {}
-        for col in ("disaggregated", "decode_dp_attention"):
-            text = rec[col].lower()
-            if text in ("true", "1", "yes"):
-                flags[col] = True
-            elif text in ("false", "0", "no", ""):
-                flags[col] = False
-            else:
-                bad(col, f"'{rec[col]}' is not true or false")
-                ok = False
-        dis_text = rec["disaggregated"].lower()
-        if v["prefill_tp"] is None and v["decode_tp"] is not None:
-            if dis_text in ("true", "1", "yes"):
-                bad("prefill_tp", "is empty; disaggregated rows need the prefill pool's "
-                                  "tensor parallelism")
-                ok = False
-            else:  # aggregated: prefill runs on the decode instances
-                v["prefill_tp"], v["prefill_ep"] = v["decode_tp"], v["decode_ep"]
-        spec = rec["speculative"] or "none"
-        if spec not in SPECULATIVE:
-            bad("speculative", f"'{spec}' is not one of {', '.join(SPECULATIVE)}")
+    ok = _check_ids(rec, accelerators, models, bad)
+    v: dict[str, float | None] = {}
+    for col in ("input_tokens", "output_tokens", "concurrency", "gpus", "decode_tp"):
+        v[col], good = _cell(rec[col], col not in ("input_tokens", "output_tokens"),
+                             False, False, col, bad)
+        ok &= good
+    for col in ("prefill_tp", "prefill_ep", "decode_ep", "prefill_gpus", "decode_gpus"):
+        v[col], good = _cell(rec[col], True, False, True, col, bad)
+        ok &= good
+    for col in ("output_tokens_per_s_per_gpu", "total_tokens_per_s_per_gpu",
+                "median_tokens_per_s_per_user", "median_ttft_s", "p99_ttft_s",
+                "median_tpot_ms", "p99_tpot_ms", "power_w_per_gpu"):
+        v[col], good = _cell(rec[col], False, False, True, col, bad)
+        ok &= good
+    flags = {}
+    for col in ("disaggregated", "decode_dp_attention"):
+        text = rec[col].lower()
+        if text in ("true", "1", "yes"):
+            flags[col] = True
+        elif text in ("false", "0", "no", ""):
+            flags[col] = False
+        else:
+            bad(col, f"'{rec[col]}' is not true or false")
             ok = False
-        if ok and all(v[c] is None for c in ("output_tokens_per_s_per_gpu", "median_tpot_ms",
-                                             "median_ttft_s")):
-            bad("output_tokens_per_s_per_gpu", "no measured value: give at least one of "
-                "output_tokens_per_s_per_gpu, median_tpot_ms, median_ttft_s")
+    dis_text = rec["disaggregated"].lower()
+    if v["prefill_tp"] is None and v["decode_tp"] is not None:
+        if dis_text in ("true", "1", "yes"):
+            bad("prefill_tp", "is empty; disaggregated rows need the prefill pool's "
+                              "tensor parallelism")
             ok = False
-        if ok:
-            ok = _check_serving_config(rec, v, flags, spec, catalog, bad)
-        if ok:
-            dis = flags["disaggregated"]
-            out.append(ServingMeasurement(
-                row=row_no, line=line_no, hardware=rec["hardware"], model=rec["model"],
-                precision=Precision(rec["precision"]),
-                input_tokens=float(v["input_tokens"]), output_tokens=float(v["output_tokens"]),
-                concurrency=int(v["concurrency"]), gpus=int(v["gpus"]), disaggregated=dis,
-                prefill_gpus=int(v["prefill_gpus"] or 0) if dis else 0,
-                decode_gpus=int(v["decode_gpus"] or 0) if dis else 0,
-                prefill_tp=int(v["prefill_tp"]), prefill_ep=int(v["prefill_ep"] or 1),
-                decode_tp=int(v["decode_tp"]), decode_ep=int(v["decode_ep"] or 1),
-                decode_dp_attention=flags["decode_dp_attention"], speculative=spec,
-                output_tokens_per_s_per_gpu=v["output_tokens_per_s_per_gpu"],
-                total_tokens_per_s_per_gpu=v["total_tokens_per_s_per_gpu"],
-                median_tokens_per_s_per_user=v["median_tokens_per_s_per_user"],
-                median_ttft_s=v["median_ttft_s"], p99_ttft_s=v["p99_ttft_s"],
-                median_tpot_ms=v["median_tpot_ms"], p99_tpot_ms=v["p99_tpot_ms"],
-                power_w_per_gpu=v["power_w_per_gpu"], framework=rec["framework"],
-                date=rec["date"], source=rec["source"],
-            ))
-    if not problems and not out:
-        problems.append(Problem(shown, "has no data rows; add at least one measurement"))
-    if problems:
-        raise InputError(problems)
-    return out
+        else:  # aggregated: prefill runs on the decode instances
+            v["prefill_tp"], v["prefill_ep"] = v["decode_tp"], v["decode_ep"]
+    spec = rec["speculative"] or "none"
+    if spec not in SPECULATIVE:
+        bad("speculative", f"'{spec}' is not one of {', '.join(SPECULATIVE)}")
+        ok = False
+    if ok and all(v[c] is None for c in ("output_tokens_per_s_per_gpu", "median_tpot_ms",
+                                         "median_ttft_s")):
+        bad("output_tokens_per_s_per_gpu", "no measured value: give at least one of "
+            "output_tokens_per_s_per_gpu, median_tpot_ms, median_ttft_s")
+        ok = False
+    if ok:
+        ok = _check_serving_config(rec, v, flags, spec, catalog, bad)
+    if ok:
+        dis = flags["disaggregated"]
+        return ServingMeasurement(
+            row=row_no, line=line_no, hardware=rec["hardware"], model=rec["model"],
+            precision=Precision(rec["precision"]),
+            input_tokens=float(v["input_tokens"]), output_tokens=float(v["output_tokens"]),
+            concurrency=int(v["concurrency"]), gpus=int(v["gpus"]), disaggregated=dis,
+            prefill_gpus=int(v["prefill_gpus"] or 0) if dis else 0,
+            decode_gpus=int(v["decode_gpus"] or 0) if dis else 0,
+            prefill_tp=int(v["prefill_tp"]), prefill_ep=int(v["prefill_ep"] or 1),
+            decode_tp=int(v["decode_tp"]), decode_ep=int(v["decode_ep"] or 1),
+            decode_dp_attention=flags["decode_dp_attention"], speculative=spec,
+            output_tokens_per_s_per_gpu=v["output_tokens_per_s_per_gpu"],
+            total_tokens_per_s_per_gpu=v["total_tokens_per_s_per_gpu"],
+            median_tokens_per_s_per_user=v["median_tokens_per_s_per_user"],
+            median_ttft_s=v["median_ttft_s"], p99_ttft_s=v["p99_ttft_s"],
+            median_tpot_ms=v["median_tpot_ms"], p99_tpot_ms=v["p99_tpot_ms"],
+            power_w_per_gpu=v["power_w_per_gpu"], framework=rec["framework"],
+            date=rec["date"], source=rec["source"],
+        )
+    return None
 
 
 def _check_serving_config(rec: dict, v: dict, flags: dict, spec: str, catalog: Catalog,
