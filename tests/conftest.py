@@ -22,6 +22,11 @@ def min_catalog_dir() -> Path:
     return FIXTURES / "catalog_min"
 
 
+#: The changes that make the minimal example quick to plan in tests that are not about
+#: the fabric: the linear fabric, and chat at 60T tokens/month in 2026 (the linear
+#: fabric's network power would leave the example's 68T partly unserved).
+LINEAR = {"network_model": "linear", "demand.growth.chat.start": 60e12}
+
 #: A formula-like name given to a site and to the scenario in the shared plan.
 EVIL = '=HYPERLINK("http://x","y")'
 
@@ -30,16 +35,31 @@ EVIL = '=HYPERLINK("http://x","y")'
 def minimal_plan():
     """The minimal example solved once for the export tests, with user text that must
     stay text: a site and the scenario named like a formula, a description with
-    formula starts and HTML. Returns ``(result, case)``; tests must not change them."""
+    formula starts and HTML. It plans with the linear fabric (3 s instead of 14 s: the
+    export tests are about the outputs, and test_examples.py and test_planner_fabric.py
+    test the integer fabric) and chat at 60T tokens/month in 2026 (the linear fabric's
+    network power would leave the example's 68T partly unserved). Returns ``(result,
+    case)``; tests must not change them."""
     from dcplan.case import load_case
     from dcplan.planner import plan
 
     case = load_case(REPO / "examples" / "minimal.yaml").with_changes(
-        {"name": EVIL, "description": "+1+2 @x -y <script>alert(1)</script> & co"},
+        {"name": EVIL, "description": "+1+2 @x -y <script>alert(1)</script> & co",
+         **LINEAR},
         overrides=[{"kind": "sites", "id": "seoul_metro", "field": "name", "set": EVIL}])
     result = plan(case)
     assert result.ok and result.case is case
     return result, case
+
+
+@pytest.fixture(scope="session")
+def minimal_linear(tmp_path_factory) -> Path:
+    """A scenario file: the minimal example with :data:`LINEAR` (a CLI test that is not
+    about the fabric solves it in 3 s instead of 14 s)."""
+    path = tmp_path_factory.mktemp("minimal_linear") / "minimal.yaml"
+    path.write_text(f"extends: {REPO / 'examples' / 'minimal.yaml'}\nnetwork_model: linear\n"
+                    "demand:\n  growth:\n    chat: {start: 60.0e12}\n", encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -22,17 +22,17 @@ SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """Compare the minimal example with a copy whose GB200 racks cost 20 % more."""
+def run(tmp_path_factory, minimal_linear):
+    """Compare the minimal example with a copy whose GB200 racks cost 20 % more (both
+    with the linear fabric: what is compared is not the fabric)."""
     tmp = tmp_path_factory.mktemp("compare")
-    text = MINIMAL.read_text(encoding="utf-8")
-    text = text.replace("name: minimal", 'name: "=HYPERLINK(\\"http://x\\",\\"y\\")"')
-    text = text.replace("# overrides:\n", "overrides:\n  - {kind: racks, id: gb200_nvl72, "
-                                          "field: capex_usd, scale: 1.2}\n")
+    text = (minimal_linear.read_text(encoding="utf-8")
+            + 'name: "=HYPERLINK(\\"http://x\\",\\"y\\")"\n'
+            + "overrides:\n  - {kind: racks, id: gb200_nvl72, field: capex_usd, scale: 1.2}\n")
     pricier = tmp / "pricier.yaml"
     pricier.write_text(text, encoding="utf-8")
     out = tmp / "out"
-    res = CliRunner().invoke(app, ["compare", str(MINIMAL), str(pricier), "--baseline",
+    res = CliRunner().invoke(app, ["compare", str(minimal_linear), str(pricier), "--baseline",
                                    "minimal", "-o", str(out), "-q"])
     return res, out, tmp
 

@@ -103,6 +103,7 @@ def test_bad_demand_units_name_file_entry_field(tmp_path, body, field, entry, wo
     assert words in probs[0].message
 
 
+@pytest.mark.slow
 def test_requests_example_plans_and_its_demand_table_shows_the_conversion():
     """examples/requests.yaml (chat in Korean characters, agents in requests) plans, serves
     all demand, and its demand table gives the stated figure, the tokens per unit and the

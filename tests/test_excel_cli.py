@@ -15,10 +15,10 @@ from dcplan.export.files import MARKER
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_plan_writes_workbook_and_charts(tmp_path):
+def test_plan_writes_workbook_and_charts(tmp_path, minimal_linear):
     xlsx = tmp_path / "book" / "minimal.xlsx"
     png = tmp_path / "png"
-    res = CliRunner().invoke(app, ["plan", str(REPO / "examples" / "minimal.yaml"), "--xlsx",
+    res = CliRunner().invoke(app, ["plan", str(minimal_linear), "--xlsx",
                                    str(xlsx), "--png-dir", str(png)])
     assert res.exit_code == 0, res.output
     assert "wrote workbook" in res.output

@@ -29,20 +29,22 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    """The minimal example planned once through the CLI with --save (and its JSON)."""
+def saved(tmp_path_factory, minimal_linear):
+    """The minimal example (linear fabric) planned once through the CLI with --save: the
+    saved file, its JSON and the scenario file."""
     folder = tmp_path_factory.mktemp("saved")
     path = folder / "minimal.plan"
-    res = runner.invoke(app, ["plan", str(MINIMAL), "-q", "--json", "--save", str(path)])
+    scenario = minimal_linear
+    res = runner.invoke(app, ["plan", str(scenario), "-q", "--json", "--save", str(path)])
     assert res.exit_code == 0, res.output
-    return path, json.loads(res.stdout)
+    return path, json.loads(res.stdout), scenario
 
 
 # --- saved plans -------------------------------------------------------------------------
 
 
 def test_show_gives_the_same_npv_without_solving(saved, monkeypatch):
-    path, solved = saved
+    path, solved, _scenario = saved
     import dcplan.planner.run as run
 
     monkeypatch.setattr(run, "solve_inputs", lambda *a, **k: pytest.fail("solved again"))
@@ -57,7 +59,7 @@ def test_show_gives_the_same_npv_without_solving(saved, monkeypatch):
 
 
 def test_saved_file_is_an_inspectable_zip(saved):
-    path, _ = saved
+    path, _, _scenario = saved
     with zipfile.ZipFile(path) as z:
         names = set(z.namelist())
         manifest = json.loads(z.read("manifest.json"))
@@ -90,7 +92,7 @@ def test_round_trip_keeps_every_table_and_the_inputs(minimal_plan, tmp_path):
     ("missing_table", "damaged or incomplete"),
 ])
 def test_bad_saved_files_are_refused_clearly(saved, tmp_path, damage, words):
-    path, _ = saved
+    path, _, _scenario = saved
     bad = tmp_path / "bad.plan"
     if damage == "not_zip":
         bad.write_text("periods: {start: 2026, end: 2030}\n")
@@ -112,7 +114,7 @@ def test_bad_saved_files_are_refused_clearly(saved, tmp_path, damage, words):
 
 
 def test_export_writes_outputs_from_the_saved_file(saved, tmp_path):
-    path, _ = saved
+    path, _, _scenario = saved
     res = runner.invoke(app, ["export", str(path), "-o", str(tmp_path / "csv"), "--xlsx",
                               str(tmp_path / "plan.xlsx"), "-q"])
     assert res.exit_code == 0, res.output
@@ -124,8 +126,8 @@ def test_export_writes_outputs_from_the_saved_file(saved, tmp_path):
 
 
 def test_compare_reads_saved_plans_and_scenarios_alike(saved):
-    path, solved = saved
-    res = runner.invoke(app, ["compare", str(path), str(MINIMAL), "-q", "--json"])
+    path, solved, scenario = saved
+    res = runner.invoke(app, ["compare", str(path), str(scenario), "-q", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     npv = [r for r in out["kpis"] if r["kpi"] == "npv_cost_usd"][0]
@@ -176,6 +178,7 @@ def test_bom_new_is_the_increase_of_installed(minimal_plan):
     assert (merged.installed == merged.installed_racks).all()
 
 
+@pytest.mark.slow
 def test_solver_progress_reports_the_search(tmp_path):
     from dcplan.case import load_case
     from dcplan.planner import plan
@@ -307,7 +310,7 @@ def test_sigterm_handler_is_installed():
 
 
 def test_json_and_comparison_workbook_carry_cooling_network_costs_and_bom(saved, tmp_path):
-    path, solved = saved
+    path, solved, _scenario = saved
     for key in ("cooling", "network", "costs", "bill_of_materials"):
         assert solved[key], key
     assert {"installed", "new"} <= set(solved["bill_of_materials"][0])

@@ -520,8 +520,11 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     With fabric data the counts are the exact step functions of the racks in service
     (:func:`~dcplan.planner.fabric.fabric_counts`, what the MILP's integer rows
     hold); ``network_capex_usd`` is the installed value (switches and links at the
-    catalog price), ``network_kw`` at full load. Rack types without fabric data
-    (hand-made inputs) get one ``linear`` row from their per-rack coefficients.
+    catalog price), ``network_kw`` at full load. Rack types without fabric data in the
+    MILP (``network_model: linear``, or hand-made inputs) get one ``linear`` row from
+    their per-rack coefficients, what the optimizer costed; the exact switches, links
+    and optics of their fleet are in the ``equipment`` and ``bom`` tables, and the
+    difference in ``sizing``.
     """
     from dcplan.planner.fabric import fabric_counts, fabric_figures
 
@@ -535,7 +538,8 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 rs = d.rack_site[r, s]
                 if d.linear_network(r):
                     rows.append(dict(period=per.label, site=s, rack=r, fabric="linear",
-                                     racks=n, network_kw=n * rs.network_kw_per_rack,
+                                     racks=n, switch_id="",  # text, as in fabric rows
+                                     network_kw=n * rs.network_kw_per_rack,
                                      network_capex_usd=n * rs.network_capex_usd_per_rack))
                     continue
                 for fd in d.fabrics[r]:
