@@ -82,6 +82,7 @@ def test_existing_and_new_retire_alike_in_a_plan():
     assert list(f.retired_racks) == [0, 1, 0, 1]
 
 
+@pytest.mark.slow
 def test_baseline_existing_fleet_retires_after_2029(baseline_inputs):
     """The 16 GB200 racks of baseline (installed 2025, life 5) serve 2026-2029 only."""
     d = baseline_inputs

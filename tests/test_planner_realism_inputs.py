@@ -65,6 +65,7 @@ def test_site_build_parts_and_committed_grid_are_checked(tmp_path):
     assert "committed_mw exceeds grid_mw in 2027" in text
 
 
+@pytest.mark.slow
 def test_baseline_inputs_carry_the_new_fields(baseline_inputs):
     d = baseline_inputs
     seoul = d.sites["seoul_metro"]

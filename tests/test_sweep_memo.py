@@ -112,6 +112,7 @@ def _changed_cases(case):
     return [case.with_changes(overrides=o) for o in over]
 
 
+@pytest.mark.slow
 def test_tables_are_the_computed_ones_and_reused_across_unchanged_inputs(minimal_case, tmp_path):
     base = prepare_inputs(minimal_case)
     cases = _changed_cases(minimal_case)
