@@ -368,3 +368,33 @@ def test_compare_says_it_plans_the_base_case_of_a_stochastic_scenario(tmp_path):
     assert done.exit_code == 0, done.output
     assert done.output.count("has an uncertainty block, which compare does not use") == 2
     assert f"`dcplan plan {path}` gives the two-stage stochastic plan" in done.output
+
+
+@pytest.mark.slow
+def test_sweep_says_it_plans_the_base_case_of_a_stochastic_scenario(tmp_path):
+    import subprocess
+    import sys
+
+    base = write(tmp_path, CASES)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(textwrap.dedent(f"""\
+        kind: dcplan_sweep
+        name: stochastic_base
+        base: {base}
+        method: random
+        samples: 1
+        seed: 1
+        outputs: [npv_cost_usd]
+        parameters:
+          - name: chat_growth
+            path: demand.growth.chat.annual_growth
+            distribution: uniform
+            low: 0.6
+            high: 0.8
+        """))
+    done = subprocess.run([sys.executable, "-m", "dcplan", "sweep", str(sweep), "--workers", "1",
+                           "-o", str(tmp_path / "out"), "--no-report", "-q"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "has an uncertainty block, which a sweep does not use" in done.stderr
+    assert "each sample is one deterministic plan" in done.stderr

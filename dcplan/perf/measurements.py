@@ -360,6 +360,13 @@ def _header_problems(shown: str, header: list[str], required, allowed, schema: s
     return problems
 
 
+def _check_header(shown: str, header: list[str], required, allowed, schema: str) -> None:
+    """Raise every header problem (missing, unknown or repeated columns) at once."""
+    problems = _header_problems(shown, header, required, allowed, schema)
+    if problems:
+        raise InputError(problems)
+
+
 def _parse_rows(shown: str, header: list[str], rows, parse: Callable) -> list:
     """Every data row parsed by ``parse(rec, row_no, line_no, bad)``.
 
@@ -391,18 +398,14 @@ def _parse_rows(shown: str, header: list[str], rows, parse: Callable) -> list:
 
 
 def _load_phase(shown: str, header: list[str], rows, catalog: Catalog) -> list[Measurement]:
-    problems = _header_problems(shown, header, REQUIRED_COLUMNS,
-                                REQUIRED_COLUMNS + OPTIONAL_COLUMNS, "phase-level")
-    if problems:
-        raise InputError(problems)
+    _check_header(shown, header, REQUIRED_COLUMNS, REQUIRED_COLUMNS + OPTIONAL_COLUMNS,
+                  "phase-level")
     return _parse_rows(shown, header, rows, partial(_phase_row, catalog=catalog))
 
 
 def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: Catalog
                ) -> Measurement | None:
-    accelerators = catalog.entries.get("accelerators", {})
-    models = catalog.entries.get("models", {})
-    ok = _check_ids(rec, accelerators, models, bad)
+    ok = _check_ids(rec, catalog, bad)
     phase = rec["phase"]
     if phase not in PHASES:
         bad("phase", f"'{phase}' is not one of prefill, decode")
@@ -451,7 +454,9 @@ def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: 
     return None
 
 
-def _check_ids(rec: dict, accelerators, models, bad) -> bool:
+def _check_ids(rec: dict, catalog: Catalog, bad) -> bool:
+    accelerators = catalog.entries.get("accelerators", {})
+    models = catalog.entries.get("models", {})
     ok = True
     hw = rec["hardware"]
     if hw not in accelerators:
@@ -510,17 +515,13 @@ def _check_tp(tp: int, col: str, hw: str, model_id: str, catalog: Catalog, bad) 
 
 def _load_serving(shown: str, header: list[str], rows, catalog: Catalog
                   ) -> list[ServingMeasurement]:
-    problems = _header_problems(shown, header, SERVING_COLUMNS, SERVING_COLUMNS, "serving")
-    if problems:
-        raise InputError(problems)
+    _check_header(shown, header, SERVING_COLUMNS, SERVING_COLUMNS, "serving")
     return _parse_rows(shown, header, rows, partial(_serving_row, catalog=catalog))
 
 
 def _serving_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: Catalog
                  ) -> ServingMeasurement | None:
-    accelerators = catalog.entries.get("accelerators", {})
-    models = catalog.entries.get("models", {})
-    ok = _check_ids(rec, accelerators, models, bad)
+    ok = _check_ids(rec, catalog, bad)
     v: dict[str, float | None] = {}
     for col in ("input_tokens", "output_tokens", "concurrency", "gpus", "decode_tp"):
         v[col], good = _cell(rec[col], col not in ("input_tokens", "output_tokens"),
