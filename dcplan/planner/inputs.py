@@ -16,6 +16,7 @@ terminal value (book value of equipment still in service at the end of the horiz
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from contextvars import ContextVar
@@ -204,6 +205,13 @@ class RackSiteData:
         peak, per IT kW at full load [kW/kW].
     water_l_per_it_kwh : float
         Site water per kWh of IT energy at full load (WUE of the cooling plant) [L/kWh].
+    network_by_period : tuple of (float, float)
+        ``network_model: linear`` after :func:`fit_network_scale`: per period, network
+        [kW] and capex [USD] per rack at the fleet the plan's LP relaxation holds at the
+        site then; empty: ``network_kw_per_rack`` and ``network_capex_usd_per_rack`` in
+        every period.
+    network_racks_by_period : tuple of int
+        The racks each period's ``network_by_period`` figures are taken at [racks].
     """
 
     allowed: bool = True
@@ -223,6 +231,18 @@ class RackSiteData:
     redundancy_capex_usd_per_kw: float = 0.0
     recharge_kw_per_it_kw: float = 0.0
     water_l_per_it_kwh: float = 0.0
+    network_by_period: tuple[tuple[float, float], ...] = ()
+    network_racks_by_period: tuple[int, ...] = ()
+
+    def network_kw(self, p: int) -> float:
+        """Network power per rack in service in period ``p`` [kW] (linear network)."""
+        return self.network_by_period[p][0] if self.network_by_period else \
+            self.network_kw_per_rack
+
+    def network_capex(self, p: int) -> float:
+        """Network capex per rack bought in period ``p`` [USD] (linear network)."""
+        return self.network_by_period[p][1] if self.network_by_period else \
+            self.network_capex_usd_per_rack
 
 
 @dataclass(frozen=True)
@@ -877,6 +897,7 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
     say(f"facility: {len(rack_ids)} rack types x {len(scn.sites)} sites")
     site_data, rack_site, fac_objs = {}, {}, {}
     scale: dict[str, int] = {}
+    scale_of: dict[tuple[str, str], int] = {}
     most: dict[str, int] = {}
     for s in scn.sites:
         site = sites[s]
@@ -899,6 +920,7 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
                 notes.append(f"{s} cannot host {r}: {exc}")
                 continue
             scale[r] = max(scale.get(r, 0), n)
+            scale_of[r, s] = n
             most[r] = max(most.get(r, 0), site.rack_positions // e.rack_positions)
     fabrics = rack_fabrics(case, scale, most) if scn.network_model == "integer" else {}
 
@@ -945,8 +967,132 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         operations=operations_inputs(case, rack_ids) if econ.operations_costs else None,
         api_offers=api_offers(catalog, wl_ids))
     check_servable(inputs)
+    if scn.network_model == "linear":
+        fit_network_scale(case, inputs, scale_of, say)
     drop_dominated_racks(inputs)
     return inputs
+
+
+#: LP solves of :func:`fit_network_scale` at most, and the change of a per-rack network
+#: figure [-] below which the counts are taken as settled.
+SCALE_PASSES = 5
+SCALE_TOLERANCE = 0.01
+
+
+def _fill_gaps(counts: list[int]) -> tuple[int, ...]:
+    """Each zero replaced by the nearest non-zero count, the earlier one on a tie.
+
+    >>> _fill_gaps([0, 5, 0, 0, 9, 0])
+    (5, 5, 5, 9, 9, 9)
+    """
+    out = []
+    for i, n in enumerate(counts):
+        if n < 1:
+            near = [(abs(j - i), j > i, m) for j, m in enumerate(counts) if m >= 1]
+            n = min(near)[2] if near else 1
+        out.append(n)
+    return tuple(out)
+
+
+def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None) -> None:
+    """Linear network figures per period at the fleet the plan holds then (in place).
+
+    With ``network_model: linear`` a rack type's network kW and capex per rack depend on
+    how many racks the fabric joins: tens of GB200 NVL72 racks need two tiers (about
+    313,000 USD and 4.7 kW per rack), a thousand three (about 493,000 USD and 7.3 kW).
+    :func:`prepare_inputs` first takes them at the planning scale (the racks the whole
+    peak demand would need at one site, capped by its space). Here the LP relaxation
+    of the plan is solved and, for every rack type, site and period, the figures are
+    taken again at the racks the relaxation holds there (rounded up; a period without
+    racks takes the count of the nearest period with racks, earlier first: racks the
+    plan holds there are kept from then or bought for then); then the relaxation is
+    solved again, each count the largest it has had so far (so that a fabric near a tier
+    boundary settles on the dearer side instead of flipping between two tiers, where the
+    relaxation holds more racks than the boundary, and three, where it holds fewer)
+    with them, until no figure of a period with racks moves by more than
+    :data:`SCALE_TOLERANCE` (at most :data:`SCALE_PASSES` solves).
+    The MILP then prices each rack's network at the fabric of its period: power per rack
+    in service, capex per rack bought (so a fabric that grows into three tiers is not
+    charged for re-cabling the racks it already has; the ``sizing`` table shows what
+    the exact fabric of the plan's own fleet needs).
+
+    Parameters
+    ----------
+    case : Case
+    d : PlanInputs
+        Updated in place: ``rack_site`` (``network_by_period``) and ``notes``.
+    scale_of : dict
+        (rack, site) -> racks the first figures are taken at [racks].
+    say : callable, optional
+        Progress messages.
+    """
+    from dcplan.planner.model import build_model
+    from dcplan.planner.solver import solve
+
+    say = say or (lambda _m: None)
+    pairs = [k for k, rs in d.rack_site.items() if rs.allowed and d.linear_network(k[0])
+             and k in scale_of]
+    if not pairs:
+        return
+    memo = FACILITY_MEMO.get()
+    figures: dict[tuple[str, str, int], tuple[float, float]] = {}
+
+    def at(r: str, s: str, n: int) -> tuple[float, float]:
+        if (r, s, n) not in figures:
+            site = case.sites[s]
+            rs, _fc = (rack_site_data(case, site, r, n) if memo is None
+                       else memo(case, site, r, n, rack_site_data))
+            figures[r, s, n] = (rs.network_kw_per_rack, rs.network_capex_usd_per_rack)
+        return figures[r, s, n]
+
+    counts: dict[tuple[str, str], tuple[int, ...]] = {}
+    seen: dict[tuple[str, str], list[int]] = {}
+    passes, converged = 0, False
+    for passes in range(1, SCALE_PASSES + 1):
+        prob, mv = build_model(d, elastic=True)  # demand it cannot meet is priced
+        info = solve(prob, case.scenario.solver, mip=False)
+        if not info.status.has_solution:
+            passes -= 1
+            break
+        moved = False
+        for r, s in pairs:
+            held = [math.ceil((mv.inst[r, s, p].value() or 0.0) - 1e-6)
+                    if (r, s, p) in mv.inst else 0 for p in range(len(d.periods))]
+            if (r, s) in seen:  # counts only rise: a fabric near a tier boundary would
+                held = [max(a, b) for a, b in zip(held, seen[r, s], strict=True)]
+            if max(held) < 1:   # otherwise flip between two and three tiers
+                continue
+            seen[r, s] = held
+            some = [n >= 1 for n in held]  # periods whose figures the relaxation uses
+            held = _fill_gaps(held)
+            if counts.get((r, s)) == held:
+                continue
+            try:
+                by_period = tuple(at(r, s, n) for n in held)
+            except InputError:
+                continue
+            rs = d.rack_site[r, s]
+            before = [(rs.network_kw(p), rs.network_capex(p)) for p in range(len(held))]
+            counts[r, s] = held
+            moved |= not rs.network_by_period or any(
+                abs(a - b) > SCALE_TOLERANCE * abs(b)
+                for new, old, used in zip(by_period, before, some, strict=True) if used
+                for a, b in zip(new, old, strict=True))
+            d.rack_site[r, s] = dataclasses.replace(rs, network_by_period=by_period,
+                                                    network_racks_by_period=held)
+        if not moved:
+            converged = True
+            break
+    if not counts:
+        return
+    how = (f"settled after {passes} LP solves" if converged else
+           f"still moving after {passes} LP solves")
+    say(f"linear network per period at the relaxation's fleet ({how})")
+    where = ", ".join(f"{r} at {s} {min(c):,}-{max(c):,} racks" if min(c) != max(c)
+                      else f"{r} at {s} {c[0]:,} racks" for (r, s), c in sorted(counts.items()))
+    d.notes.append("network_model linear: network kW and capex per rack in each period are "
+                   f"taken at the racks the plan's LP relaxation holds at the site then "
+                   f"({how}): {where}")
 
 
 def dominates(d: PlanInputs, better: str, worse: str) -> bool:
@@ -1004,6 +1150,8 @@ def dominates(d: PlanInputs, better: str, worse: str) -> bool:
                  (ra.liquid_heat_kw_per_rack, rb.liquid_heat_kw_per_rack),
                  (ra.cooling_capex_usd_per_kw * a.it_power_max_kw,
                   rb.cooling_capex_usd_per_kw * b.it_power_max_kw)]
+        pairs += [(ra.network_kw(p), rb.network_kw(p)) for p in range(n)]
+        pairs += [(ra.network_capex(p), rb.network_capex(p)) for p in range(n)]
         if any(x > y + 1e-9 for x, y in pairs):
             return False
     return True

@@ -384,7 +384,7 @@ def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
         cool = rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak
         gain = (1 + rs.loss_frac)
         base = rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
-        net = rs.network_kw_per_rack if d.linear_network(r) else 0.0
+        net = rs.network_kw(p) if d.linear_network(r) else 0.0
         terms.append((mv.inst[r, s, p], gain * ((1 + cool) * base + net)))
         if nameplate:
             continue
@@ -594,7 +594,7 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
         rk, rs = d.racks[r], d.rack_site[r, s]
         price = d.rack_capex(r, p)
         cost["rack_capex", p].append((var, price))
-        net = rs.network_capex_usd_per_rack if d.linear_network(r) else 0.0
+        net = rs.network_capex(p) if d.linear_network(r) else 0.0
         cost["network_capex", p].append((var, net))
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         cost["cooling_capex", p].append((var, cooling))

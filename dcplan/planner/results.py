@@ -233,7 +233,7 @@ def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hou
         rs = d.rack_site[r, s]
         it = _rack_it_kw(d, sol, r, s, p, average, hour)
         cool = it * (rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak)
-        net = n * rs.network_kw_per_rack if d.linear_network(r) else \
+        net = n * rs.network_kw(p) if d.linear_network(r) else \
             rack_network(d, r, n)["kw"]
         acc["it"] += it
         acc["cool"] += cool
@@ -522,7 +522,8 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     hold); ``network_capex_usd`` is the installed value (switches and links at the
     catalog price), ``network_kw`` at full load. Rack types without fabric data in the
     MILP (``network_model: linear``, or hand-made inputs) get one ``linear`` row from
-    their per-rack coefficients, what the optimizer costed; the exact switches, links
+    their per-rack coefficients of the period, what the optimizer costed (power per rack
+    in service, capex per rack bought); the exact switches, links
     and optics of their fleet are in the ``equipment`` and ``bom`` tables, and the
     difference in ``sizing``.
     """
@@ -539,8 +540,8 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 if d.linear_network(r):
                     rows.append(dict(period=per.label, site=s, rack=r, fabric="linear",
                                      racks=n, switch_id="",  # text, as in fabric rows
-                                     network_kw=n * rs.network_kw_per_rack,
-                                     network_capex_usd=n * rs.network_capex_usd_per_rack))
+                                     network_kw=n * rs.network_kw(p),
+                                     network_capex_usd=n * rs.network_capex(p)))
                     continue
                 for fd in d.fabrics[r]:
                     c = fabric_counts(fd, n)
@@ -572,7 +573,7 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         rk, rs = d.racks[r], d.rack_site[r, s]
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         price = d.rack_capex(r, p)
-        net = rs.network_capex_usd_per_rack if d.linear_network(r) else 0.0
+        net = rs.network_capex(p) if d.linear_network(r) else 0.0
         cost["rack_capex", p] += x * price
         cost["network_capex", p] += x * net
         cost["cooling_capex", p] += x * cooling
