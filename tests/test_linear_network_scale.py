@@ -108,3 +108,18 @@ def test_the_plans_network_is_the_exact_sizing_of_its_fleet_within_10_percent(mi
     assert len(net) and (net.plan > 0).all()
     off = net[(net.exact - net.plan).abs() > 0.10 * net.plan]
     assert off.empty, off.to_string()
+
+
+def test_the_assumptions_list_each_periods_network_figures_and_their_rack_count(
+        linear_inputs):
+    from dcplan.export.sources import assumptions_table
+
+    case, d = linear_inputs
+    table = assumptions_table(case, d)
+    rs = d.rack_site["gb200_nvl72", "seoul_metro"]
+    first = d.periods[0].label
+    row = table[(table.id == f"gb200_nvl72 @ seoul_metro in {first}")
+                & (table.field == "network_capex_usd_per_rack")]
+    assert len(row) == 1
+    assert float(row.value.iloc[0]) == pytest.approx(rs.network_capex(0))
+    assert f"at {rs.network_racks_by_period[0]:,} racks" in row.source.iloc[0]

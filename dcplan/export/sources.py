@@ -240,6 +240,14 @@ def _derived_rows(inputs: Any) -> list[dict[str, Any]]:
                           ("cdu_capacity_kw", "kW"), ("cdu_capex_usd", "USD"),
                           ("cooling_capex_usd_per_kw", "USD/kW"), ("pue_annual", "-")):
             row("rack x site", ident, fld, getattr(rs, fld), unit, fac_src)
+        for i, n in enumerate(rs.network_racks_by_period):
+            label = inputs.periods[i].label
+            src = (f"dcplan facility model at {n:,} racks, what the plan's LP relaxation "
+                   "holds there (network_model linear; docs/planner.md, Linear network)")
+            row("rack x site", f"{ident} in {label}", "network_kw_per_rack",
+                rs.network_kw(i), "kW", src)
+            row("rack x site", f"{ident} in {label}", "network_capex_usd_per_rack",
+                rs.network_capex(i), "USD", src)
     site_src = "site data converted to USD with the scenario's exchange rate"
     for s, sd in inputs.sites.items():
         for fld, unit in (("energy_usd_per_kwh", "USD/kWh"),

@@ -1006,11 +1006,13 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None)
     taken again at the racks the relaxation holds there (rounded up; a period without
     racks takes the count of the nearest period with racks, earlier first: racks the
     plan holds there are kept from then or bought for then); then the relaxation is
-    solved again, each count the largest it has had so far (so that a fabric near a tier
-    boundary settles on the dearer side instead of flipping between two tiers, where the
-    relaxation holds more racks than the boundary, and three, where it holds fewer)
-    with them, until no figure of a period with racks moves by more than
-    :data:`SCALE_TOLERANCE` (at most :data:`SCALE_PASSES` solves).
+    solved again with them, until no figure of a period with racks moves by more than
+    :data:`SCALE_TOLERANCE` (at most :data:`SCALE_PASSES` solves). From the second
+    solve on, each count is the largest it has had since then: a fabric near a tier
+    boundary would otherwise flip between two tiers, where the relaxation holds more
+    racks than the boundary, and three, where it holds fewer; it settles on the dearer
+    side. (The first solve's counts are not kept: they come from the planning-scale
+    figures, which price every site at the same large fabric.)
     The MILP then prices each rack's network at the fabric of its period: power per rack
     in service, capex per rack bought (so a fabric that grows into three tiers is not
     charged for re-cabling the racks it already has; the ``sizing`` table shows what
@@ -1062,7 +1064,8 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None)
                 held = [max(a, b) for a, b in zip(held, seen[r, s], strict=True)]
             if max(held) < 1:   # otherwise flip between two and three tiers
                 continue
-            seen[r, s] = held
+            if passes > 1:  # the first counts come from the planning-scale figures
+                seen[r, s] = held
             some = [n >= 1 for n in held]  # periods whose figures the relaxation uses
             held = _fill_gaps(held)
             if counts.get((r, s)) == held:
