@@ -234,6 +234,13 @@ class RackSiteData:
     network_by_period: tuple[tuple[float, float], ...] = ()
     network_racks_by_period: tuple[int, ...] = ()
 
+    def __post_init__(self) -> None:
+        # tuples also when read back from JSON (the sweep's facility memo, saved plans)
+        object.__setattr__(self, "network_by_period",
+                           tuple(tuple(x) for x in self.network_by_period))
+        object.__setattr__(self, "network_racks_by_period",
+                           tuple(int(n) for n in self.network_racks_by_period))
+
     def network_kw(self, p: int) -> float:
         """Network power per rack in service in period ``p`` [kW] (linear network)."""
         return self.network_by_period[p][0] if self.network_by_period else \
