@@ -1067,11 +1067,14 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None)
         for r, s in pairs:
             held = [math.ceil((mv.inst[r, s, p].value() or 0.0) - 1e-6)
                     if (r, s, p) in mv.inst else 0 for p in range(len(d.periods))]
-            if (r, s) in seen:  # counts only rise: a fabric near a tier boundary would
+            # counts only rise from the second solve on (a fabric near a tier boundary
+            # would otherwise flip between two and three tiers); the first solve's
+            # counts come from the planning-scale figures and are not kept
+            if (r, s) in seen:
                 held = [max(a, b) for a, b in zip(held, seen[r, s], strict=True)]
-            if max(held) < 1:   # otherwise flip between two and three tiers
+            if max(held) < 1:
                 continue
-            if passes > 1:  # the first counts come from the planning-scale figures
+            if passes > 1:
                 seen[r, s] = held
             some = [n >= 1 for n in held]  # periods whose figures the relaxation uses
             held = _fill_gaps(held)
