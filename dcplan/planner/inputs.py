@@ -805,7 +805,7 @@ def _planning_scale(scn: Scenario, perf: dict, rack_id: str, site: Any, rack: An
     return int(min(max(need, 1), cap))
 
 
-def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
+def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanInputs:
     """Compute every coefficient the MILP needs from a resolved case.
 
     Parameters
@@ -815,6 +815,9 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         performance-model calibration (see :func:`dcplan.case.load_case`).
     progress : callable, optional
         Called with one-line progress messages.
+    solver : SolverOptions, optional
+        For the LP solves of the linear network's fit (:func:`fit_network_scale`);
+        default: the scenario's ``solver``.
 
     Returns
     -------
@@ -975,7 +978,7 @@ def prepare_inputs(case: Any, progress: Any = None) -> PlanInputs:
         api_offers=api_offers(catalog, wl_ids))
     check_servable(inputs)
     if scn.network_model == "linear":
-        fit_network_scale(case, inputs, scale_of, say)
+        fit_network_scale(case, inputs, scale_of, say, solver=solver)
     drop_dominated_racks(inputs)
     return inputs
 
@@ -1001,7 +1004,8 @@ def _fill_gaps(counts: list[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None) -> None:
+def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
+                      solver: Any = None) -> None:
     """Linear network figures per period at the fleet the plan holds then (in place).
 
     With ``network_model: linear`` a rack type's network kW and capex per rack depend on
@@ -1034,6 +1038,8 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None)
         (rack, site) -> racks the first figures are taken at [racks].
     say : callable, optional
         Progress messages.
+    solver : SolverOptions, optional
+        Default: the scenario's ``solver``.
     """
     from dcplan.planner.model import build_model
     from dcplan.planner.solver import solve
@@ -1059,7 +1065,7 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None)
     passes, converged = 0, False
     for passes in range(1, SCALE_PASSES + 1):
         prob, mv = build_model(d, elastic=True)  # demand it cannot meet is priced
-        info = solve(prob, case.scenario.solver, mip=False)
+        info = solve(prob, solver or case.scenario.solver, mip=False)
         if not info.status.has_solution:
             passes -= 1
             break

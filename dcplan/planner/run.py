@@ -286,10 +286,10 @@ def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
         say("loading scenario, catalogs and sites")
         case = load_case(scenario, catalog_dir=catalog_dir, sites_dir=sites_dir,
                          calibration=calibration)
-    d = prepare_inputs(case, progress=progress)
-    prep = time.perf_counter() - t0
     opt = case.scenario.solver.updated(name=solver, time_limit_s=time_limit_s, gap=gap,
                                        threads=threads, log=solver_log)
+    d = prepare_inputs(case, progress=progress, solver=opt)
+    prep = time.perf_counter() - t0
     result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress,
                           on_solve=on_solve)
     result.name = case.name
