@@ -224,6 +224,7 @@ def plot_frontier(fr: Frontier, path: Path | str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     from dcplan.yamlio import atomic_path
 
@@ -235,7 +236,7 @@ def plot_frontier(fr: Frontier, path: Path | str) -> None:
         else:
             runs.append((cfg, [p]))
     fig = plt.figure(figsize=(10, 7.2), dpi=110)
-    ax = fig.add_axes([0.08, 0.41, 0.88, 0.53])
+    ax = fig.add_axes([0.10, 0.41, 0.86, 0.53])
     colours = {"aggregated": "#4C72B0", "disaggregated": "#DD8452"}
     for mode, (x, y) in fr.cloud.items():
         ax.scatter(x, y, s=3, alpha=0.12, color=colours[mode], label=f"{mode}, every point",
@@ -259,14 +260,16 @@ def plot_frontier(fr: Frontier, path: Path | str) -> None:
     ax.set_xlim(left=0)
     ymax = max(p["output_tokens_per_s_per_gpu"] for p in fr.points)
     ax.set_ylim(0, ymax * 1.12)
+    # thousands separators keep six-digit ticks (small models on large racks) inside
+    ax.yaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("{x:,.0f}"))
     ax.legend(fontsize=8, loc="upper right", markerscale=3)
     lines = [f"{i}. {cfg}" for i, (cfg, _) in enumerate(runs, start=1)]
     col = (len(lines) + 1) // 2 if len(lines) > 8 else len(lines)
     for c, chunk in enumerate((lines[:col], lines[col:])):
-        fig.text(0.08 + 0.45 * c, 0.27, "\n".join(chunk[:14]) + ("\n..." if len(chunk) > 14
+        fig.text(0.10 + 0.44 * c, 0.27, "\n".join(chunk[:14]) + ("\n..." if len(chunk) > 14
                                                                  else ""),
                  fontsize=7.5, va="top", family="monospace")
-    fig.text(0.08, 0.30, "Configurations along the frontier (instance layout, prefill layout "
+    fig.text(0.10, 0.30, "Configurations along the frontier (instance layout, prefill layout "
                          "when disaggregated, draft tokens per step):", fontsize=8)
     with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, format="png")
