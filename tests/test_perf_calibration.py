@@ -388,3 +388,67 @@ def test_unmeasured_generation_takes_its_calibrate_like_architecture():
     fitted = SimpleNamespace(architecture="hopper", calibrate_like="blackwell")
     assert calibration_architecture(fitted, cal) == "hopper"
     assert calibration_architecture(rubin, None) == "rubin"
+
+
+def test_runs_far_below_their_repeats_are_counted_apart(tmp_path):
+    """Hand-built file: one configuration run three times, one run at a third of the others."""
+    from typer.testing import CliRunner
+
+    from dcplan.cli import app
+    from dcplan.perf.calibration import repeat_ratios
+
+    lines = INFERENCEX.read_text().splitlines()
+    head = lines[0].split(",")
+    col = head.index("output_tokens_per_s_per_gpu")
+    first = lines[1].split(",")
+    rows = []
+    for value in ("300", "100", "310", "290"):
+        cells = list(first)
+        cells[col] = value
+        rows.append(",".join(cells))
+    other = lines[-1]  # another configuration, run once: never compared
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([lines[0], *rows, other]) + "\n")
+    real = load_catalog()
+    results = evaluate_rows(load_measurements(path, real), real, load_perf_defaults())
+    ratios = repeat_ratios(results)
+    # median of (300, 100, 310, 290) is 295
+    assert [q[0] for q in ratios[:4]] == [4, 4, 4, 4]
+    assert ratios[1][1] == pytest.approx(100 / 295)
+    assert ratios[0][1] == pytest.approx(300 / 295)
+    assert ratios[4] is None
+    rep = report(results)
+    assert rep["low_repeats"] == 1
+    assert rep["throughput_without_low_repeats"]["rows"] == 4
+    assert rep["throughput"]["rows"] == 5  # the main figures keep every row
+    out = CliRunner().invoke(app, ["perf", "validate", str(path)])
+    assert out.exit_code == 0, out.output
+    assert "1 rows measured below 60% of the median of their configuration's runs" in out.output
+    js = CliRunner().invoke(app, ["perf", "validate", str(path), "--json"])
+    import json
+
+    recs = json.loads(js.output)["rows"]
+    assert [r["runs_of_configuration"] for r in recs] == [4, 4, 4, 4, None]
+    assert recs[1]["measured_vs_runs_median"] == pytest.approx(100 / 295)
+
+
+def test_low_repeats_of_the_shipped_file_recomputed_from_the_csv():
+    """The count of runs below 60 % of their configuration's median, recomputed with pandas."""
+    import pandas as pd
+
+    from dcplan.perf.calibration import REPEAT_LOW_FRAC, REPEAT_MIN_RUNS
+
+    df = pd.read_csv(INFERENCEX)
+    keys = ["hardware", "model", "precision", "input_tokens", "output_tokens", "concurrency",
+            "gpus", "disaggregated", "prefill_gpus", "decode_gpus", "prefill_tp",
+            "prefill_ep", "decode_tp", "decode_ep", "decode_dp_attention", "speculative",
+            "framework"]
+    g = df.fillna(-1).groupby(keys)["output_tokens_per_s_per_gpu"]
+    n, med = g.transform("size"), g.transform("median")
+    expected = int(((n >= REPEAT_MIN_RUNS)
+                    & (df.output_tokens_per_s_per_gpu < REPEAT_LOW_FRAC * med)).sum())
+    real = load_catalog()
+    rows = load_measurements(INFERENCEX, real)
+    rep = report(evaluate_rows(rows, real, load_perf_defaults()))
+    assert expected > 0
+    assert rep["low_repeats"] == expected

@@ -426,6 +426,14 @@ def _print_summary(rep: dict, prefix: str = "") -> None:
     typer.echo(prefix + _fmt_summary("power", rep["power"]))
     if rep["flagged"]:
         typer.echo(prefix + f"{rep['flagged']} rows the model cannot express (see 'flag')")
+    if rep.get("low_repeats"):
+        from dcplan.perf.calibration import REPEAT_LOW_FRAC, REPEAT_MIN_RUNS
+
+        typer.echo(prefix + f"{rep['low_repeats']} rows measured below "
+                   f"{REPEAT_LOW_FRAC:.0%} of the median of their configuration's runs "
+                   f"(at least {REPEAT_MIN_RUNS} in the files; likely regressed runs, kept "
+                   "in every figure above); without them, "
+                   + _fmt_summary("throughput", rep["throughput_without_low_repeats"]))
 
 
 MeasOpt = Annotated[list[Path], typer.Argument(
@@ -456,7 +464,7 @@ def validate(
     layout, concurrency, speculative decoding, disaggregation); a row the model
     cannot express is flagged with the reason.
     """
-    from dcplan.perf.calibration import evaluate_rows, report
+    from dcplan.perf.calibration import evaluate_rows, repeat_ratios, report
     from dcplan.perf.measurements import load_measurement_files, with_models
     from dcplan.perf.params import defaults_path, load_perf_defaults
 
@@ -466,7 +474,11 @@ def validate(
     results = evaluate_rows(rows, catalog, load_perf_defaults(defaults_path(catalog)), cal)
     rep = report(results)
     if json_out:
-        emit_json(_clean({"rows": [_json_record(r) for r in results], "summary": rep,
+        records = [_json_record(r) for r in results]
+        for rec, q in zip(records, repeat_ratios(results), strict=True):
+            rec["runs_of_configuration"] = q[0] if q else None
+            rec["measured_vs_runs_median"] = q[1] if q else None
+        emit_json(_clean({"rows": records, "summary": rep,
                           "files": [str(m) for m in measurements],
                           "calibration": _calibration_name(calibration, catalog)}))
         return

@@ -367,11 +367,60 @@ def evaluate_rows(rows: Iterable, catalog: Catalog, defaults: PerfDefaults,
     return [RowResult(m, p) for m, p in zip(rows, preds, strict=True)]
 
 
+#: A serving row measured below this share of the median of its configuration's runs
+#: (at least :data:`REPEAT_MIN_RUNS` in the files) is counted apart in :func:`report`:
+#: nightly benchmarks repeat a configuration, and a run far below its repeats is more
+#: likely a regressed night (a software or machine fault) than the configuration's speed.
+REPEAT_LOW_FRAC = 0.6
+#: Runs of one configuration needed before a row is compared with their median (with
+#: two, a row below 60 % of their median is below 43 % of the other run).
+REPEAT_MIN_RUNS = 2
+
+_CONFIG_FIELDS = ("hardware", "model", "precision", "input_tokens", "output_tokens",
+                  "concurrency", "gpus", "disaggregated", "prefill_gpus", "decode_gpus",
+                  "prefill_tp", "prefill_ep", "decode_tp", "decode_ep",
+                  "decode_dp_attention", "speculative", "framework")
+
+
+def repeat_ratios(results: Sequence[RowResult]) -> list[tuple[int, float] | None]:
+    """Per row: (runs of its configuration, measured throughput / their median).
+
+    Serving rows only (phase rows and rows without a measured output tokens/s give
+    None), and only where the files hold at least :data:`REPEAT_MIN_RUNS` runs of the
+    same configuration (every column of the serving schema but the measured ones, the
+    date and the source).
+    """
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(results):
+        if r.kind == "serving" and r.measured_throughput:
+            key = tuple(getattr(r.m, f, None) for f in _CONFIG_FIELDS)
+            groups.setdefault(key, []).append(i)
+    out: list[tuple[int, float] | None] = [None] * len(results)
+    for idx in groups.values():
+        if len(idx) < REPEAT_MIN_RUNS:
+            continue
+        med = float(np.median([results[i].measured_throughput for i in idx]))
+        for i in idx:
+            out[i] = (len(idx), float(results[i].measured_throughput) / med)
+    return out
+
+
 def report(results: list[RowResult]) -> dict[str, Any]:
-    """Median, p90 and max absolute % error of throughput, TPOT, TTFT and power."""
+    """Median, p90 and max absolute % error of throughput, TPOT, TTFT and power.
+
+    Also ``low_repeats``: the serving rows measured below :data:`REPEAT_LOW_FRAC` of
+    their configuration's median run (:func:`repeat_ratios`), and
+    ``throughput_without_low_repeats``: the throughput errors of the other rows. Both
+    are information on the data; the fit and the main figures keep every row.
+    """
+    ratios = repeat_ratios(results)
+    low = [i for i, q in enumerate(ratios) if q is not None and q[1] < REPEAT_LOW_FRAC]
+    rest = [r for i, r in enumerate(results) if i not in set(low)]
     return {what: summary([r.error(what) for r in results])
             for what in ("throughput", "tpot", "ttft", "power")} | {
-        "flagged": sum(1 for r in results if r.pred.flag)}
+        "flagged": sum(1 for r in results if r.pred.flag),
+        "low_repeats": len(low),
+        "throughput_without_low_repeats": summary([r.error("throughput") for r in rest])}
 
 
 def _physics_in_use(rows: Sequence) -> list[str]:
