@@ -152,3 +152,40 @@ def test_validate_cli_reports_schema_and_override_problems(tmp_path):
     assert "problems found" not in res.stderr
     assert "field 'overrides.1'" in res.stderr
     assert "site has no field 'grid_mww'; did you mean 'grid_mw'?" in res.stderr
+
+
+def test_forecast_null_drops_the_base_forecast(folder):
+    """``demand: {forecast: null, table: ...}``: the child's table replaces the base's forecast."""
+    child = write(folder, "child.yaml", """\
+        extends: base.yaml
+        name: child
+        demand:
+          forecast: null
+          unit: tokens_per_day
+          table: {chat: {2026: 5.0e+10, 2027: 6.0e+10, 2028: 7.0e+10}}
+        """)
+    scn = load_scenario(child)
+    assert scn.demand.unit == "tokens_per_day"
+    table = {w: dict(v) for w, v in scn.demand.table.items()}
+    assert {w: {str(k): x for k, x in v.items()} for w, v in table.items()} == {
+        "chat": {"2026": 5.0e10, "2027": 6.0e10, "2028": 7.0e10}}
+
+
+def test_checks_see_the_overridden_sites(tmp_path):
+    """An override that gives a site the positions an existing fleet needs makes it valid."""
+    from dcplan.case import load_case
+
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE.replace(
+        "forecast: {file: forecast.yaml, case: base}",
+        "table: {chat: {2026: 1.0e+12, 2027: 2.0e+12, 2028: 3.0e+12}}")
+        + "economics: {exchange_rates_usd_per_unit: {KRW: 0.00072}}\n")
+    fleet = ("existing_fleet:\n"
+             "  - {site: seoul_metro, rack: gb200_nvl72, count: 400, installed: 2025}\n")
+    write(tmp_path, "small.yaml", "extends: base.yaml\nname: small\n" + fleet)
+    with pytest.raises(InputError, match="rack positions"):
+        load_case(tmp_path / "small.yaml")
+    write(tmp_path, "big.yaml", "extends: base.yaml\nname: big\n" + fleet + (
+        "overrides:\n  - {kind: sites, id: seoul_metro, field: rack_positions, set: 1000}\n"))
+    case = load_case(tmp_path / "big.yaml")
+    assert case.sites["seoul_metro"].rack_positions == 1000

@@ -27,14 +27,19 @@ def scenario_problems(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) ->
     Returns
     -------
     list of Problem
-        :func:`check_scenario` problems followed by :func:`apply_overrides` problems.
+        :func:`check_scenario` problems (against the overridden catalogs and sites,
+        or the ones as read when an override is bad) followed by
+        :func:`apply_overrides` problems.
     """
-    problems = check_scenario(scn, catalog, sites)
+    # the scenario is checked against the data it will be planned with: the catalogs
+    # and sites after its overrides (an override may give a site the positions or the
+    # lead time the scenario's other entries need); with bad overrides, against the
+    # data as read, followed by the overrides' problems
     try:
-        apply_overrides(scn, catalog, sites)
+        catalog2, sites2 = apply_overrides(scn, catalog, sites)
     except InputError as exc:
-        problems += exc.problems
-    return problems
+        return check_scenario(scn, catalog, sites) + exc.problems
+    return check_scenario(scn, catalog2, sites2)
 
 
 def _not_in_scenario(site: str, scn: Scenario, sites: dict[str, Any]) -> str:

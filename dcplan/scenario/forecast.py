@@ -19,8 +19,8 @@ from dcplan.yamlio import KEY_LINES, META_KEYS, read_yaml, strip_lines
 def resolve_forecast(path: Path, raw: dict) -> dict:
     """Replace ``demand.forecast`` by the table of the named case of a forecast file."""
     demand = raw.get("demand")
-    if not isinstance(demand, dict) or "forecast" not in demand:
-        return raw
+    if not isinstance(demand, dict) or demand.get("forecast", None) is None:
+        return raw  # none, or ``forecast: null`` (a child dropping its base's forecast)
     shown = display_path(path)
     ref = demand["forecast"]
     line = demand.get(KEY_LINES, {}).get("forecast")

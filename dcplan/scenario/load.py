@@ -279,8 +279,9 @@ def _resolve_file(path: Path, chain: tuple[Path, ...]) -> Any:
 
     ``extends: base.yaml`` (relative to this file) starts from that scenario and
     changes it: mappings merge key by key (a key set to ``null`` removes the base's
-    entry), lists replace the base's list, except ``overrides``, which are appended
-    to the base's. ``demand: {forecast: {file:
+    entry; ``demand: {forecast: null}`` removes the base's demand table and unit, which
+    a base's forecast became), lists replace the base's list, except ``overrides``,
+    which are appended to the base's. ``demand: {forecast: {file:
     F, case: C}}`` takes ``demand.table`` (and its unit) from case ``C`` of the
     forecast file ``F``, a mapping with ``unit`` and ``cases: {case: {workload:
     {period: demand}}}``.
@@ -307,6 +308,13 @@ def _resolve_file(path: Path, chain: tuple[Path, ...]) -> Any:
     # The base must be a valid scenario on its own: its problems are reported in its file.
     parse_scenario(base, display_path(base_path))
     child = {k: v for k, v in raw.items() if k != "extends"}
+    demand = child.get("demand")
+    if isinstance(demand, dict) and "forecast" in demand and demand["forecast"] is None \
+            and isinstance(base.get("demand"), dict):
+        # ``forecast: null`` drops the base's demand table (its forecast, resolved into
+        # the table) and the unit it came with: the child gives its own
+        base = {**base, "demand": {k: v for k, v in base["demand"].items()
+                                   if k not in ("table", "unit")}}
     return _merge(base, child)
 
 
