@@ -192,6 +192,21 @@ def test_plan_counts_equal_the_exact_sizing_of_its_fleet(name):
         assert n == cool[key]
 
 
+@pytest.mark.parametrize("name", ("minimal", *gen.EXAMPLES))
+@pytest.mark.slow
+def test_plan_power_stays_within_its_grid_and_building(name):
+    """Every site-period of the power table (the plan's own fleet, three-tier fabrics at
+    their exact counts): facility peak plus UPS recharge within the connected grid, and
+    the facility peak within the built capacity."""
+    result, _ = solved(name)
+    pw = result.tables["power"]
+    tol = 1e-6 * pw.grid_kw.clip(lower=1.0)
+    over_grid = pw[pw.facility_kw_peak + pw.recharge_kw > pw.grid_kw + tol]
+    assert over_grid.empty, over_grid.to_string()
+    over_built = pw[pw.facility_kw_peak > pw.built_kw + tol]
+    assert over_built.empty, over_built.to_string()
+
+
 @pytest.mark.parametrize("name", gen.EXAMPLES)
 @pytest.mark.slow
 def test_a_linear_networks_horizon_total_is_within_8_percent_of_the_exact_sizing(name):

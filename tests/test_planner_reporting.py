@@ -7,6 +7,8 @@ import importlib
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_planner_helpers import make_inputs, rack, rack_site, site, workload
 
 from dcplan.planner import SolveStatus, solve_inputs
@@ -54,11 +56,16 @@ def test_status_wording_is_honest():
     assert status_text(SolveStatus.OPTIMAL, 0.0, "highs") == "optimal"
     assert status_text(SolveStatus.OPTIMAL, PROVEN_GAP, "highs") == "optimal"
     t = status_text(SolveStatus.OPTIMAL, 0.00265, "highs")
-    assert t.startswith("optimal within the 0.27% gap") and "no plan is more than 0.27%" in t
+    assert t.startswith("optimal within the 0.265% gap") and "no plan is more than 0.265%" in t
+    # never rounded down: 0.0130 % is not "0.01%"
+    assert status_text(SolveStatus.OPTIMAL, 0.000130, "highs").startswith(
+        "optimal within the 0.013% gap")
     assert status_text(SolveStatus.OPTIMAL, None, "cbc") == (
         "solver reported optimal; gap not reported by CBC")
+    # gap 2 % of the plan: the optimum is at least 0.98 x plan, so the plan is at most
+    # 0.02 / 0.98 = 2.0408 % above it, printed rounded up
     t = status_text(SolveStatus.FEASIBLE, 0.02, "highs")
-    assert t.startswith("NOT PROVEN OPTIMAL") and "2.00%" in t
+    assert t.startswith("NOT PROVEN OPTIMAL") and "may cost up to 2.05% more" in t
     t = status_text(SolveStatus.OPTIMAL, 0.0, "highs", unserved=True)
     assert t.startswith("demand NOT fully met (elastic plan)")
     assert status_text(SolveStatus.INFEASIBLE, None).startswith("no plan")
@@ -221,3 +228,12 @@ def test_planner_cdu_estimate_is_the_constraint_not_a_per_rack_average():
     assert planner_cdus(d, "sa", {"ra": 27}) == (13.0, 130.0)
     assert planner_cdus(d, "sa", {"ra": 0}) == (0.0, 0.0)
     assert math.ceil(675 / 60) + 1 == 13
+
+
+@given(st.floats(min_value=0.0, max_value=0.999, allow_nan=False))
+def test_printed_gap_is_never_below_the_gap(g):
+    from dcplan.planner.solver import format_gap
+
+    printed = float(format_gap(g).rstrip("%")) / 100.0
+    assert printed >= g - 1e-12
+    assert printed - g <= 0.0001 + 1e-12  # at most one unit of the last printed digit

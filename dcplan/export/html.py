@@ -40,6 +40,7 @@ from dcplan.export.views import (
     stack_categories,
     terminal_credit,
 )
+from dcplan.planner.solver import format_gap
 from dcplan.tableio import tidy_table
 
 #: Key figures shown as cards at the top of a plan report (in this order).
@@ -415,7 +416,7 @@ def build_html(result: Any, sources: Any = None) -> str:
     body.append(f'<div class="outcome{warn}"><b>Outcome:</b> {esc(outcome_sentence(result))}'
                 f' <span class="note">(solver {esc(result.solver)}, status '
                 f"{esc(result.status.value)}"
-                + (f", relative gap {result.gap:.2%}" if result.gap is not None else "")
+                + (f", relative gap {format_gap(result.gap)}" if result.gap is not None else "")
                 + (f"; scenario file {esc(path)}" if path else "") + ")</span></div>")
     if not result.status.has_solution or not t:
         body.append(f"<p>{esc(result.message)}</p>")

@@ -1109,6 +1109,49 @@ def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                 mv.add(prob, "water", (s, per.label), _lin(terms) <= limit * per.years)
 
 
+def three_tier_fabrics(mv: ModelVars) -> list[tuple]:
+    """Keys ``(r, s, fabric, p)`` of the solved fabrics that have three tiers."""
+    out = []
+    for key, fv in mv.fabric.items():
+        if fv.three is not None and int(round(fv.n.value() or 0.0)) > fv.fd.two_tier_max:
+            out.append(key)
+    return out
+
+
+def fix_at_exact_fabric(d: PlanInputs, mv: ModelVars) -> None:
+    """Fix every integer of the solved plan, the fabrics at their exact counts.
+
+    Racks, CDUs and the on/off binaries are fixed at their values; each fabric's
+    variables at :func:`fabric_start_values` of its racks in service, with spines at
+    :func:`~dcplan.planner.fabric.fabric_counts` (a three-tier fabric's pods round
+    their spines up, which the MILP's rows, a lower bound, do not see); network racks
+    at ``ceil(units / units per rack)`` of those counts. The fixed variables become
+    continuous, so an LP solve then settles what is left (built capacity, grid
+    requests, allocations, the facility peak) for the plan's exact fabric.
+    """
+    from dcplan.planner.fabric import fabric_counts
+
+    def fix(var, value: float) -> None:
+        var.cat = pulp.LpContinuous
+        var.lowBound = var.upBound = float(value)
+
+    for group in (mv.new, mv.cdu, mv.cdu_on, mv.spare_on, mv.staffed, mv.fleet_on):
+        for var in group.values():
+            fix(var, round(var.value() or 0.0))
+    units: dict = defaultdict(float)
+    for (_r, s, _f, p), fv in mv.fabric.items():
+        n = int(round(fv.n.value() or 0.0))
+        vals = fabric_start_values(fv, n)
+        if fv.spines is not None:
+            vals[fv.spines] = max(vals.get(fv.spines, 0.0), float(fabric_counts(fv.fd, n)["spine"]))
+        for var, x in vals.items():
+            fix(var, x)
+        units[s, p] += fv.fd.switch_rack_units * sum(
+            pulp.value(fv.counts[t]) or 0.0 for t in ("leaf", "spine", "core"))
+    for (s, p), var in mv.net_racks.items():
+        fix(var, math.ceil(units[s, p] / (d.network_rack_units or 1) - 1e-6))
+
+
 def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | None:
     """Set the solved fabric's counts to their step functions; the objective after [USD].
 

@@ -30,7 +30,13 @@ from dcplan.planner.results import (
     schedules_table,
     unserved_table,
 )
-from dcplan.planner.solver import SolveProgress, SolveStatus, solve
+from dcplan.planner.solver import (
+    SolveProgress,
+    SolveStatus,
+    excess_over_optimum,
+    format_gap,
+    solve,
+)
 from dcplan.planner.start import rounding_start
 from dcplan.scenario.schema import SolverOptions
 
@@ -119,11 +125,13 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         if not info.status.has_solution:
             message = infeasible_reason(d) if info.status in (
                 SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED) else info.message
+    notes = list(d.notes)
     if info.status.has_solution:
         _polish(prob, d, mv, info)
+        notes += _exact_three_tier(prob, d, mv, info, opt)
     result = PlanResult(d.name, info.status, info.objective, info.gap, info.solver,
                         unserved=unserved, message=message, model_size=size,
-                        notes=list(d.notes), inputs=d)
+                        notes=notes, inputs=d)
     if not info.status.has_solution:
         t["total"] = sum(t.values())
         result.timings_s = t
@@ -144,9 +152,12 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         if not len(tables["unserved"]):
             result.unserved = False
     elif info.status is SolveStatus.FEASIBLE:
-        result.message = (f"NOT PROVEN OPTIMAL: {info.message}; the plan may cost up to "
-                          f"{info.gap:.2%} more than the optimum" if info.gap is not None
-                          else f"NOT PROVEN OPTIMAL: {info.message}")
+        # the plan's own gap (after polishing and exact fabric counts), not the solver's
+        g = result.gap
+        result.message = (
+            f"NOT PROVEN OPTIMAL: stopped by the time limit at gap {format_gap(g)}; the "
+            f"plan may cost up to {format_gap(excess_over_optimum(g))} more than the optimum"
+            if g is not None and info.time_limit_hit else f"NOT PROVEN OPTIMAL: {info.message}")
     t["explain"] = time.perf_counter() - t2
     t["total"] = sum(t.values())
     result.tables = tables
@@ -169,6 +180,49 @@ def _polish(prob, d: PlanInputs, mv, info) -> None:
         bound = info.objective * (1 - info.gap)
         info.gap = max(0.0, (obj - bound) / obj) if obj else 0.0
     info.objective = obj
+
+
+def _exact_three_tier(prob, d: PlanInputs, mv, info, opt: SolverOptions) -> list[str]:
+    """Re-settle a plan with three-tier fabrics at their exact counts; notes on it.
+
+    The MILP's three-tier rows are a lower bound (the pods' rounding of spines is not
+    modelled), so the plan's exact fabric can draw more power and take more positions
+    than the solver saw, enough to break a grid or building limit by a few kW. With
+    every integer fixed at the plan and the fabrics at their exact counts
+    (:func:`~dcplan.planner.model.fix_at_exact_fabric`), an LP settles the continuous
+    decisions again (more built capacity, a larger grid request); its objective is the
+    plan's exact cost, and the gap is taken against the solver's bound, which stays a
+    valid lower bound. If that LP has no solution (the exact fabric does not fit the
+    site's grid or space), the plan is kept as solved and a note says so.
+    """
+    from dcplan.planner.model import fix_at_exact_fabric, three_tier_fabrics
+
+    keys = three_tier_fabrics(mv)
+    if not keys or info.objective is None:
+        return []
+    variables = prob.variables()
+    saved = [(v, v.varValue, v.cat, v.lowBound, v.upBound) for v in variables]
+    bound = info.objective * (1 - info.gap) if info.gap is not None else None
+    fix_at_exact_fabric(d, mv)
+    lp_opt = SolverOptions(name=opt.name, time_limit_s=opt.time_limit_s, gap=opt.gap,
+                           threads=opt.threads, fallback=True)
+    where = ", ".join(sorted({f"{r} at {s} in {d.periods[p].label}" for r, s, _f, p in keys}))
+    lp = solve(prob, lp_opt, mip=False)
+    if lp.status is not SolveStatus.OPTIMAL or lp.objective is None:
+        for v, val, cat, lo, hi in saved:
+            v.varValue, v.cat, v.lowBound, v.upBound = val, cat, lo, hi
+        return [f"three-tier fabrics ({where}) at their exact counts do not fit the plan's "
+                "site limits (the MILP's three-tier rows are a lower bound): check the "
+                "power and space tables, or give the site more grid or positions"]
+    before = info.objective
+    info.objective = lp.objective
+    if bound is not None and info.objective:
+        info.gap = max(0.0, (info.objective - bound) / info.objective)
+    return [f"three-tier fabrics ({where}) re-settled at their exact counts (the MILP's "
+            f"rows are a lower bound): {info.objective - before:,.0f} USD more, built "
+            "capacity and grid requests raised to carry their power"
+            + (f"; gap against the solver's bound {info.gap:.3%}" if info.gap is not None
+               else "")]
 
 
 def _exact_cost(result: PlanResult, tables: dict) -> None:

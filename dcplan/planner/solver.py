@@ -123,6 +123,27 @@ def is_proven_optimal(status: SolveStatus, gap: float | None) -> bool:
     return status is SolveStatus.OPTIMAL and gap is not None and gap <= PROVEN_GAP
 
 
+def format_gap(gap: float) -> str:
+    """A relative gap as a percentage, rounded up, never down [%].
+
+    Two decimals from 1 % up, three below (0.013 % stays 0.013 %, not 0.01 %), so a
+    statement such as "no plan is more than X cheaper" stays true as printed.
+    """
+    pct = max(gap, 0.0) * 100.0
+    dec = 2 if pct >= 1.0 else 3
+    scale = 10 ** dec
+    return f"{math.ceil(pct * scale - 1e-9) / scale:.{dec}f}%"
+
+
+def excess_over_optimum(gap: float) -> float:
+    """How much more than the optimum a plan with relative gap ``gap`` may cost [-].
+
+    The gap is ``(plan - bound) / plan``; the optimum is at least the bound, so the
+    plan is at most ``plan / bound - 1 = gap / (1 - gap)`` above it.
+    """
+    return gap / (1.0 - gap) if gap < 1.0 else math.inf
+
+
 def status_text(status: SolveStatus, gap: float | None, solver: str = "",
                 unserved: bool = False) -> str:
     """Honest one-line wording of a solve outcome, for people.
@@ -152,15 +173,15 @@ def status_text(status: SolveStatus, gap: float | None, solver: str = "",
         if is_proven_optimal(status, gap):
             text = "optimal"
         elif gap is not None:
-            text = (f"optimal within the {gap:.2%} gap: no plan is more than {gap:.2%} "
-                    "cheaper")
+            text = (f"optimal within the {format_gap(gap)} gap: no plan is more than "
+                    f"{format_gap(gap)} cheaper")
         elif solver == "cbc":
             text = "solver reported optimal; gap not reported by CBC"
         else:
             text = "solver reported optimal; gap unknown"
     elif gap is not None:
         text = (f"NOT PROVEN OPTIMAL (stopped by the time limit): the plan may cost up to "
-                f"{gap:.2%} more than the optimum")
+                f"{format_gap(excess_over_optimum(gap))} more than the optimum")
     else:
         text = ("NOT PROVEN OPTIMAL (stopped by the time limit): gap not reported"
                 + (" by CBC" if solver == "cbc" else ""))
@@ -291,7 +312,8 @@ def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None,
     if ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit) and \
             has_int and has_sol:
         return SolveInfo(SolveStatus.FEASIBLE, pulp.value(prob.objective), gap, "highs", dt,
-                         f"stopped by the time limit at gap {gap:.2%}", time_limit_hit=True)
+                         f"stopped by the time limit at gap {format_gap(gap)}",
+                         time_limit_hit=True)
     if ms in (S.kTimeLimit, S.kInterrupt):
         return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", dt,
                          f"HiGHS reached the time limit ({opt.time_limit_s:g} s) without a "
