@@ -237,3 +237,19 @@ def test_printed_gap_is_never_below_the_gap(g):
     printed = float(format_gap(g).rstrip("%")) / 100.0
     assert printed >= g - 1e-12
     assert printed - g <= 0.0001 + 1e-12  # at most one unit of the last printed digit
+
+
+def test_operations_counted_follows_the_costs_table():
+    import pandas as pd
+
+    from dcplan.export.views import operations_counted
+
+    def costs(staff: float, software: float) -> pd.DataFrame:
+        return pd.DataFrame({"category": ["rack_capex", "staff", "software"],
+                             "cost_usd": [1e6, staff, software]})
+
+    assert operations_counted(costs(5e4, 0.0))
+    assert operations_counted(costs(0.0, 2e4))
+    assert not operations_counted(costs(0.0, 0.0))
+    assert not operations_counted(costs(0.0, 0.0).iloc[:1])
+    assert not operations_counted(None)

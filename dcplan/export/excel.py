@@ -102,7 +102,7 @@ SHEETS: tuple[SheetSpec, ...] = (
               "demand at the peak hour.", ("new_racks", "retired_racks"), 3),
     SheetSpec("Power", "power", "Power by site and period against the grid limit",
               "Facility power = IT + cooling + network + electrical losses, at the peak hour, "
-              "against the grid limit; headroom = grid limit - facility power.",
+              "against the grid limit; headroom = grid limit - facility power - UPS recharge.",
               ("energy_kwh", "carbon_t"), 2),
     SheetSpec("Cooling", "cooling", "Cooling by site and period",
               "Heat to liquid and to air, CDUs including the redundant spares, heat-rejection "
@@ -119,8 +119,9 @@ SHEETS: tuple[SheetSpec, ...] = (
               "The served token mix of each workload (uncached input, prompt-cache hits, "
               "output; discounted like the levelised cost) priced at every comparable API of "
               "api_prices.yaml, against the plan's own levelised cost (the NPV shared among "
-              "workloads by capex-weighted allocated rack-periods; staff, software and "
-              "reserve capacity included). Break-even: the demand, as a share of the planned "
+              "workloads by capex-weighted allocated rack-periods; reserve capacity included, "
+              "and operations staff and software unless economics.operations_costs is false). "
+              "Break-even: the demand, as a share of the planned "
               "one and as a utilisation of the installed fleet, above which building is "
               "cheaper (the planned fleet held fixed). Below: facility energy per request.",
               (), 4),

@@ -35,6 +35,7 @@ from dcplan.export.labels import (
 )
 from dcplan.export.views import (
     hosting_sites,
+    operations_counted,
     outcome_sentence,
     periods,
     stack_categories,
@@ -566,7 +567,10 @@ def _buy_html(result: Any) -> list[str]:
                        f"N+k spares): {kpis.get('reserve_frac') or 0:.0%} of the racks in "
                        f"service, {money(kpis.get('reserve_cost_usd'))} present value "
                        f"({kpis.get('reserve_cost_frac') or 0:.0%} of the NPV); the plan's "
-                       "cost includes operations staff and software (see the costs).</p>")
+                       + ("cost includes operations staff and software (see the costs)."
+                          if operations_counted(t.get("costs")) else
+                          "cost has no operations staff or software (the scenario does not "
+                          "count them: economics.operations_costs).") + "</p>")
         out.append(table_html(buy[BUY_SHOWN], table="build_vs_buy",
                               caption="The served token mix of each workload (input/output "
                                       "split, prompt-cache hits) bought from each comparable "

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from dcplan.export.text import format_table
+from dcplan.export.views import operations_counted
 from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
 from dcplan.planner.results import LEVELISED_TEXT
 
@@ -180,9 +181,11 @@ def _buy_section(result: Any, width: int | None) -> list[str]:
     kpi = {r.kpi: r.value for r in t["kpis"].itertuples()} if "kpis" in t else {}
     buy = t.get("build_vs_buy")
     if buy is not None and len(buy):
+        counted = ("staff, software and reserve included" if operations_counted(t.get("costs"))
+                   else "reserve included; no operations staff or software (not counted)")
         out += [""] + _wrap("Build vs buy: the served tokens bought from each comparable API "
-                            "vs the plan [USD per million tokens, levelised; staff, software "
-                            "and reserve included]:", width)
+                            f"vs the plan [USD per million tokens, levelised; {counted}]:",
+                            width)
         rows = [{"API": r.api, "workload": r.workload,
                  "API\nUSD/Mtok": f"{r.api_usd_per_mtok:.4f}",
                  "plan\nUSD/Mtok": f"{r.plan_usd_per_mtok:.4f}",

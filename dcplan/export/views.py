@@ -69,6 +69,14 @@ def terminal_credit(costs: pd.DataFrame | None, discounted: bool = False
     return float(sub[col].sum()), str(sub.period.iloc[-1])
 
 
+def operations_counted(costs: pd.DataFrame | None) -> bool:
+    """Whether a plan's costs include operations staff or software (not switched off)."""
+    if costs is None or not len(costs):
+        return False
+    sub = costs[costs.category.isin(("staff", "software"))]
+    return bool(len(sub)) and float(sub.cost_usd.abs().sum()) > 0.0
+
+
 def outcome_sentence(result: Any) -> str:
     """What the solver outcome means, in words that never overstate it."""
     if not result.status.has_solution:

@@ -362,10 +362,12 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
     Only sites whose connection is a decision. ``requested_kw`` /
     ``requested_assessed_kw`` are requested in the period (energised after the lead
     time, with the assessment's extra months), ``energised_kw`` the requests that
-    arrive in it, ``used_kw`` the facility peak.
+    arrive in it, ``used_kw`` what the connection carries: the facility peak plus the
+    UPS recharge (as in the grid rows and the ``binding`` table).
     """
     rows = []
-    peak = power.set_index(["period", "site"]).facility_kw_peak if len(power) else {}
+    peak = (power.set_index(["period", "site"]).eval("facility_kw_peak + recharge_kw")
+            if len(power) else {})
     for s, sd in d.sites.items():
         g = sd.connection
         if g is None:
