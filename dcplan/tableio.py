@@ -155,10 +155,12 @@ def tidy_table(df: pd.DataFrame) -> pd.DataFrame:
         s = out[col]
         unit = units.get(col)
         if col == "period" and is_year_column(s):
-            out[col] = [None if v is None or (isinstance(v, float) and v != v) else int(v)
-                        for v in s]
-            if not s.isna().any():
-                out[col] = out[col].astype("int64")
+            ints = [None if v is None or (isinstance(v, float) and v != v) else int(v)
+                    for v in s]
+            # where some rows have no period (shadow prices of a horizon-wide limit) the
+            # column holds ints and None (object): a numeric one would write 2026.0
+            out[col] = (pd.Series(ints, index=out.index, dtype=object) if s.isna().any()
+                        else pd.Series(ints, index=out.index, dtype="int64"))
             continue
         row_unit_col = _PER_ROW_UNIT.get(str(unit)) if unit else None
         if row_unit_col and row_unit_col in out.columns and (

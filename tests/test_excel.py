@@ -442,3 +442,22 @@ def test_minimal_workbook_prints_on_at_most_40_pages(book, tmp_path):
     pages = pdf_pages(pdf)
     wb = openpyxl.load_workbook(book)
     assert len(wb.sheetnames) <= pages <= 40, pages
+
+
+def test_summary_sheet_guide_names_the_sheets_that_exist(book):
+    """Every sheet of the workbook is in the Summary's guide, and the guide names no other."""
+    wb = openpyxl.load_workbook(book)
+    ws = wb["Summary"]
+    col = [c.value for c in ws["A"]]
+    start = col.index("Sheets in this workbook")
+    names = set()
+    for value in col[start + 1:]:
+        if not value:
+            continue
+        parts = [x.strip() for x in str(value).split(" / ")]
+        if parts[0].startswith("Chart ") and len(parts) > 1:  # "Chart power / racks / costs"
+            names |= {parts[0]} | {f"Chart {x}" for x in parts[1:]}
+        else:
+            names |= set(parts)
+    sheets = set(wb.sheetnames) - {"Summary"}
+    assert names == sheets, (names - sheets, sheets - names)

@@ -150,3 +150,14 @@ def test_libreoffice_reads_csv_cells_as_text(evil_csv, tmp_path):
     assert "'" + EVIL in texts and "'+1+2" in texts
     assert ws["B2"].value == 38 and ws["C2"].value == 1 and ws["D2"].value == 2026
     assert ws["A6"].value == -12.5  # a negative number stays a number
+
+
+def test_yearly_periods_with_gaps_stay_whole_years():
+    """A period column where some rows have none (a horizon-wide limit) writes 2026, not 2026.0."""
+    import pandas as pd
+
+    from dcplan.tableio import tidy_table
+
+    out = tidy_table(pd.DataFrame({"period": ["2026", None, "2027"], "x": [1.0, 2.0, 3.0]}))
+    assert out.to_csv(index=False).splitlines() == ["period,x", "2026,1.0", ",2.0", "2027,3.0"]
+    assert list(out.period) == [2026, None, 2027]

@@ -4,8 +4,8 @@ Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fle
 Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
 Chart data (live pivot tables the charts plot), Build vs buy (with energy per request),
 Demand, Allocation, Unserved, Shadow
-prices, Equipment, Sizing and Assumptions (every input figure with unit, source and
-date).
+prices, Bill of materials, Sizing, Assumptions (every input figure with unit, source and
+date) and Sources.
 
 Every data sheet has the same layout (see :data:`HEADER_ROW`): a title in row 1, a
 one-line description in row 2, the header in row 3 (words and the unit in brackets),
@@ -730,7 +730,8 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
         r += 1
     r += 1
     put(ws, r, 1, "Sheets in this workbook", font=SECTION_FONT)
-    guide = [("Fleet", "racks in service, bought and retired by type, site and period"),
+    guide = [("KPIs", "every key figure of the plan with its unit and meaning"),
+             ("Fleet", "racks in service, bought and retired by type, site and period"),
              ("Power", "IT, cooling, network, losses and facility kW by site and period vs the "
                        "grid limit, with headroom; energy and carbon"),
              ("Cooling", "liquid and air heat, CDUs with redundancy, PUE by site"),
@@ -745,8 +746,10 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
                               "plan's levelised cost, break-even, energy per request"),
              ("Demand / Allocation", "token demand as stated and in tokens, what is served, "
                                      "which racks serve it"),
-             ("Equipment", "switches by tier and model, transceivers by type, NICs, CDUs, "
-                           "heat-rejection plant and air handlers per site"),
+             ("Unserved", "demand the sites cannot host (empty when all demand is served)"),
+             ("Bill of materials", "racks, switches by tier and model, transceivers by type, "
+                                   "NICs, CDUs, heat-rejection plant, air handlers, UPS and "
+                                   "generators per site and period: installed and to order"),
              ("Shadow prices / Sizing", "value of each limit; exact sizing of network and "
                                         "cooling vs the plan"),
              ("Assumptions", "every input figure with unit, source, date and any scenario "
