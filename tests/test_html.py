@@ -121,3 +121,19 @@ def test_browser_check_sees_errors(tmp_path):
     assert "exception" in text
     assert "request failed" in text or "log error" in text
     assert page.checks["scripts"] == 1 and page.checks["external"]
+
+
+def test_headline_peak_names_the_sites_drawing_power_then(report, minimal_plan):
+    """The peak period's sites are those with facility power in it, and the grid is theirs."""
+    result, _ = minimal_plan
+    power = result.tables["power"]
+    by_period = power.groupby("period", sort=False).facility_kw_peak.sum()
+    peak = by_period.idxmax()
+    at = power[(power.period == peak) & (power.facility_kw_peak > 0)]
+    text = report.read_text(encoding="utf-8")
+    n = len(at)
+    sites = ", ".join(s for s in dict.fromkeys(power.site) if s in set(at.site))
+    grid = at.grid_kw.sum() / 1000
+    want = (f"in {peak} at {n} site{'s' if n != 1 else ''} ({htmllib.escape(sites)}), "
+            f"against {grid:,.1f} MW of grid there")
+    assert want in text

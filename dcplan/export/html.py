@@ -314,8 +314,10 @@ def headline(result: Any) -> list[str]:
     if power is not None and len(power):
         by_period = power.groupby("period", sort=False)[["facility_kw_peak", "grid_kw"]].sum()
         peak_p = by_period.facility_kw_peak.idxmax()
-        hosting = hosting_sites(result)
-        grid_hosting = power[(power.period == peak_p) & power.site.isin(hosting)].grid_kw.sum()
+        # the sites that draw power in the peak period (a site emptied earlier is not one)
+        at_peak = power[(power.period == peak_p) & (power.facility_kw_peak > 0)]
+        hosting = [s for s in hosting_sites(result) if s in set(at_peak.site)]
+        grid_hosting = at_peak.grid_kw.sum()
         items.append(f"<b>Peak facility power {by_period.facility_kw_peak.max() / 1000:,.1f} MW"
                      f"</b> in {esc(peak_p)} at {len(hosting)} site"
                      f"{'s' if len(hosting) != 1 else ''} "
