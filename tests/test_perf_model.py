@@ -277,13 +277,27 @@ def test_closed_loop_obeys_littles_law(cat, serving):
     shape, hw = _parts(cat, serving, "dense70")
     inst = Instance(hw, Parallel(1, 1, 1), shape, PH, serving)
     tr = Traffic(1000.0, 250.0, 0.0, 0.5)
-    conc = np.array([4.0, 32.0, 200.0])
+    conc = np.array([1.0, 4.0, 32.0, 200.0])
     bm = max_batch(hw, Parallel(1, 1, 1), shape, serving, tr.decode_context)
     pt, capped = solve_closed_loop(lambda b: (aggregated(inst, tr, b), b), conc,
                                    np.minimum(conc, bm))
     in_flight = pt.requests_per_s * (pt.ttft_mean_s + 250 * pt.tpot_mean_s)
     assert in_flight == pytest.approx(conc, rel=1e-4)
     assert not capped[0]
+    # one request in flight decodes less than one sequence on average (it also prefills)
+    assert 0 < pt.batch[0] < 1
+
+
+def test_one_request_in_flight_is_served(cat):
+    """Closed loop at concurrency 1 (as InferenceX and AIPerf run it) answers, within the SLO."""
+    from dcplan.perf.goodput import workload_performance
+    from dcplan.schema import Arrival
+
+    wl = cat.get("workloads", "chat").model_copy(
+        update={"arrival": Arrival.closed_loop, "concurrency": 1})
+    rp = workload_performance(cat, "track8", "dense70", wl)
+    assert rp.fits, rp.reason
+    assert rp.goodput_tokens_per_s > 0
 
 
 # --------------------------------------------------------------------------- MoE

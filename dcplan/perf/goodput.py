@@ -477,7 +477,10 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         grid = _batch_grid(int(max(1.0, float(bmax.max()))))[None, :]
         pt = aggregated(inst, tr, grid, pre)
     g = np.asarray(par.gpus, float)
-    valid = (pt.batch <= bmax) & (pt.batch >= 1) & (pt.utilisation < 1.0) & (bmax >= 1)
+    # closed loop: the batch is the time-average of sequences decoding, below one with a
+    # single request in flight (it spends part of its time in prefill)
+    valid = ((pt.batch <= bmax) & ((pt.batch > 0) if closed else (pt.batch >= 1))
+             & (pt.utilisation < 1.0) & (bmax >= 1))
     ttft_p = pt.ttft_quantile(wl.percentile)
     tpot_p = pt.tpot_quantile(wl.percentile, ph.tpot_cv_frac)
     meets = (ttft_p <= wl.ttft_s) & (tpot_p * 1e3 <= wl.tpot_ms)
