@@ -85,6 +85,13 @@ def test_perf_fixed_layout():
     assert bad.exit_code == 1 and "scale-up domain" in bad.output
     assert run("--rack", "track8", "--workload", "chat", "--ep", "4").exit_code == 1
     assert run("--rack", "track8", "--workload", "chat", "--dp-attention").exit_code == 2
+    # zero sizes are refused, not read as 1; data-parallel attention is for MoE models
+    for args in (("--tp", "0"), ("--ep", "0")):
+        for wl in ("chat", "moe_chat"):
+            r = run("--rack", "track8", "--workload", wl, *args)
+            assert r.exit_code == 1 and "must be at least 1" in r.output, (wl, args, r.output)
+    r = run("--rack", "track8", "--workload", "chat", "--tp", "2", "--dp-attention")
+    assert r.exit_code == 1 and "--dp-attention applies to MoE models" in r.output
 
 
 def test_perf_options_are_checked():

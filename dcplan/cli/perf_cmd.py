@@ -84,7 +84,9 @@ def _layout(tp: int | None, ep: int | None, dp_attention: bool):
         if dp_attention:
             fail("--dp-attention needs --tp or --ep (the instance size)", code=2)
         return None
-    return Layout(tp=tp or 1, ep=ep or 1, dp_attention=dp_attention)
+    # None: not given (1); 0 stays 0, so that the layout check refuses it
+    return Layout(tp=1 if tp is None else tp, ep=1 if ep is None else ep,
+                  dp_attention=dp_attention)
 
 
 def _check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:

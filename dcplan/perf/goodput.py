@@ -724,10 +724,10 @@ def workload_performance(catalog, rack_id: str, model_id: str | None, workload: 
 
 def check_layout(su: Setup, layout: Layout) -> str:
     """Why ``layout`` cannot be deployed on the rack ('' if it can)."""
-    par = layout.parallel()
-    d = su.rack.scaleup_domain
     if layout.tp < 1 or layout.ep < 1:
         return "--tp and --ep must be at least 1"
+    par = layout.parallel()
+    d = su.rack.scaleup_domain
     if int(par.gpus) > d:
         return (f"the layout needs {int(par.gpus)} accelerators in one scale-up domain but "
                 f"{su.rack.id} has {d}; use at most {d}")
@@ -739,6 +739,11 @@ def check_layout(su: Setup, layout: Layout) -> str:
                 f"heads of {su.model.id}")
     if layout.ep > 1 and not su.model.is_moe:
         return f"--ep applies to MoE models; {su.model.id} is dense"
+    if layout.dp_attention and not su.model.is_moe:
+        # engines shard a dense model's attention with its MLP (SGLang's and vLLM's
+        # data-parallel attention serve MoE models); the layout search never uses it
+        return (f"--dp-attention applies to MoE models; {su.model.id} is dense: use --tp "
+                "for the instance size (replicas fill the rest of the rack)")
     if max(layout.tp, layout.ep) % min(layout.tp, layout.ep):
         return "--tp and --ep must divide one another (the larger is the instance size)"
     return ""
