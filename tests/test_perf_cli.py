@@ -241,3 +241,16 @@ def test_frontier_answers_for_every_rack_and_model():
             assert fr.points or len(fr.reason) > 20, (rack, model)
             for p in fr.points:
                 assert p["output_tokens_per_s_per_gpu"] > 0 and p["parallel"]
+
+
+@pytest.mark.parametrize("args, field", [
+    (("--ttft-s", "-1"), "ttft_s"), (("--ttft-s", "0"), "ttft_s"),
+    (("--acceptance", "1.5"), "acceptance_frac"), (("--percentile", "30"), "percentile"),
+    (("--input-tokens", "0"), "input_tokens_mean")])
+def test_frontier_bad_numbers_name_the_field(args, field):
+    base = {"--input-tokens": "1000", "--output-tokens": "100"}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    r = run("frontier", "--rack", "track8", "--model", "dense70",
+            *[x for kv in base.items() for x in kv])
+    assert r.exit_code == 1, r.output
+    assert f"field '{field}'" in r.output and "internal error" not in r.output

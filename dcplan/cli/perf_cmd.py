@@ -354,6 +354,11 @@ def frontier_cmd(
 
     catalog = STATE.catalog()
     lookup_all(catalog, [("racks", rack), ("models", model)])
+    # the numbers are checked as a workload's (clear errors naming the option's field)
+    _build_workload(catalog, None, model, {
+        "input_tokens": input_tokens, "output_tokens": output_tokens, "ttft_s": ttft_s,
+        "percentile": percentile, "speculative": speculative, "acceptance": acceptance,
+        "precision": precision})
     cal = _calibration(calibration, catalog)
     modes = (mode,) if mode else ("aggregated", "disaggregated")
     fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
