@@ -254,3 +254,12 @@ def test_frontier_bad_numbers_name_the_field(args, field):
             *[x for kv in base.items() for x in kv])
     assert r.exit_code == 1, r.output
     assert f"field '{field}'" in r.output and "internal error" not in r.output
+
+
+def test_batch_sweep_of_a_disaggregated_workload_says_it_is_aggregated_only():
+    r = run("--rack", "track8", "--workload", "chat_disagg", "--sweep", "batch")
+    assert r.exit_code == 1 and "add --mode aggregated" in r.output
+    r = run("--rack", "track8", "--workload", "chat_disagg", "--mode", "aggregated",
+            "--sweep", "batch", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["sweep"]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dcplan.errors import InputError
+from dcplan.errors import InputError, Problem
 from dcplan.perf.latency import wait_quantile
 from dcplan.perf.params import (
     NO_CALIBRATION,
@@ -796,6 +796,11 @@ def batch_sweep(catalog, rack_id: str, model_id: str | None, workload: str | Wor
         the SLO is met, step bound and rack power [kW].
     """
     wl = workload if isinstance(workload, Workload) else catalog.get("workloads", workload)
+    if wl.mode is ServingMode.disaggregated:
+        raise InputError(Problem(
+            "command line", f"the batch sweep is a curve of aggregated serving; workload "
+            f"'{wl.id}' is disaggregated (its prefill and decode pools are sized apart): "
+            "add --mode aggregated for the aggregated curve", entry=wl.id, field="mode"))
     perf = workload_performance(catalog, rack_id, model_id, wl, precision, calibration, layout)
     cal = resolve_calibration(calibration, catalog)
     su = build_setup(catalog, rack_id, model_id, wl, precision, cal if cal is not None else False)
