@@ -452,3 +452,22 @@ def test_low_repeats_of_the_shipped_file_recomputed_from_the_csv():
     rep = report(evaluate_rows(rows, real, load_perf_defaults()))
     assert expected > 0
     assert rep["low_repeats"] == expected
+
+
+def test_serving_rows_with_bad_dates_or_beyond_the_context_are_refused(tmp_path):
+    lines = INFERENCEX.read_text().splitlines()
+    head = lines[0].split(",")
+    rows = []
+    for col, value in (("date", "2026-13-45"), ("date", "yesterday"),
+                       ("input_tokens", "1000000")):
+        cells = lines[1].split(",")
+        cells[head.index(col)] = value
+        rows.append(",".join(cells))
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join([lines[0], *rows]) + "\n")
+    with pytest.raises(InputError) as info:
+        load_measurements(path, load_catalog())
+    got = {(p.entry, p.field) for p in info.value.problems}
+    assert got == {("row 1", "date"), ("row 2", "date"), ("row 3", "input_tokens")}
+    text = str(info.value)
+    assert "'2026-13-45' is not a date" in text and "163,840" in text

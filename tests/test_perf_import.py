@@ -637,3 +637,27 @@ def test_cli_vllm_errors_and_usage(tmp_path):
     assert "wrote 1 row to" in result.stdout
     (row,) = list(csv.DictReader(out.open()))
     assert row["output_tokens_per_s_per_gpu"] == "256.0" and row["concurrency"] == "32"
+
+
+def test_imported_rows_pass_the_rules_validate_applies(catalog, tmp_path):
+    """What an importer writes, 'perf validate' reads: rows it would refuse are refused here."""
+    with pytest.raises(InputError) as info:  # llama3_70b has no MTP module
+        import_vllm(VLLM_FIXTURE, catalog, deployment(gpus=8, tp=8, framework="vllm",
+                                                      speculative="mtp"))
+    (p,) = info.value.problems
+    assert p.field == "speculative" and "multi-token-prediction" in p.message
+    data = json.loads(VLLM_FIXTURE.read_text())
+    data["output_throughput"] = -5.0
+    bad = tmp_path / "negative.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(InputError) as info:
+        import_vllm(bad, catalog, deployment(gpus=8, tp=8, framework="vllm"))
+    assert any(p.field == "output_tokens_per_s_per_gpu" for p in info.value.problems)
+    data = json.loads(VLLM_FIXTURE.read_text())
+    data["total_input_tokens"] = 200 * 200_000  # 200k-token prompts: beyond llama3_70b's context
+    long = tmp_path / "long.json"
+    long.write_text(json.dumps(data))
+    with pytest.raises(InputError) as info:
+        import_vllm(long, catalog, deployment(gpus=8, tp=8, framework="vllm"))
+    assert any(p.field == "input_tokens" and "context" in p.message
+               for p in info.value.problems)

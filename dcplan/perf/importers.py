@@ -40,20 +40,10 @@ from typing import Any
 
 from dcplan.catalog import Catalog, suggest
 from dcplan.errors import InputError, Problem, display_path
+from dcplan.perf.measurements import SERVING_COLUMNS, SPECULATIVE, check_serving_cells
 from dcplan.schema import Precision
 from dcplan.yamlio import atomic_path, read_text
 
-#: Columns of the serving-measurement schema, in file order (one row per benchmark run).
-SERVING_COLUMNS: tuple[str, ...] = (
-    "hardware", "model", "precision", "input_tokens", "output_tokens", "concurrency", "gpus",
-    "disaggregated", "prefill_gpus", "decode_gpus", "prefill_tp", "prefill_ep", "decode_tp",
-    "decode_ep", "decode_dp_attention", "speculative", "output_tokens_per_s_per_gpu",
-    "total_tokens_per_s_per_gpu", "median_tokens_per_s_per_user", "median_ttft_s",
-    "p99_ttft_s", "median_tpot_ms", "p99_tpot_ms", "power_w_per_gpu", "framework", "date",
-    "source",
-)
-#: Values of the ``speculative`` column.
-SPECULATIVE = ("none", "mtp", "draft")
 #: File name of AIPerf's per-run summary export.
 AIPERF_EXPORT_NAME = "profile_export_aiperf.json"
 
@@ -473,7 +463,15 @@ def import_aiperf(path: Path | str, catalog: Catalog, deployment: Deployment,
             rows.append(((row["concurrency"] or 0, str(file)), row))
     if problems:
         raise InputError(problems)
-    return [r for _, r in sorted(rows, key=lambda kr: kr[0])]
+    out = [r for _, r in sorted(rows, key=lambda kr: kr[0])]
+    _check_rows(path, out, catalog)
+    return out
+
+
+def _check_rows(path: Path | str, rows: list[dict[str, Any]], catalog: Catalog) -> None:
+    """The imported rows pass the serving schema's rules (as ``perf validate`` reads them)."""
+    check_serving_cells(f"rows imported from {display_path(Path(path))}",
+                        serving_csv_lines(rows), catalog)
 
 
 def _aiperf_row(rd: _Reader, cols: dict, dep: Deployment, notes: list[str]) -> dict | None:
@@ -713,6 +711,7 @@ def import_vllm(path: Path | str, catalog: Catalog, deployment: Deployment,
             rows.append(row)
     if problems:
         raise InputError(problems)
+    _check_rows(path, rows, catalog)
     return rows
 
 

@@ -45,6 +45,7 @@ import numpy as np
 
 from dcplan.catalog import Catalog, load_kind_file, suggest
 from dcplan.errors import InputError, Problem, display_path
+from dcplan.perf.params import year_fraction
 from dcplan.schema import Precision
 from dcplan.yamlio import read_text
 
@@ -342,6 +343,21 @@ def load_measurement_files(paths, catalog: Catalog) -> list:
     return out
 
 
+def check_serving_cells(shown: str, lines: list[list[str]], catalog: Catalog) -> None:
+    """Check serving-schema rows given as CSV cells (an importer's output) as a file's.
+
+    The rules of :func:`load_measurements` (ids, numbers, configurations, context,
+    dates), so an importer never writes a row that ``perf validate`` then refuses.
+
+    Raises
+    ------
+    InputError
+        Every problem, each naming its row and column.
+    """
+    _parse_rows(shown, list(SERVING_COLUMNS), list(enumerate(lines, start=2)),
+                partial(_serving_row, catalog=catalog))
+
+
 def _header_problems(shown: str, header: list[str], required, allowed, schema: str
                      ) -> list[Problem]:
     problems = []
@@ -436,6 +452,12 @@ def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: 
         bad("prompt_tokens", "end-to-end columns apply to decode rows only; leave them "
                              "empty on prefill rows")
         ok = False
+    as_of = rec.get("as_of", "")
+    if as_of:
+        if year_fraction(as_of) is None:
+            bad("as_of", f"'{as_of}' is not a date; write YYYY-MM-DD (or YYYY-MM), or leave "
+                         "it empty")
+            ok = False
     if ok and values["gpus"]:
         ok &= _check_tp(int(values["gpus"]), "gpus", rec["hardware"], rec["model"],
                         catalog, bad)
@@ -562,6 +584,10 @@ def _serving_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog
         bad("output_tokens_per_s_per_gpu", "no measured value: give at least one of "
             "output_tokens_per_s_per_gpu, median_tpot_ms, median_ttft_s")
         ok = False
+    if rec["date"] and year_fraction(rec["date"]) is None:
+        bad("date", f"'{rec['date']}' is not a date; write YYYY-MM-DD (or YYYY-MM), or leave "
+                    "it empty")
+        ok = False
     if ok:
         ok = _check_serving_config(rec, v, flags, spec, catalog, bad)
     if ok:
@@ -596,6 +622,12 @@ def _check_serving_config(rec: dict, v: dict, flags: dict, spec: str, catalog: C
     if spec == "mtp" and not model.mtp_modules:
         bad("speculative", f"{model.id} has no multi-token-prediction module (mtp_modules 0 "
                            "in models.yaml); use none or draft")
+        ok = False
+    need = float(v["input_tokens"]) + float(v["output_tokens"])
+    if need > model.max_context_tokens:
+        bad("input_tokens", f"{need:,.0f} input + output tokens are more than the "
+                            f"{model.max_context_tokens:,} of context {model.id} supports "
+                            "(max_context_tokens in models.yaml)")
         ok = False
     pools = [("prefill", "prefill_tp", "prefill_ep"), ("decode", "decode_tp", "decode_ep")]
     for _pool, tp_col, ep_col in pools:
