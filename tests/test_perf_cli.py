@@ -190,6 +190,15 @@ def test_validate_both_schemas_together():
     assert "predicted_tokens_per_s" in r.output and "predicted_output_tokens_per_s_per_gpu" in \
         r.output
     assert "median TPOT: median |error|" in r.output
+    # several files: each record says which file its row is from, in the order given
+    r = run("validate", str(FIX / "good_serving.csv"), str(FIX / "good_measurements.csv"),
+            "--json")
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.output)["rows"]
+    n_serving = len(list(csv.DictReader(open(FIX / "good_serving.csv"))))
+    assert [Path(x["file"]).name for x in recs] == (
+        ["good_serving.csv"] * n_serving + ["good_measurements.csv"] * (len(recs) - n_serving))
+    assert recs[0]["row"] == 1 and recs[n_serving]["row"] == 1
 
 
 def test_validate_bad_csv_exit_1_names_column():

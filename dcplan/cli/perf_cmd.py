@@ -411,19 +411,21 @@ def _json_record(r) -> dict[str, Any]:
         p.output_tokens_per_s_per_gpu if r.kind == "serving" else None)
     d["predicted_median_tpot_ms"] = p.median_tpot_ms
     d["predicted_median_ttft_s"] = p.median_ttft_s
-    d["file"] = getattr(r, "file", None)
     return d
 
 
-def _print_rows(results) -> None:
-    phase = [r.as_dict() for r in results if r.kind == "phase"]
-    serving = [r.as_dict() for r in results if r.kind == "serving"]
+def _print_rows(results, files: list[str] | None = None) -> None:
+    """Phase rows, then serving rows (two schemas, two tables); ``files``: a file column."""
+    recs = [r.as_dict() | ({"file": files[i]} if files else {}) for i, r in enumerate(results)]
+    first = ["file"] if files else []
+    phase = [d for d, r in zip(recs, results, strict=True) if r.kind == "phase"]
+    serving = [d for d, r in zip(recs, results, strict=True) if r.kind == "serving"]
     if phase:
-        typer.echo(format_table(phase, _PHASE_COLUMNS))
+        typer.echo(format_table(phase, first + _PHASE_COLUMNS))
     if serving:
         if phase:
             typer.echo("")
-        typer.echo(format_table(serving, _SERVING_COLUMNS))
+        typer.echo(format_table(serving, first + _SERVING_COLUMNS))
 
 
 def _print_summary(rep: dict, prefix: str = "") -> None:
@@ -476,20 +478,23 @@ def validate(
     from dcplan.perf.params import defaults_path, load_perf_defaults
 
     catalog = with_models(STATE.catalog(), models)
-    rows = load_measurement_files(measurements, catalog)
+    pairs = load_measurement_files(measurements, catalog, with_file=True)
+    files = [f for f, _ in pairs]
+    rows = [m for _, m in pairs]
     cal = _calibration(calibration, catalog)
     results = evaluate_rows(rows, catalog, load_perf_defaults(defaults_path(catalog)), cal)
     rep = report(results)
     if json_out:
         records = [_json_record(r) for r in results]
-        for rec, q in zip(records, repeat_ratios(results), strict=True):
+        for rec, q, f in zip(records, repeat_ratios(results), files, strict=True):
             rec["runs_of_configuration"] = q[0] if q else None
             rec["measured_vs_runs_median"] = q[1] if q else None
+            rec["file"] = f
         emit_json(_clean({"rows": records, "summary": rep,
                           "files": [str(m) for m in measurements],
                           "calibration": _calibration_name(calibration, catalog)}))
         return
-    _print_rows(results)
+    _print_rows(results, files if len(set(files)) > 1 else None)
     typer.echo("")
     _print_summary(rep)
 

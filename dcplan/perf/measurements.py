@@ -329,15 +329,24 @@ def load_measurements(path: Path | str, catalog: Catalog
     return _load_phase(shown, header, rows, catalog)
 
 
-def load_measurement_files(paths, catalog: Catalog) -> list:
-    """Rows of several measurement files (either schema), problems of all files at once."""
+def load_measurement_files(paths, catalog: Catalog, with_file: bool = False) -> list:
+    """Rows of several measurement files (either schema), problems of all files at once.
+
+    In file order, each file's rows in its order; ``with_file``: ``(path shown, row)``
+    pairs (row numbers restart in each file).
+    """
     out: list = []
     problems: list[Problem] = []
     for path in paths:
         try:
-            out.extend(load_measurements(path, catalog))
+            rows = load_measurements(path, catalog)
         except InputError as exc:
             problems.extend(exc.problems)
+            continue
+        if with_file:
+            out.extend((display_path(Path(path)), m) for m in rows)
+        else:
+            out.extend(rows)
     if problems:
         raise InputError(problems)
     return out
