@@ -301,6 +301,8 @@ def test_fixture_base_is_valid():
     ("negative_demand.yaml", "demand.table.chat.2027", "chat", [">= 0"]),
     ("override_unknown_field.yaml", "overrides.0", "gb200_nvl72", ["capex_eur", "capex_usd"]),
     ("override_unknown_site_field.yaml", "overrides.0", "seoul_metro", ["grid_kw", "grid_mw"]),
+    ("no_servable_rack.yaml", "racks", "chat",
+     ["no allowed rack and site can serve it", "cannot host rubin_ultra_nvl576", "'sites'"]),
 ])
 def test_bad_scenario_files(fixture, field, entry, words):
     problems, text = _problems(fixture)

@@ -976,7 +976,7 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
         network_rack_units=int(network_rack_units()),
         operations=operations_inputs(case, rack_ids) if econ.operations_costs else None,
         api_offers=api_offers(catalog, wl_ids))
-    check_servable(inputs)
+    check_servable(inputs, scn)
     if scn.network_model == "linear":
         fit_network_scale(case, inputs, scale_of, say, solver=solver)
     drop_dominated_racks(inputs)
@@ -1323,10 +1323,14 @@ def rack_fabrics(case: Any, scale: dict[str, int], cap: dict[str, int]) -> dict[
                            oversubscription=scn.oversubscription) for r in scale}
 
 
-def check_servable(inputs: PlanInputs) -> None:
-    """Raise :class:`InputError` for a workload with demand that no allowed rack can serve."""
+def check_servable(inputs: PlanInputs, scenario: Any = None) -> None:
+    """Raise :class:`InputError` for a workload with demand that no allowed rack can serve.
+
+    With ``scenario``, each problem names its file and the line of its ``racks`` list.
+    """
     from dcplan.errors import Problem
 
+    file, line = (scenario.where("racks") if scenario is not None else (inputs.name, None))
     probs = []
     for w, wd in inputs.workloads.items():
         if not any(wd.demand_tokens_per_s):
@@ -1335,10 +1339,12 @@ def check_servable(inputs: PlanInputs) -> None:
                  for r in inputs.racks for s in inputs.sites)
         if not ok:
             why = [n for n in inputs.notes if f" {w}:" in n or "cannot host" in n]
-            probs.append(Problem(inputs.name, f"workload '{w}' has demand but no allowed rack "
-                                              "and site can serve it "
-                                              f"({'; '.join(why) or 'check rules'})",
-                                 entry=w))
+            probs.append(Problem(file, f"workload '{w}' has demand but no allowed rack "
+                                       "and site can serve it "
+                                       f"({'; '.join(why) or 'check rules'}); add a rack type "
+                                       "one of the sites can host to 'racks', a site that can "
+                                       "host one to 'sites', or relax 'rules'",
+                                 entry=w, field="racks", line=line))
     if probs:
         raise InputError(probs)
 
