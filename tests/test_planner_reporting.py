@@ -253,3 +253,16 @@ def test_operations_counted_follows_the_costs_table():
     assert not operations_counted(costs(0.0, 0.0))
     assert not operations_counted(costs(0.0, 0.0).iloc[:1])
     assert not operations_counted(None)
+
+
+def test_a_plan_with_no_grid_anywhere_serves_nothing_and_says_why():
+    """No grid at the only site: nothing served, no unit cost, no 'build is cheaper'."""
+    d = make_inputs(sites=[site(grid_kw=[0.0, 0.0, 0.0])],
+                    workloads=[workload(demand=(100, 200, 300))],
+                    unserved_usd_per_token=1e-3)
+    res = solve_inputs(d, EXACT)
+    assert res.unserved and res.status.has_solution
+    assert res.kpi("tokens_served") == 0.0
+    assert res.kpi("usd_per_million_tokens") is None
+    assert not len(res.tables["build_vs_buy"])
+    assert "no grid capacity: sa gets 0 MW in" in res.message

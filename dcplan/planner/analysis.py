@@ -281,8 +281,22 @@ def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> s
             f"{lim_} at {site} in {', '.join(sorted(ps, key=lambda x: order.get(x, 0)))}"
             for (lim_, site), ps in seen.items())
     else:
-        limits = ("no site limit binds: the racks that can serve it are not yet available, "
-                  "or the rules or budget forbid more")
+        # sites the grid gives nothing in the short periods (connectable 0 MW): no limit
+        # "binds" there, as nothing can run, but they are why the demand is short
+        dry: dict[str, list[str]] = {}
+        for p, per in enumerate(d.periods):
+            if per.label in periods:
+                for s, sd in d.sites.items():
+                    if sd.grid_kw[p] <= ZERO:
+                        dry.setdefault(s, []).append(per.label)
+        if dry:
+            limits = ("no grid capacity: " + "; ".join(
+                f"{s} gets 0 MW in {', '.join(ps)}" for s, ps in dry.items())
+                + " (give those sites grid_mw or committed_mw, or allow other sites)"
+                + ("" if len(dry) == len(d.sites) else "; at the other sites no limit binds"))
+        else:
+            limits = ("no site limit binds: the racks that can serve it are not yet available, "
+                      "or the rules or budget forbid more")
     return ("demand cannot be met: " + "; ".join(parts) + ". Binding limits: " + limits + ".")
 
 

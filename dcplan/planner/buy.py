@@ -19,6 +19,7 @@ import pandas as pd
 
 from dcplan.buildbuy import MTOK, TokenMix, api_cost, break_even
 from dcplan.planner.inputs import PlanInputs
+from dcplan.planner.results import served_frac
 
 #: Cost categories that scale with the tokens served (the rest is fixed for a fleet).
 VARIABLE_CATEGORIES = ("energy", "carbon")
@@ -39,9 +40,8 @@ def _served(d: PlanInputs, demand: pd.DataFrame) -> tuple[dict, dict]:
             continue
         wd = d.workloads[row.workload]
         p = pidx[row.period]
-        frac = 1.0 - (row.unserved_tokens_per_s_avg / row.demand_tokens_per_s_avg
-                      if row.demand_tokens_per_s_avg > 0 else 0.0)
-        t = row.demand_tokens_per_s_avg / wd.pool_share(row.pool) * frac * d.hours(p) * 3600.0
+        t = (row.demand_tokens_per_s_avg / wd.pool_share(row.pool) * served_frac(row)
+             * d.hours(p) * 3600.0)
         tok[row.workload, p] += t
         disc[row.workload, p] += t * d.df_opex(p)
     return tok, disc

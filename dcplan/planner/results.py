@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 import pulp
@@ -687,6 +688,22 @@ LEVELISED_TEXT = ("levelised: discounted costs net of the terminal value of asse
                   "service / discounted tokens")
 
 
+#: Share of a workload's demand below which it counts as not served at all [-].
+SERVED_TOLERANCE = 1e-9
+
+
+def served_frac(row: Any) -> float:
+    """Share of a ``demand`` table row's demand that is served [-].
+
+    A share within the solver's tolerance of nothing (:data:`SERVED_TOLERANCE`) is
+    nothing: a plan with no grid anywhere must not serve "0.76 tokens" at 0 USD per
+    million tokens.
+    """
+    frac = 1.0 - (row.unserved_tokens_per_s_avg / row.demand_tokens_per_s_avg
+                  if row.demand_tokens_per_s_avg > 0 else 0.0)
+    return 0.0 if frac < SERVED_TOLERANCE else frac
+
+
 def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: pd.DataFrame,
               costs: pd.DataFrame) -> pd.DataFrame:
     """Headline figures: NPV, unit cost, energy efficiency, peak MW, utilisation, carbon."""
@@ -706,9 +723,7 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
                 continue
             wd = d.workloads[row.workload]
             share = wd.pool_share(row.pool)
-            frac = 1.0 - (row.unserved_tokens_per_s_avg / row.demand_tokens_per_s_avg
-                          if row.demand_tokens_per_s_avg > 0 else 0.0)
-            served += row.demand_tokens_per_s_avg / share * frac
+            served += row.demand_tokens_per_s_avg / share * served_frac(row)
         t = served * d.hours(p) * 3600.0
         tokens += t
         tokens_disc += t * d.df_opex(p)
