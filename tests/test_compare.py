@@ -175,3 +175,38 @@ def test_differences_within_the_solver_gaps_are_marked():
     assert racks["significance vs a: b"] == ""            # the gap bounds only the NPV
     text = comparison_text(cmp)
     assert text.count(WITHIN_GAP) == 2     # b and d, listed below the table
+
+
+def test_caveats_for_other_years_or_other_demand():
+    """Hand-built plans: same years and demand give no caveat; other years or +50 % demand do."""
+    from types import SimpleNamespace
+
+    from dcplan.export.compare import comparison_caveats, comparison_text
+    from dcplan.planner import SolveStatus
+
+    def fake(name, years, tokens_per_s):
+        labels = [str(y) for y in years]
+        inputs = SimpleNamespace(
+            periods=[SimpleNamespace(label=x) for x in labels], hours=lambda _i: 8760.0,
+            workloads={"w": SimpleNamespace(pool_share=lambda _k: 1.0)})
+        demand = pd.DataFrame({"period": labels, "workload": "w", "pool": "all",
+                               "demand_tokens_per_s_avg": tokens_per_s})
+        kpis = pd.DataFrame({"kpi": ["npv_cost_usd"], "value": [1.0], "unit": ["USD"]})
+        fleet = pd.DataFrame({"period": labels[:1], "site": ["s"], "rack": ["r"],
+                              "installed_racks": [1.0], "new_racks": [1.0]})
+        return SimpleNamespace(name=name, inputs=inputs, status=SolveStatus.OPTIMAL, gap=0.0,
+                               solver="highs", unserved=False, message="",
+                               tables={"kpis": kpis, "fleet": fleet, "demand": demand})
+
+    a = fake("a", (2026, 2027), 100.0)
+    same = fake("same", (2026, 2027), 100.0)
+    longer = fake("longer", (2026, 2027, 2028), 100.0)  # 3 years of 100: +50 % tokens
+    more = fake("more", (2026, 2027), 150.0)
+    assert comparison_caveats([a, same], ["a", "same"], 0) == []
+    got = comparison_caveats([a, longer, more], ["a", "longer", "more"], 0)
+    assert got[0].startswith("longer plans 2026-2028, the baseline a 2026-2027")
+    assert got[1].startswith("longer plans for +50% token demand")
+    assert got[2].startswith("more plans for +50% token demand")
+    assert len(got) == 3
+    cmp = compare_results([a, more])
+    assert "Read with care:" in comparison_text(cmp) and cmp.summary()["caveats"] == got[2:]

@@ -103,8 +103,11 @@ def compare_cmd(
                      solver_log=solver_log or None, on_solve=on_solve)
         results.append(r)
         if say:
+            npv = (r.kpi("npv_cost_usd") if r.status.has_solution and "kpis" in r.tables
+                   else None)
             say(f"{path}: {r.status.value}"
-                + (f", NPV {r.objective_usd:,.0f} USD" if r.objective_usd is not None else "")
+                + (f", NPV of costs {npv:,.0f} USD" if npv is not None else "")
+                + (" (demand not fully met)" if r.unserved else "")
                 + f", solved in {r.timings_s.get('solve', 0):.1f} s")
     try:
         cmp = compare_results(results, baseline, labels=[str(p) for p in plans])

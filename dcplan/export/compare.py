@@ -45,7 +45,7 @@ from dcplan.export.labels import (
     unit_of,
 )
 from dcplan.export.printing import setup_page
-from dcplan.planner.solver import status_text
+from dcplan.planner.solver import format_gap, status_text
 from dcplan.tableio import tidy_table
 
 _ID = re.compile(r"^[a-z0-9_]+$")
@@ -131,6 +131,7 @@ class Comparison:
     build_vs_buy: pd.DataFrame = field(default_factory=pd.DataFrame)
     requests: pd.DataFrame = field(default_factory=pd.DataFrame)
     files: list[Path] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
 
     def delta_col(self, name: str) -> str:
         """Column of ``kpis`` with ``name`` - baseline."""
@@ -145,7 +146,7 @@ class Comparison:
                 "kpis": rec(self.kpis), "binding": rec(self.binding),
                 "fleet_differences": rec(self.fleet_diff), "racks_bought": rec(self.bought),
                 "build_vs_buy": rec(self.build_vs_buy), "requests": rec(self.requests),
-                "files": [str(p) for p in self.files]}
+                "caveats": list(self.caveats), "files": [str(p) for p in self.files]}
 
 
 def unique_names(results: Sequence[Any], labels: Sequence[str] | None = None) -> list[str]:
@@ -314,7 +315,50 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
     return Comparison(names, base, results, kpis, status, binding, fleet, fleet_diff, bought,
                       power, costs, cooling=stacked["cooling"], network=stacked["network"],
                       bom=stacked["bom"], build_vs_buy=stacked["build_vs_buy"],
-                      requests=stacked["requests"])
+                      requests=stacked["requests"],
+                      caveats=comparison_caveats(results, names, b))
+
+
+#: Relative difference of total token demand above which a comparison says so [-].
+DEMAND_CAVEAT_FRAC = 0.01
+
+
+def comparison_caveats(results: Sequence[Any], names: Sequence[str], b: int) -> list[str]:
+    """Why some of the plans' differences compare unlike things.
+
+    A plan over other periods than the baseline's (its NPV and totals cover other
+    years), or one whose token demand over its horizon differs from the baseline's by
+    more than :data:`DEMAND_CAVEAT_FRAC` (its NPV buys another service).
+    """
+    def horizon(r) -> list[str]:
+        return [p.label for p in r.inputs.periods] if r.inputs is not None else []
+
+    def demand(r) -> float | None:
+        t = r.tables.get("demand")
+        if t is None or not len(t) or r.inputs is None:
+            return None
+        hours = {p.label: r.inputs.hours(i) for i, p in enumerate(r.inputs.periods)}
+        sub = t[t.pool != "decode"]
+        share = [r.inputs.workloads[w].pool_share(k) for w, k in zip(sub.workload, sub.pool,
+                                                                     strict=True)]
+        return float((sub.demand_tokens_per_s_avg / share * sub.period.map(hours)).sum()
+                     * 3600.0)
+
+    out = []
+    h0, d0 = horizon(results[b]), demand(results[b])
+    for i, (r, n) in enumerate(zip(results, names, strict=True)):
+        if i == b:
+            continue
+        h = horizon(r)
+        if h and h0 and h != h0:
+            out.append(f"{n} plans {h[0]}-{h[-1]}, the baseline {names[b]} {h0[0]}-{h0[-1]}: "
+                       "NPVs and totals cover different years")
+        dn = demand(r)
+        if dn is not None and d0 and abs(dn - d0) > DEMAND_CAVEAT_FRAC * d0:
+            out.append(f"{n} plans for {dn / d0 - 1:+.0%} token demand over its horizon "
+                       f"against {names[b]}: its NPV buys another service (compare the "
+                       "levelised cost per million tokens)")
+    return out
 
 
 def _stacked(results: Sequence[Any], names: Sequence[str], table: str) -> pd.DataFrame:
@@ -356,11 +400,13 @@ def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
 
     out = [f"Comparison of {len(cmp.names)} scenarios (baseline: {cmp.baseline})", ""]
     out.append(format_table(cmp.status.assign(
-        gap=[None if g is None or g != g else f"{g:.3%}" for g in cmp.status.gap]
+        gap=[None if g is None or g != g else format_gap(g) for g in cmp.status.gap]
     ).drop(columns=["message"]).to_dict("records"), width=width))
     for rec in cmp.status.itertuples():
         if rec.message:
             out.append(f"  {rec.scenario}: {rec.message}")
+    if cmp.caveats:
+        out += ["", "Read with care:"] + [f"  - {c}" for c in cmp.caveats]
     out += ["", "Key figures (delta = scenario - baseline):"]
     rows, marks = [], []
     for rec in cmp.kpis.to_dict("records"):

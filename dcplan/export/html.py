@@ -660,7 +660,7 @@ def build_compare_html(cmp: Any) -> str:
     num = [c for c in df.columns if c not in ("KPI", "Unit")]
     body.append("<h2>Key figures side by side</h2>"
                 + table_html(df, tidy=False, headers={c: c for c in df.columns}, right=num))
-    st = cmp.status.assign(gap=[None if g is None or g != g else f"{g:.2%}"
+    st = cmp.status.assign(gap=[None if g is None or g != g else format_gap(g)
                                 for g in cmp.status.gap])
     body.append("<h3>Solver outcome</h3>"
                 + table_html(st, tidy=False, headers={
