@@ -28,7 +28,8 @@ __all__ = ["__version__", "compare", "load_case", "load_plan", "plan"]
 def __getattr__(name: str):
     # The API pulls in pandas and the solver: import it only when used.
     if name in ("plan", "load_plan", "compare", "load_case", "api"):
-        from dcplan import api
+        import importlib
 
+        api = importlib.import_module("dcplan.api")
         return api if name == "api" else getattr(api, name)
     raise AttributeError(name)
