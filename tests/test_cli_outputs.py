@@ -85,3 +85,16 @@ def test_closed_pipe_in_a_real_shell_pipeline(tmp_path):
         capture_output=True, text=True, cwd=REPO)
     assert proc.stdout.strip() == "0", proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_wrapped_tables_never_split_a_number_or_an_id():
+    """In a tight width the words wrap; 144,826,662 and seoul_metro stay whole."""
+    from dcplan.export.text import format_table
+
+    rows = [{"rank": 1, "limit": "grid_request", "site": "seoul_metro", "period": "2035",
+             "value": 45000.0, "used": 45000.0, "unit": "kW", "price": 144826662.0,
+             "relaxed": 80538868.0, "what": "USD per MW (present value)"}] * 2
+    text = format_table(rows, width=90)
+    assert "144,826,662" in text and "80,538,868" in text and "seoul_metro" in text
+    assert "grid_request" in text
+    assert max(len(line) for line in text.splitlines()) <= 90

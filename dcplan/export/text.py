@@ -63,6 +63,10 @@ def render(renderable: Any, width: int | None = None) -> str:
     return "\n".join(line.rstrip() for line in buf.getvalue().rstrip("\n").splitlines())
 
 
+#: Longest number or id kept on one line in a wrapped table [characters].
+MAX_UNSPLIT = 24
+
+
 def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None, *,
                  width: int | None = None, headers: dict[str, str] | None = None) -> str:
     """Format ``rows`` as a text table: numbers right-aligned, one header line.
@@ -84,9 +88,16 @@ def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None, *
                   expand=False, padding=(0, 1, 0, 0))
     for c in columns:
         values = [r.get(c) for r in rows]
+        cells = [format_cell(v) for v in values]
+        # a number or an id (no spaces) is never split over lines: such a column is at
+        # least as wide as its longest cell (up to MAX_UNSPLIT characters), and the
+        # columns of words wrap instead
+        unsplit = max((len(x) for x in cells), default=0)
+        keep = all(" " not in x for x in cells) and unsplit <= MAX_UNSPLIT
         # Text objects: brackets such as "[kW]" are text, not rich markup.
         table.add_column(Text((headers or {}).get(c, c)),
-                         justify="right" if _numeric(values) else "left", overflow="fold")
+                         justify="right" if _numeric(values) else "left", overflow="fold",
+                         min_width=unsplit if keep else None)
     for r in rows:
         table.add_row(*[Text(format_cell(r.get(c))) for c in columns])
     return render(table, width)
