@@ -471,3 +471,21 @@ def test_serving_rows_with_bad_dates_or_beyond_the_context_are_refused(tmp_path)
     assert got == {("row 1", "date"), ("row 2", "date"), ("row 3", "input_tokens")}
     text = str(info.value)
     assert "'2026-13-45' is not a date" in text and "163,840" in text
+
+
+def test_serving_rows_whose_measurements_contradict_each_other_are_refused(tmp_path):
+    lines = INFERENCEX.read_text().splitlines()
+    head = lines[0].split(",")
+    rows = []
+    for col, value in (("total_tokens_per_s_per_gpu", "10"), ("p99_ttft_s", "0.01"),
+                       ("p99_tpot_ms", "0.5")):
+        cells = lines[1].split(",")
+        cells[head.index(col)] = value
+        rows.append(",".join(cells))
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join([lines[0], *rows]) + "\n")
+    with pytest.raises(InputError) as info:
+        load_measurements(path, load_catalog())
+    got = {(p.entry, p.field) for p in info.value.problems}
+    assert got == {("row 1", "total_tokens_per_s_per_gpu"), ("row 2", "p99_ttft_s"),
+                   ("row 3", "p99_tpot_ms")}

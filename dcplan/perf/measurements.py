@@ -588,6 +588,14 @@ def _serving_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog
     if spec not in SPECULATIVE:
         bad("speculative", f"'{spec}' is not one of {', '.join(SPECULATIVE)}")
         ok = False
+    # measured values that contradict each other
+    for lo, hi, what in (("output_tokens_per_s_per_gpu", "total_tokens_per_s_per_gpu",
+                          "total (input + output) tokens/s below output tokens/s"),
+                         ("median_ttft_s", "p99_ttft_s", "p99 TTFT below the median"),
+                         ("median_tpot_ms", "p99_tpot_ms", "p99 TPOT below the median")):
+        if v.get(lo) is not None and v.get(hi) is not None and v[hi] < v[lo]:
+            bad(hi, f"{v[hi]:g} is {what} ({v[lo]:g}); check the columns")
+            ok = False
     if ok and all(v[c] is None for c in ("output_tokens_per_s_per_gpu", "median_tpot_ms",
                                          "median_ttft_s")):
         bad("output_tokens_per_s_per_gpu", "no measured value: give at least one of "
