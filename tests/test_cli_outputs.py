@@ -98,3 +98,19 @@ def test_wrapped_tables_never_split_a_number_or_an_id():
     assert "144,826,662" in text and "80,538,868" in text and "seoul_metro" in text
     assert "grid_request" in text
     assert max(len(line) for line in text.splitlines()) <= 90
+
+
+def test_console_lists_the_grid_requests_of_the_plan(minimal_plan):
+    """The grid table's requests, in MW, in the plan's console text."""
+    from dcplan.export.terminal import plan_text
+
+    result, _ = minimal_plan
+    grid = result.tables["grid"]
+    text = plan_text(result)
+    assert "Grid connections requested" in text
+    asked = grid[grid.requested_kw + grid.requested_assessed_kw > 0]
+    assert len(asked)
+    for r in asked.itertuples():
+        mw = (r.requested_kw + r.requested_assessed_kw) / 1000
+        assert any(line.split()[:2] == [str(r.period), r.site] and f"{mw:,.1f}" in line
+                   for line in text.splitlines()), (r.period, r.site, mw)

@@ -3,7 +3,7 @@
 Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fleet,
 Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
 Chart data (live pivot tables the charts plot), Build vs buy (with energy per request),
-Demand, Allocation, Unserved, Shadow
+Demand, Allocation, Unserved, Grid, Shadow
 prices, Bill of materials, Sizing, Assumptions (every input figure with unit, source and
 date) and Sources.
 
@@ -135,6 +135,12 @@ SHEETS: tuple[SheetSpec, ...] = (
               (), 5),
     SheetSpec("Unserved", "unserved", "Unserved demand",
               "Demand the sites cannot host (empty when all demand is served).", (), 3),
+    SheetSpec("Grid", "grid", "Grid connections requested, energised and used",
+              "Sites whose grid connection is a decision: MW the grid can give (connectable), "
+              "already committed, requested in the period (with or without the Distributed "
+              "Energy Act assessment), energised when the lead time has passed, connected, and "
+              "used (facility peak plus UPS recharge); empty when no site's connection is a "
+              "decision.", ("requested_kw", "requested_assessed_kw"), 2),
     SheetSpec("Shadow prices", "shadow_prices", "Shadow prices of the limits",
               "What one more unit of a limit would save (grid [USD per MW], space) or what one "
               "more million tokens of demand would cost; 'integers fixed' keeps the chosen "
@@ -747,6 +753,8 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
              ("Demand / Allocation", "token demand as stated and in tokens, what is served, "
                                      "which racks serve it"),
              ("Unserved", "demand the sites cannot host (empty when all demand is served)"),
+             ("Grid", "grid connections requested, energised, connected and used by site and "
+                      "period, against what the grid can give"),
              ("Bill of materials", "racks, switches by tier and model, transceivers by type, "
                                    "NICs, CDUs, heat-rejection plant, air handlers, UPS and "
                                    "generators per site and period: installed and to order"),

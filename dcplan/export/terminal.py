@@ -94,7 +94,28 @@ def _power_section(result: Any, width: int) -> list[str]:
     idle = [s for s in dict.fromkeys(power.site) if s not in sites]
     if idle:
         out.append(f"Sites hosting nothing: {', '.join(idle)}")
+    out += _grid_requests(result, width)
     return out
+
+
+def _grid_requests(result: Any, width: int) -> list[str]:
+    """The grid connections the plan requests (sites whose connection is a decision)."""
+    grid = result.tables.get("grid")
+    if grid is None or not len(grid):
+        return []
+    asked = grid[(grid.requested_kw > 0) | (grid.requested_assessed_kw > 0)
+                 | (grid.energised_kw > 0)]
+    if not len(asked):
+        return ["", "Grid connections: none requested"]
+    rows = [{"period": str(r.period), "site": r.site,
+             "requested\n[MW]": f"{(r.requested_kw + r.requested_assessed_kw) / 1000:,.1f}",
+             "energised\n[MW]": f"{r.energised_kw / 1000:,.1f}",
+             "connected\n[MW]": f"{r.connected_kw / 1000:,.1f}",
+             "used\n[MW]": f"{r.used_kw / 1000:,.1f}",
+             "connectable\n[MW]": f"{r.connectable_kw / 1000:,.1f}"}
+            for r in asked.itertuples()]
+    return ["", "Grid connections requested (energised after the lead time; used = facility "
+                "peak + UPS recharge):", format_table(rows, width=width)]
 
 
 def _by_year_section(result: Any, width: int) -> list[str]:
