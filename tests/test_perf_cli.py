@@ -272,3 +272,18 @@ def test_batch_sweep_of_a_disaggregated_workload_says_it_is_aggregated_only():
             "--sweep", "batch", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["sweep"]
+
+
+def test_options_that_do_not_apply_say_so():
+    r = runner.invoke(app, [*CAT, "perf", "--rack", "track8", "--workload", "chat", "--offline",
+                            "--ttft-s", "1"])
+    assert r.exit_code == 0 and "--ttft-s and --tpot-ms are not applied" in r.stderr
+    r = runner.invoke(app, [*CAT, "perf", "--rack", "track8", "--workload", "chat",
+                            "--acceptance", "0.5"])
+    assert r.exit_code == 0 and "--acceptance is not applied" in r.stderr
+    r = runner.invoke(app, [*CAT, "perf", "frontier", "--rack", "track8", "--model", "dense70",
+                            "--input-tokens", "1000", "--output-tokens", "100",
+                            "--percentile", "99"])
+    assert r.exit_code == 0 and "without --ttft-s it is not applied" in r.stderr
+    quiet = runner.invoke(app, [*CAT, "perf", "--rack", "track8", "--workload", "chat"])
+    assert "not applied" not in quiet.stderr

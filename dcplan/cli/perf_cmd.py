@@ -16,6 +16,7 @@ from dcplan.cli.common import (
     fail,
     format_table,
     handle_errors,
+    note,
 )
 
 perf_app = typer.Typer(
@@ -212,6 +213,11 @@ def perf(
         percentile=percentile, speculative=speculative, acceptance=acceptance,
         cache_hit=cache_hit, mode=mode, concurrency=concurrency, offline=offline,
         precision=precision))
+    if offline and (ttft_s is not None or tpot_ms is not None):
+        note("--offline has no latency limits: --ttft-s and --tpot-ms are not applied")
+    if acceptance is not None and wl.speculative.value == "none":
+        note("--acceptance is not applied: no speculative decoding (--speculative mtp or "
+             "draft uses it)")
     cal = _calibration(calibration, catalog)
     perf_ = workload_performance(catalog, rack, model, wl, precision, cal, layout)
     model_id = model or wl.model
@@ -266,7 +272,7 @@ def _print_point(p, rack: str, model: str, wl) -> None:
     slo = ("offline (no latency limits)" if wl.offline else
            f"p{wl.percentile:g} TTFT {_limit(wl.ttft_s, 's')}, TPOT {_limit(wl.tpot_ms, 'ms')}")
     typer.echo(f"{rack} serving {model} for workload '{wl.id}' ({p.precision}, {p.mode}; "
-               f"{wl.input_tokens_mean:,.0f} input / {wl.output_tokens_mean:,.0f} output tokens; "
+               f"{wl.input_tokens_mean:,.6g} input / {wl.output_tokens_mean:,.6g} output tokens; "
                f"{slo}; {loop})")
     n = p.replicas_per_rack
     acc = "accelerator" if p.replica_gpus == 1 else "accelerators"
@@ -279,7 +285,8 @@ def _print_point(p, rack: str, model: str, wl) -> None:
     else:
         bottleneck = f"{p.bottleneck} (step bound: {p.step_bound})"
     spec = ("none" if p.speculative == "none" else
-            f"{p.speculative}, {p.draft_tokens} draft tokens at acceptance "
+            f"{p.speculative}, {p.draft_tokens} draft token{'s' * (p.draft_tokens != 1)} at "
+            "acceptance "
             f"{p.acceptance_frac:.2f}: {p.tokens_per_step:.2f} tokens per step")
     lines = [
         ("goodput per rack", f"{p.goodput_tokens_per_s:,.0f} tokens/s (input + output)"),
@@ -295,8 +302,8 @@ def _print_point(p, rack: str, model: str, wl) -> None:
         (f"TPOT p{p.percentile:g}", f"{p.tpot_ms:.3g} ms (median {p.tpot_median_ms:.3g} ms)"),
         ("bottleneck", bottleneck),
         ("rack power", f"{p.power_kw:,.1f} kW (idle {p.idle_power_kw:,.1f} kW)"),
-        ("tokens per joule", f"{p.output_tokens_per_joule:,.2f} output, "
-                             f"{p.total_tokens_per_joule:,.2f} total"),
+        ("tokens per joule", f"{p.output_tokens_per_joule:,.3g} output, "
+                             f"{p.total_tokens_per_joule:,.3g} total"),
         ("tokens/s per MW IT", f"{p.output_tokens_per_s_per_mw:,.0f} output, "
                                f"{p.total_tokens_per_s_per_mw:,.0f} total"),
     ]
@@ -354,6 +361,11 @@ def frontier_cmd(
 
     catalog = STATE.catalog()
     lookup_all(catalog, [("racks", rack), ("models", model)])
+    if ttft_s is None and percentile != 50.0:
+        note("--percentile applies to --ttft-s; without --ttft-s it is not applied")
+    if acceptance is not None and (speculative or "none") == "none":
+        note("--acceptance is not applied: no speculative decoding (--speculative mtp or "
+             "draft uses it)")
     # the numbers are checked as a workload's (clear errors naming the option's field)
     _build_workload(catalog, None, model, {
         "input_tokens": input_tokens, "output_tokens": output_tokens, "ttft_s": ttft_s,

@@ -411,7 +411,8 @@ class ServingRows:
                 continue
             cfg = self.configs[i]
             if m.speculative != "none":
-                cfg += f", {m.speculative} {int(arr['draft_tokens'][i])} draft tokens"
+                k = int(arr['draft_tokens'][i])
+                cfg += f", {m.speculative} {k} draft token{'s' * (k != 1)}"
             out.append(RowPrediction(
                 output_tokens_per_s_per_gpu=float(arr["output_tokens_per_s_per_gpu"][i]),
                 median_tpot_ms=float(arr["median_tpot_ms"][i]),
