@@ -352,6 +352,13 @@ def test_software_log_factors_hand_computed():
     # reference date (no extrapolation); a run spanning scale-up domains adds its offset
     assert sw.log_factors("NVIDIA", "dynamo-trt", "2027-06-01")["hbm_eff_frac"] == 0.0
     assert sw.log_factors("NVIDIA", "trt", "2026-01-01", spans=True)["hbm_eff_frac"] == -0.4
+    # nor before the earliest run fitted: with it at 2025-07-02 (half a year back), a
+    # run in 2020 is read there: -0.2 - 0.1 + 0.2 * (-0.5)
+    early = replace(sw, earliest_date="2025-07-02")
+    assert early.log_factors("NVIDIA", "sglang", "2020-01-01")["hbm_eff_frac"] == \
+        pytest.approx(-0.4, abs=2e-3)
+    assert early.log_factors("NVIDIA", "sglang", "2025-10-01")["hbm_eff_frac"] == \
+        sw.log_factors("NVIDIA", "sglang", "2025-10-01")["hbm_eff_frac"]
     cal = Calibration(software=sw)
     base = load_perf_defaults().default
     moved = cal.apply_run(base, "NVIDIA", "sglang", "2026-01-01")

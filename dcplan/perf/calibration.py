@@ -771,6 +771,8 @@ def _calibration(space: _Space, x: np.ndarray, source: str, meta: dict) -> Calib
             base_engine=spec.base_engine,
             trend_per_year=tuple(sorted(trend.items())),
             reference_date=_dated(plan_date) if plan_date else spec.reference_date,
+            earliest_date=_dated(min(space.dates, key=lambda d: year_fraction(d)))
+            if space.dates else "",
             planning_engine=tuple(sorted(plan.items())),
             cross_domain=tuple(sorted(
                 (p, float(x[j])) for p, j in space.level.get(("cross_domain", "all"),

@@ -343,6 +343,9 @@ class Software:
     reference_date : str
         Planning date: the latest run date fitted [YYYY-MM-DD]; a later run is read
         at this date (the trend is not extrapolated).
+    earliest_date : str
+        Earliest run date fitted [YYYY-MM-DD]; an earlier run is read at this date
+        (empty in files written before it was recorded: no lower limit).
     planning_engine : tuple of (str, str)
         Vendor (and ``default``) -> engine the planner's values assume.
     cross_domain : tuple of (str, float)
@@ -358,6 +361,7 @@ class Software:
     reference_date: str = ""
     planning_engine: tuple[tuple[str, str], ...] = ()
     cross_domain: tuple[tuple[str, float], ...] = ()
+    earliest_date: str = ""
 
     def offset(self, framework: str) -> dict[str, float]:
         """Knob -> log offset of ``framework`` (its engine's when it has none; 0 unknown)."""
@@ -381,8 +385,12 @@ class Software:
         here = self.offset(framework)        # no framework: the pooled engine (0)
         ref = self.offset(self.planning(vendor))
         y, y0 = year_fraction(date), year_fraction(self.reference_date)
-        # the trend is not extrapolated past the latest run date fitted
+        # the trend is not extrapolated past the latest run date fitted, nor before the
+        # earliest
         dy = min(y - y0, 0.0) if (y is not None and y0 is not None) else 0.0
+        ye = year_fraction(self.earliest_date)
+        if ye is not None and y0 is not None:
+            dy = max(dy, min(ye - y0, 0.0))
         trend = dict(self.trend_per_year)
         out: dict[str, float] = {}
         for knob, names in self.knobs:
@@ -881,7 +889,7 @@ def _parse_software(raw: Any, file: str, problems: list[Problem]) -> Software | 
     if raw is None:
         return None
     keys = ("knobs", "engine_log_offset", "base_engine", "trend_log_per_year",
-            "reference_date", "planning_engine", "cross_domain_log_offset")
+            "reference_date", "earliest_date", "planning_engine", "cross_domain_log_offset")
     if not isinstance(raw, dict):
         problems.append(Problem(file, "must be a mapping with " + ", ".join(keys),
                                 field="software"))
@@ -927,6 +935,10 @@ def _parse_software(raw: Any, file: str, problems: list[Problem]) -> Software | 
     if year_fraction(ref) is None:
         problems.append(Problem(file, f"must be a date YYYY-MM-DD (got {ref!r})",
                                 entry="software", field="reference_date"))
+    earliest = str(raw.get("earliest_date", "") or "")
+    if earliest and year_fraction(earliest) is None:
+        problems.append(Problem(file, f"must be a date YYYY-MM-DD (got {earliest!r})",
+                                entry="software", field="earliest_date"))
     base = raw.get("base_engine") or {}
     plan = raw.get("planning_engine") or {}
     cross = raw.get("cross_domain_log_offset") or {}
@@ -939,7 +951,8 @@ def _parse_software(raw: Any, file: str, problems: list[Problem]) -> Software | 
                            for k, v in cross.items() if k in PARAM_BOUNDS))
     return Software(tuple(knobs), tuple(sorted(engines)),
                     tuple(sorted((str(k), str(v)) for k, v in base.items())), trend, ref,
-                    tuple(sorted((str(k), str(v)) for k, v in plan.items())), cross_t)
+                    tuple(sorted((str(k), str(v)) for k, v in plan.items())), cross_t,
+                    earliest)
 
 
 def save_calibration(cal: Calibration, path: Path | str, rows_per_hw: Mapping[str, int] | None
@@ -985,6 +998,7 @@ def save_calibration(cal: Calibration, path: Path | str, rows_per_hw: Mapping[st
     if sw is not None:
         doc["software"] = {
             "reference_date": sw.reference_date,
+            **({"earliest_date": sw.earliest_date} if sw.earliest_date else {}),
             "planning_engine": dict(sw.planning_engine),
             "knobs": {k: list(v) for k, v in sw.knobs},
             "engine_log_offset": {e: {k: _round(x) for k, x in o} for e, o in sw.engines},
