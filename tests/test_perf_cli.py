@@ -287,3 +287,14 @@ def test_options_that_do_not_apply_say_so():
     assert r.exit_code == 0 and "without --ttft-s it is not applied" in r.stderr
     quiet = runner.invoke(app, [*CAT, "perf", "--rack", "track8", "--workload", "chat"])
     assert "not applied" not in quiet.stderr
+
+
+def test_offline_runs_at_the_largest_batch_memory_allows():
+    """Memory-bound offline serving: the batch is the layout's own memory limit, not a
+    grid point below it (the grid held the largest layout's limit only)."""
+    r = runner.invoke(app, ["perf", "--rack", "gb200_nvl72", "--workload", "chat", "--offline",
+                            "--json"])  # the shipped catalog: TP1 wins, below TP8's limit
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["bottleneck"] == "memory_capacity"
+    assert d["batch"] == int(d["max_batch"]), d

@@ -371,6 +371,17 @@ def _batch_grid(limit: int) -> np.ndarray:
     return np.unique(np.concatenate([small, big, [limit]])).astype(float)
 
 
+def _layout_batch_grid(bmax: np.ndarray) -> np.ndarray:
+    """Batches to try for layouts whose memory allows ``bmax`` each, as a (1, n) row.
+
+    :func:`_batch_grid` up to the largest limit, and every layout's own limit, so that
+    each layout is tried at the largest batch its memory allows.
+    """
+    limits = np.floor(np.asarray(bmax, float).ravel())
+    return np.unique(np.concatenate([_batch_grid(int(max(1.0, float(limits.max())))),
+                                     limits[limits >= 1]]))[None, :]
+
+
 def _traffic(su: Setup, arrival_cv2: float) -> Traffic:
     wl = su.workload
     return Traffic(float(wl.input_tokens_mean), float(wl.output_tokens_mean),
@@ -474,7 +485,7 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
                                         np.minimum(bmax, conc))
         grid = None
     else:
-        grid = _batch_grid(int(max(1.0, float(bmax.max()))))[None, :]
+        grid = _layout_batch_grid(bmax)
         pt = aggregated(inst, tr, grid, pre)
     g = np.asarray(par.gpus, float)
     # closed loop: the batch is the time-average of sequences decoding, below one with a
@@ -579,7 +590,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     if wl.arrival is Arrival.closed_loop:
         grid = np.array([[float(wl.concurrency)]])
     else:
-        grid = _batch_grid(int(max(1.0, float(bmax.max()))))[None, :]
+        grid = _layout_batch_grid(bmax)
     dec = decode(inst, grid, tr.decode_context)
     g = np.asarray(par.gpus, float)
     from dcplan.perf.latency import tpot_quantile
