@@ -75,3 +75,21 @@ def test_unknown_switch_id_uses_the_singular():
     assert result.exit_code == 1
     assert "unknown switch id 'nvidia_q34'" in result.stderr
     assert "unknown switche" not in result.stderr
+
+
+def test_network_infinite_oversubscription_is_a_usage_error():
+    r = run("network", "--rack", "gb200_nvl72", "--racks", "4", "--oversubscription", "inf")
+    assert r.exit_code == 2 and "finite ratio" in r.output
+
+
+def test_links_across_rows_have_a_length():
+    """17 HGX racks: a leaf serves racks of two rows; those links run the tray length
+    (leaf_to_spine_m), never 'inf', and --json works."""
+    import json
+    import math
+
+    r = run("network", "--rack", "hgx_h100", "--racks", "17", "--json")
+    assert r.exit_code == 0, r.output
+    classes = json.loads(r.output)["link_classes"]
+    assert classes and all(math.isfinite(c["max_length_m"]) for c in classes)
+    assert "inf" not in run("network", "--rack", "hgx_h100", "--racks", "17").output

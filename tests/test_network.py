@@ -147,16 +147,22 @@ def test_oversubscription_three_is_not_full(cat):
 
 
 def test_cpo_lowers_optics_power_by_catalog_factor(cat):
-    # switch ends: pluggable 8 W vs CPO 2 W per 400G port; links unchanged; with the
-    # default layout every optical link is switch-to-switch (64 ends).
+    # switch ends: pluggable 8 W vs CPO 2 W per 400G port; links unchanged. With
+    # pluggables the 32 NIC links are copper (in reach of their leaf) and the 32
+    # leaf-spine links optical (64 switch-end modules, 0.512 kW). A co-packaged switch
+    # has no electrical cages: all 64 links are optical, 96 CPO ports (64 + 32) and 32
+    # pluggables at the NIC ends: (96 x 2 + 32 x 8) W = 0.448 kW.
     plug = network(cat, "fx_air", 8, layout=LAYOUT, optics="fx_pluggable_400")
     cpo = network(cat, "fx_air", 8, layout=LAYOUT, optics="fx_cpo")
     assert cpo.links == plug.links and cpo.total_links == plug.total_links
-    assert cpo.cpo_ports == 64 and cpo.transceivers == {}
-    assert cpo.optics_kw / plug.optics_kw == pytest.approx(2.0 / 8.0)
+    assert plug.copper_links == 32 and plug.transceivers == {"fx_pluggable_400": 64}
+    assert plug.optics_kw == pytest.approx(64 * 8 / 1000)
+    assert cpo.copper_links == 0 and cpo.cpo_ports == 96
+    assert cpo.transceivers == {"fx_pluggable_400": 32}
+    assert cpo.optics_kw == pytest.approx((96 * 2 + 32 * 8) / 1000)
     # a CPO switch model has co-packaged ends even with pluggable optics chosen
     sw = network(cat, "fx_air", 8, layout=LAYOUT, switch_id="fx_sw16_cpo")
-    assert sw.cpo_ports == 64 and sw.optics_kw == pytest.approx(cpo.optics_kw)
+    assert sw.cpo_ports == 96 and sw.optics_kw == pytest.approx(cpo.optics_kw)
 
 
 def test_lpo_and_nic_ends(cat):
@@ -279,7 +285,17 @@ def test_shipped_optics_comparison(shipped):
            for o in ("pluggable_800g", "lpo_800g", "cpo")}
     links = {o: r.total_links for o, r in res.items()}
     assert len(set(links.values())) == 1
-    assert res["cpo"].optics_kw < res["lpo_800g"].optics_kw < res["pluggable_800g"].optics_kw
+    assert res["lpo_800g"].optics_kw < res["pluggable_800g"].optics_kw
+    assert res["cpo"].optics_kw < res["pluggable_800g"].optics_kw
+    # a co-packaged port per switch port its optical links use, and no copper at a
+    # co-packaged switch. Back end (Quantum-X800 Q3400): a 400G link takes a whole 4-lane
+    # port, at both ends of a leaf-spine link; front end (7060X6, 800G ports of 8 lanes)
+    # two 400G links share a port
+    cpo, n = res["cpo"], res["cpo"].links
+    assert cpo.copper_links == 0
+    assert cpo.cpo_ports == (2 * n["leaf_spine"] + n["nic_leaf"]
+                             + (n["fe_nic_leaf"] + 2 * n["fe_leaf_spine"]) // 2)
+    assert cpo.cpo_ports == 3696  # 2 x 1,152 + 1,152 + (288 + 2 x 96) / 2
 
 
 def test_no_switch_exceeds_its_ports(cat, shipped):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from dcplan.cli import app
-from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
+from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
 from dcplan.errors import InputError, Problem
 
 
@@ -59,6 +60,9 @@ def network_cmd(
     """Back-end and front-end fabric of N racks: switches, links, optics, power, capex."""
     from dcplan.facility.network import network, write_graphml
 
+    if not math.isfinite(oversubscription):
+        fail(f"--oversubscription must be a finite ratio of at least 1 (got "
+             f"{oversubscription:g})", code=2)
     catalog = STATE.catalog()
     _ids(catalog, racks=rack, optics=optics, switches=switch)
     _fits_a_site(catalog, rack, racks)
@@ -244,7 +248,7 @@ def cooling_cmd(
     typer.echo(f"{racks:,} x {rack} at {the_site.id} ({the_site.name}), full IT load; "
                f"{pos['total']:,.0f} of {the_site.rack_positions:,} rack positions "
                f"({pos['compute']:,.0f} racks, {pos['network']:,.0f} network racks, "
-               f"{pos['cdu']:,.0f} CDUs)")
+               f"{pos['cdu']:,.0f} CDU positions)")
     typer.echo(format_table([
         {"heat": "IT", "kW": res.it_kw},
         {"heat": "network (air side)", "kW": net_kw},
@@ -266,7 +270,7 @@ def cooling_cmd(
         rows.append({"loop": f"{name} {plant.supply_c:g} C", "free cooling": plant.free_id or "-",
                      "chiller": plant.chiller_id or "-", "free hours": plant.free_hours,
                      "kW/kW avg": plant.kw_per_kw_avg, "kW/kW peak": plant.kw_per_kw_peak,
-                     "water L/kWh": w.l_per_kwh_heat if w else 0.0})
+                     "water L/kWh heat": w.l_per_kwh_heat if w else 0.0})
     typer.echo(format_table(rows))
     typer.echo(f"cooling power: {res.cooling_kw_avg:,.1f} kW annual average, "
                f"{res.cooling_kw_peak:,.1f} kW on the design day; "

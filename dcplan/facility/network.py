@@ -118,10 +118,13 @@ class Layout:
                   ) -> float:
         """Cable length from compute rack ``rack`` to a switch at ``place`` [m].
 
-        ``|positions| * pitch + in-rack cable``; infinite across rows.
+        ``|positions| * pitch + in-rack cable``; across rows ``leaf_to_spine_m``.
         """
         d = self.positions_apart(rack, place, n_racks)
-        return math.inf if math.isinf(d) else d * self.rack_pitch_m + self.in_rack_cable_m
+        # across rows the cable runs through the trays to the other row, as far as a
+        # leaf-to-spine run (its optics are chosen for that reach)
+        return self.leaf_to_spine_m if math.isinf(d) else \
+            d * self.rack_pitch_m + self.in_rack_cable_m
 
     def length_m(self, rack_a: int, rack_b: int) -> float:
         """Cable length between devices in compute racks ``rack_a`` and ``rack_b`` [m]."""
@@ -1271,7 +1274,9 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
     # (switch node, module id) -> links; module id -> links per module
     at_switch: Counter = Counter()
     per_module: dict[str, int] = {}
-    cpo_gbps_at: Counter = Counter()  # switch node -> optical Gb/s on co-packaged ports
+    # switch node -> co-packaged ports its optical links take (a link takes the share of
+    # a port its lanes use: a 400G link of 4 lanes a whole 4-lane Quantum-X800 port)
+    cpo_ports_at: Counter = Counter()
     nic_modules: dict[tuple[str, str], float] = defaultdict(float)  # (end label, id) -> n
     classes: dict[tuple, dict] = {}
     memo: dict[tuple, tuple] = {}
@@ -1296,7 +1301,8 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
         hit = memo.get(key)
         if hit is not None:
             return hit
-        if apart <= layout.copper_max_rack_distance:
+        # a co-packaged switch has no electrical cages: its links are optical
+        if apart <= layout.copper_max_rack_distance and not switch_end(sw_node).cpo:
             cu = _copper_for(catalog, gbps, lane, length)
             if cu is not None:
                 memo[key] = ("copper", cu, cu)
@@ -1323,7 +1329,8 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
 
     def switch_module(node, module, k, gbps):
         if module.kind is OpticKind.cpo:
-            cpo_gbps_at[node] += gbps * k
+            st = setup_of(node)
+            cpo_ports_at[node] += k * st.switch.ports / st.att.radix
             return
         at_switch[(node, module.id)] += k
         if module.id not in per_module:
@@ -1396,11 +1403,11 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
     cpo_ports = 0
     optics_kw = copper_kw
     optics_capex = 0.0
-    if cpo_gbps_at:
+    if cpo_ports_at:
         cpo = catalog.get("optics", cpo_id or family.cpo_id)
         cpo_id = cpo.id
-        for sw, gbps in cpo_gbps_at.items():
-            ports = int(math.ceil(gbps / cpo.gbps - 1e-9))
+        for sw, used in cpo_ports_at.items():
+            ports = int(math.ceil(used - 1e-9))
             cpo_ports += ports
             label = "front-end switch ends" if fabric_of[sw] == "fe_" else \
                 "back-end switch ends"
