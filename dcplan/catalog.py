@@ -9,7 +9,7 @@ entries. Loading checks every entry against its schema and every cross-reference
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -128,7 +128,6 @@ def explain_errors(
     key_lines : mapping, optional
         Line of each top-level field of the entry.
     """
-    fields = list(schema.model_fields)
     key_lines = key_lines or {}
     errors = _union_errors(exc.errors())
     # A misspelt field shows up twice (unknown + missing); report it once, as the typo.
@@ -136,7 +135,8 @@ def explain_errors(
         close[0]
         for err in errors
         if err["type"] == "extra_forbidden"
-        for close in [difflib.get_close_matches(str(err["loc"][-1]), fields, n=1, cutoff=0.6)]
+        for close in [difflib.get_close_matches(
+            str(err["loc"][-1]), _fields_at(schema, err["loc"][:-1]), n=1, cutoff=0.6)]
         if close
     }
     out = []
@@ -149,11 +149,12 @@ def explain_errors(
         if kind == "missing" and loc and loc[-1] in typo_targets:
             continue
         if kind == "extra_forbidden":
-            hint = suggest(loc[-1], fields)
+            here = _fields_at(schema, err["loc"][:-1])  # the fields of the nested entry
+            hint = suggest(loc[-1], here)
             if hint:
                 msg = f"unknown field{hint} Rename it."
             else:
-                msg = f"unknown field; remove it (allowed fields: {', '.join(fields)})"
+                msg = f"unknown field; remove it (allowed fields: {', '.join(here)})"
         elif kind == "missing":
             msg = "required field is missing; add it"
         elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
@@ -180,6 +181,36 @@ def explain_errors(
         where = key_lines.get(loc[0], line) if loc else line
         out.append((err, Problem(file, msg, entry=entry, field=fld, line=where)))
     return out
+
+
+def _fields_at(schema: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    """Fields of the model at ``loc`` inside ``schema`` (list indices skipped).
+
+    ``("parameters", 0)`` of a sweep spec gives a parameter's fields; a location that
+    leaves the models (a mapping's keys) keeps the last model's. Fields excluded from
+    the file (``exclude=True``) are not offered.
+    """
+    import typing
+
+    model = schema
+    for part in loc:
+        if isinstance(part, int) or str(part).isdigit():
+            continue
+        info = model.model_fields.get(str(part))
+        if info is None:
+            break
+        found = None
+        todo = [info.annotation]
+        while todo:
+            t = todo.pop()
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                found = t
+                break
+            todo.extend(typing.get_args(t))
+        if found is None:
+            break
+        model = found
+    return [n for n, f in model.model_fields.items() if not f.exclude]
 
 
 _TYPE_ERRORS = {"float_type", "float_parsing", "int_type", "int_parsing", "int_from_float",

@@ -144,6 +144,12 @@ def test_not_a_sweep_file(tmp_path):
     ("method: lhs\nsamples: 4\nparameters:\n"
      "  - {path: x, distribution: choice, values: [1, 2], weights: [0.5]}\n",
      "weights", "one weight per value"),
+    ("method: lhs\nsamples: 4\nparameters:\n"
+     "  - {path: economics.discount_rate, distributon: uniform, low: 0.05, high: 0.1}\n",
+     "distributon", "did you mean 'distribution'?"),
+    ("method: lhs\nsamples: 4\noutputs: [npv_cost_usd, npv_usd]\nparameters:\n"
+     "  - {path: economics.discount_rate, distribution: uniform, low: 0.05, high: 0.1}\n",
+     "outputs", "'npv_usd' is not a KPI of a plan; did you mean 'npv_cost_usd'?"),
 ])
 def test_one_bad_field(tmp_path, body, field, words):
     found = [p for p in problems(write(tmp_path, body)) if p.field == field]

@@ -688,6 +688,14 @@ LEVELISED_TEXT = ("levelised: discounted costs net of the terminal value of asse
                   "service / discounted tokens")
 
 
+#: Every KPI a plan's ``kpis`` table holds (:func:`kpi_table`, then
+#: :func:`dcplan.planner.buy.reserve_kpis`), for checking names before solving.
+KPI_NAMES = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
+             "tokens_served", "tokens_per_kwh", "goodput_per_watt", "peak_facility_mw",
+             "peak_it_mw", "energy_mwh", "pue_annual", "utilisation_frac", "reserve_frac",
+             "carbon_t", "racks_bought", "unserved_tokens_per_s_peak_max",
+             "reserve_cost_usd", "reserve_cost_frac")
+
 #: Share of a workload's demand below which it counts as not served at all [-].
 SERVED_TOLERANCE = 1e-9
 

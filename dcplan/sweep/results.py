@@ -503,6 +503,11 @@ class SweepSummary:
             line += "; " + "; ".join(f"{v:,} {k} ({STATUSES.get(k, k)})"
                                      for k, v in sorted(other.items()))
         out.append(line + ".")
+        if n == 0:  # no statistics without a solved sample (not "P10 nan")
+            out.append("No sample is solved yet: no percentiles, sensitivity or purchase "
+                       "probabilities" + ("; rerun with --resume to go on." if done < size
+                                          else "."))
+            return out
         k = self.kpis.set_index("kpi") if len(self.kpis) else None
         if k is not None and "npv_cost_usd" in k.index:
             r = k.loc["npv_cost_usd"]

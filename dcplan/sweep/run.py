@@ -423,6 +423,27 @@ def _connect(workers: int | None, scheduler: str | None) -> tuple[Any, Any, str]
     return Client(cluster), cluster, f"local, {n} worker{'s' * (n != 1)}"
 
 
+def _term_as_interrupt():
+    """Make SIGTERM raise KeyboardInterrupt (main thread only); the previous handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(_signum, _frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _restore_term(previous) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None,
               scheduler: str | None = None, resume: bool = False,
               progress: Callable[[int, int, dict[str, Any]], None] | None = None,
@@ -483,7 +504,8 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
         base_row = _base_row(plan, options)
     folder.mkdir(parents=True, exist_ok=True)
     memo_dir.mkdir(exist_ok=True)
-    manifest = {**_manifest(plan), **({k: old[k] for k in ("created",) if k in old}
+    # a resumed sweep keeps when it was created and the record of every earlier run
+    manifest = {**_manifest(plan), **({k: old[k] for k in ("created", "runs") if k in old}
                                       if old else {})}
     manifest.setdefault("created", _now())
     manifest.update(state="running", updated=_now())
@@ -504,6 +526,9 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
     count = skipped
     cpu = 0.0
     startup = 0.0
+    # a termination signal (``timeout``, a batch system's kill) stops the sweep as Ctrl-C
+    # does: the samples done are kept and the folder says "interrupted"
+    previous_term = _term_as_interrupt()
     try:
         if base_row is not None:
             writer.write(*base_row)
@@ -576,6 +601,7 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
                                                            else "partial"),
                         updated=_now(), done=n_done, runs=runs)
         write_text_atomic(folder / MANIFEST, json.dumps(manifest, indent=2, default=str))
+        _restore_term(previous_term)
     return SweepOutcome(folder, design.size, n_done, skipped, statuses, sorted(workers_seen),
                         interrupted, elapsed, dict(tables), cluster_text, cpu, startup)
 
