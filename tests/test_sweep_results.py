@@ -124,8 +124,9 @@ def test_morris_indices_of_a_linear_function(tmp_path):
     levels = 4
     spec = make_spec("morris", n=2, samples=30, levels=levels)
     d = make_design(spec)
-    grid = (d.unit * levels - 0.5) / (levels - 1)  # SALib's coordinates
-    y = 5.0 * grid[:, 0] - 2.0 * grid[:, 1]
+    # linear in the parameters' quantiles: +5 and -2 per full range (quantile 0 to 1),
+    # whatever the level grid (SALib's coordinates span (p - 1) / p of that range)
+    y = 5.0 * d.unit[:, 0] - 2.0 * d.unit[:, 1]
     rows = [{"sample_id": sid, **v, "weight": w, "status": "optimal", "npv_cost_usd": yy}
             for sid, v, w, yy in zip(d.ids, d.values, d.weights, y, strict=True)]
     rows[4]["status"] = "infeasible"  # trajectory 1 (rows 3..5) is incomplete

@@ -358,12 +358,18 @@ def sensitivity_table(data: SweepData) -> pd.DataFrame:
                 grid = np.round((u * levels - 0.5) / (levels - 1), 12)
                 res = morris.analyze(problem, grid, keep.y.to_numpy(dtype=float),
                                      num_levels=levels, seed=data.spec.seed)
+                # SALib's effects are per unit of its level grid (level 0 to p - 1); the
+                # levels sit at quantiles (i + 0.5) / p, so the grid spans (p - 1) / p of
+                # the quantile range: per full range (quantile 0 to 1) is p / (p - 1) more
+                per_range = levels / (levels - 1)
                 for i, nm in enumerate(names):
                     for idx, conf in (("mu_star", "mu_star_conf"), ("sigma", None),
                                       ("mu", None)):
                         rows.append({"output": out, "parameter": nm, "method": "morris",
-                                     "index": idx, "value": float(res[idx][i]),
-                                     "conf": float(res[conf][i]) if conf else math.nan,
+                                     "index": idx,
+                                     "value": float(res[idx][i]) * per_range,
+                                     "conf": float(res[conf][i]) * per_range if conf
+                                     else math.nan,
                                      "blocks": n})
         if method == "sobol" and len(data.design):
             from SALib.analyze import sobol
