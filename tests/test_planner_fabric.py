@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pulp
 import pytest
 
@@ -141,3 +143,30 @@ def test_fabric_counts_are_the_network_models_and_survive_a_json_round_trip(rack
         for n in range(0, 201):
             want = steps[fd.fabric].counts(n)
             assert fabric_counts(fd, n) == want == fabric_counts(back, n), (fd.fabric, n)
+
+
+@pytest.mark.slow
+def test_three_tier_re_settle_is_kept_or_said(monkeypatch):
+    """The minimal example's three-tier fabric: re-settled at exact counts (the plan's
+    power within its grid); if that LP fails, the plan stands and a note says so."""
+    import dcplan.planner.run as run_mod
+    from dcplan.case import load_case
+    from dcplan.planner import plan
+    from dcplan.planner.solver import SolverError
+
+    case = load_case(Path(__file__).parent.parent / "examples" / "minimal.yaml")
+    res = plan(case, explain=False, size=False)
+    assert any("re-settled at their exact counts" in n for n in res.notes)
+    pw = res.tables["power"]
+    assert (pw.facility_kw_peak + pw.recharge_kw <= pw.grid_kw * (1 + 1e-6) + 1e-6).all()
+    real = run_mod.solve
+
+    def failing(prob, opt=None, mip=True, **kw):
+        if not mip:
+            raise SolverError("highs", RuntimeError("LP failed on purpose"))
+        return real(prob, opt, mip=mip, **kw)
+
+    monkeypatch.setattr(run_mod, "solve", failing)
+    kept = plan(case, explain=False, size=False)
+    assert kept.status.has_solution
+    assert any("do not fit the plan's site limits" in n for n in kept.notes)

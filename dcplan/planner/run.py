@@ -32,6 +32,7 @@ from dcplan.planner.results import (
 )
 from dcplan.planner.solver import (
     SolveProgress,
+    SolverError,
     SolveStatus,
     excess_over_optimum,
     format_gap,
@@ -207,8 +208,11 @@ def _exact_three_tier(prob, d: PlanInputs, mv, info, opt: SolverOptions) -> list
     lp_opt = SolverOptions(name=opt.name, time_limit_s=opt.time_limit_s, gap=opt.gap,
                            threads=opt.threads, fallback=True)
     where = ", ".join(sorted({f"{r} at {s} in {d.periods[p].label}" for r, s, _f, p in keys}))
-    lp = solve(prob, lp_opt, mip=False)
-    if lp.status is not SolveStatus.OPTIMAL or lp.objective is None:
+    try:
+        lp = solve(prob, lp_opt, mip=False)
+    except SolverError:
+        lp = None  # the plan stands as solved; the note says its fabric was not re-settled
+    if lp is None or lp.status is not SolveStatus.OPTIMAL or lp.objective is None:
         for v, val, cat, lo, hi in saved:
             v.varValue, v.cat, v.lowBound, v.upBound = val, cat, lo, hi
         return [f"three-tier fabrics ({where}) at their exact counts do not fit the plan's "
