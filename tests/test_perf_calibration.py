@@ -462,38 +462,35 @@ def test_low_repeats_of_the_shipped_file_recomputed_from_the_csv():
     assert rep["low_repeats"] == expected
 
 
-def test_serving_rows_with_bad_dates_or_beyond_the_context_are_refused(tmp_path):
+def _first_row_changed(tmp_path, changes) -> Path:
+    """A serving file: the shipped file's first row once per (column, value) change."""
     lines = INFERENCEX.read_text().splitlines()
     head = lines[0].split(",")
     rows = []
-    for col, value in (("date", "2026-13-45"), ("date", "yesterday"),
-                       ("input_tokens", "1000000")):
+    for col, value in changes:
         cells = lines[1].split(",")
         cells[head.index(col)] = value
         rows.append(",".join(cells))
     path = tmp_path / "bad.csv"
     path.write_text("\n".join([lines[0], *rows]) + "\n")
+    return path
+
+
+def _problems_of(path) -> tuple[set, str]:
     with pytest.raises(InputError) as info:
         load_measurements(path, load_catalog())
-    got = {(p.entry, p.field) for p in info.value.problems}
+    return {(p.entry, p.field) for p in info.value.problems}, str(info.value)
+
+
+def test_serving_rows_with_bad_dates_or_beyond_the_context_are_refused(tmp_path):
+    got, text = _problems_of(_first_row_changed(tmp_path, (
+        ("date", "2026-13-45"), ("date", "yesterday"), ("input_tokens", "1000000"))))
     assert got == {("row 1", "date"), ("row 2", "date"), ("row 3", "input_tokens")}
-    text = str(info.value)
     assert "'2026-13-45' is not a date" in text and "163,840" in text
 
 
 def test_serving_rows_whose_measurements_contradict_each_other_are_refused(tmp_path):
-    lines = INFERENCEX.read_text().splitlines()
-    head = lines[0].split(",")
-    rows = []
-    for col, value in (("total_tokens_per_s_per_gpu", "10"), ("p99_ttft_s", "0.01"),
-                       ("p99_tpot_ms", "0.5")):
-        cells = lines[1].split(",")
-        cells[head.index(col)] = value
-        rows.append(",".join(cells))
-    path = tmp_path / "bad.csv"
-    path.write_text("\n".join([lines[0], *rows]) + "\n")
-    with pytest.raises(InputError) as info:
-        load_measurements(path, load_catalog())
-    got = {(p.entry, p.field) for p in info.value.problems}
+    got, _ = _problems_of(_first_row_changed(tmp_path, (
+        ("total_tokens_per_s_per_gpu", "10"), ("p99_ttft_s", "0.01"), ("p99_tpot_ms", "0.5"))))
     assert got == {("row 1", "total_tokens_per_s_per_gpu"), ("row 2", "p99_ttft_s"),
                    ("row 3", "p99_tpot_ms")}

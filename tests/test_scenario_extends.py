@@ -29,6 +29,13 @@ cases:
 """
 
 
+#: The base with a demand table instead of the forecast, and the KRW rate its sites need.
+TABLE_BASE = BASE.replace(
+    "forecast: {file: forecast.yaml, case: base}",
+    "table: {chat: {2026: 1.0e+12, 2027: 2.0e+12, 2028: 3.0e+12}}") + (
+    "economics: {exchange_rates_usd_per_unit: {KRW: 0.00072}}\n")
+
+
 def write(folder, name, text):
     path = folder / name
     path.write_text(textwrap.dedent(text))
@@ -124,11 +131,7 @@ def test_validate_cli_reports_schema_and_override_problems(tmp_path):
 
     from dcplan.cli import app
 
-    base = tmp_path / "base.yaml"
-    base.write_text(BASE.replace(
-        "forecast: {file: forecast.yaml, case: base}",
-        "table: {chat: {2026: 1.0e+12, 2027: 2.0e+12, 2028: 3.0e+12}}")
-        + "economics: {exchange_rates_usd_per_unit: {KRW: 0.00072}}\n")
+    (tmp_path / "base.yaml").write_text(TABLE_BASE)
     bad = write(tmp_path, "bad.yaml", """\
         extends: base.yaml
         name: bad
@@ -175,11 +178,7 @@ def test_checks_see_the_overridden_sites(tmp_path):
     """An override that gives a site the positions an existing fleet needs makes it valid."""
     from dcplan.case import load_case
 
-    base = tmp_path / "base.yaml"
-    base.write_text(BASE.replace(
-        "forecast: {file: forecast.yaml, case: base}",
-        "table: {chat: {2026: 1.0e+12, 2027: 2.0e+12, 2028: 3.0e+12}}")
-        + "economics: {exchange_rates_usd_per_unit: {KRW: 0.00072}}\n")
+    (tmp_path / "base.yaml").write_text(TABLE_BASE)
     fleet = ("existing_fleet:\n"
              "  - {site: seoul_metro, rack: gb200_nvl72, count: 400, installed: 2025}\n")
     write(tmp_path, "small.yaml", "extends: base.yaml\nname: small\n" + fleet)
