@@ -169,4 +169,4 @@ def test_three_tier_re_settle_is_kept_or_said(monkeypatch):
     monkeypatch.setattr(run_mod, "solve", failing)
     kept = plan(case, explain=False, size=False)
     assert kept.status.has_solution
-    assert any("do not fit the plan's site limits" in n for n in kept.notes)
+    assert any("could not be re-settled at their exact counts" in n for n in kept.notes)

@@ -215,9 +215,10 @@ def _exact_three_tier(prob, d: PlanInputs, mv, info, opt: SolverOptions) -> list
     if lp is None or lp.status is not SolveStatus.OPTIMAL or lp.objective is None:
         for v, val, cat, lo, hi in saved:
             v.varValue, v.cat, v.lowBound, v.upBound = val, cat, lo, hi
-        return [f"three-tier fabrics ({where}) at their exact counts do not fit the plan's "
-                "site limits (the MILP's three-tier rows are a lower bound): check the "
-                "power and space tables, or give the site more grid or positions"]
+        return [f"three-tier fabrics ({where}) could not be re-settled at their exact counts "
+                "(the MILP's three-tier rows are a lower bound, and the LP with the fleet "
+                "fixed found no plan): their exact power may exceed the site's grid or built "
+                "capacity; check the power table, or give the site more grid or positions"]
     before = info.objective
     info.objective = lp.objective
     if bound is not None and info.objective:
@@ -225,8 +226,8 @@ def _exact_three_tier(prob, d: PlanInputs, mv, info, opt: SolverOptions) -> list
     return [f"three-tier fabrics ({where}) re-settled at their exact counts (the MILP's "
             f"rows are a lower bound): {info.objective - before:,.0f} USD more, built "
             "capacity and grid requests raised to carry their power"
-            + (f"; gap against the solver's bound {info.gap:.3%}" if info.gap is not None
-               else "")]
+            + (f"; gap against the solver's bound {format_gap(info.gap)}"
+               if info.gap is not None else "")]
 
 
 def _exact_cost(result: PlanResult, tables: dict) -> None:
