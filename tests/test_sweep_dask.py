@@ -225,3 +225,20 @@ def test_an_unreachable_scheduler_is_an_input_error(monkeypatch):
     monkeypatch.setattr(run, "CONNECT_TIMEOUT_S", 2)
     with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
         run._connect(None, f"tcp://127.0.0.1:{free_port()}")
+
+
+def test_an_unreachable_scheduler_fails_before_the_base_plan_and_leaves_no_folder(
+        monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    import dcplan.sweep.run as run
+    from dcplan.cli import app
+
+    monkeypatch.setattr(run, "CONNECT_TIMEOUT_S", 2)
+    solved = []
+    monkeypatch.setattr(run, "_base_row", lambda *a, **k: solved.append(1))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["sweep", str(SWEEP), "--scheduler",
+                                 f"tcp://127.0.0.1:{free_port()}", "-o", str(out), "-q"])
+    assert r.exit_code == 1 and "cannot reach the Dask scheduler" in r.output
+    assert not out.exists() and not solved

@@ -499,9 +499,18 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
                "gap": plan.spec.solver.gap, "memo_dir": str(memo_dir.resolve()),
                "memo": reuse_tables}
 
+    # a remote scheduler is reached before anything is solved or written: a wrong address
+    # fails at once and leaves no folder behind
+    early = _connect(workers, scheduler) if scheduler else None
     base_row = None
     if 0 not in done_ids:
-        base_row = _base_row(plan, options)
+        try:
+            base_row = _base_row(plan, options)
+        except BaseException:
+            if early is not None:
+                with contextlib.suppress(Exception):
+                    early[0].close(timeout=10)
+            raise
     folder.mkdir(parents=True, exist_ok=True)
     memo_dir.mkdir(exist_ok=True)
     # a resumed sweep keeps when it was created and the record of every earlier run
@@ -534,8 +543,10 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
             writer.write(*base_row)
         client = cluster = None
         try:
+            if early is not None and not todo:
+                client = early[0]  # nothing left to run: closed below
             if todo:
-                client, cluster, cluster_text = _connect(workers, scheduler)
+                client, cluster, cluster_text = early or _connect(workers, scheduler)
                 if on_start:
                     on_start(len(todo), design.size, cluster_text)
                 case_f = client.scatter(plan.case, broadcast=True, hash=False)
