@@ -228,6 +228,16 @@ def test_outputs_of_the_stochastic_plan(solved, tmp_path):
     assert "slow" in text and "fast" in text
     files = write_stochastic_tables(res, tmp_path / "tables")
     assert sorted(p.name for p in files) == sorted(f"{n}.csv" for n in res.tables)
+    # money to the cent, whole rack counts as integers
+    cases = (tmp_path / "tables" / "stochastic_cases.csv").read_text().splitlines()
+    head = cases[0].split(",")
+    cost = cases[1].split(",")[head.index("stochastic_cost_usd")]
+    assert len(cost.split(".")[1]) <= 2 if "." in cost else cost.isdigit()
+    assert float(cost) == pytest.approx(res.cases.stochastic_cost_usd.iloc[0], abs=0.005)
+    import pandas as pd
+
+    rec = pd.read_csv(tmp_path / "tables" / "stochastic_recourse.csv")
+    assert rec.new_racks.dtype.kind == "i" and rec.installed_racks.dtype.kind == "i"
     book = write_stochastic_workbook(res, tmp_path / "s.xlsx")
     wb = load_workbook(book)
     assert wb.sheetnames == ["Stochastic summary", "First stage", "Cases",

@@ -421,9 +421,11 @@ class StochasticResult:
 
     @property
     def tables(self) -> dict[str, pd.DataFrame]:
-        """The result tables by name (CSV files and workbook sheets)."""
-        return {"stochastic_cases": self.cases, "stochastic_first_stage": self.first_stage,
-                "stochastic_recourse": self.recourse, "stochastic_plans": self.plans}
+        """The result tables by name (CSV files and workbook sheets), with their units."""
+        return {"stochastic_cases": _with_units(self.cases),
+                "stochastic_first_stage": self.first_stage,
+                "stochastic_recourse": _with_units(self.recourse),
+                "stochastic_plans": _with_units(self.plans)}
 
     def summary(self) -> dict[str, Any]:
         """Machine-readable summary (``dcplan plan --json``)."""
@@ -651,6 +653,23 @@ def plan_stochastic(case: Any, options: Any = None, *,
         info.gap, expected, unc.cvar, case_df, first_stage, recourse, plan_df, evpi, vss,
         ev_name, unserved=unserved, message=info.message, notes=notes, timings_s=timings,
         model_size=size)
+
+
+def _with_units(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the units of its money and rack-count columns.
+
+    ``*_usd`` [USD, present value] and ``*_racks`` [racks], so that written tables round
+    money to the cent and write whole rack counts as integers.
+    """
+    out = df.copy()
+    units = dict(df.attrs.get("units", {}))
+    for c in df.columns:
+        if c.endswith("_usd"):
+            units.setdefault(c, "USD (present value)")
+        elif c.endswith("_racks"):
+            units.setdefault(c, "racks")
+    out.attrs["units"] = units
+    return out
 
 
 def _first_stage_words(fixed: dict[tuple, float] | None, labels: list[str]) -> str:
