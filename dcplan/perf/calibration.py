@@ -50,6 +50,7 @@ from scipy.optimize import least_squares
 
 from dcplan.catalog import Catalog
 from dcplan.perf.measurements import (
+    CONFIGURATION_COLUMNS,
     Measurement,
     ServingMeasurement,
     pct_error,
@@ -376,10 +377,6 @@ REPEAT_LOW_FRAC = 0.6
 #: two, a row below 60 % of their median is below 43 % of the other run).
 REPEAT_MIN_RUNS = 2
 
-_CONFIG_FIELDS = ("hardware", "model", "precision", "input_tokens", "output_tokens",
-                  "concurrency", "gpus", "disaggregated", "prefill_gpus", "decode_gpus",
-                  "prefill_tp", "prefill_ep", "decode_tp", "decode_ep",
-                  "decode_dp_attention", "speculative", "framework")
 
 
 def repeat_ratios(results: Sequence[RowResult]) -> list[tuple[int, float] | None]:
@@ -393,7 +390,7 @@ def repeat_ratios(results: Sequence[RowResult]) -> list[tuple[int, float] | None
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(results):
         if r.kind == "serving" and r.measured_throughput:
-            key = tuple(getattr(r.m, f, None) for f in _CONFIG_FIELDS)
+            key = tuple(getattr(r.m, f, None) for f in CONFIGURATION_COLUMNS)
             groups.setdefault(key, []).append(i)
     out: list[tuple[int, float] | None] = [None] * len(results)
     for idx in groups.values():

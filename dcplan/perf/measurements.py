@@ -64,6 +64,10 @@ SERVING_COLUMNS = (
     "median_tpot_ms", "p99_tpot_ms", "power_w_per_gpu", "framework", "date", "source",
 )
 SPECULATIVE = ("none", "mtp", "draft")
+#: The columns that say what ran (hardware, model, lengths, concurrency, layout, engine):
+#: runs with equal values are repeats of one configuration.
+CONFIGURATION_COLUMNS = (*SERVING_COLUMNS[:SERVING_COLUMNS.index("speculative") + 1],
+                         "framework")
 
 
 @dataclass(frozen=True)

@@ -1133,23 +1133,35 @@ def fix_at_exact_fabric(d: PlanInputs, mv: ModelVars) -> None:
 
     def fix(var, value: float) -> None:
         var.cat = pulp.LpContinuous
-        var.lowBound = var.upBound = float(value)
+        var.lowBound = var.upBound = var.varValue = float(value)
 
     for group in (mv.new, mv.cdu, mv.cdu_on, mv.spare_on, mv.staffed, mv.fleet_on):
         for var in group.values():
             fix(var, round(var.value() or 0.0))
-    units: dict = defaultdict(float)
-    for (_r, s, _f, p), fv in mv.fabric.items():
+    for fv in mv.fabric.values():
         n = int(round(fv.n.value() or 0.0))
         vals = fabric_start_values(fv, n)
         if fv.spines is not None:
-            vals[fv.spines] = max(vals.get(fv.spines, 0.0), float(fabric_counts(fv.fd, n)["spine"]))
+            exact = float(fabric_counts(fv.fd, n)["spine"])
+            vals[fv.spines] = max(vals.get(fv.spines, 0.0), exact)
         for var, x in vals.items():
             fix(var, x)
-        units[s, p] += fv.fd.switch_rack_units * sum(
-            pulp.value(fv.counts[t]) or 0.0 for t in ("leaf", "spine", "core"))
-    for (s, p), var in mv.net_racks.items():
-        fix(var, math.ceil(units[s, p] / (d.network_rack_units or 1) - 1e-6))
+    for key, racks in network_racks_needed(d, mv).items():
+        fix(mv.net_racks[key], racks)
+
+
+def network_racks_needed(d: PlanInputs, mv: ModelVars) -> dict:
+    """Network racks each site and period needs for its fabrics' switches [positions].
+
+    ``ceil(switch rack units / units per network rack)``, from the switch-count
+    variables' current values; keys ``(s, p)`` of ``mv.net_racks``.
+    """
+    units: dict = defaultdict(float)
+    for (_r, s, _f, p), fv in mv.fabric.items():
+        for t in ("leaf", "spine", "core"):
+            units[s, p] += fv.fd.switch_rack_units * (pulp.value(fv.counts[t]) or 0.0)
+    return {key: float(math.ceil(units[key] / (d.network_rack_units or 1) - 1e-6))
+            for key in mv.net_racks}
 
 
 def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | None:
@@ -1164,16 +1176,12 @@ def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float |
     """
     if not mv.fabric:
         return None
-    units: dict = defaultdict(float)
-    for (_r, s, _f, p), fv in mv.fabric.items():
+    for fv in mv.fabric.values():
         n = int(round(fv.n.value() or 0.0))
-        vals = fabric_start_values(fv, n)
-        for var, x in vals.items():
+        for var, x in fabric_start_values(fv, n).items():
             var.varValue = x
-        for t in ("leaf", "spine", "core"):
-            units[s, p] += fv.fd.switch_rack_units * (pulp.value(fv.counts[t]) or 0.0)
-    for (s, p), var in mv.net_racks.items():
-        var.varValue = float(math.ceil(units[s, p] / (d.network_rack_units or 1) - 1e-6))
+    for key, racks in network_racks_needed(d, mv).items():
+        mv.net_racks[key].varValue = racks
     peak: dict = defaultdict(float)  # the facility peak over the hours, lowered with them
     for (s, p, _h), e in mv.fac_hour.items():
         if (s, p) in mv.fpk:
