@@ -188,6 +188,7 @@ def test_caveats_for_other_years_or_other_demand():
         labels = [str(y) for y in years]
         inputs = SimpleNamespace(
             periods=[SimpleNamespace(label=x) for x in labels], hours=lambda _i: 8760.0,
+            df_opex=lambda _p: 1.0,
             workloads={"w": SimpleNamespace(pool_share=lambda _k: 1.0)})
         demand = pd.DataFrame({"period": labels, "workload": "w", "pool": "all",
                                "demand_tokens_per_s_avg": tokens_per_s})

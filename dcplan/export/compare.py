@@ -334,15 +334,12 @@ def comparison_caveats(results: Sequence[Any], names: Sequence[str], b: int) -> 
         return [p.label for p in r.inputs.periods] if r.inputs is not None else []
 
     def demand(r) -> float | None:
+        from dcplan.planner.results import workload_tokens
+
         t = r.tables.get("demand")
         if t is None or not len(t) or r.inputs is None:
             return None
-        hours = {p.label: r.inputs.hours(i) for i, p in enumerate(r.inputs.periods)}
-        sub = t[t.pool != "decode"]
-        share = [r.inputs.workloads[w].pool_share(k) for w, k in zip(sub.workload, sub.pool,
-                                                                     strict=True)]
-        return float((sub.demand_tokens_per_s_avg / share * sub.period.map(hours)).sum()
-                     * 3600.0)
+        return float(sum(workload_tokens(r.inputs, t, served=False)[0].values()))
 
     out = []
     h0, d0 = horizon(results[b]), demand(results[b])

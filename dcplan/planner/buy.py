@@ -19,7 +19,7 @@ import pandas as pd
 
 from dcplan.buildbuy import MTOK, TokenMix, api_cost, break_even
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.results import served_frac
+from dcplan.planner.results import workload_tokens
 
 #: Cost categories that scale with the tokens served (the rest is fixed for a fleet).
 VARIABLE_CATEGORIES = ("energy", "carbon")
@@ -29,22 +29,6 @@ NOT_PAID = ("unserved_penalty",)
 #: How the plan's cost is shared among workloads (column text, docs).
 SHARE_TEXT = ("plan cost shared among workloads by their allocated rack-periods weighted "
               "by rack price and discount factor")
-
-
-def _served(d: PlanInputs, demand: pd.DataFrame) -> tuple[dict, dict]:
-    """Served input + output tokens per (workload, period index), and discounted [tokens]."""
-    pidx = {per.label: p for p, per in enumerate(d.periods)}
-    tok, disc = defaultdict(float), defaultdict(float)
-    for row in demand.itertuples():
-        if row.pool == "decode":
-            continue
-        wd = d.workloads[row.workload]
-        p = pidx[row.period]
-        t = (row.demand_tokens_per_s_avg / wd.pool_share(row.pool) * served_frac(row)
-             * d.hours(p) * 3600.0)
-        tok[row.workload, p] += t
-        disc[row.workload, p] += t * d.df_opex(p)
-    return tok, disc
 
 
 def _shares(d: PlanInputs, allocation: pd.DataFrame, disc: dict) -> dict[str, float]:
@@ -149,7 +133,7 @@ def build_vs_buy_table(d: PlanInputs, fleet: pd.DataFrame, allocation: pd.DataFr
     planned demand and as a utilisation of the installed fleet (the fleet is held fixed:
     a smaller demand would be planned with a smaller fleet).
     """
-    _tok, disc = _served(d, demand)
+    _tok, disc = workload_tokens(d, demand)
     fixed, var = _cost_split(costs)
     shares = _shares(d, allocation, disc)
     util = _fleet_utilisation(d, fleet, demand)
@@ -218,7 +202,7 @@ def requests_table(d: PlanInputs, allocation: pd.DataFrame, power: pd.DataFrame,
     the racks allocated to them there at the peak; a request is the workload's mean
     input + output tokens.
     """
-    tok, _disc = _served(d, demand)
+    tok, _disc = workload_tokens(d, demand)
     alloc_kw = allocation.groupby(["period", "site", "workload"]).it_kw.sum()
     site_kw = allocation.groupby(["period", "site"]).it_kw.sum()
     energy = defaultdict(float)

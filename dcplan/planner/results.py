@@ -700,6 +700,28 @@ KPI_NAMES = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
 SERVED_TOLERANCE = 1e-9
 
 
+def workload_tokens(d: PlanInputs, demand: pd.DataFrame, served: bool = True
+                    ) -> tuple[dict, dict]:
+    """Input + output tokens per (workload, period index), and discounted [tokens].
+
+    ``served``: the tokens served (:func:`served_frac` of each row), else the demand.
+    Rows of the ``demand`` table; a disaggregated workload counts once (its decode pool
+    row is the same tokens as its prefill row, by share).
+    """
+    pidx = {per.label: p for p, per in enumerate(d.periods)}
+    tok: dict = defaultdict(float)
+    disc: dict = defaultdict(float)
+    for row in demand.itertuples():
+        if row.pool == "decode":
+            continue
+        p = pidx[str(row.period)]
+        t = (row.demand_tokens_per_s_avg / d.workloads[row.workload].pool_share(row.pool)
+             * (served_frac(row) if served else 1.0) * d.hours(p) * 3600.0)
+        tok[row.workload, p] += t
+        disc[row.workload, p] += t * d.df_opex(p)
+    return tok, disc
+
+
 def served_frac(row: Any) -> float:
     """Share of a ``demand`` table row's demand that is served [-].
 
@@ -722,19 +744,8 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
     pen = costs.loc[is_pen, "cost_usd_discounted"].sum() if len(costs) else 0.0
     capex = costs.loc[costs.kind == "capex", "cost_usd"].sum() if len(costs) else 0.0
     opex = costs.loc[(costs.kind == "opex") & ~is_pen, "cost_usd"].sum() if len(costs) else 0.0
-    tokens = tokens_disc = 0.0
-    for p, per in enumerate(d.periods):
-        sub = demand[demand.period == per.label]
-        served = 0.0
-        for row in sub.itertuples():
-            if row.pool == "decode":
-                continue
-            wd = d.workloads[row.workload]
-            share = wd.pool_share(row.pool)
-            served += row.demand_tokens_per_s_avg / share * served_frac(row)
-        t = served * d.hours(p) * 3600.0
-        tokens += t
-        tokens_disc += t * d.df_opex(p)
+    tok, disc = workload_tokens(d, demand)
+    tokens, tokens_disc = sum(tok.values()), sum(disc.values())
     energy = power.energy_kwh.sum()
     by_period = power.groupby("period", sort=False)
     peak_mw = by_period.facility_kw_peak.sum().max() / 1000.0 if len(power) else 0.0
