@@ -63,6 +63,9 @@ class Topology:
         Uptime Institute Tier the topology maps to (the Tier also needs the
         distribution paths, which dcplan does not model).
     meaning : str
+    tier_rank : int
+        The Tier as a number (1 to 4), to compare two plants: a site is no better
+        than its weaker plant.
     """
 
     systems: int
@@ -70,6 +73,7 @@ class Topology:
     spare_modules: int
     uptime_tier: str
     meaning: str
+    tier_rank: int
 
 
 #: Power-redundancy topologies a site may name (``power_redundancy``). Definitions
@@ -78,18 +82,40 @@ class Topology:
 #: 2N / 2(N+1)) and the distributed-redundant ("catcher", k-to-make-(k-1)) designs of
 #: large operators; see docs/facility.md.
 TOPOLOGIES: dict[str, Topology] = {
-    "N": Topology(1, 1, 0, "I", "one system sized for the load, no spare"),
+    "N": Topology(1, 1, 0, "I", "one system sized for the load, no spare", 1),
     "N+1": Topology(1, 1, 1, "II (III with a second distribution path)",
-                    "one system with one spare module"),
+                    "one system with one spare module", 2),
     "N+2": Topology(1, 1, 2, "II (III with a second distribution path)",
-                    "one system with two spare modules"),
-    "2N": Topology(2, 1, 0, "IV", "two systems, each sized for the whole load"),
-    "2N+1": Topology(2, 1, 1, "IV", "two systems, each N+1: 2(N+1)"),
+                    "one system with two spare modules", 2),
+    "2N": Topology(2, 1, 0, "IV", "two systems, each sized for the whole load", 4),
+    "2N+1": Topology(2, 1, 1, "IV", "two systems, each N+1: 2(N+1)", 4),
     "DR3/2": Topology(3, 2, 0, "III", "distributed redundant: three systems, any two "
-                      "carry the load (3-to-make-2)"),
+                      "carry the load (3-to-make-2)", 3),
     "DR4/3": Topology(4, 3, 0, "III", "distributed redundant: four systems, any three "
-                      "carry the load (4-to-make-3)"),
+                      "carry the load (4-to-make-3)", 3),
 }
+
+
+def uptime_tier(ups: str, generators: str) -> str:
+    """Uptime Institute Tier of a site whose UPS and generator plants have these topologies.
+
+    The Tier Standard asks the whole power path to meet the Tier, engine generators
+    included, so the site is at the Tier of its weaker plant; when that is the
+    generator plant the label says so.
+
+    Parameters
+    ----------
+    ups, generators : str
+        Topology names (:data:`TOPOLOGIES`).
+
+    Returns
+    -------
+    str
+    """
+    u, g = TOPOLOGIES[ups], TOPOLOGIES[generators]
+    if g.tier_rank < u.tier_rank:
+        return f"{g.uptime_tier}, limited by the {generators} generator plant"
+    return u.uptime_tier
 
 #: Topology of a site that names none.
 DEFAULT_TOPOLOGY = "N+1"

@@ -141,3 +141,17 @@ def test_unknown_topology_is_a_clear_error(tmp_path):
 def test_unknown_topology_override_is_a_clear_error(cat, honam):
     with pytest.raises(InputError, match="unknown redundancy topology '3N'"):
         redundancy_sizing(cat, honam, 100.0, 0.0, 10.0, topology="3N")
+
+
+def test_the_tier_is_that_of_the_weaker_plant(cat, honam):
+    # 2N UPS with N generators: the Tier Standard asks the whole path, generators
+    # included, to meet the Tier, so the site is Tier I, not IV
+    weak = redundancy_sizing(cat, honam, 2000.0, 0.0, 300.0, topology="2N",
+                             generator_topology="N")
+    assert weak.uptime_tier == "I, limited by the N generator plant"
+    # a generator plant stronger than the UPS does not raise the Tier
+    strong = redundancy_sizing(cat, honam, 2000.0, 0.0, 300.0, topology="N+1",
+                               generator_topology="2N")
+    assert strong.uptime_tier.startswith("II (")
+    assert redundancy_sizing(cat, honam, 2000.0, 0.0, 300.0, topology="DR3/2",
+                             generator_topology="DR4/3").uptime_tier == "III"

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dcplan.errors import InputError, Problem
-from dcplan.sites import TOPOLOGIES, Site, Topology
+from dcplan.sites import TOPOLOGIES, Site, Topology, uptime_tier
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,8 @@ class RedundancySizing:
     topology, generator_topology : str
         Names (:data:`dcplan.sites.TOPOLOGIES`).
     uptime_tier : str
-        Uptime Institute Tier the UPS topology maps to.
+        Uptime Institute Tier the site maps to: that of the weaker of its UPS and
+        generator topologies (:func:`dcplan.sites.uptime_tier`).
     ups, generators : Plant or None
         None when the catalog has no such entries.
     ups_efficiency : float
@@ -292,7 +293,7 @@ def redundancy_sizing(catalog, site: Site, it_kw: float, network_kw: float,
     grid = chain.facility_kw + recharge
     ups_loss = ups_load * (1.0 / eff - 1.0) if eff else 0.0
     return RedundancySizing(
-        topology=name, generator_topology=gname, uptime_tier=topo.uptime_tier, ups=ups,
+        topology=name, generator_topology=gname, uptime_tier=uptime_tier(name, gname), ups=ups,
         generators=gens, ups_efficiency=float(eff), ups_loss_kw=ups_loss,
         generator_standby_kw=standby, recharge_kw=recharge,
         facility_kw_peak=chain.facility_kw, grid_kw=grid,
