@@ -194,6 +194,7 @@ def test_ctrl_c_keeps_what_is_done_and_resume_finishes(tmp_path):
         stop(proc)
     assert proc.returncode == 130, err[-3000:]
     assert "--resume" in err
+    assert "Traceback" not in err, err[-3000:]
     first = pd.read_csv(out / "samples.csv")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["state"] == "interrupted" and manifest["done"] == (first.sample_id > 0).sum()
@@ -216,6 +217,27 @@ def test_ctrl_c_keeps_what_is_done_and_resume_finishes(tmp_path):
     # the samples done before the interruption were kept as they were
     before = first.set_index("sample_id").loc[kept_ids, "npv_cost_usd"]
     assert list(final.set_index("sample_id").loc[kept_ids, "npv_cost_usd"]) == list(before)
+
+
+def _sigint_ignored() -> bool:
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_local_workers_leave_ctrl_c_to_the_sweep():
+    """Worker processes ignore SIGINT (a terminal sends it to all of them): only the
+    sweep process handles it, and its own handler is put back after the start."""
+    from dcplan.sweep import run
+
+    before = signal.getsignal(signal.SIGINT)
+    client, cluster, text = run._connect(2, None)
+    try:
+        assert text == "local, 2 workers"
+        assert signal.getsignal(signal.SIGINT) is before
+        ignored = client.run(_sigint_ignored)
+        assert len(ignored) == 2 and all(ignored.values()), ignored
+    finally:
+        client.close()
+        cluster.close()
 
 
 def test_an_unreachable_scheduler_is_an_input_error(monkeypatch):

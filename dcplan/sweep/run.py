@@ -418,9 +418,27 @@ def _connect(workers: int | None, scheduler: str | None) -> tuple[Any, Any, str]
                                                     f"{scheduler} --nthreads 1'")) from None
         return client, None, scheduler
     n = workers or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.CRITICAL)
+    # A terminal's Ctrl-C goes to the whole process group: worker processes that got it
+    # too died with their own tracebacks while this process was stopping the sweep.
+    # Started with SIGINT ignored (inherited through spawn), they leave the interrupt to
+    # this process, which cancels their tasks and closes the cluster.
+    previous = _ignore_interrupt()
+    try:
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.CRITICAL)
+    finally:
+        _restore_signal("SIGINT", previous)
     return Client(cluster), cluster, f"local, {n} worker{'s' * (n != 1)}"
+
+
+def _ignore_interrupt():
+    """Ignore SIGINT (main thread only); the previous handler, or None."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _term_as_interrupt():
@@ -437,11 +455,12 @@ def _term_as_interrupt():
     return signal.signal(signal.SIGTERM, handler)
 
 
-def _restore_term(previous) -> None:
+def _restore_signal(name: str, previous) -> None:
+    """Put back the handler of signal ``name`` that :func:`signal.signal` returned."""
     import signal
 
     if previous is not None:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(getattr(signal, name), previous)
 
 
 def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None,
@@ -612,7 +631,7 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
                                                            else "partial"),
                         updated=_now(), done=n_done, runs=runs)
         write_text_atomic(folder / MANIFEST, json.dumps(manifest, indent=2, default=str))
-        _restore_term(previous_term)
+        _restore_signal("SIGTERM", previous_term)
     return SweepOutcome(folder, design.size, n_done, skipped, statuses, sorted(workers_seen),
                         interrupted, elapsed, dict(tables), cluster_text, cpu, startup)
 
