@@ -33,6 +33,10 @@ import pandas as pd
 #: is written with a leading ``'`` in CSV and with the quote prefix in a workbook.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
+#: Text cells that start like a formula but cannot be one, written as they are: a lone
+#: ``-`` (the unit of a dimensionless figure, and the mark of "none").
+NOT_FORMULAS = frozenset({"-"})
+
 #: Fewest significant digits a rounded value keeps.
 SIGNIFICANT = 6
 
@@ -197,9 +201,10 @@ def csv_safe(value: Any) -> Any:
     and is not a plain number gets a leading ``'``: ``=HYPERLINK("http://x","y")``
     becomes ``'=HYPERLINK("http://x","y")``, which Excel and LibreOffice show as
     that text instead of evaluating it. ``-12.5`` and ``+3`` stay as they are;
-    non-strings are returned unchanged.
+    non-strings are returned unchanged, and so is a lone ``-`` (:data:`NOT_FORMULAS`).
     """
-    if isinstance(value, str) and value.startswith(FORMULA_START) and not _is_number(value):
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _is_number(value) \
+            and value not in NOT_FORMULAS:
         return "'" + value
     return value
 

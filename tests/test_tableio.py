@@ -99,7 +99,7 @@ def test_quarterly_periods_stay_text_and_sort():
 @pytest.mark.parametrize("text, safe", [
     (EVIL, "'" + EVIL), ("+1+2", "'+1+2"), ("-y", "'-y"), ("@SUM(A1)", "'@SUM(A1)"),
     ("\t=1+2", "'\t=1+2"), ("-12.5", "-12.5"), ("+3", "+3"), ("1,000", "1,000"),
-    ("seoul_metro", "seoul_metro"), ("", ""), ("a=b", "a=b"),
+    ("seoul_metro", "seoul_metro"), ("", ""), ("a=b", "a=b"), ("-", "-"), ("--1", "'--1"),
 ])
 def test_csv_safe(text, safe):
     assert csv_safe(text) == safe

@@ -52,7 +52,7 @@ from dcplan.export.labels import (
 from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import no_grid_sites
-from dcplan.tableio import FORMULA_START, is_year_column, tidy_table
+from dcplan.tableio import FORMULA_START, NOT_FORMULAS, is_year_column, tidy_table
 
 #: Row of the column headers on every data sheet (1-based); data start one row below.
 HEADER_ROW = 3
@@ -215,7 +215,7 @@ def put(ws: Worksheet, row: int, col: int, value: Any, fmt: str | None = None,
         text = clean_text(str(getattr(value, "value", value)))
         cell.value = text
         cell.data_type = "s"
-        if text.startswith(FORMULA_START):
+        if text.startswith(FORMULA_START) and text not in NOT_FORMULAS:
             cell.quotePrefix = True
     if fmt and cell.data_type == "n":
         cell.number_format = fmt
