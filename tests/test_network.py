@@ -508,3 +508,15 @@ def test_part_filled_last_leaves_share_a_spine_without_extra_uplinks(shipped):
             spine = u if g.nodes[u]["tier"] == "spine" else v
             load[spine] = load.get(spine, 0) + d["links"]
     assert max(load.values()) <= r.backend.radix
+
+
+def test_a_fibre_fallback_is_one_note_per_lane_rate(shipped):
+    """SR8 (multimode) at 200G-lane XDR cages: no multimode module fits, so every link
+    length falls back to single mode; one note per lane rate says so, with the span of
+    lengths, instead of one note per length."""
+    r = network(shipped, "hgx_b300", 64, optics="pluggable_800g_sr8")
+    fall = [n for n in r.notes if n.startswith("no multimode modules reach")]
+    lanes = [n.split(" at ")[1].split("G lanes")[0] for n in fall]
+    assert len(fall) == len(set(lanes)) >= 1, r.notes
+    assert all("single-mode fibre used there" in n for n in fall)
+    assert any("lengths)" in n for n in fall)

@@ -1196,12 +1196,30 @@ def _end_options(catalog, end: _End, family: OpticFamily, lane: float, length: f
     return [o for o in optics if o.kind is OpticKind.pluggable]
 
 
+@dataclass(frozen=True)
+class FibreFallback:
+    """Links whose requested fibre has no module that reaches them: what was used."""
+
+    fibre: str
+    lane_gbps: float
+    used: str
+
+    def note(self, lengths) -> str:
+        """One note for every link length [m] that fell back."""
+        lo, hi = min(lengths), max(lengths)
+        span = f"{lo:g} m" if lo == hi else f"{lo:g}-{hi:g} m ({len(set(lengths))} lengths)"
+        return (f"no {self.fibre.replace('_', '-')} modules reach the links of {span} at "
+                f"{self.lane_gbps:g}G lanes; {self.used.replace('_', '-')} fibre used there")
+
+
 def _pick_pair(catalog, a: _End, b: _End, family: OpticFamily, lane: float, length: float,
                link_gbps: float, b_is_nic: bool) -> tuple[Optic, Optic, str]:
     """The cheapest compatible (module at a, module at b) for one link class.
 
     Both ends: same fibre and lane rate, both reach ``length``; the family's fibre
-    first. Returns the pair and a note ('' when the family was honoured).
+    first. Returns the pair and a note: '' when the family was honoured, a text when
+    another kind of module was used, a :class:`FibreFallback` when another fibre was
+    (the caller gathers those of every length into one note).
 
     Raises
     ------
@@ -1238,8 +1256,7 @@ def _pick_pair(catalog, a: _End, b: _End, family: OpticFamily, lane: float, leng
     if pair is None:
         pair = best(None)
         if pair is not None and family.fibre:
-            note = (f"no {family.fibre.replace('_', '-')} modules reach {length:g} m at "
-                    f"{lane:g}G lanes; {pair[0].fibre or 'other'} fibre used there")
+            note = FibreFallback(family.fibre, lane, pair[0].fibre or "other")
     if pair is None:
         raise _err(f"no compatible pair of optical modules for {link_gbps:g} Gb/s links of "
                    f"{length:g} m at {lane:g} Gb/s lanes (switch cage {a.port_gbps:g} Gb/s, "
@@ -1271,6 +1288,7 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
     copper_kw = 0.0
     leaf_up = spine_up = 0
     notes: list[str] = []
+    fell_back: dict[FibreFallback, list[float]] = {}
     # (switch node, module id) -> links; module id -> links per module
     at_switch: Counter = Counter()
     per_module: dict[str, int] = {}
@@ -1312,7 +1330,9 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
         a = switch_end(sw_node)
         b = switch_end(far_node) if far_is_switch else _End(None, st.att.nic_port_gbps, False)
         ma, mb, note = _pick_pair(catalog, a, b, family, lane, length, gbps, not far_is_switch)
-        if note and note not in notes:
+        if isinstance(note, FibreFallback):
+            fell_back.setdefault(note, []).append(length)
+        elif note and note not in notes:
             notes.append(note)
         memo[key] = ("optical", ma, mb)
         return memo[key]
@@ -1418,6 +1438,7 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
         o = catalog.get("optics", oid)
         optics_kw += count * o.power_w / 1000.0
         optics_capex += count * o.capex_usd
+    notes.extend(fb.note(lengths) for fb, lengths in fell_back.items())
     if family.requested and family.kind is not OpticKind.cpo:
         for fabric in ("back-end", "front-end"):
             ends = by_end.get(f"{fabric} switch ends", {})
