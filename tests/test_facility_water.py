@@ -16,6 +16,7 @@ from dcplan.facility.water import (
     saturation_ratio,
     tower_evaporation_l_per_kwh,
 )
+from dcplan.paths import data_dir
 from dcplan.sites import load_sites
 
 SITE = textwrap.dedent("""\
@@ -124,3 +125,64 @@ def test_negative_water_limit_is_a_clear_error(tmp_path):
     text = str(err.value)
     assert "bad.yaml" in text and "wet_site" in text and "water_limit_m3_per_year" in text
     assert "-5" in text
+
+
+def test_a_water_limit_keeps_the_wet_plant_of_the_loop_that_fits(cat, tmp_path):
+    """A limit between one loop's water and both loops': the plants of least energy
+    that stay within it keep evaporative cooling where it fits, instead of dropping
+    every wet plant (which cost hundreds of kW of design-day cooling)."""
+    import itertools
+
+    from dcplan.facility.cooling import loop_plant_options
+    from dcplan.facility.water import SiteWater, loop_water
+
+    src = data_dir("sites") / "us_northern_virginia.yaml"
+    free = cooling(cat, _copy_with(tmp_path / "free", src, ""), {"gb200_nvl72": 64})
+    loops = free.water.loops
+    assert set(loops) == {"liquid", "air"} and free.water.annual_m3 > 0
+    small = min(lw.annual_l for lw in loops.values()) / 1000.0  # [m3/year]
+    limit = small + 0.5 * (free.water.annual_m3 - small)
+    site = _copy_with(tmp_path / "lim", src, f"water_limit_m3_per_year: {limit:.0f}\n")
+    r = cooling(cat, site, {"gb200_nvl72": 64})
+    assert r.water.within_limit and 0 < r.water.annual_m3 <= limit
+    assert any("allowance" in n for n in r.notes)
+    # brute force over every pair of loop plants within the limit: least annual energy
+    best = None
+    for lp, ap in itertools.product(
+            loop_plant_options(cat, site, r.supply_c, True),
+            loop_plant_options(cat, site, site.air_chilled_water_c, True)):
+        w = SiteWater({"liquid": loop_water(cat, site, lp, r.liquid_heat_kw),
+                       "air": loop_water(cat, site, ap, r.air_heat_kw)},
+                      1.0, site.water_limit_m3_per_year)
+        if w.within_limit:
+            e = r.liquid_heat_kw * lp.kw_per_kw_avg + r.air_heat_kw * ap.kw_per_kw_avg
+            best = e if best is None else min(best, e)
+    got = r.liquid_heat_kw * r.liquid_plant.kw_per_kw_avg + \
+        r.air_heat_kw * r.air_plant.kw_per_kw_avg
+    assert got == pytest.approx(best)
+    # and it is below the water-free design's energy
+    dry = cooling(cat, _copy_with(tmp_path / "dry", src, "water_limit_m3_per_year: 0\n"),
+                  {"gb200_nvl72": 64})
+    assert dry.water.annual_m3 == 0 and r.cooling_kw_avg < dry.cooling_kw_avg
+
+
+def test_the_peak_is_never_below_the_climate_s_hottest_hours(cat, tmp_path):
+    """A design condition milder than the climate's hottest bin: the peak is taken over
+    the bins too (hand check: the only chiller hour is the 30 C / 24 C bin)."""
+    from dcplan.facility.cooling import chiller_kw_per_kw
+
+    mild = SITE.replace("design_dry_bulb_c: 30", "design_dry_bulb_c: 15").replace(
+        "design_wet_bulb_c: 24", "design_wet_bulb_c: 10").replace(
+        "evaporative_cooling: true", "evaporative_cooling: false")
+    site = _site(tmp_path, mild)
+    r = cooling(cat, site, {"gb200_nvl72": 10})
+    chiller = cat.get("heat_rejection", r.liquid_plant.chiller_id)
+    assert r.liquid_plant.kw_per_kw_peak == pytest.approx(
+        chiller_kw_per_kw(chiller, r.supply_c, 30, 24))
+
+
+def _copy_with(folder, src, extra: str):
+    """The site of ``src`` copied into ``folder`` with ``extra`` lines appended."""
+    folder.mkdir()
+    (folder / src.name).write_text(src.read_text() + extra)
+    return next(iter(load_sites(folder).values()))

@@ -109,30 +109,29 @@ def _eligible(catalog, site: Site, kinds, evaporative: bool = True) -> list[Heat
     return sorted(out, key=lambda p: p.id)
 
 
-def loop_plant(catalog, site: Site, supply_c: float, evaporative: bool = True) -> LoopPlant:
-    """Choose the heat-rejection plant for a loop at ``supply_c`` [degC] at ``site``.
+def loop_plant_options(catalog, site: Site, supply_c: float, evaporative: bool = True
+                       ) -> list[LoopPlant]:
+    """Every heat-rejection plant that can hold a loop at ``supply_c`` [degC] all year.
 
     Every (free plant or none) x (chiller or none) combination that covers every
-    climate bin and the design condition is evaluated; the one with the lowest annual
-    energy wins (then the lowest capex, then the ids). ``evaporative=False`` leaves
-    out water-consuming plants even where the site allows them.
-
-    Raises
-    ------
-    InputError
-        If no combination can hold ``supply_c`` all year.
+    climate bin and the design condition, best first: the lowest annual energy, then
+    the lowest capex, then the ids. ``evaporative=False`` leaves out water-consuming
+    plants even where the site allows them. The peak [kW per kW of heat] is the
+    largest over the design condition and every climate bin with hours, so a design
+    condition milder than the climate's hottest hours cannot undersize the plant.
     """
     frees = _eligible(catalog, site, FREE_KINDS, evaporative)
     chillers = _eligible(catalog, site, CHILLER_KINDS, evaporative)
     design = (site.design_dry_bulb_c, site.design_wet_bulb_c)
     conditions = [(b.dry_bulb_c, b.wet_bulb_c, b.hours) for b in site.climate]
-    best = None
+    found = []
     for free in [None, *frees]:
         for chiller in [None, *chillers]:
             if free is None and chiller is None:
                 continue
             energy = 0.0
             free_hours = 0.0
+            peak = 0.0
             ok = True
             chiller_used = False
             free_used = False
@@ -148,29 +147,43 @@ def loop_plant(catalog, site: Site, supply_c: float, evaporative: bool = True) -
                     ok = False
                     break
                 energy += hours * e
+                if hours > 0 or (db, wb) == design:
+                    peak = max(peak, e)
             if not ok:
                 continue
             capex = ((free.capex_usd_per_kw if free is not None and free_used else 0.0)
                      + (chiller.capex_usd_per_kw if chiller is not None and chiller_used
                         else 0.0))
-            if free is not None and free_cooling_works(free, supply_c, *design):
-                peak = free.electric_kw_per_kw_heat
-            else:
-                peak = chiller_kw_per_kw(chiller, supply_c, *design)
             key = (round(energy, 9), round(capex, 9), free.id if free else "",
                    chiller.id if chiller else "")
-            if best is None or key < best[0]:
-                best = (key, LoopPlant(
-                    supply_c=supply_c,
-                    free_id=free.id if free is not None and free_used else "",
-                    chiller_id=chiller.id if chiller is not None and chiller_used else "",
-                    free_hours=free_hours, kw_per_kw_avg=energy / HOURS_PER_YEAR,
-                    kw_per_kw_peak=peak, capex_usd_per_kw=capex))
-    if best is None:
+            found.append((key, LoopPlant(
+                supply_c=supply_c,
+                free_id=free.id if free is not None and free_used else "",
+                chiller_id=chiller.id if chiller is not None and chiller_used else "",
+                free_hours=free_hours, kw_per_kw_avg=energy / HOURS_PER_YEAR,
+                kw_per_kw_peak=peak, capex_usd_per_kw=capex)))
+    found.sort(key=lambda t: t[0])
+    return [plant for _key, plant in found]
+
+
+def loop_plant(catalog, site: Site, supply_c: float, evaporative: bool = True) -> LoopPlant:
+    """Choose the heat-rejection plant for a loop at ``supply_c`` [degC] at ``site``.
+
+    The first of :func:`loop_plant_options`: the lowest annual energy wins (then the
+    lowest capex, then the ids).
+
+    Raises
+    ------
+    InputError
+        If no combination can hold ``supply_c`` all year.
+    """
+    options = loop_plant_options(catalog, site, supply_c, evaporative)
+    if not options:
         raise _err(f"no heat-rejection plant in the catalog can hold {supply_c:g} C supply "
-                   f"water all year (design {design[0]:g} C dry bulb); add a chiller to the "
-                   "heat_rejection catalog or raise the supply temperature", site)
-    return best[1]
+                   f"water all year (design {site.design_dry_bulb_c:g} C dry bulb); add a "
+                   "chiller to the heat_rejection catalog or raise the supply temperature",
+                   site)
+    return options[0]
 
 
 # --- CDUs -----------------------------------------------------------------------------
@@ -469,11 +482,12 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
     liquid_plant, air_plant, water = _plants(catalog, site, supply, liquid, air, it_kwh, True)
     if not water.within_limit:
         over = water.annual_m3
-        liquid_plant, air_plant, water = _plants(catalog, site, supply, liquid, air, it_kwh,
-                                                 False)
-        notes.append(f"evaporative heat rejection would use {over:,.0f} m3/year, over the "
-                     f"site's {site.water_limit_m3_per_year:,.0f} m3/year allowance; "
-                     "water-free plants chosen instead")
+        liquid_plant, air_plant, water = _plants_within_limit(catalog, site, supply, liquid,
+                                                              air, it_kwh)
+        notes.append(f"the plants of least energy would use {over:,.0f} m3 of water a year, "
+                     f"over the site's {site.water_limit_m3_per_year:,.0f} m3/year "
+                     f"allowance; chosen instead: {_plant_text(liquid_plant, air_plant)}, "
+                     f"{water.annual_m3:,.0f} m3/year")
 
     avg = (pump_kw + liquid * liquid_plant.kw_per_kw_avg + crah_kw
            + air * air_plant.kw_per_kw_avg)
@@ -490,6 +504,50 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
         crah_kw=crah_kw, liquid_plant=liquid_plant, air_plant=air_plant,
         cooling_kw_avg=avg, cooling_kw_peak=peak, plant_capex_usd=plant_capex, notes=notes,
         water=water)
+
+
+def _plants_within_limit(catalog, site: Site, supply: float, liquid: float, air: float,
+                         it_kwh: float) -> tuple[LoopPlant, LoopPlant, SiteWater]:
+    """The liquid and air plants of least annual energy whose water stays within the limit.
+
+    Each loop may keep an evaporative plant (an adiabatic cooler, or a tower on one loop
+    only) as long as the two together stay within ``water_limit_m3_per_year``; then
+    the lowest peak, then the lowest capex. Water-free plants on both loops always fit.
+    """
+    def options(heat, supply_c):
+        if heat <= 0:
+            return [LoopPlant(supply_c)]
+        return loop_plant_options(catalog, site, supply_c, True) or \
+            [loop_plant(catalog, site, supply_c, False)]
+
+    best = None
+    for lp in options(liquid, supply):
+        for ap in options(air, site.air_chilled_water_c):
+            loops = {}
+            if liquid > 0:
+                loops["liquid"] = loop_water(catalog, site, lp, liquid)
+            if air > 0:
+                loops["air"] = loop_water(catalog, site, ap, air)
+            water = SiteWater(loops, it_kwh, site.water_limit_m3_per_year)
+            if not water.within_limit:
+                continue
+            key = (round(liquid * lp.kw_per_kw_avg + air * ap.kw_per_kw_avg, 9),
+                   round(liquid * lp.kw_per_kw_peak + air * ap.kw_per_kw_peak, 9),
+                   round(liquid * lp.capex_usd_per_kw + air * ap.capex_usd_per_kw, 6))
+            if best is None or key < best[0]:
+                best = (key, lp, ap, water)
+    if best is None:  # the water-free plants (no catalog lists only wet plants)
+        return _plants(catalog, site, supply, liquid, air, it_kwh, False)
+    return best[1], best[2], best[3]
+
+
+def _plant_text(liquid_plant: LoopPlant, air_plant: LoopPlant) -> str:
+    parts = []
+    for name, p in (("liquid loop", liquid_plant), ("air loop", air_plant)):
+        ids = " + ".join(i for i in (p.free_id, p.chiller_id) if i)
+        if ids:
+            parts.append(f"{name} {ids}")
+    return "; ".join(parts) or "no plant"
 
 
 def _plants(catalog, site: Site, supply: float, liquid: float, air: float, it_kwh: float,
