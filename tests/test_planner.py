@@ -38,8 +38,10 @@ def check_plan_from_tables(res, d, tol=1e-6):
         assert r.facility_kw_peak <= r.built_kw * (1 + tol) + tol
     pos = fleet.groupby(["period", "site"]).rack_positions.sum()
     cdu = t["cooling"].set_index(["period", "site"]).cdu_positions
+    net = power.set_index(["period", "site"]).network_positions
     for (period, s), used in pos.items():
-        assert used + cdu.get((period, s), 0.0) <= d.sites[s].rack_positions + tol
+        assert used + cdu.get((period, s), 0.0) + net.get((period, s), 0.0) \
+            <= d.sites[s].rack_positions + tol
     used_racks = alloc.groupby(["period", "site", "rack"]).racks.sum()
     inst = fleet.set_index(["period", "site", "rack"]).installed_racks
     for key, n in used_racks.items():
@@ -313,3 +315,23 @@ def test_nameplate_peak_sizes_grid_on_max_power():
     res = solve_inputs(make_inputs(nameplate_peak=True, **base), EXACT, explain=False)
     assert res.unserved
     assert res.tables["power"].facility_kw_peak.max() <= 25 + 1e-6
+
+
+def test_linear_network_racks_take_space():
+    """network_model linear: 0.5 network-rack positions per rack in service. 10
+    positions hold floor(10 / 1.5) = 6 racks of one position, not 10; 800 tokens/s
+    at 100 per rack leave 200 tokens/s unserved, and the power table counts 3
+    network positions."""
+    import dataclasses
+
+    d = make_inputs(sites=[site(n=1, positions=10, grid_kw=1e6)],
+                    workloads=[workload(demand=[800.0])], n=1)
+    rs = d.rack_site["ra", "sa"]
+    d.rack_site["ra", "sa"] = dataclasses.replace(rs, network_positions_per_rack=0.5)
+    res = solve_inputs(d, EXACT, explain=False)
+    assert res.unserved
+    fleet = res.tables["fleet"]
+    assert fleet.installed_racks.sum() == 6
+    assert res.tables["power"].network_positions.sum() == pytest.approx(3.0)
+    assert res.tables["demand"].unserved_tokens_per_s_peak.sum() == pytest.approx(200.0)
+    check_plan_from_tables(res, d)

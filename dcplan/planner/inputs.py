@@ -182,6 +182,9 @@ class RackSiteData:
         Why not, when not allowed.
     network_kw_per_rack, network_capex_usd_per_rack : float
         [kW], [USD] per rack.
+    network_positions_per_rack : float
+        Network-rack positions (leaves, spines and cores in their own racks) per rack
+        [positions/rack] (linear network; the integer fabric counts its own).
     cooling_kw_per_it_kw_avg, cooling_kw_per_it_kw_peak : float
         Cooling electric power per IT kW, annual average and design day [kW/kW].
     loss_frac : float
@@ -205,11 +208,12 @@ class RackSiteData:
         peak, per IT kW at full load [kW/kW].
     water_l_per_it_kwh : float
         Site water per kWh of IT energy at full load (WUE of the cooling plant) [L/kWh].
-    network_by_period : tuple of (float, float)
+    network_by_period : tuple of (float, float, float)
         ``network_model: linear`` after :func:`fit_network_scale`: per period, network
-        [kW] and capex [USD] per rack at the fleet the plan's LP relaxation holds at the
-        site then; empty: ``network_kw_per_rack`` and ``network_capex_usd_per_rack`` in
-        every period.
+        [kW], capex [USD] and network-rack positions per rack at the fleet the plan's LP
+        relaxation holds at the site then; empty: ``network_kw_per_rack``,
+        ``network_capex_usd_per_rack`` and ``network_positions_per_rack`` in every
+        period.
     network_racks_by_period : tuple of int
         The racks each period's ``network_by_period`` figures are taken at [racks].
     """
@@ -231,8 +235,9 @@ class RackSiteData:
     redundancy_capex_usd_per_kw: float = 0.0
     recharge_kw_per_it_kw: float = 0.0
     water_l_per_it_kwh: float = 0.0
-    network_by_period: tuple[tuple[float, float], ...] = ()
+    network_by_period: tuple[tuple[float, ...], ...] = ()
     network_racks_by_period: tuple[int, ...] = ()
+    network_positions_per_rack: float = 0.0
 
     def __post_init__(self) -> None:
         # tuples also when read back from JSON (the sweep's facility memo, saved plans)
@@ -250,6 +255,15 @@ class RackSiteData:
         """Network capex per rack bought in period ``p`` [USD] (linear network)."""
         return self.network_by_period[p][1] if self.network_by_period else \
             self.network_capex_usd_per_rack
+
+    def network_positions(self, p: int) -> float:
+        """Network-rack positions per rack in service in period ``p`` (linear network).
+
+        [positions/rack]
+        """
+        if self.network_by_period and len(self.network_by_period[p]) > 2:
+            return self.network_by_period[p][2]
+        return self.network_positions_per_rack
 
 
 @dataclass(frozen=True)
@@ -1050,14 +1064,15 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
     if not pairs:
         return
     memo = FACILITY_MEMO.get()
-    figures: dict[tuple[str, str, int], tuple[float, float]] = {}
+    figures: dict[tuple[str, str, int], tuple[float, float, float]] = {}
 
-    def at(r: str, s: str, n: int) -> tuple[float, float]:
+    def at(r: str, s: str, n: int) -> tuple[float, float, float]:
         if (r, s, n) not in figures:
             site = case.sites[s]
             rs, _fc = (rack_site_data(case, site, r, n) if memo is None
                        else memo(case, site, r, n, rack_site_data))
-            figures[r, s, n] = (rs.network_kw_per_rack, rs.network_capex_usd_per_rack)
+            figures[r, s, n] = (rs.network_kw_per_rack, rs.network_capex_usd_per_rack,
+                                rs.network_positions_per_rack)
         return figures[r, s, n]
 
     counts: dict[tuple[str, str], tuple[int, ...]] = {}
@@ -1091,7 +1106,8 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
             except InputError:
                 continue
             rs = d.rack_site[r, s]
-            before = [(rs.network_kw(p), rs.network_capex(p)) for p in range(len(held))]
+            before = [(rs.network_kw(p), rs.network_capex(p), rs.network_positions(p))
+                      for p in range(len(held))]
             counts[r, s] = held
             moved |= not rs.network_by_period or any(
                 abs(a - b) > SCALE_TOLERANCE * abs(b)
@@ -1269,6 +1285,7 @@ def rack_site_data(case: Any, site: Any, rack_id: str, n_racks: int
         water_l_per_it_kwh=fc.water_l_per_it_kwh,
         network_kw_per_rack=fc.network_kw_per_rack,
         network_capex_usd_per_rack=fc.network_capex_usd_per_rack,
+        network_positions_per_rack=fc.network_positions_per_rack,
         cooling_kw_per_it_kw_avg=fc.cooling_kw_per_it_kw_avg,
         cooling_kw_per_it_kw_peak=fc.cooling_kw_per_it_kw_peak,
         loss_frac=fc.loss_frac, liquid_heat_kw_per_rack=fc.liquid_heat_kw_per_rack,

@@ -542,13 +542,21 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
 
 
 def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Space: ``sum_r pos[r] * inst[r,s,p] + sum_c pos[c] * cdu[s,c,p] <= positions_s``."""
+    """Space: rack, CDU and network positions within the site's.
+
+    ``sum_r (pos[r] + npos[r,s,p]) * inst[r,s,p] + sum_c pos[c] * cdu[s,c,p]
+    + net_racks[s,p] <= positions_s``: ``npos`` is the linear network's network-rack
+    positions per rack in service (``RackSiteData.network_positions``; 0 for a rack
+    type with the integer fabric, whose network racks are the integer ``net_racks``).
+    """
     cdus = defaultdict(list)
     for (s, c, p), var in mv.cdu.items():
         cdus[s, p].append((var, d.cdu_data(s, c).cdu_positions))
     for s, sd in d.sites.items():
         for p, per in enumerate(d.periods):
-            terms = [(mv.inst[r, s, p], float(d.racks[r].rack_positions))
+            terms = [(mv.inst[r, s, p], float(d.racks[r].rack_positions)
+                      + (d.rack_site[r, s].network_positions(p) if d.linear_network(r)
+                         else 0.0))
                      for r in d.racks if (r, s, p) in mv.inst]
             terms += cdus[s, p]
             if (s, p) in mv.net_racks:

@@ -509,12 +509,21 @@ def network_items(d: PlanInputs, sol: Solution, s: str, p: int) -> dict[str, flo
 
 
 def network_racks(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
-    """Network racks of the plan at ``s`` in ``p``: ceil(switch units / units per rack)."""
+    """Network-rack positions of the plan at ``s`` in ``p`` [positions].
+
+    The integer fabrics' ``ceil(switch units / units per rack)``, plus, for rack types
+    with the linear network, their per-rack figure times the racks in service (what
+    the space row counts).
+    """
     import math
 
     units = sum(rack_network(d, r, sol.installed(d, r, s, p))["rack_units"]
                 for r in d.fabrics)
-    return float(math.ceil(units / (d.network_rack_units or 1) - 1e-9)) if units else 0.0
+    out = float(math.ceil(units / (d.network_rack_units or 1) - 1e-9)) if units else 0.0
+    for r in d.racks:
+        if d.linear_network(r) and (r, s) in d.rack_site:
+            out += d.rack_site[r, s].network_positions(p) * sol.installed(d, r, s, p)
+    return out
 
 
 def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:

@@ -85,6 +85,15 @@ def _exact_network(sized) -> dict[str, float]:
     return out
 
 
+def _plan_positions(tables: dict, site: str, period: Any) -> float:
+    """Network-rack positions the plan counts at a site and period (power table)."""
+    pw = tables.get("power")
+    if pw is None or not len(pw) or "network_positions" not in pw:
+        return 0.0
+    row = pw[(pw.site == site) & (pw.period == period)]
+    return float(row.network_positions.iloc[0]) if len(row) else 0.0
+
+
 def plan_cdus(tables: dict, site: str, period: Any) -> tuple[float, str]:
     """The plan's CDUs at a site and period: (count [units], model ids, comma-separated)."""
     cool = tables.get("cooling")
@@ -185,6 +194,9 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
         exact = dict(sized.exact)
         if integer:
             exact.update(_exact_network(sized))
+        else:  # the linear network's positions: per-rack figure x racks (the space row's)
+            plan["network_positions"] = _plan_positions(tables, site, period)
+            exact["network_positions"] = sized.positions.get("network", 0.0)
         for q, ex in exact.items():
             pl = plan.get(q, 0.0)
             frac = (ex - pl) / pl if pl else None

@@ -78,6 +78,13 @@ def _rack_peak_kw(d: PlanInputs, r: str, s: str) -> float:
                                  + rs.network_kw_per_rack)
 
 
+def _network_positions(d: PlanInputs, r: str, s: str) -> float:
+    """Largest linear-network positions per rack of ``r`` at ``s`` over the periods."""
+    if not d.linear_network(r):
+        return 0.0
+    return max(d.rack_site[r, s].network_positions(p) for p in range(len(d.periods)))
+
+
 def rounding_start(d: PlanInputs, mv: ModelVars) -> RoundingStart:
     """Build the :class:`RoundingStart` of a model (margins per site limit)."""
     racks_at = defaultdict(set)
@@ -86,7 +93,8 @@ def rounding_start(d: PlanInputs, mv: ModelVars) -> RoundingStart:
     margins = {}
     for s, racks in racks_at.items():
         kw = sum(_rack_peak_kw(d, r, s) for r in racks)
-        pos = float(sum(d.racks[r].rack_positions for r in racks))
+        pos = float(sum(d.racks[r].rack_positions + _network_positions(d, r, s)
+                        for r in racks))
         for c in d.cdu_models(s):
             pos += (d.cdu_redundancy + 2) * d.cdu_data(s, c).cdu_positions
         for p, per in enumerate(d.periods):
