@@ -192,6 +192,28 @@ def test_plan_counts_equal_the_exact_sizing_of_its_fleet(name):
         assert n == cool[key]
 
 
+@pytest.mark.slow
+def test_a_cheaper_cdu_choice_for_the_plans_own_fleet_is_noted():
+    """The plan keeps each rack type's CDU model of the planning scale; where the
+    cooling model would pick a cheaper one for the plan's own fleet, a note says so,
+    with counts and capex that are the catalog's (count x unit price, by hand)."""
+    import re
+
+    result, _ = solved("minimal")
+    cat = result.case.catalog
+    notes = [n for n in result.notes if n.startswith("CDUs at ")]
+    assert notes
+    for n in notes:
+        m = re.search(r"choose (\d+) x (\w+) \(([\d,]+) USD\) where the plan keeps (\d+) x "
+                      r"(\w+) \(([\d,]+) USD\)", n)
+        assert m, n
+        k_free, free, usd_free, k_mine, mine, usd_mine = m.groups()
+        assert free != mine
+        assert int(usd_free.replace(",", "")) == int(k_free) * cat.get("cdus", free).capex_usd
+        assert int(usd_mine.replace(",", "")) == int(k_mine) * cat.get("cdus", mine).capex_usd
+        assert int(usd_free.replace(",", "")) < int(usd_mine.replace(",", ""))
+
+
 @pytest.mark.parametrize("name", ("minimal", *gen.EXAMPLES))
 @pytest.mark.slow
 def test_plan_power_stays_within_its_grid_and_building(name):

@@ -143,6 +143,7 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
     notes: list[str] = []
     rows: list[dict] = []
     bom: list[dict] = []
+    cdu_choice: dict[str, list] = {}  # site -> (period, plan's cooling, cheaper cooling)
     bom_units = {c: u for c, u in BOM_COLUMNS.items() if u}
     bom_columns = ["site", "period", *BOM_COLUMNS]
     if not len(fleet):
@@ -184,6 +185,10 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
                          "pools the site's liquid heat on one model")
         bom += [dict(site=site, period=period, **row) for row in _plan_cdu_rows(
             d, site_bom(catalog, sized), tables, site, period)]
+        if one_model:
+            other = _cheaper_cdus(catalog, sites[site], sized, d.cdu_redundancy)
+            if other is not None:
+                cdu_choice.setdefault(site, []).append((period, sized.cooling, other))
         plan = dict(sized.linear)
         integer = all(r in d.fabrics for r in mix)  # network_model: integer
         if integer:
@@ -205,6 +210,16 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
             if q not in NOT_NOTED and (abs(frac) > NOTE_FRAC if frac is not None
                                        else abs(ex) > 1e-9):
                 off_by.setdefault((site, q), []).append((period, pl, ex, frac))
+    for site, hits in cdu_choice.items():
+        period, mine, other = max(hits, key=lambda h: h[1].cdu_capex_total_usd
+                                  - h[2].cdu_capex_total_usd)
+        notes.append(
+            f"CDUs at {site}: for the plan's own fleet the cooling model would choose "
+            f"{other.cdu_count} x {other.cdu_id} ({_num(other.cdu_capex_total_usd)} USD) "
+            f"where the plan keeps {mine.cdu_count} x {mine.cdu_id} "
+            f"({_num(mine.cdu_capex_total_usd)} USD), in {len(hits)} period(s), most in "
+            f"{period}: the planner takes each rack type's CDU model at one planning scale "
+            "(docs/planner.md, Known weaknesses)")
     for (site, q), hits in off_by.items():
         period, pl, ex, frac = max(hits, key=lambda h: abs(h[3] or 0.0))
         pct = f" ({frac:+.0%})" if frac is not None else ""
@@ -214,6 +229,23 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
     df = _frame(rows, {"plan": "see unit column", "exact": "see unit column",
                        "diff": "see unit column", "diff_frac": "-"}, COLUMNS)
     return df, _frame(bom, bom_units, bom_columns), notes
+
+
+def _cheaper_cdus(catalog, site, sized, redundancy: int):
+    """The cooling model's own CDU choice for a sized fleet, when cheaper than its CDUs.
+
+    ``sized`` was sized with the plan's CDU model; the same fleet and network heat with
+    a free choice of model. None when that choice is the same model or not cheaper.
+    """
+    from dcplan.facility.cooling import cooling
+
+    mine = sized.cooling
+    free = cooling(catalog, site, sized.fleet, network_kw=mine.network_kw,
+                   redundancy=redundancy)
+    if free.cdu_id == mine.cdu_id or \
+            free.cdu_capex_total_usd >= mine.cdu_capex_total_usd - 1e-6:
+        return None
+    return free
 
 
 def _plan_cdu_rows(d: PlanInputs, rows: list[dict], tables: dict, site: str, period: Any
