@@ -197,8 +197,8 @@ def _fields_at(schema: type[BaseModel], loc: Sequence[Any]) -> list[str]:
         if isinstance(part, int) or str(part).isdigit():
             continue
         info = model.model_fields.get(str(part))
-        if info is None:
-            break
+        if info is None:  # a mapping's key (a workload or rack id): same model below
+            continue
         found = None
         todo = [info.annotation]
         while todo:

@@ -1045,8 +1045,12 @@ def shape_problem(hours: list[float] | None, days: list[ProfileDay] | None) -> s
         if any(h < 0 for h in hours):
             return "hourly values must be >= 0"
         days = [ProfileDay(hours=list(hours))]
-    total = sum(d.weight for d in days)
+    if not days:
+        return "'days' needs at least one representative day (hours and weight)"
+    total = sum(d.weight for d in days)  # weights are > 0
     mean = sum(d.weight * sum(d.hours) for d in days) / (total * HOURS_PER_DAY)
+    if mean <= 0:
+        return "every hourly value is 0: give the shape of the demand (values >= 0, mean 1)"
     if abs(mean - 1.0) > PROFILE_MEAN_TOLERANCE:
         return (f"the hourly values average {mean:.4g}; they are relative to the mean demand "
                 f"and must average 1 (divide each by {mean:.4g})")

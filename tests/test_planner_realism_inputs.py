@@ -50,7 +50,7 @@ def test_lead_time_longer_than_horizon_names_the_site_file():
     assert p.entry == "far_site"
     assert p.field == "grid_connection.lead_time_months"
     assert p.line is not None
-    assert "40 months" in p.message and "2026..2028" in p.message
+    assert "40 months" in p.message and "24 months" in p.message and "(2028)" in p.message
 
 
 def test_site_build_parts_and_committed_grid_are_checked(tmp_path):
@@ -84,3 +84,76 @@ def test_baseline_inputs_carry_the_new_fields(baseline_inputs):
         d.energy_price("seoul_metro", 0) * 1.02)
     assert d.carbon_price(0) == pytest.approx(7.0 / 1000)
     assert d.day_names == ("weekday", "weekend")
+
+
+def _variant(tmp_path, text: str):
+    """Problems of the base fixture extended by ``text`` (a scenario written in tmp)."""
+    import shutil
+
+    shutil.copy(FIXTURES / "_base.yaml", tmp_path / "_base.yaml")
+    path = tmp_path / "s.yaml"
+    path.write_text(f"extends: _base.yaml\nname: variant\n{text}")
+    with pytest.raises(InputError) as info:
+        load_case(path)
+    return info.value.problems, str(info.value)
+
+
+@pytest.mark.parametrize("text, field, words", [
+    # an empty list of representative days (it divided by zero: exit 3)
+    ("demand:\n  profiles:\n    chat: {days: []}\n", "demand.profiles.chat",
+     ["at least one representative day"]),
+    # every hourly value 0 (the hint said to divide each by 0)
+    ("demand:\n  profiles:\n    chat: {hours: [" + ", ".join(["0"] * 24) + "]}\n",
+     "demand.profiles.chat", ["every hourly value is 0"]),
+    # a speedup of 0 serves nothing; one error, not one per member of the union
+    ("paths:\n  software_speedup: {by_year: {2026: 1, 2027: 0, 2028: 1.2}}\n",
+     "paths.software_speedup.by_year.2027", ["must be > 0"]),
+    # a negative price is refused, and not reported again as a gap
+    ("paths:\n  rack_capex:\n    gb200_nvl72: {by_year: {2026: 3.0e+6, 2027: -1, 2028: 2.0e+6}}"
+     "\n", "paths.rack_capex.gb200_nvl72.by_year.2027", [">= 0"]),
+    # a misspelt field of a path, and of a profile day: a did-you-mean
+    ("paths:\n  rack_capex:\n    gb200_nvl72: {annual_chnage: -0.1}\n",
+     "paths.rack_capex.gb200_nvl72.annual_chnage", ["did you mean 'annual_change'"]),
+    ("demand:\n  profiles:\n    chat:\n      days:\n        - {wieght: 5, hours: ["
+     + ", ".join(["1"] * 24) + "]}\n", "demand.profiles.chat.days.0.wieght",
+     ["did you mean 'weight'"]),
+    # from_year on a plain number, and after the horizon
+    ("overrides:\n  - {kind: sites, id: honam_haenam, field: rack_positions, add: 10, "
+     "from_year: 2027}\n", "overrides.0", ["year-keyed step function", "remove 'from_year'"]),
+    ("overrides:\n  - {kind: sites, id: honam_haenam, field: grid_mw, add: 10, "
+     "from_year: 2050}\n", "overrides.0", ["after the plan's horizon", "2026..2028"]),
+])
+def test_more_bad_realism_inputs(tmp_path, text, field, words):
+    problems, out = _variant(tmp_path, text)
+    assert len(problems) == 1, out
+    p = problems[0]
+    assert p.field == field, out
+    assert p.file.endswith("s.yaml") and p.line is not None, out
+    for w in words:
+        assert w in p.message, p.message
+
+
+def test_a_lead_time_past_the_last_period_start_set_by_an_override_names_the_override(
+        tmp_path):
+    """A request at the start of 2026 with a 30-month lead time is energised mid-2028,
+    after the last period (2028) starts (24 months in): never connected. The error
+    names the scenario's override that set the lead time, not the site file."""
+    import shutil
+
+    for f in (FIXTURES / "sites_lead").iterdir():
+        (tmp_path / "sites_lead").mkdir(exist_ok=True)
+        shutil.copy(f, tmp_path / "sites_lead" / f.name)
+    text = (FIXTURES / "lead_time_horizon.yaml").read_text()
+    (tmp_path / "s.yaml").write_text(
+        text + "overrides:\n  - {kind: sites, id: far_site, field: "
+        "grid_connection.lead_time_months, set: 30}\n")
+    with pytest.raises(InputError) as info:
+        load_case(tmp_path / "s.yaml")
+    (p,) = info.value.problems
+    assert p.file.endswith("s.yaml") and p.field == "overrides.0" and p.entry == "far_site"
+    assert "30 months" in p.message and "24 months" in p.message
+    # 24 months: energised in 2028, a valid input
+    (tmp_path / "ok.yaml").write_text(
+        text + "overrides:\n  - {kind: sites, id: far_site, field: "
+        "grid_connection.lead_time_months, set: 24}\n")
+    load_case(tmp_path / "ok.yaml")

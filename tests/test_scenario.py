@@ -139,15 +139,15 @@ def test_overrides_scale_set_and_grid_step(data):
     scn = parse_scenario({**BASE, "overrides": [
         {"kind": "racks", "id": "gb200_nvl72", "field": "capex_usd", "scale": 1.2},
         {"kind": "workloads", "id": "chat", "field": "cache_hit_frac", "set": 0.5},
-        {"kind": "sites", "id": "seoul_metro", "field": "grid_mw", "add": 50, "from_year": 2029},
+        {"kind": "sites", "id": "seoul_metro", "field": "grid_mw", "add": 50, "from_year": 2028},
     ]})
     cat2, sites2 = apply_overrides(scn, catalog, sites)
     assert cat2.get("racks", "gb200_nvl72").capex_usd == pytest.approx(
         1.2 * catalog.get("racks", "gb200_nvl72").capex_usd)
     assert cat2.get("workloads", "chat").cache_hit_frac == 0.5
     old, new = sites["seoul_metro"], sites2["seoul_metro"]
-    for year in (2026, 2028, 2029, 2031, 2035):
-        extra = 50 if year >= 2029 else 0
+    for year in (2026, 2027, 2028, 2029, 2031, 2035):
+        extra = 50 if year >= 2028 else 0
         assert new.grid_mw_in(year) == pytest.approx(old.grid_mw_in(year) + extra)
     # The originals are untouched.
-    assert sites["seoul_metro"].grid_mw_in(2029) == old.grid_mw_in(2029)
+    assert sites["seoul_metro"].grid_mw_in(2028) == old.grid_mw_in(2028)

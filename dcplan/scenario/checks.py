@@ -271,8 +271,8 @@ def _check_paths(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: list[
         return probs
     need = sorted(years)
     for path, pp in entries:
-        if pp.by_year is None:
-            continue
+        if pp.by_year is None or broken(path + ".by_year"):
+            continue  # a value refused by the schema is reported there, not as a gap
         entry = path.split(".")[-1] if path.count(".") >= 2 else None
         missing = [y for y in need if y not in pp.by_year]
         if missing:
@@ -298,31 +298,50 @@ def _years_text(ys: list[int]) -> str:
 def _check_grid_connections(scn: Scenario, sites: dict[str, Any]) -> list[Problem]:
     """Sites that could never be connected within the plan.
 
-    A site with nothing committed whose connection lead time is longer than the horizon
-    is an input error. (With committed capacity the plan can still use the site; the
-    planner notes that no request can be energised, see :mod:`dcplan.planner.inputs`.)
+    A request is energised from the first period that starts a lead time after the
+    request, and the earliest request is made at the start of the plan; so a site with
+    nothing committed whose lead time is longer than the time to the last period's
+    start can never be connected: an input error, reported where the lead time was set
+    (the site file, or the scenario override that set it). (With committed capacity the
+    plan can still use the site; the planner notes that no request can be energised,
+    see :mod:`dcplan.planner.inputs`.)
     """
     probs: list[Problem] = []
     if not scn.grid_requests:
         return probs
     periods = scn.period_list()
-    horizon_months = 12 * (periods[-1].offset_years + periods[-1].years)
+    last_start_months = 12 * periods[-1].offset_years
     for s in scn.sites:
         site = sites.get(s)
         gc = getattr(site, "grid_connection", None)
         if gc is None:
             continue
         committed = any(gc.committed_mw_in(p.year) > 0 for p in periods)
-        if gc.lead_time_months >= horizon_months - 1e-9 and not committed:
+        if gc.lead_time_months > last_start_months + 1e-9 and not committed:
             file, line = site.where("grid_connection")
+            field = "grid_connection.lead_time_months"
+            ov = _override_of(scn, "sites", s, field)
+            if ov is not None:
+                field = scn.item_path("overrides", ov)
+                file, line = scn.where(field)
             probs.append(Problem(
                 file, f"grid_connection.lead_time_months is {gc.lead_time_months:g} months, "
-                f"longer than the plan's horizon ({periods[0].label}..{periods[-1].label}, "
-                f"{horizon_months:g} months) and nothing is committed: the site could never "
-                "be connected within the plan; shorten the lead time, lengthen 'periods', "
-                "commit capacity (grid_connection.committed_mw) or drop the site",
-                entry=s, field="grid_connection.lead_time_months", line=line))
+                f"longer than the {last_start_months:g} months from the start of the plan "
+                f"({periods[0].label}) to the start of its last period ({periods[-1].label}) "
+                "and nothing is committed: a request made at once would be energised after "
+                "the last period starts, so the site could never be connected within the "
+                "plan; shorten the lead time, lengthen 'periods', commit capacity "
+                "(grid_connection.committed_mw) or drop the site",
+                entry=s, field=field, line=line))
     return probs
+
+
+def _override_of(scn: Scenario, kind: str, entry: str, field: str) -> int | None:
+    """Index of the last scenario override that sets ``field`` of ``kind``/``entry``."""
+    hits = [i for i, ov in enumerate(scn.overrides)
+            if ov.kind == kind and ov.id == entry
+            and (ov.field == field or field.startswith(ov.field + "."))]
+    return hits[-1] if hits else None
 
 
 def _existing_fits(scn: Scenario, racks: Any, sites: dict[str, Any]) -> list[Problem]:

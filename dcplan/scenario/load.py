@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from dcplan.catalog import Catalog, explain_errors, suggest
+from dcplan.catalog import Catalog, _fields_at, explain_errors, suggest
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.scenario.forecast import resolve_forecast
-from dcplan.scenario.schema import REMOVED_FIELDS, Scenario
+from dcplan.scenario.schema import REMOVED_FIELDS, PricePath, Scenario
 from dcplan.yamlio import AT_KEY, KEY_LINES, LINE_KEY, META_KEYS, WHERE_KEY, read_yaml, strip_lines
 
 
@@ -64,9 +64,9 @@ def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
                     and loc[0] in REMOVED_FIELDS:
                 prob = Problem(file, REMOVED_FIELDS[loc[0]], field=prob.field)
             elif err["type"] == "extra_forbidden":
-                parent = _model_at(loc[:-1])
-                hint = suggest(str(loc[-1]), parent.model_fields) if parent else ""
-                allowed = ", ".join(parent.model_fields) if parent else ""
+                here = _fields_at(Scenario, loc[:-1])
+                hint = suggest(str(loc[-1]), here)
+                allowed = ", ".join(here)
                 msg = ("unknown field" + (hint + " Remove or rename it." if hint
                                           else f"; allowed fields here: {allowed}"))
                 prob = Problem(file, msg, field=prob.field)
@@ -89,6 +89,8 @@ _KEYED = {("demand", "profiles"), ("demand", "growth"), ("demand", "table"),
 def _entry_of(loc: tuple) -> str | None:
     """The id a schema problem at ``loc`` belongs to (a key of a :data:`_KEYED` mapping)."""
     if len(loc) > 2 and tuple(loc[:2]) in _KEYED and isinstance(loc[2], str):
+        if tuple(loc[:2]) == ("paths", "software_speedup") and loc[2] in PricePath.model_fields:
+            return None  # one path for every workload, not a workload's
         return loc[2]
     return None
 
@@ -167,29 +169,6 @@ def _best_effort(raw: Any, file: str) -> Scenario | None:
             continue
         return scn.model_copy(update={"source_file": file, "line_map": _line_map(raw),
                                       "item_index": index, "dropped": tuple(dropped)})
-    return None
-
-
-def _model_at(loc: tuple) -> type[BaseModel] | None:
-    """Pydantic model class that owns the mapping at ``loc`` (for did-you-mean)."""
-    model: Any = Scenario
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if model is None or part not in model.model_fields:
-            return None
-        ann = model.model_fields[part].annotation
-        model = _unwrap_model(ann)
-    return model
-
-
-def _unwrap_model(ann: Any) -> type[BaseModel] | None:
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return ann
-    for arg in getattr(ann, "__args__", ()) or ():
-        found = _unwrap_model(arg)
-        if found:
-            return found
     return None
 
 

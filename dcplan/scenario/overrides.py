@@ -20,10 +20,26 @@ def _changed(old: Any, ov: Override) -> Any:
     return old * ov.scale if ov.scale is not None else old + ov.add
 
 
-def _apply_step(obj: Any, field: str, ov: Override) -> dict:
-    """New value of a year-keyed step function ``field`` with ``ov`` applied from a year."""
-    steps = {int(k): v for k, v in dict(getattr(obj, field)).items()}
+def _apply_step(obj: Any, field: str, ov: Override, years: range | None = None) -> dict:
+    """New value of a year-keyed step function ``field`` with ``ov`` applied from a year.
+
+    Raises
+    ------
+    TypeError
+        ``field`` is not a year-keyed step function (a plain number or text).
+    ValueError
+        ``from_year`` after the horizon (``years``): the override would change nothing.
+    """
+    value = getattr(obj, field)
+    if not isinstance(value, dict):
+        raise TypeError(f"'from_year' applies only to a year-keyed step function (e.g. "
+                        f"grid_mw: {{2027: 40}}); '{field}' is {value!r}: remove 'from_year'")
     y0 = ov.from_year
+    if years is not None and len(years) and y0 > years[-1]:
+        raise ValueError(f"from_year {y0} is after the plan's horizon ({years[0]}.."
+                         f"{years[-1]}): the override would change nothing; give a year "
+                         "of the horizon")
+    steps = {int(k): v for k, v in dict(value).items()}
     if y0 not in steps:
         below = [k for k in steps if k <= y0]
         steps[y0] = steps[max(below)] if below else 0.0
@@ -46,6 +62,11 @@ def apply_overrides(
     f = scn.source_file
     probs: list[Problem] = []
     sites = dict(sites)
+    try:
+        plan_years = [p.year for p in scn.period_list()]
+        years = range(min(plan_years), max(plan_years) + 1)
+    except Exception:  # noqa: BLE001 - bad periods are reported by their own check
+        years = None
     for i, ov in enumerate(scn.overrides):
         fld = scn.item_path("overrides", i)
         ov_file, ov_line = scn.where(fld)
@@ -67,12 +88,12 @@ def apply_overrides(
                         raise InputError(Problem(f, f"cannot override: site field '{top}' has "
                                                     f"no field '{sub}'"
                                                     f"{suggest(sub, sub_fields)}"))
-                    new = _apply_step(parent, sub, ov) if ov.from_year is not None \
+                    new = _apply_step(parent, sub, ov, years) if ov.from_year is not None \
                         else _changed(getattr(parent, sub), ov)
                     data[top] = {**data[top], sub: new}
                 else:
                     old = getattr(site, top)
-                    data[top] = _apply_step(site, top, ov) if ov.from_year is not None \
+                    data[top] = _apply_step(site, top, ov, years) if ov.from_year is not None \
                         else _changed(old, ov)
                 try:
                     sites[ov.id] = type(site).model_validate(data).with_source_of(site)
@@ -82,7 +103,7 @@ def apply_overrides(
                 old_entry = catalog.get(ov.kind, ov.id)
                 old = getattr(old_entry, ov.field, None)
                 new = ov.set if ov.field not in type(old_entry).model_fields else (
-                    _apply_step(old_entry, ov.field, ov) if ov.from_year is not None
+                    _apply_step(old_entry, ov.field, ov, years) if ov.from_year is not None
                     else _changed(old, ov))
                 catalog = catalog.replace(ov.kind, ov.id, **{ov.field: new})
             else:

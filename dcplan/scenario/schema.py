@@ -18,7 +18,15 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from dcplan.errors import Problem
 from dcplan.schema import Id, ProfileDay, shape_problem
@@ -592,6 +600,34 @@ class PricePath(_Strict):
         return tuple(b * (1 + self.annual_change) ** p.offset_years for p in periods)
 
 
+class SpeedupPath(PricePath):
+    """A software-speedup path: a :class:`PricePath` of multipliers, every one > 0.
+
+    A multiplier of 0 would make every rack serve nothing, which no software change does.
+    """
+
+    by_year: dict[int, Annotated[float, Field(gt=0)]] | None = None
+    start: Annotated[float, Field(gt=0)] | None = None
+
+
+def _speedup_form(value: Any) -> str | None:
+    """Which form a ``software_speedup`` value has: one path, or one per workload."""
+    if isinstance(value, dict):
+        return "one-path" if set(value) & set(PricePath.model_fields) else "per-workload"
+    if isinstance(value, PricePath):
+        return "one-path"
+    return "per-workload" if value is not None else None
+
+
+#: One software-speedup path for every workload, or one per workload; the form is told
+#: from the keys, so a bad value gets the errors of its own form only (the tags have a
+#: '-', which the error reports drop from locations as union tags).
+SpeedupField = Annotated[
+    Annotated[SpeedupPath, Tag("one-path")]
+    | Annotated[dict[Id, SpeedupPath], Tag("per-workload")],
+    Discriminator(_speedup_form)]
+
+
 class Paths(_Strict):
     """Price and technology paths by year (each entry a :class:`PricePath`).
 
@@ -613,7 +649,7 @@ class Paths(_Strict):
     rack_capex: dict[Id, PricePath] = Field(default_factory=dict)
     energy_price: dict[Id, PricePath] = Field(default_factory=dict)
     demand_charge: dict[Id, PricePath] = Field(default_factory=dict)
-    software_speedup: PricePath | dict[Id, PricePath] | None = None
+    software_speedup: SpeedupField | None = None
 
     def speedup_of(self, workload: str) -> PricePath | None:
         """Software-speedup path of ``workload`` (None: no speedup)."""
