@@ -266,3 +266,17 @@ def test_a_plan_with_no_grid_anywhere_serves_nothing_and_says_why():
     assert res.kpi("usd_per_million_tokens") is None
     assert not len(res.tables["build_vs_buy"])
     assert "no grid capacity: sa gets 0 MW in" in res.message
+
+
+def test_demand_short_because_nothing_can_be_built_yet_says_so():
+    """Grid but no building before the third period (its lead time) and nothing built:
+    the first two periods are short, and the diagnosis names the building lead time,
+    not racks that are 'not yet available'."""
+    d = make_inputs(sites=[site(grid_kw=1e6, first_build=2, build=1.0)],
+                    workloads=[workload(demand=(100, 200, 300))],
+                    unserved_usd_per_token=1e-3)
+    res = solve_inputs(d, EXACT)
+    assert res.unserved and res.status.has_solution
+    assert "sa: no building can be finished before 2028" in res.message, res.message
+    assert "in 2026, 2027" in res.message
+    assert "not yet available" not in res.message

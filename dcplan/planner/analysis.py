@@ -281,23 +281,55 @@ def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> s
             f"{lim_} at {site} in {', '.join(sorted(ps, key=lambda x: order.get(x, 0)))}"
             for (lim_, site), ps in seen.items())
     else:
-        # sites the grid gives nothing in the short periods (connectable 0 MW): no limit
-        # "binds" there, as nothing can run, but they are why the demand is short
+        # sites that can have no power in the short periods: no limit "binds" there, as
+        # nothing can run, but they are why the demand is short
         dry: dict[str, list[str]] = {}
+        late: dict[tuple[str, str], list[str]] = {}
         for p, per in enumerate(d.periods):
-            if per.label in periods:
-                for s, sd in d.sites.items():
-                    if sd.grid_kw[p] <= ZERO:
-                        dry.setdefault(s, []).append(per.label)
+            if per.label not in periods:
+                continue
+            for s, sd in d.sites.items():
+                if sd.grid_kw[p] <= ZERO:
+                    dry.setdefault(s, []).append(per.label)
+                    continue
+                why = _no_power_yet(d, sd, p)
+                if why:
+                    late.setdefault((s, why), []).append(per.label)
+        texts = []
         if dry:
-            limits = ("no grid capacity: " + "; ".join(
+            texts.append("no grid capacity: " + "; ".join(
                 f"{s} gets 0 MW in {', '.join(ps)}" for s, ps in dry.items())
-                + " (give those sites grid_mw or committed_mw, or allow other sites)"
-                + ("" if len(dry) == len(d.sites) else "; at the other sites no limit binds"))
+                + " (give those sites grid_mw or committed_mw, or allow other sites)")
+        texts += [f"{s}: {why} in {', '.join(ps)}" for (s, why), ps in late.items()]
+        if texts:
+            blocked = set(dry) | {s for s, _ in late}
+            limits = "; ".join(texts) + ("" if len(blocked) == len(d.sites)
+                                         else "; at the other sites no limit binds")
         else:
             limits = ("no site limit binds: the racks that can serve it are not yet available, "
                       "or the rules or budget forbid more")
     return ("demand cannot be met: " + "; ".join(parts) + ". Binding limits: " + limits + ".")
+
+
+def _no_power_yet(d: PlanInputs, sd, p: int) -> str:
+    """Why site ``sd`` can power nothing in period ``p`` though the grid offers it.
+
+    No connection request energised yet, or no building built yet; '' if it can.
+    """
+    gc = sd.connection
+    if gc is not None and gc.committed_kw[p] <= ZERO and min(gc.arrival, default=p + 1) > p:
+        first = min(gc.arrival, default=len(d.periods))
+        when = (f"before {d.periods[first].label}" if first < len(d.periods)
+                else "within the plan")
+        return (f"no grid connection can be energised {when} (nothing committed; lead time "
+                f"{gc.lead_time_months:g} months from the request)")
+    if sd.built_kw_initial <= ZERO and sd.first_build_period > p:
+        first = sd.first_build_period
+        when = (f"before {d.periods[first].label}" if first < len(d.periods)
+                else "within the plan")
+        return (f"no building can be finished {when} (nothing built yet; building lead "
+                "time from the start of the plan)")
+    return ""
 
 
 def unsolved_status(info_status: SolveStatus) -> str:
