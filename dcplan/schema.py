@@ -949,6 +949,10 @@ class Ups(Entry):
         Battery autonomy at full load [min].
     capex_usd : float
         One module with its batteries, installed [USD].
+    max_parallel_modules : int, optional
+        Most modules one paralleled system (one output bus) may have, spares included
+        [count]; a larger load is split into several such systems, each with its own
+        spares. None: no limit.
     """
 
     vendor: str
@@ -959,6 +963,7 @@ class Ups(Entry):
     recharge_frac: Frac = 0.0
     runtime_min: Pos
     capex_usd: Pos
+    max_parallel_modules: Annotated[int, Field(ge=2)] | None = None
 
     def efficiency(self, load_frac: float) -> float:
         """Efficiency at ``load_frac`` of the rating [0..1] (0 at no load)."""

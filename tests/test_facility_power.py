@@ -9,7 +9,7 @@ import pytest
 
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
-from dcplan.facility.power import plant_modules, redundancy_sizing
+from dcplan.facility.power import plant_blocks, plant_modules, redundancy_sizing
 from dcplan.sites import TOPOLOGIES, load_sites
 
 
@@ -155,3 +155,32 @@ def test_the_tier_is_that_of_the_weaker_plant(cat, honam):
     assert strong.uptime_tier.startswith("II (")
     assert redundancy_sizing(cat, honam, 2000.0, 0.0, 300.0, topology="DR3/2",
                              generator_topology="DR4/3").uptime_tier == "III"
+
+
+def test_a_large_load_is_split_into_paralleled_blocks_each_with_its_spare():
+    """At most 8 modules on one bus: 20,000 kW on 500 kW modules N+1 needs 40 working
+    modules; blocks of 7 + 1 spare: ceil(40 / 7) = 6 blocks of ceil(40 / 6) + 1 = 8,
+    48 modules (not 41: one spare for forty modules)."""
+    from dcplan.sites import TOPOLOGIES as t
+
+    assert plant_blocks(20_000, 500, t["N+1"], 8) == (6, 8)
+    assert plant_modules(20_000, 500, t["N+1"], 8) == (48, 48)
+    assert plant_modules(20_000, 500, t["N+1"]) == (41, 41)  # no limit
+    # 2N (no spare inside a system): each system carries the whole load on
+    # ceil(40 / 8) = 5 blocks of 8: 40 per system, 80 in all
+    assert plant_blocks(20_000, 500, t["2N"], 8) == (5, 8)
+    assert plant_modules(20_000, 500, t["2N"], 8) == (40, 80)
+    # within the limit nothing changes
+    assert plant_modules(3_000, 500, t["N+1"], 8) == plant_modules(3_000, 500, t["N+1"])
+    with pytest.raises(InputError):
+        plant_modules(20_000, 500, t["N+2"], 2)  # no room for the two spares
+
+
+def test_the_shipped_ups_plant_of_a_large_site_has_a_spare_per_block(cat, honam):
+    r = redundancy_sizing(cat, honam, 60_000.0, 2_000.0, 6_000.0, ups_id="ups_1250kw")
+    ups = r.ups
+    assert ups.modules_per_system <= cat.get("ups", "ups_1250kw").max_parallel_modules
+    assert ups.count == ups.systems * ups.modules_per_system
+    # every block carries its share with one module out
+    per_block_load = ups.load_kw / ups.systems
+    assert per_block_load <= (ups.modules_per_system - 1) * ups.module_kw + 1e-6

@@ -98,8 +98,10 @@ class Plant:
     module_kw : float
         Rating of one module or set [kW].
     systems : int
+        Paralleled systems: the topology's systems, each split into blocks where it
+        would have more modules than one bus may parallel [count].
     modules_per_system : int
-        Including the spare modules of each system.
+        Modules of each paralleled system, its spares included [count].
     count : int
         All modules or sets [count].
     load_kw : float
@@ -124,23 +126,53 @@ class Plant:
         return self.count * self.module_kw
 
 
-def plant_modules(load_kw: float, module_kw: float, topology: Topology) -> tuple[int, int]:
-    """(modules per system, all modules) for ``load_kw`` [kW] on ``module_kw`` modules.
+def plant_blocks(load_kw: float, module_kw: float, topology: Topology,
+                 max_parallel: int | None = None) -> tuple[int, int]:
+    """(paralleled blocks per system, modules per block) for ``load_kw`` [kW].
 
-    Each of the ``systems`` systems carries ``load / needed``:
-    ``ceil(load / needed / module) + spare_modules`` modules each.
+    Each of the ``systems`` systems carries ``load / needed`` on ``ceil(load / needed /
+    module) + spare_modules`` modules. Where that is more than ``max_parallel`` (the
+    most modules one paralleled bus may have), the system's load is split over ``b``
+    blocks, each with its own spares: ``b = ceil(working / (max_parallel - spare))``
+    and ``ceil(load / needed / b / module) + spare`` modules per block, so one spare
+    never stands for a hundred modules.
     """
     if load_kw <= 0:
         return 0, 0
-    per = int(math.ceil(load_kw / topology.needed / module_kw - 1e-9)) + topology.spare_modules
+    per_system = load_kw / topology.needed / module_kw
+    working = int(math.ceil(per_system - 1e-9))
+    spare = topology.spare_modules
+    blocks = 1
+    if max_parallel is not None and working + spare > max_parallel:
+        if max_parallel <= spare:
+            raise InputError(Problem("ups", f"a paralleled system of at most {max_parallel} "
+                                     f"modules cannot hold the {spare} spare(s) of its "
+                                     "topology; raise max_parallel_modules",
+                                     field="max_parallel_modules"))
+        blocks = int(math.ceil(working / (max_parallel - spare)))
+    per_block = int(math.ceil(per_system / blocks - 1e-9)) + spare
+    return blocks, per_block
+
+
+def plant_modules(load_kw: float, module_kw: float, topology: Topology,
+                  max_parallel: int | None = None) -> tuple[int, int]:
+    """(modules per system, all modules) for ``load_kw`` [kW] on ``module_kw`` modules.
+
+    See :func:`plant_blocks`; without a parallel limit ``ceil(load / needed / module) +
+    spare_modules`` per system.
+    """
+    blocks, per_block = plant_blocks(load_kw, module_kw, topology, max_parallel)
+    per = blocks * per_block
     return per, per * topology.systems
 
 
 def _plant(model, load_kw: float, rating_kw: float, topology: Topology) -> Plant:
-    per, count = plant_modules(load_kw, rating_kw, topology)
+    limit = getattr(model, "max_parallel_modules", None)
+    blocks, per_block = plant_blocks(load_kw, rating_kw, topology, limit)
+    count = blocks * per_block * topology.systems
     frac = load_kw / (count * rating_kw) if count else 0.0
-    return Plant(model.id, rating_kw, topology.systems if count else 0, per, count, load_kw,
-                 frac, count * model.capex_usd)
+    return Plant(model.id, rating_kw, topology.systems * blocks if count else 0, per_block,
+                 count, load_kw, frac, count * model.capex_usd)
 
 
 @dataclass
