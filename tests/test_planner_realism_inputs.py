@@ -111,6 +111,9 @@ def _variant(tmp_path, text: str):
     # a negative price is refused, and not reported again as a gap
     ("paths:\n  rack_capex:\n    gb200_nvl72: {by_year: {2026: 3.0e+6, 2027: -1, 2028: 2.0e+6}}"
      "\n", "paths.rack_capex.gb200_nvl72.by_year.2027", [">= 0"]),
+    # a deadline without flexible work would be ignored
+    ("demand:\n  profiles:\n    chat: {profile: kr_consumer_chat, deadline_hours: 12}\n",
+     "demand.profiles.chat", ["'deadline_hours' applies only to flexible work"]),
     # a misspelt field of a path, and of a profile day: a did-you-mean
     ("paths:\n  rack_capex:\n    gb200_nvl72: {annual_chnage: -0.1}\n",
      "paths.rack_capex.gb200_nvl72.annual_chnage", ["did you mean 'annual_change'"]),

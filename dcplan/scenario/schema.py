@@ -210,6 +210,9 @@ class WorkloadProfile(_Strict):
             why = shape_problem(self.hours, self.days)
             if why:
                 raise ValueError(why)
+        if "deadline_hours" in self.model_fields_set and not self.flexible:
+            raise ValueError("'deadline_hours' applies only to flexible work; add "
+                             "'flexible: true' or remove 'deadline_hours'")
         return self
 
 
