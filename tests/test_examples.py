@@ -199,9 +199,12 @@ def test_a_cheaper_cdu_choice_for_the_plans_own_fleet_is_noted():
     with counts and capex that are the catalog's (count x unit price, by hand)."""
     import re
 
+    from dcplan.planner.sizing import sizing_table
+
     result, _ = solved("minimal")
     cat = result.case.catalog
-    notes = [n for n in result.notes if n.startswith("CDUs at ")]
+    _sz, _equipment, notes = sizing_table(result.case, result.inputs, result.tables)
+    notes = [n for n in notes if n.startswith("CDUs at ")]
     assert notes
     for n in notes:
         m = re.search(r"choose (\d+) x (\w+) \(([\d,]+) USD\) where the plan keeps (\d+) x "
