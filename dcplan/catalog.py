@@ -136,7 +136,7 @@ def explain_errors(
         for err in errors
         if err["type"] == "extra_forbidden"
         for close in [difflib.get_close_matches(
-            str(err["loc"][-1]), _fields_at(schema, err["loc"][:-1]), n=1, cutoff=0.6)]
+            str(err["loc"][-1]), fields_at(schema, err["loc"][:-1]), n=1, cutoff=0.6)]
         if close
     }
     out = []
@@ -149,7 +149,7 @@ def explain_errors(
         if kind == "missing" and loc and loc[-1] in typo_targets:
             continue
         if kind == "extra_forbidden":
-            here = _fields_at(schema, err["loc"][:-1])  # the fields of the nested entry
+            here = fields_at(schema, err["loc"][:-1])  # the fields of the nested entry
             hint = suggest(loc[-1], here)
             if hint:
                 msg = f"unknown field{hint} Rename it."
@@ -183,7 +183,7 @@ def explain_errors(
     return out
 
 
-def _fields_at(schema: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+def fields_at(schema: type[BaseModel], loc: Sequence[Any]) -> list[str]:
     """Fields of the model at ``loc`` inside ``schema`` (list indices skipped).
 
     ``("parameters", 0)`` of a sweep spec gives a parameter's fields; a location that

@@ -523,12 +523,7 @@ def _plants_within_limit(catalog, site: Site, supply: float, liquid: float, air:
     best = None
     for lp in options(liquid, supply):
         for ap in options(air, site.air_chilled_water_c):
-            loops = {}
-            if liquid > 0:
-                loops["liquid"] = loop_water(catalog, site, lp, liquid)
-            if air > 0:
-                loops["air"] = loop_water(catalog, site, ap, air)
-            water = SiteWater(loops, it_kwh, site.water_limit_m3_per_year)
+            water = _site_water(catalog, site, lp, ap, liquid, air, it_kwh)
             if not water.within_limit:
                 continue
             key = (round(liquid * lp.kw_per_kw_avg + air * ap.kw_per_kw_avg, 9),
@@ -557,9 +552,16 @@ def _plants(catalog, site: Site, supply: float, liquid: float, air: float, it_kw
         else LoopPlant(supply)
     air_plant = loop_plant(catalog, site, site.air_chilled_water_c, evaporative) if air > 0 \
         else LoopPlant(site.air_chilled_water_c)
+    return liquid_plant, air_plant, _site_water(catalog, site, liquid_plant, air_plant,
+                                                liquid, air, it_kwh)
+
+
+def _site_water(catalog, site: Site, liquid_plant: LoopPlant, air_plant: LoopPlant,
+                liquid: float, air: float, it_kwh: float) -> SiteWater:
+    """The site's water over a year with these loop plants (heat [kW], IT energy [kWh])."""
     loops = {}
     if liquid > 0:
         loops["liquid"] = loop_water(catalog, site, liquid_plant, liquid)
     if air > 0:
         loops["air"] = loop_water(catalog, site, air_plant, air)
-    return liquid_plant, air_plant, SiteWater(loops, it_kwh, site.water_limit_m3_per_year)
+    return SiteWater(loops, it_kwh, site.water_limit_m3_per_year)

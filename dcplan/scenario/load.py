@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dcplan.catalog import Catalog, _fields_at, explain_errors, suggest
+from dcplan.catalog import Catalog, explain_errors, fields_at, suggest
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.scenario.forecast import resolve_forecast
 from dcplan.scenario.schema import REMOVED_FIELDS, PricePath, Scenario
@@ -64,7 +64,7 @@ def parse_scenario(raw: Any, file: str = "<scenario>") -> Scenario:
                     and loc[0] in REMOVED_FIELDS:
                 prob = Problem(file, REMOVED_FIELDS[loc[0]], field=prob.field)
             elif err["type"] == "extra_forbidden":
-                here = _fields_at(Scenario, loc[:-1])
+                here = fields_at(Scenario, loc[:-1])
                 hint = suggest(str(loc[-1]), here)
                 allowed = ", ".join(here)
                 msg = ("unknown field" + (hint + " Remove or rename it." if hint
