@@ -709,14 +709,29 @@ def _switch_link(g: nx.MultiGraph, a: str, b: str, tier: str, gbps: float, k: in
                  length_m: float) -> None:
     """Add ``k`` parallel switch-to-switch links (optical: they run to the network row).
 
-    In a lean graph (``g.graph["lean"]`` is a list) they are recorded there instead of
-    as edges: same counts, a fraction of the memory and time for large fabrics.
+    In a lean graph (``g.graph["lean"]`` is a dict) they are summed there instead of
+    added as edges: per link class ``(tier, gbps, length_m)`` the links and the links
+    at each end's switch, which is all the bill of materials counts (same counts, a
+    fraction of the memory and time for large fabrics).
     """
     lean = g.graph.get("lean")
     if lean is not None:
-        lean.append((a, b, tier, gbps, k, length_m))
+        _lean_links(lean, tier, gbps, length_m, {a: k}, {b: k})
     else:
         g.add_edge(a, b, tier=tier, gbps=gbps, length_m=length_m, links=k)
+
+
+def _lean_links(lean: dict, tier: str, gbps: float, length_m: float, ends_a: dict,
+                ends_b: dict) -> None:
+    """Add switch-to-switch links to a lean graph's sums: links at each end's switch."""
+    if not sum(ends_a.values()):
+        return
+    entry = lean.get((tier, gbps, length_m))
+    if entry is None:
+        entry = lean[tier, gbps, length_m] = [0, Counter(), Counter()]
+    entry[0] += sum(ends_a.values())
+    entry[1].update(ends_a)
+    entry[2].update(ends_b)
 
 
 @dataclass
@@ -811,6 +826,7 @@ def _fat_tree(g: nx.MultiGraph, runs: list[_Run], radix: int, oversubscription: 
     n = sum(r.count for r in runs)
     if n == 0:
         return tiers
+    lean = g.graph.get("lean")
     groups, down, up = _groups(runs, radix, oversubscription, rail_optimized)
     n_racks = max(r.rack for r in runs) + 1
     counts = tree_counts([sum(r.count for r in grp) for grp in groups], radix,
@@ -851,6 +867,16 @@ def _fat_tree(g: nx.MultiGraph, runs: list[_Run], radix: int, oversubscription: 
                        place="central:0", rack=-1)
             space.central += units
         # each leaf's uplinks striped over the pod's spines (stripe_uplinks)
+        if lean is not None:  # the sums at each end are all a lean graph keeps
+            at_spine = [0] * s
+            for i in range(lo, hi):
+                for sp, k in counts.stripes[i].items():
+                    at_spine[sp] += k
+            _lean_links(lean, f"{prefix}leaf_spine", gbps, layout.leaf_to_spine_m,
+                        {leaves[i]: sum(counts.stripes[i].values()) for i in range(lo, hi)},
+                        dict(zip(names, at_spine, strict=True)))
+            spine_names += list(zip(names, at_spine, strict=True))
+            continue
         bundle: Counter = Counter()
         for i in range(lo, hi):
             for sp, k in counts.stripes[i].items():
@@ -869,6 +895,16 @@ def _fat_tree(g: nx.MultiGraph, runs: list[_Run], radix: int, oversubscription: 
         g.add_node(f"{prefix}core{c_i}", kind="switch", tier="core", fabric=prefix,
                    place="central:0", rack=-1)
         space.central += units
+    if lean is not None:
+        # each spine: as many uplinks as leaf links (1:1), dealt to the cores in turn
+        total = sum(n_up for _, n_up in spine_names)
+        per, rest = divmod(total, cores)
+        _lean_links(lean, f"{prefix}spine_core", gbps, layout.spine_to_core_m,
+                    {nm: n_up for nm, n_up in spine_names if n_up},
+                    {f"{prefix}core{c}": per + (c < rest) for c in range(cores)
+                     if per + (c < rest)})
+        tiers.core = cores
+        return tiers
     counter = 0
     bundle = Counter()
     for nm, n_up in spine_names:  # each spine: as many uplinks as leaf links (1:1)
@@ -1094,7 +1130,7 @@ def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
         detail = True
     g = nx.MultiGraph(name=f"{n_racks} x {rack_id}")
     if not keep_graph:
-        g.graph["lean"] = []
+        g.graph["lean"] = {}
     rail_opt = rack.rail_optimized and n_racks * per_rack_ports > att.radix
     space = _Space(rack.free_switch_rack_units)
     runs: list[_Run] = []
@@ -1377,13 +1413,21 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
             data["ends"] = {sw: ma.id, far: mb.id}
         return True
 
-    for a, b, tier, gbps, k, length in g.graph.get("lean") or ():
+    for (tier, gbps, length), (k, ends_a, ends_b) in (g.graph.get("lean") or {}).items():
+        # switch-to-switch links run to the network row: optical, never copper
         links[tier] += k
         if tier == "leaf_spine":
             leaf_up += k
         elif tier == "spine_core":
             spine_up += k
-        optical(a, b, tier, gbps, k, length, math.inf)
+        _, ma, mb = media(tier, gbps, length, math.inf, next(iter(ends_a)),
+                          next(iter(ends_b)))
+        optical_links += k
+        add_class(tier, "optical", ma, mb, k, length)
+        for node, n in ends_a.items():
+            switch_module(node, ma, n, gbps)
+        for node, n in ends_b.items():
+            switch_module(node, mb, n, gbps)
     for u, v, data in g.edges(data=True):
         tier = data["tier"]
         if tier == "internal":
