@@ -96,6 +96,44 @@ def test_peak_of_sum_below_sum_of_peaks():
     assert res.objective_usd < res2.objective_usd
 
 
+@pytest.mark.parametrize("shoulder, kept", [(0.45, 2), (0.55, 3)])
+def test_peak_rows_hold_in_every_hour_of_the_day(shoulder, kept):
+    """The model's facility peak is at least the power of each of the 24 hours.
+
+    Day and night traffic, and at 19 h both at ``shoulder`` of their peaks: at 0.45 the
+    hour is below the mix of a day and a night hour (0.5, 0.5), so no row is written for
+    it although no single hour is above it in both; at 0.55 it is the site's peak hour
+    (1.1 peaks) and keeps its rows. Two racks serve both workloads, so every hour's power
+    is a mix of both allocations; the peak rows go through the per-schedule power
+    variables (``pmix``).
+    """
+    from dcplan.planner import build_model, solve
+    from dcplan.planner.model import _site_power_terms
+    from dcplan.planner.results import Solution, power_table
+
+    day = _shape([0.0] * 8 + [2.0] * 11 + [2.0 * shoulder] + [0.0] * 4)
+    night = _shape([2.0] * 8 + [0.0] * 11 + [2.0 * shoulder] + [2.0] * 4)
+    a = dataclasses.replace(workload("wa", demand=(100.0,) * 3, peak=max(day)), profile=day)
+    b = dataclasses.replace(workload("wb", demand=(100.0,) * 3, peak=max(night)),
+                            profile=night)
+    d = make_inputs(racks=[rack("ra", kw_idle=2), rack("rb", capex=1500.0, kw_idle=1)],
+                    workloads=[a, b], sites=[site(grid_kw=1e6, build=1.0)])
+    assert all(len(d.rep_hours(p)) == kept for p in range(3))
+    prob, mv = build_model(d)
+    assert solve(prob, EXACT).status is SolveStatus.OPTIMAL
+    table = power_table(d, Solution.from_model(mv))
+    for p in range(3):
+        every = [sum(c * (v.varValue or 0.0) for v, c in
+                     _site_power_terms(d, mv, "sa", p, average=False, hour=h))
+                 for h in range(H)]
+        peak = mv.fpk["sa", p].varValue
+        # the building cost makes the peak variable as low as its rows allow
+        assert peak == pytest.approx(max(every), rel=1e-7)
+        assert table.facility_kw_peak.iloc[p] == pytest.approx(max(every), rel=1e-7)
+        if shoulder > 0.5:
+            assert table.peak_hour.iloc[p].endswith("19")
+
+
 def test_energy_integrates_the_shape():
     day, _ = _two_shapes()
     wl = dataclasses.replace(workload(demand=(100.0,) * 3, peak=max(day)), profile=day)

@@ -367,15 +367,20 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                 mv.add(prob, "demand", (w, k, per.label), _lin(terms) >= need)
 
 
-def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: bool,
-                      hour=None) -> list:
-    """(variable, kW coefficient) terms of facility power at site s in period p.
+def _site_power_parts(d: PlanInputs, mv: ModelVars, s: str, p: int, average: bool
+                      ) -> tuple[list, dict]:
+    """Facility power at site s in period p, term by term.
 
-    ``average``: annual-average power (served load only, each schedule at its mean);
-    else the power in representative hour ``hour`` on the design day, headroom racks
-    at serving power.
+    Returns ``(terms, schedules)``: ``terms`` are ``(group, variable, kW coefficient)``
+    with ``group`` None for what does not depend on the hour (idle or nameplate power
+    of the racks in service, their linear network, the fabrics) and ``(w, key)`` for
+    the power an allocation adds above idle at its schedule's peak, before headroom (the
+    hour-h power is ``frac(h) / u`` times it, the average ``1 / M``); ``schedules``
+    (w, key) -> (schedule, utilisation). ``average`` takes the annual-average cooling
+    factor, else the design day's.
     """
     terms = []
+    schedules: dict = {}
     nameplate = d.nameplate_peak and not average
     for r in d.racks:
         if (r, s, p) not in mv.inst:
@@ -385,7 +390,7 @@ def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
         gain = (1 + rs.loss_frac)
         base = rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
         net = rs.network_kw(p) if d.linear_network(r) else 0.0
-        terms.append((mv.inst[r, s, p], gain * ((1 + cool) * base + net)))
+        terms.append((None, mv.inst[r, s, p], gain * ((1 + cool) * base + net)))
         if nameplate:
             continue
         for w, wd in d.workloads.items():
@@ -393,12 +398,25 @@ def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
                 var = mv.alloc.get((r, s, w, key, p))
                 if var is None:
                     continue
-                sch = d.schedules(w, p)[j]
                 extra = max(0.0, d.perf[r, w].power_kw - rk.it_power_idle_kw)
-                extra *= 1.0 / sch.peak_factor if average else sch.frac(hour) / \
-                    wd.target_utilisation
-                terms.append((var, gain * (1 + cool) * extra))
-    return _merged(terms + fabric_power_terms(d, mv, s, p))
+                schedules[w, key] = (d.schedules(w, p)[j], wd.target_utilisation)
+                terms.append(((w, key), var, gain * (1 + cool) * extra))
+    terms += [(None, v, c) for v, c in fabric_power_terms(d, mv, s, p)]
+    return terms, schedules
+
+
+def _site_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, average: bool,
+                      hour=None) -> list:
+    """(variable, kW coefficient) terms of facility power at site s in period p.
+
+    ``average``: annual-average power (served load only, each schedule at its mean);
+    else the power in representative hour ``hour`` on the design day, headroom racks
+    at serving power.
+    """
+    terms, schedules = _site_power_parts(d, mv, s, p, average)
+    factor = {g: 1.0 / sch.peak_factor if average else sch.frac(hour) / u
+              for g, (sch, u) in schedules.items()}
+    return _merged((v, c if g is None else c * factor[g]) for g, v, c in terms)
 
 
 def add_power_expressions(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -412,22 +430,48 @@ def add_power_expressions(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) ->
     * IT[r] + net_kw[r] * inst)``, with the design-day cooling factor in the peak hours
     and the annual-average one on average. With one representative hour the peak is
     that hour's expression; with several it is a variable ``fpk[s,p]`` and rows
-    ``peak_power``: ``fpk >= facility(h)`` for every hour.
+    ``peak_power``: ``fpk >= facility(h)`` for every hour. There, the power a schedule's
+    allocations add at its peak is one variable per site, period and schedule
+    (``pmix[s,w,key,p]``, rows ``power_mix``), and the hour rows are written in those
+    and the hour-independent power: a few terms per hour instead of every allocation
+    of the site (the same rows, far fewer nonzeros).
     """
     for s in d.sites:
         for p in range(len(d.periods)):
             mv.fac_avg[s, p] = _lin(_site_power_terms(d, mv, s, p, average=True))
             hours = (None,) if d.nameplate_peak else d.rep_hours(p)
-            exprs = {h: _lin(_site_power_terms(d, mv, s, p, average=False, hour=h))
-                     for h in hours}
-            for h, e in exprs.items():
-                mv.fac_hour[s, p, h] = e
-            if len(hours) == 1 or not len(exprs[hours[0]]):
-                mv.fac_peak[s, p] = exprs[hours[0]]
+            if len(hours) == 1:
+                e = mv.fac_peak[s, p] = _lin(_site_power_terms(d, mv, s, p, average=False,
+                                                               hour=hours[0]))
+                mv.fac_hour[s, p, hours[0]] = e
                 continue
             label = d.periods[p].label
+            terms, schedules = _site_power_parts(d, mv, s, p, average=False)
+            if not terms:
+                for h in hours:
+                    mv.fac_hour[s, p, h] = _lin([])
+                mv.fac_peak[s, p] = _lin([])
+                continue
+            parts: dict = defaultdict(list)
+            for g, v, c in terms:
+                parts[g].append((v, c))
+            fixed = _merged(parts.pop(None, []))
+            mixes = []  # (schedule, utilisation, terms at its peak)
+            for (w, key), part in parts.items():
+                sch, u = schedules[w, key]
+                if len(part) > 1:
+                    var = prob.add_variable(lp_name("pmix", s, w, key, label), 0)
+                    mv.add(prob, "power_mix", (s, w, key, label),
+                           _lin([(var, 1.0), *((v, -c) for v, c in part)]) == 0)
+                    part = [(var, 1.0)]
+                mixes.append((sch, u, part))
             var = mv.fpk[s, p] = prob.add_variable(lp_name("fpk", s, label), 0)
-            for h, e in exprs.items():
+            for h in hours:
+                row = list(fixed)
+                for sch, u, part in mixes:
+                    f = sch.frac(h) / u
+                    row += [(v, c * f) for v, c in part]
+                e = mv.fac_hour[s, p, h] = _lin(_merged(row))
                 mv.add(prob, "peak_power", (s, label, _hour(d, h)), e - var <= 0)
             mv.fac_peak[s, p] = _lin([(var, 1.0)])
 

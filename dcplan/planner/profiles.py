@@ -17,11 +17,13 @@ can only lower the cost.
 
 **Representative hours.** The capacity, grid and building rows of the MILP are needed
 only in hours that can bind. Every such row is a nonnegative combination of the
-schedules' hourly values (relative to their peaks), so an hour whose values are all at
-or below another hour's is dominated and its rows are implied: only the non-dominated
-(Pareto) hours of each period are modelled. This is exact, not an approximation; with
-the shipped profiles it keeps 3-8 of the 24 (x days) hours. Energy needs no hourly rows:
-a schedule's mean over the day is 1, so energy integrates to the mean demand.
+schedules' hourly values (relative to their peaks) against a right-hand side that is the
+same in every hour, so an hour whose values are all at or below another hour's, or below
+a weighted mean of other hours' values, is dominated: its rows are implied by theirs.
+Only the hours that no mix of the others dominates are modelled (the Pareto filter,
+then one small LP per remaining hour). This is exact, not an approximation. Energy
+needs no hourly rows: a schedule's mean over the day is 1, so energy integrates to the
+mean demand.
 """
 
 from __future__ import annotations
@@ -233,7 +235,9 @@ def hour_groups(schedules: list[Schedule], max_hours: int | None = None,
 
 
 def representative_hours(schedules: list[Schedule]) -> tuple[int | None, ...]:
-    """The non-dominated hours of a period (see the module docstring).
+    """The hours of a period that no other hour, nor mix of hours, dominates.
+
+    See the module docstring: the Pareto filter, then :func:`_hull_hours`.
 
     Parameters
     ----------
@@ -257,6 +261,28 @@ def representative_hours(schedules: list[Schedule]) -> tuple[int | None, ...]:
         dominated = np.any(ge & gt) or any(np.all(np.abs(m[k] - m[h]) <= 1e-12) for k in keep)
         if not dominated:
             keep.append(h)
+    return _hull_hours(m, tuple(keep))
+
+
+def _hull_hours(m, hours: tuple[int, ...]) -> tuple[int, ...]:
+    """The hours of ``hours`` that no mix of the others dominates.
+
+    A row ``sum_j a_j frac_j(h) <= b`` with ``a >= 0`` holds in hour ``h`` whenever it
+    holds in hours ``h_i`` with ``frac(h) <= sum_i l_i frac(h_i)`` for weights ``l >= 0``
+    summing to 1; so such an hour adds no row. Tested by one small LP per hour.
+    """
+    from scipy.optimize import linprog
+
+    keep = list(hours)
+    for h in hours:
+        others = [k for k in keep if k != h]
+        if not others:
+            continue
+        res = linprog(np.zeros(len(others)), A_ub=-m[others].T, b_ub=-m[h] + 1e-12,
+                      A_eq=np.ones((1, len(others))), b_eq=[1.0], bounds=(0, None),
+                      method="highs")
+        if res.status == 0:
+            keep.remove(h)
     return tuple(keep)
 
 
