@@ -220,6 +220,30 @@ def test_solver_stop_falls_back_with_the_time_left(monkeypatch):
     assert 0 < seen["limit"] <= 50
 
 
+def test_highs_options_are_checked_against_highs_at_load():
+    """A misspelt option, a wrong value and an option dcplan sets itself are each named
+    (HiGHS would ignore the first two silently; ``threads`` raised a SolverError inside
+    the solve); a valid one reaches the solver."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as err:
+        SolverOptions(highs_options={"mip_heuristc_effort": 0.2, "threads": 1,
+                                     "mip_heuristic_effort": 5.0, "random_seed": 2})
+    text = str(err.value)
+    assert "'mip_heuristc_effort' is not a HiGHS option (did you mean " \
+        "'mip_heuristic_effort'?)" in text
+    assert "'threads' is set by dcplan from solver.threads" in text
+    assert "'mip_heuristic_effort': 5.0 is not a valid value" in text
+    assert "'random_seed' is set by dcplan" in text
+    from dcplan.planner import build_model
+
+    prob, _mv = build_model(make_inputs())
+    info = solve_mod.solve(prob, SolverOptions(gap=0.0,
+                                               highs_options={"mip_heuristic_effort": 0.2}))
+    assert info.status is SolveStatus.OPTIMAL
+    assert prob.solverModel.getOptionValue("mip_heuristic_effort")[1] == pytest.approx(0.2)
+
+
 def test_planner_cdu_estimate_is_the_constraint_not_a_per_rack_average():
     rs = rack_site(liquid_kw=25, cdu_id="c1", cdu_kw=60, cdu_capex=10, cdu_pos=1)
     d = make_inputs(racks=[rack(liquid=True, kw_max=25)], rack_sites={("ra", "sa"): rs},

@@ -15,18 +15,16 @@ honestly for people.
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
 import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import pulp
 
+from dcplan.scenario.highs_options import quiet_stdout
 from dcplan.scenario.schema import SolverOptions
 
 #: Models at least this large get the rounded-relaxation start by default.
@@ -191,28 +189,6 @@ def status_text(status: SolveStatus, gap: float | None, solver: str = "",
     return text
 
 
-@contextmanager
-def _no_stdout(active: bool):
-    """Send C-level stdout to the null device (HiGHS prints a banner on stdout)."""
-    if not active:
-        yield
-        return
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-        null = os.open(os.devnull, os.O_WRONLY)
-    except (OSError, ValueError):
-        yield
-        return
-    os.dup2(null, 1)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
-
-
 def _use_start(prob: pulp.LpProblem, opt: SolverOptions, rounding) -> bool:
     if rounding is None or opt.mip_start is False:
         return False
@@ -292,7 +268,7 @@ def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None,
     if extra:
         solver.callbackTuple = _progress_callback(solver, on_progress)
     t0 = time.perf_counter()
-    with _no_stdout(not opt.log):
+    with quiet_stdout(not opt.log):
         prob.solve(solver)
     dt = time.perf_counter() - t0
     h = prob.solverModel

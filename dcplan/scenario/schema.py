@@ -502,6 +502,16 @@ class SolverOptions(_Strict):
     mip_start: bool | None = None
     highs_options: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("highs_options")
+    @classmethod
+    def _known_highs_options(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from dcplan.scenario.highs_options import highs_option_problems
+
+        problems = highs_option_problems(v)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
+
     def updated(self, **changes: Any) -> SolverOptions:
         """Copy with the given fields changed (``None`` values are ignored), re-validated."""
         data = {**self.model_dump(), **{k: v for k, v in changes.items() if v is not None}}
