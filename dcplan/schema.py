@@ -14,11 +14,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 from enum import Enum
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -57,12 +58,22 @@ PATTERN_HINTS = {
     CURRENCY_PATTERN: "an ISO 4217 currency code (e.g. KRW, USD)",
 }
 
+def _refuse_bool(value: Any) -> Any:
+    """A number field given ``true`` / ``false``: refused (pydantic would read 1 / 0)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()}")
+    return value
+
+
+#: Put on a number field's type: ``true`` and ``false`` are not numbers.
+NOT_BOOL = BeforeValidator(_refuse_bool)
+
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 IsoDate = Annotated[str, StringConstraints(pattern=DATE_PATTERN), AfterValidator(_real_date)]
-Pos = Annotated[float, Field(gt=0)]
-NonNeg = Annotated[float, Field(ge=0)]
-Frac = Annotated[float, Field(ge=0, le=1)]
-PosInt = Annotated[int, Field(gt=0)]
+Pos = Annotated[float, NOT_BOOL, Field(gt=0)]
+NonNeg = Annotated[float, NOT_BOOL, Field(ge=0)]
+Frac = Annotated[float, NOT_BOOL, Field(ge=0, le=1)]
+PosInt = Annotated[int, NOT_BOOL, Field(gt=0)]
 
 
 def parse_date(value: str) -> dt.date:
@@ -266,7 +277,7 @@ class Rack(Entry):
     lifetime_years: Pos
     rack_positions: PosInt = 1
     scaleout_rails: PosInt | None = None
-    free_switch_rack_units: Annotated[int, Field(ge=0)] = 0
+    free_switch_rack_units: Annotated[int, NOT_BOOL, Field(ge=0)] = 0
 
     @model_validator(mode="after")
     def _consistency(self):
@@ -344,18 +355,18 @@ class LLM(Entry):
     vocab_size: PosInt
     experts_total: PosInt | None = None
     experts_active: PosInt | None = None
-    shared_experts: Annotated[int, Field(ge=0)] = 0
+    shared_experts: Annotated[int, NOT_BOOL, Field(ge=0)] = 0
     expert_ffn_size: PosInt | None = None
     moe_layers: PosInt | None = None
     kv_latent_dim: PosInt | None = None
     sliding_window_tokens: PosInt | None = None
-    sliding_window_layers: Annotated[int, Field(ge=0)] = 0
+    sliding_window_layers: Annotated[int, NOT_BOOL, Field(ge=0)] = 0
     total_params_b: Pos
     active_params_b: Pos
     max_context_tokens: PosInt
     tokenizer: Id | None = None
     attention_params_b: Pos | None = None
-    mtp_modules: Annotated[int, Field(ge=0)] = 0
+    mtp_modules: Annotated[int, NOT_BOOL, Field(ge=0)] = 0
 
     @property
     def is_moe(self) -> bool:
@@ -487,7 +498,7 @@ class HeatRejection(Entry):
     approach_k: NonNeg | None = None
     lift_sensitivity_per_k: NonNeg = 0.0
     capex_usd_per_kw: NonNeg
-    cycles_of_concentration: Annotated[float, Field(gt=1)] | None = None
+    cycles_of_concentration: Annotated[float, NOT_BOOL, Field(gt=1)] | None = None
     drift_frac: Frac | None = None
     range_k: Pos | None = None
     tower_approach_k: NonNeg | None = None
@@ -695,12 +706,12 @@ class Workload(Entry):
     model: Id
     input_tokens_mean: Pos
     output_tokens_mean: Pos
-    cache_hit_frac: Annotated[float, Field(ge=0, lt=1)]
+    cache_hit_frac: Annotated[float, NOT_BOOL, Field(ge=0, lt=1)]
     precision: Precision
     ttft_s: Pos
     tpot_ms: Pos
     mode: ServingMode = ServingMode.aggregated
-    percentile: Annotated[float, Field(ge=50, lt=100)] = 99.0
+    percentile: Annotated[float, NOT_BOOL, Field(ge=50, lt=100)] = 99.0
     speculative: Speculative = Speculative.none
     acceptance_frac: Frac | None = None
     arrival: Arrival = Arrival.poisson
@@ -827,7 +838,7 @@ class ApiPrice(Entry):
     cached_input_usd_per_mtok: NonNeg | None = None
     cache_write_usd_per_mtok: NonNeg | None = None
     output_usd_per_mtok: NonNeg
-    batch_discount_frac: Annotated[float, Field(ge=0, lt=1)] | None = None
+    batch_discount_frac: Annotated[float, NOT_BOOL, Field(ge=0, lt=1)] | None = None
     max_prompt_tokens: PosInt | None = None
 
     @model_validator(mode="after")
@@ -963,7 +974,7 @@ class Ups(Entry):
     recharge_frac: Frac = 0.0
     runtime_min: Pos
     capex_usd: Pos
-    max_parallel_modules: Annotated[int, Field(ge=2)] | None = None
+    max_parallel_modules: Annotated[int, NOT_BOOL, Field(ge=2)] | None = None
 
     def efficiency(self, load_frac: float) -> float:
         """Efficiency at ``load_frac`` of the rating [0..1] (0 at no load)."""

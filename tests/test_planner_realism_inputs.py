@@ -125,6 +125,13 @@ def _variant(tmp_path, text: str):
      "from_year: 2027}\n", "overrides.0", ["year-keyed step function", "remove 'from_year'"]),
     ("overrides:\n  - {kind: sites, id: honam_haenam, field: grid_mw, add: 10, "
      "from_year: 2050}\n", "overrides.0", ["after the plan's horizon", "2026..2028"]),
+    # true / false in a number field (it was read as 1 / 0)
+    ("serving: {target_utilisation: true}\n", "serving.target_utilisation",
+     ["expected a number, got true"]),
+    ("serving: {availability: {gb200_nvl72: false}}\n", "serving.availability.gb200_nvl72",
+     ["expected a number, got false"]),
+    ("solver: {highs_options: {mip_heuristc_effort: 0.2}}\n", "solver.highs_options",
+     ["not a HiGHS option", "did you mean 'mip_heuristic_effort'"]),
 ])
 def test_more_bad_realism_inputs(tmp_path, text, field, words):
     problems, out = _variant(tmp_path, text)

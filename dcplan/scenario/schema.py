@@ -29,20 +29,21 @@ from pydantic import (
 )
 
 from dcplan.errors import Problem
-from dcplan.schema import Id, ProfileDay, shape_problem
+from dcplan.schema import NOT_BOOL, Id, ProfileDay, shape_problem
 from dcplan.units import SECONDS_PER_DAY, SECONDS_PER_MONTH
 
 _PERIOD_RE = re.compile(r"^(\d{4})(?:[qQ]([1-4]))?$")
 
-NonNeg = Annotated[float, Field(ge=0)]
-Pos = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, NOT_BOOL, Field(ge=0)]
+Pos = Annotated[float, NOT_BOOL, Field(gt=0)]
 
 #: Largest demand figure accepted [tokens per month]: about a million times the world's
 #: inference demand in 2025; a larger figure is a unit mistake.
 MAX_DEMAND_TOKENS_PER_MONTH = 1e21
 #: Largest annual growth accepted [1/yr] (+10,000 %/yr).
 MAX_ANNUAL_GROWTH = 100.0
-DemandFigure = Annotated[float, Field(ge=0, le=MAX_DEMAND_TOKENS_PER_MONTH)]
+DemandFigure = Annotated[float, NOT_BOOL, Field(ge=0, le=MAX_DEMAND_TOKENS_PER_MONTH)]
+PeakFactor = Annotated[float, NOT_BOOL, Field(ge=1)]
 
 
 #: Longest planning horizon accepted [years]: datacenter assets live 5-30 years, and
@@ -173,7 +174,7 @@ class Growth(_Strict):
     """
 
     start: DemandFigure
-    annual_growth: Annotated[float, Field(gt=-1, le=MAX_ANNUAL_GROWTH)]
+    annual_growth: Annotated[float, NOT_BOOL, Field(gt=-1, le=MAX_ANNUAL_GROWTH)]
 
 
 class WorkloadProfile(_Strict):
@@ -195,10 +196,10 @@ class WorkloadProfile(_Strict):
     """
 
     profile: Id | None = None
-    hours: list[Annotated[float, Field(ge=0)]] | None = None
+    hours: list[Annotated[float, NOT_BOOL, Field(ge=0)]] | None = None
     days: list[ProfileDay] | None = None
     flexible: bool = False
-    deadline_hours: Annotated[float, Field(ge=1, le=24)] = 24.0
+    deadline_hours: Annotated[float, NOT_BOOL, Field(ge=1, le=24)] = 24.0
 
     @model_validator(mode="after")
     def _one_shape(self):
@@ -242,7 +243,7 @@ class Language(_Strict):
     """
 
     sample: str | None = None
-    tokens_per_character: Annotated[float, Field(gt=0, le=100)] | None = None
+    tokens_per_character: Annotated[float, NOT_BOOL, Field(gt=0, le=100)] | None = None
     source: str | None = None
 
     @model_validator(mode="after")
@@ -341,7 +342,7 @@ class Demand(_Strict):
     """
 
     unit: Literal["tokens_per_month", "tokens_per_day"] = "tokens_per_month"
-    peak_to_average: Annotated[float, Field(ge=1)] | dict[Id, Annotated[float, Field(ge=1)]] = 1.0
+    peak_to_average: PeakFactor | dict[Id, PeakFactor] = 1.0
     profiles: dict[Id, Id | WorkloadProfile] = Field(default_factory=dict)
     table: dict[Id, dict[int | str, DemandFigure]] = Field(default_factory=dict)
     growth: dict[Id, Growth] = Field(default_factory=dict)
@@ -398,7 +399,7 @@ class ExistingRacks(_Strict):
 
     site: Id
     rack: Id
-    count: Annotated[int, Field(ge=0)]
+    count: Annotated[int, NOT_BOOL, Field(ge=0)]
     installed: int | str
 
 
@@ -495,7 +496,7 @@ class SolverOptions(_Strict):
     name: Literal["highs", "cbc"] = "highs"
     time_limit_s: Pos = 120.0
     gap: NonNeg = 1e-4
-    threads: Annotated[int, Field(gt=0)] | None = None
+    threads: Annotated[int, NOT_BOOL, Field(gt=0)] | None = None
     log: bool = False
     fallback: bool = True
     scale: bool = True
@@ -518,8 +519,8 @@ class SolverOptions(_Strict):
         return SolverOptions.model_validate(data)
 
 
-Share = Annotated[float, Field(gt=0, le=1)]
-Count = Annotated[int, Field(ge=0, le=1000)]
+Share = Annotated[float, NOT_BOOL, Field(gt=0, le=1)]
+Count = Annotated[int, NOT_BOOL, Field(ge=0, le=1000)]
 
 #: Default target peak utilisation: the peak hour's demand is served at most at this
 #: share of the capacity in service, leaving room for bursts above the forecast peak
@@ -591,9 +592,9 @@ class PricePath(_Strict):
         value), in the unit of the figure it replaces.
     """
 
-    annual_change: Annotated[float, Field(gt=-1, le=10)] | None = None
-    start: Annotated[float, Field(ge=0)] | None = None
-    by_year: dict[int, Annotated[float, Field(ge=0)]] | None = None
+    annual_change: Annotated[float, NOT_BOOL, Field(gt=-1, le=10)] | None = None
+    start: Annotated[float, NOT_BOOL, Field(ge=0)] | None = None
+    by_year: dict[int, Annotated[float, NOT_BOOL, Field(ge=0)]] | None = None
 
     @model_validator(mode="after")
     def _one(self):
@@ -619,8 +620,8 @@ class SpeedupPath(PricePath):
     A multiplier of 0 would make every rack serve nothing, which no software change does.
     """
 
-    by_year: dict[int, Annotated[float, Field(gt=0)]] | None = None
-    start: Annotated[float, Field(gt=0)] | None = None
+    by_year: dict[int, Annotated[float, NOT_BOOL, Field(gt=0)]] | None = None
+    start: Annotated[float, NOT_BOOL, Field(gt=0)] | None = None
 
 
 def _speedup_form(value: Any) -> str | None:
@@ -718,14 +719,14 @@ class Economics(_Strict):
         another budget pays them).
     """
 
-    discount_rate: Annotated[float, Field(ge=0, lt=1)] = 0.08
+    discount_rate: Annotated[float, NOT_BOOL, Field(ge=0, lt=1)] = 0.08
     exchange_rates_usd_per_unit: dict[str, Pos] = Field(default_factory=dict)
     terminal_value: Literal["straight_line", "none"] = "straight_line"
     unserved_penalty_usd_per_million_tokens: Pos = 100.0
     operations_costs: bool = True
     building_lifetime_years: Pos | None = None
     cdu_lifetime_years: Pos | None = None
-    carbon_price_usd_per_t: Annotated[float, Field(ge=0)] | PricePath | None = None
+    carbon_price_usd_per_t: Annotated[float, NOT_BOOL, Field(ge=0)] | PricePath | None = None
     carbon_cap_t: dict[int | str, NonNeg] = Field(default_factory=dict)
 
     def carbon_prices(self, periods: list[Period]) -> tuple[float, ...]:
@@ -763,7 +764,7 @@ class UncertaintyCase(_Strict):
     """
 
     name: Id
-    probability: Annotated[float, Field(gt=0, le=1)]
+    probability: Annotated[float, NOT_BOOL, Field(gt=0, le=1)]
     description: str = ""
     forecast: ForecastRef | None = None
     changes: dict[str, Any] = Field(default_factory=dict)
@@ -776,8 +777,8 @@ class CVaR(_Strict):
     ``CVaR_alpha`` is the expected cost of the worst ``1 - alpha`` of the probability.
     """
 
-    weight: Annotated[float, Field(ge=0, le=1)]
-    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.9
+    weight: Annotated[float, NOT_BOOL, Field(ge=0, le=1)]
+    alpha: Annotated[float, NOT_BOOL, Field(gt=0, lt=1)] = 0.9
 
 
 #: Probabilities of the cases must sum to 1 within this [-].
@@ -910,8 +911,8 @@ class Scenario(_Strict):
     existing_built_mw: dict[Id, NonNeg] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
     optics: Id | None = None
-    oversubscription: Annotated[float, Field(ge=1)] = 1.0
-    cdu_redundancy: Annotated[int, Field(ge=0)] | None = None
+    oversubscription: Annotated[float, NOT_BOOL, Field(ge=1)] = 1.0
+    cdu_redundancy: Annotated[int, NOT_BOOL, Field(ge=0)] | None = None
     network_model: Literal["integer", "linear"] = "integer"
     lead_time: bool = True
     grid_requests: bool = True
