@@ -128,6 +128,9 @@ def _variant(tmp_path, text: str):
     # true / false in a number field (it was read as 1 / 0)
     ("serving: {target_utilisation: true}\n", "serving.target_utilisation",
      ["expected a number, got true"]),
+    # a catalog workload that the scenario does not serve (it said "unknown")
+    ("serving: {target_utilisation: {rag: 0.8}}\n", "serving.target_utilisation.rag",
+     ["'rag' is not a workload of this scenario", "add it to 'workloads'"]),
     ("serving: {availability: {gb200_nvl72: false}}\n", "serving.availability.gb200_nvl72",
      ["expected a number, got false"]),
     ("solver: {highs_options: {mip_heuristc_effort: 0.2}}\n", "solver.highs_options",

@@ -170,8 +170,8 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
                                      f"{suggest(reg, [r for r in regions if r])}; regions: "
                                      f"{', '.join(sorted(r for r in regions if r))}")
     probs += _check_profiles(scn, catalog, wanted, broken)
-    probs += _check_serving(scn, racks, sites, wanted, broken)
-    probs += _check_paths(scn, racks, sites, wanted, labels, years, broken)
+    probs += _check_serving(scn, racks, sites, wanted, wls, broken)
+    probs += _check_paths(scn, racks, sites, wanted, wls, labels, years, broken)
     probs += _check_grid_connections(scn, sites)
     if scn.optics and scn.optics not in catalog.entries.get("optics", {}):
         at("optics", unknown_message("optics", scn.optics, catalog.entries.get("optics", {})))
@@ -212,7 +212,7 @@ def _check_profiles(scn: Scenario, catalog: Catalog, wanted: list[str], broken: 
 
 
 def _check_serving(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: list[str],
-                   broken: Any) -> list[Problem]:
+                   wls: Any, broken: Any) -> list[Problem]:
     """Problems of ``serving``: workloads, rack types and sites named."""
     probs: list[Problem] = []
     sv = scn.serving
@@ -220,7 +220,7 @@ def _check_serving(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: lis
         for w in sv.target_utilisation:
             if w not in wanted:
                 probs.append(scn.problem(f"serving.target_utilisation.{w}",
-                                         _workload_message(w, wanted, {}), entry=w))
+                                         _workload_message(w, wanted, wls), entry=w))
     if isinstance(sv.availability, dict):
         for r in sv.availability:
             if r not in racks:
@@ -239,7 +239,7 @@ def _check_serving(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: lis
 
 
 def _check_paths(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: list[str],
-                 labels: set, years: set, broken: Any) -> list[Problem]:
+                 wls: Any, labels: set, years: set, broken: Any) -> list[Problem]:
     """Problems of price and technology paths: ids named, every horizon year given."""
     probs: list[Problem] = []
     pa = scn.paths
@@ -258,7 +258,7 @@ def _check_paths(scn: Scenario, racks: Any, sites: dict[str, Any], wanted: list[
         for w in pa.software_speedup:
             if w not in wanted:
                 probs.append(scn.problem(f"paths.software_speedup.{w}",
-                                         _workload_message(w, wanted, {}), entry=w))
+                                         _workload_message(w, wanted, wls), entry=w))
     entries = pa.entries()
     c = scn.economics.carbon_price_usd_per_t
     if isinstance(c, PricePath):
