@@ -251,6 +251,28 @@ def test_a_linear_networks_horizon_total_is_within_8_percent_of_the_exact_sizing
         assert rows.exact.sum() == pytest.approx(rows.plan.sum(), rel=0.08), q
 
 
+def test_tiered_network_on_the_minimal_example_is_within_a_few_percent_of_its_sizing():
+    """network_model tiered from a shipped example: every site-period's network kW and
+    capex within 5 % of the exact sizing of the plan's own fleet (the tier's figure is
+    one count's; the last leaf's fill moves the exact network by a few per cent), and
+    each linear row of the network table priced at the tier of its racks."""
+    from dcplan.planner import plan
+
+    case = load_case(EXAMPLES / "minimal.yaml").with_changes({"network_model": "tiered"})
+    result = plan(case, explain=False)
+    assert result.status.has_solution and result.gap is not None and result.gap <= 1e-3
+    sz = result.tables["sizing"]
+    for q in ("network_kw", "network_capex_usd"):
+        rows = sz[sz.quantity == q]
+        assert len(rows) and (rows.diff_frac.abs() <= 0.05).all(), rows
+    net = result.tables["network"]
+    d = result.inputs
+    for row in net.itertuples():
+        tier = d.rack_site[row.rack, row.site].network_tier(row.racks)
+        assert tier[0] <= row.racks <= tier[1]
+        assert row.network_capex_usd == pytest.approx(row.racks * tier[3])
+
+
 @pytest.mark.slow
 def test_seoul_only_grid_binds_with_positive_shadow_price():
     result, s = solved("seoul_only")

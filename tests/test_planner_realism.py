@@ -13,7 +13,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_planner_helpers import make_inputs, rack, site, workload
+from test_planner_helpers import make_inputs, rack, rack_site, site, workload
 
 from dcplan.planner import SolveStatus, solve_inputs
 from dcplan.planner.inputs import GridData, PerfData
@@ -317,3 +317,66 @@ def test_earlier_connection_never_dearer(p):
     fast = solve_inputs(_case(p, lead=1), EXACT, explain=False)
     assert slow.status is SolveStatus.OPTIMAL and fast.status is SolveStatus.OPTIMAL
     assert fast.objective_usd <= slow.objective_usd * (1 + 1e-7) + 1e-6
+
+
+# --- linear network tiers ----------------------------------------------------------------
+
+
+def _tiered(**kw):
+    """A rack site whose linear network has two tiers: up to 4 racks 100 USD and 1 kW per
+    rack, from 5 racks 300 USD and 3 kW (a fabric that needs a third switch tier)."""
+    tiers = ((1, 4, 1.0, 100.0, 0.0), (5, 100, 3.0, 300.0, 0.0))
+    return dataclasses.replace(rack_site(), network_tiers=tiers, **kw)
+
+
+def _network_capex(res) -> list[float]:
+    c = res.tables["costs"]
+    c = c[c.category == "network_capex"]
+    return [float(c[c.period == p].cost_usd.sum()) for p in ("2026", "2027", "2028")]
+
+
+def test_network_tiers_priced_at_the_tier_of_the_racks_in_service():
+    # 600 tokens/s at 100 per rack: 6 racks. At one site they are in the dearer tier
+    # (6 x 300 USD, 6 x 3 kW); with a second site alike the plan splits them (4 + 2 or
+    # 3 + 3) and stays in the cheaper one (6 x 100 USD).
+    wl = workload(demand=(600.0,) * 3)
+    one = make_inputs(workloads=[wl], sites=[site(grid_kw=1e6, positions=100)],
+                      rack_sites={("ra", "sa"): _tiered()})
+    r1 = solve_inputs(one, EXACT, explain=False)
+    assert list(r1.tables["fleet"].installed_racks) == [6, 6, 6]
+    assert _network_capex(r1) == pytest.approx([1800.0, 0.0, 0.0])
+    assert r1.tables["power"].network_kw.iloc[0] == pytest.approx(18.0)
+    two = make_inputs(workloads=[wl], sites=[site("sa", grid_kw=1e6, positions=100),
+                                             site("sb", grid_kw=1e6, positions=100)],
+                      rack_sites={("ra", "sa"): _tiered(), ("ra", "sb"): _tiered()})
+    r2 = solve_inputs(two, EXACT, explain=False)
+    f = r2.tables["fleet"]
+    assert f.groupby("period").installed_racks.sum().tolist() == [6, 6, 6]
+    assert f.installed_racks.max() <= 4
+    assert _network_capex(r2) == pytest.approx([600.0, 0.0, 0.0])
+    assert r2.objective_usd < r1.objective_usd
+
+
+def test_a_network_that_grows_into_the_next_tier_pays_for_the_racks_it_has():
+    # 4 racks in 2026 (400 USD of network), 6 from 2027: the installed network is worth
+    # 6 x 300 = 1,800 USD, so 1,400 USD is bought in 2027 (re-cabling the first four too)
+    d = make_inputs(workloads=[workload(demand=(400.0, 600.0, 600.0))],
+                    sites=[site(grid_kw=1e6, positions=100)],
+                    rack_sites={("ra", "sa"): _tiered()})
+    res = solve_inputs(d, EXACT, explain=False)
+    assert list(res.tables["fleet"].installed_racks) == [4, 6, 6]
+    assert _network_capex(res) == pytest.approx([400.0, 1400.0, 0.0])
+    assert res.objective_usd == pytest.approx(
+        float(res.tables["costs"].cost_usd_discounted.sum()))
+
+
+def test_a_collapsed_tier_the_plan_passes_is_solved_again_with_its_tiers():
+    # priced at the lower tier at any count (a relaxation), the plan puts 6 racks at the
+    # site; it passes the boundary, so the pair gets its tiers and is solved again
+    d = make_inputs(workloads=[workload(demand=(600.0,) * 3)],
+                    sites=[site(grid_kw=1e6, positions=100)],
+                    rack_sites={("ra", "sa"): _tiered()},
+                    network_collapsed=frozenset({("ra", "sa")}))
+    res = solve_inputs(d, EXACT, explain=False)
+    assert _network_capex(res) == pytest.approx([1800.0, 0.0, 0.0])
+    assert d.network_collapsed == frozenset()

@@ -248,6 +248,12 @@ def _derived_rows(inputs: Any) -> list[dict[str, Any]]:
                 rs.network_kw(i), "kW", src)
             row("rack x site", f"{ident} in {label}", "network_capex_usd_per_rack",
                 rs.network_capex(i), "USD", src)
+        for lo, hi, kw, capex, _pos in rs.network_tiers:
+            src = ("dcplan facility model, one tier of the fabric (network_model tiered; "
+                   "docs/planner.md, Tiered network)")
+            where = f"{ident} at {lo:,}-{hi:,} racks"
+            row("rack x site", where, "network_kw_per_rack", kw, "kW", src)
+            row("rack x site", where, "network_capex_usd_per_rack", capex, "USD", src)
     site_src = "site data converted to USD with the scenario's exchange rate"
     for s, sd in inputs.sites.items():
         for fld, unit in (("energy_usd_per_kwh", "USD/kWh"),

@@ -31,6 +31,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from dcplan.errors import InputError
+
 #: Link tiers of one fabric, in the order they are reported.
 TIERS = ("nic_leaf", "leaf_spine", "spine_core")
 
@@ -177,6 +179,32 @@ def fabric_data(catalog: Any, rack_id: str, n_ref: int, n_max: int, optics: str 
         object.__setattr__(fd, "link_kw", {t: v[1] for t, v in tiers.items()})
         out.append(fd)
     return tuple(out)
+
+
+def tier_limits(catalog: Any, rack_id: str, n_max: int, oversubscription: float = 1.0
+                ) -> tuple[int, ...]:
+    """Last rack counts below ``n_max`` with one switch, or two tiers, of each fabric.
+
+    [racks] A fabric's per-rack network cost is nearly flat while its number of tiers stays
+    the same and jumps where it changes (GB200 NVL72: about 310,000 USD per rack with
+    two tiers, 485,000 with three); these are the counts after which it jumps.
+    """
+    from dcplan.facility.steps import fabric_steps
+
+    out: set[int] = set()
+    for st in fabric_steps(catalog, rack_id, oversubscription).values():
+        for tier in ("spine", "core"):
+            def flat(n: int, st=st, tier=tier) -> bool:
+                try:
+                    return st.counts(n)[tier] == 0
+                except InputError:  # more tiers than any switch allows: not flat
+                    return False
+
+            if n_max > 1 and flat(1):
+                last = _largest(flat, 1, n_max)
+                if last < n_max:
+                    out.add(last)
+    return tuple(sorted(out))
 
 
 def balanced_spines(fd: FabricData, n: int) -> int:

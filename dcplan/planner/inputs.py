@@ -216,6 +216,12 @@ class RackSiteData:
         period.
     network_racks_by_period : tuple of int
         The racks each period's ``network_by_period`` figures are taken at [racks].
+    network_tiers : tuple of (int, int, float, float, float)
+        ``network_model: tiered`` (:func:`tier_network`): the rack counts between
+        which the fabric keeps its number of tiers, ``(first, last, kW, capex USD,
+        positions)`` per rack, covering 1 .. the most racks the site holds; the MILP
+        chooses the interval of the racks in service (one binary each), so a fleet above
+        a tier boundary pays that tier's figures. Empty: ``network_by_period``.
     """
 
     allowed: bool = True
@@ -238,6 +244,7 @@ class RackSiteData:
     network_by_period: tuple[tuple[float, ...], ...] = ()
     network_racks_by_period: tuple[int, ...] = ()
     network_positions_per_rack: float = 0.0
+    network_tiers: tuple[tuple[int, int, float, float, float], ...] = ()
 
     def __post_init__(self) -> None:
         # tuples also when read back from JSON (the sweep's facility memo, saved plans)
@@ -245,25 +252,47 @@ class RackSiteData:
                            tuple(tuple(x) for x in self.network_by_period))
         object.__setattr__(self, "network_racks_by_period",
                            tuple(int(n) for n in self.network_racks_by_period))
+        object.__setattr__(self, "network_tiers", tuple(
+            (int(a), int(b), float(kw), float(c), float(pos))
+            for a, b, kw, c, pos in self.network_tiers))
 
-    def network_kw(self, p: int) -> float:
-        """Network power per rack in service in period ``p`` [kW] (linear network)."""
-        return self.network_by_period[p][0] if self.network_by_period else \
-            self.network_kw_per_rack
+    def network_tier(self, n: float) -> tuple[int, int, float, float, float] | None:
+        """The interval of :attr:`network_tiers` holding ``n`` racks (None without tiers)."""
+        if not self.network_tiers:
+            return None
+        k = max(1, int(round(n)))
+        return next((t for t in self.network_tiers if t[0] <= k <= t[1]),
+                    self.network_tiers[-1])
 
-    def network_capex(self, p: int) -> float:
-        """Network capex per rack bought in period ``p`` [USD] (linear network)."""
-        return self.network_by_period[p][1] if self.network_by_period else \
-            self.network_capex_usd_per_rack
+    def _network(self, p: int, n: float | None, i: int, single: float) -> float:
+        tier = self.network_tier(n) if n is not None else None
+        if tier is not None:
+            return tier[2 + i]
+        if self.network_by_period and len(self.network_by_period[p]) > i:
+            return self.network_by_period[p][i]
+        return single
 
-    def network_positions(self, p: int) -> float:
+    def network_kw(self, p: int, n: float | None = None) -> float:
+        """Network power per rack in service in period ``p`` [kW] (linear network).
+
+        With ``n`` (racks in service) and :attr:`network_tiers`, that of their tier.
+        """
+        return self._network(p, n, 0, self.network_kw_per_rack)
+
+    def network_capex(self, p: int, n: float | None = None) -> float:
+        """Network capex per rack bought in period ``p`` [USD] (linear network).
+
+        With ``n`` (racks in service) and :attr:`network_tiers`, that of their tier.
+        """
+        return self._network(p, n, 1, self.network_capex_usd_per_rack)
+
+    def network_positions(self, p: int, n: float | None = None) -> float:
         """Network-rack positions per rack in service in period ``p`` (linear network).
 
-        [positions/rack]
+        [positions/rack]; with ``n`` (racks in service) and :attr:`network_tiers`, that
+        of their tier.
         """
-        if self.network_by_period and len(self.network_by_period[p]) > 2:
-            return self.network_by_period[p][2]
-        return self.network_positions_per_rack
+        return self._network(p, n, 2, self.network_positions_per_rack)
 
 
 @dataclass(frozen=True)
@@ -459,6 +488,12 @@ class PlanInputs:
         ``rack_site`` (hand-made inputs).
     network_rack_units : int
         Switch rack units one network rack holds [U].
+    network_collapsed : frozenset
+        (rack, site) pairs of a linear network with two tiers that the MILP prices at
+        the lower tier at any count, without the tier binaries (:func:`tier_network`:
+        the LP relaxation holds them far below the boundary). That model is a
+        relaxation of the one with every tier; a plan above the boundary at such a
+        pair is solved again with its tiers (:func:`~dcplan.planner.run.solve_inputs`).
     """
 
     periods: list[Period]
@@ -489,6 +524,7 @@ class PlanInputs:
     api_offers: tuple[Any, ...] = ()
     fabrics: dict[str, tuple] = field(default_factory=dict)
     network_rack_units: int = 0
+    network_collapsed: frozenset = frozenset()
 
     # --- time and money ------------------------------------------------------------
 
@@ -991,12 +1027,25 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
         operations=operations_inputs(case, rack_ids) if econ.operations_costs else None,
         api_offers=api_offers(catalog, wl_ids))
     check_servable(inputs, scn)
-    if scn.network_model == "linear":
+    if scn.network_model in ("linear", "tiered"):
         fit_network_scale(case, inputs, scale_of, say, solver=solver)
+    if scn.network_model == "tiered":
+        tier_network(case, inputs)
     drop_dominated_racks(inputs)
     return inputs
 
 
+#: Neighbouring tiers of a linear network whose kW and capex per rack differ by at most
+#: this share are one tier for the MILP (:func:`tier_network`) [-].
+TIER_MERGE = 0.10
+#: A rack type and site with two network tiers whose LP relaxation holds at most this
+#: share of the boundary count in every period is priced at the lower tier without
+#: binaries (a relaxation; re-solved with its tiers if the plan crosses) [-].
+COLLAPSE_SHARE = 0.5
+#: A first tier of at most this many racks (one switch) joins the next, at the next
+#: tier's figures [racks]: one binary less per rack type, site and period, for a few
+#: racks priced at a larger fabric.
+TIER_MIN_RACKS = 2
 #: LP solves of :func:`fit_network_scale` at most, and the change of a per-rack network
 #: figure [-] below which the counts are taken as settled.
 SCALE_PASSES = 5
@@ -1063,18 +1112,7 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
              and k in scale_of]
     if not pairs:
         return
-    memo = FACILITY_MEMO.get()
-    figures: dict[tuple[str, str, int], tuple[float, float, float]] = {}
-
-    def at(r: str, s: str, n: int) -> tuple[float, float, float]:
-        if (r, s, n) not in figures:
-            site = case.sites[s]
-            rs, _fc = (rack_site_data(case, site, r, n) if memo is None
-                       else memo(case, site, r, n, rack_site_data))
-            figures[r, s, n] = (rs.network_kw_per_rack, rs.network_capex_usd_per_rack,
-                                rs.network_positions_per_rack)
-        return figures[r, s, n]
-
+    at = _network_figures(case)
     counts: dict[tuple[str, str], tuple[int, ...]] = {}
     seen: dict[tuple[str, str], list[int]] = {}
     passes, converged = 0, False
@@ -1097,24 +1135,9 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
                 continue
             if passes > 1:
                 seen[r, s] = held
-            some = [n >= 1 for n in held]  # periods whose figures the relaxation uses
-            held = _fill_gaps(held)
-            if counts.get((r, s)) == held:
+            if counts.get((r, s)) == _fill_gaps(held):
                 continue
-            try:
-                by_period = tuple(at(r, s, n) for n in held)
-            except InputError:
-                continue
-            rs = d.rack_site[r, s]
-            before = [(rs.network_kw(p), rs.network_capex(p), rs.network_positions(p))
-                      for p in range(len(held))]
-            counts[r, s] = held
-            moved |= not rs.network_by_period or any(
-                abs(a - b) > SCALE_TOLERANCE * abs(b)
-                for new, old, used in zip(by_period, before, some, strict=True) if used
-                for a, b in zip(new, old, strict=True))
-            d.rack_site[r, s] = dataclasses.replace(rs, network_by_period=by_period,
-                                                    network_racks_by_period=held)
+            moved |= _set_network_figures(d, r, s, held, at, counts)
         if not moved:
             converged = True
             break
@@ -1128,6 +1151,115 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
     d.notes.append("network_model linear: network kW and capex per rack in each period are "
                    f"taken at the racks the plan's LP relaxation holds at the site then "
                    f"({how}): {where}")
+
+
+def tier_network(case: Any, d: PlanInputs) -> None:
+    """Linear network figures per tier of each fabric, for the MILP to choose (in place).
+
+    The per-rack network of a fabric is nearly flat while its number of tiers stays the
+    same and jumps where it changes (:func:`~dcplan.planner.fabric.tier_limits`). Each
+    (rack type, site) that may host the type gets one interval per tier, from 1 to the
+    most racks the site holds, with the figures at the largest count the LP relaxation
+    of :func:`fit_network_scale` holds in it in any period, or else at the interval's
+    last count (the first for the last interval) (:attr:`RackSiteData.network_tiers`).
+    The MILP then prices each period at the tier of its own racks in service; within a
+    tier the figure is the one count's (the exact network moves by a few per cent with
+    how full the last leaf is: the ``sizing`` table shows it). A pair with two tiers
+    whose relaxation counts stay at most :data:`COLLAPSE_SHARE` of the boundary is
+    priced at its lower tier without binaries (``d.network_collapsed``).
+    """
+    from dcplan.planner.fabric import tier_limits
+
+    at = _network_figures(case)
+    limits: dict[tuple[str, int], tuple[int, ...]] = {}
+    collapsed = set()
+    for (r, s), rs in list(d.rack_site.items()):
+        if not rs.allowed or not d.linear_network(r) or s not in case.sites:
+            continue
+        cap = max(1, d.sites[s].rack_positions // max(1, d.racks[r].rack_positions))
+        key = (r, cap)
+        if key not in limits:
+            limits[key] = tier_limits(case.catalog, r, cap, case.scenario.oversubscription)
+        bounds = [0, *limits[key], cap]
+        held = [n for n in rs.network_racks_by_period if n >= 1]
+
+        def figures(lo: int, hi: int, r=r, s=s, held=held, cap=cap
+                    ) -> tuple[float, float, float]:
+            inside = [n for n in held if lo <= n <= hi]
+            # no count of the relaxation in it: its largest count, or the smallest of
+            # the last tier (per-rack figures are nearly flat within a tier)
+            return at(r, s, max(inside) if inside else (lo if hi == cap else hi))
+
+        try:
+            tiers = [(lo + 1, hi, *figures(lo + 1, hi))
+                     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+            # neighbours whose kW and capex per rack are within TIER_MERGE are one tier
+            # (a front-end leaf layer that adds little): fewer binaries for the MILP
+            merged = [tiers[0]]
+            for t in tiers[1:]:
+                prev = merged[-1]
+                if prev[1] <= TIER_MIN_RACKS or all(
+                        abs(a - b) <= TIER_MERGE * max(abs(a), abs(b), 1e-9)
+                        for a, b in zip(prev[2:4], t[2:4], strict=True)):
+                    merged[-1] = (prev[0], t[1], *figures(prev[0], t[1]))
+                else:
+                    merged.append(t)
+        except InputError:
+            continue
+        d.rack_site[r, s] = dataclasses.replace(rs, network_tiers=tuple(merged))
+        if len(merged) == 2 and all(b >= a for a, b in zip(merged[0][2:], merged[1][2:],
+                                                            strict=True)) \
+                and max(held, default=0) <= COLLAPSE_SHARE * merged[0][1]:
+            collapsed.add((r, s))
+    d.network_collapsed = frozenset(collapsed)
+
+
+def _network_figures(case: Any):
+    """The function ``at(r, s, n)`` of linear network figures, memoised.
+
+    ``at`` returns (kW, capex, positions) per rack of ``n`` racks of ``r`` at site ``s``
+    from the facility model.
+    """
+    memo = FACILITY_MEMO.get()
+    figures: dict[tuple[str, str, int], tuple[float, float, float]] = {}
+
+    def at(r: str, s: str, n: int) -> tuple[float, float, float]:
+        if (r, s, n) not in figures:
+            site = case.sites[s]
+            rs, _fc = (rack_site_data(case, site, r, n) if memo is None
+                       else memo(case, site, r, n, rack_site_data))
+            figures[r, s, n] = (rs.network_kw_per_rack, rs.network_capex_usd_per_rack,
+                                rs.network_positions_per_rack)
+        return figures[r, s, n]
+
+    return at
+
+
+def _set_network_figures(d: PlanInputs, r: str, s: str, held: list[int], at: Any,
+                         counts: dict) -> bool:
+    """Take (r, s)'s linear network figures of each period at ``held`` racks (in place).
+
+    A period without racks takes the nearest period's count (:func:`_fill_gaps`).
+    Returns whether a figure of a period with racks moved by more than
+    :data:`SCALE_TOLERANCE` (or the pair had no per-period figures yet); ``counts``
+    records the counts taken.
+    """
+    some = [n >= 1 for n in held]  # periods whose figures the plan uses
+    held = _fill_gaps(held)
+    try:
+        by_period = tuple(at(r, s, n) for n in held)
+    except InputError:
+        return False
+    rs = d.rack_site[r, s]
+    before = [(rs.network_kw(p), rs.network_capex(p), rs.network_positions(p))
+              for p in range(len(held))]
+    counts[r, s] = held
+    d.rack_site[r, s] = dataclasses.replace(rs, network_by_period=by_period,
+                                            network_racks_by_period=held)
+    return not rs.network_by_period or any(
+        abs(a - b) > SCALE_TOLERANCE * abs(b)
+        for new, old, used in zip(by_period, before, some, strict=True) if used
+        for a, b in zip(new, old, strict=True))
 
 
 def dominates(d: PlanInputs, better: str, worse: str) -> bool:
@@ -1176,6 +1308,10 @@ def dominates(d: PlanInputs, better: str, worse: str) -> bool:
             continue
         ra = d.rack_site.get((better, s))
         if ra is None or not ra.allowed or ra.cdu_id != rb.cdu_id:
+            return False
+        if ra.network_tiers or rb.network_tiers:
+            # a tier's figure depends on how many racks of the type the site holds: a
+            # swap adds to the better type's fabric and may lift it into a dearer tier
             return False
         pairs = [(ra.network_kw_per_rack, rb.network_kw_per_rack),
                  (ra.network_capex_usd_per_rack, rb.network_capex_usd_per_rack),

@@ -109,6 +109,12 @@ class ModelVars:
         (s, item, p) -> network bought [switches, or USD of links].
     net_racks : dict
         (s, p) -> network racks [positions].
+    net_tier : dict
+        (r, s, p) -> [(tier, on, racks, bought)] of a linear network with tiers
+        (:attr:`RackSiteData.network_tiers`): binary ``on`` when the racks in service
+        are in that tier's interval (None with one tier), the racks in service
+        ``racks`` counted in it, and the network bought in the period ``bought`` [USD]
+        (the same in every entry).
     """
 
     new: dict = field(default_factory=dict)
@@ -138,6 +144,7 @@ class ModelVars:
     fabric_item: dict = field(default_factory=dict)
     net_buy: dict = field(default_factory=dict)
     net_racks: dict = field(default_factory=dict)
+    net_tier: dict = field(default_factory=dict)
 
     def add(self, prob: pulp.LpProblem, family: str, keys: tuple, constraint) -> None:
         """Add ``constraint`` to ``prob`` named ``lp_name(family, *keys)`` and record it."""
@@ -150,7 +157,19 @@ class ModelVars:
         """All integer and binary variables."""
         return [*self.new.values(), *self.cdu.values(), *self.cdu_on.values(),
                 *self.spare_on.values(), *self.staffed.values(), *self.fleet_on.values(),
-                *self.fabric_int]
+                *self.fabric_int,
+                *(t[1] for ts in self.net_tier.values() for t in ts if t[1] is not None)]
+
+    def network_terms(self, r: str, s: str, p: int, what: int) -> list | None:
+        """Linear-network terms of (r, s, p) per tier: (racks in the tier, figure) pairs.
+
+        ``what``: 0 kW, 2 positions per rack in service. None without tiers (the caller
+        uses the period's single figure).
+        """
+        tiers = self.net_tier.get((r, s, p))
+        if tiers is None:
+            return None
+        return [(n, t[2 + what]) for t, _on, n, _b in tiers]
 
 
 def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, ModelVars]:
@@ -171,6 +190,7 @@ def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, M
     mv = ModelVars(elastic=elastic)
     add_fleet_variables(prob, d, mv)
     add_stock_balance(prob, d, mv)
+    add_network_tiers(prob, d, mv)
     add_spare_racks(prob, d, mv)
     add_fabrics(prob, d, mv)
     add_fabric_purchases(prob, d, mv)
@@ -284,6 +304,78 @@ def add_spare_racks(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         mv.add(prob, "spare_min", (r, s, label), _lin([(inst, 1.0), (on, -float(k))]) >= 0)
 
 
+def network_owned(d: PlanInputs, r: str, s: str) -> float:
+    """Installed value of the existing racks' tiered linear network [USD] (already paid)."""
+    e = d.existing_count(r, s, 0)
+    return e * d.rack_site[r, s].network_capex(0, e) if e else 0.0
+
+
+def add_network_tiers(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Tier of each linear network with tiers: which interval its racks in service are in.
+
+    For (r, s, p) with :attr:`RackSiteData.network_tiers` ``(a_t, b_t, ...)``: binaries
+    ``on_t`` (at most one), racks ``n_t`` with ``a_t on_t <= n_t <= b_t on_t`` and
+    ``inst = sum_t n_t`` (the convex hull of the choice: the tightest rows for one
+    (r, s, p)). Network kW and positions are ``sum_t f_t n_t``; the installed network
+    value ``V[p] = sum_t c_t n_t`` [USD] and the network bought ``nbuy[p] >= V[p] -
+    V[p-1]`` (the existing racks' network owned before the first period), paid like
+    the integer fabric's switches and links: when the installed network grows, so a
+    fabric that grows into three tiers pays for re-cabling the racks it has.
+    """
+    for r, s in sorted({(r, s) for r, s, _p in mv.inst}):
+        rs = d.rack_site[r, s]
+        if not rs.network_tiers or not d.linear_network(r):
+            continue
+        intervals = rs.network_tiers
+        if (r, s) in d.network_collapsed:  # the lower tier's figures at any count
+            intervals = ((1, intervals[-1][1], *intervals[0][2:]),)
+        before = None
+        for p in range(len(d.periods)):
+            inst = mv.inst.get((r, s, p))
+            if inst is None:
+                before = None
+                continue
+            label = d.periods[p].label
+            one = len(intervals) == 1  # one tier: no choice to make
+            tiers = [(intervals[0], None, inst, None)] if one else []
+            value = [(inst, intervals[0][3])] if one else []
+            ons, split = [], [(inst, 1.0)]
+            for k, t in enumerate(() if one else intervals):
+                on = prob.add_variable(lp_name("ntier_on", r, s, label, k), 0, 1,
+                                       cat=pulp.LpBinary)
+                n = prob.add_variable(lp_name("ntier_racks", r, s, label, k), 0)
+                mv.add(prob, "ntier_low", (r, s, label, k),
+                       _lin([(n, 1.0), (on, -t[0])]) >= 0)
+                mv.add(prob, "ntier_high", (r, s, label, k),
+                       _lin([(n, 1.0), (on, -t[1])]) <= 0)
+                ons.append((on, 1.0))
+                split.append((n, -1.0))
+                value.append((n, t[3]))
+                tiers.append((t, on, n, None))
+            if ons:
+                mv.add(prob, "ntier_one", (r, s, label), _lin(ons) <= 1)
+                mv.add(prob, "ntier_split", (r, s, label), _lin(split) == 0)
+            buy = prob.add_variable(lp_name("ntier_buy", r, s, label), 0)
+            row = [(buy, 1.0), *((v, -c) for v, c in value)]
+            if before is not None:
+                row += before
+            owned = network_owned(d, r, s) if p == 0 else 0.0
+            mv.add(prob, "ntier_buy", (r, s, label), _lin(row) >= -owned)
+            before = value
+            mv.net_tier[r, s, p] = [(t, on, n, buy) for t, on, n, _b in tiers]
+
+
+def collapsed_over(d: PlanInputs, mv: ModelVars) -> set[tuple[str, str]]:
+    """Pairs of ``d.network_collapsed`` whose solved racks in service pass their boundary."""
+    over = set()
+    for r, s in d.network_collapsed:
+        top = d.rack_site[r, s].network_tiers[0][1]
+        if any((mv.inst[r, s, p].value() or 0.0) > top + 1e-6
+               for p in range(len(d.periods)) if (r, s, p) in mv.inst):
+            over.add((r, s))
+    return over
+
+
 def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     """Capacity of each rack pool in each representative hour h.
 
@@ -389,8 +481,10 @@ def _site_power_parts(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
         cool = rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak
         gain = (1 + rs.loss_frac)
         base = rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
-        net = rs.network_kw(p) if d.linear_network(r) else 0.0
+        tiered = mv.network_terms(r, s, p, 0)
+        net = 0.0 if tiered is not None or not d.linear_network(r) else rs.network_kw(p)
         terms.append((None, mv.inst[r, s, p], gain * ((1 + cool) * base + net)))
+        terms += [(None, v, gain * kw) for v, kw in tiered or ()]
         if nameplate:
             continue
         for w, wd in d.workloads.items():
@@ -598,10 +692,15 @@ def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         cdus[s, p].append((var, d.cdu_data(s, c).cdu_positions))
     for s, sd in d.sites.items():
         for p, per in enumerate(d.periods):
-            terms = [(mv.inst[r, s, p], float(d.racks[r].rack_positions)
-                      + (d.rack_site[r, s].network_positions(p) if d.linear_network(r)
-                         else 0.0))
-                     for r in d.racks if (r, s, p) in mv.inst]
+            terms = []
+            for r in d.racks:
+                if (r, s, p) not in mv.inst:
+                    continue
+                tiered = mv.network_terms(r, s, p, 2)
+                net = 0.0 if tiered is not None or not d.linear_network(r) else \
+                    d.rack_site[r, s].network_positions(p)
+                terms.append((mv.inst[r, s, p], float(d.racks[r].rack_positions) + net))
+                terms += tiered or []
             terms += cdus[s, p]
             if (s, p) in mv.net_racks:
                 terms.append((mv.net_racks[s, p], 1.0))
@@ -646,13 +745,19 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
         rk, rs = d.racks[r], d.rack_site[r, s]
         price = d.rack_capex(r, p)
         cost["rack_capex", p].append((var, price))
-        net = rs.network_capex(p) if d.linear_network(r) else 0.0
+        tiered = (r, s, p) in mv.net_tier  # its network is bought as it grows (below)
+        net = 0.0 if tiered or not d.linear_network(r) else rs.network_capex(p)
         cost["network_capex", p].append((var, net))
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         cost["cooling_capex", p].append((var, cooling))
         left = d.remaining_frac(rk.lifetime_years, p)
         cost["terminal_value", n - 1].append(
             (var, -left * (price + net + cooling)))
+    for (r, _s, p), tiers in mv.net_tier.items():
+        buy = tiers[0][3]
+        cost["network_capex", p].append((buy, 1.0))
+        cost["terminal_value", n - 1].append(
+            (buy, -d.remaining_frac(d.racks[r].lifetime_years, p)))
     for (s, i, p), var in mv.net_buy.items():
         price = mv.fabric_item[s, i, p][1]
         cost["network_capex", p].append((var, price))

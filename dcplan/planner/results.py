@@ -17,7 +17,7 @@ import pandas as pd
 import pulp
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import CATEGORIES, ModelVars, discount
+from dcplan.planner.model import CATEGORIES, ModelVars, discount, network_owned
 from dcplan.units import SECONDS_PER_MONTH
 
 
@@ -234,7 +234,7 @@ def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hou
         rs = d.rack_site[r, s]
         it = _rack_it_kw(d, sol, r, s, p, average, hour)
         cool = it * (rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak)
-        net = n * rs.network_kw(p) if d.linear_network(r) else \
+        net = n * rs.network_kw(p, n) if d.linear_network(r) else \
             rack_network(d, r, n)["kw"]
         acc["it"] += it
         acc["cool"] += cool
@@ -522,7 +522,8 @@ def network_racks(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
     out = float(math.ceil(units / (d.network_rack_units or 1) - 1e-9)) if units else 0.0
     for r in d.racks:
         if d.linear_network(r) and (r, s) in d.rack_site:
-            out += d.rack_site[r, s].network_positions(p) * sol.installed(d, r, s, p)
+            n = sol.installed(d, r, s, p)
+            out += d.rack_site[r, s].network_positions(p, n) * n
     return out
 
 
@@ -552,8 +553,8 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 if d.linear_network(r):
                     rows.append(dict(period=per.label, site=s, rack=r, fabric="linear",
                                      racks=n, switch_id="",  # text, as in fabric rows
-                                     network_kw=n * rs.network_kw(p),
-                                     network_capex_usd=n * rs.network_capex(p)))
+                                     network_kw=n * rs.network_kw(p, n),
+                                     network_capex_usd=n * rs.network_capex(p, n)))
                     continue
                 for fd in d.fabrics[r]:
                     c = fabric_counts(fd, n)
@@ -575,6 +576,17 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                          "network_capex_usd": "USD (installed)"}, cols)
 
 
+def network_values(d: PlanInputs, sol: Solution, r: str, s: str) -> list[float]:
+    """Installed value of a tiered linear network in each period [USD].
+
+    ``racks in service x capex per rack of their tier`` (see
+    :func:`~dcplan.planner.model.add_network_tiers`).
+    """
+    rs = d.rack_site[r, s]
+    return [(n := sol.installed(d, r, s, p)) * rs.network_capex(p, n)
+            for p in range(len(d.periods))]
+
+
 def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
     """Undiscounted cost per (category, period index) [USD], recomputed from the plan."""
     from dcplan.planner.model import building_prices
@@ -585,12 +597,22 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         rk, rs = d.racks[r], d.rack_site[r, s]
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         price = d.rack_capex(r, p)
-        net = rs.network_capex(p) if d.linear_network(r) else 0.0
+        net = rs.network_capex(p) if d.linear_network(r) and not rs.network_tiers else 0.0
         cost["rack_capex", p] += x * price
         cost["network_capex", p] += x * net
         cost["cooling_capex", p] += x * cooling
         cost["terminal_value", n - 1] -= x * d.remaining_frac(rk.lifetime_years, p) * (
             price + net + cooling)
+    for (r, s), rs in d.rack_site.items():  # tiers: the network bought as it grows
+        if not rs.network_tiers or not d.linear_network(r):
+            continue
+        prev = network_owned(d, r, s)
+        for p, value in enumerate(network_values(d, sol, r, s)):
+            bought = max(0.0, value - prev)
+            cost["network_capex", p] += bought
+            cost["terminal_value", n - 1] -= bought * d.remaining_frac(
+                d.racks[r].lifetime_years, p)
+            prev = value
     if d.fabrics:
         from dcplan.planner.model import fabric_existing, item_lifetime
 

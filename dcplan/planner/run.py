@@ -113,6 +113,7 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     say(f"solver: {info.status.value} in {info.runtime_s:.2f} s"
         + (f", gap {info.gap:.3%}" if info.gap is not None else "")
         + (f" ({info.message})" if info.message else ""))
+    prob, mv, info = _with_crossed_tiers(d, opt, prob, mv, info, t, say, on_solve)
     unserved = False
     message = info.message
     if info.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
@@ -122,6 +123,8 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         t["build"] += time.perf_counter() - t1
         info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
         t["solve"] += info.runtime_s
+        prob, mv, info = _with_crossed_tiers(d, opt, prob, mv, info, t, say, on_solve,
+                                             elastic=True)
         unserved = info.status.has_solution
         if not info.status.has_solution:
             message = infeasible_reason(d) if info.status in (
@@ -164,6 +167,29 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     result.tables = tables
     result.timings_s = t
     return result
+
+
+def _with_crossed_tiers(d: PlanInputs, opt: SolverOptions, prob, mv, info, t: dict, say,
+                        on_solve, elastic: bool = False):
+    """Solve again while a plan passes a collapsed network tier (see ``network_collapsed``).
+
+    A pair priced at its lower tier without binaries is a relaxation of its tiers: a
+    plan within them is exactly priced and its gap holds for the model with every tier.
+    Where the plan holds more racks than the lower tier, that pair gets its tiers and
+    the model is solved again (each pair at most once).
+    """
+    from dcplan.planner.model import collapsed_over
+
+    while info.status.has_solution and (over := collapsed_over(d, mv)):
+        d.network_collapsed = d.network_collapsed - over
+        say("network tiers for " + ", ".join(f"{r} at {s}" for r, s in sorted(over))
+            + " (the plan passed the lower tier); solving again")
+        t0 = time.perf_counter()
+        prob, mv = build_model(d, elastic=elastic)
+        t["build"] += time.perf_counter() - t0
+        info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
+        t["solve"] += info.runtime_s
+    return prob, mv, info
 
 
 def _polish(prob, d: PlanInputs, mv, info) -> None:

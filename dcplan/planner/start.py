@@ -142,6 +142,11 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
             inst_int[r, s, p] = alive + buy
     for key, var in mv.spare_on.items():
         out[var] = 1.0 if inst_int.get(key, 0) > 0 else 0.0
+    for key, tiers in mv.net_tier.items():  # the tier of the rounded racks in service
+        n = inst_int.get(key, 0)
+        for t, on, _n, _b in tiers:
+            if on is not None:
+                out[on] = 1.0 if t[0] <= n <= t[1] else 0.0
     for (s, p), var in mv.staffed.items():  # a site with racks is staffed
         out[var] = 1.0 if any(n > 0 for (_r, s2, p2), n in inst_int.items()
                               if s2 == s and p2 == p) else 0.0

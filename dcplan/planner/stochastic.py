@@ -188,6 +188,9 @@ def load_cases(case: Any, progress: Callable[[str], None] | None = None,
                                         field=where))
             continue
         d.name = c.name
+        # every network tier in the MILP: the extensive form is solved once, without the
+        # deterministic plan's re-solve for a collapsed tier the plan passes
+        d.network_collapsed = frozenset()
         out.append(StochasticCase(c.name, c.probability, changed, d, c.description))
     if problems:
         raise InputError(problems)
@@ -587,7 +590,9 @@ def plan_stochastic(case: Any, options: Any = None, *,
                          "expected-value plan")
         else:
             say("the scenario as written (expected-value plan)")
-            solved, fixed = solve_alone(prepare_inputs(case), opt, n_first)
+            d = prepare_inputs(case)
+            d.network_collapsed = frozenset()  # every tier, as in the cases
+            solved, fixed = solve_alone(d, opt, n_first)
             if not solved.optimal:
                 notes.append(f"the scenario as written ended {solved.status.value}; no VSS")
             plans.append((AS_WRITTEN, fixed if solved.optimal else None, solved.message))

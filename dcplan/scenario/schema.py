@@ -858,11 +858,14 @@ class Scenario(_Strict):
         Optic id for the scale-out fabric (default: the facility model's choice).
     oversubscription : float
         Scale-out fabric oversubscription [-].
-    network_model : {"integer", "linear"}
+    network_model : {"integer", "linear", "tiered"}
         ``integer`` (default): every rack type's fabric as integer switch and link
         counts per site and period, exact step functions of the racks in service;
-        ``linear``: network kW and capex per rack taken at a reference scale (faster
-        to prove optimal on large scenarios; the ``sizing`` table shows the error).
+        ``linear``: network kW and capex per rack taken at the racks the LP relaxation
+        holds (faster to prove optimal on large scenarios; the ``sizing`` table shows
+        the error); ``tiered``: per-rack figures of each tier of the fabric (one,
+        two or three switch tiers), the MILP choosing the tier of the racks in service
+        (within a few per cent of the exact network, slower than ``linear``).
     cdu_redundancy : int, optional
         Spare CDUs per site and CDU model that has liquid-cooled racks (1 = N+1);
         default: the facility model's assumption (``default_cdu_redundancy`` in
@@ -913,7 +916,7 @@ class Scenario(_Strict):
     optics: Id | None = None
     oversubscription: Annotated[float, NOT_BOOL, Field(ge=1)] = 1.0
     cdu_redundancy: Annotated[int, NOT_BOOL, Field(ge=0)] | None = None
-    network_model: Literal["integer", "linear"] = "integer"
+    network_model: Literal["integer", "linear", "tiered"] = "integer"
     lead_time: bool = True
     grid_requests: bool = True
     serving: Serving = Field(default_factory=Serving)
