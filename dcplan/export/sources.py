@@ -240,7 +240,8 @@ def _derived_rows(inputs: Any) -> list[dict[str, Any]]:
                           ("cdu_capacity_kw", "kW"), ("cdu_capex_usd", "USD"),
                           ("cooling_capex_usd_per_kw", "USD/kW"), ("pue_annual", "-")):
             row("rack x site", ident, fld, getattr(rs, fld), unit, fac_src)
-        for i, n in enumerate(rs.network_racks_by_period):
+        # with tiers the MILP prices the tier of the racks, not these per-period figures
+        for i, n in enumerate(() if rs.network_tiers else rs.network_racks_by_period):
             label = inputs.periods[i].label
             src = (f"dcplan facility model at {n:,} racks, what the plan's LP relaxation "
                    "holds there (network_model linear; docs/planner.md, Linear network)")
