@@ -54,3 +54,34 @@ def test_reported_gap_is_bounded_by_the_relaxation(monkeypatch):
                  rounding=rounding_start(d, mv))
     assert info.status.value == "optimal" and info.gap <= 0.005
     assert (info.objective - relaxed.objective) / info.objective <= 0.005 + 1e-9
+
+
+@pytest.mark.parametrize("past", [True, False])
+def test_a_mip_past_its_wall_clock_limit_is_interrupted(past, tmp_path):
+    """The staged driver stops each MIP on the wall clock (HiGHS times a MIP on its own
+    run's clock, so a limit set on the cumulative run clock would give it extra time);
+    the progress callback it wraps still sees every report."""
+    import highspy
+
+    from dcplan.planner.highs import HighsDirect
+
+    d = generate(2, 6, 3, 2, True, seed=3)
+    prob, _mv = build_model(d)
+    path = tmp_path / "m.mps"
+    prob.writeMPS(str(path))
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(path))
+    seen = []
+    kinds = highspy.cb.HighsCallbackType
+    solver = HighsDirect(mip=True, msg=False,
+                         callbackTuple=(lambda t, *_a: seen.append(t), None),
+                         callbacksToActivate=[kinds.kCallbackMipInterrupt])
+    solver._interrupt_at(h, [0.0 if past else float("inf")])
+    h.run()
+    status = h.getModelStatus()
+    if past:
+        assert status == highspy.HighsModelStatus.kInterrupt
+    else:
+        assert status == highspy.HighsModelStatus.kOptimal
+    assert seen and set(seen) == {kinds.kCallbackMipInterrupt}

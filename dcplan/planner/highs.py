@@ -211,7 +211,12 @@ class HighsDirect(pulp.HiGHS):
            the time limit;
         3. if that plan is within the relative gap of the relaxation bound, it is
            the answer (proven within the gap by step 1); otherwise the full MIP is
-           solved starting from it.
+           solved starting from it (not at all when no plan was found and the time
+           limit has passed).
+
+        Each MIP is also interrupted on the wall clock at its stage's limit
+        (:meth:`_interrupt_at`): HiGHS times a MIP on a clock of its own run, not the
+        one that adds up over runs.
         """
         import time
 
@@ -231,10 +236,17 @@ class HighsDirect(pulp.HiGHS):
         def left() -> float:
             return max(1.0, limit - (time.perf_counter() - t0))
 
+        stop_at = [math.inf]   # wall clock [s] at which the running MIP is interrupted
+
         def set_limit(seconds: float) -> None:
-            # HiGHS's time limit applies to its run clock, which adds up over runs.
+            # HiGHS (1.16) compares an LP's run time with the time limit on its run clock,
+            # which adds up over runs, but a MIP's on a clock of its own run: the limit
+            # is set for the first, and the MIP is interrupted on the wall clock.
             if math.isfinite(seconds):
                 h.setOptionValue("time_limit", float(h.getRunTime() + seconds))
+                stop_at[0] = time.perf_counter() + seconds
+
+        self._interrupt_at(h, stop_at)
 
         # 1. tightened relaxation; its duals also bound the untightened one
         rows, lo, up, margins = [], [], [], []
@@ -322,9 +334,36 @@ class HighsDirect(pulp.HiGHS):
                 info["seconds"] = time.perf_counter() - t0
                 return
             h.setSolution(best[1])
+        elif best is None and limit - (time.perf_counter() - t0) <= 0:
+            # no plan and no time left: the last run's status (time limit) stands, not
+            # another MIP whose presolve alone takes its own time on a large model
+            info["seconds"] = time.perf_counter() - t0
+            return
         set_limit(left())
         h.run()
         info["seconds"] = time.perf_counter() - t0
+
+    def _interrupt_at(self, h, stop_at: list) -> None:
+        """Interrupt the MIP once the wall clock passes ``stop_at[0]`` [s].
+
+        Wraps the progress callback (``callbackTuple``), if any, so both run.
+        """
+        import time
+
+        import highspy
+
+        kinds = highspy.cb.HighsCallbackType
+        inner = self.callbackTuple[0] if self.callbackTuple else None
+        active = set(self.callbacksToActivate or ())
+
+        def callback(cb_type, message, data_out, data_in, user_data):
+            if inner is not None and cb_type in active:
+                inner(cb_type, message, data_out, data_in, user_data)
+            if cb_type == kinds.kCallbackMipInterrupt and time.perf_counter() > stop_at[0]:
+                data_in.user_interrupt = True
+
+        h.setCallback(callback, None)
+        h.startCallback(kinds.kCallbackMipInterrupt)
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 - pulp API
         """Read the solution back in the pulp problem's units."""
