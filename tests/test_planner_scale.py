@@ -85,3 +85,17 @@ def test_a_mip_past_its_wall_clock_limit_is_interrupted(past, tmp_path):
     else:
         assert status == highspy.HighsModelStatus.kOptimal
     assert seen and set(seen) == {kinds.kCallbackMipInterrupt}
+
+
+def test_no_time_limit_is_no_time_limit_in_every_stage():
+    """Driver used without a time limit (scenarios always set one): the final MIP runs
+    without one, not with the limit the sub-MIP stage set."""
+    from dcplan.planner.highs import HighsDirect
+
+    d = generate(2, 4, 2, 1, False, seed=3)
+    prob, mv = build_model(d)
+    solver = HighsDirect(mip=True, msg=False, gapRel=1e-7, timeLimit=None,
+                         rounding=rounding_start(d, mv))
+    prob.solve(solver)
+    assert solver.outcome(prob)[0] == "Optimal"
+    assert prob.solverModel.getOptionValue("time_limit")[1] == float("inf")

@@ -242,9 +242,10 @@ class HighsDirect(pulp.HiGHS):
             # HiGHS (1.16) compares an LP's run time with the time limit on its run clock,
             # which adds up over runs, but a MIP's on a clock of its own run: the limit
             # is set for the first, and the MIP is interrupted on the wall clock.
-            if math.isfinite(seconds):
-                h.setOptionValue("time_limit", float(h.getRunTime() + seconds))
-                stop_at[0] = time.perf_counter() + seconds
+            # an infinite limit clears the one an earlier stage set
+            h.setOptionValue("time_limit", float(h.getRunTime() + seconds)
+                             if math.isfinite(seconds) else highspy.kHighsInf)
+            stop_at[0] = time.perf_counter() + seconds
 
         self._interrupt_at(h, stop_at)
 
