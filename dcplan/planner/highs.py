@@ -241,8 +241,8 @@ class HighsDirect(pulp.HiGHS):
         def set_limit(seconds: float) -> None:
             # HiGHS (1.16) compares an LP's run time with the time limit on its run clock,
             # which adds up over runs, but a MIP's on a clock of its own run: the limit
-            # is set for the first, and the MIP is interrupted on the wall clock.
-            # an infinite limit clears the one an earlier stage set
+            # is set for the first, and the MIP is interrupted on the wall clock. An
+            # infinite limit clears the one an earlier stage set.
             h.setOptionValue("time_limit", float(h.getRunTime() + seconds)
                              if math.isfinite(seconds) else highspy.kHighsInf)
             stop_at[0] = time.perf_counter() + seconds
