@@ -236,6 +236,10 @@ class Rack(Entry):
         Whether the back-end fabric is rail-optimised (NIC k of every server on leaf k).
     frontend_gbps_per_rack : float
         Front-end (storage/north-south) bandwidth per rack [Gb/s].
+    frontend_port_gbps : float, optional
+        Speed of one front-end port [Gb/s] (the rack has ``frontend_gbps_per_rack /
+        frontend_port_gbps`` of them). None: ``network.frontend_port_gbps`` of the
+        facility models' assumptions.
     capex_usd : float
         Purchase price per rack [USD].
     capex_basis : str
@@ -270,6 +274,7 @@ class Rack(Entry):
     scaleout_gbps_per_accelerator: Pos
     rail_optimized: bool = True
     frontend_gbps_per_rack: NonNeg = 0.0
+    frontend_port_gbps: Pos | None = None
     capex_usd: Pos
     capex_basis: str
     maintenance_frac_per_year: Frac

@@ -290,12 +290,13 @@ def test_shipped_optics_comparison(shipped):
     # a co-packaged port per switch port its optical links use, and no copper at a
     # co-packaged switch. Back end (Quantum-X800 Q3400): a 400G link takes a whole 4-lane
     # port, at both ends of a leaf-spine link; front end (7060X6, 800G ports of 8 lanes)
-    # two 400G links share a port
+    # four 200G links (GB200's BlueField-3 ports, 2 lanes each) share a port
     cpo, n = res["cpo"], res["cpo"].links
     assert cpo.copper_links == 0
+    assert n["fe_nic_leaf"] == 16 * 36  # 7,200 Gb/s of 200G ports per rack
     assert cpo.cpo_ports == (2 * n["leaf_spine"] + n["nic_leaf"]
-                             + (n["fe_nic_leaf"] + 2 * n["fe_leaf_spine"]) // 2)
-    assert cpo.cpo_ports == 3696  # 2 x 1,152 + 1,152 + (288 + 2 x 96) / 2
+                             + (n["fe_nic_leaf"] + 2 * n["fe_leaf_spine"]) // 4)
+    assert cpo.cpo_ports == 3696  # 2 x 1,152 + 1,152 + (576 + 2 x 192) / 4
 
 
 def test_no_switch_exceeds_its_ports(cat, shipped):
@@ -329,8 +330,9 @@ def test_aggregated_graph_counts_equal_detailed(cat, shipped):
 
 
 def test_nic_end_optic_matches_nic_speed_and_fibre():
-    """Single-mode DR8 (or LPO) at the switch: single-mode 400G DR4 at the NIC, never
-    a multimode SR4."""
+    """Single-mode DR8 (or LPO) at the switch: single-mode DR4 at the NIC, never a
+    multimode SR4; 400G at the back-end ConnectX-7 ports, 200G at the front-end
+    BlueField-3 ports."""
     from dcplan.catalog import load_catalog
     from dcplan.facility.network import network
 
@@ -338,11 +340,14 @@ def test_nic_end_optic_matches_nic_speed_and_fibre():
     pl = network(cat, "gb200_nvl72", 64, optics="pluggable_800g", keep_graph=False)
     lpo = network(cat, "gb200_nvl72", 64, optics="lpo_800g", keep_graph=False)
     for r in (pl, lpo):
-        nic_ends = {oid for k, v in r.transceivers_by_end.items() if "NIC" in k for oid in v}
-        assert nic_ends == {"pluggable_400g"}, nic_ends
-        for oid in nic_ends:
-            assert cat.get("optics", oid).gbps == r.link_gbps
-            assert cat.get("optics", oid).fibre == "single_mode"
+        assert set(r.transceivers_by_end["back-end NIC ends"]) == {"pluggable_400g"}
+        assert set(r.transceivers_by_end["front-end NIC ends"]) == {"pluggable_200g_dr"}
+        speed = {"back-end NIC ends": r.link_gbps, "front-end NIC ends": r.frontend_link_gbps}
+        assert speed["front-end NIC ends"] == 200
+        for end, link_gbps in speed.items():
+            for oid in r.transceivers_by_end[end]:
+                assert cat.get("optics", oid).gbps == link_gbps
+                assert cat.get("optics", oid).fibre == "single_mode"
     # same NIC-end modules as with pluggables; only the switch ends change
     assert ({k: v for k, v in pl.transceivers_by_end.items() if "NIC" in k}
             == {k: v for k, v in lpo.transceivers_by_end.items() if "NIC" in k})
@@ -520,3 +525,20 @@ def test_a_fibre_fallback_is_one_note_per_lane_rate(shipped):
     assert len(fall) == len(set(lanes)) >= 1, r.notes
     assert all("single-mode fibre used there" in n for n in fall)
     assert any("lengths)" in n for n in fall)
+
+
+def test_twin_port_module_carries_four_200g_front_end_links():
+    """8 GB200 racks: 8 x 36 front-end ports of 200G (BlueField-3). 252 of them are
+    optical (the rest copper to the neighbouring network rack); one twin-port 800G SR8
+    at the switch takes four 200G links (1:2 splitter fibres), so 252 / 4 = 63 modules,
+    where the back end's 504 optical 400G links need 504 / 2 = 252."""
+    from dcplan.catalog import load_catalog
+    from dcplan.facility.network import network
+
+    r = network(load_catalog(), "gb200_nvl72", 8, keep_graph=False)
+    assert r.links["fe_nic_leaf"] == 8 * 36
+    by_end = r.transceivers_by_end
+    assert by_end["front-end NIC ends"] == {"pluggable_200g_sr": 252}
+    assert by_end["front-end switch ends"]["pluggable_800g_sr8"] == 63
+    assert by_end["back-end NIC ends"] == {"pluggable_400g_sr4": 504}
+    assert by_end["back-end switch ends"]["pluggable_800g_sr8"] == 252

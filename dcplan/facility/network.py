@@ -990,7 +990,7 @@ def fabric_setups(catalog, rack_id: str, oversubscription: float = 1.0,
     rails = rack.scaleout_rails or value("network", "default_rails")
     be = FabricSetup(switch, att, n_nic * att.links_per_nic, rails, rack.rail_optimized,
                      oversubscription)
-    fe_port = value("network", "frontend_port_gbps")
+    fe_port = rack.frontend_port_gbps or value("network", "frontend_port_gbps")
     fe_lane = value("network", "frontend_lane_gbps")
     fe = None
     if rack.frontend_gbps_per_rack > 0:
@@ -1325,9 +1325,9 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
     leaf_up = spine_up = 0
     notes: list[str] = []
     fell_back: dict[FibreFallback, list[float]] = {}
-    # (switch node, module id) -> links; module id -> links per module
+    # (switch node, module id, link speed) -> links; one module carries module Gb/s /
+    # link Gb/s links (a twin-port 800G module: two 400G or four 200G links)
     at_switch: Counter = Counter()
-    per_module: dict[str, int] = {}
     # switch node -> co-packaged ports its optical links take (a link takes the share of
     # a port its lanes use: a 400G link of 4 lanes a whole 4-lane Quantum-X800 port)
     cpo_ports_at: Counter = Counter()
@@ -1388,9 +1388,7 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
             st = setup_of(node)
             cpo_ports_at[node] += k * st.switch.ports / st.att.radix
             return
-        at_switch[(node, module.id)] += k
-        if module.id not in per_module:
-            per_module[module.id] = max(1, int(round(module.gbps / gbps)))
+        at_switch[(node, module.id, gbps)] += k
 
     def optical(u, v, tier, gbps, k, length, apart, data=None):
         nonlocal optical_links
@@ -1458,9 +1456,10 @@ def _count(catalog, g, rack, nic, n_racks, n_nic, be_setup: FabricSetup,
         count = int(math.ceil(n - 1e-9))
         transceivers[oid] += count
         by_end[label][oid] += count
-    for (sw, oid), k in at_switch.items():
+    for (sw, oid, gbps), k in at_switch.items():
         # a module fills one cage and cannot span two switches: per switch and module
-        n_mod = int(math.ceil(k / per_module[oid] - 1e-9))
+        per_module = max(1, int(round(catalog.get("optics", oid).gbps / gbps)))
+        n_mod = int(math.ceil(k / per_module - 1e-9))
         transceivers[oid] += n_mod
         label = "front-end switch ends" if fabric_of[sw] == "fe_" else "back-end switch ends"
         by_end[label][oid] += n_mod
