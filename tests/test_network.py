@@ -542,3 +542,23 @@ def test_twin_port_module_carries_four_200g_front_end_links():
     assert by_end["front-end switch ends"]["pluggable_800g_sr8"] == 63
     assert by_end["back-end NIC ends"] == {"pluggable_400g_sr4": 504}
     assert by_end["back-end switch ends"]["pluggable_800g_sr8"] == 252
+
+
+def test_a_frontend_port_speed_no_switch_carries_names_the_rack_entry(tmp_path):
+    """A rack entry's frontend_port_gbps that no catalog switch carries is reported on
+    that entry and field of racks.yaml, with the fix (not as a generic network error)."""
+    from dcplan.catalog import load_catalog
+    from dcplan.errors import InputError
+    from dcplan.facility.network import fabric_setups
+
+    text = load_catalog().files["racks"].read_text()
+    assert "frontend_port_gbps: 200" in text
+    path = tmp_path / "racks.yaml"
+    path.write_text(text.replace("frontend_port_gbps: 200", "frontend_port_gbps: 1000", 1))
+    catalog = load_catalog(extra_files={"racks": path})
+    with pytest.raises(InputError) as err:
+        fabric_setups(catalog, "gb200_nvl72")
+    (problem,) = err.value.problems
+    assert (problem.entry, problem.field) == ("gb200_nvl72", "frontend_port_gbps")
+    assert problem.file.endswith("racks.yaml") and problem.line
+    assert "1000 Gb/s" in problem.message and "set frontend_port_gbps" in problem.message

@@ -47,7 +47,7 @@ from typing import Any
 
 import networkx as nx
 
-from dcplan.errors import InputError, Problem
+from dcplan.errors import InputError, Problem, display_path
 from dcplan.facility.assumptions import value
 from dcplan.schema import Nic, Optic, OpticKind, Rack, Switch
 from dcplan.yamlio import atomic_path
@@ -994,9 +994,25 @@ def fabric_setups(catalog, rack_id: str, oversubscription: float = 1.0,
     fe_lane = value("network", "frontend_lane_gbps")
     fe = None
     if rack.frontend_gbps_per_rack > 0:
-        fe_switch = choose_switch(catalog, fe_port, frontend_switch_id, protocol="ethernet",
-                                  nic_lane_gbps=fe_lane)
-        fe_att = attachment(fe_switch, fe_port, fe_lane)
+        try:
+            fe_switch = choose_switch(catalog, fe_port, frontend_switch_id,
+                                      protocol="ethernet", nic_lane_gbps=fe_lane)
+            fe_att = attachment(fe_switch, fe_port, fe_lane)
+        except InputError as exc:
+            if not rack.frontend_port_gbps:
+                raise
+            # The rack entry chose the port speed: name it, so the fix is found.
+            why = ("; ".join(p.message for p in exc.problems) if frontend_switch_id
+                   else "no non-CPO Ethernet switch of the switches catalog carries them "
+                        "at full rate")
+            raise InputError(Problem(
+                display_path(catalog.files.get("racks", "racks")),
+                f"front-end ports of {fe_port:g} Gb/s: {why}; set frontend_port_gbps to "
+                "a port speed a catalog switch carries (e.g. 200 or 400) or add such a "
+                "switch to the switches catalog",
+                entry=rack.id, field="frontend_port_gbps",
+                line=catalog.field_lines.get(("racks", rack.id, "frontend_port_gbps")))
+            ) from exc
         per_rack = int(math.ceil(rack.frontend_gbps_per_rack / fe_port - 1e-9)) \
             * fe_att.links_per_nic
         fe = FabricSetup(fe_switch, fe_att, per_rack, 1, False,
