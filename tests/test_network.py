@@ -562,3 +562,29 @@ def test_a_frontend_port_speed_no_switch_carries_names_the_rack_entry(tmp_path):
     assert (problem.entry, problem.field) == ("gb200_nvl72", "frontend_port_gbps")
     assert problem.file.endswith("racks.yaml") and problem.line
     assert "1000 Gb/s" in problem.message and "set frontend_port_gbps" in problem.message
+
+
+def test_a_plan_with_such_a_rack_stops_on_the_rack_entry(tmp_path):
+    """The same bad entry in a plan's catalogs stops the plan with that error and exit 1
+    (it used to make every site 'unable to host' the rack type, and the plan then
+    reported unmet demand)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from dcplan.catalog import load_catalog
+    from dcplan.cli import app
+
+    src = load_catalog().files["racks"].parent
+    cat = tmp_path / "catalogs"
+    shutil.copytree(src, cat)
+    racks = cat / "racks.yaml"
+    racks.write_text(racks.read_text().replace("frontend_port_gbps: 200",
+                                               "frontend_port_gbps: 1000", 1))
+    repo = Path(__file__).resolve().parents[1]
+    res = CliRunner().invoke(app, ["--catalog-dir", str(cat), "plan",
+                                   str(repo / "examples" / "minimal.yaml")])
+    assert res.exit_code == 1
+    out = res.stdout + (res.stderr or "")
+    assert "entry 'gb200_nvl72', field 'frontend_port_gbps'" in out
+    assert "demand cannot be met" not in out and "Traceback" not in out

@@ -955,6 +955,7 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
                          f"can be energised within {periods[0].label}..{periods[-1].label}; "
                          "the site has only its committed capacity")
     say(f"facility: {len(rack_ids)} rack types x {len(scn.sites)} sites")
+    _check_fabrics(case, rack_ids)
     site_data, rack_site, fac_objs = {}, {}, {}
     scale: dict[str, int] = {}
     scale_of: dict[tuple[str, str], int] = {}
@@ -1212,6 +1213,30 @@ def tier_network(case: Any, d: PlanInputs) -> None:
                 and max(held, default=0) <= COLLAPSE_SHARE * merged[0][1]:
             collapsed.add((r, s))
     d.network_collapsed = frozenset(collapsed)
+
+
+def _check_fabrics(case: Any, rack_ids: list[str]) -> None:
+    """Raise with every rack type whose fabric no catalog switch can join.
+
+    The switch and port speeds do not depend on the site, so a rack entry that no
+    switch carries (a ``frontend_port_gbps`` no Ethernet switch takes, a NIC no switch
+    fits) is an input error naming that entry, not a rack that no site can host.
+
+    Raises
+    ------
+    InputError
+        With one problem per such rack type.
+    """
+    from dcplan.facility.network import fabric_setups
+
+    problems = []
+    for r in rack_ids:
+        try:
+            fabric_setups(case.catalog, r, case.scenario.oversubscription)
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
 
 
 def _network_figures(case: Any):
