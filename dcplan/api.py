@@ -194,22 +194,49 @@ def write_outputs(result: PlanResult, *, outdir: Path | str | None = None,
                   xlsx: Path | str | None = None, png_dir: Path | str | None = None,
                   html: Path | str | None = None, save: Path | str | None = None,
                   progress: Callable[[str], None] | None = None) -> dict[str, list[Path]]:
-    """Write the outputs of one plan; every file or folder appears whole or not at all.
+    """Write the outputs of one plan as a set: all staged, then moved in together.
 
-    ``outdir`` (CSV tables) and ``png_dir`` are written to a temporary folder next to
-    them and then put in place of any older folder, so a folder never mixes two runs.
+    Every output is written to a temporary next to its target; only when all are
+    complete are they moved into place (:func:`dcplan.outputset.output_set`), so an
+    error or Ctrl-C on the way leaves every target as it was. ``outdir`` (CSV tables)
+    and ``png_dir`` replace any older folder whole, and only one that holds nothing but
+    what dcplan wrote there (:func:`dcplan.export.files.check_replaceable`, checked
+    before anything is written). Each output carries the run's
+    :class:`~dcplan.outputset.RunStamp` (run id, input digest, time).
 
     Returns
     -------
     dict
         ``csv``, ``xlsx``, ``png``, ``html``, ``save`` -> paths written.
     """
-    from dcplan.export.files import replace_folder
+    from dcplan.export.files import check_replaceable
+    from dcplan.outputset import RunStamp, output_set
 
     say = progress or (lambda _m: None)
     out: dict[str, list[Path]] = {"csv": [], "xlsx": [], "png": [], "html": [], "save": []}
     if not result.tables:
         return out
+    for folder in (outdir, png_dir):
+        if folder is not None:
+            check_replaceable(folder)  # before any work: a user's file is never lost
+    case = result.case
+    stamp = RunStamp.new(input_digest=case.digest if case is not None else
+                         (result.saved_from or {}).get("input_digest"),
+                         scenario=result.name, outputs=(outdir, xlsx, png_dir, html, save))
+    done: list[str] = []
+    with output_set(stamp):
+        _write_each(result, out, outdir=outdir, xlsx=xlsx, png_dir=png_dir, html=html,
+                    save=save, say=done.append)
+    for line in done:  # said once every output is in place, not while staged
+        say(line)
+    return out
+
+
+def _write_each(result: PlanResult, out: dict[str, list[Path]], *, outdir, xlsx, png_dir,
+                html, save, say: Callable[[str], None]) -> None:
+    """Write each output of :func:`write_outputs` (staged in its output set)."""
+    from dcplan.export.files import replace_folder
+
     if save is not None:
         out["save"].append(save_result(result, save))
         say(f"saved the plan to {save}")
@@ -235,7 +262,6 @@ def write_outputs(result: PlanResult, *, outdir: Path | str | None = None,
 
         out["html"].append(html_mod.write_html(result, html))
         say(f"wrote report {html}")
-    return out
 
 
 def sweep(sweep_file: Path | str, outdir: Path | str, *, samples: int | None = None,

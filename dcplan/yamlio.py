@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 
 from dcplan.errors import InputError, Problem, display_path
+from dcplan.outputset import TMP_TAG, temp_prefix
+from dcplan.outputset import current as _output_set
 
 #: Key under which the 1-based line of a mapping is stored by :func:`read_yaml`.
 LINE_KEY = "__line__"
@@ -262,15 +264,6 @@ def strip_lines(data: Any) -> Any:
     return data
 
 
-#: Marker in the names of dcplan's temporary files and folders: ``.<name>.<TMP_TAG>.<pid>.``.
-TMP_TAG = "dcplan-tmp"
-
-
-def temp_prefix(target: Path) -> str:
-    """Prefix of this process's temporary files for ``target`` (hidden, names the pid)."""
-    return f".{target.name}.{TMP_TAG}.{os.getpid()}."
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -316,7 +309,9 @@ def atomic_path(target: Path | str, suffix: str | None = None) -> Iterator[Path]
     An interrupted or failed write never leaves a half-written ``target`` and never
     removes an existing one; the temporary is removed on any exception (the command
     line turns SIGTERM into one), and temporaries of earlier runs that were killed
-    outright are removed first (:func:`remove_stale_temporaries`).
+    outright are removed first (:func:`remove_stale_temporaries`). Inside
+    :func:`dcplan.outputset.output_set` the complete temporary is staged instead of
+    renamed, and moved in with the command's other outputs.
 
     Parameters
     ----------
@@ -336,14 +331,25 @@ def atomic_path(target: Path | str, suffix: str | None = None) -> Iterator[Path]
         raise OSError(exc.errno, exc.strerror, str(target)) from None
     os.close(fd)
     tmp_path = Path(tmp)
+    staged = False
     try:
         yield tmp_path
         # mkstemp creates the file owner-only; give it the usual permissions (umask).
         os.chmod(tmp_path, 0o666 & ~_umask())
-        os.replace(tmp_path, target)
+        outputs = _output_set()
+        if outputs is not None and not _in_temporary_folder(target):
+            outputs.stage(tmp_path, target)  # moved in with the rest of the command's set
+            staged = True
+        else:
+            os.replace(tmp_path, target)
     finally:
-        if tmp_path.exists():
+        if not staged and tmp_path.exists():
             tmp_path.unlink()
+
+
+def _in_temporary_folder(target: Path) -> bool:
+    """Whether ``target`` lies in a dcplan temporary folder (staged whole, as a folder)."""
+    return any(TMP_TAG in p.name for p in target.parents)
 
 
 def _umask() -> int:

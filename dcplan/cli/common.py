@@ -122,7 +122,7 @@ def handle_errors(func: Callable) -> Callable:
 
 
 def check_outputs(dirs: dict[str, Path | None] | None = None,
-                  files: dict[str, Path | None] | None = None) -> None:
+                  files: dict[str, Path | None] | None = None, replaced: bool = True) -> None:
     """Check output locations before any work is done; exit 1 naming the option if bad.
 
     Parameters
@@ -131,12 +131,16 @@ def check_outputs(dirs: dict[str, Path | None] | None = None,
         Option name -> folder that will be created if missing (``-o``, ``--png-dir``).
     files : dict
         Option name -> file that will be written (``--xlsx``, ``--write-lp``).
+    replaced : bool
+        The folders are replaced whole (:func:`dcplan.export.files.replace_folder`), so
+        one holding anything dcplan did not write there is refused too.
 
     Raises
     ------
     InputError
-        Every unusable location: a folder that is a file, a file that is a folder, or a
-        place that cannot be created or written.
+        Every unusable location: a folder that is a file, a file that is a folder, a
+        place that cannot be created or written, or a folder to be replaced that holds
+        files dcplan did not write.
     """
     problems = []
 
@@ -168,6 +172,13 @@ def check_outputs(dirs: dict[str, Path | None] | None = None,
         elif not can_write_in(base):
             problems.append(Problem(str(path), f"{option}: cannot create or write this folder "
                                                f"(no write access to '{base}'); choose another"))
+        elif replaced:
+            from dcplan.export.files import check_replaceable
+
+            try:
+                check_replaceable(path, option)
+            except InputError as exc:
+                problems += exc.problems
     for option, path in (files or {}).items():
         if path is None:
             continue

@@ -68,8 +68,10 @@ def compare_cmd(
 
     if len(plans) < 2:
         fail("give at least two scenario files or saved plans to compare", 2)
+    # -o gets named files (kpis.csv, comparison.xlsx, charts/, comparison.html), written
+    # into it rather than replacing it: its other files stay.
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
-                  files={"--xlsx": xlsx, "--html": html})
+                  files={"--xlsx": xlsx, "--html": html}, replaced=False)
     say = None if quiet else _progress
     loaded, problems = [], []
     for path in plans:  # every input's problems at once, before any solve

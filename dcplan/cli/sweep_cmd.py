@@ -144,7 +144,7 @@ def run_cmd(
                                               "--scheduler (an existing one), not both"))
     spec = load_sweep_spec(sweep_file)
     folder = outdir or Path(f"sweep-{spec.name}")
-    check_outputs(dirs={"-o": folder})
+    check_outputs(dirs={"-o": folder}, replaced=False)  # a sweep folder is resumed, not replaced
     case = STATE.case(spec.base_path())
     if case.scenario.uncertainty is not None:
         note(UNCERTAINTY_IGNORED.format(

@@ -678,7 +678,10 @@ def _page_setup(wb: Workbook, cmp: Comparison) -> None:
 
 def write_comparison_workbook(cmp: Comparison, path: Path | str) -> Path:
     """Write the comparison workbook to ``path`` atomically (temporary file + rename)."""
+    from dcplan.export.excel import stamp_run
+
     wb, _ = build_comparison_workbook(cmp)
+    stamp_run(wb)
     path = Path(path)
     with atomic_file(path, suffix=".xlsx") as tmp:
         wb.save(tmp)
@@ -692,12 +695,22 @@ def export_comparison(cmp: Comparison, *, outdir: Path | str | None = None,
 
     ``outdir`` gives defaults: ``OUTDIR/comparison.xlsx``, ``OUTDIR/kpis.csv``,
     ``OUTDIR/charts/`` and ``OUTDIR/comparison.html``; ``xlsx``, ``png_dir`` and
-    ``html`` override them.
+    ``html`` override them. The files are written as one set
+    (:func:`dcplan.outputset.output_set`): all staged, then moved in together.
 
     Returns
     -------
     list of Path
     """
+    from dcplan.outputset import RunStamp, output_set
+
+    stamp = RunStamp.new(scenario=" vs ".join(cmp.names),
+                         outputs=(outdir, xlsx, png_dir, html))
+    with output_set(stamp):  # every file moved in together once all are written
+        return _export_comparison(cmp, outdir=outdir, xlsx=xlsx, png_dir=png_dir, html=html)
+
+
+def _export_comparison(cmp: Comparison, *, outdir, xlsx, png_dir, html) -> list[Path]:
     from dcplan.export.charts import write_comparison_charts
 
     out: list[Path] = []

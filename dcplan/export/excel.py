@@ -1085,10 +1085,29 @@ def write_workbook(result: Any, path: Path | str, sources: Any = None) -> Path:
     Path
     """
     wb, _info = build_workbook(result, sources)
+    stamp_run(wb)
     path = Path(path)
     with atomic_file(path, suffix=".xlsx") as tmp:
         wb.save(tmp)
     return path
+
+
+def stamp_run(wb: Any) -> None:
+    """Put the open output set's run (id, input digest, time) in the document properties.
+
+    The workbook's *Identifier* is the run id shared by every output of the same
+    command (:mod:`dcplan.outputset`); its *Description* names the input digest, the
+    time and the other outputs. Outside an output set nothing is set.
+    """
+    from dcplan.outputset import current_stamp
+
+    run = current_stamp()
+    if run is None:
+        return
+    wb.properties.identifier = run.run_id
+    wb.properties.description = (f"dcplan run {run.run_id}, written {run.created}, inputs "
+                                 f"digest {run.input_digest or '-'}; outputs of the run: "
+                                 + ", ".join(run.outputs))
 
 
 def export_plan(result: Any, *, xlsx: Path | str | None = None,

@@ -17,16 +17,18 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from dcplan.errors import InputError, Problem
+from dcplan.outputset import current as current_output_set
 from dcplan.tableio import csv_ready, csv_safe, tidy_table, write_csv
 from dcplan.yamlio import TMP_TAG, atomic_path, remove_stale_temporaries, temp_prefix
 
 #: File that marks a folder as written by dcplan (listing what it holds), written last.
 MARKER = ".dcplan-output.json"
 
-__all__ = ["MARKER", "atomic_file", "csv_ready", "csv_safe", "replace_folder", "tidy_table",
-           "write_csv"]
+__all__ = ["MARKER", "atomic_file", "check_replaceable", "csv_ready", "csv_safe",
+           "foreign_entries", "replace_folder", "tidy_table", "write_csv"]
 
 
 @contextmanager
@@ -42,14 +44,88 @@ def atomic_file(target: Path | str, suffix: str | None = None) -> Iterator[Path]
         yield tmp
 
 
-def _ours(folder: Path) -> bool:
-    """Whether ``folder`` may be replaced: empty, or marked as a dcplan output folder."""
-    if not folder.exists():
-        return True
-    if not folder.is_dir():
-        return False
-    entries = [p for p in folder.iterdir() if TMP_TAG not in p.name]
-    return not entries or (folder / MARKER).is_file()
+def _digest(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def foreign_entries(folder: Path | str) -> list[str]:
+    """What in ``folder`` dcplan did not write there, so that replacing it would lose it.
+
+    A folder may be replaced when it does not exist, is empty, or holds exactly what its
+    marker (:data:`MARKER`) lists, each file unchanged since dcplan wrote it (size and
+    SHA-256 in the marker). Everything else is named: a file or folder the marker does
+    not list, a listed file that was changed or replaced by something else, or the
+    folder itself when it is not a folder or its marker is not dcplan's.
+
+    Parameters
+    ----------
+    folder : path
+
+    Returns
+    -------
+    list of str
+        One description per entry that would be lost; empty when the folder may go.
+    """
+    folder = Path(folder)
+    if not folder.exists() and not folder.is_symlink():
+        return []
+    if folder.is_symlink() or not folder.is_dir():
+        return [f"{folder} is not a folder dcplan wrote"]
+    entries = sorted(p for p in folder.iterdir() if TMP_TAG not in p.name)
+    if not entries:
+        return []
+    marker = folder / MARKER
+    listed: dict[str, Any] = {}
+    try:
+        if marker.is_file() and not marker.is_symlink() and marker.stat().st_size < 1 << 20:
+            data = json.loads(marker.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("written_by") == "dcplan":
+                raw = data.get("files", [])
+                listed = ({str(k): v for k, v in raw.items()} if isinstance(raw, dict)
+                          else {str(k): None for k in raw})
+    except (OSError, ValueError):
+        listed = {}
+    if not listed and not marker.is_file():
+        return [str(p) for p in entries]
+    foreign = []
+    for p in entries:
+        if p.name == MARKER:
+            continue
+        if p.name not in listed:
+            foreign.append(f"{p} (not written by dcplan)")
+        elif p.is_symlink() or not p.is_file():
+            foreign.append(f"{p} (dcplan wrote a file here; this is not it)")
+        elif isinstance(listed[p.name], dict):
+            want = listed[p.name]
+            if p.stat().st_size != want.get("bytes") or _digest(p) != want.get("sha256"):
+                foreign.append(f"{p} (changed since dcplan wrote it)")
+    return foreign
+
+
+def check_replaceable(folder: Path | str, option: str = "") -> None:
+    """Raise if replacing ``folder`` would lose anything dcplan did not write there.
+
+    Raises
+    ------
+    InputError
+        Naming every such entry (see :func:`foreign_entries`), with the fix.
+    """
+    foreign = foreign_entries(folder)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more"
+                                          if len(foreign) > 5 else "")
+        what = f"{option}: " if option else ""
+        raise InputError(Problem(str(folder), f"{what}this folder holds files dcplan did not "
+                                              f"write: {shown}; dcplan replaces its output "
+                                              "folders whole and never deletes such files: "
+                                              "move them away, or choose a new or empty "
+                                              "folder"))
 
 
 @contextmanager
@@ -60,28 +136,38 @@ def replace_folder(target: Path | str) -> Iterator[Path]:
     renamed into place, so ``target`` is always either the complete old folder, the
     complete new one, or (for an instant, or after a run killed between the two
     renames) absent; never a mix of two runs. A marker file (:data:`MARKER`) listing
-    the files is written last. On any exception the temporary folder is removed.
+    the files with their sizes and SHA-256, and the run's stamp
+    (:class:`dcplan.outputset.RunStamp`) inside an output set, is written last. Inside
+    :func:`dcplan.outputset.output_set` the folder is moved in with the command's other
+    outputs. On any exception the temporary folder is removed.
 
     Raises
     ------
     InputError
-        When ``target`` holds files dcplan did not write (no marker): they are never
-        deleted; choose an empty or new folder.
+        When ``target`` holds anything dcplan did not write (:func:`foreign_entries`):
+        it is never deleted; choose an empty or new folder.
     """
     target = Path(target)
-    if not _ours(target):
-        raise InputError(Problem(str(target), "this folder holds files dcplan did not write; "
-                                              "choose a new or empty folder for the output "
-                                              "(dcplan replaces its output folders whole)"))
+    check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(target)
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
+    staged = False
     try:
         yield tmp
-        files = sorted(p.name for p in tmp.iterdir())
-        (tmp / MARKER).write_text(json.dumps({"written_by": "dcplan", "files": files},
-                                             indent=1))
+        files = {p.name: {"bytes": p.stat().st_size, "sha256": _digest(p)}
+                 for p in sorted(tmp.iterdir())}
+        marker: dict[str, Any] = {"written_by": "dcplan", "files": files}
+        outputs = current_output_set()
+        if outputs is not None:
+            marker["run"] = outputs.stamp.as_dict()
+        (tmp / MARKER).write_text(json.dumps(marker, indent=1))
         os.chmod(tmp, 0o777 & ~_umask())
+        check_replaceable(target)  # again: a file may have been added while we worked
+        if outputs is not None:
+            outputs.stage(tmp, target)
+            staged = True
+            return
         old = None
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
@@ -91,7 +177,7 @@ def replace_folder(target: Path | str) -> Iterator[Path]:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     finally:
-        if tmp.exists():
+        if not staged and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
 
 

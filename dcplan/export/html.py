@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -225,14 +226,20 @@ def table_html(df: pd.DataFrame, *, table: str | None = None, tidy: bool = True,
 
 
 def _page(title: str, body: Iterable[str]) -> str:
+    from dcplan.outputset import current_stamp
+
     stamp = dt.date.today().isoformat()
     ver = _version()
+    run = current_stamp()  # the run whose outputs this report belongs to (outputs.md)
+    run_meta = (f'<meta name="dcplan-run" content="{esc(json.dumps(run.as_dict()))}">'
+                if run is not None else "")
+    run_text = f" Run {esc(run.run_id[:12])}." if run is not None else ""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
+            f"{run_meta}<title>{esc(title)}</title><style>{CSS}</style></head><body>"
             + "".join(body)
-            + f"<footer>Written by dcplan{' ' + esc(ver) if ver else ''} on {stamp}. "
+            + f"<footer>Written by dcplan{' ' + esc(ver) if ver else ''} on {stamp}.{run_text} "
               "Every figure is the planner's, rounded for reading (money to the cent, power "
               "to the watt). One self-contained file: it opens and prints without a network."
               "</footer></body></html>\n")

@@ -161,10 +161,20 @@ def _manifest(result: PlanResult) -> dict[str, Any]:
         "unserved_accepted": result.unserved_accepted, "message": result.message,
         "notes": list(result.notes), "timings_s": result.timings_s,
         "model_size": result.model_size,
+        # the run this file was written by, shared with the command's other outputs
+        "run": _run_stamp(),
         "tables": {name: {"file": f"tables/{name}.parquet", "rows": int(len(df)),
                           "units": dict(df.attrs.get("units", {}))}
                    for name, df in result},
     }
+
+
+def _run_stamp() -> dict[str, Any] | None:
+    """The open output set's run (:mod:`dcplan.outputset`), or None outside one."""
+    from dcplan.outputset import current_stamp
+
+    run = current_stamp()
+    return run.as_dict() if run is not None else None
 
 
 def save_result(result: PlanResult, path: Path | str) -> Path:
