@@ -12,6 +12,7 @@ are converted by the code that uses them, never here.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from enum import Enum
 from typing import Annotated, Any, ClassVar, Literal
@@ -1069,7 +1070,14 @@ def shape_problem(hours: list[float] | None, days: list[ProfileDay] | None) -> s
     if not days:
         return "'days' needs at least one representative day (hours and weight)"
     total = sum(d.weight for d in days)  # weights are > 0
-    mean = sum(d.weight * sum(d.hours) for d in days) / (total * HOURS_PER_DAY)
+    if not math.isfinite(total):
+        return ("the day weights are too large: their sum overflows to infinity; they are "
+                "relative counts of days (e.g. weekday 5, weekend 2)")
+    mean = sum(d.weight / total * sum(d.hours) for d in days) / HOURS_PER_DAY
+    if not math.isfinite(mean):
+        return ("the hourly values are too large: their sum overflows to infinity; they are "
+                "relative to the mean demand and must average 1 (e.g. 0.6 at night, 1.4 "
+                "in the evening peak)")
     if mean <= 0:
         return "every hourly value is 0: give the shape of the demand (values >= 0, mean 1)"
     if abs(mean - 1.0) > PROFILE_MEAN_TOLERANCE:

@@ -65,7 +65,7 @@ def plan_cmd(
         return plan_stochastic_cmd(case, outdir=outdir, xlsx=xlsx, as_json=as_json,
                                    solver=solver, time_limit=time_limit, gap=gap,
                                    threads=threads, solver_log=solver_log, wide=wide,
-                                   progress=progress)
+                                   progress=progress, allow_unserved=allow_unserved)
     with solve_display(not quiet and not solver_log) as on_solve:
         result = plan(case, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
                       solver_log=solver_log or None, write_lp=write_lp,
@@ -80,7 +80,16 @@ def plan_cmd(
 
 
 def exit_for(result, allow_unserved: bool) -> None:
-    """Exit 1 for a plan without a solution, or with unserved demand not accepted."""
+    """Exit 1 for a plan without a solution, or with unserved demand not accepted.
+
+    Parameters
+    ----------
+    result : PlanResult or StochasticResult
+        Read: ``status``, ``message``, ``unserved`` and ``unserved_accepted`` (the
+        scenario's ``allow_unserved``).
+    allow_unserved : bool
+        ``--allow-unserved``.
+    """
     if not result.status.has_solution:
         fail(result.message or f"no plan: solver status {result.status.value}")
     if result.unserved and not (allow_unserved or result.unserved_accepted):

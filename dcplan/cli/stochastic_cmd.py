@@ -7,14 +7,20 @@ from typing import Any
 
 import typer
 
-from dcplan.cli.common import emit_json, fail
+from dcplan.cli.common import emit_json
 
 
 def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as_json: bool,
                         solver: str | None, time_limit: float | None, gap: float | None,
                         threads: int | None, solver_log: bool, wide: bool,
-                        progress: Any) -> None:
-    """Solve, print and write the stochastic plan of ``case`` (exit 1 without a plan)."""
+                        progress: Any, allow_unserved: bool = False) -> None:
+    """Solve, print and write the stochastic plan of ``case``.
+
+    Exits as a deterministic plan does (:func:`dcplan.cli.plan_cmd.exit_for`): 1 without
+    a plan, and 1 when it leaves demand unserved in some case unless ``allow_unserved``
+    (``--allow-unserved``) or the scenario's ``allow_unserved: true`` accepts it.
+    """
+    from dcplan.cli.plan_cmd import exit_for
     from dcplan.export.stochastic import (
         stochastic_text,
         write_stochastic_tables,
@@ -39,5 +45,4 @@ def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as
         emit_json(res.summary())
     else:
         typer.echo(stochastic_text(res, None if wide else WIDTH))
-    if not res.status.has_solution:
-        fail(res.message or f"no stochastic plan: solver status {res.status.value}")
+    exit_for(res, allow_unserved)

@@ -64,6 +64,11 @@ SERVING_COLUMNS = (
     "median_tpot_ms", "p99_tpot_ms", "power_w_per_gpu", "framework", "date", "source",
 )
 SPECULATIVE = ("none", "mtp", "draft")
+#: Most GPUs a measurement row may count (``gpus``, ``prefill_gpus``, ``decode_gpus``)
+#: [GPUs]: five times the largest single systems built (about 200,000 GPUs in 2025);
+#: published inference benchmarks run one replica to a few thousand GPUs. A larger
+#: count is a unit or typing mistake.
+MAX_MEASUREMENT_GPUS = 1_000_000
 #: The columns that say what ran (hardware, model, lengths, concurrency, layout, engine):
 #: runs with equal values are repeats of one configuration.
 CONFIGURATION_COLUMNS = (*SERVING_COLUMNS[:SERVING_COLUMNS.index("speculative") + 1],
@@ -528,6 +533,11 @@ def _cell(raw: str, integer: bool, allow_zero: bool, allow_empty: bool, col: str
     if value < 0 or (value == 0 and not allow_zero):
         bad(col, f"must be {'>= 0' if allow_zero else '> 0'} (got {raw}); negative or "
                  "zero values are not measurements")
+        return None, False
+    if col.endswith("gpus") and value > MAX_MEASUREMENT_GPUS:
+        bad(col, f"{value:,.0f} GPUs are more than any system holds (at most "
+                 f"{MAX_MEASUREMENT_GPUS:,} GPUs per row); give the GPUs of the measured "
+                 "deployment")
         return None, False
     return value, True
 

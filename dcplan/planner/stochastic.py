@@ -397,6 +397,17 @@ class StochasticResult:
         their first stage orders, its objective on all cases [USD], regret [USD] and
         its interval, notes.
     evpi, vss : Bounded
+    unserved : bool
+        The stochastic plan leaves demand unserved in some case.
+    message : str
+        Why there is no plan, or, with unserved demand, which case and workload is
+        short, when and by how much.
+    unserved_accepted : bool
+        The scenario accepts unserved demand (``allow_unserved: true``).
+    shortfall : pandas.DataFrame
+        case, workload, pool, period, short_tokens_per_s_peak [tokens/s],
+        demand_tokens_per_s_peak [tokens/s], short_frac [-], short_tokens_per_month:
+        the demand the stochastic plan leaves unserved (empty when none).
     notes : list of str
     timings_s : dict
     """
@@ -418,6 +429,8 @@ class StochasticResult:
     expected_value_plan: str
     unserved: bool = False
     message: str = ""
+    unserved_accepted: bool = False
+    shortfall: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     model_size: dict[str, int] = field(default_factory=dict)
@@ -450,6 +463,8 @@ class StochasticResult:
             "evpi": self.evpi.to_dict(), "vss": self.vss.to_dict(),
             "expected_value_plan": self.expected_value_plan,
             "unserved": self.unserved, "message": self.message,
+            "unserved_accepted": self.unserved_accepted,
+            "unserved_demand": rec(self.shortfall),
             "cases": rec(self.cases), "first_stage": rec(self.first_stage),
             "plans": rec(self.plans), "notes": list(self.notes),
             "model_size": self.model_size,
@@ -493,7 +508,7 @@ def plan_stochastic(case: Any, options: Any = None, *,
         extensive form ended with; EVPI and VSS are None (with the reason) unless
         every solve they need ended optimal.
     """
-    from dcplan.planner.results import Solution, fleet_table
+    from dcplan.planner.results import Solution, fleet_table, unserved_table
     from dcplan.planner.run import model_size
 
     say = progress or (lambda _m: None)
@@ -555,8 +570,12 @@ def plan_stochastic(case: Any, options: Any = None, *,
     first_stage = first_stage.sort_values(["period", "decision", "site", "item"],
                                           ignore_index=True)
     rec = []
+    short = []
     for c, mv in zip(cases, models, strict=True):
-        fleet = fleet_table(c.inputs, Solution.from_model(mv))
+        sol = Solution.from_model(mv)
+        if unserved:
+            short.append(unserved_table(c.inputs, sol).assign(case=c.name))
+        fleet = fleet_table(c.inputs, sol)
         fleet = fleet[(fleet.new_racks > 0) | (fleet.installed_racks > 0)]
         rec.append(fleet[["period", "site", "rack", "new_racks", "installed_racks"]]
                    .assign(case=c.name))
@@ -650,14 +669,55 @@ def plan_stochastic(case: Any, options: Any = None, *,
         notes.append(f"objective: {1 - weight:g} x expected cost + {weight:g} x CVaR at "
                      f"{alpha:g} (the mean cost of the worst {1 - alpha:.0%} of the "
                      "probability); EVPI, VSS and regrets are differences of this objective")
+    shortfall = pd.DataFrame()
+    message = info.message
     if unserved:
-        notes.append("the stochastic plan leaves demand unserved in some case (priced at "
-                     "economics.unserved_penalty_usd_per_million_tokens)")
+        shortfall = pd.concat(short, ignore_index=True)
+        shortfall = shortfall[["case", *[c for c in shortfall.columns if c != "case"]]]
+        unserved = bool(len(shortfall))
+    if unserved:
+        message = shortfall_message(
+            shortfall, scn.economics.unserved_penalty_usd_per_million_tokens)
+        notes.append(message)
     return StochasticResult(
         case.name, unc.first_stage_until, labels[:n_first], info.status, info.objective,
         info.gap, expected, unc.cvar, case_df, first_stage, recourse, plan_df, evpi, vss,
-        ev_name, unserved=unserved, message=info.message, notes=notes, timings_s=timings,
-        model_size=size)
+        ev_name, unserved=unserved, message=message,
+        unserved_accepted=scn.allow_unserved, shortfall=shortfall, notes=notes,
+        timings_s=timings, model_size=size)
+
+
+def shortfall_message(shortfall: pd.DataFrame, penalty_usd_per_million_tokens: float) -> str:
+    """Which case and workload the stochastic plan leaves short, when and by how much.
+
+    Parameters
+    ----------
+    shortfall : pandas.DataFrame
+        Rows of :func:`dcplan.planner.results.unserved_table` with a ``case`` column.
+    penalty_usd_per_million_tokens : float
+        The scenario's price of unserved demand [USD per million tokens].
+
+    Returns
+    -------
+    str
+        One sentence per case: each short workload (and pool), its periods and its
+        largest shortfall at peak [tokens/s] and as a share of its demand.
+    """
+    parts = []
+    for name, rows in shortfall.groupby("case", sort=False):
+        words = []
+        for (w, pool), g in rows.groupby(["workload", "pool"], sort=False):
+            label = w if pool == "all" else f"{w} ({pool})"
+            words.append(f"{label} short by up to {g.short_tokens_per_s_peak.max():,.0f} "
+                         f"tokens/s at peak ({g.short_frac.max():.0%}) in "
+                         f"{', '.join(map(str, dict.fromkeys(g.period)))}")
+        parts.append(f"case {name}: " + "; ".join(words))
+    return ("the stochastic plan leaves demand unserved, priced at "
+            f"economics.unserved_penalty_usd_per_million_tokens = "
+            f"{penalty_usd_per_million_tokens:g} USD per million tokens: "
+            + ". ".join(parts) + ". Demand goes unserved where the sites' limits leave no "
+            "room for the racks it needs, or where serving it would cost more than the "
+            "penalty (a higher penalty serves such demand).")
 
 
 def _with_units(df: pd.DataFrame) -> pd.DataFrame:

@@ -14,11 +14,14 @@ USD (site tariffs in another currency are converted with the scenario's
 from __future__ import annotations
 
 import datetime as dt
+import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -51,6 +54,34 @@ PeakFactor = Annotated[float, NOT_BOOL, Field(ge=1)]
 MAX_HORIZON_YEARS = 50
 #: Calendar years a period may fall in.
 YEAR_RANGE = (2000, 2100)
+
+
+def count_limit(env: str, default: int) -> int:
+    """A count limit: the environment variable ``env`` if it holds a number >= 1, else ``default``.
+
+    As :func:`dcplan.yamlio.max_input_bytes` reads ``DCPLAN_MAX_INPUT_MB``: an empty,
+    unreadable, non-finite or non-positive value leaves the default.
+
+    Parameters
+    ----------
+    env : str
+        Name of the environment variable (``DCPLAN_MAX_UNCERTAINTY_CASES``, ...).
+    default : int
+        The limit when the variable does not give one [count].
+
+    Returns
+    -------
+    int
+        The limit [count], at least 1.
+    """
+    raw = os.environ.get(env, "")
+    try:
+        value = float(raw) if raw.strip() else float(default)
+    except ValueError:
+        value = float(default)
+    if not math.isfinite(value) or value < 1:
+        value = float(default)
+    return int(value)
 
 
 class _Strict(BaseModel):
@@ -532,6 +563,30 @@ DEFAULT_TARGET_UTILISATION = 0.85
 #: GPUs (4.7e-4 per GPU-day); a 72-GPU rack then fails 0.034 times a day, and with a
 #: day to repair and requalify and some planned maintenance about 3 % of racks are down.
 DEFAULT_AVAILABILITY = 0.97
+#: Lowest availability accepted [-]. Availability is the share of installed racks up at
+#: any time; the planner divides the capacity the demand needs by it, so 0.5 already
+#: doubles the fleet. Published fleet figures are far above it (Meta's Llama 3 paper
+#: gives about 0.97, see :data:`DEFAULT_AVAILABILITY`); below it more than half of the
+#: racks would be down all the time, which is a share *down* given instead of a share
+#: up (0.03 for 0.97), a percentage misread, or a typo, not a fleet anyone plans.
+MIN_AVAILABILITY = 0.5
+
+
+def _availability(value: float) -> float:
+    """Refuse an availability outside [:data:`MIN_AVAILABILITY`, 1], saying what it means."""
+    if not MIN_AVAILABILITY <= value <= 1.0:
+        up = f"{1.0 - value:g}"
+        hint = (f"; if {value:g} is the share of racks down, give 1 minus it ({up})"
+                if 0.0 < value < 1.0 - MIN_AVAILABILITY and up != "1" else "")
+        raise ValueError(
+            f"availability is the share of installed racks up at any time and must lie "
+            f"between {MIN_AVAILABILITY:g} and 1 (got {value:g}; the default is "
+            f"{DEFAULT_AVAILABILITY:g}: {1.0 - DEFAULT_AVAILABILITY:.0%} of racks down){hint}")
+    return value
+
+
+#: A rack availability [-], in [:data:`MIN_AVAILABILITY`, 1].
+Availability = Annotated[float, NOT_BOOL, AfterValidator(_availability)]
 
 
 class Serving(_Strict):
@@ -546,15 +601,16 @@ class Serving(_Strict):
         (the grid and building carry the burst they exist for); energy counts only the
         served load.
     availability : float or dict
-        Share of installed racks up at any time, one value or per rack type (0..1]
-        (default :data:`DEFAULT_AVAILABILITY`); racks down draw idle power.
+        Share of installed racks up at any time, one value or per rack type, in
+        [:data:`MIN_AVAILABILITY`, 1] (default :data:`DEFAULT_AVAILABILITY`); racks
+        down draw idle power.
     spare_racks : int or dict
         N+k: racks of each type kept spare at each site that hosts the type, one
         number for every site and type, ``{site: k}`` or ``{site: {rack: k}}``.
     """
 
     target_utilisation: Share | dict[Id, Share] = DEFAULT_TARGET_UTILISATION
-    availability: Share | dict[Id, Share] = DEFAULT_AVAILABILITY
+    availability: Availability | dict[Id, Availability] = DEFAULT_AVAILABILITY
     spare_racks: Count | dict[Id, Count | dict[Id, Count]] = 0
 
     def utilisation(self, workload: str) -> float:
@@ -783,6 +839,22 @@ class CVaR(_Strict):
 
 #: Probabilities of the cases must sum to 1 within this [-].
 PROBABILITY_TOLERANCE = 1e-6
+#: Environment variable that raises or lowers :data:`DEFAULT_MAX_UNCERTAINTY_CASES`.
+MAX_UNCERTAINTY_CASES_ENV = "DCPLAN_MAX_UNCERTAINTY_CASES"
+#: Most cases of an ``uncertainty:`` block, unless :data:`MAX_UNCERTAINTY_CASES_ENV`
+#: says otherwise [cases]. The extensive form holds one copy of the plan's MILP per
+#: case (the Korea baseline: about 1,830 variables, 320 integer, 4,150 constraints and
+#: 55 MB per copy) and the analysis adds a solve of each case alone and of every
+#: deterministic plan's first stage on every case, up to ``n (n + 2)`` solves: 20 cases
+#: are an extensive form of about 37,000 variables (1.4 GB) and up to 440 single-case
+#: solves of 1-6 s; 300 cases would be 17 GB and 90,600 solves. docs/uncertainty.md
+#: ("Limits") gives the measurements.
+DEFAULT_MAX_UNCERTAINTY_CASES = 20
+
+
+def max_uncertainty_cases() -> int:
+    """Most cases an ``uncertainty:`` block may list [cases] (:data:`MAX_UNCERTAINTY_CASES_ENV`)."""
+    return count_limit(MAX_UNCERTAINTY_CASES_ENV, DEFAULT_MAX_UNCERTAINTY_CASES)
 
 
 class Uncertainty(_Strict):
@@ -794,7 +866,7 @@ class Uncertainty(_Strict):
         Year: purchases, building and grid requests in periods starting before it are
         decided now and shared by every case; later ones adapt to each case.
     cases : list of UncertaintyCase
-        At least two; probabilities sum to 1.
+        At least two, at most :func:`max_uncertainty_cases`; probabilities sum to 1.
     cvar : CVaR, optional
     expected_value : str, optional
         Case whose deterministic plan is the "expected-value plan" of the VSS (default:
@@ -805,6 +877,20 @@ class Uncertainty(_Strict):
     cases: list[UncertaintyCase] = Field(min_length=2)
     cvar: CVaR | None = None
     expected_value: Id | None = None
+
+    @field_validator("cases", mode="before")
+    @classmethod
+    def _not_too_many(cls, value: Any) -> Any:
+        # counted before the cases are validated: a long list is refused in no time
+        most = max_uncertainty_cases()
+        if isinstance(value, list) and len(value) > most:
+            raise ValueError(
+                f"{len(value):,} cases are more than the limit of {most:,} cases of a "
+                f"stochastic plan: each case adds a copy of the MILP to the extensive form "
+                f"and the analysis solves every plan on every case (up to n (n + 2) solves); "
+                f"merge similar cases, or raise the limit with the environment variable "
+                f"{MAX_UNCERTAINTY_CASES_ENV} (docs/uncertainty.md, 'Limits')")
+        return value
 
     @model_validator(mode="after")
     def _check(self):
@@ -829,6 +915,49 @@ REMOVED_FIELDS = {
         "planning_scale_racks was removed: the planner now counts each site's switches, "
         "links and CDUs as integers of the racks in service in every period, so there is "
         "no planning scale to choose; delete the field"),
+}
+
+
+#: ``kind`` of a sweep file (:data:`dcplan.sweep.spec.SWEEP_KIND` is this value).
+SWEEP_FILE_KIND = "dcplan_sweep"
+
+
+def not_a_scenario(data: Any) -> str | None:
+    """What other dcplan file ``data`` is, when it is not a scenario (None otherwise).
+
+    Told apart by their keys, as ``dcplan validate`` tells files apart: a sweep file
+    starts with ``kind: dcplan_sweep``, a site file has ``grid_mw``, a demand forecast
+    file has ``cases``; a scenario has ``periods``.
+
+    Parameters
+    ----------
+    data : Any
+        A file's parsed YAML.
+
+    Returns
+    -------
+    str or None
+        ``"a sweep file"``, ``"a site file"``, ``"a demand forecast file"`` or None.
+    """
+    if not isinstance(data, dict):
+        return None
+    if data.get("kind") == SWEEP_FILE_KIND:
+        return "a sweep file"
+    if "periods" in data:
+        return None
+    if "grid_mw" in data:
+        return "a site file"
+    if "cases" in data:
+        return "a demand forecast file"
+    return None
+
+
+#: What to do instead, per kind of file :func:`not_a_scenario` recognises.
+_INSTEAD = {
+    "a sweep file": "run it with 'dcplan sweep FILE'; its 'base' names the scenario it samples",
+    "a site file": "sites are named in a scenario's 'sites' list and read from the sites folder",
+    "a demand forecast file": "a scenario takes a case of it with "
+                              "'demand: {forecast: {file: F, case: C}}'",
 }
 
 
@@ -941,6 +1070,17 @@ class Scenario(_Strict):
     #: Workload -> :class:`DemandConversion` of its stated demand to tokens, set when
     #: the case is loaded (:func:`dcplan.scenario.forecast.resolve_demand_units`).
     demand_conversions: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _is_a_scenario(cls, data: Any) -> Any:
+        # another dcplan file where a scenario is expected: one problem that says so,
+        # not one per field the scenario misses
+        what = not_a_scenario(data)
+        if what:
+            raise ValueError(f"this is {what}, not a scenario (a scenario has periods, sites "
+                             f"and demand; examples/*.yaml): {_INSTEAD[what]}")
+        return data
 
     def where(self, path: str) -> tuple[str, int | None]:
         """File and line of the entry at dotted ``path`` (or of its nearest parent).

@@ -31,7 +31,14 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dcplan.sweep.spec import DEFAULT_LEVELS, Parameter, SweepSpec
+from dcplan.errors import InputError
+from dcplan.sweep.spec import (
+    DEFAULT_LEVELS,
+    Parameter,
+    SweepSpec,
+    plans_limit_problem,
+    runs_for,
+)
 
 #: Quantile at which unbounded distributions are cut [-].
 TAIL = 1e-4
@@ -166,21 +173,6 @@ def middle(p: Parameter) -> Any:
     return value_at(p, 0.5)
 
 
-def runs_for(spec: SweepSpec, samples: int | None) -> int:
-    """How many plans the method makes of ``samples`` (morris and sobol round down)."""
-    d = len(spec.parameters)
-    if spec.method == "grid":
-        return math.prod(len(p.grid) if p.distribution is None else len(p.values)
-                         for p in spec.parameters)
-    n = int(samples or 0)
-    if spec.method == "morris":
-        return (n // (d + 1)) * (d + 1)
-    if spec.method == "sobol":
-        base = 2 ** int(math.floor(math.log2(max(n // (d + 2), 1))))
-        return base * (d + 2)
-    return n
-
-
 def make_design(spec: SweepSpec, samples: int | None = None) -> Design:
     """The samples of ``spec`` (``samples`` replaces the file's count).
 
@@ -188,8 +180,18 @@ def make_design(spec: SweepSpec, samples: int | None = None) -> Design:
     -------
     Design
         Reproducible: the same spec, count and seed give the same design.
+
+    Raises
+    ------
+    InputError
+        When the design would hold more than :func:`dcplan.sweep.spec.max_sweep_plans`
+        plans (counted before anything is drawn).
     """
     n = samples if samples is not None else spec.samples
+    too_many = plans_limit_problem(spec, None if spec.method == "grid" else n,
+                                   "--samples" if samples is not None else "samples")
+    if too_many is not None:  # counted before anything is drawn
+        raise InputError(too_many)
     names = spec.names
     d = len(names)
     problem = {"num_vars": d, "names": names, "bounds": [[0.0, 1.0]] * d}

@@ -42,10 +42,28 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dcplan.catalog import explain_errors, suggest
 from dcplan.errors import InputError, Problem, display_path
+from dcplan.scenario.schema import SWEEP_FILE_KIND, count_limit, not_a_scenario
 from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml, strip_lines
 
 #: First key of every sweep file.
-SWEEP_KIND = "dcplan_sweep"
+SWEEP_KIND = SWEEP_FILE_KIND
+
+#: Environment variable that raises or lowers :data:`DEFAULT_MAX_SWEEP_PLANS`.
+MAX_SWEEP_PLANS_ENV = "DCPLAN_MAX_SWEEP_PLANS"
+#: Most plans one sweep may solve, unless :data:`MAX_SWEEP_PLANS_ENV` says otherwise
+#: [plans]: the samples a method generates from ``samples`` (or ``--samples``), or the
+#: points of a grid (the product of its parameters' value counts). Every plan is one
+#: MILP: 0.5-1 s of CPU in the minimal sweep, 25-60 s for the Korea baseline
+#: (docs/uncertainty.md), so 10,000 plans are 1.5-3 CPU-hours to a week of CPU time;
+#: drawing the samples alone takes about 3.5 ms per sample of ten parameters (35 s for
+#: 10,000). Enough for a Sobol design of 1,024 base samples of 7 parameters (9,216
+#: plans) or LHS percentiles to a fraction of a per cent; larger counts are typos.
+DEFAULT_MAX_SWEEP_PLANS = 10_000
+
+
+def max_sweep_plans() -> int:
+    """Most plans one sweep may solve [plans] (see :data:`MAX_SWEEP_PLANS_ENV`)."""
+    return count_limit(MAX_SWEEP_PLANS_ENV, DEFAULT_MAX_SWEEP_PLANS)
 
 METHODS = ("grid", "random", "lhs", "morris", "sobol")
 DISTRIBUTIONS = ("uniform", "normal", "lognormal", "triangular", "choice")
@@ -362,9 +380,38 @@ def load_sweep_spec(path: Path | str) -> SweepSpec:
     spec = spec.model_copy(update={"parameters": params, "file": shown,
                                    "folder": str(path.parent), "lines": lines})
     problems = spec_problems(spec)
+    base = _base_problem(spec, path)
+    if base is not None:
+        problems.append(base)
     if problems:
         raise InputError(problems)
     return spec
+
+
+def _base_problem(spec: SweepSpec, path: Path) -> Problem | None:
+    """The problem of a ``base`` that names a file other than a scenario, or None.
+
+    This sweep file, another sweep file, a site or a forecast file, told apart by its
+    keys (:func:`dcplan.scenario.schema.not_a_scenario`). A base that is missing or
+    unreadable is left to the scenario loader, which says why.
+    """
+    base = spec.base_path()
+    shown = display_path(base)
+    fix = ("base must name a scenario file (with periods, sites and demand), relative to "
+           "this sweep file")
+    if base.is_file() and base.resolve() == path.resolve():
+        return spec.problem(f"{shown} is a sweep file (this one), not a scenario; {fix}",
+                            field="base")
+    if not base.is_file():
+        return None
+    try:
+        raw = read_yaml(base)
+    except InputError:
+        return None
+    what = not_a_scenario(raw)
+    if what is None:
+        return None
+    return spec.problem(f"{shown} is {what}, not a scenario; {fix}", field="base")
 
 
 def _is_tag(part: Any) -> bool:
@@ -534,6 +581,9 @@ def _method_problems(spec: SweepSpec) -> list[Problem]:
             if p.distribution not in (None, "choice"):
                 out.append(spec.problem(f"method grid takes a grid of values or a choice, not "
                                         f"a {p.distribution} distribution", i, "distribution"))
+        too_many = plans_limit_problem(spec, None, "parameters")
+        if too_many:
+            out.append(too_many)
     elif spec.samples is None:
         out.append(spec.problem(f"method {spec.method} needs 'samples' (plans to solve)",
                                 field="samples"))
@@ -548,8 +598,77 @@ def _method_problems(spec: SweepSpec) -> list[Problem]:
     return out
 
 
+def runs_for(spec: SweepSpec, samples: int | None) -> int:
+    """How many plans the method makes of ``samples`` (morris and sobol round down).
+
+    Computed from the counts alone, before any sample is drawn: a grid's plans are the
+    product of its parameters' value counts (a parameter without values counts 0).
+
+    Parameters
+    ----------
+    spec : SweepSpec
+    samples : int or None
+        The sample count asked for (not used by ``grid``).
+
+    Returns
+    -------
+    int
+        Plans to solve [plans].
+    """
+    d = len(spec.parameters)
+    if spec.method == "grid":
+        return math.prod(len(p.grid or []) if p.distribution is None else len(p.values or [])
+                         for p in spec.parameters)
+    n = int(samples or 0)
+    if spec.method == "morris":
+        return (n // (d + 1)) * (d + 1)
+    if spec.method == "sobol":
+        base = 2 ** int(math.floor(math.log2(max(n // (d + 2), 1))))
+        return base * (d + 2)
+    return n
+
+
+def plans_limit_problem(spec: SweepSpec, samples: int | None, where: str) -> Problem | None:
+    """The problem of a sweep that would solve more than :func:`max_sweep_plans` plans.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+    samples : int or None
+        The sample count (None for a grid).
+    where : str
+        The field (``samples``) or command-line option (``--samples``) that gave the
+        count; a grid's problem is on ``parameters``.
+
+    Returns
+    -------
+    Problem or None
+    """
+    most = max_sweep_plans()
+    plans = runs_for(spec, samples)
+    if plans <= most:
+        return None
+    raise_it = (f"or raise the limit with the environment variable {MAX_SWEEP_PLANS_ENV} "
+                "(docs/uncertainty.md, 'Limits')")
+    if spec.method == "grid":
+        counts = [len(p.grid or []) if p.distribution is None else len(p.values or [])
+                  for p in spec.parameters]
+        shown = " x ".join(f"{c:,}" for c in counts[:8]) + (" x ..." if len(counts) > 8 else "")
+        return spec.problem(
+            f"the grid has {shown} = {plans:,} points, one plan each: more than the limit "
+            f"of {most:,} plans per sweep; give fewer grid values, or sample the ranges with "
+            f"method lhs or sobol and 'samples', {raise_it}", field="parameters")
+    made = " are" if plans == samples else f" make {plans:,} {spec.method} plans,"
+    msg = (f"{samples:,} samples{made} more than the limit of {most:,} plans per sweep (each "
+           f"plan is a MILP of seconds to a minute); give at most {most:,}, {raise_it}")
+    return Problem(where, msg) if where.startswith("--") else spec.problem(msg, field=where)
+
+
 def samples_problems(spec: SweepSpec, samples: int, where: str) -> list[Problem]:
-    """Problems of a sample count for the spec's method (``where``: the field or option)."""
+    """Problems of a sample count for the spec's method (``where``: the field or option).
+
+    Includes a count above :func:`max_sweep_plans`, found before anything is drawn.
+    """
     n_par = len(spec.parameters)
 
     def bad(msg: str) -> list[Problem]:
@@ -567,4 +686,5 @@ def samples_problems(spec: SweepSpec, samples: int, where: str) -> list[Problem]
     if spec.method == "sobol" and n_par and samples < 4 * (n_par + 2):
         return bad(f"sobol needs a base sample of at least 4 times {n_par + 2} plans "
                    f"({4 * (n_par + 2)} samples) for {n_par} parameters (got {samples})")
-    return []
+    too_many = plans_limit_problem(spec, samples, where)
+    return [too_many] if too_many else []
