@@ -134,12 +134,17 @@ def _with_exit_codes(group: typer.Typer) -> None:
 _with_exit_codes(app)
 
 
-class Terminated(SystemExit):
-    """SIGTERM as an exception, so that every temporary file is removed on the way out."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM as an exception, so that every temporary file is removed on the way out.
+
+    Treated as Ctrl-C: the command stops at once (a running solve too, see
+    :func:`dcplan.planner.solver.interruptible`), writes nothing more, prints
+    "interrupted" and exits 130.
+    """
 
 
 def _on_sigterm(signum, frame):  # noqa: ARG001
-    raise Terminated(128 + signum)
+    raise Terminated(signum)
 
 
 def main() -> None:

@@ -17,6 +17,11 @@ hard cut separation. This driver
 
 The optimum is the same problem's optimum: scaling by powers of two is exact in
 floating point, and only the tolerances (absolute in the scaled units) change.
+
+Every run of HiGHS (pulp's interface for small models too) watches for interrupts:
+its simplex, IPM and MIP interrupt callbacks stop it when one is pending
+(:func:`dcplan.planner.solver.interruptible`), and :class:`KeyboardInterrupt` is raised
+as soon as it returns, before any further stage.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import math
 import numpy as np
 import pulp
 from pulp import constants as const
+
+from dcplan.planner.solver import interrupt_requested, interruptible, request_interrupt
 
 
 def _pow2(x: np.ndarray) -> np.ndarray:
@@ -113,6 +120,9 @@ class HighsDirect(pulp.HiGHS):
         self.start = start or {}
         self.rounding = rounding
         self.start_info: dict = {}
+        #: The last run stopped at its stage's wall-clock limit (a time limit, not a
+        #: user's interrupt, though HiGHS reports both as "Interrupted by user").
+        self.wall_limit_hit = False
 
     def buildSolverModel(self, lp: pulp.LpProblem) -> None:  # noqa: N802 - pulp API
         """Pass the (scaled) model to HiGHS in one call (``bulk``), else as pulp does."""
@@ -225,7 +235,8 @@ class HighsDirect(pulp.HiGHS):
         h = lp.solverModel
         self._final = None
         if self.rounding is None or not self.mip or not self._integer.any():
-            h.run()
+            self._interrupt_at(h, [math.inf])
+            self._run(h)
             return
         t0 = time.perf_counter()
         limit = float(self.timeLimit) if self.timeLimit is not None else math.inf
@@ -270,7 +281,7 @@ class HighsDirect(pulp.HiGHS):
             h.changeRowsBounds(len(rows_a), rows_a, np.minimum(tlo, tup), np.maximum(tup, tlo))
         h.setOptionValue("solver", "ipm")
         set_limit(left())
-        h.run()
+        self._run(h)
         h.setOptionValue("solver", "choose")
         start, box, bound = {}, {}, None
         if h.getModelStatus() == S.kOptimal:
@@ -318,7 +329,7 @@ class HighsDirect(pulp.HiGHS):
                 h.changeColsBounds(len(bidx), bidx, blo, bup)
             h.setOptionValue("mip_rel_gap", gap / 4)
             set_limit(min(left(), max(1.0, frac * limit)) if math.isfinite(limit) else 60.0)
-            h.run()
+            self._run(h)
             if h.getInfo().primal_solution_status == 2:
                 best = (h.getInfo().objective_function_value, h.getSolution())
                 info["sub_mip_objective"] = best[0] / self._osc
@@ -341,13 +352,30 @@ class HighsDirect(pulp.HiGHS):
             info["seconds"] = time.perf_counter() - t0
             return
         set_limit(left())
-        h.run()
+        self._run(h)
         info["seconds"] = time.perf_counter() - t0
 
-    def _interrupt_at(self, h, stop_at: list) -> None:
-        """Interrupt the MIP once the wall clock passes ``stop_at[0]`` [s].
+    def _run(self, h) -> None:
+        """``h.run()`` that SIGINT, SIGTERM and ``request_interrupt`` stop.
 
-        Wraps the progress callback (``callbackTuple``), if any, so both run.
+        Raises
+        ------
+        KeyboardInterrupt
+            (or what the signal's handler raises) once HiGHS has stopped.
+        """
+        self.wall_limit_hit = False
+        with interruptible():
+            h.run()
+
+    def _interrupt_at(self, h, stop_at: list) -> None:
+        """Interrupt HiGHS on a pending interrupt, and a MIP at ``stop_at[0]`` [s].
+
+        The MIP is interrupted once the wall clock passes ``stop_at[0]`` (then
+        :attr:`wall_limit_hit` is set: a time limit, not the user's interrupt). Wraps
+        the progress callback (``callbackTuple``), if any, so both run; it sees only
+        the kinds of ``callbacksToActivate``. An interrupt raised in the callback (a
+        signal handler outside :func:`~dcplan.planner.solver.interruptible`) does not
+        unwind through HiGHS: it stops the solve as an interrupt.
         """
         import time
 
@@ -356,15 +384,27 @@ class HighsDirect(pulp.HiGHS):
         kinds = highspy.cb.HighsCallbackType
         inner = self.callbackTuple[0] if self.callbackTuple else None
         active = set(self.callbacksToActivate or ())
+        stops = (kinds.kCallbackSimplexInterrupt, kinds.kCallbackIpmInterrupt,
+                 kinds.kCallbackMipInterrupt)
 
         def callback(cb_type, message, data_out, data_in, user_data):
-            if inner is not None and cb_type in active:
-                inner(cb_type, message, data_out, data_in, user_data)
-            if cb_type == kinds.kCallbackMipInterrupt and time.perf_counter() > stop_at[0]:
-                data_in.user_interrupt = True
+            try:
+                if cb_type in stops and interrupt_requested():
+                    data_in.user_interrupt = True
+                    return
+                if inner is not None and cb_type in active:
+                    inner(cb_type, message, data_out, data_in, user_data)
+                if cb_type == kinds.kCallbackMipInterrupt and time.perf_counter() > stop_at[0]:
+                    self.wall_limit_hit = True
+                    data_in.user_interrupt = True
+            except (KeyboardInterrupt, SystemExit):  # a signal outside interruptible()
+                request_interrupt()
+                if cb_type in stops:
+                    data_in.user_interrupt = True
 
         h.setCallback(callback, None)
-        h.startCallback(kinds.kCallbackMipInterrupt)
+        for kind in stops:
+            h.startCallback(kind)
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 - pulp API
         """Read the solution back in the pulp problem's units."""

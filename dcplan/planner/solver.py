@@ -10,14 +10,29 @@ A plan stopped by the time limit before reaching the requested gap is reported a
 means "optimal within the requested gap"; :func:`is_proven_optimal` and
 :func:`status_text` say whether that gap is (numerically) zero and word the outcome
 honestly for people.
+
+Interrupts: Ctrl-C (SIGINT), SIGTERM or :func:`request_interrupt` stop a solve at once
+and raise :class:`KeyboardInterrupt` (whatever the signal's own handler raises, e.g. the
+command line's ``Terminated``): never a fallback to another solver, never a plan. While
+HiGHS runs (:func:`interruptible`) a signal only sets a flag that HiGHS's interrupt
+callbacks read (a handler raising inside a callback would unwind through HiGHS, which
+then reports "Solve error"); the exception is raised once HiGHS has returned. A CBC
+process is killed and its files removed. A stop at the time limit is never an
+interrupt, nor the other way round.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -189,6 +204,93 @@ def status_text(status: SolveStatus, gap: float | None, solver: str = "",
     return text
 
 
+#: Set while an interrupt is pending: by :func:`request_interrupt`, or by SIGINT/SIGTERM
+#: while HiGHS runs (:func:`interruptible`); HiGHS's interrupt callbacks read it.
+_INTERRUPT = threading.Event()
+
+
+def request_interrupt() -> None:
+    """Ask the running (or the next) solve to stop; it raises :class:`KeyboardInterrupt`.
+
+    Safe from any thread and from a signal handler.
+    """
+    _INTERRUPT.set()
+
+
+def interrupt_requested() -> bool:
+    """Whether an interrupt is pending (HiGHS's interrupt callbacks stop the solve)."""
+    return _INTERRUPT.is_set()
+
+
+#: The signals that stop a solve (those the process handles in Python).
+_STOP_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Run a HiGHS solve that SIGINT, SIGTERM and :func:`request_interrupt` stop.
+
+    In the main thread, the signals that have a Python handler (Ctrl-C's
+    :class:`KeyboardInterrupt`, the command line's SIGTERM handler) only set the
+    interrupt flag while the block runs: HiGHS's interrupt callbacks see it and stop,
+    and no exception unwinds through HiGHS (which would end the solve as "Solve error").
+    Ignored or default signals are left as they are (a sweep's workers ignore SIGINT).
+    When the block ends with an interrupt pending, the flag is cleared and the first
+    signal's own handler is called (it raises, e.g. :class:`KeyboardInterrupt`); a
+    handler that returns, or :func:`request_interrupt`, gives :class:`KeyboardInterrupt`.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On entry when an interrupt is already pending, on exit when one came in.
+    """
+    if _INTERRUPT.is_set():
+        _INTERRUPT.clear()
+        raise KeyboardInterrupt
+    previous: dict[int, Any] = {}
+    received: list[int] = []
+
+    def defer(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler
+        received.append(signum)
+        _INTERRUPT.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for name in _STOP_SIGNALS:
+            sig = getattr(signal, name, None)
+            handler = None if sig is None else signal.getsignal(sig)
+            if callable(handler):
+                previous[sig] = handler
+                signal.signal(sig, defer)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if _INTERRUPT.is_set():
+            _INTERRUPT.clear()
+            if received:
+                previous[received[0]](received[0], None)
+            raise KeyboardInterrupt
+
+
+def _kill_children(exc: BaseException) -> None:
+    """Kill the child processes (``subprocess.Popen``) an exception unwound through."""
+    seen: set[int] = set()
+    tb = exc.__traceback__
+    while tb is not None:
+        for value in list(tb.tb_frame.f_locals.values()):
+            if not isinstance(value, subprocess.Popen) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            try:
+                if value.poll() is None:
+                    value.kill()
+                    value.wait()
+            except Exception:  # noqa: BLE001 - half-made (interrupted in Popen()) or gone
+                pass
+        tb = tb.tb_next
+
+
 def _use_start(prob: pulp.LpProblem, opt: SolverOptions, rounding) -> bool:
     if rounding is None or opt.mip_start is False:
         return False
@@ -285,12 +387,17 @@ def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None,
         # HiGHS cannot always tell which; our objective is bounded below by construction.
         return SolveInfo(SolveStatus.INFEASIBLE, None, None, "highs", dt,
                          "HiGHS: unbounded or infeasible")
-    if ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit) and \
-            has_int and has_sol:
+    # The staged driver stops a MIP on the wall clock through HiGHS's interrupt: a time
+    # limit. Any other interrupt is the user's (interruptible() raised it already).
+    clock = getattr(solver, "wall_limit_hit", False)
+    if ms == S.kInterrupt and not clock:
+        raise KeyboardInterrupt
+    limits = (S.kTimeLimit, S.kInterrupt)
+    if ms in (*limits, S.kIterationLimit, S.kSolutionLimit) and has_int and has_sol:
         return SolveInfo(SolveStatus.FEASIBLE, pulp.value(prob.objective), gap, "highs", dt,
                          f"stopped by the time limit at gap {format_gap(gap)}",
                          time_limit_hit=True)
-    if ms in (S.kTimeLimit, S.kInterrupt):
+    if ms in limits:
         return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", dt,
                          f"HiGHS reached the time limit ({opt.time_limit_s:g} s) without a "
                          "plan; raise the time limit", time_limit_hit=True)
@@ -305,11 +412,18 @@ def _cbc(prob: pulp.LpProblem, opt: SolverOptions, mip: bool) -> SolveInfo:
         solver = pulp.PULP_CBC_CMD(mip=mip, msg=opt.log, gapRel=opt.gap,
                                    timeLimit=opt.time_limit_s, threads=opt.threads,
                                    options=["randomSeed 1"])
+    # Its own folder for pulp's model and solution files: removed whatever happens.
+    solver.tmpDir = tempfile.mkdtemp(prefix="dcplan-cbc-")
     t0 = time.perf_counter()
     try:
         prob.solve(solver)
     except Exception as exc:  # noqa: BLE001 - reported as what it is
         raise SolverError("cbc", exc) from exc
+    except BaseException as exc:  # Ctrl-C, SIGTERM: CBC must not run on without us
+        _kill_children(exc)
+        raise
+    finally:
+        shutil.rmtree(solver.tmpDir, ignore_errors=True)
     dt = time.perf_counter() - t0
     st, sol = prob.status, prob.sol_status
     if st == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
@@ -357,6 +471,9 @@ def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool 
     SolverError
         When the solver itself raises an exception (never retried with another
         solver, so that its result cannot be mistaken for an answer about the input).
+    KeyboardInterrupt
+        On Ctrl-C, SIGTERM (whatever its handler raises) or :func:`request_interrupt`,
+        as soon as the solver has stopped; never retried with CBC.
     """
     opt = options or SolverOptions()
     t0 = time.perf_counter()
