@@ -298,3 +298,17 @@ def test_offline_runs_at_the_largest_batch_memory_allows():
     d = json.loads(r.output)
     assert d["bottleneck"] == "memory_capacity"
     assert d["batch"] == int(d["max_batch"]), d
+
+
+@pytest.mark.parametrize("fixture", ["good_measurements.csv", "good_serving.csv"])
+def test_validate_without_calibration_through_the_cli(fixture):
+    """`--calibration none` on the validate path (it exited 3: AttributeError on False)."""
+    path = str(FIX / fixture)
+    bare = run("validate", path, "--calibration", "none", "--json")
+    assert bare.exit_code == 0, bare.output
+    fitted = run("validate", path, "--json")
+    assert fitted.exit_code == 0, fitted.output
+    b, f = json.loads(bare.stdout), json.loads(fitted.stdout)
+    assert b["calibration"] == "none" and f["calibration"] != "none"
+    # The same rows, predicted without the fitted values.
+    assert len(b["rows"]) == len(f["rows"]) > 0

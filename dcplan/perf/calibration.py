@@ -340,13 +340,13 @@ def _accelerator(catalog: Catalog, accelerator_id: str):
 
 
 def run_params(rows: Sequence, catalog: Catalog, defaults: PerfDefaults,
-               calibration: Calibration | None) -> HardwareParams:
+               calibration: Calibration | None | bool) -> HardwareParams:
     """Per-row parameters (arrays over ``rows``) at each row's engine and run date."""
     per = []
     for m in rows:
         acc = _accelerator(catalog, m.hardware)
         hp = hardware_params(defaults, m.hardware, calibration, acc.vendor, acc.architecture)
-        if calibration is not None:
+        if calibration:  # None, False and the "none" sentinel mean no calibration
             hp = calibration.apply_run(hp, acc.vendor, getattr(m, "framework", ""), m.date,
                                        spans_scaleup(m, catalog))
         per.append(hp)
