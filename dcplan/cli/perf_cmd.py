@@ -483,14 +483,16 @@ def validate(
 
     Each row is predicted at its own configuration (hardware, precision, parallel
     layout, concurrency, speculative decoding, disaggregation); a row the model
-    cannot express is flagged with the reason.
+    cannot express is flagged with the reason. A row with bad or impossible values is
+    named (file, row, line, column) and left out; the others are still validated.
     """
     from dcplan.perf.calibration import evaluate_rows, repeat_ratios, report
     from dcplan.perf.measurements import load_measurement_files, with_models
     from dcplan.perf.params import defaults_path, load_perf_defaults
 
     catalog = with_models(STATE.catalog(), models)
-    pairs = load_measurement_files(measurements, catalog, with_file=True)
+    skipped: list = []  # rows the model cannot take, named; the others are validated
+    pairs = load_measurement_files(measurements, catalog, with_file=True, skipped=skipped)
     files = [f for f, _ in pairs]
     rows = [m for _, m in pairs]
     cal = _calibration(calibration, catalog)
@@ -503,12 +505,17 @@ def validate(
             rec["measured_vs_runs_median"] = q[1] if q else None
             rec["file"] = f
         emit_json(_clean({"rows": records, "summary": rep,
+                          "skipped_rows": [{"file": p.file, "entry": p.entry, "line": p.line,
+                                            "field": p.field, "message": p.message}
+                                           for p in skipped],
                           "files": [str(m) for m in measurements],
                           "calibration": _calibration_name(calibration, catalog)}))
         return
     _print_rows(results, files if len(set(files)) > 1 else None)
     typer.echo("")
     _print_summary(rep)
+    for p in skipped:
+        note(f"not validated: {p}")
 
 
 @perf_app.command("calibrate")

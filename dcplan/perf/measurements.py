@@ -309,7 +309,8 @@ def measurement_kind(header: list[str]) -> str:
     return "phase"
 
 
-def load_measurements(path: Path | str, catalog: Catalog
+def load_measurements(path: Path | str, catalog: Catalog,
+                      skipped: list[Problem] | None = None
                       ) -> list[Measurement] | list[ServingMeasurement]:
     """Read and validate a measurement CSV of either schema against ``catalog``.
 
@@ -320,6 +321,10 @@ def load_measurements(path: Path | str, catalog: Catalog
         ``concurrency`` column: serving rows).
     catalog : Catalog
         Accelerators and models the rows refer to.
+    skipped : list of Problem, optional
+        Given: rows with problems are left out and their problems appended here (what
+        ``dcplan perf validate`` flags), as long as the file has at least one good row
+        and a good header; without it every problem raises.
 
     Returns
     -------
@@ -334,21 +339,23 @@ def load_measurements(path: Path | str, catalog: Catalog
     """
     shown, header, rows = _read_rows(path)
     if measurement_kind(header) == "serving":
-        return _load_serving(shown, header, rows, catalog)
-    return _load_phase(shown, header, rows, catalog)
+        return _load_serving(shown, header, rows, catalog, skipped)
+    return _load_phase(shown, header, rows, catalog, skipped)
 
 
-def load_measurement_files(paths, catalog: Catalog, with_file: bool = False) -> list:
+def load_measurement_files(paths, catalog: Catalog, with_file: bool = False,
+                           skipped: list[Problem] | None = None) -> list:
     """Rows of several measurement files (either schema), problems of all files at once.
 
     In file order, each file's rows in its order; ``with_file``: ``(path shown, row)``
-    pairs (row numbers restart in each file).
+    pairs (row numbers restart in each file). ``skipped``: see
+    :func:`load_measurements` (bad rows left out and named there).
     """
     out: list = []
     problems: list[Problem] = []
     for path in paths:
         try:
-            rows = load_measurements(path, catalog)
+            rows = load_measurements(path, catalog, skipped)
         except InputError as exc:
             problems.extend(exc.problems)
             continue
@@ -401,12 +408,14 @@ def _check_header(shown: str, header: list[str], required, allowed, schema: str)
         raise InputError(problems)
 
 
-def _parse_rows(shown: str, header: list[str], rows, parse: Callable) -> list:
+def _parse_rows(shown: str, header: list[str], rows, parse: Callable,
+                skipped: list[Problem] | None = None) -> list:
     """Every data row parsed by ``parse(rec, row_no, line_no, bad)``.
 
     ``parse`` returns the row's record, or None after calling ``bad(column, message)``
     for each problem; all problems of all rows are raised at once as one
-    :class:`InputError`.
+    :class:`InputError`. With a ``skipped`` list, a file with some good rows returns
+    them and appends the bad rows' problems to ``skipped`` instead (each names its row).
     """
     problems: list[Problem] = []
     out = []
@@ -426,15 +435,19 @@ def _parse_rows(shown: str, header: list[str], rows, parse: Callable) -> list:
             out.append(rec)
     if not problems and not out:
         problems.append(Problem(shown, "has no data rows; add at least one measurement"))
+    if problems and skipped is not None and out:
+        skipped.extend(problems)
+        return out
     if problems:
         raise InputError(problems)
     return out
 
 
-def _load_phase(shown: str, header: list[str], rows, catalog: Catalog) -> list[Measurement]:
+def _load_phase(shown: str, header: list[str], rows, catalog: Catalog,
+                skipped: list[Problem] | None = None) -> list[Measurement]:
     _check_header(shown, header, REQUIRED_COLUMNS, REQUIRED_COLUMNS + OPTIONAL_COLUMNS,
                   "phase-level")
-    return _parse_rows(shown, header, rows, partial(_phase_row, catalog=catalog))
+    return _parse_rows(shown, header, rows, partial(_phase_row, catalog=catalog), skipped)
 
 
 def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: Catalog
@@ -542,10 +555,16 @@ def _cell(raw: str, integer: bool, allow_zero: bool, allow_empty: bool, col: str
     return value, True
 
 
-def _check_tp(tp: int, col: str, hw: str, model_id: str, catalog: Catalog, bad) -> bool:
-    """Tensor parallelism must split the heads and fill whole scale-up domains."""
+def _check_tp(tp: int, col: str, hw: str, model_id: str, catalog: Catalog, bad,
+              dp_attention: bool = False) -> bool:
+    """Tensor parallelism must split the heads and fill whole scale-up domains.
+
+    Under DP attention the column holds the attention-DP width (engines record
+    ``--tp 48 --enable-dp-attention`` so): attention runs at TP 1 on every GPU, so only
+    the domain rule applies.
+    """
     model = catalog.entries["models"][model_id]
-    if model.attention_heads % tp:
+    if not dp_attention and model.attention_heads % tp:
         bad(col, f"tensor parallelism {tp} does not divide the {model.attention_heads} "
                  f"attention heads of {model_id}; engines split heads evenly")
         return False
@@ -558,10 +577,10 @@ def _check_tp(tp: int, col: str, hw: str, model_id: str, catalog: Catalog, bad) 
     return True
 
 
-def _load_serving(shown: str, header: list[str], rows, catalog: Catalog
-                  ) -> list[ServingMeasurement]:
+def _load_serving(shown: str, header: list[str], rows, catalog: Catalog,
+                  skipped: list[Problem] | None = None) -> list[ServingMeasurement]:
     _check_header(shown, header, SERVING_COLUMNS, SERVING_COLUMNS, "serving")
-    return _parse_rows(shown, header, rows, partial(_serving_row, catalog=catalog))
+    return _parse_rows(shown, header, rows, partial(_serving_row, catalog=catalog), skipped)
 
 
 def _serving_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: Catalog
@@ -661,8 +680,12 @@ def _check_serving_config(rec: dict, v: dict, flags: dict, spec: str, catalog: C
                             "(max_context_tokens in models.yaml)")
         ok = False
     pools = [("prefill", "prefill_tp", "prefill_ep"), ("decode", "decode_tp", "decode_ep")]
-    for _pool, tp_col, ep_col in pools:
+    for pool, tp_col, ep_col in pools:
         tp, ep = int(v[tp_col]), int(v[ep_col] or 1)
+        # DP attention is recorded for the decode pool; aggregated rows run prefill on
+        # the same instances.
+        dp_attn = flags["decode_dp_attention"] and (pool == "decode"
+                                                    or not flags["disaggregated"])
         if ep > 1 and not model.is_moe:
             bad(ep_col, f"expert parallelism {ep} on dense model {model.id}; use 1 or empty")
             ok = False
@@ -670,7 +693,7 @@ def _check_serving_config(rec: dict, v: dict, flags: dict, spec: str, catalog: C
             bad(ep_col, f"expert parallelism {ep} exceeds the {model.experts_total} experts "
                         f"of {model.id}")
             ok = False
-        ok &= _check_tp(tp, tp_col, rec["hardware"], rec["model"], catalog, bad)
+        ok &= _check_tp(tp, tp_col, rec["hardware"], rec["model"], catalog, bad, dp_attn)
         domain = scaleup_domain(catalog, rec["hardware"])
         if domain and ep > domain and ep % domain:
             bad(ep_col, f"expert parallelism {ep} is larger than the scale-up domain of "

@@ -1,0 +1,74 @@
+"""`dcplan perf validate` accepts DP-attention layouts and flags, never refuses, bad rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from dcplan.catalog import load_catalog
+from dcplan.errors import InputError
+from dcplan.perf.measurements import load_measurements
+
+REPO = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+HEADER = (REPO / "catalogs" / "measurements" / "inferencex_deepseek_r1.csv").read_text(
+    encoding="utf-8").splitlines()[0]
+#: A real InferenceX row (B200, DeepSeek-R1 fp4, disaggregated, DEP8 decode).
+ROW = ("b200,deepseek_r1,fp4,1024,1024,1024,12,true,4,8,4,4,8,8,true,mtp,{out},,,,,,,,"
+       "trt,2026-01-14,test row")
+
+
+def _row(**cells: str) -> str:
+    cols = HEADER.split(",")
+    values = ROW.format(out="1000.0").split(",")
+    for k, v in cells.items():
+        values[cols.index(k)] = v
+    return ",".join(values)
+
+
+def _csv(tmp_path: Path, *rows: str) -> Path:
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_dp_attention_width_in_decode_tp_is_accepted(tmp_path):
+    """Wide-EP runs record the attention-DP width in decode_tp (24 does not divide the
+    128 heads of DeepSeek-R1); under DP attention attention runs at TP 1."""
+    wide = _row(gpus="52", prefill_gpus="4", decode_gpus="48", decode_tp="24",
+                decode_ep="24")
+    (m,) = load_measurements(_csv(tmp_path, wide), load_catalog())
+    assert (m.decode_tp, m.decode_ep, m.decode_dp_attention) == (24, 24, True)
+    # Without DP attention the same width is still refused: heads split evenly.
+    plain = wide.replace(",true,mtp,", ",false,mtp,")
+    try:
+        load_measurements(_csv(tmp_path, plain), load_catalog())
+    except InputError as exc:
+        assert "does not divide the 128 attention heads" in str(exc)
+    else:
+        raise AssertionError("TP 24 without DP attention was accepted")
+
+
+def test_a_bad_row_is_named_and_the_others_are_validated(tmp_path):
+    from dcplan.cli import app
+
+    good = _row()
+    bad = _row(decode_tp="3", decode_ep="3", decode_dp_attention="false",
+               decode_gpus="9", gpus="13")
+    path = _csv(tmp_path, good, bad, good)
+    res = runner.invoke(app, ["perf", "validate", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert len(data["rows"]) == 2
+    (skipped,) = data["skipped_rows"]
+    assert skipped["entry"] == "row 2" and skipped["line"] == 3
+    assert skipped["field"] == "decode_tp" and "attention heads" in skipped["message"]
+    text = runner.invoke(app, ["perf", "validate", str(path)])
+    assert text.exit_code == 0
+    assert "row 2" in text.stderr and "not validated" in text.stderr
+    # A file whose rows are all bad is still refused (nothing to validate).
+    only_bad = runner.invoke(app, ["perf", "validate", str(_csv(tmp_path, bad))])
+    assert only_bad.exit_code == 1 and "attention heads" in only_bad.stderr
