@@ -1,12 +1,19 @@
-"""YAML reading with line numbers and duplicate-key detection, and atomic writes."""
+"""Input files read within limits, YAML with line numbers, and atomic writes.
+
+Every input file is read through :func:`read_chunks`: regular files only (devices,
+FIFOs and sockets are refused, also behind a symbolic link), never more than the
+size limit + 1 byte.
+"""
 
 from __future__ import annotations
 
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +48,189 @@ MAX_YAML_DEPTH = 64
 MAX_ALIAS_NODES = 100_000
 
 
+@dataclass(frozen=True)
+class SizeLimit:
+    """A size limit on files read, with the environment variable that changes it.
+
+    Attributes
+    ----------
+    env : str
+        Environment variable that replaces ``default_mb`` (a positive number [MB]).
+    default_mb : float
+        Limit when ``env`` is unset or not a positive finite number [MB].
+    what : str
+        What the limit applies to, for messages ("input files").
+    """
+
+    env: str
+    default_mb: float
+    what: str
+
+    def mb(self) -> float:
+        """The limit in force [MB]."""
+        raw = os.environ.get(self.env, "")
+        try:
+            mb = float(raw) if raw.strip() else self.default_mb
+        except ValueError:
+            mb = self.default_mb
+        if not math.isfinite(mb) or mb <= 0:
+            mb = self.default_mb
+        return mb
+
+    def bytes(self) -> int:
+        """The limit in force [bytes] (1 MB = 1024 x 1024 bytes)."""
+        return int(self.mb() * 1024 * 1024)
+
+
+#: Limit on every input file (catalogs, sites, scenarios, forecasts, sweep files,
+#: measurement CSVs, benchmark exports).
+INPUT_LIMIT = SizeLimit(MAX_INPUT_ENV, DEFAULT_MAX_INPUT_MB, "input files")
+
+
 def max_input_bytes() -> int:
     """Largest input file size accepted [bytes] (see :data:`MAX_INPUT_ENV`)."""
-    raw = os.environ.get(MAX_INPUT_ENV, "")
+    return INPUT_LIMIT.bytes()
+
+
+#: Environment variable that raises or lowers :data:`DEFAULT_MAX_TEXT_MB`.
+MAX_TEXT_ENV = "DCPLAN_MAX_TEXT_MB"
+#: Largest text file whose tokens are counted (``dcplan tokens count``, a scenario's
+#: language sample) [MB]. Such texts are the user's corpora, read and counted in pieces
+#: of :data:`READ_CHUNK_BYTES` (memory does not grow with the file), so the limit only
+#: bounds the time: about 17 minutes per GB with the slowest shipped tokenizer
+#: (DeepSeek's, about 1 MB/s on one core).
+DEFAULT_MAX_TEXT_MB = 1024.0
+#: Limit on text files whose tokens are counted.
+TEXT_LIMIT = SizeLimit(MAX_TEXT_ENV, DEFAULT_MAX_TEXT_MB, "text files to count")
+#: Size of the pieces files are read in [bytes].
+READ_CHUNK_BYTES = 1024 * 1024
+
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(path: Path | str, mode: int) -> Problem:
+    """The problem of a path that is neither a regular file nor a folder."""
+    kind = next((name for test, name in _KINDS if test(mode)), "a device, FIFO or socket")
     try:
-        mb = float(raw) if raw.strip() else DEFAULT_MAX_INPUT_MB
-    except ValueError:
-        mb = DEFAULT_MAX_INPUT_MB
-    if not math.isfinite(mb) or mb <= 0:
-        mb = DEFAULT_MAX_INPUT_MB
-    return int(mb * 1024 * 1024)
+        if os.path.islink(path):
+            kind = f"a link to {os.path.realpath(path)}, {kind}"
+    except OSError:
+        pass
+    return Problem(display_path(path), f"is not a regular file but {kind}; dcplan reads only "
+                                       "regular files: save the data to a file and give that")
+
+
+def _stat_problem(path: Path | str, exc: OSError) -> Problem:
+    shown = display_path(path)
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return Problem(shown, "file not found; check the path")
+    return Problem(shown, f"cannot read file ({exc.strerror or exc})")
+
+
+def _too_large(path: Path | str, limit: SizeLimit, size: int | None) -> Problem:
+    """The problem of a file above ``limit``: ``size`` on disk, or None if found reading."""
+    cap = limit.mb()
+    got = (f"is {size / 1024 / 1024:,.1f} MB, above the {cap:g} MB limit" if size is not None
+           else f"holds more than the {cap:g} MB limit (more than its size on disk said)")
+    return Problem(display_path(path),
+                   f"file {got} for {limit.what}; check it is the right file, or set "
+                   f"{limit.env} to a larger limit [MB]")
+
+
+def check_regular(path: Path | str, limit: SizeLimit = INPUT_LIMIT) -> os.stat_result:
+    """Check, without opening it, that ``path`` is a regular file within ``limit``.
+
+    Symbolic links are followed: a link to ``/dev/zero`` is refused like the device.
+
+    Returns
+    -------
+    os.stat_result
+        The file's status.
+
+    Raises
+    ------
+    InputError
+        If the path is missing, a folder, not a regular file (a device, FIFO or socket)
+        or larger than ``limit`` on disk.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise InputError(_stat_problem(path, exc)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(Problem(display_path(path), "is a folder; give a file"))
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(_not_regular(path, st.st_mode))
+    if st.st_size > limit.bytes():
+        raise InputError(_too_large(path, limit, st.st_size))
+    return st
+
+
+def read_chunks(path: Path | str, limit: SizeLimit = INPUT_LIMIT,
+                chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
+    """The bytes of an input file in pieces; every file dcplan reads goes through here.
+
+    The path must be a regular file after following symbolic links (checked before it
+    is opened, and again on the open file, which is opened non-blocking so that a FIFO
+    swapped in meanwhile cannot block). At most ``limit`` + 1 bytes are read whatever
+    the size on disk says, so a file that grows while it is read still stops.
+
+    Parameters
+    ----------
+    path : Path or str
+        File to read.
+    limit : SizeLimit
+        Largest size accepted (:data:`INPUT_LIMIT` or :data:`TEXT_LIMIT`).
+    chunk_bytes : int
+        Largest piece yielded [bytes].
+
+    Yields
+    ------
+    bytes
+        Consecutive pieces of the file, none empty.
+
+    Raises
+    ------
+    InputError
+        If the path is missing, a folder, not a regular file, unreadable, or holds more
+        than ``limit`` (raised when the piece that crosses it would be read).
+    """
+    cap = limit.bytes()
+    check_regular(path, limit)
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise InputError(_stat_problem(path, exc)) from None
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(_not_regular(path, st.st_mode))
+        got = 0
+        while True:
+            try:
+                piece = f.read(max(1, min(chunk_bytes, cap + 1 - got)))
+            except OSError as exc:
+                raise InputError(_stat_problem(path, exc)) from None
+            if not piece:
+                return
+            got += len(piece)
+            if got > cap:
+                raise InputError(_too_large(path, limit, None))
+            yield piece
+
+
+def read_bytes(path: Path | str, limit: SizeLimit = INPUT_LIMIT) -> bytes:
+    """The bytes of an input file, read through :func:`read_chunks`.
+
+    Raises
+    ------
+    InputError
+        As :func:`read_chunks`.
+    """
+    return b"".join(read_chunks(path, limit))
 
 
 class _Refused(yaml.YAMLError):
@@ -166,32 +346,27 @@ def alias_nodes(node: yaml.Node, limit: int = MAX_ALIAS_NODES) -> int:
 
 
 def read_text(path: Path | str, encoding: str = "utf-8") -> str:
-    """Read a text input file.
+    """Read a text input file through :func:`read_chunks`.
 
-    A missing, unreadable or oversized file (above :func:`max_input_bytes`, checked
-    before reading) raises a clear :class:`InputError`.
+    Parameters
+    ----------
+    path : Path or str
+        File to read.
+    encoding : str
+        Its encoding.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, a folder, not a regular file (a device, FIFO or socket,
+        also behind a symbolic link), above :func:`max_input_bytes` (on disk or while
+        read), unreadable or not text in ``encoding``.
     """
-    shown = display_path(path)
+    data = read_bytes(path)
     try:
-        size = Path(path).stat().st_size
-    except FileNotFoundError:
-        raise InputError(Problem(shown, "file not found; check the path")) from None
-    except OSError as exc:
-        raise InputError(Problem(shown, f"cannot read file ({exc})")) from None
-    limit = max_input_bytes()
-    if size > limit:
-        raise InputError(Problem(
-            shown, f"file is {size / 1024 / 1024:,.1f} MB, above the {limit / 1024 / 1024:g} "
-                   f"MB limit for input files; check it is the right file, or set "
-                   f"{MAX_INPUT_ENV} to a larger limit [MB]"))
-    try:
-        return Path(path).read_text(encoding=encoding)
-    except FileNotFoundError:
-        raise InputError(Problem(shown, "file not found; check the path")) from None
-    except IsADirectoryError:
-        raise InputError(Problem(shown, "is a folder; give a file")) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(shown, f"cannot read file ({exc})")) from None
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise InputError(Problem(display_path(path), f"cannot read file ({exc})")) from None
 
 
 def read_yaml(path: Path | str) -> Any:

@@ -66,7 +66,8 @@ def _row(s) -> dict:
 @handle_errors
 def count_cmd(
     files: Annotated[list[Path], typer.Argument(
-        metavar="FILE", help="UTF-8 text files (e.g. docs/samples/*.txt).")],
+        metavar="FILE", help="UTF-8 text files (e.g. docs/samples/*.txt; folders are not "
+                             "searched).")],
     models: Annotated[list[str] | None, typer.Option(
         "--model", "-m", metavar="ID", help="Catalog model whose tokenizer counts (repeatable; see "
                               "'dcplan catalog list models').")] = None,
@@ -78,9 +79,12 @@ def count_cmd(
     """Tokens per character and per word of text files, per file and in total.
 
     Counts the text alone, as the model's tokenizer splits it: no chat template or
-    beginning-of-text token is added. Characters include spaces and line breaks.
+    beginning-of-text token is added. Characters include spaces and line breaks. Each
+    file is read once, a piece at a time (memory does not grow with it), up to
+    DCPLAN_MAX_TEXT_MB (1024 MB) per file; only regular files are read.
     """
-    from dcplan.tokens import measure_files, read_texts, total
+    from dcplan.errors import display_path
+    from dcplan.tokens import check_text_file, measure_file, total
 
     models, tokenizers = list(models or []), list(tokenizers or [])
     if not models and not tokenizers:
@@ -88,21 +92,37 @@ def count_cmd(
     catalog = STATE.catalog()
     problems: list[Problem] = []
     wanted: dict[str, list[str]] = {}
-    texts: dict[str, str] = {}
     try:
         wanted = _resolve(catalog, models, tokenizers)
     except InputError as exc:
         problems += exc.problems
-    try:
-        texts = read_texts(files)
-    except InputError as exc:
-        problems += exc.problems
+    # each file once, by the name shown; checked (not read) before the tokenizers load
+    paths: dict[str, Path] = {}
+    for f in files:
+        try:
+            check_text_file(f)
+            paths.setdefault(display_path(f), f)
+        except InputError as exc:
+            problems += [p for p in exc.problems if p not in problems]
+    loaded: dict = {}
+    if not problems:
+        try:
+            loaded = _load_all(catalog, wanted)
+        except InputError as exc:
+            problems += exc.problems
+    # every file is read once, a piece at a time, and counted by every tokenizer (by
+    # none if there are problems already: it is still read for its own problems)
+    per_file: dict[str, dict] = {}
+    for label, f in paths.items():
+        try:
+            per_file[label] = measure_file(loaded, f, label)
+        except InputError as exc:
+            problems += exc.problems
     if problems:
         raise InputError(problems)
-    loaded = _load_all(catalog, wanted)
     results = []
     for tid, tok in loaded.items():
-        stats = measure_files(tok, texts)
+        stats = [per_file[label][tid] for label in paths]
         results.append((tid, tok, wanted[tid], stats, total(stats)))
     if as_json:
         emit_json({"counted": "plain text, no special tokens",

@@ -32,7 +32,7 @@ def resolve_forecast(path: Path, raw: dict) -> dict:
                                  field="demand.forecast", line=line))
     fpath = path.parent / str(ref["file"])
     fshown = display_path(fpath)
-    if not fpath.is_file():
+    if not fpath.exists():  # a folder or device is reported by read_yaml
         raise InputError(Problem(shown, f"forecast file '{ref['file']}' not found next to this "
                                         "file; give a path relative to it",
                                  field="demand.forecast.file", line=line))
@@ -140,14 +140,18 @@ def _sample_path(scn: Any, lang: str, sample: str) -> Path:
 
 
 def _measure(tokenizer_entry: Any, path: Path) -> tuple[int, int]:
-    """Tokens and characters of a text file with a tokenizer (cached per file state)."""
-    from dcplan.tokens import load_tokenizer, read_text
+    """Tokens and characters of a text file with a tokenizer (cached per file state).
+
+    The file is read a piece at a time (:func:`dcplan.tokens.measure_file`): it must be
+    a regular file within :data:`dcplan.yamlio.TEXT_LIMIT`.
+    """
+    from dcplan.tokens import check_text_file, load_tokenizer, measure_file
 
     st = path.stat()
     key = (tokenizer_entry.id, str(path.resolve()), st.st_mtime_ns, st.st_size)
     if key not in _MEASURED:
-        text = read_text(path)
-        stats = load_tokenizer(tokenizer_entry).measure(text, display_path(path))
+        check_text_file(path)  # before the tokenizer loads
+        stats = measure_file({"t": load_tokenizer(tokenizer_entry)}, path)["t"]
         _MEASURED[key] = (stats.tokens, stats.characters)
     return _MEASURED[key]
 
