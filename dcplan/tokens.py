@@ -23,7 +23,7 @@ Unicode code points after UTF-8 decoding (a byte-order mark removed, CRLF read a
 line break), words are runs of non-whitespace, tokens are tokenizer ids.
 
 Files are read and counted a piece at a time (:func:`measure_file`): memory does not
-grow with the file (a 60 MB corpus counts in about 165 MB of resident memory, where
+grow with the file (a 60 MB corpus counts in 160-190 MB of resident memory, where
 the whole text took 870 MB with one tokenizer and 8.8 GB with three), and a file may
 hold up to :data:`dcplan.yamlio.TEXT_LIMIT` (1024 MB), not the 10 MB of other input
 files. Pieces end where no pre-token can span the cut (:func:`_pieces_encode`), so the
