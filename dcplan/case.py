@@ -282,7 +282,7 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
         sites_folder = folder(sites_dir, "sites_dir")
         sites = load_sites(sites_folder)
         files += sorted(str(p.resolve()) for p in sites_folder.iterdir()
-                        if p.suffix in (".yaml", ".yml") and p.is_file())
+                        if p.suffix in (".yaml", ".yml") and not p.is_dir())
     except InputError as exc:
         problems += exc.problems
     cal: Any = NO_CALIBRATION

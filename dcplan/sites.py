@@ -535,7 +535,10 @@ class Site(Entry):
 
 
 def _site_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    # Everything named *.yaml but a folder: a link to a device or a FIFO is then refused
+    # by the reader with its reason instead of silently dropping a site from the plan.
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml")
+                  and not p.is_dir())
 
 
 def load_sites(sites_dir: Path | str | None = None, files: list[Path] | None = None

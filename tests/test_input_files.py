@@ -485,3 +485,30 @@ def test_tokens_count_of_24_mb_in_bounded_memory(tmp_path):
 def test_tokens_count_of_60_mb_in_bounded_memory(tmp_path):
     _, rss, _ = _count_big(tmp_path, 60)
     assert rss < 250
+
+
+# --- data folders: a special file named like data is refused, never skipped -------------
+
+
+def test_a_site_file_linked_to_a_device_is_refused_not_dropped(tmp_path):
+    """A site folder's *.yaml linked to /dev/zero used to be skipped silently, so the site
+    dropped out of the plan; it is now refused by the reader, naming the file."""
+    from dcplan.sites import load_sites
+
+    sites = tmp_path / "sites"
+    shutil.copytree(REPO / "sites", sites)
+    (sites / "evil.yaml").symlink_to("/dev/zero")
+    err, _took = _finishes(lambda: load_sites(sites))
+    assert isinstance(err, InputError), err
+    assert "evil.yaml" in str(err) and "not a regular file" in str(err)
+    code, out, _took = dcplan("--sites-dir", str(sites), "catalog", "list", "sites",
+                              cwd=tmp_path)
+    assert code == 1
+    _refused(out, "evil.yaml")
+
+
+def test_a_base_scenario_that_is_a_fifo_is_named_as_such(tmp_path):
+    os.mkfifo(tmp_path / "base.yaml")
+    (tmp_path / "child.yaml").write_text("extends: base.yaml\nname: x\n")
+    code, out, _took = dcplan("validate", "child.yaml", cwd=tmp_path)
+    assert code == 1 and "FIFO" in out and "not found" not in out

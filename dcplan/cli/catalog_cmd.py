@@ -339,7 +339,8 @@ def _validate_folder(path: Path, checked: list[str], top: bool = False) -> list[
         if len(checked) == before and not problems:
             checked.append(f"catalog folder {shown}")
         return problems
-    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in _DATA_SUFFIXES)
+    # not only regular files: a device or FIFO named like data is refused by the reader
+    files = sorted(p for p in path.iterdir() if not p.is_dir() and p.suffix in _DATA_SUFFIXES)
     subdirs = sorted(p for p in path.iterdir() if p.is_dir()
                      and not p.name.startswith((".", "_")))
     problems: list[Problem] = []

@@ -279,7 +279,9 @@ def _resolve_file(path: Path, chain: tuple[Path, ...]) -> Any:
         return raw
     line = raw.get(KEY_LINES, {}).get("extends")
     base_path = path.parent / str(base_name)
-    if not isinstance(base_name, str) or not base_path.is_file():
+    # A base that exists but is no regular file (a device, a FIFO) is refused by the
+    # reader with that reason; only a missing one is "not found".
+    if not isinstance(base_name, str) or not (base_path.exists() and not base_path.is_dir()):
         raise InputError(Problem(shown, f"base scenario '{base_name}' not found next to this "
                                         "file; give a path relative to it",
                                  field="extends", line=line))
