@@ -18,7 +18,9 @@ _DEFAULT = SolverOptions()
 #: The exit codes of every command (shown at the end of each command's help).
 EXIT_CODES = ("Exit codes: 0 done; 1 bad input (every problem named with file, line, entry "
               "and field) or demand that cannot be met; 2 a malformed command line; 3 an "
-              "internal or solver error (rerun with --debug and report it).")
+              "internal or solver error (rerun with --debug and report it); 130 "
+              "interrupted (Ctrl-C or SIGTERM: the solve stops at once and no output is "
+              "written or replaced).")
 
 
 def _check_solver(value: str | None) -> str | None:
