@@ -19,8 +19,8 @@ _DEFAULT = SolverOptions()
 EXIT_CODES = ("Exit codes: 0 done; 1 bad input (every problem named with file, line, entry "
               "and field) or demand that cannot be met; 2 a malformed command line; 3 an "
               "internal or solver error (rerun with --debug and report it); 130 "
-              "interrupted (Ctrl-C or SIGTERM: the solve stops at once and no output is "
-              "written or replaced).")
+              "interrupted (Ctrl-C or SIGTERM: the solve stops at once and no plan output "
+              "is written or replaced; a sweep keeps the samples it finished).")
 
 
 def _check_solver(value: str | None) -> str | None:
