@@ -26,6 +26,7 @@ from typing import Any
 from dcplan.errors import InputError
 from dcplan.planner.operations import api_offers, operations_inputs, operations_per_rack
 from dcplan.scenario import Period, Scenario, parse_period_label
+from dcplan.scenario.schema import DEFAULT_DEADLINE_HOURS
 from dcplan.schema import CoolingType, parse_date
 from dcplan.units import HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_MONTH
 
@@ -373,7 +374,7 @@ class WorkloadData:
     speedup: tuple[float, ...] = ()
     profile: tuple[float, ...] | None = None
     flexible: bool = False
-    deadline_hours: float = 24.0
+    deadline_hours: float = DEFAULT_DEADLINE_HOURS
     demand_unit: str = "tokens_per_month"
     tokens_per_unit: float = 1.0
     conversion: str = ""
@@ -942,7 +943,7 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
             target_utilisation=scn.serving.utilisation(w),
             speedup=speed.values(periods, 1.0) if speed else (),
             profile=shape, flexible=bool(spec and spec.flexible),
-            deadline_hours=spec.deadline_hours if spec else 24.0,
+            deadline_hours=spec.deadline_hours if spec else DEFAULT_DEADLINE_HOURS,
             **_demand_conversion(scn, wl, w))
     peak_total = max((sum(wd.peak_tokens_per_s(i) for wd in workloads.values())
                       for i in range(len(periods))), default=0.0)

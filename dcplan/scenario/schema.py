@@ -208,6 +208,11 @@ class Growth(_Strict):
     annual_growth: Annotated[float, NOT_BOOL, Field(gt=-1, le=MAX_ANNUAL_GROWTH)]
 
 
+#: Longest a flexible workload's demand may wait to be served, unless its profile entry
+#: says ``deadline_hours`` (a day: batch work arriving by day is done overnight) [h].
+DEFAULT_DEADLINE_HOURS = 24.0
+
+
 class WorkloadProfile(_Strict):
     """The daily shape of one workload's demand, and whether it may be shifted.
 
@@ -230,7 +235,7 @@ class WorkloadProfile(_Strict):
     hours: list[Annotated[float, NOT_BOOL, Field(ge=0)]] | None = None
     days: list[ProfileDay] | None = None
     flexible: bool = False
-    deadline_hours: Annotated[float, NOT_BOOL, Field(ge=1, le=24)] = 24.0
+    deadline_hours: Annotated[float, NOT_BOOL, Field(ge=1, le=24)] = DEFAULT_DEADLINE_HOURS
 
     @model_validator(mode="after")
     def _one_shape(self):
