@@ -58,10 +58,12 @@ def compare_cmd(
 
     Each PLAN is a scenario file (planned now, with the solver options given here) or a
     saved plan (read as it was saved: solver options and --calibration do not apply to
-    it). KPIs come with deltas against the baseline; a difference smaller than the two
-    plans' solver gaps is marked as no significant difference.
+    it; one without a solution is refused before anything is solved). KPIs come with
+    deltas against the baseline; a difference smaller than the two plans' solver gaps
+    is marked as no significant difference.
     """
-    from dcplan.errors import InputError
+    from dcplan.cli.saved_cmd import no_plan
+    from dcplan.errors import InputError, Problem, display_path
     from dcplan.export.compare import compare_results, comparison_text, export_comparison
     from dcplan.planner import plan
     from dcplan.planner.saved import is_saved_plan, load_result
@@ -80,6 +82,10 @@ def compare_cmd(
                           else STATE.case(path, calibration))
         except InputError as exc:
             problems += exc.problems
+            continue
+        item = loaded[-1]
+        if hasattr(item, "tables") and not item.status.has_solution:
+            problems.append(Problem(display_path(path), no_plan(item, "compare")))
     if problems:
         raise InputError(problems)
     if baseline is not None and not any(

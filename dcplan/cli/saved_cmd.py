@@ -30,6 +30,12 @@ def load_saved(path: Path):
     return load_plan(path).result
 
 
+def no_plan(result, what: str) -> str:
+    """Why a saved plan without a solution is not shown, exported or compared as a plan."""
+    return (f"holds no plan: the solver found none (status {result.status.value}), so "
+            f"there is nothing to {what}; fix the scenario and plan it again")
+
+
 @app.command("show")
 @handle_errors
 def show_cmd(path: Shown, as_json: options.Json = False, wide: options.Wide = False
@@ -38,6 +44,7 @@ def show_cmd(path: Shown, as_json: options.Json = False, wide: options.Wide = Fa
 
     A saved plan: the same text (or --json summary) 'dcplan plan' printed when it
     solved; the inputs behind it come from the file, not from today's catalogs. A
+    saved plan without a solution is shown as such and exits 1. A
     sweep folder (-o of 'dcplan sweep'): what 'dcplan sweep show' prints (percentiles,
     purchase probabilities, sensitivity).
     """
@@ -64,6 +71,8 @@ def show_cmd(path: Shown, as_json: options.Json = False, wide: options.Wide = Fa
         emit_json(summary)
     else:
         typer.echo(plan_text(result, None if wide else WIDTH))
+    if not result.status.has_solution:  # shown as what it is, and exit 1 as 'plan' does
+        fail(f"'{path}' {no_plan(result, 'show')}")
 
 
 @app.command("export")
@@ -82,8 +91,8 @@ def export_cmd(path: SavedPlan, outdir: options.OutDir = None, xlsx: options.Xls
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
                   files={"--xlsx": xlsx, "--html": html})
     result = load_saved(path)
-    if not result.tables:
-        fail("the saved plan has no solution, so there is nothing to export")
+    if not result.status.has_solution or not result.tables:
+        fail(f"'{path}' {no_plan(result, 'export')}")
     written = write_outputs(result, outdir=outdir, xlsx=xlsx, png_dir=png_dir, html=html,
                             progress=None if quiet else _progress)
     files = [str(p) for paths in written.values() for p in paths]
