@@ -39,6 +39,7 @@ from dcplan.planner.saved import (
     MAX_TABLE_TEXT_BYTES,
     MAX_TEXT_VALUE_BYTES,
     RATIO_CHECKED_BYTES,
+    TABLE_COLUMNS,
     input_classes,
     load_result,
     save_result,
@@ -300,6 +301,9 @@ HOSTILE = {  # name -> (build(good, dst), words the message must hold)
                              ["manifest.json", "../../evil", "should match pattern"]),
     "missing_table": (lambda g, d: rewrite(g, d, drop=("tables/fleet.parquet",)),
                       ["tables/fleet.parquet", "missing"]),
+    "missing_column": (lambda g, d: with_table(g, d, "power", lambda df: df.drop(
+        columns=["facility_kw_peak"])), ["tables/power.parquet", "field 'facility_kw_peak'",
+                                         "lacks column(s) facility_kw_peak"]),
     "text_pages": (lambda g, d: with_table(g, d, "fleet", lambda df: df.assign(
         site="x" * (MAX_TABLE_TEXT_BYTES // len(df) + 1)), use_dictionary=False),
         ["tables/fleet.parquet", "of text) uncompressed"]),
@@ -500,6 +504,12 @@ def test_genuine_plan_round_trips_with_its_nans(good, minimal_plan):
     feasible = rewrite(good, good.with_name("inf_gap.plan"), manifest=manifest_edit(
         status="feasible", gap=float("inf")))
     assert load_result(feasible).gap == float("inf")
+
+
+def test_table_columns_are_those_a_plan_writes(minimal_plan):
+    """A plan solved now has exactly the columns the reader asks of a saved one."""
+    result = minimal_plan[0]
+    assert {name: tuple(df.columns) for name, df in result} == TABLE_COLUMNS
 
 
 def test_missing_parquet_engine_is_not_called_damage(good, monkeypatch):

@@ -131,6 +131,81 @@ WHOLE_COUNTS: dict[str, tuple[str, ...]] = {
     "bom": ("installed", "new", "removed"),
     "equipment": ("count",),
 }
+#: Columns of the result tables as this dcplan writes them (every plan of the examples
+#: has exactly these); a table may have more, never fewer (the exporters read them).
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "kpis": ("kpi", "value", "unit"),
+    "fleet": (
+        "period", "site", "rack", "installed_racks", "new_racks", "retired_racks",
+        "allocated_racks", "headroom_racks", "unavailable_racks", "spare_racks", "rack_positions",
+        "utilisation_frac"
+    ),
+    "allocation": (
+        "period", "site", "rack", "workload", "pool", "schedule", "racks", "tokens_per_s", "it_kw"
+    ),
+    "demand": (
+        "period", "workload", "pool", "demand_stated", "demand_unit", "tokens_per_unit",
+        "conversion", "demand_tokens_per_s_avg", "demand_tokens_per_s_peak",
+        "served_tokens_per_s_avg", "served_tokens_per_s_peak", "unserved_tokens_per_s_avg",
+        "unserved_tokens_per_s_peak"
+    ),
+    "power": (
+        "period", "site", "peak_hour", "it_kw_peak", "cooling_kw_peak", "network_kw",
+        "losses_kw_peak", "facility_kw_peak", "recharge_kw", "power_redundancy",
+        "network_positions", "grid_kw", "connectable_kw", "headroom_kw", "built_kw", "it_kw_avg",
+        "facility_kw_avg", "energy_kwh", "carbon_t"
+    ),
+    "cooling": (
+        "period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load", "cdu_ids",
+        "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd", "cooling_kw_peak", "pue_annual",
+        "water_m3", "water_limit_m3", "wue_l_per_kwh"
+    ),
+    "network": (
+        "period", "site", "rack", "fabric", "racks", "switch_id", "leaf_switches", "spine_switches",
+        "core_switches", "nic_leaf_links", "leaf_spine_links", "spine_core_links", "network_kw",
+        "network_capex_usd"
+    ),
+    "costs": ("period", "category", "kind", "cost_usd", "discount_factor", "cost_usd_discounted"),
+    "build_vs_buy": (
+        "api", "provider", "api_model", "workload", "comparison", "input_mtok", "cached_input_mtok",
+        "output_mtok", "api_usd", "api_usd_per_mtok", "plan_usd", "plan_usd_per_mtok",
+        "reserve_usd_per_mtok", "saving_frac", "cheaper", "break_even_demand_frac",
+        "break_even_utilisation_frac", "as_of"
+    ),
+    "requests": (
+        "workload", "model", "tokens_per_request", "requests", "energy_kwh", "tokens_per_kwh",
+        "wh_per_request"
+    ),
+    "unserved": (
+        "workload", "pool", "period", "short_tokens_per_s_peak", "demand_tokens_per_s_peak",
+        "short_frac", "short_tokens_per_month"
+    ),
+    "shadow_prices": (
+        "family", "site", "workload", "pool", "period", "shadow_price", "shadow_price_relaxed",
+        "unit"
+    ),
+    "binding": (
+        "rank", "limit", "site", "period", "value", "used", "unit", "shadow_price",
+        "shadow_price_relaxed", "shadow_unit"
+    ),
+    "bom": (
+        "site", "period", "category", "item", "catalog_id", "installed", "new", "removed", "kw",
+        "capex_usd", "new_capex_usd"
+    ),
+    "sizing": ("site", "period", "quantity", "unit", "plan", "exact", "diff", "diff_frac"),
+    "equipment": (
+        "site", "period", "category", "fabric", "item", "catalog_id", "count", "kw", "capex_usd",
+        "in_rack"
+    ),
+    "grid": (
+        "period", "site", "connectable_kw", "committed_kw", "requested_kw", "requested_assessed_kw",
+        "energised_kw", "connected_kw", "used_kw", "lead_time_months", "assessment_months"
+    ),
+    "hours": ("period", "site", "hour", "it_kw", "facility_kw"),
+    "schedules": (
+        "period", "workload", "schedule", "flexible", "peak_to_average", "peak_hour", "share_frac"
+    ),
+}
 #: Tables whose every numeric column a plan writes finite (other tables hold NaN where
 #: a figure does not exist: a KPI without tokens, a PUE without load, the switches of a
 #: linear fabric, a relative difference from zero, an infinite break-even).
@@ -825,14 +900,18 @@ def _check_table(shown: str, name: str, df: pd.DataFrame, member: str) -> list[P
             problems.append(_damaged(shown, f"the column holds text where its unit "
                                             f"{unit[:40]!r} says numbers", entry=member,
                                      field=col))
+    missing = [c for c in TABLE_COLUMNS.get(name, ()) if c not in df]
+    if missing:
+        problems.append(_damaged(
+            shown, f"the table lacks column(s) {', '.join(missing)}, which this dcplan's "
+                   f"{name} table has (a plan saved by an older dcplan: plan the scenario "
+                   "again)", entry=member, field=missing[0]))
     whole = WHOLE_COUNTS.get(name, ())
     counts = [*whole, *(c for c, u in units.items() if c in df and c not in whole
                         and u.split(" ")[0] in COUNT_WORDS)]
     for col in counts:
         if col not in df:
-            problems.append(_damaged(shown, f"the column is missing; a plan's {name} table "
-                                            "has it", entry=member, field=col))
-            continue
+            continue  # reported above
         s = df[col]
         if not len(s) or any(p.field == col for p in problems):
             continue
@@ -1075,5 +1154,5 @@ def load_result(path: Path | str) -> PlanResult:
 __all__ = ["DAMAGED", "FORMAT", "FORMAT_VERSION", "INPUT_CLASS_NAMES", "MAX_COMPRESSION_RATIO",
            "MAX_JSON_SEPARATORS", "MAX_MEMBER_BYTES", "MAX_MEMBERS", "MAX_PLAN_BYTES",
            "MAX_PLAN_CELLS", "MAX_TABLE_CELLS", "MAX_TABLE_TEXT_BYTES", "MAX_TEXT_VALUE_BYTES",
-           "MAX_TOTAL_BYTES", "SUFFIX", "Manifest", "input_classes", "is_saved_plan",
-           "load_result", "read_manifest", "save_result"]
+           "MAX_TOTAL_BYTES", "SUFFIX", "TABLE_COLUMNS", "Manifest", "input_classes",
+           "is_saved_plan", "load_result", "read_manifest", "save_result"]
