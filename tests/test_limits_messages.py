@@ -330,11 +330,18 @@ def test_a_measurement_row_with_1e15_gpus_is_refused(tmp_path):
     big[cols.index("gpus")] = "1000000000000000"
     path = tmp_path / "m.csv"
     path.write_text("\n".join([header, row, ",".join(big)]) + "\n")
-    done = runner.invoke(app, ["perf", "validate", str(path)])
+    # calibrate takes only good rows: the file is refused, naming the row
+    out = tmp_path / "cal.yaml"
+    done = runner.invoke(app, ["perf", "calibrate", str(path), "-o", str(out)])
     assert done.exit_code == 1, done.output
     assert "m.csv:3, entry 'row 2', field 'gpus'" in done.output
     assert "1,000,000,000,000,000 GPUs" in done.output and "at most 1,000,000" in done.output
-    assert "row 1" not in done.output
+    assert "row 1" not in done.output and not out.exists()
+    # validate flags the row, never accepts it, and still validates the good one
+    shown = runner.invoke(app, ["perf", "validate", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert "not validated: " in shown.stderr and "entry 'row 2', field 'gpus'" in shown.stderr
+    assert "over 1 rows" in shown.stdout
 
 
 # --- 9: a stochastic plan with unserved demand -----------------------------------------
