@@ -246,6 +246,15 @@ def test_outputs_of_the_stochastic_plan(solved, tmp_path):
                                                                      values_only=True)}
     assert values["EVPI"] == pytest.approx(res.evpi.value)
     assert values["VSS"] == pytest.approx(res.vss.value)
+    # written as one set: the folder's marker and the workbook name the same run
+    from dcplan.export.files import MARKER
+    from dcplan.export.stochastic import write_stochastic_outputs
+
+    write_stochastic_outputs(res, outdir=tmp_path / "tables", xlsx=tmp_path / "s.xlsx",
+                             input_digest="d1")
+    run = json.loads((tmp_path / "tables" / MARKER).read_text())["run"]
+    assert run["input_digest"] == "d1"
+    assert load_workbook(tmp_path / "s.xlsx").properties.identifier == run["run_id"]
     summary = res.summary()
     json.dumps(summary, allow_nan=False)
     assert summary["evpi_usd"] == res.evpi.value and summary["vss_usd"] == res.vss.value

@@ -21,26 +21,19 @@ def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as
     (``--allow-unserved``) or the scenario's ``allow_unserved: true`` accepts it.
     """
     from dcplan.cli.plan_cmd import exit_for
-    from dcplan.export.stochastic import (
-        stochastic_text,
-        write_stochastic_tables,
-        write_stochastic_workbook,
-    )
+    from dcplan.export.stochastic import stochastic_text, write_stochastic_outputs
     from dcplan.export.terminal import WIDTH
     from dcplan.planner.stochastic import plan_stochastic
 
     opt = case.scenario.solver.updated(name=solver, time_limit_s=time_limit, gap=gap,
                                        threads=threads, log=solver_log or None)
     res = plan_stochastic(case, opt, progress=progress)
-    if res.status.has_solution:
-        if outdir is not None:
-            for p in write_stochastic_tables(res, outdir):
-                if progress:
-                    progress(f"wrote {p}")
-        if xlsx is not None:
-            write_stochastic_workbook(res, xlsx)
-            if progress:
-                progress(f"wrote {xlsx}")
+    if res.status.has_solution and (outdir is not None or xlsx is not None):
+        written = write_stochastic_outputs(res, outdir=outdir, xlsx=xlsx,
+                                           input_digest=case.digest)
+        if progress:
+            where = ", ".join(str(p) for p in (outdir, xlsx) if p is not None)
+            progress(f"wrote {len(written)} files ({where})")
     if as_json:
         emit_json(res.summary())
     else:

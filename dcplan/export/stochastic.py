@@ -110,12 +110,43 @@ def stochastic_text(res: Any, width: int | None = 100) -> str:
 
 
 def write_stochastic_tables(res: Any, outdir: Path | str) -> list[Path]:
-    """Write the stochastic tables as CSV files into ``outdir`` (created)."""
+    """Write the stochastic tables as CSV files; ``outdir`` is replaced as a whole.
+
+    As a deterministic plan's ``-o`` folder (:func:`dcplan.export.files.replace_folder`):
+    only a folder that holds nothing but what dcplan wrote there is replaced.
+    """
+    from dcplan.export.files import replace_folder
     from dcplan.tableio import write_csv
 
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    return [write_csv(df, outdir / f"{name}.csv") for name, df in res.tables.items()]
+    with replace_folder(outdir) as tmp:
+        names = [write_csv(df, tmp / f"{name}.csv").name for name, df in res.tables.items()]
+    return [outdir / n for n in names]
+
+
+def write_stochastic_outputs(res: Any, *, outdir: Path | str | None = None,
+                             xlsx: Path | str | None = None, input_digest: str | None = None
+                             ) -> list[Path]:
+    """Write the stochastic plan's tables and workbook as one set (:mod:`dcplan.outputset`).
+
+    Both are staged and moved in together once both are complete, each stamped with
+    the run (id, input digest, time).
+
+    Returns
+    -------
+    list of Path
+        What was written.
+    """
+    from dcplan.outputset import RunStamp, output_set
+
+    out: list[Path] = []
+    stamp = RunStamp.new(input_digest=input_digest, scenario=res.name, outputs=(outdir, xlsx))
+    with output_set(stamp):
+        if outdir is not None:
+            out += write_stochastic_tables(res, outdir)
+        if xlsx is not None:
+            out.append(write_stochastic_workbook(res, xlsx))
+    return out
 
 
 def write_stochastic_workbook(res: Any, path: Path | str) -> Path:
@@ -169,6 +200,9 @@ def write_stochastic_workbook(res: Any, path: Path | str) -> Path:
         sh.page_setup.orientation = "landscape"
         sh.page_setup.fitToWidth = 1
         sh.sheet_properties.pageSetUpPr.fitToPage = True
+    from dcplan.export.excel import stamp_run
+
+    stamp_run(wb)
     path = Path(path)
     with atomic_path(path) as tmp:
         wb.save(tmp)
