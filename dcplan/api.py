@@ -209,13 +209,15 @@ def write_outputs(result: PlanResult, *, outdir: Path | str | None = None,
     dict
         ``csv``, ``xlsx``, ``png``, ``html``, ``save`` -> paths written.
     """
-    from dcplan.export.files import check_replaceable
+    from dcplan.export.files import check_distinct_outputs, check_replaceable
     from dcplan.outputset import RunStamp, output_set
 
     say = progress or (lambda _m: None)
     out: dict[str, list[Path]] = {"csv": [], "xlsx": [], "png": [], "html": [], "save": []}
     if not result.tables:
         return out
+    check_distinct_outputs({"xlsx": xlsx, "html": html, "save": save},
+                           {"outdir": outdir, "png_dir": png_dir})
     for folder in (outdir, png_dir):
         if folder is not None:
             check_replaceable(folder)  # before any work: a user's file is never lost

@@ -170,3 +170,35 @@ def test_every_output_of_a_plan_carries_the_same_run(minimal_plan, tmp_path):
     again = json.loads((paths["outdir"] / MARKER).read_text())["run"]["run_id"]
     assert again != runs["outdir"]["run_id"] and again in paths["html"].read_text()
     assert not _temporaries(tmp_path)
+
+
+def test_a_users_file_named_like_a_temporary_is_theirs(tmp_path):
+    """A name containing dcplan's temporary tag was skipped by the check and deleted."""
+    out = _written(tmp_path / "out", {"a.csv": "1"})
+    (out / "budget.dcplan-tmp.xlsx").write_text("precious")
+    with pytest.raises(InputError, match="budget.dcplan-tmp.xlsx"):
+        with replace_folder(out) as tmp:
+            (tmp / "a.csv").write_text("2")
+    assert (out / "budget.dcplan-tmp.xlsx").read_text() == "precious"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--xlsx", "{d}/same", "--html", "{d}/same"], "--xlsx and --html name the same place"),
+    (["-o", "{d}/t", "--png-dir", "{d}/t"], "-o/--outdir and --png-dir name the same place"),
+    (["-o", "{d}/t", "--xlsx", "{d}/t/plan.xlsx"], "--xlsx lies inside the -o/--outdir folder"),
+    (["-o", "{d}/t", "--png-dir", "{d}/t/charts"], "--png-dir lies inside the -o/--outdir"),
+])
+def test_outputs_that_clash_are_refused_before_any_work(tmp_path, monkeypatch, args, words):
+    """Two outputs on one path kept only the last (a workbook lost without a word); one
+    inside a replaced folder was lost with it or broke the set half way."""
+    import dcplan.planner as planner
+
+    monkeypatch.setattr(planner, "plan", lambda *a, **k: pytest.fail("solved"))
+    argv = [a.format(d=tmp_path) for a in args]
+    res = runner.invoke(app, ["plan", "examples/minimal.yaml", "-q", *argv])
+    assert res.exit_code == 1 and words in res.stderr, res.output
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InputError, match="same place"):
+        from dcplan.export.files import check_distinct_outputs
+
+        check_distinct_outputs({"xlsx": tmp_path / "a", "html": tmp_path / "b/../a"}, {})

@@ -188,6 +188,12 @@ def check_outputs(dirs: dict[str, Path | None] | None = None,
         elif not can_write_in(base):
             problems.append(Problem(str(path), f"{option}: cannot write here (no write access "
                                                f"to '{base}'); choose another place"))
+    from dcplan.export.files import check_distinct_outputs
+
+    try:
+        check_distinct_outputs(files or {}, dirs or {}, folders_replaced=replaced)
+    except InputError as exc:
+        problems += exc.problems
     if problems:
         raise InputError(problems)
 

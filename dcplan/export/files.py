@@ -22,12 +22,13 @@ from typing import Any
 from dcplan.errors import InputError, Problem
 from dcplan.outputset import current as current_output_set
 from dcplan.tableio import csv_ready, csv_safe, tidy_table, write_csv
-from dcplan.yamlio import TMP_TAG, atomic_path, remove_stale_temporaries, temp_prefix
+from dcplan.yamlio import atomic_path, remove_stale_temporaries, temp_prefix
 
 #: File that marks a folder as written by dcplan (listing what it holds), written last.
 MARKER = ".dcplan-output.json"
 
-__all__ = ["MARKER", "atomic_file", "check_replaceable", "csv_ready", "csv_safe",
+__all__ = ["MARKER", "atomic_file", "check_distinct_outputs", "check_replaceable", "csv_ready",
+           "csv_safe",
            "foreign_entries", "replace_folder", "tidy_table", "write_csv"]
 
 
@@ -77,7 +78,10 @@ def foreign_entries(folder: Path | str) -> list[str]:
         return []
     if folder.is_symlink() or not folder.is_dir():
         return [f"{folder} is not a folder dcplan wrote"]
-    entries = sorted(p for p in folder.iterdir() if TMP_TAG not in p.name)
+    # Nothing is skipped, not even a name that looks like one of dcplan's temporaries
+    # (they are written next to the folder, never inside it): a user's file named
+    # "budget.dcplan-tmp.xlsx" is the user's.
+    entries = sorted(folder.iterdir())
     if not entries:
         return []
     marker = folder / MARKER
@@ -126,6 +130,45 @@ def check_replaceable(folder: Path | str, option: str = "") -> None:
                                               "folders whole and never deletes such files: "
                                               "move them away, or choose a new or empty "
                                               "folder"))
+
+
+def check_distinct_outputs(files: dict[str, Path | str | None],
+                           folders: dict[str, Path | str | None],
+                           folders_replaced: bool = True) -> None:
+    """Raise if two outputs of one command would land on the same place.
+
+    Two options naming the same path would leave only the last one written (a
+    workbook silently replaced by the report); a file or folder inside an output
+    folder that is replaced whole would be lost with it, or break the set half way.
+
+    Parameters
+    ----------
+    files, folders : dict
+        Option name -> path (None: not asked for).
+    folders_replaced : bool
+        The folders are replaced whole (``plan -o``), so nothing else may lie inside.
+
+    Raises
+    ------
+    InputError
+        One problem per clash, naming both options.
+    """
+    given = [(opt, Path(p).resolve(), opt in folders)
+             for opt, p in [*files.items(), *folders.items()] if p is not None]
+    problems = []
+    for i, (a, pa, _fa) in enumerate(given):
+        for b, pb, _fb in given[i + 1:]:
+            if pa == pb:
+                problems.append(Problem(str(pa), f"{a} and {b} name the same place; give each "
+                                                 "output its own path"))
+    if folders_replaced:
+        for a, pa, _fa in given:
+            for b, pb, fb in given:
+                if fb and a != b and pb in pa.parents:
+                    problems.append(Problem(str(pa), f"{a} lies inside the {b} folder, which is "
+                                                     "replaced as a whole; put it elsewhere"))
+    if problems:
+        raise InputError(problems)
 
 
 @contextmanager
