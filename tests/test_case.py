@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 import pathlib
 from collections import Counter
 from pathlib import Path
@@ -43,8 +44,16 @@ def _count_reads(monkeypatch) -> Counter:
         counted(self)
         return real_read(self, *a, **k)
 
+    real_os_open = os.open
+
+    def os_open(path, flags, *a, **k):  # the one input reader (yamlio.read_chunks)
+        if not flags & (os.O_WRONLY | os.O_RDWR):
+            counted(path)
+        return real_os_open(path, flags, *a, **k)
+
     monkeypatch.setattr(builtins, "open", open_)
     monkeypatch.setattr(pathlib.Path, "read_text", read_text)
+    monkeypatch.setattr(os, "open", os_open)
     return reads
 
 

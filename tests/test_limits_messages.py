@@ -399,3 +399,26 @@ def test_a_stochastic_plan_with_unserved_demand_exits_1_unless_accepted(tmp_path
     accepted.write_text(SHORT + "allow_unserved: true\n")
     ok = runner.invoke(app, ["plan", str(accepted), "-q"])
     assert ok.exit_code == 0, ok.output
+
+
+# --- solver options a typo turns into a machine-wide problem ------------------------------
+
+
+@pytest.mark.parametrize("args", [["--threads", "1000000000"], ["--time-limit", "inf"],
+                                  ["--time-limit", "1e400"], ["--gap", "inf"]])
+def test_solver_options_out_of_range_on_the_command_line(args):
+    """--threads 1e9 reserved 20 GB in HiGHS before failing; inf limits gave exit 3."""
+    done = runner.invoke(app, ["plan", str(REPO / "examples" / "minimal.yaml"), "-q", *args])
+    assert done.exit_code == 2, done.output
+    assert args[0] in done.output
+
+
+def test_solver_threads_in_a_scenario_are_bounded(tmp_path):
+    from dcplan.scenario.schema import MAX_SOLVER_THREADS
+
+    path = tmp_path / "t.yaml"
+    path.write_text(f"extends: {REPO / 'examples' / 'minimal.yaml'}\n"
+                    "solver: {threads: 1000000000}\n")
+    done = runner.invoke(app, ["validate", str(path)])
+    assert done.exit_code == 1
+    assert f"field 'solver.threads': must be <= {MAX_SOLVER_THREADS}" in done.output

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from dcplan.scenario.schema import SolverOptions
+from dcplan.scenario.schema import MAX_SOLVER_THREADS, MAX_TIME_LIMIT_S, SolverOptions
 
 _DEFAULT = SolverOptions()
 
@@ -34,15 +34,15 @@ Solver = Annotated[str | None, typer.Option(
     help=f"MILP solver: highs or cbc (default: the scenario's solver.name, else "
          f"{_DEFAULT.name}).")]
 TimeLimit = Annotated[float | None, typer.Option(
-    "--time-limit", min=0.001, metavar="SECONDS",
+    "--time-limit", min=0.001, max=MAX_TIME_LIMIT_S, metavar="SECONDS",
     help=f"Solver time limit per solve [s] (default: the scenario's solver.time_limit_s, "
          f"else {_DEFAULT.time_limit_s:g}).")]
 Gap = Annotated[float | None, typer.Option(
-    "--gap", min=0.0, metavar="FRACTION",
+    "--gap", min=0.0, max=1.0, metavar="FRACTION",
     help=f"Relative MIP gap to stop at, e.g. 0.001 = 0.1 % (default: the scenario's "
          f"solver.gap, else {_DEFAULT.gap:g}).")]
 Threads = Annotated[int | None, typer.Option(
-    "--threads", min=1, metavar="N",
+    "--threads", min=1, max=MAX_SOLVER_THREADS, metavar="N",
     help="Solver threads (default: the scenario's solver.threads, else the solver's "
          "choice).")]
 SolverLog = Annotated[bool, typer.Option(

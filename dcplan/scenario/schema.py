@@ -213,6 +213,14 @@ class Growth(_Strict):
 DEFAULT_DEADLINE_HOURS = 24.0
 
 
+
+#: Most solver threads a plan may ask for: each HiGHS thread reserves its own memory, and
+#: a mistyped count (1e9) filled 20 GB before failing; no machine dcplan plans on has
+#: more cores than this.
+MAX_SOLVER_THREADS = 256
+#: Longest solver time limit accepted (a week) [s]; "inf" or 1e400 is a typo, not a limit.
+MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
+
 class WorkloadProfile(_Strict):
     """The daily shape of one workload's demand, and whether it may be shifted.
 
@@ -530,9 +538,9 @@ class SolverOptions(_Strict):
     """
 
     name: Literal["highs", "cbc"] = "highs"
-    time_limit_s: Pos = 120.0
-    gap: NonNeg = 1e-4
-    threads: Annotated[int, NOT_BOOL, Field(gt=0)] | None = None
+    time_limit_s: Annotated[float, NOT_BOOL, Field(gt=0, le=MAX_TIME_LIMIT_S)] = 120.0
+    gap: Annotated[float, NOT_BOOL, Field(ge=0, le=1)] = 1e-4
+    threads: Annotated[int, NOT_BOOL, Field(gt=0, le=MAX_SOLVER_THREADS)] | None = None
     log: bool = False
     fallback: bool = True
     scale: bool = True
