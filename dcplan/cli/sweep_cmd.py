@@ -8,6 +8,7 @@ HTML report again.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -139,6 +140,13 @@ def run_cmd(
     from dcplan.sweep import load_sweep, prepare_sweep, run_sweep, summarize
     from dcplan.sweep.spec import load_sweep_spec
 
+    cores = os.cpu_count() or 1
+    if workers is not None and workers > cores:
+        raise InputError(Problem("--workers", f"{workers} local workers on a machine with "
+                                              f"{cores} cores: each worker is a process with "
+                                              "its own solver (about 250 MB) and more than "
+                                              f"one per core gains nothing; give at most "
+                                              f"{cores}, or --scheduler for a larger cluster"))
     if workers is not None and scheduler:
         raise InputError(Problem("--workers", "give --workers (a local cluster) or "
                                               "--scheduler (an existing one), not both"))

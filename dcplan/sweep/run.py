@@ -565,7 +565,9 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
             if early is not None and not todo:
                 client = early[0]  # nothing left to run: closed below
             if todo:
-                client, cluster, cluster_text = early or _connect(workers, scheduler)
+                # no more local workers than samples left: each is a process of its own
+                local = min(workers or os.cpu_count() or 1, len(todo))
+                client, cluster, cluster_text = early or _connect(local, scheduler)
                 if on_start:
                     on_start(len(todo), design.size, cluster_text)
                 case_f = client.scatter(plan.case, broadcast=True, hash=False)
