@@ -161,6 +161,9 @@ class Case:
         scn = scn.model_copy(update=keep)
         catalog, sites = resolve_scenario(scn, self.base_catalog, self.base_sites)
         scn = resolve_demand_units(scn, catalog)
+        huge = huge_figure_problems(scn, catalog, sites)
+        if huge:
+            raise InputError(huge)
         done = tuple(dict(changes or {}).items()) + tuple(extra)
         return Case(scn, catalog, sites, self.base_catalog, self.base_sites,
                     self.perf_defaults, self.calibration, self.path, self.files,
@@ -327,8 +330,57 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
         raise InputError(problems)
     catalog_used, sites_used = resolve_scenario(scn, catalog, sites)
     scn = resolve_demand_units(scn, catalog_used)
+    huge = huge_figure_problems(scn, catalog_used, sites_used)
+    if huge:
+        raise InputError(huge)
     return Case(scn, catalog_used, sites_used, catalog, sites, defaults, cal, path,
                 tuple(dict.fromkeys(files)))
+
+
+#: Largest magnitude of any figure a plan is built from. Real figures stay far below it
+#: (the largest are demands of at most 1e21 tokens per month); 1e300 in a price, a ratio
+#: or a grid limit is a typo that would overflow the model (an OverflowError or a solver
+#: failure, exit 3) instead of being named.
+HUGE_FIGURE = 1e22
+
+
+def _huge(obj: Any, path: str = "") -> list[tuple[str, float]]:
+    """(dotted path, value) of every number in ``obj`` whose magnitude passes HUGE_FIGURE."""
+    if isinstance(obj, bool):
+        return []
+    if isinstance(obj, int | float):
+        return [(path, float(obj))] if abs(obj) > HUGE_FIGURE else []
+    if isinstance(obj, dict):
+        return [hit for k, v in obj.items() for hit in _huge(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(obj, list | tuple):
+        return [hit for i, v in enumerate(obj) for hit in _huge(v, f"{path}.{i}")]
+    return []
+
+
+def huge_figure_problems(scenario: Scenario, catalog: Any, sites: dict[str, Any]
+                         ) -> list[Problem]:
+    """Figures too large to be real, named by file, entry and field.
+
+    Every number of the scenario, catalogs and sites (overrides applied) whose magnitude
+    passes :data:`HUGE_FIGURE`.
+    """
+    fix = (f"above {HUGE_FIGURE:g} in magnitude, no real figure is that large; correct the "
+           "value")
+    out = []
+    for path, v in _huge(scenario.model_dump(mode="python")):
+        file, line = scenario.where(path)
+        out.append(Problem(file, f"{v:.3g} is {fix}", field=path, line=line))
+    for kind, table in catalog.entries.items():
+        shown = display_path(catalog.files[kind]) if kind in catalog.files else kind
+        for ident, e in table.items():
+            for path, v in _huge(e.model_dump(mode="python")):
+                out.append(Problem(shown, f"{v:.3g} is {fix} (after the scenario's overrides)",
+                                   entry=str(ident), field=path))
+    for ident, site in sites.items():
+        for path, v in _huge(site.model_dump(mode="python")):
+            out.append(Problem(f"site {ident}", f"{v:.3g} is {fix} (after the scenario's "
+                                                "overrides)", entry=str(ident), field=path))
+    return out
 
 
 def case_of(obj: Any, **kwargs: Any) -> Case:

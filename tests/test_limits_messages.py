@@ -422,3 +422,35 @@ def test_solver_threads_in_a_scenario_are_bounded(tmp_path):
     done = runner.invoke(app, ["validate", str(path)])
     assert done.exit_code == 1
     assert f"field 'solver.threads': must be <= {MAX_SOLVER_THREADS}" in done.output
+
+
+@pytest.mark.parametrize("yaml_text, field", [
+    ("oversubscription: 1.0e+308\n", "field 'oversubscription'"),
+    ("demand:\n  peak_to_average: 1.0e+300\n", "field 'demand.peak_to_average'"),
+    ("economics:\n  carbon_price_usd_per_t: 1.0e+308\n",
+     "field 'economics.carbon_price_usd_per_t'"),
+    ("overrides:\n  - {kind: sites, id: seoul_metro, field: grid_mw, add: 1.0e+308, "
+     "from_year: 2027}\n", "entry 'seoul_metro', field 'grid_mw.2028'"),
+])
+def test_a_figure_too_large_to_be_real_is_named_before_planning(tmp_path, yaml_text, field):
+    """Each of these passed validation, then plan exited 3 (OverflowError, a NaN/inf
+    right-hand side in pulp, or a CBC crash after HiGHS gave up)."""
+    from dcplan.case import HUGE_FIGURE
+
+    path = tmp_path / "huge.yaml"
+    path.write_text(f"extends: {REPO / 'examples' / 'minimal.yaml'}\n{yaml_text}")
+    for cmd in (["validate", str(path)], ["plan", str(path), "-q"]):
+        done = runner.invoke(app, cmd)
+        assert done.exit_code == 1, done.output
+        assert field in done.output and f"above {HUGE_FIGURE:g}" in done.output
+
+
+def test_a_target_utilisation_near_zero_is_refused(tmp_path):
+    from dcplan.scenario.schema import MIN_TARGET_UTILISATION
+
+    path = tmp_path / "u.yaml"
+    path.write_text(f"extends: {REPO / 'examples' / 'minimal.yaml'}\n"
+                    "serving: {target_utilisation: 1.0e-300}\n")
+    done = runner.invoke(app, ["validate", str(path)])
+    assert done.exit_code == 1
+    assert f"must be >= {MIN_TARGET_UTILISATION:g}" in done.output

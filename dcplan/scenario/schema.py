@@ -598,6 +598,12 @@ def _availability(value: float) -> float:
     return value
 
 
+#: Lowest target peak utilisation accepted [-]: below a tenth, nine racks in ten would be
+#: headroom, surely a typo (0.85 meant 85 %; 1e-300 broke the solver).
+MIN_TARGET_UTILISATION = 0.1
+#: A target peak utilisation [-], in [:data:`MIN_TARGET_UTILISATION`, 1].
+Utilisation = Annotated[float, NOT_BOOL, Field(ge=MIN_TARGET_UTILISATION, le=1)]
+
 #: A rack availability [-], in [:data:`MIN_AVAILABILITY`, 1].
 Availability = Annotated[float, NOT_BOOL, AfterValidator(_availability)]
 
@@ -609,7 +615,8 @@ class Serving(_Strict):
     ----------
     target_utilisation : float or dict
         Highest share of the capacity in service that the peak hour may use, one value
-        or per workload (0..1] (default :data:`DEFAULT_TARGET_UTILISATION`; workloads
+        or per workload, in [:data:`MIN_TARGET_UTILISATION`, 1] (default
+        :data:`DEFAULT_TARGET_UTILISATION`; workloads
         not listed get the default). The headroom racks draw serving power in the peak
         (the grid and building carry the burst they exist for); energy counts only the
         served load.
@@ -622,7 +629,7 @@ class Serving(_Strict):
         number for every site and type, ``{site: k}`` or ``{site: {rack: k}}``.
     """
 
-    target_utilisation: Share | dict[Id, Share] = DEFAULT_TARGET_UTILISATION
+    target_utilisation: Utilisation | dict[Id, Utilisation] = DEFAULT_TARGET_UTILISATION
     availability: Availability | dict[Id, Availability] = DEFAULT_AVAILABILITY
     spare_racks: Count | dict[Id, Count | dict[Id, Count]] = 0
 
