@@ -1,5 +1,40 @@
-"""``python -m dcplan``: the command line (same as the ``dcplan`` command)."""
+"""``python -m dcplan`` and the ``dcplan`` command: the command line.
 
-from dcplan.cli import main
+Loading the command line imports pandas, the solver and typer (about a second). A
+Ctrl-C or SIGTERM in that second used to print a Python traceback, kill the process by
+the signal, or (once) be swallowed by a library's import; until the command line is
+loaded, either one now stops the process at once with "interrupted" and exit 130, as
+an interrupted command does (nothing has been read or written yet). Then
+:func:`dcplan.cli.main` takes over the signals.
+"""
 
-main()
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def _stop_while_starting(signum, frame) -> None:  # noqa: ARG001 - signal handler
+    try:
+        sys.stderr.write("interrupted\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(130)
+
+
+def main() -> None:
+    """Console-script entry point: load the command line, then run it."""
+    starting = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) not in (signal.SIG_IGN, None):  # a background job keeps
+            starting[sig] = signal.signal(sig, _stop_while_starting)  # ignoring SIGINT
+    from dcplan.cli import main as run
+
+    for sig, previous in starting.items():
+        signal.signal(sig, previous)
+    run()
+
+
+if __name__ == "__main__":
+    main()

@@ -275,3 +275,21 @@ def test_an_interrupted_plan_leaves_the_earlier_outputs_as_they_were(tmp_path):
     assert after == before
     # no temporary folder of the interrupted run beside it
     assert {p.name for p in tmp_path.iterdir()} == {"out", "stderr.txt", "stdout.txt"}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("delay_s", [0.15, 0.4])
+def test_a_signal_while_the_command_line_loads_stops_it_cleanly(tmp_path, sig, delay_s):
+    """Before the CLI is loaded (imports take about a second) a Ctrl-C printed a Python
+    traceback, SIGTERM killed the process by the signal, and once a SIGINT was swallowed
+    and the plan written. Now: "interrupted", exit 130, nothing written."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dcplan", "plan", str(MINIMAL), "-q",
+                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(delay_s)
+    proc.send_signal(sig)
+    _stdout, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert not out.exists()
