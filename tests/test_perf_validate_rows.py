@@ -72,3 +72,27 @@ def test_a_bad_row_is_named_and_the_others_are_validated(tmp_path):
     # A file whose rows are all bad is still refused (nothing to validate).
     only_bad = runner.invoke(app, ["perf", "validate", str(_csv(tmp_path, bad))])
     assert only_bad.exit_code == 1 and "attention heads" in only_bad.stderr
+
+
+def test_measurement_files_are_bounded_and_odd_bytes_named(tmp_path, monkeypatch):
+    """A valid 9 MB file of 72,000 rows took 1.3 GB to validate and over 9 GB (killed at
+    120 s) to calibrate; a 5 MB cell and a NUL byte exited 3 or blamed the wrong column."""
+    from dcplan.cli import app
+    from dcplan.perf.measurements import MAX_ROWS_ENV
+
+    monkeypatch.setenv(MAX_ROWS_ENV, "3")
+    many = _csv(tmp_path, *[_row()] * 4)
+    res = runner.invoke(app, ["perf", "calibrate", str(many), "-o", str(tmp_path / "c.yaml")])
+    assert res.exit_code == 1 and "more than 3 measurement rows" in res.stderr
+    assert MAX_ROWS_ENV in res.stderr and not (tmp_path / "c.yaml").exists()
+    monkeypatch.delenv(MAX_ROWS_ENV)
+    assert runner.invoke(app, ["perf", "validate", str(many)]).exit_code == 0
+
+    cell = tmp_path / "cell.csv"
+    cell.write_text(HEADER + "\n" + _row(source='"' + "x" * 200_000 + '"') + "\n")
+    res = runner.invoke(app, ["perf", "validate", str(cell)])
+    assert res.exit_code == 1 and "not a readable CSV file" in res.stderr
+    nul = tmp_path / "nul.csv"
+    nul.write_text(HEADER + "\n" + _row(precision="fp\x004") + "\n")
+    res = runner.invoke(app, ["perf", "validate", str(nul)])
+    assert res.exit_code == 1 and "NUL byte" in res.stderr and "nul.csv:2" in res.stderr

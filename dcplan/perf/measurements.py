@@ -69,6 +69,13 @@ SPECULATIVE = ("none", "mtp", "draft")
 #: published inference benchmarks run one replica to a few thousand GPUs. A larger
 #: count is a unit or typing mistake.
 MAX_MEASUREMENT_GPUS = 1_000_000
+#: Environment variable that raises or lowers :data:`DEFAULT_MAX_MEASUREMENT_ROWS`.
+MAX_ROWS_ENV = "DCPLAN_MAX_MEASUREMENT_ROWS"
+#: Most data rows one measurement file may hold. The shipped files hold 18 to 1,328;
+#: validating costs about 20 KB and calibrating about 130 KB of memory per row (a valid
+#: 9 MB file of 72,000 rows took 1.3 GB to validate and over 9 GB to calibrate), so
+#: 10,000 rows keep either command near a gigabyte.
+DEFAULT_MAX_MEASUREMENT_ROWS = 10_000
 #: The columns that say what ran (hardware, model, lengths, concurrency, layout, engine):
 #: runs with equal values are repeats of one configuration.
 CONFIGURATION_COLUMNS = (*SERVING_COLUMNS[:SERVING_COLUMNS.index("speculative") + 1],
@@ -285,20 +292,39 @@ def spans_scaleup(m, catalog: Catalog) -> bool:
 
 
 def _read_rows(path: Path | str) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
+    from dcplan.scenario.schema import count_limit
+
     shown = display_path(path)
     text = read_text(path, encoding="utf-8-sig")
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise InputError(Problem(shown, "holds a NUL byte (not text); save the file as plain "
+                                        "UTF-8 CSV", line=line))
     reader = csv.reader(text.splitlines())
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise InputError(Problem(shown, "file is empty; it needs a header row: phase-level "
-                                        f"columns {', '.join(REQUIRED_COLUMNS)}, or serving "
-                                        f"columns {', '.join(SERVING_COLUMNS)}")) from None
+    limit = count_limit(MAX_ROWS_ENV, DEFAULT_MAX_MEASUREMENT_ROWS)
     rows = []
-    for line_no, cells in enumerate(reader, start=2):
-        if not cells or all(not c.strip() for c in cells) or cells[0].lstrip().startswith("#"):
-            continue
-        rows.append((line_no, cells))
+    try:
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise InputError(Problem(shown, "file is empty; it needs a header row: "
+                                            "phase-level columns "
+                                            f"{', '.join(REQUIRED_COLUMNS)}, or serving "
+                                            f"columns {', '.join(SERVING_COLUMNS)}")) from None
+        for line_no, cells in enumerate(reader, start=2):
+            if not cells or all(not c.strip() for c in cells) or \
+                    cells[0].lstrip().startswith("#"):
+                continue
+            rows.append((line_no, cells))
+            if len(rows) > limit:
+                raise InputError(Problem(shown, f"more than {limit:,} measurement rows; split "
+                                                "the file, or set "
+                                                f"{MAX_ROWS_ENV} to a larger limit (about "
+                                                "130 KB of memory per row to calibrate)",
+                                         line=line_no))
+    except csv.Error as exc:
+        raise InputError(Problem(shown, f"not a readable CSV file ({exc}); check quoting near "
+                                        "this line", line=reader.line_num or None)) from None
     return shown, header, rows
 
 
