@@ -454,3 +454,19 @@ def test_a_target_utilisation_near_zero_is_refused(tmp_path):
     done = runner.invoke(app, ["validate", str(path)])
     assert done.exit_code == 1
     assert f"must be >= {MIN_TARGET_UTILISATION:g}" in done.output
+
+
+@pytest.mark.parametrize("field", ["racks", "workloads"])
+def test_an_empty_rack_or_workload_list_is_not_read_as_every_one(tmp_path, field):
+    path = tmp_path / "e.yaml"
+    path.write_text(f"extends: {REPO / 'examples' / 'minimal.yaml'}\n{field}: []\n")
+    done = runner.invoke(app, ["validate", str(path)])
+    assert done.exit_code == 1
+    assert f"field '{field}': is an empty list; leave '{field}' out" in done.output
+
+
+def test_a_negative_sweep_seed_is_named(tmp_path):
+    """It exited 3 (a ValueError from the Latin hypercube sampler)."""
+    path = sweep_file(tmp_path, "method: lhs\nsamples: 4\nseed: -1\nparameters:\n" + RATE)
+    (p,) = refused(path)
+    assert p.field == "seed" and ">= 0" in p.message

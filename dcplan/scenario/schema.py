@@ -1056,6 +1056,17 @@ class Scenario(_Strict):
     sites: list[Id] = Field(min_length=1)
     racks: list[Id] | None = None
     workloads: list[Id] | None = None
+
+    @field_validator("racks", "workloads")
+    @classmethod
+    def _not_empty(cls, v: list[str] | None, info) -> list[str] | None:
+        # An empty list read as "every one" would quietly plan with the whole catalog.
+        if v is not None and not v:
+            what = {"racks": "every rack in the catalog may be bought",
+                    "workloads": "every workload of the demand is served"}[info.field_name]
+            raise ValueError(f"is an empty list; leave '{info.field_name}' out ({what}) or "
+                             "name at least one")
+        return v
     demand: Demand
     economics: Economics = Field(default_factory=Economics)
     existing_fleet: list[ExistingRacks] = Field(default_factory=list)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -256,7 +256,7 @@ class SweepSpec(_Strict):
     base: str
     method: Literal["grid", "random", "lhs", "morris", "sobol"]
     samples: int | None = None
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0)] = 0
     levels: int | None = None
     outputs: list[str] = Field(default_factory=lambda: list(DEFAULT_OUTPUTS))
     solver: SolverSettings = Field(default_factory=SolverSettings)
