@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 
 
 def _stop_while_starting(signum, frame) -> None:  # noqa: ARG001 - signal handler
     try:
-        sys.stderr.write("interrupted\n")
-        sys.stderr.flush()
+        # a raw write: the handler may run while the main thread holds sys.stderr's lock
+        os.write(2, b"interrupted\n")
     finally:
         os._exit(130)
 

@@ -277,19 +277,33 @@ def test_an_interrupted_plan_leaves_the_earlier_outputs_as_they_were(tmp_path):
     assert {p.name for p in tmp_path.iterdir()} == {"out", "stderr.txt", "stdout.txt"}
 
 
+#: Sends ``SIG`` to its own process when the command line's imports reach typer, then
+#: runs the console script's entry point: a signal exactly while the command line loads.
+_SIGNAL_DURING_IMPORT = """
+import os, sys
+class Trap:
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), SIG)
+        return None
+sys.meta_path.insert(0, Trap())
+sys.argv = ["dcplan", "plan", MINIMAL, "-q", "-o", OUT]
+from dcplan.__main__ import main
+main()
+"""
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("delay_s", [0.15, 0.4])
-def test_a_signal_while_the_command_line_loads_stops_it_cleanly(tmp_path, sig, delay_s):
+def test_a_signal_while_the_command_line_loads_stops_it_cleanly(tmp_path, sig):
     """Before the CLI is loaded (imports take about a second) a Ctrl-C printed a Python
     traceback, SIGTERM killed the process by the signal, and once a SIGINT was swallowed
     and the plan written. Now: "interrupted", exit 130, nothing written."""
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "dcplan", "plan", str(MINIMAL), "-q",
-                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    time.sleep(delay_s)
-    proc.send_signal(sig)
-    _stdout, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "interrupted" in err and "Traceback" not in err
+    code = (f"SIG = {int(sig)}\nMINIMAL = {str(MINIMAL)!r}\nOUT = {str(out)!r}\n"
+            + _SIGNAL_DURING_IMPORT)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert "interrupted" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()

@@ -144,7 +144,14 @@ class Terminated(KeyboardInterrupt):
 
 
 def _on_sigterm(signum, frame):  # noqa: ARG001
+    STATE.interrupted = True
     raise Terminated(signum)
+
+
+def _on_sigint(signum, frame):  # noqa: ARG001
+    # Python's own handler, remembering that it fired (see State.interrupted).
+    STATE.interrupted = True
+    raise KeyboardInterrupt
 
 
 def main() -> None:
@@ -153,4 +160,12 @@ def main() -> None:
 
     # Default SIGTERM kills the process without unwinding: temporaries would stay.
     signal.signal(signal.SIGTERM, _on_sigterm)
-    app()
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored
+        signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        app()
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM outside a command's own handler (while typer parses the
+        # command line or sets the command up): nothing was written yet.
+        typer.secho("interrupted", err=True)
+        raise SystemExit(130) from None

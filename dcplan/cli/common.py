@@ -26,6 +26,10 @@ class State:
     catalog_dir: Path | None = None
     sites_dir: Path | None = None
     debug: bool = False
+    #: A Ctrl-C or SIGTERM arrived (set by the handlers of :func:`dcplan.cli.main`): an
+    #: error that follows it is its consequence (an import the KeyboardInterrupt broke
+    #: half way fails later with an ImportError), reported as "interrupted", exit 130.
+    interrupted: bool = False
     _catalog: Any = None
 
     def catalog(self):
@@ -81,14 +85,8 @@ def handle_errors(func: Callable) -> Callable:
             return func(*args, **kwargs)
         except typer.Exit:
             raise
-        except InputError as exc:
-            if STATE.debug:
-                traceback.print_exc()
-            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(1) from None
         except KeyboardInterrupt:
-            typer.secho("interrupted", err=True)
-            raise typer.Exit(130) from None
+            _interrupted()
         except BrokenPipeError:
             # The reader went away (e.g. `dcplan ... | head`): stop quietly.
             try:
@@ -96,7 +94,16 @@ def handle_errors(func: Callable) -> Callable:
             except (OSError, ValueError):  # stdout without a file descriptor
                 pass
             raise typer.Exit(0) from None
+        except InputError as exc:
+            if STATE.interrupted:
+                _interrupted()
+            if STATE.debug:
+                traceback.print_exc()
+            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(1) from None
         except OSError as exc:
+            if STATE.interrupted:
+                _interrupted()
             if STATE.debug:
                 traceback.print_exc()
             where = f" '{exc.filename}'" if exc.filename else ""
@@ -104,6 +111,8 @@ def handle_errors(func: Callable) -> Callable:
                         err=True)
             raise typer.Exit(1) from None
         except Exception as exc:  # noqa: BLE001 - last-resort handler of the CLI
+            if STATE.interrupted:
+                _interrupted()
             if STATE.debug:
                 traceback.print_exc()
             # The solver module is imported only by commands that solve.
@@ -119,6 +128,12 @@ def handle_errors(func: Callable) -> Callable:
             raise typer.Exit(3) from None
 
     return wrapper
+
+
+def _interrupted() -> None:
+    """Ctrl-C or SIGTERM, or an error it caused: "interrupted", exit 130."""
+    typer.secho("interrupted", err=True)
+    raise typer.Exit(130) from None
 
 
 def check_outputs(dirs: dict[str, Path | None] | None = None,
