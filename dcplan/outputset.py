@@ -26,6 +26,7 @@ import datetime as dt
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -133,6 +134,20 @@ class OutputSet:
 
 _CURRENT: ContextVar[OutputSet | None] = ContextVar("dcplan_output_set", default=None)
 
+#: Set by the command line's SIGINT/SIGTERM handlers: no output set is moved in after it,
+#: even where library code swallowed the KeyboardInterrupt the signal raised.
+_STOP = threading.Event()
+
+
+def request_stop() -> None:
+    """Make every later :func:`output_set` discard its outputs (a signal arrived)."""
+    _STOP.set()
+
+
+def stop_requested() -> bool:
+    """Whether :func:`request_stop` was called in this process."""
+    return _STOP.is_set()
+
 
 def current() -> OutputSet | None:
     """The output set open in this context (None: writers rename at once)."""
@@ -166,6 +181,9 @@ def output_set(stamp: RunStamp) -> Iterator[OutputSet]:
         s.discard()
         raise
     _CURRENT.reset(token)
+    if _STOP.is_set():  # interrupted on the way: nothing is moved in
+        s.discard()
+        raise KeyboardInterrupt
     try:
         s.commit()
     except BaseException:
@@ -174,4 +192,4 @@ def output_set(stamp: RunStamp) -> Iterator[OutputSet]:
 
 
 __all__ = ["TMP_TAG", "OutputSet", "RunStamp", "current", "current_stamp", "output_set",
-           "temp_prefix"]
+           "request_stop", "stop_requested", "temp_prefix"]

@@ -202,3 +202,19 @@ def test_outputs_that_clash_are_refused_before_any_work(tmp_path, monkeypatch, a
         from dcplan.export.files import check_distinct_outputs
 
         check_distinct_outputs({"xlsx": tmp_path / "a", "html": tmp_path / "b/../a"}, {})
+
+
+def test_after_a_signal_no_output_set_is_moved_in(tmp_path, monkeypatch):
+    """A Ctrl-C that library code swallowed once let a plan finish and write its outputs:
+    the CLI's handler also stops every later output set from moving in."""
+    import threading
+
+    from dcplan import outputset
+
+    monkeypatch.setattr(outputset, "_STOP", threading.Event())
+    target = tmp_path / "a.txt"
+    outputset.request_stop()
+    with pytest.raises(KeyboardInterrupt):
+        with output_set(RunStamp.new()):
+            write_text_atomic(target, "x")
+    assert not target.exists() and not _temporaries(tmp_path)

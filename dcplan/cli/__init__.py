@@ -143,14 +143,21 @@ class Terminated(KeyboardInterrupt):
     """
 
 
-def _on_sigterm(signum, frame):  # noqa: ARG001
+def _stop_requested() -> None:
+    from dcplan.outputset import request_stop
+
     STATE.interrupted = True
+    request_stop()  # no output set is moved in from now on
+
+
+def _on_sigterm(signum, frame):  # noqa: ARG001
+    _stop_requested()
     raise Terminated(signum)
 
 
 def _on_sigint(signum, frame):  # noqa: ARG001
     # Python's own handler, remembering that it fired (see State.interrupted).
-    STATE.interrupted = True
+    _stop_requested()
     raise KeyboardInterrupt
 
 

@@ -82,8 +82,10 @@ def handle_errors(func: Callable) -> Callable:
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
         except typer.Exit:
+            if STATE.interrupted:  # e.g. "demand cannot be met" after a swallowed Ctrl-C
+                _interrupted()
             raise
         except KeyboardInterrupt:
             _interrupted()
@@ -126,6 +128,9 @@ def handle_errors(func: Callable) -> Callable:
                 err=True,
             )
             raise typer.Exit(3) from None
+        if STATE.interrupted:  # a library swallowed the KeyboardInterrupt: still stopped
+            _interrupted()
+        return out
 
     return wrapper
 
