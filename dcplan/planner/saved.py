@@ -262,25 +262,11 @@ def _encode(obj: Any) -> Any:
 #: Qualified names of the dataclasses a saved plan's inputs may name (the allow-list;
 #: :func:`input_classes` maps them to the classes). Checked on every input member before
 #: anything is rebuilt or imported.
-INPUT_CLASS_NAMES = (
-    "dcplan.planner.inputs.PlanInputs", "dcplan.scenario.schema.Period",
-    "dcplan.planner.inputs.RackData", "dcplan.planner.inputs.SiteData",
-    "dcplan.planner.inputs.RackSiteData", "dcplan.planner.inputs.GridData",
-    "dcplan.planner.inputs.PerfData", "dcplan.planner.inputs.WorkloadData",
-    "dcplan.planner.inputs.ExistingData", "dcplan.planner.fabric.FabricData",
-    "dcplan.planner.operations.OperationsData", "dcplan.planner.operations.ApiOffer",
-    "dcplan.perf.params.PerfDefaults", "dcplan.perf.params.Calibration",
-    "dcplan.perf.params.HardwareParams", "dcplan.perf.params.PhysicsParams",
-    "dcplan.perf.params.ServingParams", "dcplan.perf.params.Software",
-    "dcplan.perf.params.SoftwareSpec", "dcplan.scenario.schema.DemandConversion",
-)
-
-
 @functools.cache
 def input_classes() -> dict[str, type]:
     """The dataclasses a saved plan's inputs may be rebuilt into, by qualified name.
 
-    A fixed list (:data:`INPUT_CLASS_NAMES`): the classes :func:`_encode` writes for the
+    A fixed list, written out below: the classes :func:`_encode` writes for the
     planner's inputs
     (:class:`~dcplan.planner.inputs.PlanInputs` and what its fields hold), the
     performance-model defaults and calibration and the scenario's demand conversions.
@@ -320,11 +306,7 @@ def input_classes() -> dict[str, type]:
                WorkloadData, ExistingData, FabricData, OperationsData, ApiOffer,
                PerfDefaults, Calibration, HardwareParams, PhysicsParams, ServingParams,
                Software, SoftwareSpec, DemandConversion)
-    out = {f"{c.__module__}.{c.__qualname__}": c for c in classes}
-    if set(out) != set(INPUT_CLASS_NAMES):  # a bug: the two lists must agree
-        raise RuntimeError(f"INPUT_CLASS_NAMES and input_classes() differ: "
-                           f"{sorted(set(out) ^ set(INPUT_CLASS_NAMES))}")
-    return out
+    return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
 
 
 def _decode(obj: Any) -> Any:
@@ -503,11 +485,11 @@ class _UnknownClass(ValueError):
 
 
 def _unknown_classes(obj: Any) -> list[str]:
-    """The ``__dataclass__`` names in JSON data ``obj`` outside :data:`INPUT_CLASS_NAMES`.
+    """The ``__dataclass__`` names in JSON data ``obj`` outside :func:`input_classes`.
 
     An iterative walk (no recursion limit): nothing is imported or built.
     """
-    known, unknown, stack = set(INPUT_CLASS_NAMES), [], [obj]
+    known, unknown, stack = set(input_classes()), [], [obj]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
@@ -1151,7 +1133,7 @@ def load_result(path: Path | str) -> PlanResult:
     return result
 
 
-__all__ = ["DAMAGED", "FORMAT", "FORMAT_VERSION", "INPUT_CLASS_NAMES", "MAX_COMPRESSION_RATIO",
+__all__ = ["DAMAGED", "FORMAT", "FORMAT_VERSION", "MAX_COMPRESSION_RATIO",
            "MAX_JSON_SEPARATORS", "MAX_MEMBER_BYTES", "MAX_MEMBERS", "MAX_PLAN_BYTES",
            "MAX_PLAN_CELLS", "MAX_TABLE_CELLS", "MAX_TABLE_TEXT_BYTES", "MAX_TEXT_VALUE_BYTES",
            "MAX_TOTAL_BYTES", "SUFFIX", "TABLE_COLUMNS", "Manifest", "input_classes",
