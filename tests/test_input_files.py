@@ -512,3 +512,18 @@ def test_a_base_scenario_that_is_a_fifo_is_named_as_such(tmp_path):
     (tmp_path / "child.yaml").write_text("extends: base.yaml\nname: x\n")
     code, out, _took = dcplan("validate", "child.yaml", cwd=tmp_path)
     assert code == 1 and "FIFO" in out and "not found" not in out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_saved_plan_that_is_a_special_file_is_named_as_such(tmp_path, kind):
+    """It said "saved plan not found" for a FIFO or a link to /dev/zero."""
+    from dcplan.planner.saved import load_result
+
+    path = tmp_path / "x.plan"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    err, _took = _finishes(lambda: load_result(path))
+    assert isinstance(err, InputError), err
+    assert "not a regular file" in str(err) and "not found" not in str(err)

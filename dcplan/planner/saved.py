@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.planner.result import PlanResult
 from dcplan.planner.solver import SolveStatus
-from dcplan.yamlio import atomic_path, max_input_bytes
+from dcplan.yamlio import SizeLimit, atomic_path, check_regular, max_input_bytes
 
 #: Value of ``format`` in the manifest.
 FORMAT = "dcplan-plan"
@@ -626,12 +626,18 @@ def _check_members(z: zipfile.ZipFile, shown: str) -> None:
         raise InputError(problems)
 
 
+#: check_regular's size limit for saved plans, which have their own (MAX_PLAN_BYTES).
+_NO_SIZE_LIMIT = SizeLimit("", float(1 << 30), "saved plans")
+
+
 def _open_plan(path: Path | str, shown: str) -> zipfile.ZipFile:
     """The saved plan at ``path`` as an open zip, its directory and member sizes checked."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise _refuse(shown, "saved plan not found; check the path")
-    size = p.stat().st_size
+    # A folder, device or FIFO (or a link to one) is refused with its reason, by the one
+    # rule for input files; the size is held to the saved-plan limit just below.
+    size = check_regular(p, _NO_SIZE_LIMIT).st_size
     limit = max(MAX_PLAN_BYTES, max_input_bytes())
     if size > limit:
         raise InputError(_damaged(shown, f"the file has {size:,} bytes, above the limit of "
