@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +36,8 @@ FIX = Path(__file__).parent / "fixtures" / "perf" / "catalog"
 P = HardwareParams(
     compute_eff_frac=0.5, decode_compute_eff_frac=0.4, attention_eff_frac=0.5,
     mla_attention_eff_frac=0.5,
-    hbm_eff_frac=0.8, scaleup_eff_frac=0.5, moe_comm_eff_frac=0.25, scaleout_eff_frac=0.5,
-    step_overhead_s=0.002,
+    hbm_eff_frac=0.8, scaleup_eff_frac=0.5, moe_comm_eff_frac=0.25,
+    moe_prefill_comm_eff_frac=0.75, scaleout_eff_frac=0.5, step_overhead_s=0.002,
     layer_overhead_s=0.0, collective_latency_s=1e-5, scaleout_latency_s=3e-5,
     alltoall_latency_s=2e-5, comm_overlap_frac=0.0,
     power_base_frac=0.3, power_compute_weight=0.5, power_memory_weight=0.4,
@@ -136,6 +137,7 @@ def test_moe_decode_step_with_expert_parallelism(cat, serving):
     shape, hw = _parts(cat, serving, "moe")
     par = Parallel(attn_tp=1, attn_dp=8, ep=8)
     b, ctx = 128.0, 1000.0
+    serving = replace(serving, two_batch_overlap=False)    # in line (overlap tested apart)
     st_ = forward_step(hw, par, shape, PH, serving, b, b / 8, shape.attended(ctx),
                        b / 8 * shape.kv_bytes_seq(ctx), "decode")
     e, k = 64, 4
@@ -145,7 +147,9 @@ def test_moe_decode_step_with_expert_parallelism(cat, serving):
     c1, m1 = ta * 2 * attn / (FP8 * 0.4), attn / BW
     c2 = ta * 10 * ctx * (4 * 32 * 576) / (FP8 * 0.5)  # absorbed MLA, fp8 attention
     m2 = ta * 576 * 10 * ctx / BW                      # latent KV, not split by TP 1
-    c3, m3 = b * 2 * other / 8 / (FP8 * 0.4), other / 8 / BW
+    # dense FFN / shared experts / head run on each rank's own tokens, weights
+    # replicated per rank (attention TP 1)
+    c3, m3 = ta * 2 * other / (FP8 * 0.4), other / BW
     hit = 1 - (1 - k / e) ** b                         # P(an expert is hit)
     hits = e / 8 * hit                                 # of the 8 local experts
     per_expert = b * k / e / hit
@@ -199,11 +203,11 @@ def test_memory_bounds_batch(cat, serving):
     budget = 100e9 * serving.hbm_usable_frac - 70e9
     per_seq = 80 * 2 * 8 * 128 * serving.kv_bytes("fp8") * 2000
     got = float(max_batch(hw, Parallel(1, 1, 1), shape, serving, 2000))
-    assert got == min(budget // per_seq, serving.max_batch_per_replica)
+    assert got == min(budget // per_seq, serving.max_batch_per_rank)
     # TP2 splits the 8 KV heads: half the KV per GPU, twice the room per GPU's share
     got2 = float(max_batch(hw, Parallel(2, 1, 1), shape, serving, 2000))
     assert got2 == min((100e9 * serving.hbm_usable_frac - 35e9) // (per_seq / 2),
-                       serving.max_batch_per_replica)
+                       serving.max_batch_per_rank)
 
 
 # ------------------------------------------------------------ speculative decoding

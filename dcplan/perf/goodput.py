@@ -39,7 +39,7 @@ from dcplan.perf.params import (
     load_calibration,
     load_perf_defaults,
 )
-from dcplan.perf.power import activity, rack_power_kw
+from dcplan.perf.power import activity, rack_power_kw, rack_power_percentile_kw
 from dcplan.perf.predict import calibration_architecture, hardware_params, physics_params
 from dcplan.perf.roofline import (
     Hardware,
@@ -94,9 +94,19 @@ class RackPerf:
     decode_tokens_per_s : float
         Disaggregated: output tokens/s one rack decodes as a decode pool; 0 otherwise.
     power_kw : float
-        Rack IT power at this operating point [kW].
+        Rack IT power at this operating point [kW] (basis: operating point, the
+        time-average over prefill and decode; JSON also as ``power_operating_point_kw``).
     idle_power_kw : float
         Rack IT power when idle [kW].
+    power_nameplate_kw : float
+        The catalog's rack IT power at full load, ``it_power_max_kw`` [kW] (basis:
+        nameplate; the model's power at activity 1).
+    power_p99_kw : float
+        Rack IT power exceeded 1 % of the time [kW] (basis: high percentile of the step
+        mix: instances prefilling at once, Binomial over the rack's instances, at the
+        model's prefill and decode activities; see
+        :func:`dcplan.perf.power.rack_power_percentile_kw`); what breakers and the grid
+        connection see.
     input_tokens_per_s : float
         Input tokens/s per rack [tokens/s].
     output_tokens_per_s_per_gpu, total_tokens_per_s_per_gpu : float
@@ -219,15 +229,19 @@ class RackPerf:
     arrival: str = "poisson"
     concurrency: float = 0.0
     offline: bool = False
+    power_nameplate_kw: float = 0.0
+    power_p99_kw: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of every field plus the per-rack aliases the CLI's JSON names.
 
-        The aliases: ``rack_power_kw``, ``output_tokens_per_s_per_rack``,
+        The aliases: ``rack_power_kw`` and ``power_operating_point_kw`` (both
+        ``power_kw``), ``output_tokens_per_s_per_rack``,
         ``total_tokens_per_s_per_rack``, ``input_tokens_per_s_per_rack``.
         """
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
         out["rack_power_kw"] = self.power_kw
+        out["power_operating_point_kw"] = self.power_kw
         out["output_tokens_per_s_per_rack"] = self.output_tokens_per_s
         out["input_tokens_per_s_per_rack"] = self.input_tokens_per_s
         out["total_tokens_per_s_per_rack"] = self.goodput_tokens_per_s
@@ -445,6 +459,7 @@ def _no_fit(su: Setup, reason: str, bottleneck: str = "") -> RackPerf:
         fits=False, reason=reason, goodput_tokens_per_s=0.0, output_tokens_per_s=0.0,
         prefill_tokens_per_s=0.0, decode_tokens_per_s=0.0,
         power_kw=su.rack.it_power_idle_kw, idle_power_kw=su.rack.it_power_idle_kw,
+        power_nameplate_kw=su.rack.it_power_max_kw, power_p99_kw=su.rack.it_power_idle_kw,
         bottleneck=bottleneck, precision=su.precision.value, mode=wl.mode.value,
         percentile=wl.percentile, speculative=wl.speculative.value, arrival=wl.arrival.value,
         offline=wl.offline,
@@ -460,6 +475,11 @@ def _slo_reason(su: Setup, best_ttft: float, best_tpot: float) -> str:
 
 
 # ----------------------------------------------------------------- aggregated
+
+
+def _batch_cap(sv, p: Parallel, i: int) -> float:
+    """Scheduler limit of layout ``i``'s instance: the per-rank cap times its DP ranks."""
+    return sv.max_batch_per_rank * float(np.asarray(p.attn_dp).ravel()[i])
 
 
 def _label(p: Parallel, i: int, moe: bool) -> tuple[str, int, int, int]:
@@ -513,11 +533,13 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
                 and pt.requests_per_s[nxt] > pt.requests_per_s[at]):
             bottleneck = "slo"
         elif b_here >= float(bmax[li, 0]) - 1e-9:
-            bottleneck = ("batch_limit" if b_here >= sv.max_batch_per_replica
+            bottleneck = ("batch_limit" if b_here >= _batch_cap(sv, par, li)
                           else "memory_capacity")
     elif not closed and b_here >= float(bmax[li, 0]) - 1e-9:
-        bottleneck = "batch_limit" if b_here >= sv.max_batch_per_replica else "memory_capacity"
+        bottleneck = ("batch_limit" if b_here >= _batch_cap(sv, par, li)
+                      else "memory_capacity")
     act = float(activity(su.params, pt.compute_util[at], pt.memory_util[at]))
+    phases = _phase_activities(su, pre, pt, at, li)
     label, t, d, e = _label(par, li, su.shape.is_moe)
     draft = int(n[li, 0])
     return _finish(
@@ -529,7 +551,28 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         sizes=(t, d, e), draft=draft, acceptance=acc if draft else 0.0,
         tokens_per_step=float(np.broadcast_to(pt.tokens_per_step, rate.shape)[at]),
         utilisation=float(pt.utilisation[at]),
-        concurrency=b_here + float(pt.requests_per_s[at] * pt.ttft_mean_s[at]))
+        concurrency=b_here + float(pt.requests_per_s[at] * pt.ttft_mean_s[at]),
+        phases=phases)
+
+
+def _phase_activities(su: Setup, pre, pt, at, li: int) -> tuple[float, float, float]:
+    """Aggregated: (prefill activity, decode activity, prefill time share) at ``at``.
+
+    The prefill step's compute and HBM shares come from the batched prefill; the decode
+    step's follow from the time-averaged shares ``u = rho u_prefill + (1 - rho) u_decode``.
+    """
+    rho = float(np.clip(np.broadcast_to(pt.utilisation, pt.compute_util.shape)[at], 0.0, 1.0))
+    ps = pre.batched
+    t_p = np.maximum(np.asarray(ps.total_s, float), 1e-30)
+    pc = float(np.broadcast_to(np.asarray(ps.compute_s, float) / t_p, pt.compute_util.shape)[at])
+    pm = float(np.broadcast_to(np.asarray(ps.memory_s, float) / t_p, pt.compute_util.shape)[at])
+    uc, um = float(pt.compute_util[at]), float(pt.memory_util[at])
+    if rho >= 1.0 - 1e-9:
+        dc, dm = pc, pm
+    else:
+        dc = (uc - rho * pc) / (1.0 - rho)
+        dm = (um - rho * pm) / (1.0 - rho)
+    return (float(activity(su.params, pc, pm)), float(activity(su.params, dc, dm)), rho)
 
 
 def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: str, gpus: int,
@@ -538,13 +581,17 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
             acceptance: float, tokens_per_step: float, utilisation: float,
             concurrency: float, prefill_tps: float = 0.0, decode_tps: float = 0.0,
             prefill_gpus: int = 0, ratio: float = 0.0, power_kw: float | None = None,
-            prefill_parallel: str = "") -> RackPerf:
+            prefill_parallel: str = "", phases: tuple[float, float, float] | None = None,
+            power_p99_kw: float | None = None) -> RackPerf:
     wl, rack = su.workload, su.rack
     n = rack.accelerators_per_rack
     i_tok, o_tok = wl.input_tokens_mean, wl.output_tokens_mean
     total = req_rack * (i_tok + o_tok)
     out_tps = req_rack * o_tok
     power = float(rack_power_kw(rack, su.acc, act)) if power_kw is None else power_kw
+    if power_p99_kw is None:
+        act_p, act_d, rho = phases if phases is not None else (act, act, 0.0)
+        power_p99_kw = rack_power_percentile_kw(rack, su.acc, act_p, act_d, rho, n / gpus)
     return RackPerf(
         fits=True, reason="", goodput_tokens_per_s=total, output_tokens_per_s=out_tps,
         prefill_tokens_per_s=prefill_tps, decode_tokens_per_s=decode_tps,
@@ -567,6 +614,7 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
         prefill_utilisation=utilisation, speculative=wl.speculative.value,
         draft_tokens=draft, acceptance_frac=acceptance, tokens_per_step=tokens_per_step,
         arrival=wl.arrival.value, concurrency=concurrency, offline=wl.offline,
+        power_nameplate_kw=rack.it_power_max_kw, power_p99_kw=max(power_p99_kw, power),
     )
 
 
@@ -638,6 +686,14 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
                            float(np.broadcast_to(ds.memory_s, rate_d.shape)[at]) / t_d))
     power = (share_p * float(rack_power_kw(rack, su.acc, act_p))
              + (1 - share_p) * float(rack_power_kw(rack, su.acc, act_d)))
+    # high percentile: the prefill pool's instances each busy a share u of the time at
+    # the activity of a prefill step, the decode pool steady
+    t_pb = float(np.asarray(pst.total_s).ravel()[pi])
+    act_pb = float(activity(su.params, float(np.asarray(pst.compute_s).ravel()[pi]) / t_pb,
+                            float(np.asarray(pst.memory_s).ravel()[pi]) / t_pb))
+    p99_p = rack_power_percentile_kw(rack, su.acc, act_pb, float(activity(su.params, 0.0, 0.0)),
+                                     u, n_rack / float(gp[pi, 0]))
+    power_p99 = share_p * p99_p + (1 - share_p) * float(rack_power_kw(rack, su.acc, act_d))
     act = share_p * act_p + (1 - share_p) * act_d
     comp = float(np.asarray(pst.compute_s).ravel()[pi])
     mem = float(np.asarray(pst.memory_s).ravel()[pi])
@@ -657,7 +713,8 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     if bi + 1 < grid.shape[1] and valid[li, bi + 1] and not ok_d[li, bi + 1]:
         limit_d = "slo"
     elif b_here >= float(bmax[li, 0]) - 1e-9:
-        limit_d = "batch_limit" if b_here >= sv.max_batch_per_replica else "memory_capacity"
+        limit_d = ("batch_limit" if b_here >= _batch_cap(sv, par, li)
+                   else "memory_capacity")
     decode_limit = limit_d or bound_d
     label, t, d, e = _label(par, li, su.shape.is_moe)
     plabel, *_ = _label(ppar, pi, su.shape.is_moe)
@@ -675,7 +732,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         tokens_per_step=float(np.broadcast_to(dec.tokens_per_step, rate_d.shape)[at]),
         utilisation=u, concurrency=b_here, prefill_tps=rp * wl.input_tokens_mean,
         decode_tps=rd * o_tok, prefill_gpus=int(gp[pi, 0]), ratio=rd / rp, power_kw=power,
-        prefill_parallel=plabel)
+        prefill_parallel=plabel, power_p99_kw=power_p99)
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
                                prefill_share=share_p)
 

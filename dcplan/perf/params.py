@@ -64,8 +64,12 @@ class HardwareParams:
     scaleup_eff_frac : float
         Share of per-direction scale-up bandwidth reached by all-reduces [0..1].
     moe_comm_eff_frac : float
-        Share of the link bandwidth reached by MoE communication: dispatch/combine
-        all-to-alls and the all-reduce of tensor-parallel experts [0..1].
+        Share of the link bandwidth reached by MoE communication in decode
+        (low-latency dispatch/combine all-to-alls) and by the all-reduce of
+        tensor-parallel experts [0..1].
+    moe_prefill_comm_eff_frac : float
+        Share of the link bandwidth reached by prefill's dispatch/combine all-to-alls
+        (throughput kernels on large chunks: DeepEP's normal kernels) [0..1].
     scaleout_eff_frac : float
         Share of scale-out bandwidth reached by collectives and KV transfer [0..1].
     step_overhead_s : float
@@ -95,6 +99,7 @@ class HardwareParams:
     hbm_eff_frac: float
     scaleup_eff_frac: float
     moe_comm_eff_frac: float
+    moe_prefill_comm_eff_frac: float
     scaleout_eff_frac: float
     step_overhead_s: float
     layer_overhead_s: float
@@ -116,6 +121,7 @@ PARAM_BOUNDS: dict[str, tuple[float, float]] = {
     "hbm_eff_frac": (1e-3, 1.0),
     "scaleup_eff_frac": (1e-3, 1.0),
     "moe_comm_eff_frac": (1e-3, 1.0),
+    "moe_prefill_comm_eff_frac": (1e-3, 1.0),
     "scaleout_eff_frac": (1e-3, 1.0),
     "step_overhead_s": (0.0, 1.0),
     "layer_overhead_s": (0.0, 0.01),
@@ -211,8 +217,13 @@ class ServingParams:
     moe_non_expert_precision : tuple of (str, str)
         Precision of an MoE model's non-expert weights (attention, dense FFN, shared
         experts) by serving precision (FP4 checkpoints quantise the experts only).
-    max_batch_per_replica : int
-        Scheduler limit on sequences decoded at once per instance [sequences].
+    max_batch_per_rank : int
+        Scheduler limit on sequences decoded at once per attention data-parallel rank
+        (an instance without DP attention has one rank) [sequences].
+    two_batch_overlap : bool
+        Engines may split an expert-parallel pass into two micro-batches whose
+        communication overlaps the other's compute (SGLang two-batch overlap, DeepSeek's
+        dual micro-batch overlap); the faster schedule is taken.
     prefill_chunk_tokens : int
         Prompt tokens per prefill chunk [tokens].
     tensor_parallel_sizes : tuple of int
@@ -238,7 +249,8 @@ class ServingParams:
     kv_bytes_per_element: tuple[tuple[str, float], ...]
     attention_precision: tuple[tuple[str, str], ...]
     moe_non_expert_precision: tuple[tuple[str, str], ...]
-    max_batch_per_replica: int
+    max_batch_per_rank: int
+    two_batch_overlap: bool
     prefill_chunk_tokens: int
     tensor_parallel_sizes: tuple[int, ...]
     mtp_draft_tokens: tuple[int, ...]
@@ -260,7 +272,8 @@ class ServingParams:
         return dict(self.moe_non_expert_precision)[precision]
 
 
-#: serving keys: name -> (kind, low, high); kind is "num", "int", "ints", "bytes", "prec".
+#: serving keys: name -> (kind, low, high); kind is "num", "int", "bool", "ints", "bytes",
+#: "prec".
 _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "hbm_usable_frac": ("num", 0.05, 1.0),
     "activation_bytes": ("num", 0.5, 8.0),
@@ -268,7 +281,8 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "kv_bytes_per_element": ("bytes", 0.25, 8.0),
     "attention_precision": ("prec", 0, 0),
     "moe_non_expert_precision": ("prec", 0, 0),
-    "max_batch_per_replica": ("int", 1, 1_000_000),
+    "max_batch_per_rank": ("int", 1, 1_000_000),
+    "two_batch_overlap": ("bool", 0, 0),
     "prefill_chunk_tokens": ("int", 1, 10_000_000),
     "tensor_parallel_sizes": ("ints", 1, 1024),
     "mtp_draft_tokens": ("ints", 1, 16),
@@ -774,6 +788,11 @@ def _parse_serving(raw: Any, file: str, problems: list[Problem]) -> ServingParam
                          f"and {hi} (got {value!r})")
             else:
                 values[key] = int(value) if kind == "int" else float(value)
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                bad(key, f"must be true or false (got {value!r})")
+            else:
+                values[key] = value
         elif kind == "ints":
             if (not isinstance(value, list) or not value or any(
                     isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi

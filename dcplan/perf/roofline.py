@@ -358,7 +358,7 @@ def allreduce_time(hw: Hardware, group, message_bytes, eff=None) -> np.ndarray:
 
 
 def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
-                      bytes_per_token: float) -> np.ndarray:
+                      bytes_per_token: float, eff=None) -> np.ndarray:
     """MoE dispatch + combine all-to-all over an expert-parallel ``group`` [s].
 
     Each of a GPU's ``tokens_per_gpu`` tokens goes to its ``k`` experts, spread evenly
@@ -371,13 +371,15 @@ def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
     of the link). ``bytes_per_token`` is the dispatch plus combine bytes of one token
     copy. Plus two latencies
     (``alltoall_latency_s``, or ``scaleout_latency_s`` when crossing domains).
+    ``eff`` replaces ``moe_comm_eff_frac`` (prefill's throughput kernels use
+    ``moe_prefill_comm_eff_frac``).
     """
     n = np.asarray(group, dtype=float)
     t = np.asarray(tokens_per_gpu, dtype=float)
     p = hw.params
     d = np.minimum(n, hw.domain)
     m = np.maximum(n / hw.domain, 1.0)
-    up = hw.scaleup_bytes_per_s * p.moe_comm_eff_frac
+    up = hw.scaleup_bytes_per_s * (p.moe_comm_eff_frac if eff is None else eff)
     out = hw.scaleout_bytes_per_s * p.scaleout_eff_frac
     k = float(experts_active)
     in_domain = t * k * bytes_per_token * ((d - 1.0) + np.maximum(n - hw.domain, 0.0)) / n
@@ -397,7 +399,9 @@ class StepTime:
     ``compute_s`` and ``memory_s`` are the summed compute and memory times of the
     components; ``roof_s`` the sum of each component's larger one (what the step
     takes before communication and overheads); ``comm_s`` the communication left
-    after ``comm_overlap_frac`` of it (at most the roof time) hides behind the roof.
+    exposed: after ``comm_overlap_frac`` of it (at most the roof time) hides behind the
+    roof or, with two-batch overlap, what the micro-batches' communication exceeds
+    their roof. ``tbo`` says where two-batch overlap was the faster schedule.
     """
 
     compute_s: np.ndarray
@@ -405,6 +409,7 @@ class StepTime:
     roof_s: np.ndarray
     comm_s: np.ndarray
     overhead_s: np.ndarray
+    tbo: np.ndarray | bool = False
 
     @property
     def total_s(self) -> np.ndarray:
@@ -412,48 +417,19 @@ class StepTime:
         return self.roof_s + self.comm_s + self.overhead_s
 
 
-def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsParams,
-                 serving: ServingParams, tokens, rank_tokens, attended_per_token,
-                 kv_bytes_per_rank, phase: str = "decode", steps=1.0,
-                 layers_frac=1.0) -> StepTime:
-    """Time of one forward pass (or ``steps`` chunks of one) over ``tokens`` tokens.
+def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsParams,
+                serving: ServingParams, T, Ta, kv, attended_per_token, prefill: bool,
+                lf) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Compute, memory, roof and raw (not overlapped) communication time of one pass [s].
 
-    Parameters
-    ----------
-    hw, par, shape, phys, serving
-        Hardware, parallel layout, model, physics and serving parameters.
-    tokens : float or array
-        Tokens entering the MoE/FFN layers of the instance in this pass [tokens].
-    rank_tokens : float or array
-        Tokens on the busiest attention data-parallel rank [tokens].
-    attended_per_token : float or array
-        Layer-summed key positions each query attends to (:meth:`ModelShape.attended`).
-    kv_bytes_per_rank : float or array
-        KV-cache bytes the busiest attention rank reads (before TP sharding) [bytes].
-    phase : {"decode", "prefill"}
-        Decode uses ``decode_compute_eff_frac`` and absorbed MLA attention; prefill
-        ``compute_eff_frac`` and the decompressed (per-head) attention.
-    steps : float
-        Weight reads and overheads are paid this many times (prefill chunks).
-    layers_frac : float
-        Share of the layers run (1; a draft module uses a fraction).
-
-    Returns
-    -------
-    StepTime
+    ``T`` tokens in the instance, ``Ta`` on the busiest attention rank, ``kv`` KV-cache
+    bytes that rank reads; weights are read once per pass.
     """
     p = hw.params
-    n_steps = np.asarray(steps, dtype=float)
-    # Work per chunk; weight reads, latencies and overheads are paid once per chunk.
-    T = np.asarray(tokens, dtype=float) / n_steps
-    Ta = np.asarray(rank_tokens, dtype=float) / n_steps
-    kv = np.asarray(kv_bytes_per_rank, dtype=float) / n_steps
     bw = hw.hbm_bytes_per_s * p.hbm_eff_frac
     g = np.asarray(par.gpus, dtype=float)
     t_a = np.asarray(par.attn_tp, dtype=float)
     ep = np.asarray(par.ep, dtype=float)
-    lf = layers_frac
-    prefill = phase == "prefill"
     gemm_eff = p.compute_eff_frac if prefill else p.decode_compute_eff_frac
     key_flops = shape.prefill_flops_per_key if prefill else shape.decode_flops_per_key
 
@@ -465,14 +441,15 @@ def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPa
     attn_eff = p.mla_attention_eff_frac if shape.mla else p.attention_eff_frac
     c2 = Ta * attended_per_token * lf * key_flops / t_a / (hw.attn_flops * attn_eff)
     m2 = kv * lf / kv_shard / bw
-    # 3. dense FFN, shared experts, head: sharded over all GPUs of the instance
-    c3 = T * 2.0 * shape.other_params * lf / g / (hw.other_flops * gemm_eff)
-    m3 = shape.other_params * lf * shape.other_bytes_per_param / g / bw
+    # 3. dense FFN, shared experts, head: run like attention, tensor-parallel over
+    #    attn_tp inside each data-parallel rank on the rank's own tokens (SGLang
+    #    moe-dense-tp-size 1 and DP LM head under DP attention; no DP: over all GPUs)
+    c3 = Ta * 2.0 * shape.other_params * lf / t_a / (hw.other_flops * gemm_eff)
+    m3 = shape.other_params * lf * shape.other_bytes_per_param / t_a / bw
     compute = c1 + c2 + c3
     memory = m1 + m2 + m3
     roof = np.maximum(c1, m1) + np.maximum(c2, m2) + np.maximum(c3, m3)
     msg_rank = Ta * shape.hidden_size * serving.activation_bytes
-    msg_all = T * shape.hidden_size * serving.activation_bytes
     if shape.is_moe:
         e, k = float(shape.experts_total), float(shape.experts_active)
         hit_p = 1.0 - (1.0 - k / e) ** np.maximum(T, 1.0)
@@ -488,27 +465,96 @@ def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPa
         compute = compute + c4
         memory = memory + m4
         roof = roof + np.maximum(c4, m4)
-        # MoE layers: dispatch + combine all-to-all over EP, or an all-reduce (EP 1)
+        # MoE layers: dispatch + combine all-to-all over EP (prefill: the throughput
+        # kernels; decode: the low-latency kernels), or an all-reduce (EP 1)
         per_token = shape.hidden_size * (serving.dispatch_bytes + serving.activation_bytes)
+        a2a_eff = p.moe_prefill_comm_eff_frac if prefill else p.moe_comm_eff_frac
         moe_comm = np.where(ep > 1, moe_alltoall_time(hw, ep, T / g * imb, shape.experts_active,
-                                                      per_token),
-                            allreduce_time(hw, g, msg_all, p.moe_comm_eff_frac))
+                                                      per_token, a2a_eff),
+                            allreduce_time(hw, g, T * shape.hidden_size
+                                           * serving.activation_bytes, p.moe_comm_eff_frac))
         ar_rank = allreduce_time(hw, t_a, msg_rank)
         comm = shape.moe_layers * lf * (moe_comm + ar_rank)
         if shape.dense_layers:
-            comm = comm + shape.dense_layers * lf * (ar_rank + allreduce_time(hw, g, msg_all))
+            comm = comm + shape.dense_layers * lf * 2.0 * ar_rank
     else:
         # dense: attention and FFN all-reduces per layer over the TP group
         comm = shape.layers * lf * 2.0 * allreduce_time(hw, t_a, msg_rank)
-    # Part of the communication hides behind the step's compute and memory time.
-    comm = comm - p.comm_overlap_frac * np.minimum(comm, roof)
-    overhead = p.step_overhead_s + shape.layers * lf * p.layer_overhead_s
+    return compute, memory, roof, comm
+
+
+def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsParams,
+                 serving: ServingParams, tokens, rank_tokens, attended_per_token,
+                 kv_bytes_per_rank, phase: str = "decode", steps=1.0,
+                 layers_frac=1.0) -> StepTime:
+    """Time of one forward pass (or ``steps`` chunks of one) over ``tokens`` tokens.
+
+    Communication is scheduled one of two ways, and the faster is taken (engines are
+    configured for it):
+
+    - **in line**: ``comm_overlap_frac`` of the communication (at most the roof time)
+      hides behind the same pass's compute and memory time;
+    - **two-batch overlap** (``serving.two_batch_overlap``, expert-parallel MoE only,
+      at least two tokens on a rank): the pass is split into two micro-batches of half
+      the tokens, and one's dispatch/combine runs while the other computes, so per
+      layer the pass takes ``2 max(roof(T/2), comm(T/2))``. Each micro-batch reads the
+      weights again, and each collective pays its latency twice: it helps when the
+      communication is a large share of the step (wide-EP prefill), not at small decode
+      batches.
+
+    Parameters
+    ----------
+    hw, par, shape, phys, serving
+        Hardware, parallel layout, model, physics and serving parameters.
+    tokens : float or array
+        Tokens entering the MoE/FFN layers of the instance in this pass [tokens].
+    rank_tokens : float or array
+        Tokens on the busiest attention data-parallel rank [tokens].
+    attended_per_token : float or array
+        Layer-summed key positions each query attends to (:meth:`ModelShape.attended`).
+    kv_bytes_per_rank : float or array
+        KV-cache bytes the busiest attention rank reads (before TP sharding) [bytes].
+    phase : {"decode", "prefill"}
+        Decode uses ``decode_compute_eff_frac``, absorbed MLA attention and the
+        low-latency all-to-all (``moe_comm_eff_frac``); prefill ``compute_eff_frac``,
+        the decompressed (per-head) attention and the throughput all-to-all
+        (``moe_prefill_comm_eff_frac``).
+    steps : float
+        Weight reads and overheads are paid this many times (prefill chunks).
+    layers_frac : float
+        Share of the layers run (1; a draft module uses a fraction).
+
+    Returns
+    -------
+    StepTime
+    """
+    p = hw.params
+    n_steps = np.asarray(steps, dtype=float)
+    # Work per chunk; weight reads, latencies and overheads are paid once per chunk.
+    T = np.asarray(tokens, dtype=float) / n_steps
+    Ta = np.asarray(rank_tokens, dtype=float) / n_steps
+    kv = np.asarray(kv_bytes_per_rank, dtype=float) / n_steps
+    prefill = phase == "prefill"
+    args = (hw, par, shape, phys, serving)
+    compute, memory, roof, comm_raw = _pass_times(*args, T, Ta, kv, attended_per_token,
+                                                  prefill, layers_frac)
+    # In line: part of the communication hides behind the pass's compute and memory time.
+    comm = comm_raw - p.comm_overlap_frac * np.minimum(comm_raw, roof)
+    tbo = np.zeros(np.shape(roof + comm), dtype=bool)
+    if serving.two_batch_overlap and shape.is_moe:
+        hc, hm, hr, hcomm = _pass_times(*args, T / 2.0, Ta / 2.0, kv / 2.0,
+                                        attended_per_token, prefill, layers_frac)
+        tbo_roof, tbo_comm = 2.0 * hr, 2.0 * np.maximum(hcomm - hr, 0.0)
+        ep = np.asarray(par.ep, dtype=float)
+        tbo = (ep > 1) & (Ta >= 2.0) & (tbo_roof + tbo_comm < roof + comm)
+        compute = np.where(tbo, 2.0 * hc, compute)
+        memory = np.where(tbo, 2.0 * hm, memory)
+        roof = np.where(tbo, tbo_roof, roof)
+        comm = np.where(tbo, tbo_comm, comm)
+    overhead = p.step_overhead_s + shape.layers * layers_frac * p.layer_overhead_s
     z = 0.0 * roof
     return StepTime(n_steps * compute, n_steps * memory, n_steps * roof, n_steps * comm + z,
-                    n_steps * overhead + z)
-
-
-
+                    n_steps * overhead + z, tbo)
 
 
 # ----------------------------------------------------------------------- memory
@@ -517,13 +563,13 @@ def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPa
 def weight_bytes_per_gpu(par: Parallel, shape: ModelShape) -> np.ndarray:
     """Weights one GPU of the instance holds [bytes].
 
-    Attention projections are split over ``attn_tp`` (replicated over the DP ranks);
-    everything else is spread over all GPUs of the instance.
+    Attention projections and the other always-on weights (dense FFN, shared experts,
+    head) are split over ``attn_tp`` and replicated over the DP ranks; the routed
+    experts are spread over all GPUs of the instance.
     """
     g = np.asarray(par.gpus, dtype=float)
     t_a = np.asarray(par.attn_tp, dtype=float)
-    return (shape.attention_params * shape.other_bytes_per_param / t_a
-            + shape.other_params * shape.other_bytes_per_param / g
+    return ((shape.attention_params + shape.other_params) * shape.other_bytes_per_param / t_a
             + shape.experts_total * shape.expert_params * shape.expert_bytes_per_param / g)
 
 
@@ -536,9 +582,15 @@ def kv_bytes_per_gpu(par: Parallel, shape: ModelShape, context_tokens) -> np.nda
 
 def max_batch(hw: Hardware, par: Parallel, shape: ModelShape, serving: ServingParams,
               context_tokens) -> np.ndarray:
-    """Most sequences of ``context_tokens`` the instance holds next to its weights [-]."""
+    """Most sequences of ``context_tokens`` the instance holds next to its weights [-].
+
+    Each attention data-parallel rank holds the KV of its own sequences and the
+    scheduler caps each rank at ``max_batch_per_rank`` (engines apply their batch limit
+    per rank: TensorRT-LLM's ``max_batch_size``, SGLang's ``cuda-graph-bs`` under DP
+    attention), so a DEP32 instance holds up to 32 times one rank's batch.
+    """
     free = hw.hbm_capacity - weight_bytes_per_gpu(par, shape)
     per_seq = kv_bytes_per_gpu(par, shape, context_tokens)
     per_rank = np.floor(np.maximum(free, 0.0) / np.maximum(per_seq, 1e-30))
-    return np.minimum(per_rank * np.asarray(par.attn_dp, dtype=float),
-                      serving.max_batch_per_replica)
+    return (np.minimum(per_rank, serving.max_batch_per_rank)
+            * np.asarray(par.attn_dp, dtype=float))
