@@ -301,7 +301,9 @@ def _print_point(p, rack: str, model: str, wl) -> None:
         (f"TTFT p{p.percentile:g}", f"{p.ttft_s:.3g} s (median {p.ttft_median_s:.3g} s)"),
         (f"TPOT p{p.percentile:g}", f"{p.tpot_ms:.3g} ms (median {p.tpot_median_ms:.3g} ms)"),
         ("bottleneck", bottleneck),
-        ("rack power", f"{p.power_kw:,.1f} kW (idle {p.idle_power_kw:,.1f} kW)"),
+        ("rack power", f"{p.power_kw:,.1f} kW at the operating point, p99 "
+                       f"{p.power_p99_kw:,.1f} kW, nameplate {p.power_nameplate_kw:,.1f} kW "
+                       f"(idle {p.idle_power_kw:,.1f} kW)"),
         ("tokens per joule", f"{p.output_tokens_per_joule:,.3g} output, "
                              f"{p.total_tokens_per_joule:,.3g} total"),
         ("tokens/s per MW IT", f"{p.output_tokens_per_s_per_mw:,.0f} output, "
@@ -445,6 +447,9 @@ def _print_summary(rep: dict, prefix: str = "") -> None:
     typer.echo(prefix + _fmt_summary("median TPOT", rep["tpot"]))
     typer.echo(prefix + _fmt_summary("median TTFT", rep["ttft"]))
     typer.echo(prefix + _fmt_summary("power", rep["power"]))
+    for vendor, s in rep.get("power_by_vendor", {}).items():
+        typer.echo(prefix + _fmt_summary(f"  power {vendor} (operating point)", s)
+                   + f", signed median {s['median_signed_pct']:+.1f}%")
     if rep["flagged"]:
         typer.echo(prefix + f"{rep['flagged']} rows the model cannot express (see 'flag')")
     if rep.get("low_repeats"):
@@ -498,6 +503,9 @@ def validate(
     cal = _calibration(calibration, catalog)
     results = evaluate_rows(rows, catalog, load_perf_defaults(defaults_path(catalog)), cal)
     rep = report(results)
+    from dcplan.perf.power import power_error_by_vendor
+
+    rep["power_by_vendor"] = power_error_by_vendor(results, catalog)
     if json_out:
         records = [_json_record(r) for r in results]
         for rec, q, f in zip(records, repeat_ratios(results), files, strict=True):

@@ -303,8 +303,10 @@ class Predictor:
             m = self.rows[i]
             w = self.weights[i]
             a = phase_arrays(m, self.catalog, self._phase_params(rp, i), physics, self.defaults)
-            r = w * np.log(np.maximum(a["tokens_per_s"], 1e-12) / m.tokens_per_s)
-            out[:, entry[0]] = np.where(np.isfinite(r), r, 3.0 * w)
+            # a power-capped (MaxQ) row's throughput is not fitted: no clock throttling
+            wt = 0.0 if m.power_cap_w else w
+            r = wt * np.log(np.maximum(a["tokens_per_s"], 1e-12) / m.tokens_per_s)
+            out[:, entry[0]] = np.where(np.isfinite(r), r, 3.0 * wt)
             if len(entry) > 1:
                 r = w * np.log(np.maximum(a["power_w"], 1e-12) / m.power_w)
                 out[:, entry[1]] = np.where(np.isfinite(r), r, 3.0 * w)

@@ -52,7 +52,7 @@ from dcplan.yamlio import read_text
 REQUIRED_COLUMNS = ("hardware", "model", "precision", "phase", "gpus", "batch",
                     "context_tokens", "tokens_per_s", "power_w")
 OPTIONAL_COLUMNS = ("source", "as_of", "notes", "prompt_tokens", "output_tokens", "ttft_s",
-                    "tpot_ms", "framework")
+                    "tpot_ms", "framework", "power_cap_w")
 PHASES = ("prefill", "decode")
 
 #: Columns of a serving-measurement file (all required in the header, in any order).
@@ -111,6 +111,10 @@ class Measurement:
         Line of the row in its file.
     framework : str
         Serving engine (``trt`` for TensorRT-LLM, as serving rows name it); '' unknown.
+    power_cap_w : float or None
+        Power limit per accelerator the run was held to (MLPerf MaxQ) [W] (basis: cap);
+        predicted power is capped there, and the row's throughput is not fitted (the
+        model has no clock throttling).
     """
 
     row: int
@@ -132,6 +136,7 @@ class Measurement:
     notes: str = ""
     line: int = 0
     framework: str = ""
+    power_cap_w: float | None = None
 
     kind = "phase"
 
@@ -490,6 +495,7 @@ def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: 
         ("tokens_per_s", False, False, False), ("power_w", False, False, True),
         ("prompt_tokens", False, False, True), ("output_tokens", False, False, True),
         ("ttft_s", False, False, True), ("tpot_ms", False, False, True),
+        ("power_cap_w", False, False, True),
     ):
         values[col], good = _cell(rec.get(col, ""), integer, allow_zero, allow_empty,
                                   col, bad)
@@ -529,6 +535,7 @@ def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: 
             ttft_s=values["ttft_s"], tpot_ms=values["tpot_ms"],
             source=rec.get("source", ""), as_of=rec.get("as_of", ""),
             notes=rec.get("notes", ""), line=line_no, framework=rec.get("framework", ""),
+            power_cap_w=values["power_cap_w"],
         )
     return None
 

@@ -11,11 +11,27 @@ rate and ``u_memory`` the share of time HBM streams at its effective bandwidth
 (both 0..1). The rack adds its non-accelerator power (CPUs, NICs, switches, fans,
 conversion), taken from the rack catalog as rack power minus accelerator power at
 idle and at max, and interpolated with the same activity. All powers in kW.
+
+Three rack figures, each on its own basis:
+
+- **nameplate** [kW]: the catalog's ``it_power_max_kw``, what the rack draws at activity 1
+  (:func:`rack_power_kw` returns exactly it there);
+- **operating point** [kW]: the time-average at the modelled operating point (prefill
+  and decode weighted by their time shares), what energy and the grid contract see;
+- **high percentile** [kW] (:func:`rack_power_percentile_kw`): the rack power that is
+  exceeded ``100 - p`` % of the time when the rack's instances prefill independently,
+  each a share ``rho`` of the time at prefill activity and otherwise at decode activity;
+  what a breaker and the grid connection must carry (prefill bursts are
+  compute-bound and drive the accelerators near max).
+
+Measured system power (MLPerf Power) is wall power of a whole server; :func:`gpu_share_w`
+takes the accelerators' share of it (catalogs/measurements/mlperf_power_systems.yaml).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import binom
 
 from dcplan.perf.params import HardwareParams
 from dcplan.schema import Accelerator, Rack
@@ -58,3 +74,94 @@ def rack_power_kw(rack: Rack, acc: Accelerator, act) -> np.ndarray:
     other_max = max(rack.it_power_max_kw - n * acc.max_power_w / 1e3, 0.0)
     total = n * accelerator_power_kw(acc, act) + other_idle + (other_max - other_idle) * act
     return np.clip(total, rack.it_power_idle_kw, rack.it_power_max_kw)
+
+
+def rack_power_percentile_kw(rack: Rack, acc: Accelerator, act_prefill: float,
+                             act_decode: float, prefill_frac: float, instances: float,
+                             percentile: float = 99.0) -> float:
+    """Rack IT power exceeded ``100 - percentile`` % of the time [kW] (basis: high percentile).
+
+    The rack holds ``k = max(1, round(instances))`` instances; each prefills a share
+    ``prefill_frac`` of the time, independently of the others, at activity
+    ``act_prefill``, and decodes the rest at ``act_decode``. The number prefilling at
+    once is Binomial(k, prefill_frac); at its ``percentile`` quantile ``m`` the rack runs
+    at activity ``(m act_prefill + (k - m) act_decode) / k``. Never below the
+    operating-point power at the mean activity, never above the nameplate.
+
+    Parameters
+    ----------
+    rack, acc : Rack, Accelerator
+    act_prefill, act_decode : float
+        Accelerator activity in a prefill step and in a decode step [0..1].
+    prefill_frac : float
+        Share of each instance's time spent in prefill [0..1].
+    instances : float
+        Instances per rack (``replicas_per_rack``) [-].
+    percentile : float
+        [0..100].
+
+    Returns
+    -------
+    float
+        Rack IT power [kW].
+    """
+    k = max(1, int(round(instances)))
+    rho = float(np.clip(prefill_frac, 0.0, 1.0))
+    m = float(binom.ppf(percentile / 100.0, k, rho)) if 0.0 < rho < 1.0 else k * rho
+    mean_act = rho * act_prefill + (1.0 - rho) * act_decode
+    act = max((m * act_prefill + (k - m) * act_decode) / k, mean_act)
+    return float(rack_power_kw(rack, acc, min(act, 1.0)))
+
+
+def gpu_share_w(wall_w: float, wall_preload_w: float, gpus: int, gpu_idle_w: float,
+                psu_efficiency_frac: float) -> float:
+    """Accelerators' share of a server's measured wall power [W] (basis: operating point).
+
+    ``gpus * gpu_idle_w + psu_efficiency_frac * (wall_w - wall_preload_w)``: the GPUs
+    idle before the load starts, and the rise of the wall power under load, less PSU
+    losses, is all GPU power. Fans and host CPUs rise with the load too, so this is an
+    upper estimate by their rise.
+
+    Parameters
+    ----------
+    wall_w : float
+        Mean wall (AC) power over the measured run [W].
+    wall_preload_w : float
+        Wall power with the engines loaded and no load [W].
+    gpus : int
+        Accelerators in the server.
+    gpu_idle_w : float
+        Idle power per accelerator [W].
+    psu_efficiency_frac : float
+        DC out / AC in of the power supplies [0..1].
+    """
+    return gpus * gpu_idle_w + psu_efficiency_frac * (wall_w - wall_preload_w)
+
+
+def power_error_by_vendor(results, catalog) -> dict[str, dict]:
+    """Power error of measured rows per accelerator vendor (basis: operating point).
+
+    Parameters
+    ----------
+    results : list of dcplan.perf.calibration.RowResult
+        Validated rows; those without measured or predicted power are left out.
+    catalog : Catalog
+        Supplies each accelerator's ``vendor``.
+
+    Returns
+    -------
+    dict
+        Vendor -> ``summary`` of the signed % errors (``median_abs_pct``,
+        ``p90_abs_pct``, ``max_abs_pct``, ``rows``) plus ``median_signed_pct``.
+    """
+    from dcplan.perf.measurements import summary
+
+    errs: dict[str, list[float]] = {}
+    for r in results:
+        e = r.error("power")
+        if e is None or not np.isfinite(e):
+            continue
+        vendor = catalog.get("accelerators", r.m.hardware).vendor
+        errs.setdefault(vendor, []).append(float(e))
+    return {v: summary(e) | {"median_signed_pct": float(np.median(e))}
+            for v, e in sorted(errs.items())}

@@ -475,8 +475,10 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
 
     def power(u_c, u_m):
         act = activity(hp, u_c, u_m)
-        return np.broadcast_to(m.gpus * (acc.idle_power_w + (acc.max_power_w - acc.idle_power_w)
-                                         * act), (k_sets, 1))[:, 0]
+        per_gpu = acc.idle_power_w + (acc.max_power_w - acc.idle_power_w) * act
+        if m.power_cap_w:     # MaxQ runs: the accelerators are held to the cap
+            per_gpu = np.minimum(per_gpu, m.power_cap_w)
+        return np.broadcast_to(m.gpus * per_gpu, (k_sets, 1))[:, 0]
 
     def flat(x):
         return np.broadcast_to(np.asarray(x, float), (k_sets, 1))[:, 0].copy()
