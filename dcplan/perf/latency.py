@@ -18,11 +18,24 @@ The ``p``-quantile of ``W`` is 0 when ``1 - p >= rho`` and otherwise
 A request's TPOT averages its own decode steps plus the prefill steps that interrupt
 them; with Poisson interruptions its spread is ``t_pre * sqrt(lambda * T_decode) / O``
 on top of a base spread ``tpot_cv_frac``; the percentile uses a normal approximation.
+
+Request lengths are distributions (:class:`LengthDist`: fixed, uniform as the
+InferenceX client draws them, lognormal for datasets with long tails), represented by
+quantile nodes. A request's TPOT is normal given its output length, with a spread that
+grows as the output shortens (fewer tokens average the interruptions), so the TPOT
+percentile is that of a mixture over output lengths; a request's TTFT adds its own
+prompt's prefill (a node of the input distribution) to the queue wait, and in
+closed-loop benchmarks the opening burst (all clients at once). Admission: a request
+that finds every running-request slot taken waits for one (:func:`slot_wait`, M/G/c
+with Erlang C).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+from scipy.special import gammaincc, gammaln, ndtr
 from scipy.stats import norm
 
 
@@ -69,16 +82,402 @@ def normal_z(percentile) -> float:
 
 
 def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv_frac,
-                  percentile) -> np.ndarray:
+                  percentile, output_nodes=None, prefill_m2_frac=1.0, mix_sd_s=0.0
+                  ) -> np.ndarray:
     """``percentile`` of per-request TPOT [s].
 
-    ``sd^2 = (tpot_cv_frac * mean)^2 + prefill_s^2 * lambda * (O * mean) / O^2``: the
-    number of prefill steps that interrupt a request's ``O`` tokens is Poisson with
-    mean ``lambda * O * TPOT`` (aggregated serving; pass ``prefill_s = 0`` for a
-    decode-only pool).
+    A request of ``O x`` output tokens (``x`` its length over the mean ``O``) has
+    the mean TPOT and the variance::
+
+        sd^2(x) = (tpot_cv_frac * mean)^2 + mix_sd^2
+                  + prefill_s^2 * m2 * lambda * mean / (O x)
+
+    The last term: the prefills that interrupt its ``O x`` tokens are Poisson with mean
+    ``lambda O x TPOT``, each of mean ``prefill_s`` and second moment ``m2 prefill_s^2``
+    (prompt lengths vary), spread over its ``O x`` tokens (aggregated serving; pass
+    ``prefill_s = 0`` for a decode-only pool). ``mix_sd`` is the step-time spread from
+    the batch mix. Short requests have the widest spread, so a long-tailed output
+    distribution (``output_nodes``) moves the p99 well above the mean: the percentile
+    of the mixture over ``x`` (:func:`normal_mixture_quantile`).
+
+    Parameters
+    ----------
+    tpot_mean_s : array
+        Mean TPOT [s].
+    prefill_s : array
+        Mean prefill time that interrupts decoding, per request [s].
+    arrivals_per_s : array
+        Requests per second of the instance [1/s].
+    output_tokens : array
+        Mean output tokens per request [tokens].
+    tpot_cv_frac : float
+        Base coefficient of variation [-].
+    percentile : float
+        [50..100).
+    output_nodes : (ndarray, ndarray), optional
+        Output length over its mean at the nodes, and weights
+        (:meth:`LengthDist.nodes`); None: every request has ``O`` tokens.
+    prefill_m2_frac : float or array
+        Second moment of the prefill time over its mean squared [-] (1: fixed prompts).
+    mix_sd_s : array
+        Standard deviation of a request's mean step time from the batch mix [s].
     """
     mean = np.asarray(tpot_mean_s, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
-    var = ((tpot_cv_frac * mean) ** 2
-           + np.asarray(prefill_s) ** 2 * np.asarray(arrivals_per_s) * o * mean / o ** 2)
-    return mean + normal_z(percentile) * np.sqrt(var)
+    base = (tpot_cv_frac * mean) ** 2 + np.asarray(mix_sd_s, dtype=float) ** 2
+    inter = (np.asarray(prefill_s) ** 2 * np.asarray(prefill_m2_frac)
+             * np.asarray(arrivals_per_s) * mean / o)
+    x, w = (np.ones(1), np.ones(1)) if output_nodes is None else output_nodes
+    sds = [np.sqrt(base + inter / xk) for xk in x]
+    return normal_mixture_quantile(mean, sds, w, percentile)
+
+# ------------------------------------------------------------ length distributions
+
+#: Probability bins over which a length distribution is represented: one node at
+#: each bin's probability midpoint, weighted by the bin's width. Finer in both tails
+#: (the p99 TPOT comes from the shortest outputs, the p99 TTFT from the longest prompts).
+LENGTH_BINS = np.array([0.0, 0.002, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99, 0.998, 1.0])
+
+
+@dataclass(frozen=True)
+class LengthDist:
+    """Distribution of request lengths around their mean (input and output tokens).
+
+    Attributes
+    ----------
+    kind : {"fixed", "uniform", "lognormal"}
+        ``fixed``: every request has the mean length. ``uniform``: lengths uniform
+        between ``min_frac`` and 1 of a nominal maximum (the InferenceX client draws
+        each request's input and output length this way, ``--random-range-ratio``);
+        the mean is ``(1 + min_frac) / 2`` of the nominal. ``lognormal``: a long tail,
+        with the coefficients of variation ``input_cv`` and ``output_cv``.
+    min_frac : float
+        Uniform: shortest length as a share of the longest (both input and output) [-].
+    input_cv, output_cv : float
+        Lognormal: coefficient of variation (standard deviation / mean) of the input
+        (prompt) and output (generated) tokens per request [-].
+    """
+
+    kind: str = "fixed"
+    min_frac: float = 1.0
+    input_cv: float = 0.0
+    output_cv: float = 0.0
+
+    @property
+    def is_fixed(self) -> bool:
+        """True when every request has the mean lengths."""
+        return (self.kind == "fixed" or (self.kind == "uniform" and self.min_frac >= 1.0)
+                or (self.kind == "lognormal" and self.input_cv <= 0 and self.output_cv <= 0))
+
+    def cv(self, which: str) -> float:
+        """Coefficient of variation of the ``"input"`` or ``"output"`` tokens [-]."""
+        if self.kind == "uniform":
+            m = self.min_frac
+            return (1.0 - m) / (np.sqrt(3.0) * (1.0 + m))
+        if self.kind == "lognormal":
+            return self.input_cv if which == "input" else self.output_cv
+        return 0.0
+
+    def nodes(self, which: str) -> tuple[np.ndarray, np.ndarray]:
+        """Length / mean at the nodes of :data:`LENGTH_BINS`, and their weights [-].
+
+        The ratios are rescaled so that their weighted mean is exactly 1.
+        """
+        if self.is_fixed:
+            return np.ones(1), np.ones(1)
+        u = 0.5 * (LENGTH_BINS[1:] + LENGTH_BINS[:-1])
+        w = np.diff(LENGTH_BINS)
+        if self.kind == "uniform":
+            m = self.min_frac
+            x = 2.0 / (1.0 + m) * (m + (1.0 - m) * u)
+        else:
+            cv = self.cv(which)
+            if cv <= 0:
+                return np.ones(1), np.ones(1)
+            s2 = np.log1p(cv * cv)
+            x = np.exp(-s2 / 2.0 + np.sqrt(s2) * norm.ppf(u))
+        return x / float(np.sum(w * x)), w
+
+
+FIXED = LengthDist()
+
+
+def _bisect_quantile(survival, lo, hi, q, iterations: int = 40) -> np.ndarray:
+    """Smallest ``t`` in ``[lo, hi]`` with ``survival(t) <= q`` (vectorised bisection)."""
+    lo = np.asarray(lo, dtype=float)
+    hi = np.asarray(hi, dtype=float)
+    lo, hi = np.broadcast_arrays(lo, hi)
+    lo, hi = lo.copy(), hi.copy()
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        above = survival(mid) > q
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def normal_mixture_quantile(mean, sds, weights, percentile) -> np.ndarray:
+    """``percentile`` of a mixture of normals with a common ``mean`` [same unit as mean].
+
+    Parameters
+    ----------
+    mean : array
+        Common mean of the components.
+    sds : sequence of arrays
+        Standard deviation of each component (broadcast with ``mean``).
+    weights : sequence of float
+        Component weights (sum 1).
+    percentile : float
+        [50..100).
+
+    Notes
+    -----
+    ``P(X > t) = sum_k w_k Q((t - mean) / sd_k)``, solved by bisection between the
+    smallest and largest component quantile (a mixture quantile above the median lies
+    between them).
+    """
+    p = float(percentile)
+    mean = np.asarray(mean, dtype=float)
+    sds = [np.asarray(s, dtype=float) for s in sds]
+    if len(sds) == 1:
+        return mean + normal_z(p) * sds[0]
+    z = normal_z(p)
+    if z <= 0:
+        return mean + 0.0 * sum(sds)
+    lo = mean + z * np.minimum.reduce(np.broadcast_arrays(*sds))
+    hi = mean + z * np.maximum.reduce(np.broadcast_arrays(*sds))
+    q = 1.0 - p / 100.0
+
+    def survival(t):
+        return sum(w * ndtr(-(t - mean) / np.maximum(s, 1e-300)) for w, s in
+                   zip(weights, sds, strict=True))
+    return _bisect_quantile(survival, lo, hi, q)
+
+
+def _wait_survival(x, p1, m1, p2, m2):
+    """``P(W1 + W2 > x)`` for ``x >= 0``, two independent waits.
+
+    ``Wi`` is 0 with probability ``1 - pi``, else exponential with mean ``mi``; when
+    both wait the sum is hypoexponential.
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        e1 = np.exp(-x / np.maximum(m1, 1e-300))
+        e2 = np.exp(-x / np.maximum(m2, 1e-300))
+        d = m1 - m2
+        same = np.abs(d) <= 1e-9 * np.maximum(m1, m2)
+        hypo = np.where(same, e1 * (1.0 + x / np.maximum(m1, 1e-300)),
+                        (m1 * e1 - m2 * e2) / np.where(same, 1.0, d))
+    return p1 * (1 - p2) * e1 + p2 * (1 - p1) * e2 + p1 * p2 * hypo
+
+
+def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
+                  burst_share=0.0, burst_span_s=0.0, slot_p=0.0, slot_tail_s=0.0
+                  ) -> np.ndarray:
+    """``percentile`` of TTFT = fixed + own prefill + queue wait (+ ramp-up burst) [s].
+
+    Parameters
+    ----------
+    fixed_s : array
+        Time every request spends besides its prefill and its wait (overheads, half a
+        decode step, KV transfer, slot wait) [s].
+    service_s : sequence of arrays
+        Prefill time of one request alone at each prompt-length node [s].
+    service_w : sequence of float
+        Weights of the nodes (sum 1).
+    rho : array
+        Utilisation of the prefill queue [0..1).
+    tail_mean_s : array
+        Mean wait given that a request waits (:func:`wait_tail_mean`) [s].
+    percentile : float
+        [0..100).
+    burst_share : float or array
+        Closed-loop benchmarks: share of requests sent in the opening burst (all
+        clients at once: one request in ``prompts_per_client``) [0..1].
+    burst_span_s : array
+        Time the prefill pool takes to drain the opening burst; the burst's requests
+        wait uniformly between 0 and this [s].
+    slot_p, slot_tail_s : array
+        Admission: probability of waiting for a running-request slot and the mean wait
+        given a wait [s] (:func:`slot_wait`); the slot wait adds to the queue wait.
+
+    Notes
+    -----
+    ``P(T > t) = sum_k w_k [(1 - f) S_W(t - c - s_k) + f S_U(t - c - s_k)]`` with
+    ``S_W(x) = 1`` for ``x < 0``, else ``rho exp(-x / tail_mean)`` (the queue of
+    :func:`wait_quantile`; with a slot wait, the survival of the sum of the two waits)
+    and ``S_U(x) = clip(1 - x / span, 0, 1)`` (the burst).
+    Solved by bisection; with one node and no burst it is ``c + s +``
+    :func:`wait_quantile`.
+    """
+    q = 1.0 - float(percentile) / 100.0
+    c = np.asarray(fixed_s, dtype=float)
+    rho = np.asarray(rho, dtype=float)
+    tail = np.asarray(tail_mean_s, dtype=float)
+    f = np.asarray(burst_share, dtype=float)
+    span = np.maximum(np.asarray(burst_span_s, dtype=float), 0.0)
+    ss = [np.asarray(s, dtype=float) for s in service_s]
+    sp = np.asarray(slot_p, dtype=float)
+    st = np.asarray(slot_tail_s, dtype=float)
+    slots = bool(np.any(sp > 0))
+    if len(ss) == 1 and not np.any(f > 0) and not slots:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(rho <= q, 0.0, tail * np.log(np.maximum(rho, 1e-300) / q))
+        return c + ss[0] + w
+
+    def survival(t):
+        out = 0.0
+        for wk, s in zip(service_w, ss, strict=True):
+            x = t - c - s
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                xp = np.maximum(x, 0.0)
+                sw = (_wait_survival(xp, rho, tail, sp, st) if slots else
+                      rho * np.exp(-xp / np.maximum(tail, 1e-300)))
+                queue = np.where(x < 0, 1.0, sw)
+                burst = np.clip(1.0 - x / np.maximum(span, 1e-300), 0.0, 1.0)
+            queue = np.where(np.isfinite(tail), queue, 1.0)
+            out = out + wk * ((1.0 - f) * queue + f * burst)
+        return out
+
+    s_lo = np.minimum.reduce(np.broadcast_arrays(*ss))
+    s_hi = np.maximum.reduce(np.broadcast_arrays(*ss))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # each wait at its q/2 quantile: P(W1 + W2 > a + b) <= q/2 + q/2
+        h = q / 2.0
+        w_hi = np.where(rho <= h, 0.0, tail * np.log(np.maximum(rho, 1e-300) / h))
+        s_hi_w = np.where(sp <= h, 0.0, st * np.log(np.maximum(sp, 1e-300) / h))
+    hi = (c + s_hi + np.where(np.isfinite(w_hi), w_hi, 0.0) + span
+          + np.where(np.isfinite(s_hi_w), s_hi_w, 0.0))
+    out = _bisect_quantile(survival, c + s_lo, hi, q)
+    finite = (rho < 1.0) & (~slots | np.isfinite(st) | (sp <= 0))
+    return np.where(finite, out, np.inf)
+
+
+def erlang_c(servers, offered) -> np.ndarray:
+    """Probability that an arrival waits in an M/M/c queue (Erlang C) [0..1].
+
+    Parameters
+    ----------
+    servers : array
+        ``c``, slots (running-request cap) [-]; need not be an integer.
+    offered : array
+        ``a = lambda / mu``, the mean number of slots busy without a cap [-].
+
+    Notes
+    -----
+    Through Erlang B, ``B = P(N = c) / P(N <= c)`` for ``N ~ Poisson(a)`` (gamma
+    functions, so ``c`` may be fractional and large without a recursion), then
+    ``C = c B / (c - a (1 - B))``; 1 when ``a >= c``. ``c = 1`` gives ``a``
+    (M/M/1); ``c = 2, a = 1`` gives 1/3.
+    """
+    c = np.asarray(servers, dtype=float)
+    a = np.asarray(offered, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_pmf = c * np.log(np.maximum(a, 1e-300)) - a - gammaln(c + 1.0)
+        cdf = gammaincc(c + 1.0, np.maximum(a, 1e-300))   # P(N <= c), continuous in c
+        b = np.exp(log_pmf) / np.maximum(cdf, 1e-300)
+        b = np.clip(b, 0.0, 1.0)
+        out = c * b / (c - a * (1.0 - b))
+    return np.where(a >= c, 1.0, np.where(a <= 0, 0.0, np.clip(out, 0.0, 1.0)))
+
+
+def slot_wait(servers, offered, hold_s, arrival_cv2=1.0, hold_cv2=1.0) -> tuple:
+    """Wait for a running-request slot (M/G/c, Allen-Cunneen) [s].
+
+    A request holds one of ``c`` slots for ``hold_s`` (its decode); ``a`` slots are
+    busy on average. ``P(wait) = erlang_c(c, a)`` and ``wait | wait`` is exponential
+    with mean ``hold_s / (c - a) * (c_a^2 + c_s^2) / 2`` (exact for M/M/c, where the
+    factor is 1).
+
+    Returns
+    -------
+    (p_wait, tail_mean_s) : tuple of ndarray
+        Probability of waiting [0..1] and mean wait given a wait [s] (inf at ``a >= c``).
+    """
+    c = np.asarray(servers, dtype=float)
+    a = np.asarray(offered, dtype=float)
+    p = erlang_c(c, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = (np.asarray(hold_s, dtype=float) / (c - a)
+                * (np.asarray(arrival_cv2, dtype=float) + hold_cv2) / 2.0)
+    return p, np.where(a < c, tail, np.inf)
+
+
+def length_dist(spec) -> LengthDist:
+    """A :class:`LengthDist` from a mapping, an object with its fields, or None (fixed).
+
+    The fields: ``kind``, ``min_frac``, ``input_cv``, ``output_cv``.
+
+    Raises
+    ------
+    ValueError
+        An unknown kind, or a parameter outside its range (``min_frac`` in (0, 1],
+        CVs in [0, 5]).
+    """
+    if spec is None:
+        return FIXED
+    get = spec.get if isinstance(spec, dict) else (lambda k, d=None: getattr(spec, k, d))
+    kind = str(getattr(get("kind", "fixed"), "value", get("kind", "fixed")))
+    if kind not in ("fixed", "uniform", "lognormal"):
+        raise ValueError(f"length distribution kind {kind!r}: expected fixed, uniform or "
+                         "lognormal")
+    min_frac = float(get("min_frac", None) if get("min_frac", None) is not None else 1.0)
+    in_cv = float(get("input_cv", None) or 0.0)
+    out_cv = float(get("output_cv", None) or 0.0)
+    if not 0.0 < min_frac <= 1.0:
+        raise ValueError(f"min_frac {min_frac}: expected 0 < min_frac <= 1")
+    for name, v in (("input_cv", in_cv), ("output_cv", out_cv)):
+        if not 0.0 <= v <= 5.0:
+            raise ValueError(f"{name} {v}: expected 0 <= {name} <= 5")
+    return LengthDist(kind, min_frac, in_cv, out_cv)
+
+
+#: File beside the measurement files that gives their benchmarks' length distributions.
+LENGTHS_FILE = "length_distributions.yaml"
+
+
+@dataclass(frozen=True)
+class BenchmarkLengths:
+    """Length distributions of the benchmarks behind the measurement files.
+
+    Attributes
+    ----------
+    serving_rows : LengthDist
+        Closed-loop serving rows (InferenceX client: uniform 0.8-1.0 of nominal).
+    prompts_per_client : int
+        Requests each closed-loop client sends (0: no opening burst modelled) [-].
+    phase_rows : dict
+        Model id -> distribution of its MLPerf dataset (phase-level end-to-end rows).
+    """
+
+    serving_rows: LengthDist = FIXED
+    prompts_per_client: int = 0
+    phase_rows: tuple = ()
+
+    def for_phase_model(self, model: str) -> LengthDist:
+        """Distribution of ``model``'s dataset (fixed when not listed)."""
+        return dict(self.phase_rows).get(model, FIXED)
+
+    @property
+    def burst_share(self) -> float:
+        """Share of a closed-loop run's requests sent in its opening burst [0..1]."""
+        return 1.0 / self.prompts_per_client if self.prompts_per_client else 0.0
+
+
+def load_benchmark_lengths(path) -> BenchmarkLengths:
+    """Read :data:`LENGTHS_FILE` (all fixed when ``path`` does not exist)."""
+    from pathlib import Path
+
+    from dcplan.yamlio import read_yaml
+
+    p = Path(path)
+    if not p.exists():
+        return BenchmarkLengths()
+    doc = read_yaml(p) or {}
+    sr = doc.get("serving_rows") or {}
+    ppc = int(sr.get("prompts_per_client") or 0)
+    if ppc < 0:
+        raise ValueError(f"{p}: serving_rows.prompts_per_client must be >= 0")
+    phase = tuple(sorted((str(k), length_dist(v))
+                         for k, v in (doc.get("phase_rows") or {}).items()
+                         if not str(k).startswith("__")))
+    return BenchmarkLengths(length_dist(sr.get("length_distribution")), ppc, phase)

@@ -14,7 +14,10 @@ re-predict every row thousands of times.
   and ``decode_gpus / max(decode_tp, decode_ep)`` decode instances share the
   concurrency; per-GPU figures divide by all GPUs.
 * Lengths: the benchmark draws each request between 80% and 100% of the nominal
-  lengths; rows are predicted at the mean, ``measurement_length_frac`` (0.9) of them.
+  lengths; rows are predicted at the mean, ``measurement_length_frac`` (0.9) of them,
+  with the distribution (latency percentiles, prefill service spread) and the opening
+  burst of ``measurements/length_distributions.yaml``; MLPerf rows take their
+  dataset's distribution from the same file.
 * ``mtp`` rows: the draft length (``mtp_draft_tokens``) that gives the most throughput
   at the row's concurrency, as a tuned deployment would pick.
 
@@ -35,6 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dcplan.catalog import Catalog
+from dcplan.perf.latency import LENGTHS_FILE, BenchmarkLengths, load_benchmark_lengths
 from dcplan.perf.measurements import Measurement, ServingMeasurement, scaleup_domain
 from dcplan.perf.params import (
     HW_PARAM_NAMES,
@@ -42,6 +46,7 @@ from dcplan.perf.params import (
     HardwareParams,
     PerfDefaults,
     PhysicsParams,
+    defaults_path,
 )
 from dcplan.perf.power import activity
 from dcplan.perf.roofline import (
@@ -144,6 +149,16 @@ def scaleout_gbps(catalog: Catalog, accelerator_id: str, fallback: float) -> flo
     return max(vals) if vals else fallback
 
 
+def benchmark_lengths(catalog: Catalog) -> BenchmarkLengths:
+    """Length distributions of the measurement files' benchmarks.
+
+    ``measurements/length_distributions.yaml`` beside the performance defaults
+    (:func:`dcplan.perf.latency.load_benchmark_lengths`); all fixed when absent.
+    """
+    return load_benchmark_lengths(defaults_path(catalog).parent / "measurements"
+                                  / LENGTHS_FILE)
+
+
 def _take(obj, idx):
     """Index every array field of a dataclass (scalars stay)."""
     out = {}
@@ -196,6 +211,7 @@ class ServingRows:
         self.hardware = [m.hardware for m in self.rows]
         sv = self.serving
         frac = sv.measurement_length_frac
+        self.lengths = benchmark_lengths(catalog)
         # group by (model, disaggregated); precisions and speculation vary inside a group
         groups: dict[tuple, list[int]] = {}
         self._shapes: dict[tuple, ModelShape] = {}
@@ -243,7 +259,8 @@ class ServingRows:
                                 for f in ("attn_tp", "attn_dp", "ep"))) if pars_p else None)
             rows = [self.rows[i] for i in idx]
             traffic = Traffic(np.array([m.input_tokens for m in rows]) * frac,
-                              np.array([m.output_tokens for m in rows]) * frac, 0.0, 1.0)
+                              np.array([m.output_tokens for m in rows]) * frac, 0.0, 1.0,
+                              self.lengths.serving_rows, self.lengths.burst_share)
             conc = np.array([m.concurrency for m in rows], float)
             # fit check: weights and one sequence's KV on the decode (and prefill) instance
             bmax = max_batch(hw, par_d, shape, sv, traffic.decode_context)
@@ -499,10 +516,13 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
         out.update(tokens_per_s=flat(b / t), median_tpot_ms=flat(t * 1e3),
                    power_w=power(dec.step.compute_s / t, dec.step.memory_s / t))
         return out
-    traffic = Traffic(float(m.prompt_tokens), float(m.output_tokens), 0.0, 1.0)
+    traffic = Traffic(float(m.prompt_tokens), float(m.output_tokens), 0.0, 1.0,
+                      benchmark_lengths(catalog).for_phase_model(m.model))
     limited = m.ttft_s is not None or m.tpot_ms is not None
     batches = (np.arange(1.0, b + 1.0) if limited else np.array([b]))[None, :]
-    pt = aggregated(inst, traffic, batches)
+    # Server: Poisson arrivals admitted into at most the row's batch of running
+    # requests; a request that finds them all taken waits for a slot.
+    pt = aggregated(inst, traffic, batches, slots=b if limited else None)
     shp = (k_sets, batches.shape[1])
     rate = np.broadcast_to(pt.requests_per_s * float(m.output_tokens), shp)
     ok = np.ones(shp, dtype=bool)

@@ -29,7 +29,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dcplan.perf.latency import tpot_quantile, wait_mean, wait_quantile
+from dcplan.perf.latency import (
+    FIXED,
+    LengthDist,
+    slot_wait,
+    tpot_quantile,
+    ttft_quantile,
+    wait_mean,
+    wait_tail_mean,
+)
 from dcplan.perf.params import PhysicsParams, ServingParams
 from dcplan.perf.roofline import Hardware, ModelShape, Parallel, StepTime, forward_step
 from dcplan.perf.speculative import expected_tokens
@@ -76,12 +84,32 @@ class Traffic:
         Share of the prompt served from the prefix cache [0..1].
     arrival_cv2 : float
         Squared coefficient of variation of inter-arrival times (Poisson: 1).
+    lengths : LengthDist
+        Distribution of input and output tokens around their means (default: fixed).
+    burst_share : float
+        Closed-loop benchmark: share of requests sent in the opening burst, when every
+        client sends its first request at once (one in ``prompts_per_client``) [0..1].
     """
 
     input_tokens: float
     output_tokens: float
     cached_frac: float = 0.0
     arrival_cv2: float = 1.0
+    lengths: LengthDist = FIXED
+    burst_share: float = 0.0
+
+    @property
+    def context_cv(self):
+        """Coefficient of variation of one decoding sequence's KV length [-].
+
+        Its context is ``I + k`` with ``k`` uniform on ``[0, O]`` for an output of
+        ``O`` tokens: ``var = var(I) + E[O^2] / 3 - E[O]^2 / 4``.
+        """
+        i = np.asarray(self.input_tokens, float)
+        o = np.asarray(self.output_tokens, float)
+        ci, co = self.lengths.cv("input"), self.lengths.cv("output")
+        var = (i * ci) ** 2 + o * o * (1.0 + co * co) / 3.0 - o * o / 4.0
+        return np.sqrt(np.maximum(var, 0.0)) / np.maximum(i + o / 2.0, 1e-30)
 
     @property
     def decode_context(self):
@@ -101,6 +129,8 @@ class Decode:
     tokens_per_step: np.ndarray
     step: StepTime
     draft_s: np.ndarray
+    kv_read_s: np.ndarray | float = 0.0
+    seqs_rank: np.ndarray | float = 1.0
 
 
 def decode(inst: Instance, batch, context) -> Decode:
@@ -126,7 +156,21 @@ def decode(inst: Instance, batch, context) -> Decode:
         draft = np.zeros_like(verify.total_s)
     e = expected_tokens(inst.acceptance, n)
     step_s = verify.total_s + draft
-    return Decode(step_s / e, step_s, e + 0.0 * step_s, verify, draft)
+    kv_read = kv_rank / (inst.hw.hbm_bytes_per_s * inst.hw.params.hbm_eff_frac)
+    return Decode(step_s / e, step_s, e + 0.0 * step_s, verify, draft, kv_read, seqs_rank)
+
+
+def mix_sd_s(dec: Decode, traffic: Traffic) -> np.ndarray:
+    """Spread of a request's time per token from the batch mix [s].
+
+    A step reads the KV cache of every sequence on the rank; their contexts differ
+    (:attr:`Traffic.context_cv`), so the KV read of a step varies with coefficient of
+    variation ``context_cv / sqrt(sequences per rank)``; per token, divided by the
+    tokens per step. The batch turns over about once in a request's life, so a request
+    keeps most of this spread (taken whole).
+    """
+    seqs = np.maximum(np.asarray(dec.seqs_rank, float), 1.0)
+    return dec.kv_read_s / dec.tokens_per_step * traffic.context_cv / np.sqrt(seqs)
 
 
 # -------------------------------------------------------------------- prefill
@@ -139,6 +183,25 @@ class Prefill:
     batched_s: np.ndarray
     alone_s: np.ndarray
     batched: StepTime
+    alone_nodes: tuple = ()
+    node_w: tuple = (1.0,)
+    m2_frac: float = 1.0
+
+    @property
+    def nodes(self) -> tuple:
+        """Prefill-alone times at the prompt-length nodes [s] (the mean length when fixed)."""
+        return self.alone_nodes or (self.alone_s,)
+
+    @property
+    def alone_mean_s(self) -> np.ndarray:
+        """Mean prefill-alone time over the prompt-length distribution [s]."""
+        return sum(w * s for w, s in zip(self.node_w, self.nodes, strict=True))
+
+    def service_cv2(self, base_cv2) -> np.ndarray:
+        """Squared CV of prefill service: ``base_cv2`` plus the prompt lengths' share [-]."""
+        m = self.alone_mean_s
+        m2 = sum(w * s * s for w, s in zip(self.node_w, self.nodes, strict=True))
+        return base_cv2 + np.maximum(m2 / np.maximum(m * m, 1e-300) - 1.0, 0.0)
 
 
 def prefill(inst: Instance, traffic: Traffic) -> Prefill:
@@ -159,9 +222,22 @@ def prefill(inst: Instance, traffic: Traffic) -> Prefill:
     dp = np.asarray(inst.par.attn_dp, dtype=float)
     batched = forward_step(inst.hw, inst.par, s, inst.phys, inst.serving, new, new / dp, att,
                            kv / dp, "prefill", steps=new / chunk)
+
+    def alone_at(x):
+        n_x = np.maximum(new * x, 1.0)
+        return forward_step(inst.hw, inst.par, s, inst.phys, inst.serving, n_x, n_x,
+                            s.attended(cached + n_x / 2.0), s.kv_bytes_seq(cached + n_x),
+                            "prefill", steps=np.maximum(np.ceil(n_x / chunk), 1.0)).total_s
+
     alone = forward_step(inst.hw, inst.par, s, inst.phys, inst.serving, new, new, att, kv,
                          "prefill", steps=np.maximum(np.ceil(new / chunk), 1.0))
-    return Prefill(batched.total_s, alone.total_s, batched)
+    dist = traffic.lengths
+    if dist.is_fixed:
+        return Prefill(batched.total_s, alone.total_s, batched)
+    x, w = dist.nodes("input")
+    return Prefill(batched.total_s, alone.total_s, batched,
+                   tuple(alone_at(xk) for xk in x), tuple(float(v) for v in w),
+                   float(np.sum(w * x * x)))
 
 
 # ----------------------------------------------------------------- aggregated
@@ -203,6 +279,25 @@ class Point:
         Closed loop with a full KV cache: wait for a decode slot (Little's law) [s].
     fixed_s : float
         Time outside the model before the first token (``ttft_overhead_s``) [s].
+    prefill_nodes : tuple of ndarray
+        Prefill-alone time at each prompt-length node [s] (empty: the mean length).
+    node_w : tuple of float
+        Weights of the prompt-length nodes.
+    output_nodes : (ndarray, ndarray) or None
+        Output length over its mean at the nodes, and weights (None: fixed).
+    prefill_m2_frac : float
+        Second moment of the interrupting prefill time over its mean squared [-].
+    mix_sd_s : ndarray
+        Spread of a request's time per token from the batch mix [s].
+    burst_share : float
+        Share of requests in a closed-loop benchmark's opening burst [0..1].
+    burst_span_s : ndarray
+        Time the prefill pool takes to drain the opening burst [s].
+    prefill_servers : ndarray
+        Prefill instances sharing the queue (1 aggregated, ``n_p`` disaggregated).
+    slot_p, slot_tail_s : ndarray
+        Open loop: probability of waiting for a running-request slot, and the mean wait
+        given a wait [s] (:func:`dcplan.perf.latency.slot_wait`).
     """
 
     batch: np.ndarray
@@ -226,6 +321,16 @@ class Point:
     parts: dict
     slot_wait_s: np.ndarray | float = 0.0
     fixed_s: float = 0.0
+    prefill_nodes: tuple = ()
+    node_w: tuple = (1.0,)
+    output_nodes: tuple | None = None
+    prefill_m2_frac: float = 1.0
+    mix_sd_s: np.ndarray | float = 0.0
+    burst_share: float = 0.0
+    burst_span_s: np.ndarray | float = 0.0
+    prefill_servers: np.ndarray | float = 1.0
+    slot_p: np.ndarray | float = 0.0
+    slot_tail_s: np.ndarray | float = 0.0
 
     @property
     def output_tokens_per_s_per_gpu(self) -> np.ndarray:
@@ -233,23 +338,37 @@ class Point:
         return self.requests_per_s * self.output_tokens / self.gpus
 
     def ttft_quantile(self, percentile) -> np.ndarray:
-        """TTFT at ``percentile`` [s]."""
-        w = wait_quantile(self.utilisation, self.prefill_alone_s, self.arrival_cv2,
-                          self.service_cv2, percentile)
-        return (self.prefill_alone_s + w + self.kv_transfer_s + self.step_s / 2.0
-                + self.slot_wait_s + self.fixed_s)
+        """TTFT at ``percentile`` [s].
+
+        Its own prompt's prefill (a node of the input distribution) + the prefill queue
+        wait + an open loop's slot wait + the closed loop's opening burst + fixed parts
+        (:func:`dcplan.perf.latency.ttft_quantile`).
+        """
+        tail = wait_tail_mean(self.utilisation, self.prefill_alone_s, self.arrival_cv2,
+                              self.service_cv2)
+        fixed = self.kv_transfer_s + self.step_s / 2.0 + self.slot_wait_s + self.fixed_s
+        return ttft_quantile(fixed, self.prefill_nodes or (self.prefill_alone_s,),
+                             self.node_w, self.utilisation, tail, percentile,
+                             self.burst_share, self.burst_span_s, self.slot_p,
+                             self.slot_tail_s)
 
     def tpot_quantile(self, percentile, tpot_cv_frac) -> np.ndarray:
-        """TPOT at ``percentile`` [s]."""
+        """TPOT at ``percentile`` [s] (a mixture over output lengths)."""
         arrivals = np.where(self.interrupt_s > 0, self.requests_per_s, 0.0)
         return tpot_quantile(self.tpot_mean_s, self.interrupt_s, arrivals, self.output_tokens,
-                             tpot_cv_frac, percentile)
+                             tpot_cv_frac, percentile, self.output_nodes,
+                             self.prefill_m2_frac, self.mix_sd_s)
 
 
-def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = None) -> Point:
+def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = None,
+               slots=None) -> Point:
     """Operating point of one aggregated instance decoding ``batch`` sequences.
 
     ``pre`` (from :func:`prefill`) may be passed when it was computed already.
+    ``slots``: running-request cap of the instance (engine limit or KV capacity) under
+    open-loop arrivals; a request that finds all taken waits for one (M/G/c with
+    ``batch`` slots busy on average, each held for the request's decode). None: no
+    slot wait (closed loops cap the batch instead, :func:`solve_closed_loop`).
     """
     b = np.asarray(batch, dtype=float)
     o = np.asarray(traffic.output_tokens, dtype=float)
@@ -260,8 +379,14 @@ def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = No
     rho = lam * pre.batched_s
     tpot = dec.token_s + b * pre.batched_s / o
     cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
-    w = wait_mean(rho, pre.alone_s, cv2, inst.phys.prefill_service_cv2)
-    ttft = pre.alone_s + w + dec.step_s / 2.0 + inst.phys.ttft_overhead_s
+    cs2 = pre.service_cv2(inst.phys.prefill_service_cv2)
+    w = wait_mean(rho, pre.alone_s, cv2, cs2)
+    ttft = pre.alone_mean_s + w + dec.step_s / 2.0 + inst.phys.ttft_overhead_s
+    slot_p, slot_tail = 0.0 * b, 0.0 * b
+    if slots is not None:
+        hold = o * tpot
+        slot_p, slot_tail = slot_wait(slots, b, hold, cv2, traffic.lengths.cv("output") ** 2)
+        ttft = ttft + slot_p * slot_tail
     # time shares: prefill rho, decode 1 - rho
     ps, ds = pre.batched, dec.step
     pre_t = np.maximum(ps.total_s, 1e-30)
@@ -273,8 +398,18 @@ def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = No
     g = np.asarray(inst.par.gpus, dtype=float) + 0.0 * b
     return Point(b, lam, g, tpot, ttft, rho, np.clip(u_c, 0, 1), np.clip(u_m, 0, 1),
                  pre.batched_s + 0 * b, pre.alone_s + 0 * b, dec.token_s, dec.step_s, cv2 + 0 * b,
-                 inst.phys.prefill_service_cv2, dec.tokens_per_step, 0.0 * b,
-                 pre.batched_s + 0 * b, o + 0 * b, parts, 0.0, inst.phys.ttft_overhead_s)
+                 cs2, dec.tokens_per_step, 0.0 * b,
+                 pre.batched_s + 0 * b, o + 0 * b, parts, 0.0, inst.phys.ttft_overhead_s,
+                 **_dist_fields(pre, traffic, dec), slot_p=slot_p, slot_tail_s=slot_tail)
+
+
+def _dist_fields(pre: Prefill, traffic: Traffic, dec: Decode) -> dict:
+    """The length-distribution fields of a :class:`Point`."""
+    fixed = traffic.lengths.is_fixed
+    return dict(prefill_nodes=pre.alone_nodes, node_w=pre.node_w,
+                output_nodes=None if fixed else traffic.lengths.nodes("output"),
+                prefill_m2_frac=pre.m2_frac, mix_sd_s=mix_sd_s(dec, traffic),
+                burst_share=float(traffic.burst_share))
 
 
 def _parts(pre: StepTime | None, pre_count, dec: StepTime, dec_count, draft_s) -> dict:
@@ -332,8 +467,9 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     rho = lam * pre.batched_s / n_p
     cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
     kvt = kv_transfer_s(pre_inst, traffic, pre_inst.hw.scaleout_bytes_per_s) + 0 * b
-    w = wait_mean(rho, pre.alone_s, cv2, pre_inst.phys.prefill_service_cv2)
-    ttft = pre.alone_s + w + kvt + dec.step_s / 2.0 + pre_inst.phys.ttft_overhead_s
+    cs2 = pre.service_cv2(pre_inst.phys.prefill_service_cv2)
+    w = wait_mean(rho, pre.alone_s, cv2, cs2)
+    ttft = pre.alone_mean_s + w + kvt + dec.step_s / 2.0 + pre_inst.phys.ttft_overhead_s
     g_p = np.asarray(pre_inst.par.gpus, float) * n_p
     g_d = np.asarray(dec_inst.par.gpus, float) * n_d
     g = g_p + g_d + 0 * b
@@ -346,8 +482,9 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     parts = _parts(ps, 1.0, ds, o / dec.tokens_per_step / b, dec.draft_s)
     return Point(b, lam, g, dec.token_s, ttft, rho, np.clip(u_c, 0, 1), np.clip(u_m, 0, 1),
                  pre.batched_s + 0 * b, pre.alone_s + 0 * b, dec.token_s, dec.step_s, cv2 + 0 * b,
-                 pre_inst.phys.prefill_service_cv2, dec.tokens_per_step, kvt, 0.0 * b, o + 0 * b,
-                 parts, 0.0, pre_inst.phys.ttft_overhead_s)
+                 cs2, dec.tokens_per_step, kvt, 0.0 * b, o + 0 * b,
+                 parts, 0.0, pre_inst.phys.ttft_overhead_s, **_dist_fields(pre, traffic, dec),
+                 prefill_servers=n_p + 0 * b)
 
 
 # ---------------------------------------------------------------- closed loop
@@ -397,6 +534,12 @@ def solve_closed_loop(point_of_batch, concurrency, batch_max, iterations: int = 
         lhi = np.where(up, lhi, mid)
     b = np.where(capped, hi, np.exp(0.5 * (llo + lhi)))
     pt, seqs = point_of_batch(b)
+    if pt.burst_share:
+        # Ramp-up: every client sends its first request at once; the prefill pool
+        # drains the burst of C requests at its throughput, one batched prefill each.
+        from dataclasses import replace
+
+        pt = replace(pt, burst_span_s=c * pt.prefill_s / np.maximum(pt.prefill_servers, 1.0))
     if np.any(capped):
         # Requests beyond the KV capacity queue for a slot: Little's law gives TTFT.
         wait = np.where(capped, (c - seqs) / np.maximum(pt.requests_per_s, 1e-30), 0.0)
