@@ -51,20 +51,49 @@ TpOpt = Annotated[int | None, typer.Option(
 EpOpt = Annotated[int | None, typer.Option("--ep", help="Fix the expert parallelism (MoE).")]
 DpOpt = Annotated[bool, typer.Option(
     "--dp-attention", help="With --tp/--ep: data-parallel attention (every GPU its own).")]
+DateOpt = Annotated[str | None, typer.Option(
+    "--date", metavar="YYYY-MM", help="Serving software as of this month (its last day) or "
+                                      "YYYY-MM-DD: fitted engine offsets and date trend "
+                                      "(default: the latest fitted run).")]
+EngineOpt = Annotated[str | None, typer.Option(
+    "--engine", help="Serving engine of the calibration's software section (sglang, trt, "
+                     "atom...; default: each vendor's planning engine).")]
+TrendOpt = Annotated[str, typer.Option(
+    "--software-trend", help="After the latest fitted run: 'hold' its level or "
+                             "'extrapolate' the fitted trend.")]
 
 _NO_LIMIT = 1e9
 
 
-def _calibration(path: Path | None, catalog):
-    """The calibration to use: the file given, the default, or False for 'none'."""
+def _calibration(path: Path | None, catalog, date: str | None = None,
+                 engine: str | None = None, trend: str = "hold", dated: bool = True):
+    """The calibration to use: the file given, the default, or False for 'none'.
+
+    ``dated``: read with ``engine``'s software as of ``date``
+    (:func:`dcplan.perf.software.as_of`; the latest fitted run by default); else the
+    stored values (``perf validate`` moves them to each measured run itself).
+    """
     from dcplan.perf import load_calibration
     from dcplan.perf.params import NO_CALIBRATION, default_calibration
+    from dcplan.perf.software import as_of
 
     if path is None:
-        return default_calibration(catalog)
-    if str(path) == NO_CALIBRATION:
-        return False
-    return load_calibration(path, known_accelerators=catalog.entries.get("accelerators", {}))
+        cal = default_calibration(catalog)
+    elif str(path) == NO_CALIBRATION:
+        cal = None
+    else:
+        cal = load_calibration(path, known_accelerators=catalog.entries.get("accelerators", {}))
+    if dated:
+        cal = as_of(cal, date, engine, trend)
+    return False if cal is None else cal
+
+
+def _software(cal, catalog, rack: str) -> dict[str, Any]:
+    """What software the answer for ``rack`` assumes (engine, date, basis, one line)."""
+    from dcplan.perf.software import describe
+
+    acc = catalog.get("accelerators", catalog.get("racks", rack).accelerator)
+    return describe(cal or None, acc.vendor)
 
 
 def _clean(obj: Any) -> Any:
@@ -180,6 +209,9 @@ def perf(
     ep: EpOpt = None,
     dp_attention: DpOpt = False,
     calibration: CalibOpt = None,
+    date: DateOpt = None,
+    engine: EngineOpt = None,
+    software_trend: TrendOpt = "hold",
     sweep: Annotated[str | None, typer.Option(
         "--sweep", help="'batch': print the throughput/latency curve over batch.")] = None,
     json_out: JsonOpt = False,
@@ -218,11 +250,13 @@ def perf(
     if acceptance is not None and wl.speculative.value == "none":
         note("--acceptance is not applied: no speculative decoding (--speculative mtp or "
              "draft uses it)")
-    cal = _calibration(calibration, catalog)
+    _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
+    cal = _calibration(calibration, catalog, date, engine, software_trend)
     perf_ = workload_performance(catalog, rack, model, wl, precision, cal, layout)
     model_id = model or wl.model
+    soft = _software(cal, catalog, rack)
     record = {**perf_.as_dict(), "configuration": _configuration(perf_),
-              "workload": _workload_record(wl)}
+              "workload": _workload_record(wl), "software": soft}
     if not perf_.fits:
         # The reason once, on stderr (the JSON on stdout carries it for scripts).
         if json_out:
@@ -235,14 +269,14 @@ def perf(
         if json_out:
             emit_json(_clean({"operating_point": record, "sweep": rows}))
         else:
-            _print_point(perf_, rack, model_id, wl)
+            _print_point(perf_, rack, model_id, wl, soft)
             typer.echo("")
             typer.echo(format_table(rows))
         return
     if json_out:
         emit_json(_clean(record))
     else:
-        _print_point(perf_, rack, model_id, wl)
+        _print_point(perf_, rack, model_id, wl, soft)
 
 
 def _configuration(p) -> dict[str, Any]:
@@ -266,7 +300,7 @@ def _limit(value: float, unit: str) -> str:
     return "none" if value >= _NO_LIMIT else f"{value:g} {unit}"
 
 
-def _print_point(p, rack: str, model: str, wl) -> None:
+def _print_point(p, rack: str, model: str, wl, software: dict[str, Any]) -> None:
     loop = (f"closed loop, {wl.concurrency} in flight per instance"
             if wl.arrival.value == "closed_loop" else "Poisson arrivals")
     slo = ("offline (no latency limits)" if wl.offline else
@@ -308,6 +342,7 @@ def _print_point(p, rack: str, model: str, wl) -> None:
                              f"{p.total_tokens_per_joule:,.3g} total"),
         ("tokens/s per MW IT", f"{p.output_tokens_per_s_per_mw:,.0f} output, "
                                f"{p.total_tokens_per_s_per_mw:,.0f} total"),
+        ("software", software["text"]),
     ]
     if p.mode == "disaggregated":
         lines += [
@@ -342,6 +377,9 @@ def frontier_cmd(
     mode: Annotated[str | None, typer.Option(
         "--mode", help="aggregated or disaggregated (default: both).")] = None,
     calibration: CalibOpt = None,
+    date: DateOpt = None,
+    engine: EngineOpt = None,
+    software_trend: TrendOpt = "hold",
     png: Annotated[Path | None, typer.Option("--png", help="Draw the frontier to this PNG.",
                                              dir_okay=False)] = None,
     json_out: JsonOpt = False,
@@ -373,22 +411,26 @@ def frontier_cmd(
         "input_tokens": input_tokens, "output_tokens": output_tokens, "ttft_s": ttft_s,
         "percentile": percentile, "speculative": speculative, "acceptance": acceptance,
         "precision": precision})
-    cal = _calibration(calibration, catalog)
+    _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
+    cal = _calibration(calibration, catalog, date, engine, software_trend)
+    soft = _software(cal, catalog, rack)
     modes = (mode,) if mode else ("aggregated", "disaggregated")
     fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
                   speculative or "none", acceptance, ttft_s, percentile, cal, modes)
     if fr.reason:
         if json_out:
-            emit_json(_clean(fr.as_dict()))
+            emit_json(_clean(fr.as_dict() | {"software": soft}))
             raise typer.Exit(1)
         fail(f"no frontier for {model} on {rack} ({fr.precision}): {fr.reason}")
     if png is not None:
         plot_frontier(fr, png)
     if json_out:
-        emit_json(_clean(fr.as_dict() | ({"png": str(png)} if png else {})))
+        emit_json(_clean(fr.as_dict() | {"software": soft}
+                         | ({"png": str(png)} if png else {})))
         return
     typer.echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
-               f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points")
+               f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points; "
+               f"software {soft['text']}")
     typer.echo(format_table(fr.points, ["tokens_per_s_per_user", "output_tokens_per_s_per_gpu",
                                         "total_tokens_per_s_per_gpu", "mode", "parallel",
                                         "prefill_parallel", "batch", "draft_tokens",
@@ -500,7 +542,7 @@ def validate(
     pairs = load_measurement_files(measurements, catalog, with_file=True, skipped=skipped)
     files = [f for f, _ in pairs]
     rows = [m for _, m in pairs]
-    cal = _calibration(calibration, catalog)
+    cal = _calibration(calibration, catalog, dated=False)
     results = evaluate_rows(rows, catalog, load_perf_defaults(defaults_path(catalog)), cal)
     rep = report(results)
     from dcplan.perf.power import power_error_by_vendor

@@ -1,0 +1,185 @@
+"""Software as of a date: engine offsets and the fitted trend read at a date (issue 28.4)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dcplan.catalog import load_catalog
+from dcplan.errors import InputError
+from dcplan.perf import rack_performance
+from dcplan.perf.params import Calibration, Software, default_calibration, year_fraction
+from dcplan.perf.software import (
+    as_of,
+    describe,
+    faster_sign,
+    level_log_factors,
+    month_end,
+    period_levels,
+)
+from dcplan.planner.inputs import _after_fitted
+
+CAT = load_catalog()
+SHIPPED = default_calibration(CAT)
+
+
+def _synthetic(eff: float = 0.1, over: float = -0.5) -> Calibration:
+    """A calibration with one efficiency and one overhead knob, runs 2025-01-01..2026-01-01."""
+    sw = Software(knobs=(("efficiency", ("compute_eff_frac",)),
+                         ("overhead", ("step_overhead_s",))),
+                  engines=(("a", (("efficiency", 0.0), ("overhead", 0.0))),
+                           ("b", (("efficiency", -0.3), ("overhead", 0.2)))),
+                  trend_per_year=(("efficiency", eff), ("overhead", over)),
+                  reference_date="2026-01-01", earliest_date="2025-01-01",
+                  planning_engine=(("default", "a"),))
+    return Calibration(software=sw)
+
+
+def test_month_means_its_last_day():
+    assert month_end("2025-02") == "2025-02-28"
+    assert month_end("2024-02") == "2024-02-29"
+    assert month_end("2025-09-09") == "2025-09-09"
+    assert month_end("2025-9") == "" and month_end("2025-13") == ""
+
+
+def test_faster_sign_reads_the_unit():
+    assert faster_sign("step_overhead_s") == -1 and faster_sign("alltoall_latency_s") == -1
+    assert faster_sign("compute_eff_frac") == 1 and faster_sign("comm_overlap_frac") == 1
+    assert faster_sign("power_base_frac") == 0
+
+
+def test_log_factors_hand_computed():
+    cal = as_of(_synthetic(), "2025-07-02")
+    logs, held = level_log_factors(cal, None)
+    dy = year_fraction("2025-07-02") - year_fraction("2026-01-01")   # about -0.5 yr
+    assert logs["compute_eff_frac"] == pytest.approx(0.1 * dy)
+    assert logs["step_overhead_s"] == pytest.approx(-0.5 * dy)
+    assert held == {}
+    # engine b: its offsets relative to the planning engine a, plus the trend
+    logs_b, _ = level_log_factors(as_of(_synthetic(), "2025-07-02", engine="b"), None)
+    assert logs_b["compute_eff_frac"] == pytest.approx(-0.3 + 0.1 * dy)
+    assert logs_b["step_overhead_s"] == pytest.approx(0.2 - 0.5 * dy)
+
+
+def test_latest_run_is_the_stored_level_and_later_dates_are_held():
+    cal = _synthetic()
+    for d in (None, "2026-01-01", "2026-05", "2031-12"):
+        logs, _ = level_log_factors(as_of(cal, d), None)
+        assert all(v == 0.0 for v in logs.values())
+    later = as_of(cal, "2027-01-01", trend="extrapolate")
+    logs, _ = level_log_factors(later, None)
+    dy = year_fraction("2027-01-01") - year_fraction("2026-01-01")
+    assert logs["compute_eff_frac"] == pytest.approx(0.1 * dy)
+    assert describe(as_of(cal, "2031-12"))["basis"] == "held at the latest fitted run"
+    assert describe(later)["basis"] == "extrapolated"
+
+
+def test_before_earliest_refused_or_held():
+    with pytest.raises(InputError, match="earliest run .*2025-01-01.*--date 2025-01 or later"):
+        as_of(_synthetic(), "2024-12")
+    held = as_of(_synthetic(), "2020-03", before="hold")
+    assert held.level.date == "2025-01-01"
+    assert describe(held)["basis"] == "held at the earliest fitted run"
+
+
+def test_adverse_trend_is_held_at_its_best_earlier_level():
+    # efficiency falling 0.2 per year: the best level so far is the earliest run's
+    cal = _synthetic(eff=-0.2)
+    first = year_fraction("2025-01-01") - year_fraction("2026-01-01")
+    for d in ("2025-03", "2025-10", "2026-01-01", "2030-01"):
+        logs, held = level_log_factors(as_of(cal, d), None)
+        assert logs["compute_eff_frac"] == pytest.approx(-0.2 * first)   # +0.2: better
+        assert held == {"efficiency": "2025-01-01"}
+    assert "efficiency held at its 2025-01-01 level" in describe(as_of(cal, "2025-03"))["text"]
+
+
+def test_bad_inputs_named():
+    with pytest.raises(InputError, match="not a date"):
+        as_of(SHIPPED, "2025/09")
+    with pytest.raises(InputError, match="no fitted software for engine 'nope'"):
+        as_of(SHIPPED, engine="nope")
+    with pytest.raises(InputError, match="hold or extrapolate"):
+        as_of(SHIPPED, trend="forever")
+    with pytest.raises(InputError, match="a-priori defaults"):
+        as_of(None, "2025-09")
+    with pytest.raises(InputError, match="no fitted serving software"):
+        as_of(Calibration(), engine="sglang")
+    # a calibration without software or a trend still answers, undated
+    assert as_of(Calibration()) == Calibration()
+    assert describe(Calibration())["basis"] == "not dated"
+    notrend = replace(SHIPPED, software=replace(SHIPPED.software, trend_per_year=()))
+    a = rack_performance(CAT, "gb200_nvl72", None, "chat", calibration=as_of(notrend, "2025-01"))
+    b = rack_performance(CAT, "gb200_nvl72", None, "chat", calibration=as_of(notrend))
+    assert a.goodput_tokens_per_s == pytest.approx(b.goodput_tokens_per_s)
+
+
+def _goodput(cal, date, engine=None, rack="gb200_nvl72", workload="chat"):
+    c = as_of(cal, date, engine)
+    return rack_performance(CAT, rack, None, workload, calibration=c).goodput_tokens_per_s
+
+
+MONTHS = st.tuples(st.integers(2024, 2028), st.integers(1, 12)).map(
+    lambda ym: f"{ym[0]}-{ym[1]:02d}").filter(lambda d: d >= "2024-08")
+
+
+@settings(max_examples=25, deadline=None)
+@given(d1=MONTHS, d2=MONTHS, engine=st.sampled_from([None, "trt", "atom"]),
+       rack=st.sampled_from(["gb200_nvl72", "mi355x_rack"]))
+def test_earlier_date_never_predicts_more_shipped(d1, d2, engine, rack):
+    early, late = sorted((d1, d2))
+    assert _goodput(SHIPPED, early, engine, rack) <= _goodput(SHIPPED, late, engine, rack) \
+        * (1 + 1e-9)
+
+
+ADVERSE = replace(SHIPPED, software=replace(SHIPPED.software, trend_per_year=(
+    ("efficiency", -0.15), ("overhead", -0.5), ("overlap", -0.3))))
+
+
+@settings(max_examples=20, deadline=None)
+@given(d1=MONTHS, d2=MONTHS)
+def test_earlier_date_never_predicts_more_with_an_adverse_trend(d1, d2):
+    # efficiency and overlap fitted as falling: without the best-level-so-far rule an
+    # earlier date would predict more on these knobs
+    early, late = sorted((d1, d2))
+    assert _goodput(ADVERSE, early) <= _goodput(ADVERSE, late) * (1 + 1e-9)
+
+
+def test_shipped_trend_moves_throughput():
+    # the test above can fail: dates do move the answer
+    assert _goodput(SHIPPED, "2024-09") < 0.9 * _goodput(SHIPPED, "2026-06")
+
+
+def test_planner_periods_and_speedup_path():
+    starts = ["2025-01-01", "2026-01-01", "2027-01-01", "2028-01-01"]
+    levels, last = period_levels(SHIPPED, starts)
+    assert last == 1                                    # 2026-01-01 <= 2026-06-11
+    assert [c.level.date for c in levels] == ["2025-01-01", "2026-01-01", "2026-06-11",
+                                              "2026-06-11"]
+    assert _after_fitted((1.0, 1.1, 1.21, 1.331), 1) == pytest.approx((1, 1, 1.1, 1.21))
+    assert _after_fitted((1.0, 1.1), None) == (1.0, 1.1)
+    assert period_levels(None, starts) == ([None] * 4, None)
+
+
+def test_cli_date_engine_and_refusals():
+    from typer.testing import CliRunner
+
+    from dcplan.cli import app
+
+    r = CliRunner()
+    base = ["perf", "--rack", "gb200_nvl72", "--workload", "chat"]
+    out = r.invoke(app, [*base, "--date", "2025-09", "--engine", "trt", "--json"])
+    assert out.exit_code == 0, out.output
+    soft = json.loads(out.stdout)["software"]
+    assert (soft["engine"], soft["date"], soft["basis"]) == ("trt", "2025-09-30", "fitted")
+    text = r.invoke(app, [*base, "--date", "2030-01"])
+    assert "held at 2026-06-11" in text.stdout
+    early = r.invoke(app, [*base, "--date", "2023-01"])
+    assert early.exit_code == 1 and "earliest run" in early.output
+    none = r.invoke(app, [*base, "--calibration", "none", "--date", "2025-09"])
+    assert none.exit_code == 1 and "a-priori defaults" in none.output
+    bad = r.invoke(app, [*base, "--software-trend", "up"])
+    assert bad.exit_code == 2
