@@ -296,6 +296,10 @@ class RackSiteData:
         return self._network(p, n, 2, self.network_positions_per_rack)
 
 
+#: Position of each capacity pool in :attr:`PerfData.level`.
+POOL_INDEX = {"all": 0, "prefill": 1, "decode": 2}
+
+
 @dataclass(frozen=True)
 class PerfData:
     """Operating point of one rack type serving one workload.
@@ -310,6 +314,10 @@ class PerfData:
         Per rack used as prefill / decode pool (disaggregated) [tokens/s].
     output_tokens_per_s : float
         [tokens/s].
+    level : tuple of (float, float, float)
+        Per period, the rates ("all", "prefill", "decode") at the period's software
+        level over the ones above, which are at the latest fitted run's level (empty:
+        1). Rack power stays at that level's.
     """
 
     goodput_tokens_per_s: float
@@ -317,11 +325,17 @@ class PerfData:
     prefill_tokens_per_s: float = 0.0
     decode_tokens_per_s: float = 0.0
     output_tokens_per_s: float = 0.0
+    level: tuple[tuple[float, float, float], ...] = ()
 
-    def rate(self, pool: str) -> float:
-        """Tokens/s per rack in ``pool`` ("all", "prefill" or "decode") [tokens/s]."""
-        return {"all": self.goodput_tokens_per_s, "prefill": self.prefill_tokens_per_s,
-                "decode": self.decode_tokens_per_s}[pool]
+    def rate(self, pool: str, p: int | None = None) -> float:
+        """Tokens/s per rack in ``pool`` ("all", "prefill" or "decode") [tokens/s].
+
+        With period index ``p``: at that period's software level (``level``).
+        """
+        i = POOL_INDEX[pool]
+        base = (self.goodput_tokens_per_s, self.prefill_tokens_per_s,
+                self.decode_tokens_per_s)[i]
+        return base * self.level[p][i] if (p is not None and self.level) else base
 
 
 @dataclass(frozen=True)
@@ -656,7 +670,7 @@ class PlanInputs:
     def rate(self, rack: str, workload: str, key: str, p: int) -> float:
         """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s]."""
         base = key if key in POOLS_ALL else self.pool_of(workload, key, p)[0]
-        return self.perf[rack, workload].rate(base) * self.workloads[workload].speed(p)
+        return self.perf[rack, workload].rate(base, p) * self.workloads[workload].speed(p)
 
     def linear_network(self, rack: str) -> bool:
         """Whether ``rack``'s network is the per-rack linear coefficient (no fabric data)."""
@@ -847,6 +861,71 @@ def _compatibility(rack: Any, site: Any) -> str:
     return ""
 
 
+def _levels(catalog: Any, rack: str, model: str, workload: str, rp: Any,
+            levels: list, latest: Any) -> tuple[tuple[float, float, float], ...]:
+    """Per period, ``rack``'s rates at the period's software level over ``rp``'s (1s: ())."""
+    from dcplan import perf as perf_model
+
+    key = latest.key if latest is not None else None
+    out = []
+    for cal in levels:
+        if (cal.key if cal is not None else None) == key:
+            out.append((1.0, 1.0, 1.0))
+            continue
+        q = perf_model.rack_performance(catalog, rack, model, workload, calibration=cal)
+        ok = q.fits and q.goodput_tokens_per_s > 0
+        out.append(tuple(
+            (float(b) / float(a) if (ok and a > 0) else 0.0) for a, b in (
+                (rp.goodput_tokens_per_s, q.goodput_tokens_per_s),
+                (rp.prefill_tokens_per_s, q.prefill_tokens_per_s),
+                (rp.decode_tokens_per_s, q.decode_tokens_per_s))))
+    return () if all(x == (1.0, 1.0, 1.0) for x in out) else tuple(out)
+
+
+def _after_fitted(values: tuple[float, ...], last_fitted: int | None) -> tuple[float, ...]:
+    """A speedup path counted from the last period at the fitted software level.
+
+    Periods up to ``last_fitted`` are at their fitted level (1); later ones get the
+    path's value over its value in that period (from the first period when None).
+    """
+    if last_fitted is None:
+        return tuple(values)
+    b = values[last_fitted]
+    return tuple(1.0 if i <= last_fitted else v / b for i, v in enumerate(values))
+
+
+def _software_note(catalog: Any, rack_ids: list[str], periods: list, levels: list,
+                   last_fitted: int | None, path: bool) -> str:
+    """One note: the serving software each period's figures assume."""
+    from dcplan.perf.software import describe
+
+    vendors = sorted({catalog.get("accelerators", catalog.get("racks", r).accelerator).vendor
+                      for r in rack_ids})
+    runs = []
+    for p, cal in zip(periods, levels, strict=True):
+        infos = [describe(cal, v) for v in vendors]
+        engines = ", ".join(f"{i['engine']} ({v})" for v, i in zip(vendors, infos, strict=True)
+                            if i["engine"])
+        d = infos[0]
+        what = (f"as of {d['date']} ({d['basis']})" if d["date"] else d["text"])
+        text = f"{engines} {what}".strip() if engines else what
+        held = sorted({f"{k} at its {t} level" for i in infos for k, t in i["held_knobs"].items()})
+        if held:
+            text += " with " + ", ".join(held)
+        if runs and runs[-1][1] == text:
+            runs[-1][0].append(p.label)
+        else:
+            runs.append(([p.label], text))
+    parts = [f"{ls[0]}{'..' + ls[-1] if len(ls) > 1 else ''}: {t}" for ls, t in runs]
+    tail = ("; after the latest fitted run, tokens/s follow paths.software_speedup"
+            if path else "; no paths.software_speedup: no software gain after the latest "
+                         "fitted run")
+    if last_fitted is None and path:
+        tail += " from the first period"
+    return "software by period (rack tokens/s; power at the latest fitted level): " + \
+        "; ".join(parts) + tail
+
+
 def _planning_scale(scn: Scenario, perf: dict, rack_id: str, site: Any, rack: Any,
                     demand_peak: float) -> int:
     rates = [p.goodput_tokens_per_s for (r, _), p in perf.items() if r == rack_id]
@@ -880,6 +959,7 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
         When a workload cannot be served by any allowed rack.
     """
     from dcplan import perf as perf_model
+    from dcplan.perf.software import as_of, period_levels
 
     say = progress or (lambda _msg: None)
     scn, catalog, sites, calibration = case.scenario, case.catalog, case.sites, case.calibration
@@ -908,11 +988,15 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
                      "build_electrical_usd_per_mw and build_mechanical_usd_per_mw instead")
 
     say(f"performance: {len(rack_ids)} rack types x {len(wl_ids)} workloads")
+    # software: the fitted level as of each period's first day up to the latest fitted
+    # run, then that level times paths.software_speedup (docs/perf.md)
+    levels, last_fitted = period_levels(calibration, [p.start.isoformat() for p in periods])
+    latest = as_of(calibration, before="hold")
     perf: dict[tuple[str, str], PerfData] = {}
     for r in rack_ids:
         for w in wl_ids:
             wl = catalog.get("workloads", w)
-            rp = perf_model.rack_performance(catalog, r, wl.model, w, calibration=calibration)
+            rp = perf_model.rack_performance(catalog, r, wl.model, w, calibration=latest)
             if not rp.fits or rp.goodput_tokens_per_s <= 0:
                 notes.append(f"{r} cannot serve {w}: {rp.reason or 'no goodput'}")
                 continue
@@ -920,7 +1004,10 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
                 goodput_tokens_per_s=rp.goodput_tokens_per_s, power_kw=rp.power_kw,
                 prefill_tokens_per_s=rp.prefill_tokens_per_s,
                 decode_tokens_per_s=rp.decode_tokens_per_s,
-                output_tokens_per_s=rp.output_tokens_per_s)
+                output_tokens_per_s=rp.output_tokens_per_s,
+                level=_levels(catalog, r, wl.model, w, rp, levels, latest))
+    notes.append(_software_note(catalog, rack_ids, periods, levels, last_fitted,
+                                scn.paths.software_speedup is not None))
 
     demand = scn.demand_tokens_per_s()
     allowed_sites: dict[str, set[str]] = {}
@@ -934,6 +1021,7 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
         spec = scn.demand.profile_of(w)
         shape = shapes.get(w)
         speed = scn.paths.speedup_of(w)
+        speed_values = _after_fitted(speed.values(periods, 1.0), last_fitted) if speed else ()
         workloads[w] = WorkloadData(
             id=w, disaggregated=wl.mode.value == "disaggregated",
             input_frac=wl.input_tokens_mean / (wl.input_tokens_mean + wl.output_tokens_mean),
@@ -941,7 +1029,7 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
             demand_tokens_per_s=tuple(demand[(w, p.label)] for p in periods),
             sites=frozenset(allowed_sites[w]) if w in allowed_sites else None,
             target_utilisation=scn.serving.utilisation(w),
-            speedup=speed.values(periods, 1.0) if speed else (),
+            speedup=speed_values,
             profile=shape, flexible=bool(spec and spec.flexible),
             deadline_hours=spec.deadline_hours if spec else DEFAULT_DEADLINE_HOURS,
             **_demand_conversion(scn, wl, w))
@@ -1324,7 +1412,8 @@ def dominates(d: PlanInputs, better: str, worse: str) -> bool:
         if (better, w) not in d.perf:
             return False
         pa, pb = d.perf[better, w], d.perf[worse, w]
-        if any(pa.rate(k) < pb.rate(k) - 1e-9 for k in ("all", "prefill", "decode")):
+        if any(pa.rate(k, p) < pb.rate(k, p) - 1e-9 for k in ("all", "prefill", "decode")
+               for p in range(n)):
             return False
         if pa.power_kw - a.it_power_idle_kw > pb.power_kw - b.it_power_idle_kw + 1e-9:
             return False
