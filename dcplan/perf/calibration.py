@@ -84,7 +84,7 @@ THROUGHPUT_PARAMS = ("compute_eff_frac", "decode_compute_eff_frac", "attention_e
                      "mla_attention_eff_frac",
                      "hbm_eff_frac", "step_overhead_s", "layer_overhead_s",
                      "alltoall_latency_s", "collective_latency_s", "scaleout_latency_s",
-                     "comm_overlap_frac", "moe_comm_eff_frac")
+                     "comm_overlap_frac", "moe_comm_eff_frac", "moe_prefill_comm_eff_frac")
 #: Accelerator parameters fitted in addition where rows carry power (accelerator level).
 POWER_PARAMS = ("power_base_frac", "power_compute_weight", "power_memory_weight")
 #: Physics parameters, each fitted only when some row depends on it.
@@ -101,6 +101,7 @@ FIT_BOUNDS = {
     "hbm_eff_frac": (0.3, 0.95),
     "scaleup_eff_frac": (0.1, 0.95),
     "moe_comm_eff_frac": (0.02, 0.95),
+    "moe_prefill_comm_eff_frac": (0.05, 0.95),
     "step_overhead_s": (1e-4, 0.05),
     "layer_overhead_s": (1e-7, 1e-3),
     "alltoall_latency_s": (1e-6, 1e-3),
@@ -438,27 +439,42 @@ def _physics_in_use(rows: Sequence) -> list[str]:
     return names
 
 
+#: Instances larger than this many GPUs are "wide" (expert parallelism across a rack or
+#: across nodes); their rows form their own balancing group, so that the few wide runs
+#: are not outweighed by hundreds of 8-GPU-board runs of the same accelerator.
+WIDE_INSTANCE_GPUS = 8
+
+
+def instance_gpus(m) -> int:
+    """GPUs of the largest model instance of a measurement row [-]."""
+    if m.kind == "phase":
+        return int(m.gpus)
+    return int(max(m.prefill_tp or 1, m.prefill_ep or 1, m.decode_tp or 1, m.decode_ep or 1))
+
+
 def balance_weights(rows: Sequence, catalog: Catalog,
                     hardware_balance: float = HARDWARE_BALANCE) -> np.ndarray:
-    """Row weights balancing model families and accelerators.
+    """Row weights balancing model families, accelerators and instance scale.
 
-    Dense and MoE rows carry equal total weight, and within a family an accelerator's
-    rows weigh ``n_h^-hardware_balance`` each (squared).
+    Dense and MoE rows carry equal total weight, and within a family the rows of one
+    accelerator at one scale (instances of at most :data:`WIDE_INSTANCE_GPUS` GPUs, or
+    wider) weigh ``n_h^-hardware_balance`` each (squared).
 
     ``w^2 = N / (G W_f) n_h^-b`` for a row of family ``f`` (``G`` families, ``N`` rows)
-    on an accelerator with ``n_h`` rows of that family, ``W_f = sum_h n_h^(1-b)`` (so each
+    in a group with ``n_h`` rows of that family, ``W_f = sum_h n_h^(1-b)`` (so each
     family's squared weights sum to ``N / G``). Residuals are squared, hence the root.
     """
     fam = ["moe" if catalog.get("models", m.model).is_moe else "dense" for m in rows]
-    n_fh: dict[tuple[str, str], int] = {}
-    for f, m in zip(fam, rows, strict=True):
-        n_fh[(f, m.hardware)] = n_fh.get((f, m.hardware), 0) + 1
+    grp = [(m.hardware, instance_gpus(m) > WIDE_INSTANCE_GPUS) for m in rows]
+    n_fh: dict[tuple[str, tuple], int] = {}
+    for f, h in zip(fam, grp, strict=True):
+        n_fh[(f, h)] = n_fh.get((f, h), 0) + 1
     fams = sorted(set(fam))
     w_f = {f: sum(c ** (1.0 - hardware_balance) for (g, _), c in n_fh.items() if g == f)
            for f in fams}
     n, g = len(rows), len(fams)
-    return np.array([np.sqrt(n / (g * w_f[f]) * n_fh[(f, m.hardware)] ** -hardware_balance)
-                     for f, m in zip(fam, rows, strict=True)])
+    return np.array([np.sqrt(n / (g * w_f[f]) * n_fh[(f, h)] ** -hardware_balance)
+                     for f, h in zip(fam, grp, strict=True)])
 
 
 # ---------------------------------------------------------------- the fit space

@@ -19,7 +19,10 @@ power_w             mean total power of the replica's accelerators [W]; may be e
 ==================  ==========================================================
 
 Optional: ``source``, ``as_of`` (also the run date the calibration's software trend
-reads), ``notes``, ``framework`` (serving engine, as in serving rows), and
+reads), ``notes``, ``framework`` (serving engine, as in serving rows), ``ep`` (expert
+parallel size of an MoE replica; empty: experts tensor-parallel) and ``dp_attention``
+(``true``: every GPU runs its own attention, the layout of wide expert parallelism,
+``DEP<gpus>``), and
 ``prompt_tokens`` + ``output_tokens``
 (decode rows, together) for an end-to-end run (MLPerf Offline/Server) whose
 ``tokens_per_s`` counts output tokens while the replica also prefilled every prompt;
@@ -52,7 +55,7 @@ from dcplan.yamlio import read_text
 REQUIRED_COLUMNS = ("hardware", "model", "precision", "phase", "gpus", "batch",
                     "context_tokens", "tokens_per_s", "power_w")
 OPTIONAL_COLUMNS = ("source", "as_of", "notes", "prompt_tokens", "output_tokens", "ttft_s",
-                    "tpot_ms", "framework", "power_cap_w")
+                    "tpot_ms", "framework", "power_cap_w", "ep", "dp_attention")
 PHASES = ("prefill", "decode")
 
 #: Columns of a serving-measurement file (all required in the header, in any order).
@@ -115,6 +118,10 @@ class Measurement:
         Power limit per accelerator the run was held to (MLPerf MaxQ) [W] (basis: cap);
         predicted power is capped there, and the row's throughput is not fitted (the
         model has no clock throttling).
+    ep : int
+        Expert-parallel size of the replica (1: experts tensor-parallel) [-].
+    dp_attention : bool
+        Every GPU of the replica runs its own attention (attention TP 1).
     """
 
     row: int
@@ -137,6 +144,8 @@ class Measurement:
     line: int = 0
     framework: str = ""
     power_cap_w: float | None = None
+    ep: int = 1
+    dp_attention: bool = False
 
     kind = "phase"
 
@@ -521,9 +530,25 @@ def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: 
             bad("as_of", f"'{as_of}' is not a date; write YYYY-MM-DD (or YYYY-MM), or leave "
                          "it empty")
             ok = False
+    dp_text = (rec.get("dp_attention", "") or "").strip().lower()
+    if dp_text not in ("", "true", "false"):
+        bad("dp_attention", f"'{rec.get('dp_attention')}' is not true or false; write true, "
+                            "false or leave it empty")
+        ok = False
+    dp_attention = dp_text == "true"
+    ep_v, good = _cell(rec.get("ep", ""), True, False, True, "ep", bad)
+    ok &= good
+    ep = int(ep_v) if ep_v is not None else 1
+    if ok and values["gpus"] and ep not in (1, int(values["gpus"])):
+        bad("ep", f"expert parallelism {ep} must be 1 or the replica's {int(values['gpus'])} "
+                  "GPUs (experts spread over the whole replica)")
+        ok = False
+    if ok and ep > 1 and not catalog.entries["models"][rec["model"]].is_moe:
+        bad("ep", f"{rec['model']} has no experts; leave ep empty")
+        ok = False
     if ok and values["gpus"]:
         ok &= _check_tp(int(values["gpus"]), "gpus", rec["hardware"], rec["model"],
-                        catalog, bad)
+                        catalog, bad, dp_attention)
     if ok:
         return Measurement(
             row=row_no, hardware=rec["hardware"], model=rec["model"],
@@ -535,7 +560,7 @@ def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: 
             ttft_s=values["ttft_s"], tpot_ms=values["tpot_ms"],
             source=rec.get("source", ""), as_of=rec.get("as_of", ""),
             notes=rec.get("notes", ""), line=line_no, framework=rec.get("framework", ""),
-            power_cap_w=values["power_cap_w"],
+            power_cap_w=values["power_cap_w"], ep=ep, dp_attention=dp_attention,
         )
     return None
 

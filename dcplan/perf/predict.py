@@ -474,7 +474,8 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
     hp, ph = _column(params), _column(physics)
     hw = Hardware.build(acc, shape, hp, sv,
                         scaleout_gbps(catalog, m.hardware, sv.measurement_scaleout_gbps), domain)
-    par = Parallel(attn_tp=m.gpus, attn_dp=1, ep=1)
+    par = (Parallel.from_engine(m.gpus, m.ep, True) if m.dp_attention
+           else Parallel(attn_tp=m.gpus, attn_dp=1, ep=m.ep))
     label = par.label(shape.is_moe)
     inst = Instance(hw, par, shape, ph, sv)
     b = float(m.batch)
@@ -502,10 +503,12 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
 
     if m.phase == "prefill":
         tokens = b * m.context_tokens
-        st = forward_step(hw, par, shape, ph, sv, tokens, tokens,
+        dp = float(par.attn_dp)
+        # a pass holds one chunk per attention data-parallel rank
+        st = forward_step(hw, par, shape, ph, sv, tokens, tokens / dp,
                           shape.attended(m.context_tokens / 2.0),
-                          b * shape.kv_bytes_seq(m.context_tokens), "prefill",
-                          steps=max(1.0, np.ceil(tokens / sv.prefill_chunk_tokens)))
+                          b / dp * shape.kv_bytes_seq(m.context_tokens), "prefill",
+                          steps=max(1.0, np.ceil(tokens / (sv.prefill_chunk_tokens * dp))))
         t = st.total_s
         out.update(tokens_per_s=flat(tokens / t),
                    power_w=power(st.compute_s / t, st.memory_s / t))

@@ -207,10 +207,10 @@ class Prefill:
 def prefill(inst: Instance, traffic: Traffic) -> Prefill:
     """Prefill times of one request of ``traffic`` on ``inst``.
 
-    Batched: the request's new tokens share chunks of ``prefill_chunk_tokens`` with
-    other requests, spread over the attention DP ranks, so weight reads and overheads
-    are paid pro rata. Alone: one request, at least one whole chunk, its attention on
-    one DP rank.
+    Batched: the request's new tokens share passes with other requests; each attention
+    DP rank prefills a chunk of ``prefill_chunk_tokens`` per pass, so weight reads and
+    overheads are paid pro rata. Alone: one request, at least one whole chunk, its
+    attention on one DP rank.
     """
     s = inst.shape
     i_tok = np.asarray(traffic.input_tokens, dtype=float)
@@ -220,8 +220,10 @@ def prefill(inst: Instance, traffic: Traffic) -> Prefill:
     kv = s.kv_bytes_seq(i_tok)
     chunk = float(inst.serving.prefill_chunk_tokens)
     dp = np.asarray(inst.par.attn_dp, dtype=float)
+    # batched: each attention data-parallel rank prefills its own chunk, so a pass of
+    # the instance holds dp chunks
     batched = forward_step(inst.hw, inst.par, s, inst.phys, inst.serving, new, new / dp, att,
-                           kv / dp, "prefill", steps=new / chunk)
+                           kv / dp, "prefill", steps=new / (chunk * dp))
 
     def alone_at(x):
         n_x = np.maximum(new * x, 1.0)
