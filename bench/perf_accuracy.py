@@ -1,10 +1,11 @@
 """Accuracy of the performance model on the shipped measurements.
 
-Rows: ``catalogs/measurements/mlperf_inference.csv`` (18 MLPerf Inference rows, dense
-Llama 2 70B / Llama 3.1 405B) and ``catalogs/measurements/inferencex_deepseek_r1.csv``
-(1,328 InferenceX DeepSeek-R1 serving runs). For each row the model predicts output
-tokens/s per GPU (MLPerf: the replica's output tokens/s), median TPOT and median TTFT
-at the row's own configuration, four ways:
+Rows: every ``catalogs/measurements/*.csv``, the files ``dcplan perf calibrate
+catalogs/measurements/*.csv`` fits (docs/perf.md, README): MLPerf Inference phase rows
+(dense Llama 2 70B / Llama 3.1 405B, with MLPerf Power rows) and InferenceX DeepSeek-R1
+serving runs. For each row the model predicts output tokens/s per GPU (MLPerf: the
+replica's output tokens/s), median TPOT, median TTFT and power at the row's own
+configuration, four ways:
 
 * ``defaults``: the a-priori estimates of ``catalogs/perf_defaults.yaml`` (no fit);
 * ``in-sample``: calibrated on all rows (what ``catalogs/perf_calibration.yaml`` holds);
@@ -14,32 +15,71 @@ at the row's own configuration, four ways:
 
 and prints median and 90th-percentile absolute % errors split by model family
 (dense / MoE), scenario (offline / server / interactive), speculative decoding,
-aggregated / disaggregated serving and accelerator.
+aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
+
+* output tokens/s per GPU and median TTFT by scale-up domain (rack-scale: the
+  accelerator's platform domain, catalog ``scaleup_domain``, is larger than
+  :data:`BOARD_DOMAIN` GPUs, e.g. GB200 NVL72; else an 8-GPU board) and by requests in
+  flight (:data:`CONCURRENCY_BANDS`; MLPerf phase rows are their own band), each as
+  signed median % (bias), median and 90th-percentile |error| %;
+* the Server/Offline throughput ratio of every MLPerf configuration with both rows,
+  predicted against measured (absolute difference);
+* power error per vendor, on the rows that measured power.
 
 Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--json FILE] [--markdown]
-(about 15-50 minutes depending on the machine; ``--quick`` fits on one row per configuration and
-takes a few).
+[--fill-doc docs/perf.md] (about 15-50 minutes depending on the machine; ``--quick``
+fits on one row per configuration and takes a few). ``--markdown`` prints every table
+between ``<!-- perf_accuracy:NAME -->`` and ``<!-- /perf_accuracy:NAME -->`` markers,
+the ones the "Accuracy" section of docs/perf.md holds; ``--fill-doc`` writes them
+there (:func:`fill_doc`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from dcplan.catalog import load_catalog
 from dcplan.perf.calibration import calibrate, evaluate_rows, leave_one_out
-from dcplan.perf.measurements import load_measurements
+from dcplan.perf.measurements import load_measurements, scaleup_domain
 from dcplan.perf.params import load_perf_defaults
 
 REPO = Path(__file__).resolve().parent.parent
-FILES = (REPO / "catalogs" / "measurements" / "mlperf_inference.csv",
-         REPO / "catalogs" / "measurements" / "inferencex_deepseek_r1.csv")
+#: Folder of the shipped measurement files; every ``*.csv`` in it is used, as the
+#: documented ``dcplan perf calibrate catalogs/measurements/*.csv`` fits them all.
+MEASUREMENTS = REPO / "catalogs" / "measurements"
 TARGET_MEDIAN, TARGET_P90 = 15.0, 40.0
+#: GPUs of a board-scale scale-up domain; a larger platform domain (NVL72) is rack-scale.
+BOARD_DOMAIN = 8
+#: Bands of requests in flight of serving rows: (largest concurrency in the band or None
+#: for no limit, label).
+CONCURRENCY_BANDS = ((64, "<= 64"), (512, "65-512"), (None, "> 512"))
+#: Band of the MLPerf phase rows (no requests-in-flight figure).
+PHASE_BAND = "phase rows (MLPerf)"
+RACK_SCALE = f"rack-scale (domain > {BOARD_DOMAIN} GPUs)"
+BOARD = f"{BOARD_DOMAIN}-GPU board"
+
+
+def measurement_files(folder: Path = MEASUREMENTS) -> list[Path]:
+    """Measurement files of ``folder``: every ``*.csv``, sorted by name.
+
+    Parameters
+    ----------
+    folder : Path
+        Folder of measurement files.
+
+    Returns
+    -------
+    list of Path
+    """
+    return sorted(folder.glob("*.csv"))
 
 
 def _scenario(m) -> str:
@@ -94,31 +134,440 @@ def _fmt(v) -> str:
     return "-" if v is None else f"{v:.1f}"
 
 
-def print_table(rows: list[dict], title: str, markdown: bool) -> None:
-    cols = [c for c in rows[0] if c not in ("split", "value", "rows")]
-    print(f"\n{title} (|error| %, median and 90th percentile)")
-    if markdown:
-        print("| split | rows | " + " | ".join(cols) + " |")
-        print("|---|---:|" + "---:|" * len(cols))
-        for r in rows:
-            print(f"| {r['split']}: {r['value']} | {r['rows']} | "
-                  + " | ".join(_fmt(r[c]) for c in cols) + " |")
-        return
-    head = f"{'split':34s} {'rows':>5s} " + " ".join(f"{c:>22s}" for c in cols)
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        print(f"{(r['split'] + ': ' + r['value'])[:34]:34s} {r['rows']:5d} "
-              + " ".join(f"{_fmt(r[c]):>22s}" for c in cols))
+def table_block(rows: list[dict], markdown: bool) -> str:
+    """A :func:`table` rendered (one column per method and statistic).
 
+    Parameters
+    ----------
+    rows : list of dict
+        :func:`table`'s result.
+    markdown : bool
+
+    Returns
+    -------
+    str
+    """
+    cols = [c for c in rows[0] if c not in ("split", "value", "rows")]
+    body = [[f"{r['split']}: {r['value']}", str(r["rows"])] + [_fmt(r[c]) for c in cols]
+            for r in rows]
+    return render(["split", "rows"] + cols, body, markdown)
+
+
+def print_block(name: str, title: str, text: str, markdown: bool) -> None:
+    """Print a table under its title; Markdown between :func:`marked`'s markers.
+
+    Parameters
+    ----------
+    name, title, text : str
+        Block name, title and rendered table.
+    markdown : bool
+    """
+    print(f"\n{title}:\n")
+    print(marked(name, text) if markdown else text)
+
+def domain_class(domain: int | None) -> str:
+    """Scale-up class of a platform domain: :data:`RACK_SCALE` or :data:`BOARD`.
+
+    Parameters
+    ----------
+    domain : int or None
+        GPUs of the accelerator's scale-up domain (None: unknown, read as a board, as
+        :func:`dcplan.perf.measurements.spans_scaleup` reads it).
+
+    Returns
+    -------
+    str
+    """
+    return RACK_SCALE if (domain or BOARD_DOMAIN) > BOARD_DOMAIN else BOARD
+
+
+def concurrency_band(m) -> str:
+    """Band of requests in flight of a row (:data:`CONCURRENCY_BANDS`).
+
+    Parameters
+    ----------
+    m : Measurement or ServingMeasurement
+        A row (``kind`` and, for serving rows, ``concurrency``).
+
+    Returns
+    -------
+    str
+        The band's label; :data:`PHASE_BAND` for phase rows.
+    """
+    if m.kind != "serving":
+        return PHASE_BAND
+    for top, label in CONCURRENCY_BANDS:
+        if top is None or m.concurrency <= top:
+            return label
+    raise AssertionError("the last band has no limit")
+
+
+def signed_stats(errors: Sequence[float | None]) -> dict[str, float | int | None]:
+    """Signed median, median and 90th-percentile |error| of signed % errors.
+
+    Parameters
+    ----------
+    errors : sequence of float or None
+        Signed % errors (predicted / measured - 1, in %); None and non-finite ones are
+        left out.
+
+    Returns
+    -------
+    dict
+        ``signed`` (median signed %, the bias), ``median``, ``p90`` (of |error|; None
+        without errors) and ``n`` (errors used).
+    """
+    e = np.array([x for x in errors if x is not None and np.isfinite(x)], float)
+    if not len(e):
+        return {"signed": None, "median": None, "p90": None, "n": 0}
+    a = np.abs(e)
+    return {"signed": float(np.median(e)), "median": float(np.median(a)),
+            "p90": float(np.percentile(a, 90)), "n": int(len(e))}
+
+
+def _group_rows(results: Mapping[str, Sequence], what: str,
+                groups: Sequence[tuple[str, str, Sequence[int]]]) -> list[dict]:
+    """Per group: ``split``, ``value``, ``rows`` and each method's signed/median/p90."""
+    out = []
+    for split, value, idx in groups:
+        row: dict = {"split": split, "value": value, "rows": 0}
+        for meth, res in results.items():
+            st = signed_stats([res[i].error(what) for i in idx])
+            row[f"{meth} signed"] = st["signed"]
+            row[f"{meth} median"] = st["median"]
+            row[f"{meth} p90"] = st["p90"]
+            row["rows"] = max(row["rows"], st["n"])
+        if row["rows"]:
+            out.append(row)
+    return out
+
+
+def _ordered(groups: dict[tuple[str, str], list[int]], splits: Sequence[str],
+             values: Sequence[str]) -> list[tuple[str, str, list[int]]]:
+    """Groups sorted by split (``splits`` order), then by value (``values`` order of
+    each ``, ``-separated part, unknown parts last, then by name)."""
+    def rank(item) -> tuple:
+        (split, value), _ = item
+        parts = value.split(", ")
+        return (splits.index(split),
+                tuple(values.index(p) if p in values else len(values) for p in parts), value)
+    return [(s, v, idx) for (s, v), idx in sorted(groups.items(), key=rank)]
+
+
+def server_offline_pairs(rows: Sequence) -> list[tuple[str, int, int]]:
+    """MLPerf configurations measured in both the Server and the Offline scenario.
+
+    A phase row with a TPOT limit (``tpot_ms``) is a Server (or Interactive) row, one
+    without an Offline row. Rows of one configuration share accelerator, model,
+    precision, run date (``as_of``) and power cap (MLPerf Power MaxQ runs pair among
+    themselves); where a configuration has several Offline rows, the one with the
+    Server row's GPUs per replica is taken, and none if that is not one row.
+
+    Parameters
+    ----------
+    rows : sequence of Measurement or ServingMeasurement
+        Serving rows are ignored.
+
+    Returns
+    -------
+    list of (str, int, int)
+        (label, index of the Server row, index of the Offline row), in row order.
+    """
+    def key(m) -> tuple:
+        return (m.hardware, m.model, str(getattr(m.precision, "value", m.precision)),
+                m.date, getattr(m, "power_cap_w", None))
+
+    offline: dict[tuple, list[int]] = {}
+    for i, m in enumerate(rows):
+        if m.kind == "phase" and not m.tpot_ms:
+            offline.setdefault(key(m), []).append(i)
+    out = []
+    for i, m in enumerate(rows):
+        if m.kind != "phase" or not m.tpot_ms:
+            continue
+        cand = offline.get(key(m), [])
+        if len(cand) > 1:
+            cand = [j for j in cand if rows[j].gpus == m.gpus]
+        if len(cand) != 1:
+            continue
+        hw, model, prec, date, cap = key(m)
+        label = f"{hw} {model} {prec} {date}" + (f" MaxQ {cap:g} W" if cap else "")
+        out.append((f"{label}, TPOT {m.tpot_ms:g} ms", i, cand[0]))
+    return out
+
+
+def _per_gpu(value: float | None, gpus: int) -> float | None:
+    if value is None or not np.isfinite(value) or value <= 0:
+        return None
+    return value / gpus
+
+
+def server_offline_table(results: Mapping[str, Sequence]) -> list[dict]:
+    """Server/Offline throughput ratio, predicted against measured, per configuration.
+
+    Throughput per GPU of each row (a configuration's two rows may run replicas of
+    different sizes); pairs from :func:`server_offline_pairs`.
+
+    Parameters
+    ----------
+    results : mapping of str to sequence of RowResult
+        Per method, the rows' results in one row order.
+
+    Returns
+    -------
+    list of dict
+        Per pair: ``configuration``, ``measured`` (ratio), and per method
+        ``<method> predicted`` and ``<method> abs diff`` (absolute difference of the
+        ratios; None where a prediction is missing). Last, if any pair: the row
+        ``configuration: "all pairs"`` with ``<method> median abs diff`` and ``<method>
+        max abs diff``.
+    """
+    first = next(iter(results.values()))
+    rows = [r.m for r in first]
+    out = []
+    for label, s, o in server_offline_pairs(rows):
+        ms = _per_gpu(first[s].measured_throughput, rows[s].gpus)
+        mo = _per_gpu(first[o].measured_throughput, rows[o].gpus)
+        if ms is None or mo is None:
+            continue
+        row: dict = {"configuration": label, "measured": ms / mo}
+        for meth, res in results.items():
+            ps = _per_gpu(res[s].predicted_throughput, rows[s].gpus)
+            po = _per_gpu(res[o].predicted_throughput, rows[o].gpus)
+            ratio = None if ps is None or po is None else ps / po
+            row[f"{meth} predicted"] = ratio
+            row[f"{meth} abs diff"] = None if ratio is None else abs(ratio - row["measured"])
+        out.append(row)
+    if out:
+        summ: dict = {"configuration": "all pairs", "measured": None}
+        for meth in results:
+            d = [r[f"{meth} abs diff"] for r in out if r[f"{meth} abs diff"] is not None]
+            summ[f"{meth} median abs diff"] = float(np.median(d)) if d else None
+            summ[f"{meth} max abs diff"] = float(max(d)) if d else None
+        out.append(summ)
+    return out
+
+
+def split_tables(results: Mapping[str, Sequence], domain_of: Callable[[str], int | None],
+                 vendor_of: Callable[[str], str]) -> dict[str, list[dict]]:
+    """The accuracy tables split by scale-up domain, concurrency, vendor and scenario pair.
+
+    Pure: everything comes from the results and the two look-ups.
+
+    Parameters
+    ----------
+    results : mapping of str to sequence of RowResult
+        Per method (``defaults``, ``in-sample``, ...), the results of the same rows in
+        the same order (objects with ``m``, ``kind``, ``error(what)``,
+        ``measured_throughput`` and ``predicted_throughput``).
+    domain_of : callable
+        Accelerator id -> GPUs of its platform's scale-up domain (None: unknown).
+    vendor_of : callable
+        Accelerator id -> vendor.
+
+    Returns
+    -------
+    dict of str to list of dict
+        ``throughput`` and ``ttft``: per group (``split`` ``all``, ``domain``,
+        ``concurrency`` or ``domain x concurrency``; ``value``; ``rows``) each method's
+        ``<method> signed`` (median signed %), ``<method> median`` and ``<method> p90``
+        (|error| %), groups without an error left out; ``power``: the same by
+        ``vendor``, on rows with measured power; ``server_offline``:
+        :func:`server_offline_table`.
+
+    Raises
+    ------
+    ValueError
+        If the methods' result lists differ in length.
+    """
+    lens = {len(v) for v in results.values()}
+    if len(lens) > 1:
+        raise ValueError(f"methods hold different numbers of rows: {sorted(lens)}")
+    first = next(iter(results.values()))
+    groups: dict[tuple[str, str], list[int]] = {("all", "all"): list(range(len(first)))}
+    vendors: dict[tuple[str, str], list[int]] = {("all", "all"): list(range(len(first)))}
+    for i, r in enumerate(first):
+        dom = domain_class(domain_of(r.m.hardware))
+        band = concurrency_band(r.m)
+        for key in (("domain", dom), ("concurrency", band),
+                    ("domain x concurrency", f"{dom}, {band}")):
+            groups.setdefault(key, []).append(i)
+        vendors.setdefault(("vendor", vendor_of(r.m.hardware)), []).append(i)
+    order = [BOARD, RACK_SCALE] + [lab for _, lab in CONCURRENCY_BANDS] + [PHASE_BAND]
+    ordered = _ordered(groups, ["all", "domain", "concurrency", "domain x concurrency"],
+                       order)
+    return {
+        "throughput": _group_rows(results, "throughput", ordered),
+        "ttft": _group_rows(results, "ttft", ordered),
+        "power": _group_rows(results, "power", _ordered(vendors, ["all", "vendor"], [])),
+        "server_offline": server_offline_table(results),
+    }
+
+
+def _triple(row: dict, meth: str) -> str:
+    signed = row[f"{meth} signed"]
+    return (f"{'-' if signed is None else f'{signed:+.1f}'} / {_fmt(row[f'{meth} median'])}"
+            f" / {_fmt(row[f'{meth} p90'])}")
+
+
+def _ratio(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def render(header: Sequence[str], body: Sequence[Sequence[str]], markdown: bool) -> str:
+    """A table as Markdown (first column left-aligned, the others right) or plain text.
+
+    Parameters
+    ----------
+    header : sequence of str
+    body : sequence of sequence of str
+    markdown : bool
+
+    Returns
+    -------
+    str
+    """
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |",
+                 "|---|" + "---:|" * (len(header) - 1)]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        return "\n".join(lines)
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *body, strict=True)]
+    fmt = [f"{{:{w}s}}" if j == 0 else f"{{:>{w}s}}" for j, w in enumerate(widths)]
+    lines = ["  ".join(f.format(x) for f, x in zip(fmt, header, strict=True))]
+    lines.append("-" * len(lines[0]))
+    lines += ["  ".join(f.format(x) for f, x in zip(fmt, r, strict=True)) for r in body]
+    return "\n".join(lines)
+
+
+def split_blocks(tables: dict[str, list[dict]], methods: Sequence[str], markdown: bool
+                 ) -> dict[str, tuple[str, str]]:
+    """The tables of :func:`split_tables` rendered: name -> (title, table text).
+
+    Parameters
+    ----------
+    tables : dict
+        :func:`split_tables`'s result.
+    methods : sequence of str
+        Methods, in column order.
+    markdown : bool
+
+    Returns
+    -------
+    dict of str to (str, str)
+        Keys ``throughput-domain-concurrency``, ``ttft-domain-concurrency``,
+        ``power-vendor`` and ``server-offline`` (only those with rows).
+    """
+    out = {}
+    head = ["split", "rows"] + [f"{m} signed / median / p90" for m in methods]
+    for key, name, title in (
+            ("throughput", "throughput-domain-concurrency",
+             "Output tokens/s per GPU by scale-up domain and requests in flight, error % "
+             "(signed median / median |error| / 90th percentile |error|)"),
+            ("ttft", "ttft-domain-concurrency",
+             "Median TTFT by scale-up domain and requests in flight, error % (signed "
+             "median / median |error| / 90th percentile |error|)"),
+            ("power", "power-vendor",
+             "Power per vendor, rows with measured power, error % (signed median / median "
+             "|error| / 90th percentile |error|)")):
+        if tables[key]:
+            body = [[f"{r['split']}: {r['value']}", str(r["rows"])]
+                    + [_triple(r, m) for m in methods] for r in tables[key]]
+            out[name] = (title, render(head, body, markdown))
+    so = tables["server_offline"]
+    if so:
+        head = ["configuration", "measured"] + [f"{m} predicted (abs diff)" for m in methods]
+        body = []
+        for r in so:
+            if r["configuration"] == "all pairs":
+                body.append([f"all {len(so) - 1} pairs: median (max) abs diff", "-"]
+                            + [f"{_ratio(r[f'{m} median abs diff'])} "
+                               f"({_ratio(r[f'{m} max abs diff'])})" for m in methods])
+            else:
+                body.append([r["configuration"], _ratio(r["measured"])]
+                            + [f"{_ratio(r[f'{m} predicted'])} ({_ratio(r[f'{m} abs diff'])})"
+                               for m in methods])
+        out["server-offline"] = (
+            "MLPerf Server/Offline throughput ratio (per GPU), predicted against measured "
+            "(absolute difference)", render(head, body, markdown))
+    return out
+
+
+def marked(name: str, text: str) -> str:
+    """``text`` between the markers of block ``name`` (what :func:`fill_doc` replaces).
+
+    Parameters
+    ----------
+    name : str
+    text : str
+
+    Returns
+    -------
+    str
+    """
+    return f"<!-- perf_accuracy:{name} -->\n{text}\n<!-- /perf_accuracy:{name} -->"
+
+
+def fill_doc(doc: str, blocks: Mapping[str, str]) -> tuple[str, list[str]]:
+    """Replace each marked block of ``doc`` that ``blocks`` names with its new text.
+
+    Parameters
+    ----------
+    doc : str
+        Document text with blocks written by :func:`marked`.
+    blocks : mapping of str to str
+        Block name -> new text (without markers).
+
+    Returns
+    -------
+    str, list of str
+        The new document and the names of the blocks replaced (blocks the document
+        does not hold are not added).
+    """
+    done = []
+    for name, text in blocks.items():
+        pat = re.compile(rf"<!-- perf_accuracy:{re.escape(name)} -->\n.*?"
+                         rf"<!-- /perf_accuracy:{re.escape(name)} -->", re.S)
+        doc, n = pat.subn(lambda _m, name=name, text=text: marked(name, text), doc)
+        if n:
+            done.append(name)
+    return doc, done
+
+
+
+#: The per-split tables of :func:`table`: (what, title).
+MAIN_TABLES = (("throughput", "Output tokens/s per GPU"), ("tpot", "Median TPOT"),
+               ("ttft", "Median TTFT"), ("power", "Power"))
+
+
+def all_blocks(out: dict, methods: Sequence[str], markdown: bool) -> dict[str, tuple[str, str]]:
+    """Every table of a run rendered: block name -> (title, table text).
+
+    Parameters
+    ----------
+    out : dict
+        :func:`table`'s result per ``what`` of :data:`MAIN_TABLES`, and ``splits``:
+        :func:`split_tables`'s.
+    methods : sequence of str
+    markdown : bool
+
+    Returns
+    -------
+    dict of str to (str, str)
+        ``<what>-splits`` for the main tables, then :func:`split_blocks`'s.
+    """
+    blocks = {f"{what}-splits": (f"{title}, |error| % (median / 90th percentile per method)",
+                                 table_block(out[what], markdown))
+              for what, title in MAIN_TABLES}
+    return blocks | split_blocks(out["splits"], methods, markdown)
 
 def quick_subset(rows: list) -> list:
     """One serving row per (hardware, precision, framework, lengths, layout,
     concurrency, speculative), the latest run; every phase row."""
     keep: dict[tuple, object] = {}
-    for m in rows:
-        if m.kind == "phase":
-            keep[("phase", m.row, m.hardware, m.model)] = m
+    for i, m in enumerate(rows):
+        if m.kind == "phase":  # row numbers repeat across files: keep every phase row
+            keep[("phase", i)] = m
             continue
         k = (m.hardware, m.precision, m.framework, m.input_tokens, m.output_tokens,
              m.prefill_tp, m.prefill_ep, m.decode_tp, m.decode_ep, m.decode_dp_attention,
@@ -133,16 +582,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fit on one row per configuration")
     ap.add_argument("--nfev", type=int, default=40, help="function evaluations per fit")
     ap.add_argument("--json", default=None, help="also write the tables as JSON")
-    ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print Markdown tables between the markers docs/perf.md holds")
+    ap.add_argument("--fill-doc", default=None, metavar="MD",
+                    help="replace the marked tables of this Markdown file (docs/perf.md)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     catalog = load_catalog()
     defaults = load_perf_defaults()
-    rows = [m for f in FILES for m in load_measurements(f, catalog)]
+    files = measurement_files()
+    rows = [m for f in files for m in load_measurements(f, catalog)]
     if args.quick:
         rows = quick_subset(rows)
     print(f"{len(rows)} rows ({sum(m.kind == 'phase' for m in rows)} MLPerf, "
-          f"{sum(m.kind == 'serving' for m in rows)} InferenceX)")
+          f"{sum(m.kind == 'serving' for m in rows)} InferenceX) from "
+          f"{', '.join(f.name for f in files)}")
     results = {"defaults": evaluate_rows(rows, catalog, defaults)}
     cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev)
     results["in-sample"] = evaluate_rows(rows, catalog, defaults, cal)
@@ -153,12 +607,13 @@ def main(argv: list[str] | None = None) -> int:
     results["leave-one-model-out"] = leave_one_out(
         rows, catalog, defaults, key=lambda m: m.model, per_hardware=True, max_nfev=args.nfev)
     t2 = time.perf_counter()
-    out = {}
-    for what, title in (("throughput", "Output tokens/s per GPU"), ("tpot", "Median TPOT"),
-                        ("ttft", "Median TTFT"), ("power", "Power")):
-        tab = table(results, catalog, what)
-        out[what] = tab
-        print_table(tab, title, args.markdown)
+    out: dict = {what: table(results, catalog, what) for what, _ in MAIN_TABLES}
+    domains = {h: scaleup_domain(catalog, h) for h in {m.hardware for m in rows}}
+    vendors = {h: catalog.get("accelerators", h).vendor for h in domains}
+    out["splits"] = split_tables(results, domains.get, vendors.get)
+    blocks = all_blocks(out, list(results), args.markdown)
+    for name, (title, text) in blocks.items():
+        print_block(name, title, text, args.markdown)
     flagged = {k: sum(1 for r in v if r.pred.flag) for k, v in results.items()}
     print(f"\nrows the model cannot express (flagged): {flagged}")
     lo = {row["value"]: row for row in out["throughput"] if row["split"] == "family"}
@@ -173,6 +628,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntime: fit {t1 - t0:.0f} s, leave-out folds {t2 - t1:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=float))
+    if args.fill_doc:
+        doc = Path(args.fill_doc)
+        md = {n: text for n, (_t, text) in all_blocks(out, list(results), True).items()}
+        text, done = fill_doc(doc.read_text(encoding="utf-8"), md)
+        doc.write_text(text, encoding="utf-8")
+        print(f"{doc}: filled {', '.join(done) or 'no block'}")
     return 0
 
 

@@ -1,0 +1,226 @@
+"""bench/perf_accuracy.py's split tables, on hand-made rows with hand-computed figures.
+
+Ten rows of method ``a`` (signed % errors of output tokens/s per GPU, MLPerf: replica
+tokens/s):
+
+=====  =========  ======  ===========  ==========  =====  ====================
+row    hardware   domain  concurrency  throughput  power  notes
+=====  =========  ======  ===========  ==========  =====  ====================
+s1     b200       8       4            +10
+s2     b200       8       64           -20
+s3     b200       8       65           +30
+s4     gb200_gpu  72      512          -40
+s5     gb200_gpu  72      513          +50                TTFT -90 %
+s6     mi355x     8       1024         -5          -10
+p1     gb200_gpu  72      phase        +10                Offline, 8 GPUs
+p2     gb200_gpu  72      phase        +28.33             Server, 4 GPUs
+p3     h200_sxm   8       phase        -25         +10    Offline
+p4     h200_sxm   8       phase        0           -20    Server
+=====  =========  ======  ===========  ==========  =====  ====================
+
+(s1 also has TTFT +100 %.) Method ``b`` predicts every row exactly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dcplan.perf.calibration import RowResult
+from dcplan.perf.predict import RowPrediction
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "perf_accuracy.py"
+
+
+@pytest.fixture(scope="module")
+def pa():
+    spec = importlib.util.spec_from_file_location("perf_accuracy_bench", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+DOMAINS = {"b200": 8, "gb200_gpu": 72, "mi355x": 8, "h200_sxm": 8}
+VENDORS = {"b200": "NVIDIA", "gb200_gpu": "NVIDIA", "mi355x": "AMD", "h200_sxm": "NVIDIA"}
+
+
+def serving(hw, conc, pred, ttft=None, power=None):
+    m = SimpleNamespace(kind="serving", hardware=hw, concurrency=conc,
+                        output_tokens_per_s_per_gpu=100.0, median_tpot_ms=None,
+                        median_ttft_s=ttft[0] if ttft else None,
+                        power_w=power[0] if power else None)
+    p = RowPrediction(output_tokens_per_s_per_gpu=pred,
+                      median_ttft_s=ttft[1] if ttft else None,
+                      power_w=power[1] if power else None)
+    return RowResult(m, p)
+
+
+def phase(hw, gpus, meas, pred, tpot_ms=None, power=None, cap=None, date="2025-04-02"):
+    m = SimpleNamespace(kind="phase", hardware=hw, model="llama", precision="fp4",
+                        date=date, power_cap_w=cap, tpot_ms=tpot_ms, gpus=gpus,
+                        tokens_per_s=meas, power_w=power[0] if power else None)
+    p = RowPrediction(tokens_per_s=pred, power_w=power[1] if power else None)
+    return RowResult(m, p)
+
+
+def rows_a():
+    return [
+        serving("b200", 4, 110.0, ttft=(1.0, 2.0)),
+        serving("b200", 64, 80.0),
+        serving("b200", 65, 130.0),
+        serving("gb200_gpu", 512, 60.0),
+        serving("gb200_gpu", 513, 150.0, ttft=(10.0, 1.0)),
+        serving("mi355x", 1024, 95.0, power=(1000.0, 900.0)),
+        phase("gb200_gpu", 8, 1000.0, 1100.0),
+        phase("gb200_gpu", 4, 300.0, 385.0, tpot_ms=175),
+        phase("h200_sxm", 1, 4000.0, 3000.0, power=(500.0, 550.0), date="2024-08-28"),
+        phase("h200_sxm", 1, 3000.0, 3000.0, tpot_ms=200, power=(600.0, 480.0),
+              date="2024-08-28"),
+    ]
+
+
+def exact(rows):
+    """The same rows predicted exactly."""
+    out = []
+    for r in rows:
+        pred = RowPrediction(
+            output_tokens_per_s_per_gpu=getattr(r.m, "output_tokens_per_s_per_gpu", None),
+            tokens_per_s=getattr(r.m, "tokens_per_s", None),
+            median_ttft_s=getattr(r.m, "median_ttft_s", None), power_w=r.m.power_w)
+        out.append(RowResult(r.m, pred))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tables(pa):
+    a = rows_a()
+    return pa.split_tables({"a": a, "b": exact(a)}, DOMAINS.get, VENDORS.get)
+
+
+def by_value(rows):
+    return {(r["split"], r["value"]): r for r in rows}
+
+
+def check(row, rows, signed, median, p90):
+    assert row["rows"] == rows
+    assert row["a signed"] == pytest.approx(signed)
+    assert row["a median"] == pytest.approx(median)
+    assert row["a p90"] == pytest.approx(p90)
+    assert (row["b signed"], row["b median"], row["b p90"]) == (0.0, 0.0, 0.0)
+
+
+def test_throughput_by_domain_and_concurrency(pa, tables):
+    t = by_value(tables["throughput"])
+    board, rack = pa.BOARD, pa.RACK_SCALE
+    check(t[("all", "all")], 10, 5.0, 22.5, 41.0)
+    # board: -25 -20 -5 0 10 30; |.| 0 5 10 20 25 30
+    check(t[("domain", board)], 6, -2.5, 15.0, 27.5)
+    # rack-scale: -40 10 28.33 50; |.| 10 28.33 40 50
+    check(t[("domain", rack)], 4, (10 + 85 / 3) / 2, (85 / 3 + 40) / 2, 47.0)
+    check(t[("concurrency", "<= 64")], 2, -5.0, 15.0, 19.0)
+    check(t[("concurrency", "65-512")], 2, -5.0, 35.0, 39.0)
+    check(t[("concurrency", "> 512")], 2, 22.5, 27.5, 45.5)
+    check(t[("concurrency", pa.PHASE_BAND)], 4, 5.0, 17.5, 25 + 0.7 * 10 / 3)
+    check(t[("domain x concurrency", f"{rack}, 65-512")], 1, -40.0, 40.0, 40.0)
+    check(t[("domain x concurrency", f"{board}, 65-512")], 1, 30.0, 30.0, 30.0)
+    # no board row above 512 but s6; no rack-scale serving row at <= 64
+    assert (("domain x concurrency", f"{rack}, <= 64")) not in t
+    # order: all, domain (board first), concurrency (bands in order), crosses
+    order = [(r["split"], r["value"]) for r in tables["throughput"]]
+    assert order[:7] == [("all", "all"), ("domain", board), ("domain", rack),
+                         ("concurrency", "<= 64"), ("concurrency", "65-512"),
+                         ("concurrency", "> 512"), ("concurrency", pa.PHASE_BAND)]
+
+
+def test_ttft_only_rows_that_measured_it(pa, tables):
+    t = by_value(tables["ttft"])
+    check(t[("all", "all")], 2, 5.0, 95.0, 99.0)
+    check(t[("domain", pa.RACK_SCALE)], 1, -90.0, 90.0, 90.0)
+    check(t[("concurrency", "<= 64")], 1, 100.0, 100.0, 100.0)
+    assert ("concurrency", pa.PHASE_BAND) not in t
+
+
+def test_power_per_vendor(tables):
+    t = by_value(tables["power"])
+    check(t[("all", "all")], 3, -10.0, 10.0, 18.0)
+    check(t[("vendor", "NVIDIA")], 2, -5.0, 15.0, 19.0)
+    check(t[("vendor", "AMD")], 1, -10.0, 10.0, 10.0)
+
+
+def test_server_offline_ratio(tables):
+    so = tables["server_offline"]
+    assert [r["configuration"] for r in so] == [
+        "gb200_gpu llama fp4 2025-04-02, TPOT 175 ms",
+        "h200_sxm llama fp4 2024-08-28, TPOT 200 ms", "all pairs"]
+    # per GPU: measured 75 / 125 = 0.6, predicted 96.25 / 137.5 = 0.7
+    assert so[0]["measured"] == pytest.approx(0.6)
+    assert so[0]["a predicted"] == pytest.approx(0.7)
+    assert so[0]["a abs diff"] == pytest.approx(0.1)
+    assert so[0]["b abs diff"] == pytest.approx(0.0)
+    # measured 3000 / 4000, predicted 3000 / 3000
+    assert so[1]["a abs diff"] == pytest.approx(0.25)
+    assert so[2]["a median abs diff"] == pytest.approx(0.175)
+    assert so[2]["a max abs diff"] == pytest.approx(0.25)
+
+
+def test_pairs_respect_power_cap_and_replica_size(pa):
+    rows = [
+        phase("h200_sxm", 1, 10.0, 10.0).m,                      # Offline, uncapped
+        phase("h200_sxm", 1, 9.0, 9.0, tpot_ms=200, cap=500).m,   # MaxQ Server: no pair
+        phase("b200", 1, 10.0, 10.0).m,                          # two Offline rows
+        phase("b200", 8, 10.0, 10.0).m,
+        phase("b200", 8, 9.0, 9.0, tpot_ms=200).m,               # pairs the 8-GPU one
+        phase("b200", 4, 9.0, 9.0, tpot_ms=40).m,                # ambiguous: no pair
+    ]
+    assert [(s, o) for _l, s, o in pa.server_offline_pairs(rows)] == [(4, 3)]
+
+
+def test_bands_and_domains(pa):
+    assert [pa.concurrency_band(SimpleNamespace(kind="serving", concurrency=c))
+            for c in (1, 64, 65, 512, 513)] == ["<= 64", "<= 64", "65-512", "65-512", "> 512"]
+    assert pa.concurrency_band(SimpleNamespace(kind="phase")) == pa.PHASE_BAND
+    assert pa.domain_class(72) == pa.RACK_SCALE
+    assert pa.domain_class(8) == pa.domain_class(None) == pa.BOARD
+
+
+def test_methods_of_different_lengths_are_refused(pa):
+    a = rows_a()
+    with pytest.raises(ValueError, match="different numbers"):
+        pa.split_tables({"a": a, "b": a[:-1]}, DOMAINS.get, VENDORS.get)
+
+
+def test_fill_doc_replaces_marked_blocks_only(pa):
+    doc = ("intro\n" + pa.marked("x", "old x") + "\nmiddle\n" + pa.marked("y", "old y")
+           + "\nend\n")
+    new, done = pa.fill_doc(doc, {"x": "| new |", "z": "absent"})
+    assert done == ["x"]
+    assert new == ("intro\n" + pa.marked("x", "| new |") + "\nmiddle\n"
+                   + pa.marked("y", "old y") + "\nend\n")
+
+
+def test_blocks_render_every_table(pa, tables):
+    blocks = pa.split_blocks(tables, ["a", "b"], markdown=True)
+    assert list(blocks) == ["throughput-domain-concurrency", "ttft-domain-concurrency",
+                            "power-vendor", "server-offline"]
+    _title, text = blocks["throughput-domain-concurrency"]
+    assert f"| domain: {pa.RACK_SCALE} | 4 | +19.2 / 34.2 / 47.0 | +0.0 / 0.0 / 0.0 |" in text
+    _title, text = blocks["server-offline"]
+    assert "| all 2 pairs: median (max) abs diff | - | 0.17 (0.25) | 0.00 (0.00) |" in text
+
+
+def test_quick_subset_keeps_phase_rows_of_every_file(pa):
+    # two files' phase rows share row numbers, accelerator and model
+    rows = [SimpleNamespace(kind="phase", row=1, hardware="h200_sxm", model="m"),
+            SimpleNamespace(kind="phase", row=1, hardware="h200_sxm", model="m")]
+    assert len(pa.quick_subset(rows)) == 2
+
+
+def test_measurement_files_are_the_folder_csvs(pa, tmp_path):
+    for name in ("b.csv", "a.csv", "notes.yaml"):
+        (tmp_path / name).write_text("")
+    assert [f.name for f in pa.measurement_files(tmp_path)] == ["a.csv", "b.csv"]
