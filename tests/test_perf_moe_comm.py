@@ -78,6 +78,13 @@ def test_ep72_alltoall_hand_computed(r1):
     remote = t * b * (m - 1) * (1 - (1 - 1 / m) ** k) / (50e9 * 0.5)
     assert float(moe_alltoall_time(hw8, 72, t, k, b)) == pytest.approx(
         in_domain + remote + 2 * 3e-5)
+    # decode's low-latency kernels send every remote copy straight over scale-out
+    # (pure RDMA, no forwarding): 7/72 of the copies on NVLink, 64/72 over scale-out
+    direct = (t * k * b * 7 / 72 / (LINK * 0.25) + t * k * b * 64 / 72 / (50e9 * 0.5)
+              + 2 * 3e-5)
+    assert float(moe_alltoall_time(hw8, 72, t, k, b, forward=False)) == pytest.approx(direct)
+    # inside one domain both kernel families move the same bytes
+    assert float(moe_alltoall_time(hw, 72, t, k, b, forward=False)) == pytest.approx(want)
 
 
 def test_ep72_decode_step_without_and_with_two_batch_overlap(r1, serving):

@@ -358,21 +358,26 @@ def allreduce_time(hw: Hardware, group, message_bytes, eff=None) -> np.ndarray:
 
 
 def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
-                      bytes_per_token: float, eff=None) -> np.ndarray:
+                      bytes_per_token: float, eff=None, forward: bool = True) -> np.ndarray:
     """MoE dispatch + combine all-to-all over an expert-parallel ``group`` [s].
 
     Each of a GPU's ``tokens_per_gpu`` tokens goes to its ``k`` experts, spread evenly
-    over the ``n`` GPUs. Copies for GPUs of the same scale-up domain move over
-    scale-up: ``tokens k bytes (min(n, d) - 1)/n``. A token crosses to another domain
-    once per remote domain its experts fall in (and is forwarded inside it, as
-    DeepEP/MoRI do), so scale-out carries ``tokens bytes r`` with
-    ``r = (m - 1)(1 - (1 - 1/m)^k)`` the expected remote domains of ``m = n/d``; the
-    forwarding adds ``tokens k bytes (n - d)/n`` to scale-up (at ``moe_comm_eff_frac``
-    of the link). ``bytes_per_token`` is the dispatch plus combine bytes of one token
-    copy. Plus two latencies
-    (``alltoall_latency_s``, or ``scaleout_latency_s`` when crossing domains).
-    ``eff`` replaces ``moe_comm_eff_frac`` (prefill's throughput kernels use
-    ``moe_prefill_comm_eff_frac``).
+    over the ``n`` GPUs; ``d = min(n, domain)`` of them share the scale-up domain.
+    Copies for GPUs of the same domain move over scale-up: ``tokens k bytes (d - 1)/n``.
+    Copies for other domains travel one of two ways, as DeepEP's two kernel families do:
+
+    - ``forward=True`` (prefill's throughput kernels): a token crosses to another domain
+      once per remote domain its experts fall in and is forwarded inside it, so
+      scale-out carries ``tokens bytes r`` with ``r = (m - 1)(1 - (1 - 1/m)^k)`` the
+      expected remote domains of ``m = n/d``, and the forwarding adds
+      ``tokens k bytes (n - d)/n`` to scale-up;
+    - ``forward=False`` (decode's low-latency kernels, pure RDMA): every remote copy goes
+      straight to its GPU, ``tokens k bytes (n - d)/n`` over scale-out.
+
+    Scale-up runs at ``eff`` (default ``moe_comm_eff_frac``) of the link, scale-out at
+    ``scaleout_eff_frac``. ``bytes_per_token`` is the dispatch plus combine bytes of one
+    token copy. Plus two latencies (``alltoall_latency_s``, or ``scaleout_latency_s``
+    when crossing domains).
     """
     n = np.asarray(group, dtype=float)
     t = np.asarray(tokens_per_gpu, dtype=float)
@@ -382,8 +387,13 @@ def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
     up = hw.scaleup_bytes_per_s * (p.moe_comm_eff_frac if eff is None else eff)
     out = hw.scaleout_bytes_per_s * p.scaleout_eff_frac
     k = float(experts_active)
-    in_domain = t * k * bytes_per_token * ((d - 1.0) + np.maximum(n - hw.domain, 0.0)) / n
-    remote = t * bytes_per_token * (m - 1.0) * (1.0 - (1.0 - 1.0 / m) ** k)
+    outside = np.maximum(n - hw.domain, 0.0)
+    if forward:
+        in_domain = t * k * bytes_per_token * ((d - 1.0) + outside) / n
+        remote = t * bytes_per_token * (m - 1.0) * (1.0 - (1.0 - 1.0 / m) ** k)
+    else:
+        in_domain = t * k * bytes_per_token * (d - 1.0) / n
+        remote = t * k * bytes_per_token * outside / n
     lat = np.where(n > hw.domain, np.maximum(p.alltoall_latency_s, p.scaleout_latency_s),
                    p.alltoall_latency_s)
     return np.where(n > 1, in_domain / up + remote / out + 2.0 * lat, 0.0)
@@ -470,7 +480,7 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
         per_token = shape.hidden_size * (serving.dispatch_bytes + serving.activation_bytes)
         a2a_eff = p.moe_prefill_comm_eff_frac if prefill else p.moe_comm_eff_frac
         moe_comm = np.where(ep > 1, moe_alltoall_time(hw, ep, T / g * imb, shape.experts_active,
-                                                      per_token, a2a_eff),
+                                                      per_token, a2a_eff, forward=prefill),
                             allreduce_time(hw, g, T * shape.hidden_size
                                            * serving.activation_bytes, p.moe_comm_eff_frac))
         ar_rank = allreduce_time(hw, t_a, msg_rank)
