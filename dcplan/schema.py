@@ -23,9 +23,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     StringConstraints,
     model_validator,
 )
+
+from dcplan.lengths import LengthDist, length_dist
 
 ID_PATTERN = r"^[a-z0-9_]+$"
 ID_RE = re.compile(ID_PATTERN)
@@ -75,6 +78,24 @@ Pos = Annotated[float, NOT_BOOL, Field(gt=0)]
 NonNeg = Annotated[float, NOT_BOOL, Field(ge=0)]
 Frac = Annotated[float, NOT_BOOL, Field(ge=0, le=1)]
 PosInt = Annotated[int, NOT_BOOL, Field(gt=0)]
+
+
+def _length_distribution(value: Any) -> LengthDist | None:
+    """A workload's ``length_distribution`` (:func:`dcplan.lengths.length_dist`)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict | LengthDist):
+        raise ValueError(f"expected a mapping such as {{kind: lognormal, input_cv: 0.8, "
+                         f"output_cv: 1.0}}, got {value!r}")
+    return length_dist(value)
+
+
+#: A request-length distribution: validated by the one definition in dcplan.lengths,
+#: written back with only the fields its kind takes.
+LengthDistField = Annotated[
+    LengthDist, BeforeValidator(_length_distribution),
+    PlainSerializer(lambda d: d.as_dict(), return_type=dict),
+]
 
 
 def parse_date(value: str) -> dt.date:
@@ -705,6 +726,14 @@ class Workload(Entry):
     offline : bool
         No latency limits (``ttft_s`` and ``tpot_ms`` are ignored): batch jobs whose
         only constraint is memory.
+    length_distribution : LengthDist, optional
+        Spread of the input (prompt) and output (generated) tokens per request around
+        ``input_tokens_mean`` and ``output_tokens_mean``: ``{kind: fixed}``,
+        ``{kind: uniform, min_frac: F}`` (lengths uniform between F and 1 of the
+        longest, input and output alike) or ``{kind: lognormal, input_cv: A,
+        output_cv: B}`` (coefficients of variation [-]); see
+        :func:`dcplan.lengths.length_dist`. None: every request has the mean lengths
+        (fixed). The TTFT and TPOT percentiles depend on it (docs/perf.md).
     """
 
     references: ClassVar[dict[str, str]] = {"model": "models"}
@@ -723,6 +752,7 @@ class Workload(Entry):
     arrival: Arrival = Arrival.poisson
     concurrency: PosInt | None = None
     offline: bool = False
+    length_distribution: LengthDistField | None = None
 
     @model_validator(mode="after")
     def _arrival_needs_concurrency(self):

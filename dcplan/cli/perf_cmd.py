@@ -58,6 +58,12 @@ DateOpt = Annotated[str | None, typer.Option(
 EngineOpt = Annotated[str | None, typer.Option(
     "--engine", help="Serving engine of the calibration's software section (sglang, trt, "
                      "atom...; default: each vendor's planning engine).")]
+LengthOpt = Annotated[str | None, typer.Option(
+    "--length-dist", metavar="DIST",
+    help="Request lengths around the means, input and output tokens: fixed, "
+         "uniform:MIN_FRAC (e.g. uniform:0.8, as the InferenceX client draws them), "
+         "lognormal:CV or lognormal:INPUT_CV,OUTPUT_CV (default: the workload's; fixed "
+         "without one).")]
 TrendOpt = Annotated[str, typer.Option(
     "--software-trend", help="After the latest fitted run: 'hold' its level or "
                              "'extrapolate' the fitted trend.")]
@@ -151,6 +157,8 @@ def _build_workload(catalog, workload: str | None, model: str | None, opts: dict
         changes["offline"] = True
     if opts.get("precision"):
         changes["precision"] = opts["precision"]
+    if opts.get("length_dist") is not None:
+        changes["length_distribution"] = _length_option(opts["length_dist"])
     if workload:
         base = catalog.get("workloads", workload).model_dump()
         if model:
@@ -172,6 +180,27 @@ def _build_workload(catalog, workload: str | None, model: str | None, opts: dict
     except ValidationError as exc:
         raise InputError(pydantic_problems(exc, Workload, "command line", base["id"], None)) \
             from None
+
+
+def _length_option(text: str):
+    """The ``--length-dist`` value as a :class:`~dcplan.lengths.LengthDist` (exit 2 if bad)."""
+    from dcplan.lengths import parse_length_option
+
+    try:
+        return parse_length_option(text)
+    except ValueError as exc:
+        fail(f"--length-dist {exc}", code=2)
+
+
+def _lengths_record(wl, given: bool) -> dict[str, Any]:
+    """Which length distribution an answer assumes, and where it comes from."""
+    from dcplan.perf.goodput import workload_lengths
+
+    dist = workload_lengths(wl)
+    basis = ("--length-dist" if given else
+             f"workload '{wl.id}'" if wl.length_distribution is not None else
+             "default: fixed lengths (the workload gives none)")
+    return {**dist.as_dict(), "text": dist.describe(), "basis": basis}
 
 
 @perf_app.callback()
@@ -205,6 +234,7 @@ def perf(
     mode: Annotated[str | None, typer.Option(
         "--mode", help="aggregated or disaggregated (default: the workload's).")] = None,
     precision: PrecisionOpt = None,
+    length_dist: LengthOpt = None,
     tp: TpOpt = None,
     ep: EpOpt = None,
     dp_attention: DpOpt = False,
@@ -244,7 +274,7 @@ def perf(
         input_tokens=input_tokens, output_tokens=output_tokens, ttft_s=ttft_s, tpot_ms=tpot_ms,
         percentile=percentile, speculative=speculative, acceptance=acceptance,
         cache_hit=cache_hit, mode=mode, concurrency=concurrency, offline=offline,
-        precision=precision))
+        precision=precision, length_dist=length_dist))
     if offline and (ttft_s is not None or tpot_ms is not None):
         note("--offline has no latency limits: --ttft-s and --tpot-ms are not applied")
     if acceptance is not None and wl.speculative.value == "none":
@@ -255,8 +285,10 @@ def perf(
     perf_ = workload_performance(catalog, rack, model, wl, precision, cal, layout)
     model_id = model or wl.model
     soft = _software(cal, catalog, rack)
+    lengths = _lengths_record(wl, length_dist is not None)
     record = {**perf_.as_dict(), "configuration": _configuration(perf_),
-              "workload": _workload_record(wl), "software": soft}
+              "workload": _workload_record(wl), "software": soft,
+              "length_distribution": lengths}
     if not perf_.fits:
         # The reason once, on stderr (the JSON on stdout carries it for scripts).
         if json_out:
@@ -269,14 +301,14 @@ def perf(
         if json_out:
             emit_json(_clean({"operating_point": record, "sweep": rows}))
         else:
-            _print_point(perf_, rack, model_id, wl, soft)
+            _print_point(perf_, rack, model_id, wl, soft, lengths)
             typer.echo("")
             typer.echo(format_table(rows))
         return
     if json_out:
         emit_json(_clean(record))
     else:
-        _print_point(perf_, rack, model_id, wl, soft)
+        _print_point(perf_, rack, model_id, wl, soft, lengths)
 
 
 def _configuration(p) -> dict[str, Any]:
@@ -300,7 +332,8 @@ def _limit(value: float, unit: str) -> str:
     return "none" if value >= _NO_LIMIT else f"{value:g} {unit}"
 
 
-def _print_point(p, rack: str, model: str, wl, software: dict[str, Any]) -> None:
+def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
+                 lengths: dict[str, Any] | None = None) -> None:
     loop = (f"closed loop, {wl.concurrency} in flight per instance"
             if wl.arrival.value == "closed_loop" else "Poisson arrivals")
     slo = ("offline (no latency limits)" if wl.offline else
@@ -344,6 +377,8 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any]) -> None
                                f"{p.total_tokens_per_s_per_mw:,.0f} total"),
         ("software", software["text"]),
     ]
+    if lengths is not None:
+        lines.append(("request lengths", f"{lengths['text']}; {lengths['basis']}"))
     if p.mode == "disaggregated":
         lines += [
             ("prefill pool", f"{p.prefill_tokens_per_s:,.0f} input tokens/s per rack, "
@@ -376,6 +411,7 @@ def frontier_cmd(
         "--percentile", help="Percentile of --ttft-s.")] = 50.0,
     mode: Annotated[str | None, typer.Option(
         "--mode", help="aggregated or disaggregated (default: both).")] = None,
+    length_dist: LengthOpt = None,
     calibration: CalibOpt = None,
     date: DateOpt = None,
     engine: EngineOpt = None,
@@ -411,12 +447,14 @@ def frontier_cmd(
         "input_tokens": input_tokens, "output_tokens": output_tokens, "ttft_s": ttft_s,
         "percentile": percentile, "speculative": speculative, "acceptance": acceptance,
         "precision": precision})
+    lengths = _length_option(length_dist) if length_dist is not None else None
     _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
     cal = _calibration(calibration, catalog, date, engine, software_trend)
     soft = _software(cal, catalog, rack)
     modes = (mode,) if mode else ("aggregated", "disaggregated")
     fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
-                  speculative or "none", acceptance, ttft_s, percentile, cal, modes)
+                  speculative or "none", acceptance, ttft_s, percentile, cal, modes,
+                  lengths=lengths)
     if fr.reason:
         if json_out:
             emit_json(_clean(fr.as_dict() | {"software": soft}))
@@ -431,6 +469,10 @@ def frontier_cmd(
     typer.echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
                f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points; "
                f"software {soft['text']}")
+    typer.echo(f"request lengths: {fr.length_distribution.describe()}; TTFT: "
+               + (f"p{percentile:g} at most {ttft_s:g} s" if ttft_s else fr.ttft_bound)
+               + " (disaggregated points pair each decode point with its own prefill "
+                 "point)")
     typer.echo(format_table(fr.points, ["tokens_per_s_per_user", "output_tokens_per_s_per_gpu",
                                         "total_tokens_per_s_per_gpu", "mode", "parallel",
                                         "prefill_parallel", "batch", "draft_tokens",

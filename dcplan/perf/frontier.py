@@ -4,9 +4,13 @@ For one rack, model and request shape, every deployable point (parallel layout x
 length x decode batch; aggregated and disaggregated) gives a median interactivity
 (output tokens/s per user = 1 / median TPOT) and an output throughput per GPU. The
 frontier keeps the points no other point beats on both; each carries its
-configuration. Disaggregated points pair a decode-pool point with the prefill layout
-and utilisation that prefill most requests per GPU within the TTFT limit (none: any
-stable utilisation), in the ratio that balances the pools.
+configuration. Disaggregated points pair each decode-pool point with the prefill layout
+and utilisation that prefill most requests per GPU within that point's TTFT bound, in
+the ratio that balances the pools. The bound: ``--ttft-s`` at its percentile, else a
+median TTFT of at most ``serving.frontier_ttft_share_max_frac`` of the point's median
+end-to-end latency (perf_defaults.yaml); aggregated points meet the same bound. Requests
+arrive as a Poisson stream with the engine's running-request cap (a request that finds
+every slot taken waits for one) and the lengths' distribution (fixed by default).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dcplan.lengths import FIXED, LengthDist
 from dcplan.perf.goodput import (
     _RHO_GRID,
     Layout,
@@ -26,13 +31,24 @@ from dcplan.perf.goodput import (
     _label,
     _stack,
     _traffic,
+    best_rate_within,
     build_setup,
     candidate_layouts,
     resolve_calibration,
+    slot_wait_quantile,
+    take_point,
+    workload_lengths,
 )
-from dcplan.perf.latency import tpot_quantile, wait_quantile
+from dcplan.perf.latency import slot_wait, tpot_quantile, ttft_quantile, wait_tail_mean
 from dcplan.perf.roofline import max_batch, weight_bytes_per_gpu
-from dcplan.perf.serving import Instance, aggregated, decode, kv_transfer_s, prefill
+from dcplan.perf.serving import (
+    Instance,
+    aggregated,
+    decode,
+    kv_transfer_s,
+    mix_sd_s,
+    prefill,
+)
 from dcplan.schema import Workload
 
 
@@ -54,6 +70,10 @@ class Frontier:
         ``mode -> (x, y)`` arrays of every feasible point (for the plot).
     reason : str
         Why there is no frontier ('' when there is one).
+    length_distribution : LengthDist
+        Request lengths assumed (input and output tokens).
+    ttft_bound : str
+        Without ``--ttft-s``: the bound on every point's median TTFT, in words.
     """
 
     rack: str
@@ -64,11 +84,16 @@ class Frontier:
     points: list[dict[str, Any]] = field(default_factory=list)
     cloud: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     reason: str = ""
+    length_distribution: LengthDist = FIXED
+    ttft_bound: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the cloud)."""
         return {"rack": self.rack, "model": self.model, "precision": self.precision,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "length_distribution": {**self.length_distribution.as_dict(),
+                                        "text": self.length_distribution.describe()},
+                "ttft_bound": self.ttft_bound or None,
                 "reason": self.reason, "points": self.points}
 
 
@@ -88,13 +113,19 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
              acceptance_frac: float | None = None, ttft_s: float | None = None,
              percentile: float = 50.0, calibration=None,
              modes: tuple[str, ...] = ("aggregated", "disaggregated"),
-             layout: Layout | None = None) -> Frontier:
+             layout: Layout | None = None, lengths: LengthDist | None = None) -> Frontier:
     """Pareto frontier of output tokens/s per GPU against tokens/s per user.
 
     Parameters
     ----------
+    input_tokens, output_tokens : float
+        Mean prompt (input) and generated (output) tokens per request [tokens].
     ttft_s : float, optional
-        TTFT limit at ``percentile`` every point must meet [s] (None: none).
+        TTFT limit at ``percentile`` every point must meet [s]. None: every point's
+        median TTFT is at most ``serving.frontier_ttft_share_max_frac`` of its median
+        end-to-end latency (perf_defaults.yaml).
+    lengths : LengthDist, optional
+        Distribution of input and output tokens around their means (None: fixed).
     modes : tuple
         ``aggregated`` and/or ``disaggregated``.
 
@@ -109,11 +140,12 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
                   cache_hit_frac=0.0, precision=precision or ("fp8" if model.is_moe else "fp8"),
                   ttft_s=ttft_s or 1e9, tpot_ms=1e9, percentile=percentile,
                   speculative=speculative, acceptance_frac=acceptance_frac,
-                  source="dcplan perf frontier", as_of="2026-01")
+                  length_distribution=lengths, source="dcplan perf frontier",
+                  as_of="2026-01")
     cal = resolve_calibration(calibration, catalog)
     su = build_setup(catalog, rack_id, model.id, wl, precision, cal if cal is not None else False)
     out = Frontier(rack_id, model.id, su.precision.value, float(input_tokens),
-                   float(output_tokens))
+                   float(output_tokens), length_distribution=workload_lengths(wl))
     layouts = candidate_layouts(su.rack, su.model, su.serving, layout)
     if su.hw is not None:
         layouts = [p for p in layouts
@@ -134,15 +166,29 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     g = np.asarray(par.gpus, float)
     xs, ys, meta = [], [], []
     o = float(output_tokens)
+    # Without --ttft-s a point's median TTFT may take at most this share of its median
+    # end-to-end latency: ttft <= share / (1 - share) * o * tpot (docs/perf.md).
+    share = sv.frontier_ttft_share_max_frac
+    k_ttft = share / (1.0 - share)
+    out.ttft_bound = ("" if ttft_s else
+                      f"median TTFT at most {share:.0%} of the median end-to-end latency")
     if "aggregated" in modes:
-        pt = aggregated(inst, tr, grid)
+        # Poisson arrivals with the running-request cap bmax: a request waits for a slot
+        pt = aggregated(inst, tr, grid, slots=bmax)
         ok = (grid <= bmax) & (pt.utilisation < 1.0)
-        if ttft_s:
-            ok &= pt.ttft_quantile(percentile) <= ttft_s
         tpot = pt.tpot_quantile(50.0, ph.tpot_cv_frac)
+        ttft_med = np.full(ok.shape, np.inf)
+        li, bi = np.nonzero(ok)
+        sub = take_point(pt, ok.shape, li, bi)
+        ttft_med[li, bi] = sub.ttft_quantile(50.0)
+        if ttft_s:
+            lim = np.full(ok.shape, np.inf)
+            lim[li, bi] = sub.ttft_quantile(percentile)
+            ok &= lim <= ttft_s
+        else:
+            ok &= ttft_med <= k_ttft * o * tpot
         x = 1.0 / tpot
         y = pt.requests_per_s * o / g
-        ttft_med = pt.ttft_quantile(50.0)
         li, bi = np.nonzero(ok)
         out.cloud["aggregated"] = (x[li, bi], y[li, bi])
         for a, b in zip(li, bi, strict=True):
@@ -150,35 +196,8 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             ys.append(y[a, b])
             meta.append(("aggregated", a, b, "", float(ttft_med[a, b])))
     if "disaggregated" in modes:
-        dec = decode(inst, grid, tr.decode_context)
-        tpot = tpot_quantile(dec.token_s, 0.0, 0.0, o, ph.tpot_cv_frac, 50.0)
-        ok = grid <= bmax
-        rate_d = grid / (o * dec.token_s) / g                       # requests/s per GPU
-        ppar = _stack(layouts)
-        pinst = Instance(su.hw, ppar, su.shape, ph, sv)
-        pre = prefill(pinst, tr)
-        kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
-        rho = _RHO_GRID[None, :]
-        ttft_p = (pre.alone_s + kvt + ph.ttft_overhead_s
-                  + wait_quantile(rho, pre.alone_s, 1.0, ph.prefill_service_cv2, percentile))
-        pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
-        ok_p = (pbm >= 1) & ((ttft_p <= ttft_s) if ttft_s else True)
-        rate_p = np.where(ok_p, rho / (pre.batched_s * np.asarray(ppar.gpus, float)), -1.0)
-        if ok_p.any():
-            pi, ri = np.unravel_index(int(np.argmax(rate_p)), rate_p.shape)
-            rp = float(rate_p[pi, ri])
-            plabel = _label(ppar, pi, su.shape.is_moe)[0]
-            ttft_med = float((pre.alone_s + kvt + ph.ttft_overhead_s).ravel()[pi] + wait_quantile(
-                _RHO_GRID[ri], pre.alone_s.ravel()[pi], 1.0, ph.prefill_service_cv2, 50.0))
-            blended = 1.0 / (1.0 / rp + 1.0 / np.where(ok, rate_d, np.nan))
-            x = 1.0 / tpot
-            y = blended * o
-            li, bi = np.nonzero(ok & np.isfinite(y))
-            out.cloud["disaggregated"] = (x[li, bi], y[li, bi])
-            for a, b in zip(li, bi, strict=True):
-                xs.append(x[a, b])
-                ys.append(y[a, b])
-                meta.append(("disaggregated", a, b, plabel, ttft_med))
+        _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o, ttft_s, percentile,
+                              k_ttft, out, xs, ys, meta)
     if not xs:
         out.reason = ("no stable operating point" + (f" meets TTFT {ttft_s:g} s" if ttft_s else ""))
         return out
@@ -203,6 +222,73 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "median_ttft_s": ttft_med,
         })
     return out
+
+
+def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
+                          ttft_s: float | None, percentile: float, k_ttft: float,
+                          out: Frontier, xs: list, ys: list, meta: list) -> None:
+    """Disaggregated points: each decode point paired with its own prefill point.
+
+    Every decode point (layout x draft x batch) gets the prefill layout and utilisation
+    that prefill most requests per GPU within the TTFT its own figures allow: with
+    ``ttft_s``, that limit at ``percentile``; without, a median TTFT of at most
+    ``k_ttft * o * median TPOT``. Both less the decode point's half step and its wait
+    for a running-request slot (Poisson arrivals, bmax slots per decode instance).
+    The pairing screens with the prefill TTFT plus the slot wait's own quantile; the
+    points appended carry the exact TTFT of the sum (a point whose exact TTFT breaks
+    its bound is dropped). Appends to ``xs``, ``ys`` and ``meta`` and sets the cloud.
+    """
+    ph, sv = su.physics, su.serving
+    dec = decode(inst, grid, tr.decode_context)
+    mix = mix_sd_s(dec, tr)
+    tpot = tpot_quantile(dec.token_s, 0.0, 0.0, o, ph.tpot_cv_frac, 50.0, None, 1.0, mix)
+    shape = np.broadcast_shapes(np.shape(tpot), np.shape(bmax), np.shape(grid))
+    tpot = np.broadcast_to(tpot, shape)
+    ok = np.broadcast_to(grid <= bmax, shape)
+    g = np.asarray(par.gpus, float)
+    rate_d = np.broadcast_to(grid / (o * dec.token_s) / g, shape)   # requests/s per GPU
+    slot_p, slot_t = slot_wait(bmax, grid, o * dec.token_s, 1.0, tr.lengths.cv("output") ** 2)
+    slot_p, slot_t = np.broadcast_to(slot_p, shape), np.broadcast_to(slot_t, shape)
+    step_half = np.broadcast_to(dec.step_s / 2.0, shape)
+    ppar = _stack(layouts)
+    pinst = Instance(su.hw, ppar, su.shape, ph, sv)
+    pre = prefill(pinst, tr)
+    kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
+    pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
+    rho = _RHO_GRID[None, :]
+    tail = wait_tail_mean(rho, pre.alone_s, 1.0, pre.service_cv2(ph.prefill_service_cv2))
+    fixed_p = kvt + ph.ttft_overhead_s
+    pct = percentile if ttft_s else 50.0
+    ttft_scr = ttft_quantile(fixed_p, pre.nodes, pre.node_w, rho, tail, pct)
+    rate_p = np.where(pbm >= 1, rho / (pre.batched_s * np.asarray(ppar.gpus, float)), -1.0)
+    limit = (np.full(shape, float(ttft_s)) if ttft_s else k_ttft * o * tpot)
+    budget = limit - step_half - slot_wait_quantile(slot_p, slot_t, pct)
+    rp, idx = best_rate_within(np.where(np.isfinite(ttft_scr), ttft_scr, np.inf), rate_p,
+                               budget, index=True)
+    li, bi = np.nonzero(ok & (rp > 0))
+    if not li.size:
+        return
+    pi, ri = np.unravel_index(idx[li, bi], rate_p.shape)
+
+    def exact(p):
+        return ttft_quantile(
+            np.broadcast_to(fixed_p, tail.shape)[pi, ri] + step_half[li, bi],
+            tuple(np.broadcast_to(x, tail.shape)[pi, ri] for x in pre.nodes), pre.node_w,
+            rho[0, ri], tail[pi, ri], p, slot_p=slot_p[li, bi], slot_tail_s=slot_t[li, bi])
+
+    med = exact(50.0)
+    keep = (exact(percentile) if ttft_s and percentile != 50.0 else med) <= limit[li, bi]
+    li, bi, pi, ri, med = li[keep], bi[keep], pi[keep], ri[keep], med[keep]
+    blended = 1.0 / (1.0 / rp[li, bi] + 1.0 / rate_d[li, bi])
+    x = 1.0 / tpot[li, bi]
+    y = blended * o
+    out.cloud["disaggregated"] = (x, y)
+    labels = [_label(ppar, i, su.shape.is_moe)[0] for i in range(rate_p.shape[0])]
+    for k in range(li.size):
+        xs.append(float(x[k]))
+        ys.append(float(y[k]))
+        meta.append(("disaggregated", int(li[k]), int(bi[k]), labels[int(pi[k])],
+                     float(med[k])))
 
 
 def _config_text(p: dict[str, Any]) -> str:

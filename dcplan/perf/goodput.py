@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from dcplan.errors import InputError, Problem
-from dcplan.perf.latency import wait_quantile
+from dcplan.lengths import FIXED, LengthDist
+from dcplan.perf.latency import slot_wait, tpot_quantile, ttft_quantile, wait_tail_mean
 from dcplan.perf.params import (
     NO_CALIBRATION,
     Calibration,
@@ -50,11 +51,13 @@ from dcplan.perf.roofline import (
 )
 from dcplan.perf.serving import (
     Instance,
+    Point,
     Traffic,
     aggregated,
     bottleneck_label,
     decode,
     kv_transfer_s,
+    mix_sd_s,
     prefill,
     solve_closed_loop,
 )
@@ -396,10 +399,19 @@ def _layout_batch_grid(bmax: np.ndarray) -> np.ndarray:
                                      limits[limits >= 1]]))[None, :]
 
 
+def workload_lengths(wl: Workload) -> LengthDist:
+    """Length distribution a workload is evaluated with (fixed when it gives none)."""
+    return wl.length_distribution or FIXED
+
+
 def _traffic(su: Setup, arrival_cv2: float) -> Traffic:
+    """The workload's traffic: mean input and output tokens, and their distribution.
+
+    A service (open or closed loop) has no opening burst: ``burst_share`` 0.
+    """
     wl = su.workload
     return Traffic(float(wl.input_tokens_mean), float(wl.output_tokens_mean),
-                   float(wl.cache_hit_frac), arrival_cv2)
+                   float(wl.cache_hit_frac), arrival_cv2, workload_lengths(wl))
 
 
 def _arrival_cv2(su: Setup) -> float:
@@ -506,31 +518,66 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         grid = None
     else:
         grid = _layout_batch_grid(bmax)
-        pt = aggregated(inst, tr, grid, pre)
+        # Open loop: the running-request cap (engine limit or KV capacity) is bmax; a
+        # request that finds every slot taken waits for one (M/G/c, Erlang C). Offline
+        # jobs have no latency limit: their queue does not matter.
+        pt = aggregated(inst, tr, grid, pre, slots=None if wl.offline else bmax)
     g = np.asarray(par.gpus, float)
     # closed loop: the batch is the time-average of sequences decoding, below one with a
     # single request in flight (it spends part of its time in prefill)
     valid = ((pt.batch <= bmax) & ((pt.batch > 0) if closed else (pt.batch >= 1))
              & (pt.utilisation < 1.0) & (bmax >= 1))
-    ttft_p = pt.ttft_quantile(wl.percentile)
-    tpot_p = pt.tpot_quantile(wl.percentile, ph.tpot_cv_frac)
-    meets = (ttft_p <= wl.ttft_s) & (tpot_p * 1e3 <= wl.tpot_ms)
-    ok = valid & (meets | wl.offline)
-    rate = np.where(ok, pt.requests_per_s / g, -1.0)
-    if not ok.any():
-        bt = float(np.min(np.where(valid, ttft_p, np.inf)))
-        bp = float(np.min(np.where(valid, tpot_p, np.inf)))
+    shape = np.broadcast_shapes(np.shape(pt.requests_per_s), np.shape(g), np.shape(valid))
+    valid = np.broadcast_to(valid, shape)
+    rate_all = np.where(valid, pt.requests_per_s / g, -1.0)
+
+    def meets(li, bi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """SLO met at the points (li, bi); their TTFT [s] and TPOT [s] at the percentile."""
+        sub = take_point(pt, shape, li, bi)
+        tp = sub.tpot_quantile(wl.percentile, ph.tpot_cv_frac)
+        if wl.offline:
+            return np.ones(tp.shape, bool), sub.ttft_quantile(wl.percentile), tp
+        # TTFT (the costlier percentile) only where TPOT meets its limit
+        ok_tp = tp * 1e3 <= wl.tpot_ms
+        tt = np.full(tp.shape, np.inf)
+        if ok_tp.any():
+            tt[ok_tp] = take_point(sub, tp.shape, np.flatnonzero(ok_tp), None
+                                   ).ttft_quantile(wl.percentile)
+        return ok_tp & (tt <= wl.ttft_s), tt, tp
+
+    # The percentiles are mixtures solved by bisection: evaluate them on the points in
+    # order of falling rate, a chunk at a time, and stop at the first chunk with a
+    # point that meets the SLO (the best one; the same as evaluating every point).
+    order = np.argsort(-rate_all, axis=None, kind="stable")
+    order = order[rate_all.ravel()[order] > 0]
+    at = None
+    for start in range(0, order.size, _CHUNK):
+        li_c, bi_c = np.unravel_index(order[start:start + _CHUNK], shape)
+        ok_c, tt_c, tp_c = meets(li_c, bi_c)
+        if ok_c.any():
+            k = int(np.argmax(ok_c))
+            at = (int(li_c[k]), int(bi_c[k]))
+            ttft_at, tpot_at = float(tt_c[k]), float(tp_c[k])
+            break
+    if at is None:
+        li_v, bi_v = np.nonzero(valid)
+        _, tt_v, tp_v = meets(li_v, bi_v)
+        bt = float(np.min(tt_v, initial=np.inf))
+        bp = float(np.min(tp_v, initial=np.inf))
         return _no_fit(su, _slo_reason(su, bt, bp), bottleneck="slo")
-    li, bi = np.unravel_index(int(np.argmax(rate)), rate.shape)
-    at = (li, bi)
+    li, bi = at
+    rate = np.where(valid, rate_all, -1.0)
+
+    def ok_at(point) -> bool:
+        return bool(valid[point] and meets(np.array([point[0]]), np.array([point[1]]))[0][0])
     parts = {k: np.broadcast_to(v, rate.shape)[at] for k, v in pt.parts.items()}
     bound = bottleneck_label(parts)
     bottleneck = bound
     b_here = float(np.broadcast_to(pt.batch, rate.shape)[at])
     if not closed and bi + 1 < rate.shape[1]:
         nxt = (li, bi + 1)
-        if (valid[nxt] and not ok[nxt]
-                and pt.requests_per_s[nxt] > pt.requests_per_s[at]):
+        if (valid[nxt] and pt.requests_per_s[nxt] > pt.requests_per_s[at]
+                and not ok_at(nxt)):
             bottleneck = "slo"
         elif b_here >= float(bmax[li, 0]) - 1e-9:
             bottleneck = ("batch_limit" if b_here >= _batch_cap(sv, par, li)
@@ -540,19 +587,97 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
                       else "memory_capacity")
     act = float(activity(su.params, pt.compute_util[at], pt.memory_util[at]))
     phases = _phase_activities(su, pre, pt, at, li)
+    li_at, bi_at = np.array([li]), np.array([bi])
     label, t, d, e = _label(par, li, su.shape.is_moe)
     draft = int(n[li, 0])
     return _finish(
         su, req_rack=float(pt.requests_per_s[at]) * su.rack.accelerators_per_rack / g[li, 0],
         act=act, bottleneck=bottleneck, bound=bound, gpus=int(g[li, 0]), batch=b_here,
-        max_batch_=float(bmax[li, 0]), ttft=float(ttft_p[at]), tpot=float(tpot_p[at]),
-        ttft_med=float(pt.ttft_quantile(50.0)[at]),
-        tpot_med=float(pt.tpot_quantile(50.0, ph.tpot_cv_frac)[at]), parallel=label,
+        max_batch_=float(bmax[li, 0]), ttft=ttft_at, tpot=tpot_at,
+        ttft_med=float(take_point(pt, shape, li_at, bi_at).ttft_quantile(50.0)[0]),
+        tpot_med=float(take_point(pt, shape, li_at, bi_at).tpot_quantile(
+            50.0, ph.tpot_cv_frac)[0]), parallel=label,
         sizes=(t, d, e), draft=draft, acceptance=acc if draft else 0.0,
         tokens_per_step=float(np.broadcast_to(pt.tokens_per_step, rate.shape)[at]),
         utilisation=float(pt.utilisation[at]),
         concurrency=b_here + float(pt.requests_per_s[at] * pt.ttft_mean_s[at]),
         phases=phases)
+
+
+#: Decode points whose exact prefill pairing is evaluated at once (_disaggregated).
+_PAIR_CHUNK = 4
+
+
+def _largest_feasible_rho(cand, ttft_k, shape, wl: Workload) -> np.ndarray:
+    """Largest utilisation index per (decode candidate, prefill layout) meeting the TTFT.
+
+    Parameters
+    ----------
+    cand : tuple of ndarray
+        K decode points (layout, batch indices).
+    ttft_k : callable
+        ``ttft_k(cand, r_idx)``: exact TTFT [s] at utilisation indices ``r_idx``
+        (K, P, n).
+    shape : tuple
+        (P prefill layouts, R utilisations).
+    wl : Workload
+
+    Returns
+    -------
+    ndarray
+        (K, P) indices into the utilisation grid; -1 where none meets the limit.
+        TTFT rises with utilisation, so the feasible indices are a prefix.
+    """
+    k, (p, r) = len(cand[0]), shape
+    if wl.offline:
+        return np.full((k, p), r - 1)
+    # two passes of one call each (a call costs about the same at any size): every
+    # _RHO_STRIDE-th index, then the indices between the last feasible one and the next
+    coarse = np.arange(0, r, _RHO_STRIDE)
+    idx = np.broadcast_to(coarse, (k, p, coarse.size))
+    ok = ttft_k(cand, idx) <= wl.ttft_s
+    n_ok = np.where(ok.any(axis=2), coarse.size - np.argmax(ok[:, :, ::-1], axis=2), 0)
+    # TTFT rises with the index: the feasible ones are a prefix; n_ok of them
+    base = np.where(n_ok > 0, coarse[np.maximum(n_ok - 1, 0)], -1)
+    fine = base[:, :, None] + np.arange(1, _RHO_STRIDE)[None, None, :]
+    ok_f = (ttft_k(cand, np.clip(fine, 0, r - 1)) <= wl.ttft_s) & (fine < r)
+    # the fine ones are a prefix too
+    n_f = np.where(ok_f.any(axis=2), _RHO_STRIDE - 1 - np.argmax(ok_f[:, :, ::-1], axis=2), 0)
+    return base + n_f
+
+
+#: Stride of the coarse pass over the utilisation grid (_largest_feasible_rho).
+_RHO_STRIDE = 8
+
+
+#: Operating points whose latency percentiles are evaluated at once (see _aggregated).
+_CHUNK = 256
+
+#: Point fields that are not per-point arrays (kept whole by :func:`take_point`).
+_POINT_WHOLE = ("node_w", "output_nodes", "parts")
+
+
+def take_point(pt: Point, shape: tuple, li: np.ndarray, bi: np.ndarray | None) -> Point:
+    """The operating points ``(li[k], bi[k])`` of ``pt`` (layout x batch), as 1-D arrays.
+
+    ``bi`` None: ``pt`` is 1-D already (of ``shape``) and ``li`` indexes it.
+
+    Every array field is broadcast to ``shape`` and indexed; the prompt-length nodes
+    are indexed each; node weights, output-length nodes and the parts dict stay whole.
+    """
+    def one(v):
+        if not np.ndim(v):
+            return v
+        a = np.broadcast_to(np.asarray(v, float), shape)
+        return a[li] if bi is None else a[li, bi]
+
+    changes = {}
+    for f in dataclasses.fields(pt):
+        v = getattr(pt, f.name)
+        if f.name in _POINT_WHOLE:
+            continue
+        changes[f.name] = tuple(one(a) for a in v) if f.name == "prefill_nodes" else one(v)
+    return dataclasses.replace(pt, **changes)
 
 
 def _phase_activities(su: Setup, pre, pt, at, li: int) -> tuple[float, float, float]:
@@ -641,13 +766,27 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         grid = _layout_batch_grid(bmax)
     dec = decode(inst, grid, tr.decode_context)
     g = np.asarray(par.gpus, float)
-    from dcplan.perf.latency import tpot_quantile
-
-    tpot_p = tpot_quantile(dec.token_s, 0.0, 0.0, o_tok, ph.tpot_cv_frac, wl.percentile)
+    # TPOT of a decode-only pool: no prefill interrupts it, so its spread (base and
+    # batch mix) does not depend on the request's output length: one node.
+    mix = mix_sd_s(dec, tr)
+    tpot_p = tpot_quantile(dec.token_s, 0.0, 0.0, o_tok, ph.tpot_cv_frac, wl.percentile,
+                           None, 1.0, mix)
     valid = (grid <= bmax) & (bmax >= 1)
     ok_d = valid & ((tpot_p * 1e3 <= wl.tpot_ms) | wl.offline)
     rate_d = np.where(ok_d, grid / (o_tok * dec.token_s) / g, -1.0)   # requests/s per GPU
-    # Prefill pool: layouts x utilisation, TTFT at the percentile.
+    # Admission: open-loop requests that find all of a decode instance's bmax running-
+    # request slots taken wait for one (M/G/c); each holds a slot for its decode.
+    slots = wl.arrival is Arrival.poisson and not wl.offline
+    if slots:
+        slot_p, slot_t = slot_wait(bmax, grid, o_tok * dec.token_s, tr.arrival_cv2,
+                                   tr.lengths.cv("output") ** 2)
+    else:
+        slot_p, slot_t = np.zeros_like(rate_d), np.zeros_like(rate_d)
+    slot_p = np.broadcast_to(slot_p, rate_d.shape)
+    slot_t = np.broadcast_to(slot_t, rate_d.shape)
+    step_half = np.broadcast_to(dec.step_s / 2.0, rate_d.shape)
+    # Prefill pool: layouts x utilisation; TTFT at the percentile from the prompt-length
+    # nodes, the queue (with the prompts' service spread) and the fixed parts.
     ppar = _stack(layouts)
     pinst = Instance(su.hw, ppar, su.shape, ph, sv)
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
@@ -657,20 +796,90 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     if not ok_d.any():
         ttft0 = float(np.min(np.where(pbm >= 1, pre.alone_s + kvt + ph.ttft_overhead_s, np.inf)))
         return _no_fit(su, _slo_reason(su, ttft0, best_tpot), bottleneck="slo")
-    li, bi = np.unravel_index(int(np.argmax(rate_d)), rate_d.shape)
-    at = (li, bi)
-    step_half = float(dec.step_s[at]) / 2.0
     rho = _RHO_GRID[None, :]
-    ttft_p = (pre.alone_s + kvt + step_half + ph.ttft_overhead_s
-              + wait_quantile(rho, pre.alone_s, tr.arrival_cv2, ph.prefill_service_cv2,
-                              wl.percentile))
-    ok_p = (pbm >= 1) & ((ttft_p <= wl.ttft_s) | wl.offline)
+    cs2 = pre.service_cv2(ph.prefill_service_cv2)
+    tail = wait_tail_mean(rho, pre.alone_s, tr.arrival_cv2, cs2)
+    fixed_p = kvt + ph.ttft_overhead_s
     gp = np.asarray(ppar.gpus, float)
-    rate_p = np.where(ok_p, rho / (pre.batched_s * gp), -1.0)
-    if not ok_p.any():
-        ttft0 = float(np.min(np.where(pbm >= 1, ttft_p[:, :1], np.inf)))
-        return _no_fit(su, _slo_reason(su, ttft0, best_tpot), bottleneck="slo")
-    pi, ri = np.unravel_index(int(np.argmax(rate_p)), rate_p.shape)
+    rate_p_all = np.where(pbm >= 1, rho / (pre.batched_s * gp), -1.0)
+
+    def prefill_ttft_k(cand, r_idx):
+        """Exact TTFT [s]: decode candidates ``cand`` (K) x prefill layouts at ``r_idx``."""
+        extra = (None,) * (np.ndim(r_idx) - 1)           # r_idx: (K, P) or (K, P, n)
+        p_idx = np.arange(tail.shape[0])[(None, slice(None)) + extra[1:]]
+
+        def at_r(v):
+            return np.broadcast_to(v, tail.shape)[p_idx, r_idx]
+
+        def per_k(v):
+            return v[cand][(slice(None),) + extra]
+        return ttft_quantile(at_r(fixed_p) + per_k(step_half),
+                             tuple(at_r(x) for x in pre.nodes), pre.node_w,
+                             at_r(rho), at_r(tail), wl.percentile,
+                             slot_p=per_k(slot_p), slot_tail_s=per_k(slot_t))
+
+    def prefill_ttft(at, percentile, pr=None):
+        """TTFT at ``percentile`` [s], prefill grid (or its point ``pr``) with ``at``."""
+        if pr is None:
+            return ttft_quantile(fixed_p + step_half[at], pre.nodes, pre.node_w, rho, tail,
+                                 percentile, slot_p=slot_p[at], slot_tail_s=slot_t[at])
+
+        def one(v):
+            return np.broadcast_to(v, tail.shape)[pr]
+        return ttft_quantile(one(fixed_p) + step_half[at], tuple(one(x) for x in pre.nodes),
+                             pre.node_w, one(rho), one(tail), percentile,
+                             slot_p=slot_p[at], slot_tail_s=slot_t[at])
+
+    # Pair the pools. An optimistic screen first: a request's TTFT is at least its
+    # prefill's TTFT plus the decode point's half step (the slot wait only adds), and
+    # at least the slot wait's own quantile plus the shortest fixed part; so every
+    # decode point's best prefill rate within the screened budget bounds its true one
+    # from above. Then, in order of that bound, the exact best prefill point of each
+    # candidate (largest utilisation per prefill layout whose exact TTFT of the sum
+    # meets the limit: TTFT rises with it, so a coarse pass and a fine one find it),
+    # until no unchecked candidate's bound beats the best exact pair.
+    ttft0 = ttft_quantile(fixed_p, pre.nodes, pre.node_w, rho, tail, wl.percentile)
+    ttft0 = np.where(np.isfinite(ttft0) & (pbm >= 1), ttft0, np.inf)
+    slot_q = slot_wait_quantile(slot_p, slot_t, wl.percentile)
+    if wl.offline:
+        budget = np.full(rate_d.shape, np.inf)
+    else:
+        floor = float(np.min(np.broadcast_to(fixed_p, tail.shape)[:, 0]
+                             + np.min(np.broadcast_arrays(*pre.nodes), axis=0)[:, 0]))
+        budget = np.where(step_half + slot_q + floor <= wl.ttft_s, wl.ttft_s - step_half,
+                          -np.inf)
+    rp_bound = best_rate_within(ttft0, rate_p_all, budget)
+    with np.errstate(divide="ignore"):
+        bound = np.where(ok_d & (rp_bound > 0),
+                         1.0 / (1.0 / np.maximum(rp_bound, 1e-300) + 1.0 / rate_d), -1.0)
+    order = np.argsort(-bound, axis=None, kind="stable")
+    order = order[bound.ravel()[order] > 0]
+    best = (-1.0, None, None)                       # (pair rate, decode point, prefill point)
+    for start in range(0, min(order.size, 16 * _PAIR_CHUNK), _PAIR_CHUNK):
+        if best[0] > 0 and bound.ravel()[order[start]] <= best[0]:
+            break
+        cand = np.unravel_index(order[start:start + _PAIR_CHUNK], bound.shape)
+        r_idx = _largest_feasible_rho(cand, prefill_ttft_k, tail.shape, wl)
+        rates = np.where(r_idx >= 0, rate_p_all[np.arange(tail.shape[0])[None, :],
+                                                np.maximum(r_idx, 0)], -1.0)
+        p_best = np.argmax(rates, axis=1)
+        rp_k = rates[np.arange(rates.shape[0]), p_best]
+        with np.errstate(divide="ignore"):
+            pair_k = np.where(rp_k > 0, 1.0 / (1.0 / np.maximum(rp_k, 1e-300)
+                                               + 1.0 / rate_d[cand]), -1.0)
+        k = int(np.argmax(pair_k))
+        if pair_k[k] > best[0]:
+            pk = int(p_best[k])
+            best = (float(pair_k[k]), (int(cand[0][k]), int(cand[1][k])),
+                    (pk, int(r_idx[k, pk])))
+    if best[1] is None:
+        reach = np.where(pbm >= 1, ttft0[:, :1], np.inf) + float(np.min(step_half))
+        return _no_fit(su, _slo_reason(su, float(np.min(reach)), best_tpot), bottleneck="slo")
+    at = best[1]
+    li, bi = at
+    pi, ri = best[2]
+    rate_p = rate_p_all
+    ttft_at = float(prefill_ttft(at, wl.percentile, (pi, ri)))
     rp = float(rate_p[pi, ri]) * n_rack        # requests/s per rack as prefill pool
     rd = float(rate_d[at]) * n_rack            # requests/s per rack as decode pool
     share_p = (1 / rp) / (1 / rp + 1 / rd)
@@ -719,14 +928,13 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     label, t, d, e = _label(par, li, su.shape.is_moe)
     plabel, *_ = _label(ppar, pi, su.shape.is_moe)
     draft = int(n[li, 0])
-    tpot_med = float(tpot_quantile(dec.token_s[at], 0.0, 0.0, o_tok, ph.tpot_cv_frac, 50.0))
-    ttft_med = float(pre.alone_s.ravel()[pi] + kvt.ravel()[pi] + step_half + ph.ttft_overhead_s
-                     + wait_quantile(u, pre.alone_s.ravel()[pi], tr.arrival_cv2,
-                                     ph.prefill_service_cv2, 50.0))
+    tpot_med = float(tpot_quantile(dec.token_s[at], 0.0, 0.0, o_tok, ph.tpot_cv_frac, 50.0,
+                                   None, 1.0, np.broadcast_to(mix, rate_d.shape)[at]))
+    ttft_med = float(prefill_ttft(at, 50.0, (pi, ri)))
     out = _finish(
         su, req_rack=blended, act=act, bottleneck=bound_p if share_p >= 0.5 else decode_limit,
         bound=bound_p if share_p >= 0.5 else bound_d, gpus=int(g[li, 0]), batch=b_here,
-        max_batch_=float(bmax[li, 0]), ttft=float(ttft_p[pi, ri]), tpot=float(tpot_p[at]),
+        max_batch_=float(bmax[li, 0]), ttft=ttft_at, tpot=float(tpot_p[at]),
         ttft_med=ttft_med, tpot_med=tpot_med, parallel=label, sizes=(t, d, e), draft=draft,
         acceptance=acc if draft else 0.0,
         tokens_per_step=float(np.broadcast_to(dec.tokens_per_step, rate_d.shape)[at]),
@@ -735,6 +943,57 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         prefill_parallel=plabel, power_p99_kw=power_p99)
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
                                prefill_share=share_p)
+
+
+def best_rate_within(ttft, rate, budget, index: bool = False):
+    """Highest ``rate`` among points whose ``ttft`` is within each ``budget``.
+
+    Parameters
+    ----------
+    ttft : array
+        TTFT of every prefill operating point (layout x utilisation) [s].
+    rate : array
+        Requests/s per GPU of those points (negative: infeasible) [1/s].
+    budget : array
+        TTFT each decode point leaves to the prefill pool [s].
+
+    index : bool
+        Also return the flat index into ``ttft`` of the point that gives each rate.
+
+    Returns
+    -------
+    ndarray, or (ndarray, ndarray)
+        Shaped like ``budget``: the best rate, -1 where no point fits [1/s]; with
+        ``index``, also the flat index of that point (meaningless where the rate is -1).
+    """
+    t = np.asarray(ttft, float).ravel()
+    r = np.asarray(rate, float).ravel()
+    order = np.argsort(t, kind="stable")
+    t_sorted = t[order]
+    r_sorted = r[order]
+    best = np.maximum.accumulate(r_sorted)
+    k = np.searchsorted(t_sorted, np.asarray(budget, float), side="right")
+    kk = np.maximum(k - 1, 0)
+    out = np.where(k > 0, best[kk], -1.0)
+    if not index:
+        return out
+    # where the running maximum was reached
+    pos = np.maximum.accumulate(np.where(r_sorted >= best, np.arange(r.size), 0))
+    return out, order[pos[kk]]
+
+
+def slot_wait_quantile(slot_p, slot_tail_s, percentile) -> np.ndarray:
+    """``percentile`` of the wait for a running-request slot alone [s].
+
+    0 where fewer than ``1 - percentile`` of the requests wait, else
+    ``tail ln(p_wait / q)`` (:func:`dcplan.perf.latency.slot_wait`); inf at saturation.
+    """
+    q = 1.0 - float(percentile) / 100.0
+    sp = np.asarray(slot_p, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(sp <= q, 0.0, np.asarray(slot_tail_s, float)
+                       * np.log(np.maximum(sp, 1e-300) / q))
+    return np.where(np.isnan(out), np.inf, out)
 
 
 # ------------------------------------------------------------------ public API
@@ -881,7 +1140,8 @@ def batch_sweep(catalog, rack_id: str, model_id: str | None, workload: str | Wor
     tr = _traffic(su, _arrival_cv2(su))
     bm = int(float(max_batch(su.hw, par, su.shape, su.serving, tr.decode_context)))
     grid = np.array(sorted({int(v) for v in 2 ** np.arange(0, 20) if v <= bm} | {bm}), float)
-    pt = aggregated(inst, tr, grid)
+    # Poisson arrivals into bm running-request slots (as the search; none offline)
+    pt = aggregated(inst, tr, grid, slots=None if wl.offline else float(bm))
     per_rack = su.rack.accelerators_per_rack / float(par.gpus)
     rows = []
     for i, bval in enumerate(grid):

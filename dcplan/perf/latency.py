@@ -38,6 +38,11 @@ import numpy as np
 from scipy.special import gammaincc, gammaln, ndtr
 from scipy.stats import norm
 
+# One definition of a length distribution, shared with the workload catalog
+# (dcplan/lengths.py keeps it free of numpy/scipy at import time).
+from dcplan.lengths import FIXED, LengthDist, length_dist
+from dcplan.lengths import LENGTH_BINS as _LENGTH_BINS
+
 
 def wait_tail_mean(rho, service_s, arrival_cv2, service_cv2) -> np.ndarray:
     """Mean of the waiting time given that a request waits [s] (inf when ``rho >= 1``)."""
@@ -133,73 +138,8 @@ def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv
 
 # ------------------------------------------------------------ length distributions
 
-#: Probability bins over which a length distribution is represented: one node at
-#: each bin's probability midpoint, weighted by the bin's width. Finer in both tails
-#: (the p99 TPOT comes from the shortest outputs, the p99 TTFT from the longest prompts).
-LENGTH_BINS = np.array([0.0, 0.002, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99, 0.998, 1.0])
-
-
-@dataclass(frozen=True)
-class LengthDist:
-    """Distribution of request lengths around their mean (input and output tokens).
-
-    Attributes
-    ----------
-    kind : {"fixed", "uniform", "lognormal"}
-        ``fixed``: every request has the mean length. ``uniform``: lengths uniform
-        between ``min_frac`` and 1 of a nominal maximum (the InferenceX client draws
-        each request's input and output length this way, ``--random-range-ratio``);
-        the mean is ``(1 + min_frac) / 2`` of the nominal. ``lognormal``: a long tail,
-        with the coefficients of variation ``input_cv`` and ``output_cv``.
-    min_frac : float
-        Uniform: shortest length as a share of the longest (both input and output) [-].
-    input_cv, output_cv : float
-        Lognormal: coefficient of variation (standard deviation / mean) of the input
-        (prompt) and output (generated) tokens per request [-].
-    """
-
-    kind: str = "fixed"
-    min_frac: float = 1.0
-    input_cv: float = 0.0
-    output_cv: float = 0.0
-
-    @property
-    def is_fixed(self) -> bool:
-        """True when every request has the mean lengths."""
-        return (self.kind == "fixed" or (self.kind == "uniform" and self.min_frac >= 1.0)
-                or (self.kind == "lognormal" and self.input_cv <= 0 and self.output_cv <= 0))
-
-    def cv(self, which: str) -> float:
-        """Coefficient of variation of the ``"input"`` or ``"output"`` tokens [-]."""
-        if self.kind == "uniform":
-            m = self.min_frac
-            return (1.0 - m) / (np.sqrt(3.0) * (1.0 + m))
-        if self.kind == "lognormal":
-            return self.input_cv if which == "input" else self.output_cv
-        return 0.0
-
-    def nodes(self, which: str) -> tuple[np.ndarray, np.ndarray]:
-        """Length / mean at the nodes of :data:`LENGTH_BINS`, and their weights [-].
-
-        The ratios are rescaled so that their weighted mean is exactly 1.
-        """
-        if self.is_fixed:
-            return np.ones(1), np.ones(1)
-        u = 0.5 * (LENGTH_BINS[1:] + LENGTH_BINS[:-1])
-        w = np.diff(LENGTH_BINS)
-        if self.kind == "uniform":
-            m = self.min_frac
-            x = 2.0 / (1.0 + m) * (m + (1.0 - m) * u)
-        else:
-            cv = self.cv(which)
-            if cv <= 0:
-                return np.ones(1), np.ones(1)
-            s2 = np.log1p(cv * cv)
-            x = np.exp(-s2 / 2.0 + np.sqrt(s2) * norm.ppf(u))
-        return x / float(np.sum(w * x)), w
-
-
-FIXED = LengthDist()
+#: Probability bins of the length nodes (:data:`dcplan.lengths.LENGTH_BINS`).
+LENGTH_BINS = np.asarray(_LENGTH_BINS)
 
 
 def _bisect_quantile(survival, lo, hi, q, iterations: int = 40) -> np.ndarray:
@@ -400,35 +340,6 @@ def slot_wait(servers, offered, hold_s, arrival_cv2=1.0, hold_cv2=1.0) -> tuple:
         tail = (np.asarray(hold_s, dtype=float) / (c - a)
                 * (np.asarray(arrival_cv2, dtype=float) + hold_cv2) / 2.0)
     return p, np.where(a < c, tail, np.inf)
-
-
-def length_dist(spec) -> LengthDist:
-    """A :class:`LengthDist` from a mapping, an object with its fields, or None (fixed).
-
-    The fields: ``kind``, ``min_frac``, ``input_cv``, ``output_cv``.
-
-    Raises
-    ------
-    ValueError
-        An unknown kind, or a parameter outside its range (``min_frac`` in (0, 1],
-        CVs in [0, 5]).
-    """
-    if spec is None:
-        return FIXED
-    get = spec.get if isinstance(spec, dict) else (lambda k, d=None: getattr(spec, k, d))
-    kind = str(getattr(get("kind", "fixed"), "value", get("kind", "fixed")))
-    if kind not in ("fixed", "uniform", "lognormal"):
-        raise ValueError(f"length distribution kind {kind!r}: expected fixed, uniform or "
-                         "lognormal")
-    min_frac = float(get("min_frac", None) if get("min_frac", None) is not None else 1.0)
-    in_cv = float(get("input_cv", None) or 0.0)
-    out_cv = float(get("output_cv", None) or 0.0)
-    if not 0.0 < min_frac <= 1.0:
-        raise ValueError(f"min_frac {min_frac}: expected 0 < min_frac <= 1")
-    for name, v in (("input_cv", in_cv), ("output_cv", out_cv)):
-        if not 0.0 <= v <= 5.0:
-            raise ValueError(f"{name} {v}: expected 0 <= {name} <= 5")
-    return LengthDist(kind, min_frac, in_cv, out_cv)
 
 
 #: File beside the measurement files that gives their benchmarks' length distributions.

@@ -241,6 +241,10 @@ class ServingParams:
     measurement_scaleout_gbps : float
         Scale-out bandwidth per GPU for measurement rows whose accelerator is in no
         rack of the catalog [Gb/s].
+    frontier_ttft_share_max_frac : float
+        ``perf frontier`` without ``--ttft-s``: most of a request's median end-to-end
+        latency (median TTFT + output tokens x median TPOT) its median TTFT may take;
+        bounds the prefill queue of every point [0..1).
     """
 
     hbm_usable_frac: float
@@ -258,6 +262,7 @@ class ServingParams:
     measurement_length_frac: float
     phase_rows_percentile: float
     measurement_scaleout_gbps: float
+    frontier_ttft_share_max_frac: float
 
     def kv_bytes(self, precision: str) -> float:
         """Bytes per KV-cache element when serving at ``precision`` [bytes]."""
@@ -290,6 +295,7 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "measurement_length_frac": ("num", 0.05, 1.0),
     "phase_rows_percentile": ("num", 50.0, 99.99),
     "measurement_scaleout_gbps": ("num", 1.0, 100_000.0),
+    "frontier_ttft_share_max_frac": ("num", 0.001, 0.9),
 }
 
 
