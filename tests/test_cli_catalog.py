@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -12,6 +13,7 @@ from dcplan.cli import app
 from dcplan.schema import KINDS
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args, env=None):
@@ -241,3 +243,53 @@ def test_every_catalog_kind_lists(kind):
     assert kind in LIST_COLUMNS
     result = run("catalog", "list", kind)
     assert result.exit_code == 0, result.output
+
+
+def test_validate_checks_the_yaml_files_beside_the_measurement_csvs():
+    """length_distributions.yaml and mlperf_power_systems.yaml go through their loaders."""
+    result = run("validate", "catalogs/measurements")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "benchmark length distributions catalogs/measurements/length_distributions.yaml" in out
+    assert ("1 MLPerf power system (2 runs) in catalogs/measurements/mlperf_power_systems.yaml"
+            in out)
+
+
+def test_validate_names_every_problem_of_a_broken_length_distributions_file(tmp_path):
+    src = (ROOT / "catalogs" / "measurements" / "length_distributions.yaml").read_text()
+    bad = (src.replace("kind: uniform, min_frac: 0.8", "kind: uniform, min_frac: 1.8")
+           .replace("prompts_per_client: 10", "prompts_per_client: -2")
+           .replace("llama2_70b: {kind: lognormal,", "llama2_70bb: {kind: lognormall,")
+           .replace("phase_rows:", "phase_row:\n  x: 1\nphase_rows:"))
+    folder = tmp_path / "measurements"
+    folder.mkdir()
+    (folder / "length_distributions.yaml").write_text(bad)
+    result = run("validate", str(folder))
+    assert result.exit_code == 1
+    err = result.stderr
+    assert "ok:" not in result.stdout and "cannot tell what this file is" not in err
+    assert "field 'serving_rows.length_distribution'" in err and "min_frac 1.8" in err
+    assert "field 'serving_rows.prompts_per_client'" in err and "-2 is not an integer" in err
+    assert "unknown model id 'llama2_70bb'; did you mean 'llama2_70b'?" in err
+    assert "kind 'lognormall' is not known" in err
+    assert "field 'phase_row'" in err and "did you mean 'phase_rows'?" in err
+    # malformed YAML: named with its line, not taken for some other kind of file
+    (folder / "length_distributions.yaml").write_text("phase_rows: [1\n")
+    result = run("validate", str(folder / "length_distributions.yaml"))
+    assert result.exit_code == 1
+    assert "length_distributions.yaml:2: malformed YAML" in result.stderr
+
+
+def test_validate_names_problems_of_a_broken_power_systems_file(tmp_path):
+    src = (ROOT / "catalogs" / "measurements" / "mlperf_power_systems.yaml").read_text()
+    bad = (src.replace("psu_efficiency_frac: 0.95", "psu_efficiency_frac: 1.95")
+           .replace("wall_preload_w: 2524.40", "wall_preload_w: 7000")
+           .replace("samples: 2500", "sampels: 2500"))
+    f = tmp_path / "mlperf_power_systems.yaml"
+    f.write_text(bad)
+    result = run("validate", str(f))
+    assert result.exit_code == 1
+    err = result.stderr
+    assert "field 'psu_efficiency_frac': 1.95 is not a number > 0 and <= 1" in err
+    assert "field 'runs.llama2-70b-99/Offline.wall_w'" in err and "no GPU share" in err
+    assert "field 'runs.llama2-70b-99/Server.sampels'" in err and "'samples'" in err

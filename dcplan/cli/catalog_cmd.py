@@ -366,7 +366,7 @@ def _validate_folder(path: Path, checked: list[str], top: bool = False) -> list[
         sub: list[str] = []
         found = _validate_file(f, sub, kind)
         problems += found
-        if kind == "measurements":
+        if kind in ("measurements", "measurement_support"):
             checked += sub
         elif not found:
             counts[kind] = counts.get(kind, 0) + 1
@@ -423,7 +423,10 @@ _PLURAL = {"scenario": "scenarios", "forecast": "forecasts", "sweep": "sweeps"}
 
 
 def _classify(path: Path) -> tuple[str | None, list[Problem]]:
-    """What ``path`` holds: ``site``, ``scenario``, ``forecast`` or ``measurements``.
+    """What ``path`` holds: ``site``, ``scenario``, ``forecast``, ``sweep`` or measurements.
+
+    ``measurements``: a CSV of rows; ``measurement_support``: a YAML file the model reads
+    beside the CSVs (:data:`dcplan.perf.measurements.SUPPORT_FILES`), known by its name.
 
     Returns
     -------
@@ -432,6 +435,10 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
     """
     if path.suffix == ".csv":
         return "measurements", []
+    from dcplan.perf.measurements import is_support_file
+
+    if is_support_file(path):   # read by the model beside the CSVs; known by name
+        return "measurement_support", []
     from dcplan.yamlio import read_yaml
 
     try:
@@ -452,7 +459,14 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
                           f"({', '.join(f for f, _ in KINDS.values())}), site files have "
                           "'grid_mw', scenario files have 'periods', forecast files have "
                           "'cases', sweep files start with 'kind: dcplan_sweep', measurement "
-                          "files end in .csv")]
+                          "files end in .csv (beside them: "
+                          f"{', '.join(_support_files())})")]
+
+
+def _support_files() -> list[str]:
+    from dcplan.perf.measurements import SUPPORT_FILES
+
+    return list(SUPPORT_FILES)
 
 
 def _validate_file(path: Path, checked: list[str], kind: str | None = None) -> list[Problem]:
@@ -463,6 +477,13 @@ def _validate_file(path: Path, checked: list[str], kind: str | None = None) -> l
         if kind is None:
             return problems
     try:
+        if kind == "measurement_support":
+            from dcplan.perf.measurements import check_support_file
+
+            what, problems = check_support_file(path, STATE.catalog())
+            if not problems:
+                checked.append(what)
+            return problems
         if kind == "measurements":
             from dcplan.perf.measurements import load_measurements
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dcplan.catalog import Catalog, load_kind_file, suggest
+from dcplan.catalog import Catalog, did_you_mean, load_kind_file, suggest
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.perf.params import year_fraction
 from dcplan.schema import Precision
@@ -823,3 +823,128 @@ def summary(errors: list[float]) -> dict[str, float | None]:
     a = np.abs(np.asarray(errors, dtype=float))
     return {"median_abs_pct": float(np.median(a)), "p90_abs_pct": float(np.percentile(a, 90)),
             "max_abs_pct": float(a.max()), "rows": len(errors)}
+
+
+# ------------------------------------------------ files beside the measurement CSVs
+
+#: YAML files that belong with the measurement CSVs (read by the model, not rows):
+#: file name -> what it holds.
+SUPPORT_FILES = {
+    "length_distributions.yaml": "benchmark length distributions",
+    "mlperf_power_systems.yaml": "MLPerf power systems",
+}
+
+
+def is_support_file(path: Path | str) -> bool:
+    """Whether ``path`` is one of :data:`SUPPORT_FILES` (by its name)."""
+    return Path(path).name in SUPPORT_FILES
+
+
+def check_support_file(path: Path | str, catalog: Catalog | None = None
+                       ) -> tuple[str, list[Problem]]:
+    """Validate a file of :data:`SUPPORT_FILES` through the loader that reads it.
+
+    Returns
+    -------
+    checked, problems
+        What was checked (for a summary line; '' when there are problems) and every
+        problem found.
+    """
+    p = Path(path)
+    shown = display_path(p)
+    try:
+        if p.name == "mlperf_power_systems.yaml":
+            from dcplan.perf.power import load_power_systems
+
+            systems = load_power_systems(p)
+            runs = sum(len(s["runs"]) for s in systems.values())
+            return (f"{len(systems)} MLPerf power system{'s' * (len(systems) != 1)} "
+                    f"({runs} run{'s' * (runs != 1)}) in {shown}", [])
+        if p.name == "length_distributions.yaml":
+            problems = check_benchmark_lengths(p, catalog)
+            return ("" if problems else f"benchmark length distributions {shown}"), problems
+    except InputError as exc:
+        return "", exc.problems
+    return "", [Problem(shown, "not a file that belongs with the measurement files ("
+                               + ", ".join(SUPPORT_FILES) + ")")]
+
+
+def check_benchmark_lengths(path: Path | str, catalog: Catalog | None = None
+                            ) -> list[Problem]:
+    """Every problem of ``length_distributions.yaml`` (empty when it reads cleanly).
+
+    Each distribution is checked on its own (field and line named): its ``kind`` and
+    parameters, ``serving_rows.prompts_per_client`` (an integer >= 0), unknown keys (a
+    misspelt ``phase_rows`` would otherwise drop every MLPerf distribution silently) and,
+    given ``catalog``, that every ``phase_rows`` key is a known model. Then the file is
+    read by :func:`dcplan.perf.latency.load_benchmark_lengths`, the loader the model uses.
+    """
+    from dcplan.lengths import length_dist
+    from dcplan.yamlio import KEY_LINES, META_KEYS, read_yaml
+
+    p = Path(path)
+    shown = display_path(p)
+    try:
+        doc = read_yaml(p)
+    except InputError as exc:
+        return exc.problems
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        return [Problem(shown, "expected a mapping with serving_rows and phase_rows")]
+    problems: list[Problem] = []
+
+    def line(m, key):
+        return (m.get(KEY_LINES) or {}).get(key) if isinstance(m, dict) else None
+
+    def unknown(m, allowed, prefix):
+        for key in m:
+            if key not in META_KEYS and key not in allowed:
+                problems.append(Problem(shown, f"unknown key{did_you_mean(str(key), allowed)}: "
+                                               "rename or remove it",
+                                        field=f"{prefix}{key}", line=line(m, key)))
+
+    def dist(m, key, field):
+        try:
+            length_dist(m.get(key))
+        except (ValueError, TypeError) as exc:
+            problems.append(Problem(shown, str(exc), field=field, line=line(m, key)))
+
+    unknown(doc, ("source", "as_of", "serving_rows", "phase_rows", "estimates"), "")
+    sr = doc.get("serving_rows")
+    if sr is not None and not isinstance(sr, dict):
+        problems.append(Problem(shown, "expected a mapping with length_distribution and "
+                                       "prompts_per_client", field="serving_rows",
+                                line=line(doc, "serving_rows")))
+    elif sr:
+        unknown(sr, ("length_distribution", "prompts_per_client"), "serving_rows.")
+        dist(sr, "length_distribution", "serving_rows.length_distribution")
+        ppc = sr.get("prompts_per_client")
+        if ppc is not None and (isinstance(ppc, bool) or not isinstance(ppc, int) or ppc < 0):
+            problems.append(Problem(shown, f"{ppc!r} is not an integer >= 0 (requests each "
+                                           "closed-loop client sends; 0: no opening burst)",
+                                    field="serving_rows.prompts_per_client",
+                                    line=line(sr, "prompts_per_client")))
+    pr = doc.get("phase_rows")
+    if pr is not None and not isinstance(pr, dict):
+        problems.append(Problem(shown, "expected a mapping: model id -> length distribution",
+                                field="phase_rows", line=line(doc, "phase_rows")))
+    elif pr:
+        models = catalog.entries.get("models", {}) if catalog is not None else None
+        for key in pr:
+            if key in META_KEYS:
+                continue
+            if models is not None and str(key) not in models:
+                problems.append(Problem(shown, f"unknown model id '{key}'"
+                                               f"{suggest(str(key), models)}",
+                                        field=f"phase_rows.{key}", line=line(pr, key)))
+            dist(pr, key, f"phase_rows.{key}")
+    if not problems:
+        from dcplan.perf.latency import load_benchmark_lengths
+
+        try:
+            load_benchmark_lengths(p)
+        except (ValueError, TypeError) as exc:
+            problems += (exc.problems if isinstance(exc, InputError)
+                         else [Problem(shown, str(exc))])
+    return problems
