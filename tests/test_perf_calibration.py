@@ -55,7 +55,9 @@ def _synthetic(cat, defaults):
                                     batch if phase == "decode" else max(batch // 64, 1),
                                     ctx, 1.0, 1.0)
                     p = predict_phase(m, cat, true, defaults.physics, defaults)
-                    rows.append(replace(m, tokens_per_s=p.tokens_per_s, power_w=p.power_w))
+                    # measured = predicted throughput: the power at the model's point
+                    rows.append(replace(m, tokens_per_s=p.tokens_per_s,
+                                        power_w=p.power_w_model_point))
     return rows
 
 

@@ -125,3 +125,94 @@ def test_power_cap_holds_predicted_power_and_errors_by_vendor(catalog):
     low = [replace(m, power_cap_w=100.0) for m in rows]
     assert [r.pred.power_w for r in evaluate_rows(low, catalog, defaults, None)] == [
         pytest.approx(100.0), pytest.approx(100.0)]
+
+
+# --- power at the measured throughput ----------------------------------------------------
+
+
+def test_busy_shares_at_half_the_predicted_throughput_by_hand():
+    from types import SimpleNamespace
+
+    from dcplan.perf.power import activity
+    from dcplan.perf.predict import measured_busy_scale
+
+    hp = SimpleNamespace(power_base_frac=0.25, power_compute_weight=0.6,
+                         power_memory_weight=0.4)
+    s = measured_busy_scale(500.0, 1000.0)
+    assert float(s) == 0.5
+    # H100 (90 W idle, 700 W max) at u_c 0.3, u_m 0.9: model point 0.25 + 0.18 + 0.36 = 0.79
+    # -> 90 + 610 x 0.79 = 571.9 W; at half the throughput 0.25 + 0.09 + 0.18 = 0.52
+    # -> 90 + 610 x 0.52 = 407.2 W
+    assert 90 + 610 * float(activity(hp, 0.3, 0.9)) == pytest.approx(571.9)
+    assert 90 + 610 * float(activity(hp, s * 0.3, s * 0.9)) == pytest.approx(407.2)
+    # faster than the model: capped at fully busy (the model's shares); nothing measured: 1
+    assert float(measured_busy_scale(3000.0, 1000.0)) == 1.0
+    assert float(measured_busy_scale(None, 1000.0)) == 1.0
+    assert float(measured_busy_scale(float("nan"), 1000.0)) == 1.0
+
+
+def _half_and_double(rows, catalog, defaults, field):
+    """Rows re-measured at half and at twice the model's throughput, predicted."""
+    first = evaluate_rows(rows, catalog, defaults, None)
+    half = [replace(r.m, **{field: r.predicted_throughput / 2}) for r in first]
+    double = [replace(r.m, **{field: r.predicted_throughput * 2}) for r in first]
+    return (first, evaluate_rows(half, catalog, defaults, None),
+            evaluate_rows(double, catalog, defaults, None))
+
+
+def _at_half(res, acc, base, gpus):
+    """Power at half the busy shares from the model-point power, by linearity.
+
+    P = gpus (idle + (max - idle) (base + w_c u_c + w_m u_m)), so halving u_c and u_m
+    gives gpus idle + (P_model - gpus idle) / 2 + gpus (max - idle) base / 2 (activity
+    below 1, no clipping).
+    """
+    idle, span = gpus * acc.idle_power_w, gpus * (acc.max_power_w - acc.idle_power_w)
+    return idle + (res.pred.power_w_model_point - idle) / 2 + span * base / 2
+
+
+def test_phase_row_power_is_taken_at_the_measured_throughput(catalog):
+    from dcplan.perf.predict import hardware_params
+
+    defaults = load_perf_defaults(defaults_path(catalog))
+    rows = load_measurements(MEAS / "validation" / "nvidia_power.csv", catalog)[:2]
+    acc = catalog.get("accelerators", "h100_sxm")
+    base = float(hardware_params(defaults, "h100_sxm", None).power_base_frac)
+    first, half, double = _half_and_double(rows, catalog, defaults, "tokens_per_s")
+    for f, h, d, m in zip(first, half, double, rows, strict=True):
+        # the model's operating point does not move with the measured throughput
+        assert h.pred.tokens_per_s == pytest.approx(f.pred.tokens_per_s)
+        assert h.pred.power_w_model_point == pytest.approx(f.pred.power_w_model_point)
+        assert f.pred.power_w_model_point < m.gpus * acc.max_power_w
+        assert h.pred.power_w == pytest.approx(_at_half(h, acc, base, m.gpus))
+        assert h.pred.power_w < h.pred.power_w_model_point
+        # a run faster than the model is capped at fully busy: the model-point power
+        assert d.pred.power_w == pytest.approx(d.pred.power_w_model_point)
+        assert h.as_dict()["predicted_power_model_point_w"] == h.pred.power_w_model_point
+        assert h.error("power_model_point") == pytest.approx(
+            (h.pred.power_w_model_point - m.power_w) / m.power_w * 100)
+
+
+def test_serving_row_power_is_taken_at_the_measured_throughput(catalog):
+    from dcplan.perf.predict import hardware_params
+
+    defaults = load_perf_defaults(defaults_path(catalog))
+    rows = [m for m in load_measurements(MEAS / "inferencex_deepseek_r1.csv", catalog)
+            if m.hardware == "mi355x" and m.power_w][:2]
+    acc = catalog.get("accelerators", "mi355x")
+    base = float(hardware_params(defaults, "mi355x", None, acc.vendor,
+                                 acc.architecture).power_base_frac)
+    first, half, double = _half_and_double(rows, catalog, defaults,
+                                           "output_tokens_per_s_per_gpu")
+    for f, h, d in zip(first, half, double, strict=True):
+        assert not h.pred.flag
+        assert h.pred.power_w_model_point == pytest.approx(f.pred.power_w_model_point)
+        assert h.pred.power_w == pytest.approx(_at_half(h, acc, base, 1))   # per GPU
+        assert d.pred.power_w == pytest.approx(d.pred.power_w_model_point)
+
+
+def test_capped_row_keeps_the_model_point_power(catalog):
+    defaults = load_perf_defaults(defaults_path(catalog))
+    rows = load_measurements(MEAS / "mlperf_power.csv", catalog)
+    for r in evaluate_rows(rows, catalog, defaults, None):
+        assert r.pred.power_w == r.pred.power_w_model_point == pytest.approx(500.0)

@@ -3,8 +3,10 @@
 Residuals are log ratios of predicted to measured values: throughput (phase rows:
 ``tokens_per_s``; serving rows: output tokens/s per GPU), median TPOT, median TTFT
 (weight :data:`TTFT_WEIGHT`), p99 TPOT (weight :data:`P99_TPOT_WEIGHT`) and power
-where measured. The fit is robust (``soft_l1`` loss, scale :data:`LOSS_SCALE`, so a
-broken benchmark run cannot drag the fit).
+where measured, the power taken at the row's measured throughput (busy shares scaled
+by ``min(1, measured / predicted)``, :func:`dcplan.perf.predict.measured_busy_scale`)
+so a throughput error does not bend the power curve. The fit is robust (``soft_l1``
+loss, scale :data:`LOSS_SCALE`, so a broken benchmark run cannot drag the fit).
 
 **One joint fit of nested levels.** Every accelerator parameter of a row is, in log
 space, the sum of
@@ -174,13 +176,19 @@ class RowResult:
                 else self.pred.output_tokens_per_s_per_gpu)
 
     def error(self, what: str) -> float | None:
-        """Signed % error of ``throughput``, ``tpot``, ``ttft`` or ``power`` (None if n/a)."""
+        """Signed % error of ``throughput``, ``tpot``, ``ttft`` or ``power`` (None if n/a).
+
+        ``power`` is the power at the row's measured throughput (see
+        :mod:`dcplan.perf.predict`); ``power_model_point`` the power at the model's own
+        operating point.
+        """
         m, p = self.m, self.pred
         pairs = {
             "throughput": (self.measured_throughput, self.predicted_throughput),
             "tpot": (getattr(m, "median_tpot_ms", None), p.median_tpot_ms),
             "ttft": (getattr(m, "median_ttft_s", None), p.median_ttft_s),
             "power": (m.power_w, p.power_w),
+            "power_model_point": (m.power_w, p.power_w_model_point),
         }
         meas, pred = pairs[what]
         if meas is None or pred is None or not np.isfinite(pred):
@@ -218,7 +226,10 @@ class RowResult:
                 "predicted_p99_ttft_s": p.p99_ttft_s, "predicted_p99_tpot_ms": p.p99_tpot_ms,
             })
         base.update({"measured_power_w": m.power_w, "predicted_power_w": p.power_w,
-                     "power_error_pct": self.error("power"), "configuration": p.configuration,
+                     "power_error_pct": self.error("power"),
+                     "predicted_power_model_point_w": p.power_w_model_point,
+                     "power_model_point_error_pct": self.error("power_model_point"),
+                     "configuration": p.configuration,
                      "flag": p.flag, "notes": p.notes})
         return base
 

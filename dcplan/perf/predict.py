@@ -20,6 +20,15 @@ re-predict every row thousands of times.
   dataset's distribution from the same file.
 * ``mtp`` rows: the draft length (``mtp_draft_tokens``) that gives the most throughput
   at the row's concurrency, as a tuned deployment would pick.
+* Power is compared at the row's **measured** throughput: a row that measured its
+  throughput gets the power curve with its compute and HBM busy shares scaled by
+  ``min(1, measured / predicted)`` throughput (:func:`measured_busy_scale`), so a
+  throughput error does not leak into the power residual. A run slower than the model
+  is idle part of the time; a run faster than the model is taken as fully busy at the
+  model's shares (the scale is capped at 1: the model's step cannot run busier). The
+  power at the model's own operating point is kept as ``power_w_model_point``. Rows
+  held to a power cap (MaxQ) keep the model-point power, capped: their throughput
+  deficit is clock throttling, not idle time.
 
 A row the model cannot express (weights or one sequence's KV do not fit the row's
 instance) is flagged with the reason and gets no prediction.
@@ -84,7 +93,11 @@ class RowPrediction:
     median_ttft_s, p99_ttft_s : float or None
         [s].
     power_w : float or None
-        Serving rows: per GPU; phase rows: the replica's accelerators [W].
+        Serving rows: per GPU; phase rows: the replica's accelerators [W]. At the row's
+        measured throughput where it has one (busy shares scaled by
+        :func:`measured_busy_scale`), else at the model's operating point.
+    power_w_model_point : float or None
+        The same power at the model's own (predicted) operating point [W].
     configuration : str
         Parallel layout as predicted (``DEP8``, ``TP8 EP8``, ``prefill 1 x TP8 / decode
         3 x DEP16``), with the draft length for speculative rows.
@@ -103,10 +116,32 @@ class RowPrediction:
     median_ttft_s: float | None = None
     p99_ttft_s: float | None = None
     power_w: float | None = None
+    power_w_model_point: float | None = None
     configuration: str = ""
     flag: str = ""
     notes: str = ""
     batch: float = 0.0
+
+
+def measured_busy_scale(measured, predicted) -> np.ndarray:
+    """Scale of the busy shares at a row's measured throughput [0..1].
+
+    ``min(1, measured / predicted)`` throughput: a run slower than the model is idle the
+    rest of the time; a run faster than the model is capped at fully busy (the model's
+    shares). 1 where nothing was measured (``measured`` None, NaN or not positive) or
+    nothing predicted.
+
+    Parameters
+    ----------
+    measured, predicted : float or array
+        Throughput in the same unit [tokens/s].
+    """
+    meas = np.asarray(np.nan if measured is None else measured, dtype=float)
+    pred = np.asarray(predicted, dtype=float)
+    good = np.isfinite(meas) & (meas > 0) & np.isfinite(pred) & (pred > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(good, meas / np.where(good, pred, 1.0), 1.0)
+    return np.minimum(ratio, 1.0)
 
 
 def hardware_params(defaults: PerfDefaults, accelerator_id: str, calibration,
@@ -293,6 +328,9 @@ class ServingRows:
                                  for i in np.array(idx)[sel]]),
                 max_w=np.array([catalog.get("accelerators", self.rows[i].hardware).max_power_w
                                 for i in np.array(idx)[sel]]),
+                meas_tput=np.array([np.nan if self.rows[i].output_tokens_per_s_per_gpu is None
+                                    else self.rows[i].output_tokens_per_s_per_gpu
+                                    for i in np.array(idx)[sel]], float),
                 hw_ids=[self.rows[i].hardware for i in np.array(idx)[sel]],
             ))
 
@@ -321,8 +359,9 @@ class ServingRows:
         dict of ndarray (one value per row, NaN where flagged; shape ``(K, n)`` when
         ``params`` or ``physics`` carry ``K`` sets, else ``(n,)``)
             ``output_tokens_per_s_per_gpu``, ``median_tpot_ms``, ``p99_tpot_ms``,
-            ``median_ttft_s``, ``p99_ttft_s``, ``power_w_per_gpu``, ``batch``,
-            ``draft_tokens``.
+            ``median_ttft_s``, ``p99_ttft_s``, ``power_w_per_gpu`` (at the row's measured
+            throughput where it has one), ``power_w_per_gpu_model_point`` (at the
+            model's operating point), ``batch``, ``draft_tokens``.
         """
         rp = self.row_params(params) if isinstance(params, Mapping) else params
         fields_rp = {f: np.asarray(getattr(rp, f), float) for f in HW_PARAM_NAMES}
@@ -334,7 +373,8 @@ class ServingRows:
         fields_rp = {f: np.broadcast_to(v if v.ndim == 2 else np.reshape(v, (1, -1)),
                                         (k_sets, self.n)) for f, v in fields_rp.items()}
         keys = ("output_tokens_per_s_per_gpu", "median_tpot_ms", "p99_tpot_ms",
-                "median_ttft_s", "p99_ttft_s", "power_w_per_gpu", "batch", "draft_tokens")
+                "median_ttft_s", "p99_ttft_s", "power_w_per_gpu", "power_w_per_gpu_model_point",
+                "batch", "draft_tokens")
         out = {k: np.full((k_sets, self.n), np.nan) for k in keys}
         sv = self.serving
         for grp in self.groups:
@@ -382,7 +422,8 @@ class ServingRows:
                     return disaggregated(inst_p, inst_d, tr, b, n_p, n_d, pre), b * n_d
             cap = np.minimum(grp["bmax"][ix], conc / n_dec)
             pt, _ = solve_closed_loop(pob, conc, cap)
-            grp_e = {"idle_w": grp["idle_w"][ix], "max_w": grp["max_w"][ix]}
+            grp_e = {"idle_w": grp["idle_w"][ix], "max_w": grp["max_w"][ix],
+                     "meas_tput": grp["meas_tput"][ix]}
             res = self._summarise(pt, ph, hp, grp_e, percentiles)
             res["draft_tokens"] = n
             # The best draft length per row and parameter set (most throughput).
@@ -406,13 +447,16 @@ class ServingRows:
     @staticmethod
     def _summarise(pt: Point, physics: PhysicsParams, hp: HardwareParams, grp, percentiles):
         act = activity(hp, pt.compute_util, pt.memory_util)
+        s = measured_busy_scale(grp["meas_tput"], pt.output_tokens_per_s_per_gpu)
+        act_meas = activity(hp, s * pt.compute_util, s * pt.memory_util)
         return {
             "output_tokens_per_s_per_gpu": pt.output_tokens_per_s_per_gpu,
             "median_tpot_ms": pt.tpot_quantile(50.0, physics.tpot_cv_frac) * 1e3,
             "p99_tpot_ms": pt.tpot_quantile(99.0, physics.tpot_cv_frac) * 1e3,
             "median_ttft_s": pt.ttft_quantile(50.0),
             "p99_ttft_s": pt.ttft_quantile(99.0),
-            "power_w_per_gpu": grp["idle_w"] + (grp["max_w"] - grp["idle_w"]) * act,
+            "power_w_per_gpu": grp["idle_w"] + (grp["max_w"] - grp["idle_w"]) * act_meas,
+            "power_w_per_gpu_model_point": grp["idle_w"] + (grp["max_w"] - grp["idle_w"]) * act,
             "batch": pt.batch,
         }
 
@@ -436,7 +480,9 @@ class ServingRows:
                 p99_tpot_ms=float(arr["p99_tpot_ms"][i]),
                 median_ttft_s=float(arr["median_ttft_s"][i]),
                 p99_ttft_s=float(arr["p99_ttft_s"][i]),
-                power_w=float(arr["power_w_per_gpu"][i]), configuration=cfg,
+                power_w=float(arr["power_w_per_gpu"][i]),
+                power_w_model_point=float(arr["power_w_per_gpu_model_point"][i]),
+                configuration=cfg,
                 notes=self.notes[i], batch=float(arr["batch"][i])))
         return out
 
@@ -462,8 +508,10 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
     Returns
     -------
     dict
-        ``tokens_per_s``, ``power_w``, ``batch``, ``median_tpot_ms``, ``p99_tpot_ms``,
-        ``median_ttft_s``, ``p99_ttft_s``: arrays of shape ``(K,)`` (NaN where no batch
+        ``tokens_per_s``, ``power_w`` (at the row's measured ``tokens_per_s``; at the
+        model's operating point for a power-capped row), ``power_w_model_point``,
+        ``batch``, ``median_tpot_ms``, ``p99_tpot_ms``, ``median_ttft_s``,
+        ``p99_ttft_s``: arrays of shape ``(K,)`` (NaN where no batch
         meets the row's limits); ``label``; ``flag`` (why the row cannot be predicted
         for the first set, '' when it can); ``ok`` (shape ``(K,)``).
     """
@@ -487,16 +535,24 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
            "p99_ttft_s": nan}
     free = hw.hbm_capacity - float(weight_bytes_per_gpu(par, shape))
     if free <= 0:
-        out.update(tokens_per_s=nan, power_w=nan, ok=~out["ok"], flag=(
+        out.update(tokens_per_s=nan, power_w=nan, power_w_model_point=nan, ok=~out["ok"], flag=(
             f"{m.model} at {m.precision.value} does not fit {m.gpus} x {m.hardware}"))
         return out
 
-    def power(u_c, u_m):
-        act = activity(hp, u_c, u_m)
+    def at(u_c, u_m, scale):
+        act = activity(hp, scale * u_c, scale * u_m)
         per_gpu = acc.idle_power_w + (acc.max_power_w - acc.idle_power_w) * act
         if m.power_cap_w:     # MaxQ runs: the accelerators are held to the cap
             per_gpu = np.minimum(per_gpu, m.power_cap_w)
-        return np.broadcast_to(m.gpus * per_gpu, (k_sets, 1))[:, 0]
+        return np.broadcast_to(m.gpus * per_gpu, (k_sets, 1))[:, 0].copy()
+
+    def power(u_c, u_m, tokens_per_s):
+        """Power at the measured and at the model's throughput ``tokens_per_s`` (K,)."""
+        model_point = at(u_c, u_m, 1.0)
+        if m.power_cap_w:     # throttled, not idle: keep the (capped) model point
+            return {"power_w": model_point, "power_w_model_point": model_point}
+        s = measured_busy_scale(m.tokens_per_s, np.reshape(tokens_per_s, (-1, 1)))
+        return {"power_w": at(u_c, u_m, s), "power_w_model_point": model_point}
 
     def flat(x):
         return np.broadcast_to(np.asarray(x, float), (k_sets, 1))[:, 0].copy()
@@ -510,14 +566,14 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
                           b / dp * shape.kv_bytes_seq(m.context_tokens), "prefill",
                           steps=max(1.0, np.ceil(tokens / (sv.prefill_chunk_tokens * dp))))
         t = st.total_s
-        out.update(tokens_per_s=flat(tokens / t),
-                   power_w=power(st.compute_s / t, st.memory_s / t))
+        out.update(tokens_per_s=flat(tokens / t))
+        out.update(power(st.compute_s / t, st.memory_s / t, out["tokens_per_s"]))
         return out
     if not m.end_to_end:
         dec = decode(inst, b, m.context_tokens)
         t = dec.step_s
-        out.update(tokens_per_s=flat(b / t), median_tpot_ms=flat(t * 1e3),
-                   power_w=power(dec.step.compute_s / t, dec.step.memory_s / t))
+        out.update(tokens_per_s=flat(b / t), median_tpot_ms=flat(t * 1e3))
+        out.update(power(dec.step.compute_s / t, dec.step.memory_s / t, out["tokens_per_s"]))
         return out
     traffic = Traffic(float(m.prompt_tokens), float(m.output_tokens), 0.0, 1.0,
                       benchmark_lengths(catalog).for_phase_model(m.model))
@@ -548,10 +604,10 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
         ok=any_ok, tokens_per_s=pick(rate), batch=pick(batches),
         median_tpot_ms=pick(pt.tpot_quantile(50.0, ph.tpot_cv_frac)) * 1e3,
         p99_tpot_ms=pick(pt.tpot_quantile(99.0, ph.tpot_cv_frac)) * 1e3,
-        median_ttft_s=pick(pt.ttft_quantile(50.0)), p99_ttft_s=pick(pt.ttft_quantile(99.0)),
-        power_w=np.where(any_ok, power(np.broadcast_to(pt.compute_util, shp)[r, i][:, None],
-                                       np.broadcast_to(pt.memory_util, shp)[r, i][:, None]),
-                         np.nan))
+        median_ttft_s=pick(pt.ttft_quantile(50.0)), p99_ttft_s=pick(pt.ttft_quantile(99.0)))
+    pw = power(np.broadcast_to(pt.compute_util, shp)[r, i][:, None],
+               np.broadcast_to(pt.memory_util, shp)[r, i][:, None], out["tokens_per_s"])
+    out.update({k: np.where(any_ok, v, np.nan) for k, v in pw.items()})
     if not any_ok[0]:
         out["flag"] = (
             f"no batch up to {m.batch} meets the row's limits at p{pct:g} (TTFT "
@@ -574,4 +630,5 @@ def predict_phase(m: Measurement, catalog: Catalog, params: HardwareParams,
     return RowPrediction(tokens_per_s=f("tokens_per_s"), configuration=a["label"],
                          batch=float(a["batch"][0]), median_tpot_ms=f("median_tpot_ms"),
                          p99_tpot_ms=f("p99_tpot_ms"), median_ttft_s=f("median_ttft_s"),
-                         p99_ttft_s=f("p99_ttft_s"), power_w=f("power_w"))
+                         p99_ttft_s=f("p99_ttft_s"), power_w=f("power_w"),
+                         power_w_model_point=f("power_w_model_point"))
