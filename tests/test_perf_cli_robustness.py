@@ -40,10 +40,21 @@ def test_unknown_rack_suggests_prefix_match():
 
 
 def test_replica_wording():
+    """'N replicas of M accelerator(s) per rack', with the API's N and M (singular for 1)."""
+    p = rack_performance(load_catalog(), "gb200_nvl72", None, "chat_disagg")
     result = run("perf", "--rack", "gb200_nvl72", "--workload", "chat_disagg")
     assert result.exit_code == 0, result.output
-    assert "72 replicas of 1 accelerator per rack" in result.stdout
+    g = p.replica_gpus
+    want = (f"{p.replicas_per_rack:g} replicas of {g} "
+            f"accelerator{'' if g == 1 else 's'} per rack")
+    assert want in result.stdout
     assert "accelerators x" not in result.stdout
+    one = run("perf", "--rack", "gb200_nvl72", "--model", "llama3_8b", "--input-tokens", "1000",
+              "--output-tokens", "200", "--tp", "1", "--json")
+    assert one.exit_code == 0, one.output
+    one_txt = run("perf", "--rack", "gb200_nvl72", "--model", "llama3_8b", "--input-tokens",
+                  "1000", "--output-tokens", "200", "--tp", "1").stdout
+    assert "72 replicas of 1 accelerator per rack" in one_txt
 
 
 def test_disaggregated_bottleneck_names_both_pools():

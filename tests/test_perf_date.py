@@ -86,15 +86,18 @@ def test_before_earliest_refused_or_held():
     assert describe(held)["basis"] == "held at the earliest fitted run"
 
 
-def test_adverse_trend_is_held_at_its_best_earlier_level():
-    # efficiency falling 0.2 per year: the best level so far is the earliest run's
+def test_adverse_trend_is_held_flat_at_the_latest_fitted_level():
+    # efficiency falling 0.2 per year is not believed: the knob stays at the stored
+    # (latest fitted) level at every date, so the default answer is the calibration's
     cal = _synthetic(eff=-0.2)
-    first = year_fraction("2025-01-01") - year_fraction("2026-01-01")
     for d in ("2025-03", "2025-10", "2026-01-01", "2030-01"):
         logs, held = level_log_factors(as_of(cal, d), None)
-        assert logs["compute_eff_frac"] == pytest.approx(-0.2 * first)   # +0.2: better
-        assert held == {"efficiency": "2025-01-01"}
-    assert "efficiency held at its 2025-01-01 level" in describe(as_of(cal, "2025-03"))["text"]
+        assert logs["compute_eff_frac"] == 0.0
+        assert held == {"efficiency": "2026-01-01"}
+    assert "efficiency held at its 2026-01-01 level" in describe(as_of(cal, "2025-03"))["text"]
+    # while an improving knob still moves with the date
+    logs, _ = level_log_factors(as_of(cal, "2025-01"), None)
+    assert logs["step_overhead_s"] != 0.0
 
 
 def test_bad_inputs_named():

@@ -237,7 +237,10 @@ def level_log_factors(cal: Calibration, vendor: str | None
     -------
     (dict, dict)
         The log factors [ln], and knob -> date it is held at where its fitted trend
-        makes serving slower (the best level so far is the earliest run's).
+        makes serving slower: such a trend is not believed (the fit confounds software
+        with benchmarks and engines over time), the knob stays at its latest fitted
+        level at every date, so an earlier date never predicts more throughput and the
+        default answer is the stored calibration.
     """
     sw = cal.software
     level = cal.level if isinstance(cal, DatedCalibration) else SoftwareLevel()
@@ -247,9 +250,7 @@ def level_log_factors(cal: Calibration, vendor: str | None
     here, ref = sw.offset(level.engine or plan), sw.offset(plan)
     y0 = year_fraction(sw.reference_date)
     y = year_fraction(level.date) if level.date else y0
-    ye = year_fraction(sw.earliest_date) if sw.earliest_date else None
     dy = (y - y0) if (y is not None and y0 is not None) else 0.0
-    dy_lo = min(ye - y0, dy) if (ye is not None and y0 is not None) else dy
     trend = dict(sw.trend_per_year)
     out: dict[str, float] = {}
     held: dict[str, str] = {}
@@ -258,9 +259,11 @@ def level_log_factors(cal: Calibration, vendor: str | None
         for n in names:
             s = faster_sign(n)
             step = t * dy
-            if s * t < 0 and dy_lo < dy:
-                step = t * dy_lo
-                held[knob] = sw.earliest_date
+            if s * t < 0:
+                # an adverse fitted trend (serving slower with time) is not believed:
+                # the knob stays at its latest fitted level at every date
+                step = 0.0
+                held[knob] = sw.reference_date
             out[n] = out.get(n, 0.0) + here.get(knob, 0.0) - ref.get(knob, 0.0) + step
     return out, held
 
