@@ -23,9 +23,9 @@ def min_catalog_dir() -> Path:
 
 
 #: The changes that make the minimal example quick to plan in tests that are not about
-#: the fabric: the linear fabric, and chat at 60T tokens/month in 2026 (the linear
+#: the fabric: the linear fabric, and chat at 45T tokens/month in 2026 (the linear
 #: fabric's network power would leave the example's 68T partly unserved).
-LINEAR = {"network_model": "linear", "demand.growth.chat.start": 60e12}
+LINEAR = {"network_model": "linear", "demand.growth.chat.start": 45e12}
 
 #: A formula-like name given to a site and to the scenario in the shared plan.
 EVIL = '=HYPERLINK("http://x","y")'
@@ -37,7 +37,7 @@ def minimal_plan():
     stay text: a site and the scenario named like a formula, a description with
     formula starts and HTML. It plans with the linear fabric (3 s instead of 14 s: the
     export tests are about the outputs, and test_examples.py and test_planner_fabric.py
-    test the integer fabric) and chat at 60T tokens/month in 2026 (the linear fabric's
+    test the integer fabric) and chat at 45T tokens/month in 2026 (the linear fabric's
     network power would leave the example's 68T partly unserved). Returns ``(result,
     case)``; tests must not change them."""
     from dcplan.case import load_case
@@ -58,7 +58,7 @@ def minimal_linear(tmp_path_factory) -> Path:
     about the fabric solves it in 3 s instead of 14 s)."""
     path = tmp_path_factory.mktemp("minimal_linear") / "minimal.yaml"
     path.write_text(f"extends: {REPO / 'examples' / 'minimal.yaml'}\nnetwork_model: linear\n"
-                    "demand:\n  growth:\n    chat: {start: 60.0e12}\n", encoding="utf-8")
+                    "demand:\n  growth:\n    chat: {start: 45.0e12}\n", encoding="utf-8")
     return path
 
 

@@ -122,6 +122,6 @@ def test_requests_example_plans_and_its_demand_table_shows_the_conversion():
             row.demand_tokens_per_s_avg)
     first = dem[dem.period == "2026"].set_index("workload")
     assert first.loc["coding_agent", "demand_stated"] == pytest.approx(3.28e8)
-    assert first.loc["chat", "demand_stated"] == pytest.approx(106.0e12)
+    assert first.loc["chat", "demand_stated"] == pytest.approx(78.0e12)
     assert conv["coding_agent"].tokens_per_unit == 33_500
     assert "llama3" in conv["chat"].how
