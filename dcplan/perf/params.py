@@ -550,18 +550,26 @@ class Calibration:
         """
         if self.software is None:
             return params
-        logs = self.software.log_factors(vendor, framework, date, spans)
-        if not any(logs.values()):
-            return params
-        new = {}
-        for name, f in logs.items():
-            lo, hi = PARAM_BOUNDS[name]
-            new[name] = float(min(max(getattr(params, name) * math.exp(f), lo), hi))
-        return replace(params, **new)
+        return scale_params(params, self.software.log_factors(vendor, framework, date, spans))
 
     def apply_physics(self, base: PhysicsParams) -> PhysicsParams:
         """Return ``base`` with this calibration's physics values."""
         return replace(base, **dict(self.physics)) if self.physics else base
+
+
+def scale_params(params: HardwareParams, logs: Mapping[str, float]) -> HardwareParams:
+    """``params`` with each named parameter times ``exp(log factor)`` [ln].
+
+    Values are kept within :data:`PARAM_BOUNDS`; ``params`` itself when every factor is
+    zero. One definition for a run's engine and date and for a software level.
+    """
+    if not any(logs.values()):
+        return params
+    new = {}
+    for name, f in logs.items():
+        lo, hi = PARAM_BOUNDS[name]
+        new[name] = float(min(max(getattr(params, name) * math.exp(f), lo), hi))
+    return replace(params, **new)
 
 
 def _check_params(raw: Any, file: str, where: str, problems: list[Problem],

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from dcplan.errors import InputError, Problem
-from dcplan.perf.params import PARAM_BOUNDS, Calibration, HardwareParams, year_fraction
+from dcplan.perf.params import Calibration, HardwareParams, scale_params, year_fraction
 
 #: Ways to read the trend after the latest fitted run.
 TRENDS = ("hold", "extrapolate")
@@ -119,14 +118,7 @@ class DatedCalibration(Calibration):
               vendor: str | None = None, architecture: str | None = None) -> HardwareParams:
         """Return the calibrated values of ``accelerator_id`` at this software level."""
         params = super().apply(base, accelerator_id, vendor, architecture)
-        logs, _ = level_log_factors(self, vendor)
-        if not any(logs.values()):
-            return params
-        new = {}
-        for name, f in logs.items():
-            lo, hi = PARAM_BOUNDS[name]
-            new[name] = float(min(max(getattr(params, name) * math.exp(f), lo), hi))
-        return replace(params, **new)
+        return scale_params(params, level_log_factors(self, vendor)[0])
 
 
 def base_calibration(cal: Calibration | None) -> Calibration | None:
