@@ -3,6 +3,8 @@
     python docs/gen_scenarios.py                    # rewrite the results of docs/scenarios.md
     python docs/gen_scenarios.py --update-expected  # also rewrite tests/expected/examples.json
     python docs/gen_scenarios.py --check            # exit 1 if docs/scenarios.md is out of date
+    python docs/gen_scenarios.py --only carbon_cap --update-expected
+                                                    # re-plan one example, keep the others
 
 The numbers in docs/scenarios.md between the RESULTS markers come only from here;
 ``tests/test_examples.py`` compares fresh runs with ``tests/expected/examples.json``
@@ -164,7 +166,7 @@ def _scenario_section(name: str, scn, s: dict, secs: float) -> str:
         f"(annual PUE {s['pue_annual']:.3f}) |",
         "| peak MW by site | " + ", ".join(f"{k} {v:.1f}" for k, v in s["peak_mw_by_site"].items()
                                           if v >= 0.05) + " |",
-        "| fleet in 2035 | " + (", ".join(f"{k}: {v}" for k, v in s["final_fleet"].items())
+        "| fleet in 2035 | " + (", ".join(f"{k}: {v}" for k, v in sorted(s["final_fleet"].items()))
                                 or "-") + " |",
     ]
     if s["unserved"]:
@@ -214,8 +216,12 @@ def _feature_effects(base: dict, effects: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def render(results: dict, effects: dict | None = None) -> str:
-    """The generated section of docs/scenarios.md."""
+def render(results: dict, effects: dict | None = None, effects_md: str = "") -> str:
+    """The generated section of docs/scenarios.md.
+
+    ``effects_md`` is the feature-effects section kept verbatim (``--only`` without the
+    baseline: the baseline and its variants were not re-planned).
+    """
     import dcplan
 
     summ = {n: results[n][1] for n in EXAMPLES}
@@ -233,6 +239,8 @@ def render(results: dict, effects: dict | None = None) -> str:
                 "The baseline solved again with one feature switched off; 'baseline vs "
                 "it' is how much the feature changes the NPV.", "",
                 _feature_effects(summ["baseline"], effects)]
+    elif effects_md:
+        out += [effects_md.rstrip("\n") + "\n"]
     for n in EXAMPLES:
         res, s, secs = results[n]
         from dcplan.scenario import load_scenario
@@ -240,6 +248,31 @@ def render(results: dict, effects: dict | None = None) -> str:
         out.append(_scenario_section(n, load_scenario(EXAMPLES_DIR / f"{n}.yaml"), s, secs))
     out.append(END)
     return "\n".join(out) + "\n"
+
+
+EFFECTS_HEAD = "### What each planning feature does to the baseline"
+
+
+def kept_from_doc(doc: str) -> tuple[dict, str]:
+    """Solve seconds per example (Overview table) and the feature-effects section.
+
+    What ``--only`` keeps of the examples it does not re-plan; ``({}, '')`` when the doc
+    has no generated section.
+    """
+    if BEGIN not in doc or END not in doc:
+        return {}, ""
+    section = doc.split(BEGIN, 1)[1].split(END, 1)[0]
+    secs = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        name = cells[0].replace(" (unserved)", "") if cells else ""
+        if name in EXAMPLES and len(cells) == 9:
+            secs[name] = float(cells[-1].replace(",", ""))
+    effects = ""
+    if EFFECTS_HEAD in section:
+        rest = section.split(EFFECTS_HEAD, 1)[1]
+        effects = EFFECTS_HEAD + rest.split("\n### ", 1)[0]
+    return secs, effects
 
 
 def splice(doc: str, section: str) -> str:
@@ -258,17 +291,41 @@ def main(argv: list[str] | None = None) -> int:
                     help="also rewrite tests/expected/examples.json")
     ap.add_argument("--check", action="store_true",
                     help="do not write; exit 1 if docs/scenarios.md differs")
+    ap.add_argument("--only", metavar="NAMES",
+                    help="re-plan only these examples (comma-separated); the others keep "
+                         "their figures from tests/expected/examples.json and their solve "
+                         "times from docs/scenarios.md (the feature effects are re-planned "
+                         "only with baseline)")
     args = ap.parse_args(argv)
+    doc = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    only = EXAMPLES
+    kept: dict = {}
+    old_secs, effects_md = {}, ""
+    if args.only:
+        only = tuple(n.strip() for n in args.only.split(",") if n.strip())
+        unknown = [n for n in only if n not in EXAMPLES]
+        if unknown:
+            ap.error(f"--only: unknown example(s) {', '.join(unknown)}; "
+                     f"choose from {', '.join(EXAMPLES)}")
+        kept = json.loads(EXPECTED.read_text(encoding="utf-8"))["examples"]
+        old_secs, effects_md = kept_from_doc(doc)
+        missing = [n for n in EXAMPLES if n not in only and (n not in kept or n not in old_secs)]
+        if missing:
+            ap.error(f"--only: no earlier figures for {', '.join(missing)} in {EXPECTED.name} "
+                     f"and {DOC.name}; run without --only")
     results = {}
     for n in EXAMPLES:
-        results[n] = run(n)
-        print(f"{n}: {results[n][1]['status']} in {results[n][2]:.1f} s", file=sys.stderr)
+        if n in only:
+            results[n] = run(n)
+            print(f"{n}: {results[n][1]['status']} in {results[n][2]:.1f} s", file=sys.stderr)
+        else:
+            results[n] = (None, kept[n], old_secs[n])
     effects = {}
-    for label, changes in FEATURE_OFF.items():
-        effects[label] = run("baseline", changes)[1]
-        print(f"baseline without {label}: {effects[label]['status']}", file=sys.stderr)
-    section = render(results, effects)
-    doc = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    if "baseline" in only:
+        for label, changes in FEATURE_OFF.items():
+            effects[label] = run("baseline", changes)[1]
+            print(f"baseline without {label}: {effects[label]['status']}", file=sys.stderr)
+    section = render(results, effects, effects_md)
     new = splice(doc, section)
     if args.check:
         return 0 if new == doc else 1
