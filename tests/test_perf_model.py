@@ -39,14 +39,13 @@ P = HardwareParams(
     hbm_eff_frac=0.8, scaleup_eff_frac=0.5, moe_comm_eff_frac=0.25,
     moe_prefill_comm_eff_frac=0.75, scaleout_eff_frac=0.5, step_overhead_s=0.002,
     layer_overhead_s=0.0, collective_latency_s=1e-5, scaleout_latency_s=3e-5,
-    alltoall_latency_s=2e-5, comm_overlap_frac=0.0,
+    alltoall_latency_s=2e-5, comm_overlap_frac=0.0, ttft_overhead_s=0.0,
     power_base_frac=0.3, power_compute_weight=0.5, power_memory_weight=0.4,
 )
 PH = PhysicsParams(
     grouped_gemm_pad_tokens=8.0, moe_imbalance_frac=0.2, mtp_acceptance_frac=0.7,
     mtp_draft_cost_frac=0.1, draft_acceptance_frac=0.6, draft_cost_frac=0.1,
     closed_loop_arrival_cv2=0.5, prefill_service_cv2=0.0, tpot_cv_frac=0.05,
-    ttft_overhead_s=0.0,
 )
 BW = 4.0e12 * 0.8          # tgpu effective HBM bandwidth [B/s]
 FP8 = 2000e12              # tgpu dense fp8 peak [FLOP/s]

@@ -82,6 +82,14 @@ def test_bad_layout_cells_are_named(cat, tmp_path, cells, field):
     assert any(p.field == field for p in e.value.problems)
 
 
+def test_a_bad_ep_is_named_with_the_rows_other_problems(cat, tmp_path):
+    # a bad date and dp_attention do not hide the EP that does not fit the replica
+    with pytest.raises(InputError) as e:
+        load_measurements(_write(tmp_path, "h100_sxm,deepseek_r1,fp8,decode,8,256,2000,1,,b,"
+                                           "20x5-05,sglang,4,yes\n"), cat)
+    assert {p.field for p in e.value.problems} >= {"as_of", "dp_attention", "ep"}
+
+
 def test_ep_on_a_dense_model_is_refused(cat, tmp_path):
     with pytest.raises(InputError) as e:
         load_measurements(_write(tmp_path, "h100_sxm,llama2_70b,fp8,decode,8,64,500,900,,"

@@ -257,7 +257,7 @@ def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
     rho = _RHO_GRID[None, :]
     tail = wait_tail_mean(rho, pre.alone_s, 1.0, pre.service_cv2(ph.prefill_service_cv2))
-    fixed_p = kvt + ph.ttft_overhead_s
+    fixed_p = kvt + su.hw.params.ttft_overhead_s
     pct = percentile if ttft_s else 50.0
     ttft_scr = ttft_quantile(fixed_p, pre.nodes, pre.node_w, rho, tail, pct)
     rate_p = np.where(pbm >= 1, rho / (pre.batched_s * np.asarray(ppar.gpus, float)), -1.0)

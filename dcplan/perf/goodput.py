@@ -794,12 +794,13 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
     best_tpot = float(np.min(np.where(valid, tpot_p, np.inf)))
     if not ok_d.any():
-        ttft0 = float(np.min(np.where(pbm >= 1, pre.alone_s + kvt + ph.ttft_overhead_s, np.inf)))
+        ttft0 = float(np.min(np.where(pbm >= 1, pre.alone_s + kvt + su.hw.params.ttft_overhead_s,
+                                        np.inf)))
         return _no_fit(su, _slo_reason(su, ttft0, best_tpot), bottleneck="slo")
     rho = _RHO_GRID[None, :]
     cs2 = pre.service_cv2(ph.prefill_service_cv2)
     tail = wait_tail_mean(rho, pre.alone_s, tr.arrival_cv2, cs2)
-    fixed_p = kvt + ph.ttft_overhead_s
+    fixed_p = kvt + su.hw.params.ttft_overhead_s
     gp = np.asarray(ppar.gpus, float)
     rate_p_all = np.where(pbm >= 1, rho / (pre.batched_s * gp), -1.0)
 

@@ -539,11 +539,13 @@ def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: 
     ep_v, good = _cell(rec.get("ep", ""), True, False, True, "ep", bad)
     ok &= good
     ep = int(ep_v) if ep_v is not None else 1
-    if ok and values["gpus"] and ep not in (1, int(values["gpus"])):
+    # checked whatever else is wrong with the row, so every problem is named at once
+    if good and values.get("gpus") and ep not in (1, int(values["gpus"])):
         bad("ep", f"expert parallelism {ep} must be 1 or the replica's {int(values['gpus'])} "
                   "GPUs (experts spread over the whole replica)")
         ok = False
-    if ok and ep > 1 and not catalog.entries["models"][rec["model"]].is_moe:
+    model_entry = catalog.entries["models"].get(rec.get("model", ""))
+    if good and ep > 1 and model_entry is not None and not model_entry.is_moe:
         bad("ep", f"{rec['model']} has no experts; leave ep empty")
         ok = False
     if ok and values["gpus"]:
@@ -832,6 +834,7 @@ def summary(errors: list[float]) -> dict[str, float | None]:
 SUPPORT_FILES = {
     "length_distributions.yaml": "benchmark length distributions",
     "mlperf_power_systems.yaml": "MLPerf power systems",
+    "serving_recipes.yaml": "admission settings of the serving rows' engine recipes",
 }
 
 
@@ -863,6 +866,11 @@ def check_support_file(path: Path | str, catalog: Catalog | None = None
         if p.name == "length_distributions.yaml":
             problems = check_benchmark_lengths(p, catalog)
             return ("" if problems else f"benchmark length distributions {shown}"), problems
+        if p.name == "serving_recipes.yaml":
+            from dcplan.perf.recipes import load_recipes
+
+            n = len(load_recipes(p, catalog).entries)
+            return f"{n} serving recipe{'s' * (n != 1)} in {shown}", []
     except InputError as exc:
         return "", exc.problems
     return "", [Problem(shown, "not a file that belongs with the measurement files ("

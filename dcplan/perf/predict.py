@@ -58,6 +58,7 @@ from dcplan.perf.params import (
     defaults_path,
 )
 from dcplan.perf.power import activity
+from dcplan.perf.recipes import RECIPES_FILE, Recipes, load_recipes
 from dcplan.perf.roofline import (
     Hardware,
     ModelShape,
@@ -75,6 +76,7 @@ from dcplan.perf.serving import (
     disaggregated,
     prefill,
     solve_closed_loop,
+    with_admission,
 )
 
 
@@ -194,6 +196,17 @@ def benchmark_lengths(catalog: Catalog) -> BenchmarkLengths:
                                   / LENGTHS_FILE)
 
 
+def benchmark_recipes(catalog: Catalog) -> Recipes:
+    """Admission settings of the measurement files' engine recipes.
+
+    ``measurements/serving_recipes.yaml`` beside the performance defaults
+    (:func:`dcplan.perf.recipes.load_recipes`); no limits when absent. Accelerator ids
+    are not checked here (an id the catalog lacks never matches a row); ``dcplan
+    validate`` checks them against the catalog.
+    """
+    return load_recipes(defaults_path(catalog).parent / "measurements" / RECIPES_FILE)
+
+
 def _take(obj, idx):
     """Index every array field of a dataclass (scalars stay)."""
     out = {}
@@ -247,6 +260,12 @@ class ServingRows:
         sv = self.serving
         frac = sv.measurement_length_frac
         self.lengths = benchmark_lengths(catalog)
+        recipes = benchmark_recipes(catalog)
+        self.admission = [recipes.admission(
+            framework=m.framework, hardware=m.hardware, precision=m.precision.value,
+            speculative=m.speculative, dp_attention=bool(m.decode_dp_attention),
+            decode_tp=m.decode_tp, input_tokens=m.input_tokens,
+            output_tokens=m.output_tokens, concurrency=m.concurrency) for m in self.rows]
         # group by (model, disaggregated); precisions and speculation vary inside a group
         groups: dict[tuple, list[int]] = {}
         self._shapes: dict[tuple, ModelShape] = {}
@@ -332,6 +351,12 @@ class ServingRows:
                                     else self.rows[i].output_tokens_per_s_per_gpu
                                     for i in np.array(idx)[sel]], float),
                 hw_ids=[self.rows[i].hardware for i in np.array(idx)[sel]],
+                poll=np.array([self.admission[i].poll_interval_steps
+                               for i in np.array(idx)[sel]], float),
+                balance=np.array([self.admission[i].dp_balance_timeout_steps
+                                  for i in np.array(idx)[sel]], float),
+                max_running=np.array([self.admission[i].max_running_requests or np.inf
+                                      for i in np.array(idx)[sel]], float),
             ))
 
     def row_params(self, params: Mapping[str, HardwareParams]) -> HardwareParams:
@@ -407,20 +432,26 @@ class ServingRows:
             par_d = _take(grp["par_d"], ix)
             conc = grp["conc"][ix]
             inst_d = Instance(hw, par_d, shape, ph, sv, n, acc, cost)
+            poll, balance = grp["poll"][ix], grp["balance"][ix]
+            dp = np.asarray(par_d.attn_dp, float)
             if grp["par_p"] is None:
                 pre = prefill(inst_d, tr)
 
-                def pob(b, inst_d=inst_d, pre=pre, tr=tr):
-                    return aggregated(inst_d, tr, b, pre), b
+                def pob(b, inst_d=inst_d, pre=pre, tr=tr, poll=poll, balance=balance, dp=dp):
+                    pt = aggregated(inst_d, tr, b, pre)
+                    return with_admission(pt, poll, balance, dp), b
                 n_dec = 1.0
             else:
                 inst_p = Instance(hw, _take(grp["par_p"], ix), shape, ph, sv)
                 pre = prefill(inst_p, tr)
                 n_p, n_dec = grp["n_p"][ix], grp["n_d"][ix]
 
-                def pob(b, inst_d=inst_d, inst_p=inst_p, pre=pre, tr=tr, n_p=n_p, n_d=n_dec):
-                    return disaggregated(inst_p, inst_d, tr, b, n_p, n_d, pre), b * n_d
-            cap = np.minimum(grp["bmax"][ix], conc / n_dec)
+                def pob(b, inst_d=inst_d, inst_p=inst_p, pre=pre, tr=tr, n_p=n_p, n_d=n_dec,
+                        poll=poll, balance=balance, dp=dp):
+                    pt = disaggregated(inst_p, inst_d, tr, b, n_p, n_d, pre)
+                    return with_admission(pt, poll, balance, dp, n_d), b * n_d
+            # the engine's running-request cap (recipe) and the KV cache bound the batch
+            cap = np.minimum(np.minimum(grp["bmax"][ix], grp["max_running"][ix]), conc / n_dec)
             pt, _ = solve_closed_loop(pob, conc, cap)
             grp_e = {"idle_w": grp["idle_w"][ix], "max_w": grp["max_w"][ix],
                      "meas_tput": grp["meas_tput"][ix]}

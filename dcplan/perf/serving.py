@@ -300,6 +300,9 @@ class Point:
     slot_p, slot_tail_s : ndarray
         Open loop: probability of waiting for a running-request slot, and the mean wait
         given a wait [s] (:func:`dcplan.perf.latency.slot_wait`).
+    admission_s : ndarray
+        Mean wait for the engine to admit a request beyond the step under way: the
+        scheduler's poll interval and attention-DP balancing (:func:`with_admission`) [s].
     """
 
     batch: np.ndarray
@@ -333,6 +336,7 @@ class Point:
     prefill_servers: np.ndarray | float = 1.0
     slot_p: np.ndarray | float = 0.0
     slot_tail_s: np.ndarray | float = 0.0
+    admission_s: np.ndarray | float = 0.0
 
     @property
     def output_tokens_per_s_per_gpu(self) -> np.ndarray:
@@ -348,7 +352,8 @@ class Point:
         """
         tail = wait_tail_mean(self.utilisation, self.prefill_alone_s, self.arrival_cv2,
                               self.service_cv2)
-        fixed = self.kv_transfer_s + self.step_s / 2.0 + self.slot_wait_s + self.fixed_s
+        fixed = (self.kv_transfer_s + self.step_s / 2.0 + self.slot_wait_s + self.fixed_s
+                 + self.admission_s)
         return ttft_quantile(fixed, self.prefill_nodes or (self.prefill_alone_s,),
                              self.node_w, self.utilisation, tail, percentile,
                              self.burst_share, self.burst_span_s, self.slot_p,
@@ -383,7 +388,7 @@ def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = No
     cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
     cs2 = pre.service_cv2(inst.phys.prefill_service_cv2)
     w = wait_mean(rho, pre.alone_s, cv2, cs2)
-    ttft = pre.alone_mean_s + w + dec.step_s / 2.0 + inst.phys.ttft_overhead_s
+    ttft = pre.alone_mean_s + w + dec.step_s / 2.0 + inst.hw.params.ttft_overhead_s
     slot_p, slot_tail = 0.0 * b, 0.0 * b
     if slots is not None:
         hold = o * tpot
@@ -401,7 +406,7 @@ def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = No
     return Point(b, lam, g, tpot, ttft, rho, np.clip(u_c, 0, 1), np.clip(u_m, 0, 1),
                  pre.batched_s + 0 * b, pre.alone_s + 0 * b, dec.token_s, dec.step_s, cv2 + 0 * b,
                  cs2, dec.tokens_per_step, 0.0 * b,
-                 pre.batched_s + 0 * b, o + 0 * b, parts, 0.0, inst.phys.ttft_overhead_s,
+                 pre.batched_s + 0 * b, o + 0 * b, parts, 0.0, inst.hw.params.ttft_overhead_s,
                  **_dist_fields(pre, traffic, dec), slot_p=slot_p, slot_tail_s=slot_tail)
 
 
@@ -471,7 +476,7 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     kvt = kv_transfer_s(pre_inst, traffic, pre_inst.hw.scaleout_bytes_per_s) + 0 * b
     cs2 = pre.service_cv2(pre_inst.phys.prefill_service_cv2)
     w = wait_mean(rho, pre.alone_s, cv2, cs2)
-    ttft = pre.alone_mean_s + w + kvt + dec.step_s / 2.0 + pre_inst.phys.ttft_overhead_s
+    ttft = pre.alone_mean_s + w + kvt + dec.step_s / 2.0 + pre_inst.hw.params.ttft_overhead_s
     g_p = np.asarray(pre_inst.par.gpus, float) * n_p
     g_d = np.asarray(dec_inst.par.gpus, float) * n_d
     g = g_p + g_d + 0 * b
@@ -485,7 +490,8 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     return Point(b, lam, g, dec.token_s, ttft, rho, np.clip(u_c, 0, 1), np.clip(u_m, 0, 1),
                  pre.batched_s + 0 * b, pre.alone_s + 0 * b, dec.token_s, dec.step_s, cv2 + 0 * b,
                  cs2, dec.tokens_per_step, kvt, 0.0 * b, o + 0 * b,
-                 parts, 0.0, pre_inst.phys.ttft_overhead_s, **_dist_fields(pre, traffic, dec),
+                 parts, 0.0, pre_inst.hw.params.ttft_overhead_s,
+                 **_dist_fields(pre, traffic, dec),
                  prefill_servers=n_p + 0 * b)
 
 
@@ -547,6 +553,52 @@ def solve_closed_loop(point_of_batch, concurrency, batch_max, iterations: int = 
         wait = np.where(capped, (c - seqs) / np.maximum(pt.requests_per_s, 1e-30), 0.0)
         pt = _with_extra_wait(pt, wait)
     return pt, capped
+
+
+def with_admission(pt: Point, poll_interval_steps, balance_timeout_steps, dp_ranks,
+                   instances=1.0) -> Point:
+    """``pt`` with the engine's admission waits added to its TTFT.
+
+    Two waits before a request's prefill starts, in decode steps ``t_step``
+    (:attr:`Point.step_s`), beyond the half step under way that every point holds:
+
+    * **Poll interval** ``N``: the scheduler looks for new requests once every ``N``
+      steps, so an arrival waits uniformly 0 to ``N`` steps: ``(N - 1) / 2 * t_step``
+      more on average than polling every step. Its mean is used at every percentile.
+    * **Attention-DP balancing** with timeout ``T`` steps over ``D`` ranks: a prefill
+      waits until every rank has one. With requests arriving at ``lambda`` per
+      instance, a group of ``D`` takes ``(D - 1) / lambda`` to gather and its members
+      wait ``(D - 1) / (2 lambda)`` on average, at most ``T t_step``:
+      ``min((D - 1) / (2 lambda), T t_step)``. No wait with ``T = 0`` or one rank.
+
+    Parameters
+    ----------
+    pt : Point
+    poll_interval_steps, balance_timeout_steps : array
+        ``N`` and ``T`` [steps] (1 and 0: no wait).
+    dp_ranks : array
+        Attention data-parallel ranks of the (decode) instance ``D`` [-].
+    instances : array
+        (Decode) instances sharing ``pt.requests_per_s`` [-].
+
+    Returns
+    -------
+    Point
+        ``ttft_mean_s`` and :attr:`Point.admission_s` raised by the wait [s].
+    """
+    from dataclasses import replace
+
+    step = np.asarray(pt.step_s, float)
+    n = np.maximum(np.asarray(poll_interval_steps, float), 1.0)
+    poll = (n - 1.0) / 2.0 * step
+    d = np.asarray(dp_ranks, float)
+    t = np.asarray(balance_timeout_steps, float)
+    lam = np.asarray(pt.requests_per_s, float) / np.maximum(np.asarray(instances, float), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gather = np.where(lam > 0, (d - 1.0) / (2.0 * lam), np.inf)
+    balance = np.where((t > 0) & (d > 1), np.minimum(gather, t * step), 0.0)
+    wait = poll + balance
+    return replace(pt, ttft_mean_s=pt.ttft_mean_s + wait, admission_s=pt.admission_s + wait)
 
 
 def _with_extra_wait(pt: Point, wait) -> Point:

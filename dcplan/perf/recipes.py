@@ -1,0 +1,232 @@
+"""Engine admission settings of the benchmark recipes behind serving measurement rows.
+
+``catalogs/measurements/serving_recipes.yaml`` says, for the serving engines and
+launch flags behind the InferenceX rows, how long a request waits before its prefill:
+how often the scheduler polls for new requests (in decode steps), how long attention
+data parallelism with balancing holds a prefill back, and how many requests run at once.
+The rows are predicted with their recipe's settings (:mod:`dcplan.perf.predict`); plans
+assume none of them (a deployment tuned for its latency target).
+
+This is the data layer: it reads and checks the file; the waits themselves are physics
+(:func:`dcplan.perf.serving.with_admission`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dcplan.errors import InputError, Problem, display_path
+
+#: File beside the measurement files that gives their recipes' admission settings.
+RECIPES_FILE = "serving_recipes.yaml"
+
+#: Keys an entry's ``match`` may hold, and the type of each value.
+MATCH_KEYS = {"framework": str, "hardware": list, "precision": str, "speculative": str,
+              "dp_attention": bool, "decode_tp": int, "input_tokens": int,
+              "output_tokens": int, "min_concurrency": int, "max_concurrency": int}
+#: Settings an entry may give (all integers >= 1 but for the timeout, >= 0).
+SETTINGS = ("poll_interval_steps", "dp_balance_timeout_steps", "max_running_requests")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Admission settings of one engine configuration.
+
+    Attributes
+    ----------
+    poll_interval_steps : int
+        The scheduler looks for new requests once every this many decode steps [steps]
+        (1: every step).
+    dp_balance_timeout_steps : int
+        Attention data parallelism with balancing: a prefill waits until every DP rank
+        has one, at most this many decode steps (0: no balancing) [steps].
+    max_running_requests : int
+        Requests the engine runs at once (0: no cap besides the KV cache) [-].
+    source : str
+        Where the settings come from ('' for the default).
+    """
+
+    poll_interval_steps: int = 1
+    dp_balance_timeout_steps: int = 0
+    max_running_requests: int = 0
+    source: str = ""
+
+
+#: No admission limits: what a row no recipe matches, and every plan, assumes.
+NO_LIMITS = Admission()
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One entry of :data:`RECIPES_FILE`: what it matches and its settings."""
+
+    match: tuple
+    admission: Admission
+
+    def matches(self, framework: str, hardware: str, precision: str, speculative: str,
+                dp_attention: bool, decode_tp: int, input_tokens: float,
+                output_tokens: float, concurrency: int) -> bool:
+        """Whether a row with these values meets every key of ``match``."""
+        row = {"framework": framework, "precision": precision, "speculative": speculative,
+               "dp_attention": dp_attention, "decode_tp": decode_tp,
+               "input_tokens": input_tokens, "output_tokens": output_tokens}
+        for key, want in self.match:
+            if key == "hardware":
+                if hardware not in want:
+                    return False
+            elif key == "min_concurrency":
+                if concurrency < want:
+                    return False
+            elif key == "max_concurrency":
+                if concurrency > want:
+                    return False
+            elif row[key] != want:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Recipes:
+    """The entries of :data:`RECIPES_FILE`, first match wins."""
+
+    entries: tuple = ()
+
+    def admission(self, **row: Any) -> Admission:
+        """Settings of the first entry a row matches (:data:`NO_LIMITS` when none).
+
+        Parameters
+        ----------
+        **row
+            ``framework``, ``hardware``, ``precision``, ``speculative``,
+            ``dp_attention``, ``decode_tp``, ``input_tokens``, ``output_tokens``,
+            ``concurrency`` of the row (nominal lengths [tokens]).
+        """
+        for entry in self.entries:
+            if entry.matches(**row):
+                return entry.admission
+        return NO_LIMITS
+
+
+def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, list[Problem]]:
+    """Read a parsed :data:`RECIPES_FILE`; every problem with its entry, field and line.
+
+    Parameters
+    ----------
+    doc : Any
+        The parsed YAML (``dcplan.yamlio.read_yaml``).
+    shown : str
+        The file as shown in messages.
+    catalog : Catalog, optional
+        When given, ``hardware`` ids are checked against its accelerators.
+    """
+    from dcplan.catalog import did_you_mean
+    from dcplan.yamlio import KEY_LINES, META_KEYS, strip_lines
+
+    problems: list[Problem] = []
+    if doc is None:
+        return Recipes(), []
+    if not isinstance(doc, dict):
+        return Recipes(), [Problem(shown, "expected a mapping with source, as_of and recipes")]
+
+    def line(m, key):
+        return (m.get(KEY_LINES) or {}).get(key) if isinstance(m, dict) else None
+
+    for key in doc:
+        if key not in META_KEYS and key not in ("source", "as_of", "recipes"):
+            problems.append(Problem(shown, "unknown key: rename or remove it (allowed: "
+                                           "source, as_of, recipes)", field=str(key),
+                                    line=line(doc, key)))
+    raw = doc.get("recipes") or []
+    if not isinstance(raw, list):
+        problems.append(Problem(shown, "expected a list of entries with match and settings",
+                                field="recipes", line=line(doc, "recipes")))
+        raw = []
+    accelerators = (set(catalog.entries.get("accelerators", {}))
+                    if catalog is not None else None)
+    entries = []
+    for i, e in enumerate(raw, start=1):
+        where = f"recipes[{i}]"
+        if not isinstance(e, dict):
+            problems.append(Problem(shown, "expected a mapping with match and settings",
+                                    entry=where))
+            continue
+        n_before = len(problems)
+        for key in e:
+            allowed = ("match", "source", "notes", *SETTINGS)
+            if key not in META_KEYS and key not in allowed:
+                problems.append(Problem(shown, f"unknown key{did_you_mean(str(key), allowed)}: "
+                                               "rename or remove it (allowed: "
+                                               + ", ".join(allowed) + ")", entry=where,
+                                        field=str(key), line=line(e, key)))
+        m = e.get("match")
+        if not isinstance(m, dict) or not strip_lines(m):
+            problems.append(Problem(shown, "needs a non-empty match mapping (keys: "
+                                           + ", ".join(MATCH_KEYS) + ")", entry=where,
+                                    field="match", line=line(e, "match")))
+            m = {}
+        match = []
+        for key, value in strip_lines(m).items():
+            kind = MATCH_KEYS.get(key)
+            if kind is None:
+                problems.append(Problem(shown, f"unknown match key{did_you_mean(key, MATCH_KEYS)}"
+                                               " (allowed: " + ", ".join(MATCH_KEYS) + ")",
+                                        entry=where,
+                                        field=f"match.{key}", line=line(m, key)))
+                continue
+            ok = (isinstance(value, kind) and not (kind is int and isinstance(value, bool)))
+            if kind is list:
+                ok = ok and all(isinstance(h, str) for h in value) and len(value) > 0
+                if ok and accelerators is not None:
+                    for h in value:
+                        if h not in accelerators:
+                            problems.append(Problem(shown, f"unknown accelerator id '{h}'"
+                                                           + did_you_mean(h, accelerators),
+                                                    entry=where, field="match.hardware",
+                                                    line=line(m, key)))
+                value = tuple(value) if ok else value
+            if not ok:
+                problems.append(Problem(shown, f"{value!r} is not a {kind.__name__}"
+                                               + (" of accelerator ids" if kind is list
+                                                  else ""), entry=where,
+                                        field=f"match.{key}", line=line(m, key)))
+                continue
+            match.append((key, value))
+        settings = {}
+        for key in SETTINGS:
+            if key not in e:
+                continue
+            v = e[key]
+            low = 0 if key == "dp_balance_timeout_steps" else 1
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                problems.append(Problem(shown, f"{v!r} is not an integer >= {low}",
+                                        entry=where, field=key, line=line(e, key)))
+                continue
+            settings[key] = v
+        if not settings and len(problems) == n_before:
+            problems.append(Problem(shown, "gives no setting (" + ", ".join(SETTINGS) + ")",
+                                    entry=where))
+        if len(problems) == n_before:
+            entries.append(Recipe(tuple(match),
+                                  Admission(**settings, source=str(e.get("source") or ""))))
+    return Recipes(tuple(entries)), problems
+
+
+def load_recipes(path: Path | str, catalog: Any = None) -> Recipes:
+    """Read :data:`RECIPES_FILE` (no entries when ``path`` does not exist).
+
+    Raises
+    ------
+    InputError
+        Every problem of the file at once (entry, field and line named).
+    """
+    from dcplan.yamlio import read_yaml
+
+    p = Path(path)
+    if not p.exists():
+        return Recipes()
+    recipes, problems = check_recipes(read_yaml(p), display_path(p), catalog)
+    if problems:
+        raise InputError(problems)
+    return recipes

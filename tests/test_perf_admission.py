@@ -1,0 +1,155 @@
+"""Engine admission in TTFT: the scheduler's poll interval, attention-DP balancing and the
+running-request cap of a recipe (dcplan/perf/recipes.py, serving.with_admission)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dcplan.catalog import load_catalog
+from dcplan.errors import InputError
+from dcplan.perf import predict as predict_mod
+from dcplan.perf.measurements import check_support_file, load_measurements
+from dcplan.perf.params import load_perf_defaults
+from dcplan.perf.predict import ServingRows, hardware_params, physics_params
+from dcplan.perf.recipes import NO_LIMITS, Recipes, check_recipes, load_recipes
+from dcplan.perf.serving import Point, with_admission
+
+SHIPPED = Path(__file__).resolve().parents[1] / "catalogs" / "measurements"
+
+
+def _point(step=0.02, lam=4.0, fixed=0.05, prefill=0.1):
+    z = np.zeros(1)
+    return Point(batch=z + 8, requests_per_s=z + lam, gpus=z + 8, tpot_mean_s=z + step,
+                 ttft_mean_s=z + fixed + prefill + step / 2, utilisation=z,
+                 compute_util=z, memory_util=z, prefill_s=z + prefill,
+                 prefill_alone_s=z + prefill, token_s=z + step, step_s=z + step,
+                 arrival_cv2=z + 1, service_cv2=1.0, tokens_per_step=z + 1,
+                 kv_transfer_s=z, interrupt_s=z, output_tokens=z + 1000.0, parts={},
+                 fixed_s=fixed)
+
+
+def test_poll_interval_adds_half_the_extra_steps():
+    pt = _point()
+    # no queue, one prompt length: TTFT = 0.05 + 0.1 + 0.01 = 0.16 s at every percentile
+    assert float(pt.ttft_quantile(50.0)[0]) == pytest.approx(0.16)
+    # polling every 30 steps: (30 - 1) / 2 * 20 ms = 0.29 s more, mean and median alike
+    got = with_admission(pt, 30, 0, 1)
+    assert float(got.admission_s[0]) == pytest.approx(0.29)
+    assert float(got.ttft_mean_s[0]) == pytest.approx(0.16 + 0.29)
+    assert float(got.ttft_quantile(50.0)[0]) == pytest.approx(0.45)
+    assert float(got.ttft_quantile(99.0)[0]) == pytest.approx(0.45)
+    # polling every step is what every point already holds (the half step under way)
+    same = with_admission(pt, 1, 0, 1)
+    assert float(same.ttft_mean_s[0]) == pytest.approx(float(pt.ttft_mean_s[0]))
+
+
+def test_dp_balancing_waits_for_a_group_at_most_its_timeout():
+    pt = _point(step=0.02, lam=4.0)
+    # 8 ranks at 4 requests/s: a group of 8 gathers in 7 / 4 s, members wait 7 / 8 s
+    assert float(with_admission(pt, 1, 60, 8).admission_s[0]) == pytest.approx(0.875)
+    # timeout 20 steps of 20 ms = 0.4 s caps it
+    assert float(with_admission(pt, 1, 20, 8).admission_s[0]) == pytest.approx(0.4)
+    # one rank, or no balancing: no wait
+    assert float(with_admission(pt, 1, 60, 1).admission_s[0]) == 0.0
+    assert float(with_admission(pt, 1, 0, 8).admission_s[0]) == 0.0
+    # two decode instances share the arrivals: 2 / s each, 7 / 4 s wait, capped at 1.2 s
+    assert float(with_admission(pt, 1, 60, 8, 2.0).admission_s[0]) == pytest.approx(1.2)
+    # both waits add
+    both = with_admission(pt, 11, 60, 8)
+    assert float(both.admission_s[0]) == pytest.approx(0.1 + 0.875)
+
+
+def _recipes(entries):
+    rec, problems = check_recipes({"recipes": entries}, "r.yaml")
+    assert not problems, problems
+    return rec
+
+
+ROW = dict(framework="sglang", hardware="b200", precision="fp8", speculative="none",
+           dp_attention=False, decode_tp=8, input_tokens=1024, output_tokens=1024,
+           concurrency=16)
+
+
+def test_first_matching_recipe_wins_and_bounds_are_inclusive():
+    rec = _recipes([
+        {"match": {"framework": "sglang", "hardware": ["b200"], "max_concurrency": 15},
+         "poll_interval_steps": 10},
+        {"match": {"framework": "sglang", "hardware": ["b200"]}, "poll_interval_steps": 30,
+         "max_running_requests": 128},
+        {"match": {"framework": "trt", "dp_attention": True}, "dp_balance_timeout_steps": 60},
+    ])
+    assert rec.admission(**{**ROW, "concurrency": 15}).poll_interval_steps == 10
+    got = rec.admission(**ROW)
+    assert (got.poll_interval_steps, got.max_running_requests) == (30, 128)
+    assert rec.admission(**{**ROW, "hardware": "h200_sxm"}) == NO_LIMITS
+    trt = rec.admission(**{**ROW, "framework": "trt", "dp_attention": True})
+    assert (trt.poll_interval_steps, trt.dp_balance_timeout_steps) == (1, 60)
+    assert rec.admission(**{**ROW, "framework": "trt"}) == NO_LIMITS
+
+
+def test_a_bad_recipes_file_names_every_problem(tmp_path):
+    p = tmp_path / "serving_recipes.yaml"
+    p.write_text(
+        "source: s\nas_of: '2026-06'\nrecipes:\n"
+        "  - match: {framework: sglang, hardwre: [b200]}\n    poll_interval_steps: 30\n"
+        "  - match: {framework: sglang, hardware: [b2000]}\n    poll_interval_steps: 0\n"
+        "  - match: {}\n    max_running_requests: 8\n"
+        "  - match: {framework: trt}\n    dp_balance_timeout: 60\n")
+    with pytest.raises(InputError) as exc:
+        load_recipes(p, load_catalog())
+    got = {(pr.entry, pr.field) for pr in exc.value.problems}
+    assert got == {("recipes[1]", "match.hardwre"), ("recipes[2]", "match.hardware"),
+                   ("recipes[2]", "poll_interval_steps"), ("recipes[3]", "match"),
+                   ("recipes[4]", "dp_balance_timeout")}
+    assert all(pr.line for pr in exc.value.problems if pr.field)
+    text = str(exc.value)
+    assert "did you mean 'hardware'" in text and "'dp_balance_timeout_steps'" in text
+    # dcplan validate reads it through the same loader
+    checked, problems = check_support_file(p, load_catalog())
+    assert checked == "" and len(problems) == len(exc.value.problems)
+
+
+def test_shipped_recipes_read_and_match_the_rows_they_cite():
+    cat = load_catalog()
+    rec = load_recipes(SHIPPED / "serving_recipes.yaml", cat)
+    assert len(rec.entries) >= 10
+    for e in rec.entries:
+        assert e.admission.source
+    b200 = rec.admission(**ROW)
+    assert (b200.poll_interval_steps, b200.max_running_requests) == (30, 128)
+    h200 = rec.admission(**{**ROW, "hardware": "h200_sxm", "concurrency": 4})
+    assert (h200.poll_interval_steps, h200.max_running_requests) == (1, 512)
+
+
+def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(monkeypatch, tmp_path):
+    cat = load_catalog()
+    defaults = load_perf_defaults()
+    csv = tmp_path / "rows.csv"
+    head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
+    csv.write_text(head + "\n" + "b200,deepseek_r1,fp8,1024,1024,256,8,false,,,8,8,8,8,false,"
+                   "none,1000,2000,20,1.0,2.0,30,35,,sglang,2026-03-01,synthetic\n")
+    rows = load_measurements(csv, cat)
+    params = {"b200": hardware_params(defaults, "b200", None)}
+    phys = physics_params(defaults, None)
+
+    def run(entries):
+        monkeypatch.setattr(predict_mod, "benchmark_recipes",
+                            lambda _c: _recipes(entries) if entries else Recipes())
+        out = ServingRows(rows, cat, defaults).predict(params, phys)
+        return {k: float(v[0]) for k, v in out.items()}
+
+    free = run([])
+    assert free["batch"] > 64
+    capped = run([{"match": {"framework": "sglang"}, "max_running_requests": 64}])
+    assert capped["batch"] == pytest.approx(64.0)
+    # the other 192 in flight wait for a slot: Little's law, C - 64 = lambda * wait
+    lam = capped["output_tokens_per_s_per_gpu"] * 8 / (1024 * 0.9)
+    assert capped["median_ttft_s"] >= 0.9 * (256 - 64) / lam
+    polled = run([{"match": {"framework": "sglang"}, "poll_interval_steps": 30}])
+    # 14.5 more steps of its own (a little shorter: fewer sequences decode meanwhile)
+    assert polled["median_ttft_s"] - free["median_ttft_s"] == pytest.approx(
+        14.5 * polled["median_tpot_ms"] / 1e3, rel=0.1)
+
