@@ -435,13 +435,15 @@ def pdf_pages(pdf: Path) -> int:
 
 @pytest.mark.slow
 @needs_soffice
-def test_minimal_workbook_prints_on_at_most_40_pages(book, tmp_path):
-    """LibreOffice prints the minimal plan's workbook (every sheet) on at most 40 pages;
-    before the page setup it took 187."""
+def test_minimal_workbook_prints_on_at_most_45_pages(book, tmp_path):
+    """LibreOffice prints the minimal plan's workbook (every sheet) on at most 45 pages;
+    before the page setup it took 187. The count follows the plan's content (the
+    Assumptions sheet has a row per derived coefficient of the plan's rack types and
+    sites): 40 pages before the refit of 2026-12-03, 41 after (Assumptions 10 of them)."""
     pdf = soffice_convert(book, tmp_path, "pdf")
     pages = pdf_pages(pdf)
     wb = openpyxl.load_workbook(book)
-    assert len(wb.sheetnames) <= pages <= 40, pages
+    assert len(wb.sheetnames) <= pages <= 45, pages
 
 
 def test_summary_sheet_guide_names_the_sheets_that_exist(book):
