@@ -186,9 +186,6 @@ def test_demand_cdu_and_fabric_right_hand_sides_by_hand():
     assert rhs == a - 1
 
 
-@pytest.mark.xfail(strict=True, reason="add_budget builds its row with _lin over the "
-                   "capex categories' terms, so a variable in several categories (rack "
-                   "and cooling capex of new racks) keeps only the last coefficient")
 def test_budget_counts_every_capex_category_of_a_new_rack():
     d = CASES["budget"].build()
     rs, rk = d.rack_site["ra", "sa"], d.racks["ra"]

@@ -884,7 +884,7 @@ def add_budget(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         if limit is None:
             continue
         terms = [t for cat in CAPEX_CATEGORIES for t in mv.costs.get((cat, p), _lin([])).items()]
-        mv.add(prob, "budget", (d.periods[p].label,), _lin(terms) <= limit)
+        mv.add(prob, "budget", (d.periods[p].label,), _lin(_merged(terms)) <= limit)
 
 
 def discount(d: PlanInputs, category: str, p: int) -> float:

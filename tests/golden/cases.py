@@ -243,9 +243,8 @@ CASES: dict[str, Case] = {c.family: c for c in (
          "inst + 8760 x 0.5 x 1.1 x 1.1 x 8 = 42398.4 alloc <= 100000 kg"),
     Case("water", water, "1.8 L/kWh x 10 kW x 8760 h / 1000 = 157.68 m3 per rack in "
          "service <= 200 m3 x 1 year"),
-    Case("budget", budget, "2026: should be (1000 rack + 50 x 10 cooling = 1500) new + 1 "
-         "build <= 5000 USD, reads 500 new: add_budget keeps the last capex category's "
-         "coefficient of a variable (known, test_golden_lp.py xfail)"),
+    Case("budget", budget, "2026: (1000 rack + 50 USD/kW x 10 kW cooling = 1500) new + 1 "
+         "build <= 5000 USD (every capex category of a new rack counted)"),
 )}
 
 
