@@ -325,6 +325,6 @@ def test_json_and_comparison_workbook_carry_cooling_network_costs_and_bom(saved,
 
 def test_kpi_names_are_the_kpis_of_a_plan(minimal_plan):
     """The list the sweep checks its outputs against is what a plan's kpis table holds."""
-    from dcplan.planner.results import KPI_NAMES
+    from dcplan.planner.tables import KPI_NAMES
 
     assert list(minimal_plan[0].tables["kpis"].kpi) == list(KPI_NAMES)

@@ -334,7 +334,7 @@ def comparison_caveats(results: Sequence[Any], names: Sequence[str], b: int) -> 
         return [p.label for p in r.inputs.periods] if r.inputs is not None else []
 
     def demand(r) -> float | None:
-        from dcplan.planner.results import workload_tokens
+        from dcplan.planner.tables import workload_tokens
 
         t = r.tables.get("demand")
         if t is None or not len(t) or r.inputs is None:

@@ -18,7 +18,7 @@ import pandas as pd
 from dcplan.export.text import format_table
 from dcplan.export.views import operations_counted
 from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
-from dcplan.planner.results import LEVELISED_TEXT
+from dcplan.planner.tables import LEVELISED_TEXT
 
 #: Default width of terminal text [characters].
 WIDTH = 100

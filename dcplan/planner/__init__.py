@@ -12,8 +12,8 @@ Python API::
 
 Modules: :mod:`~dcplan.planner.inputs` (coefficients from a case),
 :mod:`~dcplan.planner.model` (the MILP), :mod:`~dcplan.planner.solver` (HiGHS/CBC),
-:mod:`~dcplan.planner.run` (:func:`plan`), :mod:`~dcplan.planner.result`
-(:class:`PlanResult`), :mod:`~dcplan.planner.results` (result tables),
+:mod:`~dcplan.planner.run` (:func:`plan`), :mod:`~dcplan.planner.plan_result`
+(:class:`PlanResult`), :mod:`~dcplan.planner.tables` (result tables),
 :mod:`~dcplan.planner.analysis` (shadow prices, binding limits, diagnosis),
 :mod:`~dcplan.planner.sizing` (exact sizing of the solved fleet). See
 ``docs/planner.md`` for the scenario format and the formulation.
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dcplan.planner.inputs import PlanInputs, prepare_inputs
 from dcplan.planner.model import build_model
 from dcplan.planner.names import lp_name, parse_lp_name
-from dcplan.planner.result import TABLES, PlanResult, result_info
+from dcplan.planner.plan_result import TABLES, PlanResult, result_info
 from dcplan.planner.run import model_size, plan, solve_inputs
 from dcplan.planner.solver import (
     SolveInfo,

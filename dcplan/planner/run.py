@@ -13,8 +13,17 @@ from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
 from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
 from dcplan.planner.inputs import PlanInputs, prepare_inputs
 from dcplan.planner.model import build_model
-from dcplan.planner.result import PlanResult
-from dcplan.planner.results import (
+from dcplan.planner.plan_result import PlanResult
+from dcplan.planner.solver import (
+    SolveProgress,
+    SolverError,
+    SolveStatus,
+    excess_over_optimum,
+    format_gap,
+    solve,
+)
+from dcplan.planner.start import rounding_start
+from dcplan.planner.tables import (
     Solution,
     allocation_table,
     cooling_table,
@@ -30,15 +39,6 @@ from dcplan.planner.results import (
     schedules_table,
     unserved_table,
 )
-from dcplan.planner.solver import (
-    SolveProgress,
-    SolverError,
-    SolveStatus,
-    excess_over_optimum,
-    format_gap,
-    solve,
-)
-from dcplan.planner.start import rounding_start
 from dcplan.scenario.schema import SolverOptions
 
 

@@ -508,8 +508,8 @@ def plan_stochastic(case: Any, options: Any = None, *,
         extensive form ended with; EVPI and VSS are None (with the reason) unless
         every solve they need ended optimal.
     """
-    from dcplan.planner.results import Solution, fleet_table, unserved_table
     from dcplan.planner.run import model_size
+    from dcplan.planner.tables import Solution, fleet_table, unserved_table
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
@@ -693,7 +693,7 @@ def shortfall_message(shortfall: pd.DataFrame, penalty_usd_per_million_tokens: f
     Parameters
     ----------
     shortfall : pandas.DataFrame
-        Rows of :func:`dcplan.planner.results.unserved_table` with a ``case`` column.
+        Rows of :func:`dcplan.planner.tables.unserved_table` with a ``case`` column.
     penalty_usd_per_million_tokens : float
         The scenario's price of unserved demand [USD per million tokens].
 
