@@ -65,7 +65,7 @@ def compare_cmd(
     from dcplan.cli.saved_cmd import no_plan
     from dcplan.errors import InputError, Problem, display_path
     from dcplan.export.compare import compare_results, comparison_text, export_comparison
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
     from dcplan.planner.saved import is_saved_plan, load_result
 
     if len(plans) < 2:
@@ -107,7 +107,7 @@ def compare_cmd(
         if say:
             say(f"planning {path}")
         with solve_display(not quiet and not solver_log, "compare") as on_solve:
-            r = plan(item, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
+            r = solve_case(item, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
                      solver_log=solver_log or None, on_solve=on_solve)
         results.append(r)
         if say:

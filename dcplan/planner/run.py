@@ -312,14 +312,14 @@ def infeasible_reason(d: PlanInputs) -> str:
             "--write-lp model.lp and report it")
 
 
-def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
-         sites_dir: Path | str | None = None, calibration: Any = None,
-         solver: str | None = None, time_limit_s: float | None = None,
-         gap: float | None = None, threads: int | None = None, solver_log: bool | None = None,
-         explain: bool = True, size: bool = True,
-         write_lp: Path | str | None = None,
-         progress: Callable[[str], None] | None = None,
-         on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
+def solve_case(scenario: Any, *, catalog_dir: Path | str | None = None,
+               sites_dir: Path | str | None = None, calibration: Any = None,
+               solver: str | None = None, time_limit_s: float | None = None,
+               gap: float | None = None, threads: int | None = None, solver_log: bool | None = None,
+               explain: bool = True, size: bool = True,
+               write_lp: Path | str | None = None,
+               progress: Callable[[str], None] | None = None,
+               on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
     """Plan the fleet of a scenario.
 
     Parameters
