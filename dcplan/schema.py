@@ -693,6 +693,10 @@ class Arrival(str, Enum):
     closed_loop = "closed_loop"
 
 
+#: Percentile of the frontier's TTFT limit when none is given: the median [%].
+FRONTIER_PERCENTILE = 50.0
+
+
 class Workload(Entry):
     """An inference workload: traffic shape, precision and latency SLO.
 

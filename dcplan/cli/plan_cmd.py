@@ -46,7 +46,8 @@ def plan_cmd(
     exits 1 unless --allow-unserved (or allow_unserved: true in the scenario).
     """
     from dcplan.api import write_outputs
-    from dcplan.export.terminal import WIDTH, plan_text
+    from dcplan.export.terminal import plan_text
+    from dcplan.export.text import WIDTH
     from dcplan.planner import solve_case
 
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},

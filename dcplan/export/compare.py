@@ -45,6 +45,7 @@ from dcplan.export.labels import (
     unit_of,
 )
 from dcplan.export.printing import setup_page
+from dcplan.export.text import WIDTH
 from dcplan.planner.solver import format_gap, status_text
 from dcplan.tableio import tidy_table
 
@@ -391,7 +392,7 @@ def _fmt(v: Any, kpi: str = "") -> str:
     return f"{v:,.3g}" if abs(v) < 1 else f"{v:,.1f}"
 
 
-def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
+def comparison_text(cmp: Comparison, width: int | None = WIDTH) -> str:
     """Readable side-by-side comparison that fits ``width`` columns (None: no wrapping)."""
     from dcplan.export.text import format_table
 
