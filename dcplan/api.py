@@ -25,8 +25,7 @@ from typing import Any
 import pandas as pd
 
 from dcplan.case import Case, load_case
-from dcplan.planner import PlanResult
-from dcplan.planner import plan as _plan
+from dcplan.planner import PlanResult, solve_case
 from dcplan.planner.saved import is_saved_plan, load_result, save_result
 
 #: Units of columns that count whole things (converted to integers when they are).
@@ -161,14 +160,14 @@ def plan(scenario: Path | str | Case, **options: Any) -> Plan:
     ----------
     scenario : path or Case
     **options
-        Those of :func:`dcplan.planner.plan` (``solver``, ``time_limit_s``, ``gap``,
+        Those of :func:`dcplan.planner.solve_case` (``solver``, ``time_limit_s``, ``gap``,
         ``threads``, ``calibration``, ``catalog_dir``, ``sites_dir``, ``progress``...).
 
     Returns
     -------
     Plan
     """
-    return Plan(_plan(scenario, **options))
+    return Plan(solve_case(scenario, **options))
 
 
 def load_plan(path: Path | str) -> Plan:

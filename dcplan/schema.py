@@ -693,6 +693,10 @@ class Arrival(str, Enum):
     closed_loop = "closed_loop"
 
 
+#: Percentile of the frontier's TTFT limit when none is given: the median [%].
+FRONTIER_PERCENTILE = 50.0
+
+
 class Workload(Entry):
     """An inference workload: traffic shape, precision and latency SLO.
 
@@ -954,7 +958,7 @@ class Salary(Entry):
     loaded_cost_per_fte_year: Pos
 
 
-class Software(Entry):
+class SoftwareLicence(Entry):
     """Software and support licensed per accelerator, paid every year.
 
     Attributes
@@ -1181,7 +1185,7 @@ KINDS: dict[str, tuple[str, type[Entry]]] = {
     "api_prices": ("api_prices.yaml", ApiPrice),
     "staffing": ("staffing.yaml", StaffRole),
     "salaries": ("salaries.yaml", Salary),
-    "software": ("software.yaml", Software),
+    "software": ("software.yaml", SoftwareLicence),
     "ups": ("ups.yaml", Ups),
     "generators": ("generators.yaml", Generator),
     "profiles": ("profiles.yaml", DemandProfile),

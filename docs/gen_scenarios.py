@@ -130,13 +130,13 @@ def summarize(result) -> dict:
 def run(name: str, changes: dict | None = None) -> tuple[object, dict, float]:
     """Plan ``examples/<name>.yaml`` (with ``changes``); return (result, summary, seconds)."""
     from dcplan.case import load_case
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
 
     t0 = time.perf_counter()
     case = load_case(EXAMPLES_DIR / f"{name}.yaml")
     if changes:
         case = case.with_changes(changes)
-    result = plan(case, size=False)
+    result = solve_case(case, size=False)
     return result, summarize(result), time.perf_counter() - t0
 
 

@@ -41,13 +41,13 @@ def minimal_plan():
     network power would leave the example's 68T partly unserved). Returns ``(result,
     case)``; tests must not change them."""
     from dcplan.case import load_case
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
 
     case = load_case(REPO / "examples" / "minimal.yaml").with_changes(
         {"name": EVIL, "description": "+1+2 @x -y <script>alert(1)</script> & co",
          **LINEAR},
         overrides=[{"kind": "sites", "id": "seoul_metro", "field": "name", "set": EVIL}])
-    result = plan(case)
+    result = solve_case(case)
     assert result.ok and result.case is case
     return result, case
 

@@ -12,7 +12,7 @@ import pytest
 
 from dcplan.case import CHANGES_FILE, Case, load_case
 from dcplan.errors import InputError
-from dcplan.planner import plan
+from dcplan.planner import solve_case
 from dcplan.scenario import parse_scenario
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def test_one_plan_reads_each_file_once(monkeypatch, tmp_path):
     assumptions.assumptions.cache_clear()
     reads = _count_reads(monkeypatch)
     case = load_case(KYBER)  # extends baseline.yaml, which names a forecast file
-    result = plan(case, size=True)
+    result = solve_case(case, size=True)
     result.write_csvs(tmp_path / "csv")
     export_plan(result, xlsx=tmp_path / "plan.xlsx")
     again = {p: n for p, n in reads.items() if n > 1}
@@ -140,7 +140,8 @@ def test_with_changes_plans_like_the_edited_file(minimal, tmp_path):
                  "network_model: linear\n")
     edited = load_case(f)
     assert changed.digest == edited.digest
-    a, b = plan(changed, explain=False, size=False), plan(edited, explain=False, size=False)
+    a = solve_case(changed, explain=False, size=False)
+    b = solve_case(edited, explain=False, size=False)
     assert a.objective_usd == pytest.approx(b.objective_usd, rel=1e-9)
 
 

@@ -108,9 +108,9 @@ def test_requests_example_plans_and_its_demand_table_shows_the_conversion():
     """examples/requests.yaml (chat in Korean characters, agents in requests) plans, serves
     all demand, and its demand table gives the stated figure, the tokens per unit and the
     conversion, with tokens = stated x tokens per unit."""
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
 
-    res = plan(ROOT / "examples" / "requests.yaml", explain=False, size=False)
+    res = solve_case(ROOT / "examples" / "requests.yaml", explain=False, size=False)
     assert res.ok
     dem = res.tables["demand"]
     conv = res.case.scenario.demand_conversions

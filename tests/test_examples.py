@@ -269,10 +269,10 @@ def test_tiered_network_on_the_minimal_example_is_within_a_few_percent_of_its_si
     one count's; the last leaf's fill moves the exact network by a few per cent: at most
     5.4 % on 2026-12-03, Seoul's 6 GB200 racks of 2031), and
     each linear row of the network table priced at the tier of its racks."""
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
 
     case = load_case(EXAMPLES / "minimal.yaml").with_changes({"network_model": "tiered"})
-    result = plan(case, explain=False)
+    result = solve_case(case, explain=False)
     assert result.status.has_solution and result.gap is not None and result.gap <= 1e-3
     sz = result.tables["sizing"]
     for q in ("network_kw", "network_capex_usd"):

@@ -99,9 +99,9 @@ def test_the_plans_network_is_the_exact_sizing_of_its_fleet_within_10_percent(mi
     network kW and capex are within 10 % (the sizing notes' threshold) of the exact
     network of its own fleet (before the figures by period, a fixed three-tier figure
     put them 36-37 % above it)."""
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
 
-    result = plan(minimal_linear)
+    result = solve_case(minimal_linear)
     assert result.ok
     sz = result.tables["sizing"]
     net = sz[sz.quantity.isin(["network_kw", "network_capex_usd"])]

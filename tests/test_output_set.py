@@ -107,7 +107,7 @@ def test_the_folder_is_checked_before_any_work(minimal_plan, tmp_path, monkeypat
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    monkeypatch.setattr(planner, "plan", lambda *a, **k: pytest.fail("solved"))
+    monkeypatch.setattr(planner, "solve_case", lambda *a, **k: pytest.fail("solved"))
     res = runner.invoke(app, ["plan", "no-such-scenario.yaml", "-o", str(out)])
     assert res.exit_code == 1 and "keep.txt" in res.stderr
     check_replaceable(tmp_path / "nothing-yet")  # a new folder is fine
@@ -193,7 +193,7 @@ def test_outputs_that_clash_are_refused_before_any_work(tmp_path, monkeypatch, a
     inside a replaced folder was lost with it or broke the set half way."""
     import dcplan.planner as planner
 
-    monkeypatch.setattr(planner, "plan", lambda *a, **k: pytest.fail("solved"))
+    monkeypatch.setattr(planner, "solve_case", lambda *a, **k: pytest.fail("solved"))
     argv = [a.format(d=tmp_path) for a in args]
     res = runner.invoke(app, ["plan", "examples/minimal.yaml", "-q", *argv])
     assert res.exit_code == 1 and words in res.stderr, res.output

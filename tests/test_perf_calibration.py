@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -299,9 +300,12 @@ def test_shipped_mlperf_file_calibrates_on_its_own():
 
 
 def test_shipped_inferencex_copy_matches_the_shared_file():
-    if not SHARED.exists():
-        pytest.skip("shared reference file not present on this machine")
-    assert INFERENCEX.read_text() == SHARED.read_text()
+    """The shipped copy has the reference file's digest (tests/fixtures/perf/README.md);
+    where the reference lies beside the checkout, the recorded digest is its digest."""
+    recorded = (FIX / "inferencex_deepseek_r1.sha256").read_text().split()[0]
+    assert hashlib.sha256(INFERENCEX.read_bytes()).hexdigest() == recorded
+    if SHARED.exists():
+        assert hashlib.sha256(SHARED.read_bytes()).hexdigest() == recorded
 
 
 @pytest.mark.slow

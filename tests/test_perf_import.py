@@ -46,6 +46,8 @@ AIPERF_FIXTURE = FIXTURES / "aiperf_profile_export.json"
 SHARED_SERVING = next((p / "shared" / "reference" / "serving"
                        for p in Path(__file__).resolve().parents[1:]
                        if (p / "shared" / "reference" / "serving").is_dir()), None)
+#: Its distinct parallel configurations, shipped (tests/fixtures/perf/README.md).
+REFERENCE_CONFIGURATIONS = FIXTURES.parent / "inferencex_configurations.csv"
 
 runner = CliRunner()
 
@@ -565,34 +567,46 @@ def test_bad_options_name_the_option(catalog, kw, field, text):
 
 
 def test_shared_reference_configurations_are_accepted(catalog):
-    """Every parallel configuration of the shared InferenceX file passes the option check."""
+    """Every parallel configuration of the shared InferenceX file passes the option check.
+
+    The configurations are an extract of the file (tests/fixtures/perf/README.md); where
+    the file lies beside the checkout, the extract is checked against it."""
     from dcplan.perf.importers import deployment_columns
 
-    if SHARED_SERVING is None:
-        pytest.skip("the shared reference data is not beside this checkout")
-    path = SHARED_SERVING / "inferencex_deepseek_r1.csv"
-    assert path.read_text().splitlines()[0] == ",".join(SERVING_COLUMNS)  # same schema
+    def first_of_each(lines: list[str]) -> list[str]:
+        keys: set[tuple[str, ...]] = set()
+        out = [lines[0]]
+        for line, r in zip(lines[1:], csv.reader(lines[1:]), strict=True):
+            key = tuple(r[6:16])
+            if key not in keys:
+                keys.add(key)
+                out.append(line)
+        return out
+
+    extract = REFERENCE_CONFIGURATIONS.read_text().splitlines()
+    if SHARED_SERVING is not None:
+        shared = (SHARED_SERVING / "inferencex_deepseek_r1.csv").read_text().splitlines()
+        assert extract == first_of_each(shared)
+    assert extract[0] == ",".join(SERVING_COLUMNS)  # same schema
+    assert first_of_each(extract) == extract  # one row per configuration
     seen = set()
-    with path.open() as f:
-        for r in csv.DictReader(f):
-            disagg = r["disaggregated"] == "true"
-            key = tuple(r[c] for c in SERVING_COLUMNS[6:16])
-            if key in seen:
-                continue
-            seen.add(key)
-            num = {c: int(r[c]) if r[c] else None for c in (
-                "gpus", "prefill_gpus", "decode_gpus", "prefill_tp", "prefill_ep",
-                "decode_tp", "decode_ep")}
-            dep = Deployment(
-                hardware=r["hardware"], model=r["model"], precision=r["precision"],
-                gpus=num["gpus"], speculative=r["speculative"],
-                dp_attention=r["decode_dp_attention"] == "true",
-                **({"prefill_gpus": num["prefill_gpus"], "decode_gpus": num["decode_gpus"],
-                    "prefill_tp": num["prefill_tp"], "prefill_ep": num["prefill_ep"],
-                    "decode_tp": num["decode_tp"], "decode_ep": num["decode_ep"]} if disagg
-                   else {"tp": num["decode_tp"], "ep": num["decode_ep"]}))
-            cols = deployment_columns(catalog, dep)
-            assert tuple(format_serving_csv([cols], header=False).split(",")[6:16]) == key
+    for r in csv.DictReader(extract):
+        disagg = r["disaggregated"] == "true"
+        key = tuple(r[c] for c in SERVING_COLUMNS[6:16])
+        seen.add(key)
+        num = {c: int(r[c]) if r[c] else None for c in (
+            "gpus", "prefill_gpus", "decode_gpus", "prefill_tp", "prefill_ep",
+            "decode_tp", "decode_ep")}
+        dep = Deployment(
+            hardware=r["hardware"], model=r["model"], precision=r["precision"],
+            gpus=num["gpus"], speculative=r["speculative"],
+            dp_attention=r["decode_dp_attention"] == "true",
+            **({"prefill_gpus": num["prefill_gpus"], "decode_gpus": num["decode_gpus"],
+                "prefill_tp": num["prefill_tp"], "prefill_ep": num["prefill_ep"],
+                "decode_tp": num["decode_tp"], "decode_ep": num["decode_ep"]} if disagg
+               else {"tp": num["decode_tp"], "ep": num["decode_ep"]}))
+        cols = deployment_columns(catalog, dep)
+        assert tuple(format_serving_csv([cols], header=False).split(",")[6:16]) == key
     assert len(seen) > 50
 
 

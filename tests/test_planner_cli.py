@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dcplan.cli import app
 from dcplan.export.files import MARKER
-from dcplan.planner import SolveStatus, plan
+from dcplan.planner import SolveStatus, solve_case
 
 FIX = Path(__file__).parent / "fixtures" / "planner"
 runner = CliRunner()
@@ -20,7 +20,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def small():
-    return plan(FIX / "small.yaml")
+    return solve_case(FIX / "small.yaml")
 
 
 def test_small_plan_end_to_end(small):

@@ -151,11 +151,11 @@ def test_three_tier_re_settle_is_kept_or_said(monkeypatch):
     power within its grid); if that LP fails, the plan stands and a note says so."""
     import dcplan.planner.run as run_mod
     from dcplan.case import load_case
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
     from dcplan.planner.solver import SolverError
 
     case = load_case(Path(__file__).parent.parent / "examples" / "minimal.yaml")
-    res = plan(case, explain=False, size=False)
+    res = solve_case(case, explain=False, size=False)
     assert any("re-settled at their exact counts" in n for n in res.notes)
     pw = res.tables["power"]
     assert (pw.facility_kw_peak + pw.recharge_kw <= pw.grid_kw * (1 + 1e-6) + 1e-6).all()
@@ -167,6 +167,6 @@ def test_three_tier_re_settle_is_kept_or_said(monkeypatch):
         return real(prob, opt, mip=mip, **kw)
 
     monkeypatch.setattr(run_mod, "solve", failing)
-    kept = plan(case, explain=False, size=False)
+    kept = solve_case(case, explain=False, size=False)
     assert kept.status.has_solution
     assert any("could not be re-settled at their exact counts" in n for n in kept.notes)

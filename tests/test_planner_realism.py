@@ -109,7 +109,7 @@ def test_peak_rows_hold_in_every_hour_of_the_day(shoulder, kept):
     """
     from dcplan.planner import build_model, solve
     from dcplan.planner.model import _site_power_terms
-    from dcplan.planner.results import Solution, power_table
+    from dcplan.planner.tables import Solution, power_table
 
     day = _shape([0.0] * 8 + [2.0] * 11 + [2.0 * shoulder] + [0.0] * 4)
     night = _shape([2.0] * 8 + [0.0] * 11 + [2.0 * shoulder] + [2.0] * 4)

@@ -4,6 +4,7 @@ heat split, binding limits, the solver fallback and the exact-vs-linear sizing n
 from __future__ import annotations
 
 import importlib
+import math
 
 import pytest
 from hypothesis import given
@@ -244,11 +245,18 @@ def test_highs_options_are_checked_against_highs_at_load():
 
 
 def test_planner_cdu_estimate_is_the_constraint_not_a_per_rack_average():
-    rs = rack_site(liquid_kw=25, cdu_id="c1", cdu_kw=60, cdu_capex=10, cdu_pos=1)
-    d = make_inputs(racks=[rack(liquid=True, kw_max=25)], rack_sites={("ra", "sa"): rs},
-                    redundancy=1)
-    # 27 racks x 25 kW = 675 kW -> ceil(675 / 60) = 12, + 1 spare.
-    assert planner_cdus(d, "sa", {"ra": 27}) == (13.0, 130.0)
+    racks, heat_kw, cdu_kw, cdu_capex, spares = 27, 25.0, 60.0, 10.0, 1
+    rs = rack_site(liquid_kw=heat_kw, cdu_id="c1", cdu_kw=cdu_kw, cdu_capex=cdu_capex,
+                   cdu_pos=1)
+    d = make_inputs(racks=[rack(liquid=True, kw_max=heat_kw)], rack_sites={("ra", "sa"): rs},
+                    redundancy=spares)
+    # the constraint: whole CDUs for the site's total liquid heat, then the spares
+    whole = math.ceil(racks * heat_kw / cdu_kw) + spares
+    count, capex = planner_cdus(d, "sa", {"ra": racks})
+    assert (count, capex) == (whole, whole * cdu_capex)
+    # neither the fractional per-rack average nor whole CDUs per rack
+    assert count != racks * heat_kw / cdu_kw + spares
+    assert count != racks * math.ceil(heat_kw / cdu_kw) + spares
     assert planner_cdus(d, "sa", {"ra": 0}) == (0.0, 0.0)
 
 

@@ -181,11 +181,11 @@ def test_bom_new_is_the_increase_of_installed(minimal_plan):
 @pytest.mark.slow
 def test_solver_progress_reports_the_search(tmp_path):
     from dcplan.case import load_case
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
 
     seen = []
     case = load_case(REPO / "examples" / "kyber.yaml")
-    result = plan(case, explain=False, size=False, gap=1e-4, time_limit_s=20,
+    result = solve_case(case, explain=False, size=False, gap=1e-4, time_limit_s=20,
                   on_solve=seen.append)
     assert seen, "HiGHS reported no progress"
     with_plan = [p for p in seen if p.incumbent_usd is not None]
@@ -325,6 +325,6 @@ def test_json_and_comparison_workbook_carry_cooling_network_costs_and_bom(saved,
 
 def test_kpi_names_are_the_kpis_of_a_plan(minimal_plan):
     """The list the sweep checks its outputs against is what a plan's kpis table holds."""
-    from dcplan.planner.results import KPI_NAMES
+    from dcplan.planner.tables import KPI_NAMES
 
     assert list(minimal_plan[0].tables["kpis"].kpi) == list(KPI_NAMES)

@@ -175,7 +175,7 @@ def solved(tmp_path_factory):
 
 @pytest.mark.slow
 def test_properties_on_the_minimal_example(solved):
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
 
     case, res = solved
     assert res.status is SolveStatus.OPTIMAL and not res.unserved
@@ -187,7 +187,7 @@ def test_properties_on_the_minimal_example(solved):
     # EVPI by its definition, with each case planned by the ordinary planner
     pi = {}
     for spec in case.scenario.uncertainty.cases:
-        alone = plan(case.with_changes(spec.changes), explain=False, size=False)
+        alone = solve_case(case.with_changes(spec.changes), explain=False, size=False)
         assert alone.status is SolveStatus.OPTIMAL
         pi[spec.name] = alone.objective_usd
     ws = sum(probs[c] * pi[c] for c in probs)

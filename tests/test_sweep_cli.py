@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_sweep_results import make_spec, write_folder
+from test_sweep_summary import make_spec, write_folder
 from typer.testing import CliRunner
 
 from dcplan.cli import app

@@ -130,7 +130,7 @@ def test_sweep_on_a_running_scheduler_uses_both_workers(cluster, tmp_path):
 def test_a_sample_equals_the_plan_of_its_changed_case(tmp_path):
     """The row of a sample is exactly dcplan's plan of the base case with its values."""
     from dcplan.case import load_case
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
     from dcplan.sweep.design import make_design
     from dcplan.sweep.spec import load_sweep_spec
     from dcplan.sweep.task import plan_sample
@@ -167,7 +167,7 @@ def test_a_sample_equals_the_plan_of_its_changed_case(tmp_path):
         own, dict(base.default), physics=dict(base.physics),
         vendor={v: dict(p) for v, p in base.vendor},
         architecture={a: dict(p) for a, p in base.architecture}, software=base.software))
-    direct = plan(by_hand, threads=1, explain=False, size=False)
+    direct = solve_case(by_hand, threads=1, explain=False, size=False)
     assert row["row"]["status"] == "optimal"
     assert row["row"]["npv_cost_usd"] == pytest.approx(direct.kpi("npv_cost_usd"), rel=1e-9)
 

@@ -65,7 +65,8 @@ def compare_cmd(
     from dcplan.cli.saved_cmd import no_plan
     from dcplan.errors import InputError, Problem, display_path
     from dcplan.export.compare import compare_results, comparison_text, export_comparison
-    from dcplan.planner import plan
+    from dcplan.export.text import WIDTH
+    from dcplan.planner import solve_case
     from dcplan.planner.saved import is_saved_plan, load_result
 
     if len(plans) < 2:
@@ -107,7 +108,7 @@ def compare_cmd(
         if say:
             say(f"planning {path}")
         with solve_display(not quiet and not solver_log, "compare") as on_solve:
-            r = plan(item, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
+            r = solve_case(item, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
                      solver_log=solver_log or None, on_solve=on_solve)
         results.append(r)
         if say:
@@ -129,7 +130,7 @@ def compare_cmd(
     if as_json:
         emit_json(cmp.summary())
     else:
-        typer.echo(comparison_text(cmp, None if wide else 100))
+        typer.echo(comparison_text(cmp, None if wide else WIDTH))
     bad = [n for r, n in zip(results, cmp.names, strict=True) if not r.status.has_solution]
     if bad:
         fail(f"no plan for {', '.join(bad)}")

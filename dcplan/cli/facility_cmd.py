@@ -11,6 +11,7 @@ import typer
 from dcplan.cli import app
 from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
 from dcplan.errors import InputError, Problem
+from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION
 
 
 def _supply_in_range(value: float | None) -> float | None:
@@ -50,7 +51,7 @@ def network_cmd(
         "(default: cheapest pluggable at the switch port speed).")] = None,
     oversubscription: Annotated[float, typer.Option(
         "--oversubscription", min=1.0,
-        help="Leaf down:up bandwidth ratio (1 = non-blocking).")] = 1.0,
+        help="Leaf down:up bandwidth ratio (1 = non-blocking).")] = DEFAULT_OVERSUBSCRIPTION,
     switch: Annotated[str | None, typer.Option(
         "--switch", help="Back-end switch id (default: highest radix).")] = None,
     graphml: Annotated[Path | None, typer.Option(

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from dcplan.export.text import WIDTH
 from dcplan.scenario.schema import MAX_SOLVER_THREADS, MAX_TIME_LIMIT_S, SolverOptions
 
 _DEFAULT = SolverOptions()
@@ -53,7 +54,7 @@ Calibration = Annotated[Path | None, typer.Option(
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")]
 Wide = Annotated[bool, typer.Option(
-    "--wide", help="Do not wrap tables to 100 columns (as wide as they need).")]
+    "--wide", help=f"Do not wrap tables to {WIDTH} columns (as wide as they need).")]
 AllowUnserved = Annotated[bool, typer.Option(
     "--allow-unserved", help="Exit 0 even when demand cannot be fully met.")]
 OutDir = Annotated[Path | None, typer.Option(

@@ -18,6 +18,7 @@ from dcplan.cli.common import (
     handle_errors,
     note,
 )
+from dcplan.schema import FRONTIER_PERCENTILE
 
 perf_app = typer.Typer(
     help="Performance model: goodput tokens/s and power per rack, the throughput-"
@@ -408,7 +409,7 @@ def frontier_cmd(
     ttft_s: Annotated[float | None, typer.Option(
         "--ttft-s", help="Keep only points whose TTFT at --percentile meets this [s].")] = None,
     percentile: Annotated[float, typer.Option(
-        "--percentile", help="Percentile of --ttft-s.")] = 50.0,
+        "--percentile", help="Percentile of --ttft-s.")] = FRONTIER_PERCENTILE,
     mode: Annotated[str | None, typer.Option(
         "--mode", help="aggregated or disaggregated (default: both).")] = None,
     length_dist: LengthOpt = None,
@@ -437,7 +438,7 @@ def frontier_cmd(
 
     catalog = STATE.catalog()
     lookup_all(catalog, [("racks", rack), ("models", model)])
-    if ttft_s is None and percentile != 50.0:
+    if ttft_s is None and percentile != FRONTIER_PERCENTILE:
         note("--percentile applies to --ttft-s; without --ttft-s it is not applied")
     if acceptance is not None and (speculative or "none") == "none":
         note("--acceptance is not applied: no speculative decoding (--speculative mtp or "

@@ -46,8 +46,9 @@ def plan_cmd(
     exits 1 unless --allow-unserved (or allow_unserved: true in the scenario).
     """
     from dcplan.api import write_outputs
-    from dcplan.export.terminal import WIDTH, plan_text
-    from dcplan.planner import plan
+    from dcplan.export.terminal import plan_text
+    from dcplan.export.text import WIDTH
+    from dcplan.planner import solve_case
 
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
                   files={"--xlsx": xlsx, "--write-lp": write_lp, "--html": html,
@@ -67,7 +68,7 @@ def plan_cmd(
                                    threads=threads, solver_log=solver_log, wide=wide,
                                    progress=progress, allow_unserved=allow_unserved)
     with solve_display(not quiet and not solver_log) as on_solve:
-        result = plan(case, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
+        result = solve_case(case, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
                       solver_log=solver_log or None, write_lp=write_lp,
                       progress=progress, on_solve=on_solve)
     write_outputs(result, outdir=outdir, xlsx=xlsx, png_dir=png_dir, html=html, save=save,

@@ -48,7 +48,8 @@ def show_cmd(path: Shown, as_json: options.Json = False, wide: options.Wide = Fa
     sweep folder (-o of 'dcplan sweep'): what 'dcplan sweep show' prints (percentiles,
     purchase probabilities, sensitivity).
     """
-    from dcplan.export.terminal import WIDTH, plan_text
+    from dcplan.export.terminal import plan_text
+    from dcplan.export.text import WIDTH
 
     if path.is_dir():
         from dcplan.export.sweep import sweep_summary_text

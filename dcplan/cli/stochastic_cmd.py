@@ -22,7 +22,7 @@ def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as
     """
     from dcplan.cli.plan_cmd import exit_for
     from dcplan.export.stochastic import stochastic_text, write_stochastic_outputs
-    from dcplan.export.terminal import WIDTH
+    from dcplan.export.text import WIDTH
     from dcplan.planner.stochastic import plan_stochastic
 
     opt = case.scenario.solver.updated(name=solver, time_limit_s=time_limit, gap=gap,

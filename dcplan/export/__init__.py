@@ -6,9 +6,9 @@ workbooks); they do not recompute plan figures.
 
 Python API::
 
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
     from dcplan.export import write_workbook, write_plan_charts
-    result = plan("examples/minimal.yaml")       # result.case: what it was solved from
+    result = solve_case("examples/minimal.yaml")  # result.case: what it was solved from
     write_workbook(result, "out/minimal.xlsx")
     write_plan_charts(result, "out/charts")
     write_html(result, "out/minimal.html")

@@ -343,7 +343,7 @@ def plot_unit_cost(ax: Any, results: Sequence[Any], names: Sequence[str] | None 
     it is computed from discounted costs net of the terminal value of the assets still
     in service at the end, over discounted tokens.
     """
-    from dcplan.planner.results import LEVELISED_TEXT
+    from dcplan.planner.tables import LEVELISED_TEXT
 
     what = LEVELISED_TEXT.replace("levelised: ", "levelised cost = ").replace(" / ", " /\n")
     ax.set_title(f"Cost per million tokens served\ndotted: {what}", fontsize="medium")

@@ -45,6 +45,7 @@ from dcplan.export.labels import (
     unit_of,
 )
 from dcplan.export.printing import setup_page
+from dcplan.export.text import WIDTH
 from dcplan.planner.solver import format_gap, status_text
 from dcplan.tableio import tidy_table
 
@@ -334,7 +335,7 @@ def comparison_caveats(results: Sequence[Any], names: Sequence[str], b: int) -> 
         return [p.label for p in r.inputs.periods] if r.inputs is not None else []
 
     def demand(r) -> float | None:
-        from dcplan.planner.results import workload_tokens
+        from dcplan.planner.tables import workload_tokens
 
         t = r.tables.get("demand")
         if t is None or not len(t) or r.inputs is None:
@@ -391,7 +392,7 @@ def _fmt(v: Any, kpi: str = "") -> str:
     return f"{v:,.3g}" if abs(v) < 1 else f"{v:,.1f}"
 
 
-def comparison_text(cmp: Comparison, width: int | None = 100) -> str:
+def comparison_text(cmp: Comparison, width: int | None = WIDTH) -> str:
     """Readable side-by-side comparison that fits ``width`` columns (None: no wrapping)."""
     from dcplan.export.text import format_table
 

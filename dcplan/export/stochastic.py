@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dcplan.export.text import format_table
+from dcplan.export.text import WIDTH, format_table
 
 #: Sheets of the stochastic workbook: sheet title -> result table.
 SHEETS = {"Stochastic summary": None, "First stage": "stochastic_first_stage",
@@ -56,7 +56,7 @@ def summary_rows(res: Any) -> list[tuple[str, Any, str]]:
     return rows
 
 
-def stochastic_text(res: Any, width: int | None = 100) -> str:
+def stochastic_text(res: Any, width: int | None = WIDTH) -> str:
     """What the stochastic plan says, for a terminal."""
     out = [f"Two-stage stochastic plan '{res.name}': {len(res.cases)} cases, first stage "
            f"{', '.join(res.first_stage_periods)} (decisions before {res.first_stage_until} "

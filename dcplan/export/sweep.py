@@ -30,7 +30,7 @@ import pandas as pd  # noqa: E402
 from dcplan.export.charts import _txt, figure_png  # noqa: E402
 from dcplan.export.labels import format_number, kpi_format, kpi_label, kpi_unit  # noqa: E402
 from dcplan.export.text import format_table  # noqa: E402
-from dcplan.sweep.results import (  # noqa: E402
+from dcplan.sweep.summary import (  # noqa: E402
     FAN_LEVELS,
     TORNADO_TAIL,
     SweepData,

@@ -15,13 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from dcplan.export.text import format_table
+from dcplan.export.text import WIDTH, format_table
 from dcplan.export.views import operations_counted
 from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
-from dcplan.planner.results import LEVELISED_TEXT
-
-#: Default width of terminal text [characters].
-WIDTH = 100
+from dcplan.planner.tables import LEVELISED_TEXT
 
 
 def _no_nan(rec: dict) -> dict:
@@ -304,4 +301,4 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     return "\n".join(out)
 
 
-__all__ = ["WIDTH", "plan_text", "timing_text"]
+__all__ = ["plan_text", "timing_text"]

@@ -63,6 +63,8 @@ def render(renderable: Any, width: int | None = None) -> str:
     return "\n".join(line.rstrip() for line in buf.getvalue().rstrip("\n").splitlines())
 
 
+#: Default width of terminal text [characters].
+WIDTH = 100
 #: Longest number or id kept on one line in a wrapped table [characters].
 MAX_UNSPLIT = 24
 

@@ -17,6 +17,7 @@ from typing import Any
 from dcplan.facility.cooling import CoolingResult, cooling
 from dcplan.facility.network import NetworkResult, network
 from dcplan.facility.power import PowerChain, RedundancySizing, power_chain, redundancy_sizing
+from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION
 from dcplan.sites import Site
 from dcplan.units import HOURS_PER_YEAR
 
@@ -103,7 +104,7 @@ _NET_CACHE: dict[tuple, NetworkResult] = {}
 
 
 def cached_network(catalog, rack_id: str, n_racks: int, optics=None,
-                   oversubscription: float = 1.0) -> NetworkResult:
+                   oversubscription: float = DEFAULT_OVERSUBSCRIPTION) -> NetworkResult:
     """:func:`~dcplan.facility.network.network` without the graph, memoised per catalog."""
     key = (_catalog_key(catalog), rack_id, int(n_racks), optics, float(oversubscription))
     hit = _NET_CACHE.get(key)
@@ -118,8 +119,8 @@ def cached_network(catalog, rack_id: str, n_racks: int, optics=None,
 
 
 def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | None = None,
-                 oversubscription: float = 1.0, cdu_redundancy: int | None = None
-                 ) -> FacilityCoefficients:
+                 oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
+                 cdu_redundancy: int | None = None) -> FacilityCoefficients:
     """Linear facility coefficients for ``n_racks`` racks of ``rack_id`` at ``site``.
 
     Parameters
@@ -270,7 +271,7 @@ def _quantities(site: Site, it_kw, network_kw, network_capex, cool_avg, cool_pea
 
 
 def size_fleet(catalog, site: Site, fleet: dict[str, int], optics: str | None = None,
-               oversubscription: float = 1.0,
+               oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
                coefficients_used: dict[str, FacilityCoefficients] | None = None,
                supply_water_c: float | None = None, cdu_redundancy: int | None = None,
                cdu_id: str | None = None, linear: bool = True) -> FleetSizing:

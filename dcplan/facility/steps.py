@@ -43,6 +43,7 @@ from dcplan.facility.network import (
     leaf_ports,
     tree_counts,
 )
+from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def _steps(fabric: str, setup: FabricSetup) -> FabricSteps:
                        setup.ports_per_rack, per_rail, setup.oversubscription, setup)
 
 
-def fabric_steps(catalog, rack_id: str, oversubscription: float = 1.0,
+def fabric_steps(catalog, rack_id: str, oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
                  switch_id: str | None = None, frontend_switch_id: str | None = None
                  ) -> dict[str, FabricSteps]:
     """Back-end and front-end fabrics of ``rack_id`` as step functions of the racks.

@@ -149,6 +149,8 @@ DISAGGREGATED_TTFT_WEIGHT = 0.0
 P99_TPOT_WEIGHT = 0.3
 #: Scale of the robust loss (log ratio at which it turns linear, ~15%).
 LOSS_SCALE = 0.15
+#: Function evaluations of a fit (the shipped calibration is fitted with these) [-].
+MAX_NFEV = 60
 #: Exponent of the per-accelerator row balance: a family's rows of an accelerator with
 #: ``n`` rows weigh ``n^-HARDWARE_BALANCE`` each (squared weights; 0: every row alike, 1:
 #: every accelerator alike).
@@ -828,7 +830,7 @@ def _calibration(space: _Space, x: np.ndarray, source: str, meta: dict) -> Calib
 
 def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str = "",
               prior_weight: float = PRIOR_WEIGHT, per_hardware: bool = True,
-              max_nfev: int = 60, per_vendor: bool = True,
+              max_nfev: int = MAX_NFEV, per_vendor: bool = True,
               level_prior: dict[str, float] | None = None,
               hardware_balance: float = HARDWARE_BALANCE) -> Calibration:
     """Fit the parameters to ``rows`` (phase-level and/or serving rows).
@@ -874,7 +876,7 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
 
 def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
                   key: Callable[[Any], Any] | None = None, per_hardware: bool = True,
-                  max_nfev: int = 60, **fit) -> list[RowResult]:
+                  max_nfev: int = MAX_NFEV, **fit) -> list[RowResult]:
     """Each group of rows predicted by a calibration fitted without it.
 
     Parameters

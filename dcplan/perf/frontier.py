@@ -49,7 +49,7 @@ from dcplan.perf.serving import (
     mix_sd_s,
     prefill,
 )
-from dcplan.schema import Workload
+from dcplan.schema import FRONTIER_PERCENTILE, Workload
 
 
 @dataclass
@@ -111,7 +111,7 @@ def pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_tokens: float,
              precision: str | None = None, speculative: str = "none",
              acceptance_frac: float | None = None, ttft_s: float | None = None,
-             percentile: float = 50.0, calibration=None,
+             percentile: float = FRONTIER_PERCENTILE, calibration=None,
              modes: tuple[str, ...] = ("aggregated", "disaggregated"),
              layout: Layout | None = None, lengths: LengthDist | None = None) -> Frontier:
     """Pareto frontier of output tokens/s per GPU against tokens/s per user.

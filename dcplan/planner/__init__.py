@@ -3,8 +3,9 @@
 Python API::
 
     from dcplan.case import load_case
-    from dcplan.planner import plan
-    result = plan(load_case("examples/minimal.yaml"))   # or plan("examples/minimal.yaml")
+    from dcplan.planner import solve_case
+    result = solve_case(load_case("examples/minimal.yaml"))
+    result = solve_case("examples/minimal.yaml")   # the same, loading the case itself
     result.status, result.objective_usd
     result.tables["fleet"]          # tidy DataFrames with units in the column names
     for name, df in result:          # every result table
@@ -12,8 +13,8 @@ Python API::
 
 Modules: :mod:`~dcplan.planner.inputs` (coefficients from a case),
 :mod:`~dcplan.planner.model` (the MILP), :mod:`~dcplan.planner.solver` (HiGHS/CBC),
-:mod:`~dcplan.planner.run` (:func:`plan`), :mod:`~dcplan.planner.result`
-(:class:`PlanResult`), :mod:`~dcplan.planner.results` (result tables),
+:mod:`~dcplan.planner.run` (:func:`solve_case`), :mod:`~dcplan.planner.plan_result`
+(:class:`PlanResult`), :mod:`~dcplan.planner.tables` (result tables),
 :mod:`~dcplan.planner.analysis` (shadow prices, binding limits, diagnosis),
 :mod:`~dcplan.planner.sizing` (exact sizing of the solved fleet). See
 ``docs/planner.md`` for the scenario format and the formulation.
@@ -24,8 +25,8 @@ from __future__ import annotations
 from dcplan.planner.inputs import PlanInputs, prepare_inputs
 from dcplan.planner.model import build_model
 from dcplan.planner.names import lp_name, parse_lp_name
-from dcplan.planner.result import TABLES, PlanResult, result_info
-from dcplan.planner.run import model_size, plan, solve_inputs
+from dcplan.planner.plan_result import TABLES, PlanResult, result_info
+from dcplan.planner.run import model_size, solve_case, solve_inputs
 from dcplan.planner.solver import (
     SolveInfo,
     SolverError,
@@ -37,5 +38,5 @@ from dcplan.planner.solver import (
 
 __all__ = ["TABLES", "PlanInputs", "PlanResult", "SolveInfo", "SolveStatus", "SolverError",
            "build_model", "is_proven_optimal", "lp_name", "model_size", "parse_lp_name",
-           "plan", "prepare_inputs", "result_info", "solve", "solve_inputs",
+           "prepare_inputs", "result_info", "solve", "solve_case", "solve_inputs",
            "status_text"]

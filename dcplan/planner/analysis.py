@@ -28,8 +28,8 @@ import pulp
 
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import ModelVars, build_model
-from dcplan.planner.results import Solution, _frame
 from dcplan.planner.solver import SolverError, SolveStatus, solve
+from dcplan.planner.tables import Solution, _frame
 from dcplan.scenario.schema import SolverOptions
 
 #: Families whose duals are reported, with the unit of the reported value.

@@ -19,7 +19,7 @@ import pandas as pd
 
 from dcplan.buildbuy import MTOK, TokenMix, api_cost, break_even
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.results import workload_tokens
+from dcplan.planner.tables import workload_tokens
 
 #: Cost categories that scale with the tokens served (the rest is fixed for a fleet).
 VARIABLE_CATEGORIES = ("energy", "carbon")

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcplan.errors import InputError
+from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION
 
 #: Link tiers of one fabric, in the order they are reported.
 TIERS = ("nic_leaf", "leaf_spine", "spine_core")
@@ -120,7 +121,7 @@ def _largest(ok, lo: int, hi: int) -> int:
 
 
 def fabric_data(catalog: Any, rack_id: str, n_ref: int, n_max: int, optics: str | None = None,
-                oversubscription: float = 1.0) -> tuple[FabricData, ...]:
+                oversubscription: float = DEFAULT_OVERSUBSCRIPTION) -> tuple[FabricData, ...]:
     """The fabrics of ``rack_id`` for the MILP.
 
     Parameters
@@ -181,8 +182,8 @@ def fabric_data(catalog: Any, rack_id: str, n_ref: int, n_max: int, optics: str 
     return tuple(out)
 
 
-def tier_limits(catalog: Any, rack_id: str, n_max: int, oversubscription: float = 1.0
-                ) -> tuple[int, ...]:
+def tier_limits(catalog: Any, rack_id: str, n_max: int,
+                oversubscription: float = DEFAULT_OVERSUBSCRIPTION) -> tuple[int, ...]:
     """Last rack counts below ``n_max`` with one switch, or two tiers, of each fabric.
 
     [racks] A fabric's per-rack network cost is nearly flat while its number of tiers stays

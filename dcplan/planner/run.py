@@ -13,8 +13,17 @@ from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
 from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
 from dcplan.planner.inputs import PlanInputs, prepare_inputs
 from dcplan.planner.model import build_model
-from dcplan.planner.result import PlanResult
-from dcplan.planner.results import (
+from dcplan.planner.plan_result import PlanResult
+from dcplan.planner.solver import (
+    SolveProgress,
+    SolverError,
+    SolveStatus,
+    excess_over_optimum,
+    format_gap,
+    solve,
+)
+from dcplan.planner.start import rounding_start
+from dcplan.planner.tables import (
     Solution,
     allocation_table,
     cooling_table,
@@ -30,15 +39,6 @@ from dcplan.planner.results import (
     schedules_table,
     unserved_table,
 )
-from dcplan.planner.solver import (
-    SolveProgress,
-    SolverError,
-    SolveStatus,
-    excess_over_optimum,
-    format_gap,
-    solve,
-)
-from dcplan.planner.start import rounding_start
 from dcplan.scenario.schema import SolverOptions
 
 
@@ -312,14 +312,14 @@ def infeasible_reason(d: PlanInputs) -> str:
             "--write-lp model.lp and report it")
 
 
-def plan(scenario: Any, *, catalog_dir: Path | str | None = None,
-         sites_dir: Path | str | None = None, calibration: Any = None,
-         solver: str | None = None, time_limit_s: float | None = None,
-         gap: float | None = None, threads: int | None = None, solver_log: bool | None = None,
-         explain: bool = True, size: bool = True,
-         write_lp: Path | str | None = None,
-         progress: Callable[[str], None] | None = None,
-         on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
+def solve_case(scenario: Any, *, catalog_dir: Path | str | None = None,
+               sites_dir: Path | str | None = None, calibration: Any = None,
+               solver: str | None = None, time_limit_s: float | None = None,
+               gap: float | None = None, threads: int | None = None, solver_log: bool | None = None,
+               explain: bool = True, size: bool = True,
+               write_lp: Path | str | None = None,
+               progress: Callable[[str], None] | None = None,
+               on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
     """Plan the fleet of a scenario.
 
     Parameters

@@ -51,7 +51,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from dcplan.errors import InputError, Problem, display_path
-from dcplan.planner.result import PlanResult
+from dcplan.planner.plan_result import PlanResult
 from dcplan.planner.solver import SolveStatus
 from dcplan.yamlio import SizeLimit, atomic_path, check_regular, max_input_bytes
 

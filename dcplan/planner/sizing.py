@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.results import _frame
+from dcplan.planner.tables import _frame
 
 COLUMNS = ["site", "period", "quantity", "unit", "plan", "exact", "diff", "diff_frac"]
 #: Relative difference between exact and plan above which a note names the quantity [-].

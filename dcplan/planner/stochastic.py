@@ -60,6 +60,7 @@ from dcplan.planner.inputs import PlanInputs, prepare_inputs
 from dcplan.planner.model import ModelVars, build_model
 from dcplan.planner.names import lp_name
 from dcplan.planner.solver import SolveInfo, SolveStatus, solve
+from dcplan.scenario.schema import DEFAULT_CVAR_ALPHA
 
 #: ModelVars attributes holding first-stage decisions; the last key element is the period.
 FIRST_STAGE = ("new", "built", "req", "req_assessed")
@@ -89,7 +90,7 @@ class StochasticCase:
 
 
 def risk_objective(costs: Sequence[float], probs: Sequence[float], weight: float = 0.0,
-                   alpha: float = 0.9) -> float:
+                   alpha: float = DEFAULT_CVAR_ALPHA) -> float:
     """``(1 - weight) E[cost] + weight CVaR_alpha[cost]`` of a discrete distribution [USD].
 
     ``CVaR_alpha`` is ``min_eta eta + sum_k p_k max(c_k - eta, 0) / (1 - alpha)``; the
@@ -508,8 +509,8 @@ def plan_stochastic(case: Any, options: Any = None, *,
         extensive form ended with; EVPI and VSS are None (with the reason) unless
         every solve they need ended optimal.
     """
-    from dcplan.planner.results import Solution, fleet_table, unserved_table
     from dcplan.planner.run import model_size
+    from dcplan.planner.tables import Solution, fleet_table, unserved_table
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
@@ -523,7 +524,7 @@ def plan_stochastic(case: Any, options: Any = None, *,
     labels = [p.label for p in cases[0].inputs.periods]
     probs = [c.probability for c in cases]
     weight = unc.cvar.weight if unc.cvar else 0.0
-    alpha = unc.cvar.alpha if unc.cvar else 0.9
+    alpha = unc.cvar.alpha if unc.cvar else DEFAULT_CVAR_ALPHA
     notes: list[str] = []
 
     # 1. the extensive form
@@ -693,7 +694,7 @@ def shortfall_message(shortfall: pd.DataFrame, penalty_usd_per_million_tokens: f
     Parameters
     ----------
     shortfall : pandas.DataFrame
-        Rows of :func:`dcplan.planner.results.unserved_table` with a ``case`` column.
+        Rows of :func:`dcplan.planner.tables.unserved_table` with a ``case`` column.
     penalty_usd_per_million_tokens : float
         The scenario's price of unserved demand [USD per million tokens].
 

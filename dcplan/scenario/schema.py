@@ -847,6 +847,10 @@ class UncertaintyCase(_Strict):
     overrides: list[Override] = Field(default_factory=list)
 
 
+#: Default CVaR level: the worst 10 % of the probability [-].
+DEFAULT_CVAR_ALPHA = 0.9
+
+
 class CVaR(_Strict):
     """Risk term of a stochastic plan: minimise ``(1 - weight) E[cost] + weight CVaR_alpha``.
 
@@ -854,7 +858,7 @@ class CVaR(_Strict):
     """
 
     weight: Annotated[float, NOT_BOOL, Field(ge=0, le=1)]
-    alpha: Annotated[float, NOT_BOOL, Field(gt=0, lt=1)] = 0.9
+    alpha: Annotated[float, NOT_BOOL, Field(gt=0, lt=1)] = DEFAULT_CVAR_ALPHA
 
 
 #: Probabilities of the cases must sum to 1 within this [-].
@@ -981,6 +985,10 @@ _INSTEAD = {
 }
 
 
+#: Default scale-out leaf oversubscription (down:up bandwidth): non-blocking [-].
+DEFAULT_OVERSUBSCRIPTION = 1.0
+
+
 class Scenario(_Strict):
     """A planning scenario (see ``docs/planner.md`` for the file format).
 
@@ -1074,7 +1082,7 @@ class Scenario(_Strict):
     existing_built_mw: dict[Id, NonNeg] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
     optics: Id | None = None
-    oversubscription: Annotated[float, NOT_BOOL, Field(ge=1)] = 1.0
+    oversubscription: Annotated[float, NOT_BOOL, Field(ge=1)] = DEFAULT_OVERSUBSCRIPTION
     cdu_redundancy: Annotated[int, NOT_BOOL, Field(ge=0)] | None = None
     network_model: Literal["integer", "linear", "tiered"] = "integer"
     lead_time: bool = True

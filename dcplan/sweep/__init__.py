@@ -15,7 +15,7 @@ Modules: :mod:`~dcplan.sweep.spec` (sweep files), :mod:`~dcplan.sweep.design`
 (sampling: grid, random, Latin hypercube, Morris, Sobol), :mod:`~dcplan.sweep.apply`
 (a sample's values applied to the base case), :mod:`~dcplan.sweep.memo` (facility
 tables reused across samples), :mod:`~dcplan.sweep.task` (one sample on a worker),
-:mod:`~dcplan.sweep.run` (the Dask run and the folder), :mod:`~dcplan.sweep.results`
+:mod:`~dcplan.sweep.run` (the Dask run and the folder), :mod:`~dcplan.sweep.summary`
 (percentiles, purchase probabilities, sensitivity indices). The charts, workbook,
 report and summary text are in :mod:`dcplan.export.sweep`. See ``docs/uncertainty.md``.
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dcplan.sweep.apply import sample_case
 from dcplan.sweep.design import Design, make_design
-from dcplan.sweep.results import SweepData, SweepSummary, load_sweep, summarize
 from dcplan.sweep.run import (
     SweepOutcome,
     SweepPlan,
@@ -34,6 +33,7 @@ from dcplan.sweep.run import (
     run_sweep,
 )
 from dcplan.sweep.spec import SweepSpec, load_sweep_spec
+from dcplan.sweep.summary import SweepData, SweepSummary, load_sweep, summarize
 
 __all__ = ["Design", "SweepData", "SweepOutcome", "SweepPlan", "SweepSpec", "SweepSummary",
            "is_sweep_folder", "load_sweep", "load_sweep_spec", "make_design", "prepare_sweep",

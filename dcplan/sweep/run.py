@@ -641,7 +641,7 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
 def _base_row(plan: SweepPlan, options: dict[str, Any]
               ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Plan the base case here (sample 0) and check the outputs are KPIs of its plan."""
-    from dcplan.planner import plan as make_plan
+    from dcplan.planner import solve_case
     from dcplan.planner.inputs import FACILITY_MEMO
     from dcplan.sweep.memo import FacilityMemo
     from dcplan.sweep.task import result_row
@@ -649,7 +649,7 @@ def _base_row(plan: SweepPlan, options: dict[str, Any]
     token = FACILITY_MEMO.set(FacilityMemo())
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        result = make_plan(plan.case, threads=1, explain=False, size=False,
+        result = solve_case(plan.case, threads=1, explain=False, size=False,
                            time_limit_s=options["time_limit_s"], gap=options["gap"])
     finally:
         FACILITY_MEMO.reset(token)

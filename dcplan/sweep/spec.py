@@ -480,7 +480,7 @@ def spec_problems(spec: SweepSpec) -> list[Problem]:
     dup = sorted({o for o in spec.outputs if spec.outputs.count(o) > 1})
     if dup:
         out.append(spec.problem(f"listed twice: {', '.join(dup)}", field="outputs"))
-    from dcplan.planner.results import KPI_NAMES
+    from dcplan.planner.tables import KPI_NAMES
 
     for o in dict.fromkeys(spec.outputs):
         if o not in KPI_NAMES:

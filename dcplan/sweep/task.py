@@ -127,7 +127,7 @@ def plan_sample(case: Any, spec: Any, values: Mapping[str, Any], options: Mappin
         of the worker process) [s], and ``worker``), ``fleet``
         and ``memo`` (facility tables computed and reused in this task).
     """
-    from dcplan.planner import plan
+    from dcplan.planner import solve_case
     from dcplan.planner.inputs import FACILITY_MEMO
     from dcplan.sweep.apply import sample_case
 
@@ -139,7 +139,7 @@ def plan_sample(case: Any, spec: Any, values: Mapping[str, Any], options: Mappin
     fleet: list[dict[str, Any]] = []
     try:
         sample = sample_case(case, spec, values)
-        result = plan(sample, threads=1, explain=False, size=False,
+        result = solve_case(sample, threads=1, explain=False, size=False,
                       time_limit_s=options.get("time_limit_s"), gap=options.get("gap"))
         row, fleet = result_row(result, list(options.get("outputs") or []))
     except InputError as exc:

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from dcplan.sweep.design import make_design
-from dcplan.sweep.results import load_sweep, quantiles, summarize
 from dcplan.sweep.run import RESULT_KIND
 from dcplan.sweep.spec import Parameter, SweepSpec
+from dcplan.sweep.summary import load_sweep, quantiles, summarize
 
 
 def make_spec(method="random", n=2, samples=None, levels=None, params=None):
