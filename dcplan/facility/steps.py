@@ -36,13 +36,13 @@ from typing import Any
 
 from dcplan.facility.network import (
     FabricSetup,
-    _rail_ports,
     fabric_setups,
     leaf_count,
     leaf_loads,
     leaf_ports,
     tree_counts,
 )
+from dcplan.facility.network.topology import _rail_ports
 from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION
 
 
