@@ -10,7 +10,9 @@ Python API::
     for name, df in result:          # every result table
         ...
 
-Modules: :mod:`~dcplan.planner.inputs` (coefficients from a case),
+Modules: :mod:`~dcplan.planner.prepare` (:func:`prepare_inputs`: the coefficient
+tables of :mod:`~dcplan.planner.inputs`, the linear network's fit of
+:mod:`~dcplan.planner.network_scale`, the presolve :mod:`~dcplan.planner.reductions`),
 :mod:`~dcplan.planner.model` (the MILP), :mod:`~dcplan.planner.solver` (HiGHS/CBC),
 :mod:`~dcplan.planner.run` (:func:`plan`), :mod:`~dcplan.planner.result`
 (:class:`PlanResult`), :mod:`~dcplan.planner.results` (result tables),
@@ -21,9 +23,10 @@ Modules: :mod:`~dcplan.planner.inputs` (coefficients from a case),
 
 from __future__ import annotations
 
-from dcplan.planner.inputs import PlanInputs, prepare_inputs
+from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import build_model
 from dcplan.planner.names import lp_name, parse_lp_name
+from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.result import TABLES, PlanResult, result_info
 from dcplan.planner.run import model_size, plan, solve_inputs
 from dcplan.planner.solver import (

@@ -11,8 +11,9 @@ import pandas as pd
 
 from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
 from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
-from dcplan.planner.inputs import PlanInputs, prepare_inputs
+from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import build_model
+from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.result import PlanResult
 from dcplan.planner.results import (
     Solution,

@@ -56,9 +56,10 @@ import pandas as pd
 import pulp
 
 from dcplan.errors import InputError, Problem
-from dcplan.planner.inputs import PlanInputs, prepare_inputs
+from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import ModelVars, build_model
 from dcplan.planner.names import lp_name
+from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.solver import SolveInfo, SolveStatus, solve
 
 #: ModelVars attributes holding first-stage decisions; the last key element is the period.
