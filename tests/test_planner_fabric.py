@@ -9,7 +9,8 @@ import pytest
 
 from dcplan.catalog import load_catalog
 from dcplan.planner.fabric import TIERS, fabric_counts, fabric_data
-from dcplan.planner.model import ModelVars, _fabric_rows, fabric_start_values
+from dcplan.planner.model_vars import ModelVars
+from dcplan.planner.network_rows import _fabric_rows, fabric_start_values
 
 CATALOG = load_catalog()
 

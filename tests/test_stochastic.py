@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from dcplan.errors import InputError
 from dcplan.planner import stochastic as st
-from dcplan.planner.model import ModelVars
+from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.solver import SolveStatus, solve
 from dcplan.scenario.schema import CVaR, SolverOptions
 

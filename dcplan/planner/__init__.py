@@ -13,7 +13,9 @@ Python API::
 Modules: :mod:`~dcplan.planner.prepare` (:func:`prepare_inputs`: the coefficient
 tables of :mod:`~dcplan.planner.inputs`, the linear network's fit of
 :mod:`~dcplan.planner.network_scale`, the presolve :mod:`~dcplan.planner.reductions`),
-:mod:`~dcplan.planner.model` (the MILP), :mod:`~dcplan.planner.solver` (HiGHS/CBC),
+:mod:`~dcplan.planner.model` (the MILP; its network rows in
+:mod:`~dcplan.planner.network_rows`, its variables in
+:mod:`~dcplan.planner.model_vars`), :mod:`~dcplan.planner.solver` (HiGHS/CBC),
 :mod:`~dcplan.planner.run` (:func:`plan`), :mod:`~dcplan.planner.result`
 (:class:`PlanResult`), :mod:`~dcplan.planner.results` (result tables),
 :mod:`~dcplan.planner.analysis` (shadow prices, binding limits, diagnosis),

@@ -27,7 +27,8 @@ import pandas as pd
 import pulp
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import ModelVars, build_model
+from dcplan.planner.model import build_model
+from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.results import Solution, _frame
 from dcplan.planner.solver import SolverError, SolveStatus, solve
 from dcplan.scenario.schema import SolverOptions

@@ -502,7 +502,7 @@ class PlanInputs:
         API prices comparable with the workloads' models (the build-vs-buy table).
     fabrics : dict
         Rack id -> its fabrics (:class:`~dcplan.planner.fabric.FabricData`): integer
-        switch and link counts in the MILP (:func:`~dcplan.planner.model.add_fabrics`).
+        switch and link counts in the MILP (:func:`~dcplan.planner.network_rows.add_fabrics`).
         Rack types without an entry take the per-rack linear network coefficients of
         ``rack_site`` (hand-made inputs).
     network_rack_units : int

@@ -10,14 +10,21 @@ expressions; the objective applies the discount factors of
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 import pulp
 
 from dcplan.planner.inputs import PlanInputs
+from dcplan.planner.model_vars import ModelVars, _lin, _merged
 from dcplan.planner.names import lp_name
+from dcplan.planner.network_rows import (
+    add_fabric_purchases,
+    add_fabrics,
+    add_network_space,
+    add_network_tiers,
+    fabric_power_terms,
+    item_lifetime,
+)
 
 #: Cost categories and when they are paid ("capex": period start, "opex": middle,
 #: "end": end of the horizon).
@@ -33,143 +40,6 @@ CATEGORIES = {
 SPARSE_STOCK_MIN = 5_000
 
 CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
-
-
-def _lin(terms) -> pulp.LpAffineExpression:
-    """Affine expression from ``(variable, coefficient)`` pairs (fast path).
-
-    A variable given twice keeps its last coefficient: merge repeated variables first
-    (:func:`_merged`).
-    """
-    return pulp.LpAffineExpression([(v, c) for v, c in terms if c != 0])
-
-
-def _merged(terms) -> list:
-    """``(variable, coefficient)`` pairs with the coefficients of a repeated variable summed."""
-    acc: dict = {}
-    for v, c in terms:
-        acc[v] = acc.get(v, 0.0) + c
-    return list(acc.items())
-
-
-@dataclass
-class ModelVars:
-    """Variables, constraints and cost expressions of one model.
-
-    Attributes
-    ----------
-    new : dict
-        (r, s, p) -> integer racks installed in period p [racks].
-    inst : dict
-        (r, s, p) -> racks in service [racks].
-    alloc : dict
-        (r, s, w, k, p) -> racks of r at s serving pool k of w at peak [racks].
-    unserved : dict
-        (w, k, p) -> peak demand not served (elastic model only) [tokens/s].
-    cdu, cdu_on, cdu_new : dict
-        (s, c, p) -> CDUs in service [-], whether any are needed [0/1], CDUs bought [-].
-    built : dict
-        (s, p) -> facility capacity added in period p [kW].
-    fac_peak, fac_avg : dict
-        (s, p) -> facility power on the design day at peak load / annual average [kW]
-        (expressions; with several representative hours the peak is the variable
-        ``fpk[s,p]``, at least the power of every hour).
-    fac_hour : dict
-        (s, p, h) -> facility power in representative hour h [kW] (expressions).
-    fpk : dict
-        (s, p) -> facility peak over the representative hours [kW] (several hours only).
-    spare_on : dict
-        (r, s, p) -> 1 when the site hosts rack type r, so its spare racks are kept [0/1].
-    req, req_assessed : dict
-        (s, q) -> grid capacity requested in period q without / with the assessment [kW].
-    connected : dict
-        (s, p) -> grid capacity connected in period p [kW] (expressions).
-    demand_unit : dict
-        (w, pool, p) -> tokens in period p per unit of the demand row [tokens per
-        token/s]: the row is in peak tokens/s for one schedule, in mean tokens/s for the
-        mix of a flexible workload's schedules.
-    costs : dict
-        (category, p) -> undiscounted cost expression [USD].
-    cons : dict
-        family -> {keys -> constraint}.
-    elastic : bool
-    staffed : dict
-        (s, p) -> 1 when site s hosts any racks in period p, so its per-site staff is
-        paid [0/1] (see :func:`add_operations_costs`).
-    fleet_on : dict
-        p -> 1 when the fleet has any racks in period p (per-fleet staff) [0/1].
-    fabric : dict
-        (r, s, fabric, p) -> :class:`FabricVars` (integer switches and links).
-    fabric_int : list
-        The fabrics' integer and binary variables.
-    fabric_item : dict
-        (s, item, p) -> (expression, unit price [USD]) of network items
-        (:func:`fabric_items`).
-    net_buy : dict
-        (s, item, p) -> network bought [switches, or USD of links].
-    net_racks : dict
-        (s, p) -> network racks [positions].
-    net_tier : dict
-        (r, s, p) -> [(tier, on, racks, bought)] of a linear network with tiers
-        (:attr:`RackSiteData.network_tiers`): binary ``on`` when the racks in service
-        are in that tier's interval (None with one tier), the racks in service
-        ``racks`` counted in it, and the network bought in the period ``bought`` [USD]
-        (the same in every entry).
-    """
-
-    new: dict = field(default_factory=dict)
-    inst: dict = field(default_factory=dict)
-    alloc: dict = field(default_factory=dict)
-    unserved: dict = field(default_factory=dict)
-    cdu: dict = field(default_factory=dict)
-    cdu_on: dict = field(default_factory=dict)
-    cdu_new: dict = field(default_factory=dict)
-    built: dict = field(default_factory=dict)
-    fac_peak: dict = field(default_factory=dict)
-    fac_avg: dict = field(default_factory=dict)
-    fac_hour: dict = field(default_factory=dict)
-    fpk: dict = field(default_factory=dict)
-    spare_on: dict = field(default_factory=dict)
-    req: dict = field(default_factory=dict)
-    req_assessed: dict = field(default_factory=dict)
-    connected: dict = field(default_factory=dict)
-    demand_unit: dict = field(default_factory=dict)
-    costs: dict = field(default_factory=dict)
-    cons: dict = field(default_factory=lambda: defaultdict(dict))
-    staffed: dict = field(default_factory=dict)
-    fleet_on: dict = field(default_factory=dict)
-    elastic: bool = False
-    fabric: dict = field(default_factory=dict)
-    fabric_int: list = field(default_factory=list)
-    fabric_item: dict = field(default_factory=dict)
-    net_buy: dict = field(default_factory=dict)
-    net_racks: dict = field(default_factory=dict)
-    net_tier: dict = field(default_factory=dict)
-
-    def add(self, prob: pulp.LpProblem, family: str, keys: tuple, constraint) -> None:
-        """Add ``constraint`` to ``prob`` named ``lp_name(family, *keys)`` and record it."""
-        name = lp_name(family, *keys)
-        constraint.name = name
-        prob.addConstraint(constraint, name)
-        self.cons[family][keys] = constraint
-
-    def integers(self) -> list[pulp.LpVariable]:
-        """All integer and binary variables."""
-        return [*self.new.values(), *self.cdu.values(), *self.cdu_on.values(),
-                *self.spare_on.values(), *self.staffed.values(), *self.fleet_on.values(),
-                *self.fabric_int,
-                *(t[1] for ts in self.net_tier.values() for t in ts if t[1] is not None)]
-
-    def network_terms(self, r: str, s: str, p: int, what: int) -> list | None:
-        """Linear-network terms of (r, s, p) per tier: (racks in the tier, figure) pairs.
-
-        ``what``: 0 kW, 2 positions per rack in service. None without tiers (the caller
-        uses the period's single figure).
-        """
-        tiers = self.net_tier.get((r, s, p))
-        if tiers is None:
-            return None
-        return [(n, t[2 + what]) for t, _on, n, _b in tiers]
 
 
 def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, ModelVars]:
@@ -302,78 +172,6 @@ def add_spare_racks(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             cat=pulp.LpBinary)
         mv.add(prob, "spare_on", (r, s, label), _lin([(inst, 1.0), (on, -float(cap))]) <= 0)
         mv.add(prob, "spare_min", (r, s, label), _lin([(inst, 1.0), (on, -float(k))]) >= 0)
-
-
-def network_owned(d: PlanInputs, r: str, s: str) -> float:
-    """Installed value of the existing racks' tiered linear network [USD] (already paid)."""
-    e = d.existing_count(r, s, 0)
-    return e * d.rack_site[r, s].network_capex(0, e) if e else 0.0
-
-
-def add_network_tiers(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Tier of each linear network with tiers: which interval its racks in service are in.
-
-    For (r, s, p) with :attr:`RackSiteData.network_tiers` ``(a_t, b_t, ...)``: binaries
-    ``on_t`` (at most one), racks ``n_t`` with ``a_t on_t <= n_t <= b_t on_t`` and
-    ``inst = sum_t n_t`` (the convex hull of the choice: the tightest rows for one
-    (r, s, p)). Network kW and positions are ``sum_t f_t n_t``; the installed network
-    value ``V[p] = sum_t c_t n_t`` [USD] and the network bought ``nbuy[p] >= V[p] -
-    V[p-1]`` (the existing racks' network owned before the first period), paid like
-    the integer fabric's switches and links: when the installed network grows, so a
-    fabric that grows into three tiers pays for re-cabling the racks it has.
-    """
-    for r, s in sorted({(r, s) for r, s, _p in mv.inst}):
-        rs = d.rack_site[r, s]
-        if not rs.network_tiers or not d.linear_network(r):
-            continue
-        intervals = rs.network_tiers
-        if (r, s) in d.network_collapsed:  # the lower tier's figures at any count
-            intervals = ((1, intervals[-1][1], *intervals[0][2:]),)
-        before = None
-        for p in range(len(d.periods)):
-            inst = mv.inst.get((r, s, p))
-            if inst is None:
-                before = None
-                continue
-            label = d.periods[p].label
-            one = len(intervals) == 1  # one tier: no choice to make
-            tiers = [(intervals[0], None, inst, None)] if one else []
-            value = [(inst, intervals[0][3])] if one else []
-            ons, split = [], [(inst, 1.0)]
-            for k, t in enumerate(() if one else intervals):
-                on = prob.add_variable(lp_name("ntier_on", r, s, label, k), 0, 1,
-                                       cat=pulp.LpBinary)
-                n = prob.add_variable(lp_name("ntier_racks", r, s, label, k), 0)
-                mv.add(prob, "ntier_low", (r, s, label, k),
-                       _lin([(n, 1.0), (on, -t[0])]) >= 0)
-                mv.add(prob, "ntier_high", (r, s, label, k),
-                       _lin([(n, 1.0), (on, -t[1])]) <= 0)
-                ons.append((on, 1.0))
-                split.append((n, -1.0))
-                value.append((n, t[3]))
-                tiers.append((t, on, n, None))
-            if ons:
-                mv.add(prob, "ntier_one", (r, s, label), _lin(ons) <= 1)
-                mv.add(prob, "ntier_split", (r, s, label), _lin(split) == 0)
-            buy = prob.add_variable(lp_name("ntier_buy", r, s, label), 0)
-            row = [(buy, 1.0), *((v, -c) for v, c in value)]
-            if before is not None:
-                row += before
-            owned = network_owned(d, r, s) if p == 0 else 0.0
-            mv.add(prob, "ntier_buy", (r, s, label), _lin(row) >= -owned)
-            before = value
-            mv.net_tier[r, s, p] = [(t, on, n, buy) for t, on, n, _b in tiers]
-
-
-def collapsed_over(d: PlanInputs, mv: ModelVars) -> set[tuple[str, str]]:
-    """Pairs of ``d.network_collapsed`` whose solved racks in service pass their boundary."""
-    over = set()
-    for r, s in d.network_collapsed:
-        top = d.rack_site[r, s].network_tiers[0][1]
-        if any((mv.inst[r, s, p].value() or 0.0) > top + 1e-6
-               for p in range(len(d.periods)) if (r, s, p) in mv.inst):
-            over.add((r, s))
-    return over
 
 
 def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -608,6 +406,22 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
             if fast:
                 room = max(0.0, g.threshold_kw - 1.0 - max(g.committed_kw, default=0.0))
                 mv.add(prob, "assessment", (s,), _lin(fast) <= room)
+
+
+def recharge_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
+    """(variable, kW) terms of the UPS battery recharge at site s in period p.
+
+    ``recharge_kw_per_it_kw[r,s] x it_power_max_kw[r] x inst[r,s,p]``: the UPS
+    plant's recharge share of its full load (the site's topology and UPS model at
+    the planning scale).
+    """
+    out = []
+    for r in d.racks:
+        var = mv.inst.get((r, s, p))
+        k = d.rack_site[r, s].recharge_kw_per_it_kw if var is not None else 0.0
+        if k:
+            out.append((var, k * d.racks[r].it_power_max_kw))
+    return out
 
 
 def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -878,6 +692,29 @@ def add_carbon_cap(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         mv.add(prob, "carbon_cap", (per.label,), _lin(terms) <= cap)
 
 
+def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Site water: ``sum_r WUE[r,s] x IT_max[r] x inst[r,s,p] x hours / 1000 <= limit x years``.
+
+    WUE [L per IT kWh] is that of the cooling plant the facility model chose for the
+    rack type at the site (evaporative towers use water; dry coolers and chillers
+    none), at full load all year: a conservative reading of the site's annual
+    allowance [m3/year].
+    """
+    for s, sd in d.sites.items():
+        limit = sd.water_limit_m3_per_year
+        if limit is None:
+            continue
+        for p, per in enumerate(d.periods):
+            terms = []
+            for r in d.racks:
+                var = mv.inst.get((r, s, p))
+                w = d.rack_site[r, s].water_l_per_it_kwh if var is not None else 0.0
+                if w:
+                    terms.append((var, w * d.racks[r].it_power_max_kw * d.hours(p) / 1000.0))
+            if terms:
+                mv.add(prob, "water", (s, per.label), _lin(terms) <= limit * per.years)
+
+
 def add_budget(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     """Budget: ``sum_{capex categories} cost[cat, p] <= budget_usd[p]`` where a budget is set."""
     for p, limit in enumerate(d.budget_usd):
@@ -902,454 +739,3 @@ def set_objective(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             terms[v] += f * c
     obj = pulp.LpAffineExpression([(v, c) for v, c in terms.items() if c != 0])
     prob.setObjective(obj)
-
-
-# ----------------------------------------------------------------------------------------
-# Integer fabric (switches and links per site, period and rack type)
-# ----------------------------------------------------------------------------------------
-
-
-@dataclass
-class FabricVars:
-    """Integer variables of one fabric of one rack type at one site in one period.
-
-    ``counts`` maps ``leaf``, ``spine``, ``core`` [switches] and the link tiers
-    ``nic_leaf``, ``leaf_spine``, ``spine_core`` [links] to expressions.
-    """
-
-    fd: object
-    n: object
-    counts: dict = field(default_factory=dict)
-    multi: object = None
-    three: object = None
-    single: object = None
-    leaves: list = field(default_factory=list)
-    ups: list = field(default_factory=list)
-    need: object = None
-    spines: object = None
-    gaps: list = field(default_factory=list)
-    cores: object = None
-    core_links: object = None
-    over: list = field(default_factory=list)
-
-
-def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Switches and links of every rack type's fabrics as exact step functions [count].
-
-    For racks in service ``n = inst[r,s,p]`` (integral: existing plus integer
-    purchases) on a fabric with ``P`` links per rack, ``m_g`` rails of ``p_g`` links,
-    leaves of ``d`` down / ``u`` up ports, radix ``R``, oversubscription ``o``
-    (:class:`~dcplan.planner.fabric.FabricData`), with integer variables that the
-    positive cost of switches and links holds at their least values:
-
-    - one switch while ``n <= floor(R / P)``: binary ``multi`` with
-      ``n <= floor(R / P) + M multi``; ``single >= P n / R - M multi`` (1 when n > 0);
-    - leaves ``l_g >= p_g n / d - M (1 - multi)`` per rail of group g
-      (``ceil``), uplinks ``U_g >= p_g n / o - M (1 - multi)``;
-      ``U = sum_g m_g U_g``;
-    - spines: ``k >= U / R`` (the fewest), ``spines >= k`` and, for each balancing
-      step ``(a_j, b_j)``, binary ``z_j`` with ``k <= a_j - 1 + M z_j`` and
-      ``spines >= b_j z_j`` (``D(k) = max(k, max{b_j : a_j <= k})``);
-    - one spine more at the rack counts ``m`` where striping the uplinks overfills a
-      spine (:func:`~dcplan.planner.fabric.overfill_points`): binaries ``at_m`` (1 from
-      ``n = m`` on: ``n <= m - 1 + M at_m``) and ``past_m`` (1 only from ``m + 1``:
-      ``n >= (m + 1) past_m``) add ``at_m - past_m`` to every spine row;
-    - three tiers beyond ``two_tier_max`` racks: binary ``three``; ``spines >= 2 U / R``,
-      cores ``>= U / R`` and spine-core links ``>= U`` when ``three`` (a lower bound on
-      the pods' rounding).
-
-    Links: ``nic_leaf = P n``, ``leaf_spine = U``, ``spine_core`` as above. These rows
-    are exact for two tiers (and for one), so the plan's switch and link counts are
-    :func:`~dcplan.planner.fabric.fabric_counts` of its own fleet.
-    """
-    for (r, s, p), n in mv.inst.items():
-        fabrics = d.fabrics.get(r)
-        if not fabrics:
-            continue
-        cap = d.sites[s].rack_positions // d.racks[r].rack_positions
-        if cap <= 0 or not _may_hold(d, mv, r, s, p):
-            continue
-        label = d.periods[p].label
-        for fd in fabrics:
-            mv.fabric[r, s, fd.fabric, p] = _fabric_rows(prob, d, mv, fd, n, cap,
-                                                         (r, s, fd.fabric, label))
-
-
-def _whole(x: float) -> bool:
-    return abs(x - round(x)) < 1e-9
-
-
-def _may_hold(d: PlanInputs, mv: ModelVars, r: str, s: str, p: int) -> bool:
-    """Whether racks of ``r`` can be in service at ``s`` in ``p`` (existing or bought)."""
-    return d.existing_count(r, s, p) > 0 or any(
-        (r, s, q) in mv.new and d.alive(r, q, p) for q in range(p + 1))
-
-
-def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
-    """Variables and rows of one fabric (see :func:`add_fabrics`)."""
-    def ivar(name, lo=0, hi=None, cat=pulp.LpInteger):
-        v = prob.add_variable(lp_name(name, *key), lo, hi, cat=cat)
-        mv.fabric_int.append(v)
-        return v
-
-    fv = FabricVars(fd=fd, n=n)
-    P, R = fd.ports_per_rack, fd.radix
-    one = min(fd.one_switch_max, cap)
-    if cap <= fd.one_switch_max:  # always one switch
-        fv.single = ivar("fab_single")
-        mv.add(prob, "fab_single", key, _lin([(fv.single, 1.0), (n, -P / R)]) >= 0)
-        fv.counts = dict(leaf=_lin([(fv.single, 1.0)]), spine=_lin([]), core=_lin([]),
-                         nic_leaf=_lin([(n, float(P))]), leaf_spine=_lin([]),
-                         spine_core=_lin([]))
-        return fv
-    multi_terms = []
-    if one > 0:
-        fv.multi = ivar("fab_multi", 0, 1, pulp.LpBinary)
-        mv.add(prob, "fab_multi", key, _lin([(n, 1.0), (fv.multi, -float(cap - one))]) <= one)
-        fv.single = ivar("fab_single")
-        mv.add(prob, "fab_single", key, _lin([(fv.single, 1.0), (n, -P / R),
-                                              (fv.multi, P * cap / R)]) >= 0)
-        multi_terms = [fv.multi]
-    leaf_terms = [(fv.single, 1.0)] if fv.single is not None else []
-    up_terms = []
-    for i, (m, pg) in enumerate(fd.rail_groups):
-        for kind, per, coef in (("fab_leaf", fd.down, leaf_terms),
-                                ("fab_up", fd.oversubscription, up_terms)):
-            big = pg * one / per  # the row is void in the one-switch regime (n <= one)
-            # integral bounds (p_g / o and the void term whole numbers): a continuous
-            # variable takes a whole value at the optimum; otherwise an integer (ceil)
-            whole = kind == "fab_up" and _whole(pg / per) and _whole(big)
-            v = prob.add_variable(lp_name(f"{kind}{i}", *key), 0) if whole else \
-                ivar(f"{kind}{i}")
-            row = [(v, 1.0), (n, -pg / per)] + [(x, -big) for x in multi_terms]
-            mv.add(prob, f"{kind}{i}", key, _lin(row) >= -big if multi_terms else
-                   _lin(row) >= 0)
-            (fv.leaves if kind == "fab_leaf" else fv.ups).append(v)
-            coef.append((v, float(m)))
-    up = _lin(up_terms)
-    u_max = sum(m * math.ceil(pg * cap / fd.oversubscription) for m, pg in fd.rail_groups)
-    k_max = -(-u_max // R)
-    fv.need = ivar("fab_need")
-    mv.add(prob, "fab_need", key, _lin([(fv.need, float(R)), *[(v, -c) for v, c in up_terms]])
-           >= 0)
-    fv.spines = ivar("fab_spine")
-    extra = []  # one spine more at the rack counts where striping overfills a spine
-    for j, m in enumerate(x for x in fd.overfill if x <= min(cap, fd.two_tier_max)):
-        at = ivar(f"fab_over{j}", 0, 1, pulp.LpBinary)  # forced to 1 from n = m on
-        past = ivar(f"fab_past{j}", 0, 1, pulp.LpBinary)  # may be 1 only from n = m + 1
-        mv.add(prob, f"fab_over{j}", key, _lin([(n, 1.0), (at, -float(cap - m + 1))]) <= m - 1)
-        mv.add(prob, f"fab_past{j}", key, _lin([(n, 1.0), (past, -float(m + 1))]) >= 0)
-        # valid: past implies at; and the next point's at implies this past (at an
-        # optimum), so the extra spine is between 0 and 1 in the relaxation too
-        mv.add(prob, f"fab_pastat{j}", key, _lin([(at, 1.0), (past, -1.0)]) >= 0)
-        if fv.over:
-            mv.add(prob, f"fab_pastnext{j}", key, _lin([(fv.over[-1][2], 1.0), (at, -1.0)]) >= 0)
-        extra += [(at, -1.0), (past, 1.0)]
-        fv.over.append((m, at, past))
-    mv.add(prob, "fab_spine", key, _lin([(fv.spines, 1.0), (fv.need, -1.0), *extra]) >= 0)
-    prev = None
-    for j, (a, b) in enumerate(fd.gaps):
-        if a > k_max:
-            break
-        z = ivar(f"fab_gap{j}", 0, 1, pulp.LpBinary)
-        fv.gaps.append(z)
-        mv.add(prob, f"fab_gap{j}", key,
-               _lin([(fv.need, 1.0), (z, -float(k_max - a + 1))]) <= a - 1)
-        mv.add(prob, f"fab_bal{j}", key, _lin([(fv.spines, 1.0), (z, -float(b)), *extra]) >= 0)
-        if prev is not None:
-            mv.add(prob, f"fab_gapord{j}", key, _lin([(prev, 1.0), (z, -1.0)]) >= 0)
-        prev = z
-    core = core_links = _lin([])
-    if cap > fd.two_tier_max:
-        two = fd.two_tier_max
-        fv.three = ivar("fab_three", 0, 1, pulp.LpBinary)
-        mv.add(prob, "fab_three", key, _lin([(n, 1.0), (fv.three, -float(cap - two))]) <= two)
-        fv.cores = ivar("fab_core")
-        fv.core_links = prob.add_variable(lp_name("fab_core_links", *key), 0)
-        for name, v, per in (("fab_pod_spine", fv.spines, R / 2), ("fab_core", fv.cores, R),
-                             ("fab_core_links", fv.core_links, 1.0)):
-            big = u_max / per
-            mv.add(prob, name, key, _lin([(v, 1.0), *[(x, -c / per) for x, c in up_terms],
-                                          (fv.three, -big)]) >= -big)
-        core, core_links = _lin([(fv.cores, 1.0)]), _lin([(fv.core_links, 1.0)])
-    if fd.three_tier_max < cap:
-        mv.add(prob, "fab_max", key, _lin([(n, 1.0)]) <= fd.three_tier_max)
-    fv.counts = dict(leaf=_lin(leaf_terms), spine=_lin([(fv.spines, 1.0)]), core=core,
-                     nic_leaf=_lin([(n, float(P))]), leaf_spine=up, spine_core=core_links)
-    return fv
-
-
-def fabric_items(d: PlanInputs, mv: ModelVars) -> dict:
-    """Network items per site and period: (s, item, p) -> (expression, unit price [USD]).
-
-    Items are switch models (count of switches, priced per switch) and each rack
-    type's links (their value in USD, priced 1): what a period adds over the one
-    before is bought (:func:`add_fabric_costs`).
-    """
-    out: dict = {}
-    for (r, s, _f, p), fv in mv.fabric.items():
-        fd = fv.fd
-        sw = out.setdefault((s, fd.switch_id, p), [[], fd.switch_capex_usd])
-        for t in ("leaf", "spine", "core"):
-            sw[0] += list(fv.counts[t].items())
-        ln = out.setdefault((s, f"links_{r}", p), [[], 1.0])
-        for t in ("nic_leaf", "leaf_spine", "spine_core"):
-            c = fd.link_capex_usd[t]
-            ln[0] += [(v, c * x) for v, x in fv.counts[t].items()]
-    return {k: (_lin(_merged(v)), price) for k, (v, price) in out.items()}
-
-
-def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
-    """(variable, kW) terms of the fabrics' power at site s in period p, losses included."""
-    terms = []
-    for r in d.racks:
-        for fd in d.fabrics.get(r, ()):
-            fv = mv.fabric.get((r, s, fd.fabric, p))
-            if fv is None:
-                continue
-            gain = 1 + d.rack_site[r, s].loss_frac
-            for t in ("leaf", "spine", "core"):
-                terms += [(v, gain * fd.switch_kw * c) for v, c in fv.counts[t].items()]
-            for t in ("nic_leaf", "leaf_spine", "spine_core"):
-                terms += [(v, gain * fd.link_kw[t] * c) for v, c in fv.counts[t].items()]
-    return _merged(terms)
-
-
-def fabric_existing(d: PlanInputs, s: str) -> dict:
-    """Network items of the existing fleet at the start of the plan (owned) [count, USD]."""
-    from dcplan.planner.fabric import fabric_counts
-
-    out: dict = defaultdict(float)
-    for r, fabrics in d.fabrics.items():
-        n = d.existing_count(r, s, 0)
-        if n <= 0:
-            continue
-        for fd in fabrics:
-            c = fabric_counts(fd, n)
-            out[fd.switch_id] += c["leaf"] + c["spine"] + c["core"]
-            out[f"links_{r}"] += sum(c[t] * fd.link_capex_usd[t]
-                                     for t in ("nic_leaf", "leaf_spine", "spine_core"))
-    return out
-
-
-def item_lifetime(d: PlanInputs, item: str) -> float:
-    """Life of a network item [years].
-
-    Links: their rack type's; a switch model: the shortest of the rack types whose
-    fabrics use it.
-    """
-    if item.startswith("links_"):
-        return d.racks[item[6:]].lifetime_years
-    lives = [d.racks[r].lifetime_years for r, fs in d.fabrics.items()
-             if any(fd.switch_id == item for fd in fs)]
-    return min(lives, default=0.0)
-
-
-def add_fabric_purchases(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Network bought: ``net_buy[s,i,p] >= item[s,i,p] - item[s,i,p-1]`` (existing owned).
-
-    Switches and links are bought when a period needs more than the one before and
-    kept when fewer are needed (like CDUs); the network capex is ``price x net_buy``.
-    """
-    items = fabric_items(d, mv)
-    mv.fabric_item = items
-    owned = {s: fabric_existing(d, s) for s in d.sites}
-    for (s, i, p), (expr, _price) in items.items():
-        label = d.periods[p].label
-        buy = mv.net_buy[s, i, p] = prob.add_variable(lp_name("net_buy", s, i, label), 0)
-        before = items.get((s, i, p - 1)) if p > 0 else None
-        rhs = -owned[s].get(i, 0.0) if p == 0 else 0.0
-        row = [(buy, 1.0), *[(v, -c) for v, c in expr.items()]]
-        if before is not None:
-            row += list(before[0].items())
-        mv.add(prob, "net_buy", (s, i, label), _lin(row) >= rhs)
-
-
-def add_network_space(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Network racks: integer ``net_racks[s,p] >= switch rack units / units per rack``."""
-    per = float(d.network_rack_units or 1)
-    units = defaultdict(list)
-    for (_r, s, _f, p), fv in mv.fabric.items():
-        for t in ("leaf", "spine", "core"):
-            units[s, p] += [(v, fv.fd.switch_rack_units * c) for v, c in fv.counts[t].items()]
-    for (s, p), terms in units.items():
-        key = (s, d.periods[p].label)
-        v = mv.net_racks[s, p] = prob.add_variable(lp_name("net_racks", *key), 0,
-                                                   cat=pulp.LpInteger)
-        mv.fabric_int.append(v)
-        mv.add(prob, "net_racks", key,
-               _lin([(v, per), *[(x, -c) for x, c in _merged(terms)]]) >= 0)
-
-
-def fabric_start_values(fv: FabricVars, n: int) -> dict:
-    """Values of a fabric's integer variables for ``n`` racks (a MIP start) [count]."""
-    fd = fv.fd
-    out = {}
-    multi = n > fd.one_switch_max
-    if fv.multi is not None:
-        out[fv.multi] = float(multi)
-    if fv.single is not None:
-        out[fv.single] = float(n > 0 and not multi)
-    for v, (_m, pg) in zip(fv.leaves, fd.rail_groups, strict=True):
-        out[v] = float(math.ceil(pg * n / fd.down - 1e-9)) if multi else 0.0
-    ups = []
-    for v, (_m, pg) in zip(fv.ups, fd.rail_groups, strict=True):
-        out[v] = float(math.ceil(pg * n / fd.oversubscription - 1e-9)) if multi else 0.0
-        ups.append(out[v] * _m)
-    u = sum(ups)
-    if fv.need is None:
-        return out
-    k = math.ceil(u / fd.radix - 1e-9)
-    out[fv.need] = float(k)
-    spines = k
-    for z, (a, b) in zip(fv.gaps, fd.gaps, strict=False):
-        on = k >= a
-        out[z] = float(on)
-        if on:
-            spines = max(spines, b)
-    for m, at, past in fv.over:
-        out[at], out[past] = float(n >= m), float(n >= m + 1)
-        if n == m:
-            spines += 1
-    three = fv.three is not None and n > fd.two_tier_max
-    if fv.three is not None:
-        out[fv.three] = float(three)
-        out[fv.cores] = float(math.ceil(u / fd.radix - 1e-9)) if three else 0.0
-        out[fv.core_links] = float(u) if three else 0.0
-        if three:
-            spines = max(spines, math.ceil(2 * u / fd.radix - 1e-9))
-    out[fv.spines] = float(spines)
-    return out
-
-
-# ----------------------------------------------------------------------------------------
-# Power redundancy and water
-# ----------------------------------------------------------------------------------------
-
-
-def recharge_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
-    """(variable, kW) terms of the UPS battery recharge at site s in period p.
-
-    ``recharge_kw_per_it_kw[r,s] x it_power_max_kw[r] x inst[r,s,p]``: the UPS
-    plant's recharge share of its full load (the site's topology and UPS model at
-    the planning scale).
-    """
-    out = []
-    for r in d.racks:
-        var = mv.inst.get((r, s, p))
-        k = d.rack_site[r, s].recharge_kw_per_it_kw if var is not None else 0.0
-        if k:
-            out.append((var, k * d.racks[r].it_power_max_kw))
-    return out
-
-
-def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Site water: ``sum_r WUE[r,s] x IT_max[r] x inst[r,s,p] x hours / 1000 <= limit x years``.
-
-    WUE [L per IT kWh] is that of the cooling plant the facility model chose for the
-    rack type at the site (evaporative towers use water; dry coolers and chillers
-    none), at full load all year: a conservative reading of the site's annual
-    allowance [m3/year].
-    """
-    for s, sd in d.sites.items():
-        limit = sd.water_limit_m3_per_year
-        if limit is None:
-            continue
-        for p, per in enumerate(d.periods):
-            terms = []
-            for r in d.racks:
-                var = mv.inst.get((r, s, p))
-                w = d.rack_site[r, s].water_l_per_it_kwh if var is not None else 0.0
-                if w:
-                    terms.append((var, w * d.racks[r].it_power_max_kw * d.hours(p) / 1000.0))
-            if terms:
-                mv.add(prob, "water", (s, per.label), _lin(terms) <= limit * per.years)
-
-
-def three_tier_fabrics(mv: ModelVars) -> list[tuple]:
-    """Keys ``(r, s, fabric, p)`` of the solved fabrics that have three tiers."""
-    out = []
-    for key, fv in mv.fabric.items():
-        if fv.three is not None and int(round(fv.n.value() or 0.0)) > fv.fd.two_tier_max:
-            out.append(key)
-    return out
-
-
-def fix_at_exact_fabric(d: PlanInputs, mv: ModelVars) -> None:
-    """Fix every integer of the solved plan, the fabrics at their exact counts.
-
-    Racks, CDUs and the on/off binaries are fixed at their values; each fabric's
-    variables at :func:`fabric_start_values` of its racks in service, with spines at
-    :func:`~dcplan.planner.fabric.fabric_counts` (a three-tier fabric's pods round
-    their spines up, which the MILP's rows, a lower bound, do not see); network racks
-    at ``ceil(units / units per rack)`` of those counts. The fixed variables become
-    continuous, so an LP solve then settles what is left (built capacity, grid
-    requests, allocations, the facility peak) for the plan's exact fabric.
-    """
-    from dcplan.planner.fabric import fabric_counts
-
-    def fix(var, value: float) -> None:
-        var.cat = pulp.LpContinuous
-        var.lowBound = var.upBound = var.varValue = float(value)
-
-    for group in (mv.new, mv.cdu, mv.cdu_on, mv.spare_on, mv.staffed, mv.fleet_on):
-        for var in group.values():
-            fix(var, round(var.value() or 0.0))
-    for fv in mv.fabric.values():
-        n = int(round(fv.n.value() or 0.0))
-        vals = fabric_start_values(fv, n)
-        if fv.spines is not None:
-            exact = float(fabric_counts(fv.fd, n)["spine"])
-            vals[fv.spines] = max(vals.get(fv.spines, 0.0), exact)
-        for var, x in vals.items():
-            fix(var, x)
-    for key, racks in network_racks_needed(d, mv).items():
-        fix(mv.net_racks[key], racks)
-
-
-def network_racks_needed(d: PlanInputs, mv: ModelVars) -> dict:
-    """Network racks each site and period needs for its fabrics' switches [positions].
-
-    ``ceil(switch rack units / units per network rack)``, from the switch-count
-    variables' current values; keys ``(s, p)`` of ``mv.net_racks``.
-    """
-    units: dict = defaultdict(float)
-    for (_r, s, _f, p), fv in mv.fabric.items():
-        for t in ("leaf", "spine", "core"):
-            units[s, p] += fv.fd.switch_rack_units * (pulp.value(fv.counts[t]) or 0.0)
-    return {key: float(math.ceil(units[key] / (d.network_rack_units or 1) - 1e-6))
-            for key in mv.net_racks}
-
-
-def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | None:
-    """Set the solved fabric's counts to their step functions; the objective after [USD].
-
-    Within a MIP gap the solver may leave a switch or link count above the least value
-    its rows allow (it only costs money). With the fleet fixed, the least values are
-    the step functions of the racks in service (:func:`fabric_start_values`), network
-    racks ``ceil(units / units per rack)`` and purchases the increases: the same plan,
-    feasible and no dearer (less network power and positions). Returns the objective of
-    the polished values (None without fabrics).
-    """
-    if not mv.fabric:
-        return None
-    for fv in mv.fabric.values():
-        n = int(round(fv.n.value() or 0.0))
-        for var, x in fabric_start_values(fv, n).items():
-            var.varValue = x
-    for key, racks in network_racks_needed(d, mv).items():
-        mv.net_racks[key].varValue = racks
-    peak: dict = defaultdict(float)  # the facility peak over the hours, lowered with them
-    for (s, p, _h), e in mv.fac_hour.items():
-        if (s, p) in mv.fpk:
-            peak[s, p] = max(peak[s, p], pulp.value(e) or 0.0)
-    for key, var in mv.fpk.items():
-        var.varValue = peak[key]
-    owned = {s: fabric_existing(d, s) for s in d.sites}
-    for (s, i, p), var in mv.net_buy.items():
-        now = pulp.value(mv.fabric_item[s, i, p][0]) or 0.0
-        before = mv.fabric_item.get((s, i, p - 1)) if p > 0 else None
-        prev = (pulp.value(before[0]) or 0.0) if before is not None else \
-            (owned[s].get(i, 0.0) if p == 0 else 0.0)
-        var.varValue = max(0.0, now - prev)
-    return pulp.value(prob.objective)

@@ -17,7 +17,9 @@ import pandas as pd
 import pulp
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import CATEGORIES, ModelVars, discount, network_owned
+from dcplan.planner.model import CATEGORIES, discount
+from dcplan.planner.model_vars import ModelVars
+from dcplan.planner.network_rows import network_owned
 from dcplan.units import SECONDS_PER_MONTH
 
 
@@ -580,7 +582,7 @@ def network_values(d: PlanInputs, sol: Solution, r: str, s: str) -> list[float]:
     """Installed value of a tiered linear network in each period [USD].
 
     ``racks in service x capex per rack of their tier`` (see
-    :func:`~dcplan.planner.model.add_network_tiers`).
+    :func:`~dcplan.planner.network_rows.add_network_tiers`).
     """
     rs = d.rack_site[r, s]
     return [(n := sol.installed(d, r, s, p)) * rs.network_capex(p, n)
@@ -614,7 +616,7 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
                 d.racks[r].lifetime_years, p)
             prev = value
     if d.fabrics:
-        from dcplan.planner.model import fabric_existing, item_lifetime
+        from dcplan.planner.network_rows import fabric_existing, item_lifetime
 
         for s in d.sites:
             prev = fabric_existing(d, s)

@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import ModelVars
+from dcplan.planner.model_vars import ModelVars
 
 _EPS = 1e-6
 
@@ -168,7 +168,7 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
 
 def _fabric_start(d: PlanInputs, mv: ModelVars, inst_int: dict, out: dict) -> None:
     """Fabric integers and network racks of the rounded fleet (exact step functions)."""
-    from dcplan.planner.model import fabric_start_values
+    from dcplan.planner.network_rows import fabric_start_values
 
     units: dict = defaultdict(float)
     for (r, s, _f, p), fv in mv.fabric.items():

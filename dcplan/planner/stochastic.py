@@ -57,7 +57,8 @@ import pulp
 
 from dcplan.errors import InputError, Problem
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import ModelVars, build_model
+from dcplan.planner.model import build_model
+from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.names import lp_name
 from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.solver import SolveInfo, SolveStatus, solve
