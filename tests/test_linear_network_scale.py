@@ -66,8 +66,8 @@ def test_figures_are_the_facility_model_at_the_racks_the_relaxation_holds(linear
             want, _fc = rack_site_data(case, case.sites[s], r, n)
             assert rs.network_kw(p) == pytest.approx(want.network_kw_per_rack), (r, s, p, n)
             assert rs.network_capex(p) == pytest.approx(want.network_capex_usd_per_rack)
-            held = math.ceil((mv.inst[r, s, p].value() or 0.0) - 1e-6) \
-                if (r, s, p) in mv.inst else 0
+            held = math.ceil((mv.racks_in_service[r, s, p].value() or 0.0) - 1e-6) \
+                if (r, s, p) in mv.racks_in_service else 0
             if held >= 1:
                 now, _fc = rack_site_data(case, case.sites[s], r, max(held, n))
                 assert now.network_capex_usd_per_rack == pytest.approx(

@@ -100,9 +100,9 @@ def add_fleet_variables(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> N
         cap = d.sites[s].rack_positions // d.racks[r].rack_positions
         for p, per in enumerate(d.periods):
             if d.buyable(r, s, p):
-                mv.new[r, s, p] = prob.add_variable(lp_name("new", r, s, per.label), 0, cap,
-                                                  cat=pulp.LpInteger)
-            mv.inst[r, s, p] = prob.add_variable(lp_name("inst", r, s, per.label), 0)
+                mv.racks_bought[r, s, p] = prob.add_variable(
+                    lp_name("new", r, s, per.label), 0, cap, cat=pulp.LpInteger)
+            mv.racks_in_service[r, s, p] = prob.add_variable(lp_name("inst", r, s, per.label), 0)
 
 
 def add_stock_balance(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -117,7 +117,7 @@ def add_stock_balance(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
     than :data:`SPARSE_STOCK_MIN` (rack, site, period) keys keep the dense form, whose
     solver path the example scenarios' regression values were recorded with.
     """
-    if len(mv.inst) < SPARSE_STOCK_MIN:
+    if len(mv.racks_in_service) < SPARSE_STOCK_MIN:
         _add_stock_dense(prob, d, mv)
         return
     n = len(d.periods)
@@ -127,14 +127,15 @@ def add_stock_balance(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
                       and not (p > 0 and d.alive(r, q, p - 1))],
                      [q for q in range(p) if p > 0 and d.alive(r, q, p - 1)
                       and not d.alive(r, q, p)]) for p in range(n)]
-    for (r, s, p), inst in mv.inst.items():
+    for (r, s, p), inst in mv.racks_in_service.items():
         enter, retire = moves[r][p]
         terms = [(inst, 1.0)]
-        terms += [(mv.new[r, s, q], -1.0) for q in enter if (r, s, q) in mv.new]
+        terms += [(mv.racks_bought[r, s, q], -1.0) for q in enter if (r, s, q) in mv.racks_bought]
         rhs = float(d.existing_count(r, s, p))
         if p > 0:
-            terms.append((mv.inst[r, s, p - 1], -1.0))
-            terms += [(mv.new[r, s, q], 1.0) for q in retire if (r, s, q) in mv.new]
+            terms.append((mv.racks_in_service[r, s, p - 1], -1.0))
+            terms += [(mv.racks_bought[r, s, q], 1.0) for q in retire
+                      if (r, s, q) in mv.racks_bought]
             rhs -= d.existing_count(r, s, p - 1)
         mv.add(prob, "stock", (r, s, d.periods[p].label), _lin(terms) == rhs)
 
@@ -146,9 +147,9 @@ def _add_stock_dense(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None
     (retired after its lifetime); existing racks retire ``lifetime`` after their
     installation date. One nonzero per period of a rack's life.
     """
-    for (r, s, p), inst in mv.inst.items():
-        terms = [(mv.new[r, s, q], -1.0) for q in range(p + 1)
-                 if (r, s, q) in mv.new and d.alive(r, q, p)]
+    for (r, s, p), inst in mv.racks_in_service.items():
+        terms = [(mv.racks_bought[r, s, q], -1.0) for q in range(p + 1)
+                 if (r, s, q) in mv.racks_bought and d.alive(r, q, p)]
         expr = _lin([(inst, 1.0), *terms])
         mv.add(prob, "stock", (r, s, d.periods[p].label),
                expr == d.existing_count(r, s, p))
@@ -161,13 +162,13 @@ def add_spare_racks(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     ``inst <= cap * on`` and ``inst >= k * on`` (a valid tightening: a site hosting the
     type holds at least its spares). Only (rack, site) pairs with ``k > 0`` get them.
     """
-    for (r, s, p), inst in mv.inst.items():
+    for (r, s, p), inst in mv.racks_in_service.items():
         k = d.spare_racks.get((r, s), 0)
         if k <= 0:
             continue
         label = d.periods[p].label
         cap = d.sites[s].rack_positions // d.racks[r].rack_positions
-        on = mv.spare_on[r, s, p] = prob.add_variable(
+        on = mv.spares_kept[r, s, p] = prob.add_variable(
             lp_name("spare_on", r, s, label), 1 if d.existing_count(r, s, p) > 0 else 0, 1,
             cat=pulp.LpBinary)
         mv.add(prob, "spare_on", (r, s, label), _lin([(inst, 1.0), (on, -float(cap))]) <= 0)
@@ -186,7 +187,7 @@ def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     availability and ``k`` its spare racks at the site (:func:`add_spare_racks`). Without
     profiles there is one hour and ``frac = 1``.
     """
-    for (r, s, p), inst in mv.inst.items():
+    for (r, s, p), inst in mv.racks_in_service.items():
         label = d.periods[p].label
         terms = []  # (var, schedule, utilisation)
         for w, wd in d.workloads.items():
@@ -197,13 +198,13 @@ def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
                 if d.perf[r, w].rate(base) <= 0:
                     continue
                 var = prob.add_variable(lp_name("alloc", r, s, w, key, label), 0)
-                mv.alloc[r, s, w, key, p] = var
+                mv.racks_allocated[r, s, w, key, p] = var
                 terms.append((var, sch[j], wd.target_utilisation))
         if not terms:
             continue
         avail = d.racks[r].availability
         rhs = [(inst, -avail)]
-        on = mv.spare_on.get((r, s, p))
+        on = mv.spares_kept.get((r, s, p))
         if on is not None:
             rhs.append((on, avail * d.spare_racks[r, s]))
         hours = d.rep_hours(p)
@@ -232,7 +233,7 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     the priced variable ``unserved[w,k,p]`` (in the row's unit) closes any gap.
     """
     by_wkp = defaultdict(list)
-    for (r, _s, w, key, p), var in mv.alloc.items():
+    for (r, _s, w, key, p), var in mv.racks_allocated.items():
         base, j = d.pool_of(w, key, p)
         sch = d.schedules(w, p)
         coef = d.rate(r, w, key, p)
@@ -246,14 +247,14 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                 need = wd.demand_tokens_per_s[p] * wd.pool_share(k)
                 if len(sch) == 1:
                     need *= sch[0].peak_factor
-                mv.demand_unit[w, k, p] = d.demand_row_tokens(w, p)
+                mv.demand_row_tokens[w, k, p] = d.demand_row_tokens(w, p)
                 if need <= 0:
                     continue
                 terms = list(by_wkp.get((w, k, p), []))
                 if mv.elastic:
-                    mv.unserved[w, k, p] = prob.add_variable(
+                    mv.unserved_tokens_per_s[w, k, p] = prob.add_variable(
                         lp_name("unserved", w, k, per.label), 0)
-                    terms.append((mv.unserved[w, k, p], 1.0))
+                    terms.append((mv.unserved_tokens_per_s[w, k, p], 1.0))
                 mv.add(prob, "demand", (w, k, per.label), _lin(terms) >= need)
 
 
@@ -273,7 +274,7 @@ def _site_power_parts(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
     schedules: dict = {}
     nameplate = d.nameplate_peak and not average
     for r in d.racks:
-        if (r, s, p) not in mv.inst:
+        if (r, s, p) not in mv.racks_in_service:
             continue
         rs, rk = d.rack_site[r, s], d.racks[r]
         cool = rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak
@@ -281,13 +282,13 @@ def _site_power_parts(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
         base = rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
         tiered = mv.network_terms(r, s, p, 0)
         net = 0.0 if tiered is not None or not d.linear_network(r) else rs.network_kw(p)
-        terms.append((None, mv.inst[r, s, p], gain * ((1 + cool) * base + net)))
+        terms.append((None, mv.racks_in_service[r, s, p], gain * ((1 + cool) * base + net)))
         terms += [(None, v, gain * kw) for v, kw in tiered or ()]
         if nameplate:
             continue
         for w, wd in d.workloads.items():
             for key, _base, j in d.alloc_pools(w, p):
-                var = mv.alloc.get((r, s, w, key, p))
+                var = mv.racks_allocated.get((r, s, w, key, p))
                 if var is None:
                     continue
                 extra = max(0.0, d.perf[r, w].power_kw - rk.it_power_idle_kw)
@@ -330,19 +331,19 @@ def add_power_expressions(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) ->
     """
     for s in d.sites:
         for p in range(len(d.periods)):
-            mv.fac_avg[s, p] = _lin(_site_power_terms(d, mv, s, p, average=True))
+            mv.facility_avg_kw[s, p] = _lin(_site_power_terms(d, mv, s, p, average=True))
             hours = (None,) if d.nameplate_peak else d.rep_hours(p)
             if len(hours) == 1:
-                e = mv.fac_peak[s, p] = _lin(_site_power_terms(d, mv, s, p, average=False,
+                e = mv.facility_peak_kw[s, p] = _lin(_site_power_terms(d, mv, s, p, average=False,
                                                                hour=hours[0]))
-                mv.fac_hour[s, p, hours[0]] = e
+                mv.facility_hour_kw[s, p, hours[0]] = e
                 continue
             label = d.periods[p].label
             terms, schedules = _site_power_parts(d, mv, s, p, average=False)
             if not terms:
                 for h in hours:
-                    mv.fac_hour[s, p, h] = _lin([])
-                mv.fac_peak[s, p] = _lin([])
+                    mv.facility_hour_kw[s, p, h] = _lin([])
+                mv.facility_peak_kw[s, p] = _lin([])
                 continue
             parts: dict = defaultdict(list)
             for g, v, c in terms:
@@ -357,15 +358,16 @@ def add_power_expressions(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) ->
                            _lin([(var, 1.0), *((v, -c) for v, c in part)]) == 0)
                     part = [(var, 1.0)]
                 mixes.append((sch, u, part))
-            var = mv.fpk[s, p] = prob.add_variable(lp_name("fpk", s, label), 0)
+            var = mv.facility_peak_over_hours_kw[s, p] = prob.add_variable(
+                lp_name("fpk", s, label), 0)
             for h in hours:
                 row = list(fixed)
                 for sch, u, part in mixes:
                     f = sch.frac(h) / u
                     row += [(v, c * f) for v, c in part]
-                e = mv.fac_hour[s, p, h] = _lin(_merged(row))
+                e = mv.facility_hour_kw[s, p, h] = _lin(_merged(row))
                 mv.add(prob, "peak_power", (s, label, _hour(d, h)), e - var <= 0)
-            mv.fac_peak[s, p] = _lin([(var, 1.0)])
+            mv.facility_peak_kw[s, p] = _lin([(var, 1.0)])
 
 
 def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -384,25 +386,25 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     n = len(d.periods)
     for s, sd in d.sites.items():
         g = sd.connection
-        if g is None or not any(len(mv.fac_peak.get((s, p), _lin([]))) for p in range(n)):
+        if g is None or not any(len(mv.facility_peak_kw.get((s, p), _lin([]))) for p in range(n)):
             continue
         for q, per in enumerate(d.periods):
             if g.arrival[q] < n:
-                mv.req[s, q] = prob.add_variable(lp_name("req", s, per.label), 0)
+                mv.grid_requested_kw[s, q] = prob.add_variable(lp_name("req", s, per.label), 0)
             if g.threshold_kw is not None and g.arrival_assessed[q] < n:
-                mv.req_assessed[s, q] = prob.add_variable(lp_name("req_assessed", s,
+                mv.grid_requested_assessed_kw[s, q] = prob.add_variable(lp_name("req_assessed", s,
                                                                   per.label), 0)
         for p, per in enumerate(d.periods):
-            terms = [(v, 1.0) for q, v in mv.req.items() if q[0] == s
+            terms = [(v, 1.0) for q, v in mv.grid_requested_kw.items() if q[0] == s
                      and g.arrival[q[1]] <= p]
-            terms += [(v, 1.0) for q, v in mv.req_assessed.items() if q[0] == s
+            terms += [(v, 1.0) for q, v in mv.grid_requested_assessed_kw.items() if q[0] == s
                       and g.arrival_assessed[q[1]] <= p]
-            mv.connected[s, p] = _lin(terms) + g.committed_kw[p]
+            mv.grid_connected_kw[s, p] = _lin(terms) + g.committed_kw[p]
             if terms:
                 mv.add(prob, "connectable", (s, per.label),
                        _lin(terms) <= max(0.0, sd.grid_kw[p] - g.committed_kw[p]))
         if g.threshold_kw is not None:
-            fast = [(v, 1.0) for q, v in mv.req.items() if q[0] == s]
+            fast = [(v, 1.0) for q, v in mv.grid_requested_kw.items() if q[0] == s]
             if fast:
                 room = max(0.0, g.threshold_kw - 1.0 - max(g.committed_kw, default=0.0))
                 mv.add(prob, "assessment", (s,), _lin(fast) <= room)
@@ -417,7 +419,7 @@ def recharge_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
     """
     out = []
     for r in d.racks:
-        var = mv.inst.get((r, s, p))
+        var = mv.racks_in_service.get((r, s, p))
         k = d.rack_site[r, s].recharge_kw_per_it_kw if var is not None else 0.0
         if k:
             out.append((var, k * d.racks[r].it_power_max_kw))
@@ -432,11 +434,11 @@ def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     battery recharge of the site's racks (:func:`recharge_terms`), which the
     connection carries on top of the facility peak.
     """
-    for (s, p), expr in mv.fac_peak.items():
+    for (s, p), expr in mv.facility_peak_kw.items():
         if not len(expr):
             continue
         expr = expr + _lin(recharge_terms(d, mv, s, p))
-        conn = mv.connected.get((s, p))
+        conn = mv.grid_connected_kw.get((s, p))
         if conn is None:
             mv.add(prob, "grid", (s, d.periods[p].label), expr <= d.sites[s].grid_kw[p])
         else:
@@ -459,7 +461,7 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     for s in d.sites:
         for c in d.cdu_models(s):
             racks = [r for r in d.racks if (r, s) in d.rack_site
-                     and d.rack_site[r, s].cdu_id == c and (r, s, 0) in mv.inst]
+                     and d.rack_site[r, s].cdu_id == c and (r, s, 0) in mv.racks_in_service]
             if not racks:
                 continue
             cd = d.cdu_data(s, c)
@@ -468,28 +470,28 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             prev = -(-heat0 // cd.cdu_capacity_kw) + d.cdu_redundancy if heat0 > 0 else 0
             for p, per in enumerate(d.periods):
                 key = (s, c, per.label)
-                cdu = mv.cdu[s, c, p] = prob.add_variable(lp_name("cdu", *key), 0,
+                cdu = mv.cdus_in_service[s, c, p] = prob.add_variable(lp_name("cdu", *key), 0,
                                                         cat=pulp.LpInteger)
                 has_existing = any(d.existing_count(r, s, p) > 0 for r in racks)
-                on = mv.cdu_on[s, c, p] = prob.add_variable(lp_name("cdu_on", *key),
+                on = mv.cdu_model_used[s, c, p] = prob.add_variable(lp_name("cdu_on", *key),
                                                           1 if has_existing else 0, 1,
                                                           cat=pulp.LpBinary)
                 if p > 0:
-                    mv.add(prob, "cdu_keep", key, _lin([(on, 1.0),
-                                                        (mv.cdu_on[s, c, p - 1], -1.0)]) >= 0)
-                buy = mv.cdu_new[s, c, p] = prob.add_variable(lp_name("cdu_new", *key), 0)
-                heat = [(mv.inst[r, s, p], -d.rack_site[r, s].liquid_heat_kw_per_rack)
+                    mv.add(prob, "cdu_keep", key,
+                           _lin([(on, 1.0), (mv.cdu_model_used[s, c, p - 1], -1.0)]) >= 0)
+                buy = mv.cdus_bought[s, c, p] = prob.add_variable(lp_name("cdu_new", *key), 0)
+                heat = [(mv.racks_in_service[r, s, p], -d.rack_site[r, s].liquid_heat_kw_per_rack)
                         for r in racks]
                 cap = cd.cdu_capacity_kw
                 mv.add(prob, "cdu_heat", key,
                        _lin([(cdu, cap), (on, -d.cdu_redundancy * cap), *heat]) >= 0)
                 mv.add(prob, "cdu_on", key, _lin(
-                    [*[(mv.inst[r, s, p], 1.0) for r in racks],
+                    [*[(mv.racks_in_service[r, s, p], 1.0) for r in racks],
                      (on, -float(d.sites[s].rack_positions))]) <= 0)
                 rhs = -prev if p == 0 else 0.0
                 terms = [(buy, 1.0), (cdu, -1.0)]
                 if p > 0:
-                    terms.append((mv.cdu[s, c, p - 1], 1.0))
+                    terms.append((mv.cdus_in_service[s, c, p - 1], 1.0))
                 mv.add(prob, "cdu_buy", key, _lin(terms) >= rhs)
 
 
@@ -502,22 +504,22 @@ def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     type with the integer fabric, whose network racks are the integer ``net_racks``).
     """
     cdus = defaultdict(list)
-    for (s, c, p), var in mv.cdu.items():
+    for (s, c, p), var in mv.cdus_in_service.items():
         cdus[s, p].append((var, d.cdu_data(s, c).cdu_positions))
     for s, sd in d.sites.items():
         for p, per in enumerate(d.periods):
             terms = []
             for r in d.racks:
-                if (r, s, p) not in mv.inst:
+                if (r, s, p) not in mv.racks_in_service:
                     continue
                 tiered = mv.network_terms(r, s, p, 2)
                 net = 0.0 if tiered is not None or not d.linear_network(r) else \
                     d.rack_site[r, s].network_positions(p)
-                terms.append((mv.inst[r, s, p], float(d.racks[r].rack_positions) + net))
+                terms.append((mv.racks_in_service[r, s, p], float(d.racks[r].rack_positions) + net))
                 terms += tiered or []
             terms += cdus[s, p]
-            if (s, p) in mv.net_racks:
-                terms.append((mv.net_racks[s, p], 1.0))
+            if (s, p) in mv.network_racks:
+                terms.append((mv.network_racks[s, p], 1.0))
             if terms:
                 mv.add(prob, "space", (s, per.label), _lin(terms) <= sd.rack_positions)
 
@@ -530,15 +532,16 @@ def add_building(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     ``built0`` is the capacity already built.
     """
     for s, sd in d.sites.items():
-        if not any(len(mv.fac_peak[s, p]) for p in range(len(d.periods))):
+        if not any(len(mv.facility_peak_kw[s, p]) for p in range(len(d.periods))):
             continue
         terms = []
         for p, per in enumerate(d.periods):
             cap = 0.0 if p < sd.first_build_period else None
-            var = mv.built[s, p] = prob.add_variable(lp_name("build", s, per.label), 0, cap)
+            var = mv.capacity_built_kw[s, p] = prob.add_variable(
+                lp_name("build", s, per.label), 0, cap)
             terms.append((var, 1.0))
             mv.add(prob, "building", (s, per.label),
-                   _lin(terms) - mv.fac_peak[s, p] >= -sd.built_kw_initial)
+                   _lin(terms) - mv.facility_peak_kw[s, p] >= -sd.built_kw_initial)
 
 
 def add_costs(d: PlanInputs, mv: ModelVars) -> None:
@@ -555,11 +558,11 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
     """
     cost = defaultdict(list)
     n = len(d.periods)
-    for (r, s, p), var in mv.new.items():
+    for (r, s, p), var in mv.racks_bought.items():
         rk, rs = d.racks[r], d.rack_site[r, s]
         price = d.rack_capex(r, p)
         cost["rack_capex", p].append((var, price))
-        tiered = (r, s, p) in mv.net_tier  # its network is bought as it grows (below)
+        tiered = (r, s, p) in mv.network_tier_vars  # its network is bought as it grows (below)
         net = 0.0 if tiered or not d.linear_network(r) else rs.network_capex(p)
         cost["network_capex", p].append((var, net))
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
@@ -567,56 +570,56 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
         left = d.remaining_frac(rk.lifetime_years, p)
         cost["terminal_value", n - 1].append(
             (var, -left * (price + net + cooling)))
-    for (r, _s, p), tiers in mv.net_tier.items():
+    for (r, _s, p), tiers in mv.network_tier_vars.items():
         buy = tiers[0][3]
         cost["network_capex", p].append((buy, 1.0))
         cost["terminal_value", n - 1].append(
             (buy, -d.remaining_frac(d.racks[r].lifetime_years, p)))
-    for (s, i, p), var in mv.net_buy.items():
-        price = mv.fabric_item[s, i, p][1]
+    for (s, i, p), var in mv.network_bought.items():
+        price = mv.network_items[s, i, p][1]
         cost["network_capex", p].append((var, price))
         cost["terminal_value", n - 1].append(
             (var, -price * d.remaining_frac(item_lifetime(d, i), p)))
-    for (r, s, p), var in mv.new.items():
+    for (r, s, p), var in mv.racks_bought.items():
         extra = d.rack_site[r, s].redundancy_capex_usd_per_kw * d.racks[r].it_power_max_kw
         if extra:
             cost["redundancy_capex", p].append((var, extra))
             cost["terminal_value", n - 1].append(
                 (var, -extra * d.remaining_frac(d.building_lifetime_years, p)))
-    for (s, c, p), var in mv.cdu_new.items():
+    for (s, c, p), var in mv.cdus_bought.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p].append((var, price))
         cost["terminal_value", n - 1].append((var, -price * d.remaining_frac(
             d.cdu_lifetime_years, p)))
-    for (s, p), var in mv.built.items():
+    for (s, p), var in mv.capacity_built_kw.items():
         sd = d.sites[s]
         for part, price in building_prices(d, s):
             cost[part, p].append((var, price))
         cost["terminal_value", n - 1].append(
             (var, -sd.build_capex_usd_per_kw * d.remaining_frac(d.building_lifetime_years, p)))
-    for lane in (mv.req, mv.req_assessed):
+    for lane in (mv.grid_requested_kw, mv.grid_requested_assessed_kw):
         for (s, q), var in lane.items():
             price = d.sites[s].connection.cost_usd_per_kw
             cost["grid_connection", q].append((var, price))
             cost["terminal_value", n - 1].append(
                 (var, -price * d.remaining_frac(d.building_lifetime_years, q)))
-    for (r, _s, p), var in mv.inst.items():
+    for (r, _s, p), var in mv.racks_in_service.items():
         rk = d.racks[r]
         cost["maintenance", p].append(
             (var, rk.maintenance_frac_per_year * rk.capex_usd * d.periods[p].years))
-    for (s, p), expr in mv.fac_avg.items():
+    for (s, p), expr in mv.facility_avg_kw.items():
         f = d.hours(p) * d.energy_price(s, p)
         cost["energy", p] += [(v, f * c) for v, c in expr.items()]
         cf = d.hours(p) * d.sites[s].carbon_kg_per_kwh * d.carbon_price(p)
         if cf:
             cost["carbon", p] += [(v, cf * c) for v, c in expr.items()]
-    for (s, p), expr in mv.fac_peak.items():
+    for (s, p), expr in mv.facility_peak_kw.items():
         f = d.months(p) * d.demand_charge(s, p)
         cost["demand_charge", p] += [(v, f * c) for v, c in expr.items()]
-    for (w, k, p), var in mv.unserved.items():
+    for (w, k, p), var in mv.unserved_tokens_per_s.items():
         cost["unserved_penalty", p].append(
-            (var, d.unserved_usd_per_token * mv.demand_unit[w, k, p]))
-    mv.costs = {key: _lin(_merged(terms)) for key, terms in cost.items()}
+            (var, d.unserved_usd_per_token * mv.demand_row_tokens[w, k, p]))
+    mv.costs_usd = {key: _lin(_merged(terms)) for key, terms in cost.items()}
 
 
 # --- build or buy: what a self-hosting team pays beyond energy and maintenance ---------
@@ -642,7 +645,7 @@ def add_operations_costs(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
         return
     add = defaultdict(list)
     by_site = defaultdict(list)
-    for (r, s, p), var in mv.inst.items():
+    for (r, s, p), var in mv.racks_in_service.items():
         yrs = d.periods[p].years
         staff = ops.staff_per_rack.get((r, s), 0.0) + ops.staff_per_kw.get(s, 0.0) \
             * d.racks[r].it_power_max_kw
@@ -654,21 +657,21 @@ def add_operations_costs(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
         if not need_site:
             break
         label = d.periods[p].label
-        on = mv.staffed[s, p] = prob.add_variable(lp_name("staffed", s, label), 0, 1,
+        on = mv.site_staffed[s, p] = prob.add_variable(lp_name("staffed", s, label), 0, 1,
                                                   cat=pulp.LpInteger)
         cap = float(max(d.sites[s].rack_positions, 1))
         mv.add(prob, "staffed", (s, label), _lin(terms) - cap * on <= 0)
         add["staff", p].append((on, ops.staff_per_site.get(s, 0.0) * d.periods[p].years))
         if ops.staff_per_fleet > 0:
-            if p not in mv.fleet_on:     # its cost once per period, not once per site
-                mv.fleet_on[p] = prob.add_variable(lp_name("fleet_on", label), 0, 1,
+            if p not in mv.fleet_staffed:     # its cost once per period, not once per site
+                mv.fleet_staffed[p] = prob.add_variable(lp_name("fleet_on", label), 0, 1,
                                                    cat=pulp.LpInteger)
-                add["staff", p].append((mv.fleet_on[p], ops.staff_per_fleet
+                add["staff", p].append((mv.fleet_staffed[p], ops.staff_per_fleet
                                         * d.periods[p].years))
-            mv.add(prob, "fleet_on", (s, label), _lin([(mv.fleet_on[p], 1.0), (on, -1.0)])
+            mv.add(prob, "fleet_on", (s, label), _lin([(mv.fleet_staffed[p], 1.0), (on, -1.0)])
                    >= 0)
     for key, terms in add.items():
-        mv.costs[key] = mv.costs.get(key, _lin([])) + _lin(_merged(terms))
+        mv.costs_usd[key] = mv.costs_usd.get(key, _lin([])) + _lin(_merged(terms))
 
 
 def building_prices(d: PlanInputs, s: str) -> list[tuple[str, float]]:
@@ -688,7 +691,7 @@ def add_carbon_cap(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         terms = []
         for s, sd in d.sites.items():
             f = d.hours(p) * sd.carbon_kg_per_kwh
-            terms += [(v, f * c) for v, c in mv.fac_avg.get((s, p), _lin([])).items()]
+            terms += [(v, f * c) for v, c in mv.facility_avg_kw.get((s, p), _lin([])).items()]
         mv.add(prob, "carbon_cap", (per.label,), _lin(terms) <= cap)
 
 
@@ -707,7 +710,7 @@ def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         for p, per in enumerate(d.periods):
             terms = []
             for r in d.racks:
-                var = mv.inst.get((r, s, p))
+                var = mv.racks_in_service.get((r, s, p))
                 w = d.rack_site[r, s].water_l_per_it_kwh if var is not None else 0.0
                 if w:
                     terms.append((var, w * d.racks[r].it_power_max_kw * d.hours(p) / 1000.0))
@@ -720,7 +723,8 @@ def add_budget(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     for p, limit in enumerate(d.budget_usd):
         if limit is None:
             continue
-        terms = [t for cat in CAPEX_CATEGORIES for t in mv.costs.get((cat, p), _lin([])).items()]
+        terms = [t for cat in CAPEX_CATEGORIES
+                 for t in mv.costs_usd.get((cat, p), _lin([])).items()]
         mv.add(prob, "budget", (d.periods[p].label,), _lin(terms) <= limit)
 
 
@@ -733,7 +737,7 @@ def discount(d: PlanInputs, category: str, p: int) -> float:
 def set_objective(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     """Objective: minimise ``sum_{cat,p} discount(cat, p) * cost[cat, p]`` [USD, present value]."""
     terms = defaultdict(float)
-    for (cat, p), expr in mv.costs.items():
+    for (cat, p), expr in mv.costs_usd.items():
         f = discount(d, cat, p)
         for v, c in expr.items():
             terms[v] += f * c

@@ -46,7 +46,7 @@ def add_network_tiers(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
     the integer fabric's switches and links: when the installed network grows, so a
     fabric that grows into three tiers pays for re-cabling the racks it has.
     """
-    for r, s in sorted({(r, s) for r, s, _p in mv.inst}):
+    for r, s in sorted({(r, s) for r, s, _p in mv.racks_in_service}):
         rs = d.rack_site[r, s]
         if not rs.network_tiers or not d.linear_network(r):
             continue
@@ -55,7 +55,7 @@ def add_network_tiers(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
             intervals = ((1, intervals[-1][1], *intervals[0][2:]),)
         before = None
         for p in range(len(d.periods)):
-            inst = mv.inst.get((r, s, p))
+            inst = mv.racks_in_service.get((r, s, p))
             if inst is None:
                 before = None
                 continue
@@ -86,7 +86,7 @@ def add_network_tiers(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
             owned = network_owned(d, r, s) if p == 0 else 0.0
             mv.add(prob, "ntier_buy", (r, s, label), _lin(row) >= -owned)
             before = value
-            mv.net_tier[r, s, p] = [(t, on, n, buy) for t, on, n, _b in tiers]
+            mv.network_tier_vars[r, s, p] = [(t, on, n, buy) for t, on, n, _b in tiers]
 
 
 @dataclass
@@ -142,7 +142,7 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     are exact for two tiers (and for one), so the plan's switch and link counts are
     :func:`~dcplan.planner.fabric.fabric_counts` of its own fleet.
     """
-    for (r, s, p), n in mv.inst.items():
+    for (r, s, p), n in mv.racks_in_service.items():
         fabrics = d.fabrics.get(r)
         if not fabrics:
             continue
@@ -151,7 +151,7 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             continue
         label = d.periods[p].label
         for fd in fabrics:
-            mv.fabric[r, s, fd.fabric, p] = _fabric_rows(prob, d, mv, fd, n, cap,
+            mv.fabric_vars[r, s, fd.fabric, p] = _fabric_rows(prob, d, mv, fd, n, cap,
                                                          (r, s, fd.fabric, label))
 
 
@@ -162,14 +162,14 @@ def _whole(x: float) -> bool:
 def _may_hold(d: PlanInputs, mv: ModelVars, r: str, s: str, p: int) -> bool:
     """Whether racks of ``r`` can be in service at ``s`` in ``p`` (existing or bought)."""
     return d.existing_count(r, s, p) > 0 or any(
-        (r, s, q) in mv.new and d.alive(r, q, p) for q in range(p + 1))
+        (r, s, q) in mv.racks_bought and d.alive(r, q, p) for q in range(p + 1))
 
 
 def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
     """Variables and rows of one fabric (see :func:`add_fabrics`)."""
     def ivar(name, lo=0, hi=None, cat=pulp.LpInteger):
         v = prob.add_variable(lp_name(name, *key), lo, hi, cat=cat)
-        mv.fabric_int.append(v)
+        mv.fabric_integers.append(v)
         return v
 
     fv = FabricVars(fd=fd, n=n)
@@ -267,7 +267,7 @@ def fabric_items(d: PlanInputs, mv: ModelVars) -> dict:
     before is bought (:func:`add_fabric_purchases`).
     """
     out: dict = {}
-    for (r, s, _f, p), fv in mv.fabric.items():
+    for (r, s, _f, p), fv in mv.fabric_vars.items():
         fd = fv.fd
         sw = out.setdefault((s, fd.switch_id, p), [[], fd.switch_capex_usd])
         for t in ("leaf", "spine", "core"):
@@ -314,11 +314,11 @@ def add_fabric_purchases(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     kept when fewer are needed (like CDUs); the network capex is ``price x net_buy``.
     """
     items = fabric_items(d, mv)
-    mv.fabric_item = items
+    mv.network_items = items
     owned = {s: fabric_existing(d, s) for s in d.sites}
     for (s, i, p), (expr, _price) in items.items():
         label = d.periods[p].label
-        buy = mv.net_buy[s, i, p] = prob.add_variable(lp_name("net_buy", s, i, label), 0)
+        buy = mv.network_bought[s, i, p] = prob.add_variable(lp_name("net_buy", s, i, label), 0)
         before = items.get((s, i, p - 1)) if p > 0 else None
         rhs = -owned[s].get(i, 0.0) if p == 0 else 0.0
         row = [(buy, 1.0), *[(v, -c) for v, c in expr.items()]]
@@ -332,7 +332,7 @@ def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
     terms = []
     for r in d.racks:
         for fd in d.fabrics.get(r, ()):
-            fv = mv.fabric.get((r, s, fd.fabric, p))
+            fv = mv.fabric_vars.get((r, s, fd.fabric, p))
             if fv is None:
                 continue
             gain = 1 + d.rack_site[r, s].loss_frac
@@ -347,14 +347,14 @@ def add_network_space(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
     """Network racks: integer ``net_racks[s,p] >= switch rack units / units per rack``."""
     per = float(d.network_rack_units or 1)
     units = defaultdict(list)
-    for (_r, s, _f, p), fv in mv.fabric.items():
+    for (_r, s, _f, p), fv in mv.fabric_vars.items():
         for t in ("leaf", "spine", "core"):
             units[s, p] += [(v, fv.fd.switch_rack_units * c) for v, c in fv.counts[t].items()]
     for (s, p), terms in units.items():
         key = (s, d.periods[p].label)
-        v = mv.net_racks[s, p] = prob.add_variable(lp_name("net_racks", *key), 0,
+        v = mv.network_racks[s, p] = prob.add_variable(lp_name("net_racks", *key), 0,
                                                    cat=pulp.LpInteger)
-        mv.fabric_int.append(v)
+        mv.fabric_integers.append(v)
         mv.add(prob, "net_racks", key,
                _lin([(v, per), *[(x, -c) for x, c in _merged(terms)]]) >= 0)
 
@@ -405,8 +405,8 @@ def collapsed_over(d: PlanInputs, mv: ModelVars) -> set[tuple[str, str]]:
     over = set()
     for r, s in d.network_collapsed:
         top = d.rack_site[r, s].network_tiers[0][1]
-        if any((mv.inst[r, s, p].value() or 0.0) > top + 1e-6
-               for p in range(len(d.periods)) if (r, s, p) in mv.inst):
+        if any((mv.racks_in_service[r, s, p].value() or 0.0) > top + 1e-6
+               for p in range(len(d.periods)) if (r, s, p) in mv.racks_in_service):
             over.add((r, s))
     return over
 
@@ -414,7 +414,7 @@ def collapsed_over(d: PlanInputs, mv: ModelVars) -> set[tuple[str, str]]:
 def three_tier_fabrics(mv: ModelVars) -> list[tuple]:
     """Keys ``(r, s, fabric, p)`` of the solved fabrics that have three tiers."""
     out = []
-    for key, fv in mv.fabric.items():
+    for key, fv in mv.fabric_vars.items():
         if fv.three is not None and int(round(fv.n.value() or 0.0)) > fv.fd.two_tier_max:
             out.append(key)
     return out
@@ -435,10 +435,11 @@ def fix_at_exact_fabric(d: PlanInputs, mv: ModelVars) -> None:
         var.cat = pulp.LpContinuous
         var.lowBound = var.upBound = var.varValue = float(value)
 
-    for group in (mv.new, mv.cdu, mv.cdu_on, mv.spare_on, mv.staffed, mv.fleet_on):
+    for group in (mv.racks_bought, mv.cdus_in_service, mv.cdu_model_used, mv.spares_kept,
+                  mv.site_staffed, mv.fleet_staffed):
         for var in group.values():
             fix(var, round(var.value() or 0.0))
-    for fv in mv.fabric.values():
+    for fv in mv.fabric_vars.values():
         n = int(round(fv.n.value() or 0.0))
         vals = fabric_start_values(fv, n)
         if fv.spines is not None:
@@ -447,21 +448,21 @@ def fix_at_exact_fabric(d: PlanInputs, mv: ModelVars) -> None:
         for var, x in vals.items():
             fix(var, x)
     for key, racks in network_racks_needed(d, mv).items():
-        fix(mv.net_racks[key], racks)
+        fix(mv.network_racks[key], racks)
 
 
 def network_racks_needed(d: PlanInputs, mv: ModelVars) -> dict:
     """Network racks each site and period needs for its fabrics' switches [positions].
 
     ``ceil(switch rack units / units per network rack)``, from the switch-count
-    variables' current values; keys ``(s, p)`` of ``mv.net_racks``.
+    variables' current values; keys ``(s, p)`` of ``mv.network_racks``.
     """
     units: dict = defaultdict(float)
-    for (_r, s, _f, p), fv in mv.fabric.items():
+    for (_r, s, _f, p), fv in mv.fabric_vars.items():
         for t in ("leaf", "spine", "core"):
             units[s, p] += fv.fd.switch_rack_units * (pulp.value(fv.counts[t]) or 0.0)
     return {key: float(math.ceil(units[key] / (d.network_rack_units or 1) - 1e-6))
-            for key in mv.net_racks}
+            for key in mv.network_racks}
 
 
 def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | None:
@@ -474,24 +475,24 @@ def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float |
     feasible and no dearer (less network power and positions). Returns the objective of
     the polished values (None without fabrics).
     """
-    if not mv.fabric:
+    if not mv.fabric_vars:
         return None
-    for fv in mv.fabric.values():
+    for fv in mv.fabric_vars.values():
         n = int(round(fv.n.value() or 0.0))
         for var, x in fabric_start_values(fv, n).items():
             var.varValue = x
     for key, racks in network_racks_needed(d, mv).items():
-        mv.net_racks[key].varValue = racks
+        mv.network_racks[key].varValue = racks
     peak: dict = defaultdict(float)  # the facility peak over the hours, lowered with them
-    for (s, p, _h), e in mv.fac_hour.items():
-        if (s, p) in mv.fpk:
+    for (s, p, _h), e in mv.facility_hour_kw.items():
+        if (s, p) in mv.facility_peak_over_hours_kw:
             peak[s, p] = max(peak[s, p], pulp.value(e) or 0.0)
-    for key, var in mv.fpk.items():
+    for key, var in mv.facility_peak_over_hours_kw.items():
         var.varValue = peak[key]
     owned = {s: fabric_existing(d, s) for s in d.sites}
-    for (s, i, p), var in mv.net_buy.items():
-        now = pulp.value(mv.fabric_item[s, i, p][0]) or 0.0
-        before = mv.fabric_item.get((s, i, p - 1)) if p > 0 else None
+    for (s, i, p), var in mv.network_bought.items():
+        now = pulp.value(mv.network_items[s, i, p][0]) or 0.0
+        before = mv.network_items.get((s, i, p - 1)) if p > 0 else None
         prev = (pulp.value(before[0]) or 0.0) if before is not None else \
             (owned[s].get(i, 0.0) if p == 0 else 0.0)
         var.varValue = max(0.0, now - prev)

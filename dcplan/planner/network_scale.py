@@ -105,8 +105,8 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
             break
         moved = False
         for r, s in pairs:
-            held = [math.ceil((mv.inst[r, s, p].value() or 0.0) - 1e-6)
-                    if (r, s, p) in mv.inst else 0 for p in range(len(d.periods))]
+            held = [math.ceil((mv.racks_in_service[r, s, p].value() or 0.0) - 1e-6)
+                    if (r, s, p) in mv.racks_in_service else 0 for p in range(len(d.periods))]
             # counts only rise from the second solve on (a fabric near a tier boundary
             # would otherwise flip between two and three tiers); the first solve's
             # counts come from the planning-scale figures and are not kept
