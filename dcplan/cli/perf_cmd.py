@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dcplan.cli import app
+from dcplan.cli.app import app
 from dcplan.cli.common import (
     STATE,
     check_outputs,
