@@ -33,7 +33,8 @@ from dcplan.schema import CoolingType, parse_date
 from dcplan.units import HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_MONTH
 
 #: Optional memo of facility coefficients shared by many cases (a sweep's samples). When
-#: set, :func:`prepare_inputs` calls ``memo(case, site, rack_id, n_racks, compute)``
+#: set, :func:`input_tables` and the linear network's fit
+#: (:mod:`dcplan.planner.network_scale`) call ``memo(case, site, rack_id, n_racks, compute)``
 #: instead of ``compute(case, site, rack_id, n_racks)`` (:func:`rack_site_data`); the memo
 #: decides whether the inputs of a stored table are unchanged. None: compute every time.
 FACILITY_MEMO: ContextVar[Any] = ContextVar("dcplan_facility_memo", default=None)

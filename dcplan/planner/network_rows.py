@@ -1,4 +1,4 @@
-"""The network's rows of the fleet-planning MILP, in the order :func:`build_model` adds them.
+"""The network's rows of the fleet-planning MILP, in the order the model builder adds them.
 
 Two network models share this module (``network_model`` of the scenario): the linear
 network with tiers (:func:`add_network_tiers`: which interval of its tiers each
@@ -11,7 +11,7 @@ switches and links as exact step functions of the racks in service,
 (:mod:`dcplan.planner.run`) when to solve again. The fabric data the rows are built
 from are :class:`~dcplan.planner.fabric.FabricData`.
 
-:func:`build_model` is :func:`dcplan.planner.model.build_model`.
+The model builder is :func:`dcplan.planner.model.build_model`.
 """
 
 from __future__ import annotations

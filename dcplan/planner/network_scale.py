@@ -58,19 +58,19 @@ def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
     With ``network_model: linear`` a rack type's network kW and capex per rack depend on
     how many racks the fabric joins: tens of GB200 NVL72 racks need two tiers (about
     313,000 USD and 4.7 kW per rack), a thousand three (about 493,000 USD and 7.3 kW).
-    :func:`prepare_inputs` first takes them at the planning scale (the racks the whole
-    peak demand would need at one site, capped by its space). Here the LP relaxation
-    of the plan is solved and, for every rack type, site and period, the figures are
-    taken again at the racks the relaxation holds there (rounded up; a period without
-    racks takes the count of the nearest period with racks, earlier first: racks the
-    plan holds there are kept from then or bought for then); then the relaxation is
-    solved again with them, until no figure of a period with racks moves by more than
-    :data:`SCALE_TOLERANCE` (at most :data:`SCALE_PASSES` solves). From the second
-    solve on, each count is the largest it has had since then: a fabric near a tier
-    boundary would otherwise flip between two tiers, where the relaxation holds more
-    racks than the boundary, and three, where it holds fewer; it settles on the dearer
-    side. (The first solve's counts are not kept: they come from the planning-scale
-    figures, which price every site at the same large fabric.)
+    :func:`~dcplan.planner.inputs.input_tables` first takes them at the planning scale
+    (the racks the whole peak demand would need at one site, capped by its space). Here
+    the LP relaxation of the plan is solved and, for every rack type, site and period,
+    the figures are taken again at the racks the relaxation holds there (rounded up; a
+    period without racks takes the count of the nearest period with racks, earlier
+    first: racks the plan holds there are kept from then or bought for then); then the
+    relaxation is solved again with them, until no figure of a period with racks moves
+    by more than :data:`SCALE_TOLERANCE` (at most :data:`SCALE_PASSES` solves). From the
+    second solve on, each count is the largest it has had since then: a fabric near a
+    tier boundary would otherwise flip between two tiers, where the relaxation holds
+    more racks than the boundary, and three, where it holds fewer; it settles on the
+    dearer side. (The first solve's counts are not kept: they come from the
+    planning-scale figures, which price every site at the same large fabric.)
     The MILP then prices each rack's network at the fabric of its period: power per rack
     in service, capex per rack bought (so a fabric that grows into three tiers is not
     charged for re-cabling the racks it already has; the ``sizing`` table shows what

@@ -26,8 +26,9 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
     progress : callable, optional
         Called with one-line progress messages.
     solver : SolverOptions, optional
-        For the LP solves of the linear network's fit (:func:`fit_network_scale`);
-        default: the scenario's ``solver``.
+        For the LP solves of the linear network's fit
+        (:func:`~dcplan.planner.network_scale.fit_network_scale`); default: the
+        scenario's ``solver``.
 
     Returns
     -------
