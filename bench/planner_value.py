@@ -92,10 +92,10 @@ def greedy(d: PlanInputs) -> dict:
 def cost_of(d: PlanInputs, new: dict) -> tuple[float, bool]:
     """Present value of a fixed purchase plan (elastic, so a short plan pays its penalty)."""
     prob, mv = build_model(d, elastic=True)
-    for k, var in mv.new.items():
+    for k, var in mv.racks_bought.items():
         var.lowBound = var.upBound = new.get(k, 0)
     info = solve(prob, SolverOptions(gap=1e-4, time_limit_s=120))
-    short = any((v.value() or 0) > 1e-6 for v in mv.unserved.values())
+    short = any((v.value() or 0) > 1e-6 for v in mv.unserved_tokens_per_s.values())
     return info.objective, short
 
 

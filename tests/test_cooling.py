@@ -9,13 +9,8 @@ import pytest
 
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
-from dcplan.facility.cooling import (
-    cdu_count,
-    chiller_kw_per_kw,
-    cooling,
-    free_cooling_works,
-    loop_plant,
-)
+from dcplan.facility.cooling import cdu_count, cooling, loop_plant
+from dcplan.facility.heat_rejection import chiller_kw_per_kw, free_cooling_works
 from dcplan.facility.power import power_chain
 from dcplan.sites import load_sites
 

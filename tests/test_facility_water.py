@@ -169,7 +169,7 @@ def test_a_water_limit_keeps_the_wet_plant_of_the_loop_that_fits(cat, tmp_path):
 def test_the_peak_is_never_below_the_climate_s_hottest_hours(cat, tmp_path):
     """A design condition milder than the climate's hottest bin: the peak is taken over
     the bins too (hand check: the only chiller hour is the 30 C / 24 C bin)."""
-    from dcplan.facility.cooling import chiller_kw_per_kw
+    from dcplan.facility.heat_rejection import chiller_kw_per_kw
 
     mild = SITE.replace("design_dry_bulb_c: 30", "design_dry_bulb_c: 15").replace(
         "design_wet_bulb_c: 24", "design_wet_bulb_c: 10").replace(

@@ -58,10 +58,10 @@ def test_every_registered_family_has_a_golden_case_and_file():
 def test_each_case_writes_its_family_and_only_registered_families():
     for name, case in CASES.items():
         _prob, mv = _model(case.build, case.elastic)
-        written = {family_of(f) for f in mv.cons if mv.cons[f]}
+        written = {family_of(f) for f in mv.constraints if mv.constraints[f]}
         assert None not in written, \
             f"{case.build.__name__}() writes unregistered families: " \
-            f"{sorted(f for f in mv.cons if family_of(f) is None)}"
+            f"{sorted(f for f in mv.constraints if family_of(f) is None)}"
         assert name in written, f"{case.build.__name__}() writes no {name} rows"
 
 

@@ -24,13 +24,10 @@ from pathlib import Path
 import pytest
 
 from dcplan.planner import build_model, solve
+from dcplan.planner import interrupt as interrupt_mod
 from dcplan.planner import solver as solver_mod
-from dcplan.planner.solver import (
-    SolveStatus,
-    interrupt_requested,
-    interruptible,
-    request_interrupt,
-)
+from dcplan.planner.interrupt import interrupt_requested, interruptible, request_interrupt
+from dcplan.planner.solver import SolveStatus
 from dcplan.planner.start import rounding_start
 from dcplan.scenario import SolverOptions
 
@@ -46,9 +43,9 @@ START_S = 180.0
 @pytest.fixture(autouse=True)
 def _no_pending_interrupt():
     """No test leaves an interrupt pending for the next one."""
-    solver_mod._INTERRUPT.clear()
+    interrupt_mod._INTERRUPT.clear()
     yield
-    solver_mod._INTERRUPT.clear()
+    interrupt_mod._INTERRUPT.clear()
 
 
 # --- in-process: the solver --------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The layering of docs/architecture.md holds: no module imports a higher layer.
+"""The layering of docs/architecture.md holds: no module imports a higher layer, and no
+module imports itself through others (no import circle).
 
 Every ``import``/``from ... import`` in the package is read with :mod:`ast`, including
 imports inside functions (a deferred import is still a dependency).
@@ -84,3 +85,62 @@ def test_no_import_points_up():
                 bad.append(f"{path.relative_to(PKG.parent)}:{line}: {me} ({LAYERS[mine][0]}) "
                            f"imports {target} ({LAYERS[theirs][0]})")
     assert not bad, "\n".join(bad)
+
+
+def _module_graph():
+    """Directed graph of the package's modules: an edge for each import of another module.
+
+    ``from a.b import c`` points at ``a.b.c`` when that is a module, else at ``a.b``;
+    ``import a.b.c`` at the longest module prefix of the name. Importing a submodule is
+    not counted as importing its package's ``__init__`` (Python runs it first, but a
+    package that imports its own submodules would otherwise always be a circle).
+    Deferred imports (inside functions) count, like in :func:`test_no_import_points_up`.
+    """
+    import networkx as nx
+
+    modules = {_module_name(p): p for p in PKG.rglob("*.py")}
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for me, path in modules.items():
+        package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [known(a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")
+                    up = up[: len(up) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else known(base)
+                           for a in node.names]
+            else:
+                continue
+            for target in targets:
+                if target is not None and target != me:
+                    graph.add_edge(me, target, where=f"{path.relative_to(PKG.parent)}:"
+                                                     f"{node.lineno}")
+    return graph
+
+
+def test_no_import_cycles():
+    """No module of the package imports, directly or through others, one that imports it."""
+    import networkx as nx
+
+    graph = _module_graph()
+    bad = []
+    for group in nx.strongly_connected_components(graph):
+        if len(group) < 2:
+            continue
+        cycle = nx.find_cycle(graph.subgraph(group))
+        bad.append(" -> ".join(f"{a} ({graph.edges[a, b]['where']})" for a, b in cycle)
+                   + f" -> {cycle[0][0]}" + (f"  [{len(group)} modules in the circle: "
+                                             f"{', '.join(sorted(group))}]"
+                                             if len(group) > len(cycle) else ""))
+    assert not bad, "import circles:\n" + "\n".join(bad)

@@ -3,7 +3,7 @@
 A fabric's network kW and capex per rack depend on how many racks it joins (two tiers
 for tens of NVL72 racks, three for hundreds); the linear network takes them, in every
 period, at the racks the plan's LP relaxation holds at the site then
-(:func:`dcplan.planner.inputs.fit_network_scale`).
+(:func:`dcplan.planner.network_scale.fit_network_scale`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dcplan.planner.inputs import RackSiteData, _fill_gaps, rack_site_data
+from dcplan.planner.inputs import RackSiteData, rack_site_data
+from dcplan.planner.network_scale import _fill_gaps
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -47,8 +48,8 @@ def test_figures_are_the_facility_model_at_the_racks_the_relaxation_holds(linear
     """Each period's figures are the facility model's at the recorded racks, and they
     are settled: the relaxation solved with them holds racks whose figures (at the
     larger of the two counts, the rule's counts only rise) are within the tolerance."""
-    from dcplan.planner.inputs import SCALE_TOLERANCE
     from dcplan.planner.model import build_model
+    from dcplan.planner.network_scale import SCALE_TOLERANCE
     from dcplan.planner.solver import solve
 
     case, d = linear_inputs
@@ -65,8 +66,8 @@ def test_figures_are_the_facility_model_at_the_racks_the_relaxation_holds(linear
             want, _fc = rack_site_data(case, case.sites[s], r, n)
             assert rs.network_kw(p) == pytest.approx(want.network_kw_per_rack), (r, s, p, n)
             assert rs.network_capex(p) == pytest.approx(want.network_capex_usd_per_rack)
-            held = math.ceil((mv.inst[r, s, p].value() or 0.0) - 1e-6) \
-                if (r, s, p) in mv.inst else 0
+            held = math.ceil((mv.racks_in_service[r, s, p].value() or 0.0) - 1e-6) \
+                if (r, s, p) in mv.racks_in_service else 0
             if held >= 1:
                 now, _fc = rack_site_data(case, case.sites[s], r, max(held, n))
                 assert now.network_capex_usd_per_rack == pytest.approx(

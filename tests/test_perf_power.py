@@ -11,12 +11,11 @@ import yaml
 
 from dcplan.catalog import load_catalog
 from dcplan.perf import rack_performance
-from dcplan.perf.calibration import evaluate_rows
+from dcplan.perf.calibration import evaluate_rows, power_error_by_vendor
 from dcplan.perf.measurements import load_measurements
 from dcplan.perf.params import defaults_path, load_perf_defaults
 from dcplan.perf.power import (
     gpu_share_w,
-    power_error_by_vendor,
     rack_power_kw,
     rack_power_percentile_kw,
 )

@@ -64,11 +64,11 @@ def test_every_constraint_name_parses_to_its_family():
                     rack_sites={("ra", "sa"): rack_site(liquid_kw=8, cdu_id="c1", cdu_kw=20,
                                                         cdu_capex=50)})
     prob, mv = build_model(d)
-    for family, cons in mv.cons.items():
+    for family, cons in mv.constraints.items():
         for keys, con in cons.items():
             assert parse_lp_name(con.name) == (family, tuple(str(k) for k in keys))
     assert {"stock", "capacity", "demand", "grid", "cdu_heat", "cdu_on", "cdu_buy", "space",
-            "building"} <= set(mv.cons)
+            "building"} <= set(mv.constraints)
 
 
 def _brute_force(d, choices):

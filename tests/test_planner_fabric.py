@@ -9,7 +9,8 @@ import pytest
 
 from dcplan.catalog import load_catalog
 from dcplan.planner.fabric import TIERS, fabric_counts, fabric_data
-from dcplan.planner.model import ModelVars, _fabric_rows, fabric_start_values
+from dcplan.planner.model_vars import ModelVars
+from dcplan.planner.network_rows import _fabric_rows, fabric_start_values
 
 CATALOG = load_catalog()
 
@@ -29,7 +30,8 @@ def _solve_counts(fd, n: int, cap: int) -> dict[str, float]:
     assert pulp.LpStatus[prob.status] == "Optimal"
     out = {k: float(pulp.value(e) or 0.0) for k, e in fv.counts.items()}
     start = fabric_start_values(fv, n)
-    return out, {v.name: x for v, x in start.items()}, {v.name: v.value() for v in mv.fabric_int}
+    return out, {v.name: x for v, x in start.items()}, {v.name: v.value()
+                                                         for v in mv.fabric_integers}
 
 
 @pytest.mark.parametrize("rack", ["gb200_nvl72", "vera_rubin_nvl72", "rubin_ultra_nvl576",

@@ -126,7 +126,7 @@ def test_peak_rows_hold_in_every_hour_of_the_day(shoulder, kept):
         every = [sum(c * (v.varValue or 0.0) for v, c in
                      _site_power_terms(d, mv, "sa", p, average=False, hour=h))
                  for h in range(H)]
-        peak = mv.fpk["sa", p].varValue
+        peak = mv.facility_peak_over_hours_kw["sa", p].varValue
         # the building cost makes the peak variable as low as its rows allow
         assert peak == pytest.approx(max(every), rel=1e-7)
         assert table.facility_kw_peak.iloc[p] == pytest.approx(max(every), rel=1e-7)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from dcplan.errors import InputError
 from dcplan.planner import stochastic as st
-from dcplan.planner.model import ModelVars
+from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.solver import SolveStatus, solve
 from dcplan.scenario.schema import CVaR, SolverOptions
 
@@ -55,10 +55,10 @@ def toy_model(d: Toy, elastic: bool = False):
     prob = pulp.LpProblem("toy", pulp.LpMinimize)
     mv = ModelVars()
     for p in (0, 1) if d.available_now else (1,):
-        mv.new["r", "s", p] = prob.add_variable(f"new_{p}", 0, 10, cat=pulp.LpInteger)
+        mv.racks_bought["r", "s", p] = prob.add_variable(f"new_{p}", 0, 10, cat=pulp.LpInteger)
     price = {0: 1.0, 1: 3.0}
-    prob += pulp.lpSum(mv.new.values()) >= d.demand, "demand"
-    prob.setObjective(pulp.lpSum(price[k[-1]] * v for k, v in mv.new.items()))
+    prob += pulp.lpSum(mv.racks_bought.values()) >= d.demand, "demand"
+    prob.setObjective(pulp.lpSum(price[k[-1]] * v for k, v in mv.racks_bought.items()))
     return prob, mv
 
 
@@ -82,7 +82,7 @@ def test_newsvendor_stochastic_plan_evpi_and_vss_by_hand(toy):
     assert stoch.objective == pytest.approx(3.0)
     assert first == {("new", ("r", "s", 0)): pytest.approx(3.0)}
     # both copies of the first-stage decision are the same (non-anticipativity)
-    assert [mv.new["r", "s", 0].value() for mv in models] == pytest.approx([3.0, 3.0])
+    assert [mv.racks_bought["r", "s", 0].value() for mv in models] == pytest.approx([3.0, 3.0])
     alone = [st.solve_alone(c.inputs, EXACT, 1) for c in toy]
     assert [s.objective for s, _ in alone] == pytest.approx([1.0, 3.0])
     evpi = st._bounded(stoch, [s for s, _ in alone], [0.5, 0.5], 0.0, 0.9, -1, "EVPI")
@@ -114,7 +114,7 @@ def test_an_order_one_case_cannot_deliver_is_shared_by_the_others(toy):
     stoch, first, models = _stochastic(cases)
     assert first == {("new", ("r", "s", 0)): pytest.approx(1.0)}
     assert stoch.objective == pytest.approx(0.5 * 1 + 0.5 * 9)
-    assert ("r", "s", 0) not in models[1].new
+    assert ("r", "s", 0) not in models[1].racks_bought
     solved, note = st.evaluate_first_stage(cases[1], {("new", ("r", "s", 0)): 2.0}, 1, EXACT)
     assert solved.objective == pytest.approx(9.0)
     assert "not delivered in case high" in note and "(2)" in note

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from dcplan import facility
-from dcplan.planner.inputs import FACILITY_MEMO, prepare_inputs
+from dcplan.planner.inputs import FACILITY_MEMO
+from dcplan.planner.prepare import prepare_inputs
 from dcplan.schema import KINDS
 from dcplan.sweep.memo import (
     FACILITY_KINDS,

@@ -14,7 +14,7 @@ from dcplan.catalog import (
     load_catalog,
     unknown_message,
 )
-from dcplan.cli import app
+from dcplan.cli.app import app
 from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.export.text import format_cell

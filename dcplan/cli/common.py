@@ -223,7 +223,7 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str, allow_nan=False) + "\n")
 
 
-__all__ = ["STATE", "State", "check_outputs", "emit_json", "fail", "format_table",
+__all__ = ["STATE", "State", "check_outputs", "emit_json", "exit_for", "fail", "format_table",
            "handle_errors"]
 
 
@@ -306,3 +306,20 @@ class solve_display:  # noqa: N801 - used as a context manager like a function
         if self.live is not None:
             self.live.__exit__(*exc)
         return False
+
+
+def exit_for(result, allow_unserved: bool) -> None:
+    """Exit 1 for a plan without a solution, or with unserved demand not accepted.
+
+    Parameters
+    ----------
+    result : PlanResult or StochasticResult
+        Read: ``status``, ``message``, ``unserved`` and ``unserved_accepted`` (the
+        scenario's ``allow_unserved``).
+    allow_unserved : bool
+        ``--allow-unserved``.
+    """
+    if not result.status.has_solution:
+        fail(result.message or f"no plan: solver status {result.status.value}")
+    if result.unserved and not (allow_unserved or result.unserved_accepted):
+        fail(result.message + " Rerun with --allow-unserved to accept this plan.")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dcplan.cli import app
+from dcplan.cli.app import app
 from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
 from dcplan.errors import InputError, Problem
 from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dcplan.cli import app
+from dcplan.cli.app import app
 from dcplan.cli.common import (
     STATE,
     check_outputs,
@@ -588,7 +588,7 @@ def validate(
     cal = _calibration(calibration, catalog, dated=False)
     results = evaluate_rows(rows, catalog, load_perf_defaults(defaults_path(catalog)), cal)
     rep = report(results)
-    from dcplan.perf.power import power_error_by_vendor
+    from dcplan.perf.calibration import power_error_by_vendor
 
     rep["power_by_vendor"] = power_error_by_vendor(results, catalog)
     if json_out:

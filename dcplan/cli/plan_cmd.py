@@ -7,8 +7,17 @@ from typing import Annotated
 
 import typer
 
-from dcplan.cli import app, options
-from dcplan.cli.common import STATE, check_outputs, emit_json, fail, handle_errors, solve_display
+from dcplan.cli import options
+from dcplan.cli.app import app
+from dcplan.cli.common import (
+    STATE,
+    check_outputs,
+    emit_json,
+    exit_for,
+    fail,
+    handle_errors,
+    solve_display,
+)
 
 
 def _progress(msg: str) -> None:
@@ -78,20 +87,3 @@ def plan_cmd(
     else:
         typer.echo(plan_text(result, None if wide else WIDTH))
     exit_for(result, allow_unserved)
-
-
-def exit_for(result, allow_unserved: bool) -> None:
-    """Exit 1 for a plan without a solution, or with unserved demand not accepted.
-
-    Parameters
-    ----------
-    result : PlanResult or StochasticResult
-        Read: ``status``, ``message``, ``unserved`` and ``unserved_accepted`` (the
-        scenario's ``allow_unserved``).
-    allow_unserved : bool
-        ``--allow-unserved``.
-    """
-    if not result.status.has_solution:
-        fail(result.message or f"no plan: solver status {result.status.value}")
-    if result.unserved and not (allow_unserved or result.unserved_accepted):
-        fail(result.message + " Rerun with --allow-unserved to accept this plan.")

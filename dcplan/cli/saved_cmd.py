@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from dcplan.cli import app, options
+from dcplan.cli import options
+from dcplan.cli.app import app
 from dcplan.cli.common import check_outputs, emit_json, fail, handle_errors
 
 SavedPlan = Annotated[Path, typer.Argument(

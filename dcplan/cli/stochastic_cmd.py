@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from dcplan.cli.common import emit_json
+from dcplan.cli.common import emit_json, exit_for
 
 
 def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as_json: bool,
@@ -16,11 +16,10 @@ def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as
                         progress: Any, allow_unserved: bool = False) -> None:
     """Solve, print and write the stochastic plan of ``case``.
 
-    Exits as a deterministic plan does (:func:`dcplan.cli.plan_cmd.exit_for`): 1 without
+    Exits as a deterministic plan does (:func:`dcplan.cli.common.exit_for`): 1 without
     a plan, and 1 when it leaves demand unserved in some case unless ``allow_unserved``
     (``--allow-unserved``) or the scenario's ``allow_unserved: true`` accepts it.
     """
-    from dcplan.cli.plan_cmd import exit_for
     from dcplan.export.stochastic import stochastic_text, write_stochastic_outputs
     from dcplan.export.text import WIDTH
     from dcplan.planner.stochastic import plan_stochastic

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from dcplan.cli import app
+from dcplan.cli.app import app
 from dcplan.cli.common import (
     STATE,
     UNCERTAINTY_IGNORED,

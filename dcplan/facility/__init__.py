@@ -9,7 +9,9 @@ scale; ``size_fleet(catalog, site, fleet, optics=None, oversubscription=1.0)
 ``{rack_id: count}`` at one site.
 
 Modules: :mod:`~dcplan.facility.power` (power chain), :mod:`~dcplan.facility.cooling`
-(CDUs, heat rejection, hours-weighted cooling power), :mod:`~dcplan.facility.network`
+(CDUs, heat rejection, hours-weighted cooling power),
+:mod:`~dcplan.facility.heat_rejection` (plant physics: free cooling, chiller power),
+:mod:`~dcplan.facility.water` (water use, WUE), :mod:`~dcplan.facility.network`
 (fabric graph), :mod:`~dcplan.facility.steps` (fabric counts as step functions of the
 racks, for an integer program), :mod:`~dcplan.facility.bom` (equipment list of a sized
 site),

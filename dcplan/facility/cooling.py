@@ -27,6 +27,7 @@ from typing import Any
 
 from dcplan.errors import InputError, Problem
 from dcplan.facility.assumptions import value
+from dcplan.facility.heat_rejection import chiller_kw_per_kw, free_cooling_works
 from dcplan.facility.water import SiteWater, loop_water
 from dcplan.schema import Cdu, CduPlacement, CoolingType, HeatRejection, HeatRejectionKind, Rack
 from dcplan.sites import Site
@@ -40,35 +41,6 @@ CHILLER_KINDS = (HeatRejectionKind.chiller_air_cooled, HeatRejectionKind.chiller
 def _err(message: str, site: Site | None = None, fld: str | None = None) -> InputError:
     return InputError(Problem("<cooling>" if site is None else f"site {site.id}", message,
                               field=fld))
-
-
-# --- plant physics --------------------------------------------------------------------
-
-
-def ambient_for(plant: HeatRejection, dry_bulb_c: float, wet_bulb_c: float) -> float:
-    """Return the ambient temperature that limits ``plant`` [degC]."""
-    return wet_bulb_c if plant.ambient_basis == "wet_bulb" else dry_bulb_c
-
-
-def free_cooling_works(plant: HeatRejection, supply_c: float, dry_bulb_c: float,
-                       wet_bulb_c: float) -> bool:
-    """Whether a free-cooling plant reaches ``supply_c`` [degC] at this ambient."""
-    approach = plant.approach_k or 0.0
-    return ambient_for(plant, dry_bulb_c, wet_bulb_c) + approach <= supply_c + 1e-9
-
-
-def chiller_kw_per_kw(plant: HeatRejection, supply_c: float, dry_bulb_c: float,
-                      wet_bulb_c: float) -> float:
-    """Chiller electric power per kW of heat at this lift [kW/kW].
-
-    ``e_rated * max(floor, 1 + lift_sensitivity_per_k * (lift - lift_rated))`` with
-    ``lift = ambient - supply`` [K] and ``floor`` from the assumptions file.
-    """
-    lift = ambient_for(plant, dry_bulb_c, wet_bulb_c) - supply_c
-    rated = plant.rated_ambient_c - plant.rated_supply_c
-    factor = 1.0 + plant.lift_sensitivity_per_k * (lift - rated)
-    return plant.electric_kw_per_kw_heat * max(value("cooling", "chiller_min_power_frac"),
-                                               factor)
 
 
 @dataclass

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from dcplan.facility.heat_rejection import chiller_kw_per_kw, free_cooling_works
 from dcplan.schema import HeatRejection, HeatRejectionKind
 from dcplan.units import HOURS_PER_YEAR
 
@@ -167,8 +168,6 @@ def loop_water(catalog, site, plant: Any, heat_kw: float) -> LoopWater:
     In each climate bin the free-cooling plant runs where it can hold the supply, the
     chiller otherwise (the same rule as the cooling energy).
     """
-    from dcplan.facility.cooling import chiller_kw_per_kw, free_cooling_works
-
     out = LoopWater(plant.supply_c, heat_kw)
     if heat_kw <= 0:
         return out

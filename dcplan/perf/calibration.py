@@ -454,6 +454,33 @@ def report(results: list[RowResult]) -> dict[str, Any]:
         "throughput_without_low_repeats": summary([r.error("throughput") for r in rest])}
 
 
+def power_error_by_vendor(results, catalog) -> dict[str, dict]:
+    """Power error of measured rows per accelerator vendor (basis: operating point).
+
+    Parameters
+    ----------
+    results : list of RowResult
+        Validated rows; those without measured or predicted power are left out.
+    catalog : Catalog
+        Supplies each accelerator's ``vendor``.
+
+    Returns
+    -------
+    dict
+        Vendor -> ``summary`` of the signed % errors (``median_abs_pct``,
+        ``p90_abs_pct``, ``max_abs_pct``, ``rows``) plus ``median_signed_pct``.
+    """
+    errs: dict[str, list[float]] = {}
+    for r in results:
+        e = r.error("power")
+        if e is None or not np.isfinite(e):
+            continue
+        vendor = catalog.get("accelerators", r.m.hardware).vendor
+        errs.setdefault(vendor, []).append(float(e))
+    return {v: summary(e) | {"median_signed_pct": float(np.median(e))}
+            for v, e in sorted(errs.items())}
+
+
 def _physics_in_use(rows: Sequence) -> list[str]:
     names = []
     serving = [m for m in rows if m.kind == "serving"]

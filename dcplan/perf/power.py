@@ -141,35 +141,6 @@ def gpu_share_w(wall_w: float, wall_preload_w: float, gpus: int, gpu_idle_w: flo
     return gpus * gpu_idle_w + psu_efficiency_frac * (wall_w - wall_preload_w)
 
 
-def power_error_by_vendor(results, catalog) -> dict[str, dict]:
-    """Power error of measured rows per accelerator vendor (basis: operating point).
-
-    Parameters
-    ----------
-    results : list of dcplan.perf.calibration.RowResult
-        Validated rows; those without measured or predicted power are left out.
-    catalog : Catalog
-        Supplies each accelerator's ``vendor``.
-
-    Returns
-    -------
-    dict
-        Vendor -> ``summary`` of the signed % errors (``median_abs_pct``,
-        ``p90_abs_pct``, ``max_abs_pct``, ``rows``) plus ``median_signed_pct``.
-    """
-    from dcplan.perf.measurements import summary
-
-    errs: dict[str, list[float]] = {}
-    for r in results:
-        e = r.error("power")
-        if e is None or not np.isfinite(e):
-            continue
-        vendor = catalog.get("accelerators", r.m.hardware).vendor
-        errs.setdefault(vendor, []).append(float(e))
-    return {v: summary(e) | {"median_signed_pct": float(np.median(e))}
-            for v, e in sorted(errs.items())}
-
-
 #: File beside the measurement CSVs that records the wall power of MLPerf Power runs and
 #: how it is split into the GPU share (``mlperf_power.csv``'s ``power_w``).
 POWER_SYSTEMS_FILE = "mlperf_power_systems.yaml"

@@ -11,8 +11,13 @@ Python API::
     for name, df in result:          # every result table
         ...
 
-Modules: :mod:`~dcplan.planner.inputs` (coefficients from a case),
-:mod:`~dcplan.planner.model` (the MILP), :mod:`~dcplan.planner.solver` (HiGHS/CBC),
+Modules: :mod:`~dcplan.planner.prepare` (:func:`prepare_inputs`: the coefficient
+tables of :mod:`~dcplan.planner.inputs`, the linear network's fit of
+:mod:`~dcplan.planner.network_scale`, the presolve :mod:`~dcplan.planner.reductions`),
+:mod:`~dcplan.planner.model` (the MILP; its network rows in
+:mod:`~dcplan.planner.network_rows`, its variables in
+:mod:`~dcplan.planner.model_vars`, its constraint families listed in
+:mod:`~dcplan.planner.families`), :mod:`~dcplan.planner.solver` (HiGHS/CBC),
 :mod:`~dcplan.planner.run` (:func:`solve_case`), :mod:`~dcplan.planner.plan_result`
 (:class:`PlanResult`), :mod:`~dcplan.planner.tables` (result tables),
 :mod:`~dcplan.planner.analysis` (shadow prices, binding limits, diagnosis),
@@ -22,10 +27,11 @@ Modules: :mod:`~dcplan.planner.inputs` (coefficients from a case),
 
 from __future__ import annotations
 
-from dcplan.planner.inputs import PlanInputs, prepare_inputs
+from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import build_model
 from dcplan.planner.names import lp_name, parse_lp_name
 from dcplan.planner.plan_result import TABLES, PlanResult, result_info
+from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.run import model_size, solve_case, solve_inputs
 from dcplan.planner.solver import (
     SolveInfo,

@@ -27,7 +27,8 @@ import pandas as pd
 import pulp
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import ModelVars, build_model
+from dcplan.planner.model import build_model
+from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.solver import SolverError, SolveStatus, solve
 from dcplan.planner.tables import Solution, _frame
 from dcplan.scenario.schema import SolverOptions
@@ -49,17 +50,17 @@ ZERO = 1e-6
 
 def fix_integers(mv: ModelVars, sol: Solution) -> None:
     """Fix racks and CDUs at their planned values and make them continuous."""
-    for d, vals in ((mv.new, sol.new), (mv.cdu, sol.cdu)):
+    for d, vals in ((mv.racks_bought, sol.racks_bought), (mv.cdus_in_service, sol.cdus_in_service)):
         for k, var in d.items():
             var.cat = pulp.LpContinuous
             var.lowBound = var.upBound = vals.get(k, 0.0)
-    for k, var in mv.cdu_on.items():
-        on = 1.0 if sol.cdu.get(k, 0.0) > 0 else 0.0
+    for k, var in mv.cdu_model_used.items():
+        on = 1.0 if sol.cdus_in_service.get(k, 0.0) > 0 else 0.0
         var.cat = pulp.LpContinuous
         var.lowBound = var.upBound = on
-    for k, var in mv.spare_on.items():
+    for k, var in mv.spares_kept.items():
         var.cat = pulp.LpContinuous
-        var.lowBound = var.upBound = sol.spare_on.get(k, 0.0)
+        var.lowBound = var.upBound = sol.spares_kept.get(k, 0.0)
 
 
 def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
@@ -67,7 +68,7 @@ def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
     pidx = {per.label: i for i, per in enumerate(d.periods)}
     out = {}
     for family in DUAL_UNITS:
-        for keys, con in mv.cons.get(family, {}).items():
+        for keys, con in mv.constraints.get(family, {}).items():
             pi = con.pi
             if pi is None:
                 continue

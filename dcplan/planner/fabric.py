@@ -2,8 +2,8 @@
 
 A fat tree's switch and link counts are step functions of the racks in service
 (:mod:`dcplan.facility.steps`). The MILP writes them with integer variables
-(:func:`dcplan.planner.model.add_fabrics`); this module holds the per-rack-type data
-it needs (:class:`FabricData`) and the exact counts of ``n`` racks
+(:func:`dcplan.planner.network_rows.add_fabrics`); this module holds the per-rack-type
+data it needs (:class:`FabricData`) and the exact counts of ``n`` racks
 (:func:`fabric_counts`, the same functions that build the network graph), which the
 result tables and the tests use to check the plan's figures.
 

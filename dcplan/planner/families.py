@@ -1,7 +1,7 @@
 """Every constraint family of the planner's MILP, in one place.
 
 :func:`~dcplan.planner.model.build_model` names each row ``lp_name(family, *keys)``
-(:mod:`dcplan.planner.names`) and records it in ``ModelVars.cons[family]``. This
+(:mod:`dcplan.planner.names`) and records it in ``ModelVars.constraints[family]``. This
 registry lists each family with the ``add_*`` function that writes it and its row in
 one line (the notation of ``docs/planner.md``, "Formulation"). Most families appear
 only with a feature switched on (spare racks, network tiers, the integer fabric,
@@ -122,7 +122,7 @@ def family_of(name: str) -> str | None:
     Parameters
     ----------
     name : str
-        A key of ``ModelVars.cons`` (the first part of a row's LP name).
+        A key of ``ModelVars.constraints`` (the first part of a row's LP name).
 
     Returns
     -------

@@ -20,7 +20,7 @@ floating point, and only the tolerances (absolute in the scaled units) change.
 
 Every run of HiGHS (pulp's interface for small models too) watches for interrupts:
 its simplex, IPM and MIP interrupt callbacks stop it when one is pending
-(:func:`dcplan.planner.solver.interruptible`), and :class:`KeyboardInterrupt` is raised
+(:func:`dcplan.planner.interrupt.interruptible`), and :class:`KeyboardInterrupt` is raised
 as soon as it returns, before any further stage.
 """
 
@@ -32,7 +32,7 @@ import numpy as np
 import pulp
 from pulp import constants as const
 
-from dcplan.planner.solver import interrupt_requested, interruptible, request_interrupt
+from dcplan.planner.interrupt import interrupt_requested, interruptible, request_interrupt
 
 
 def _pow2(x: np.ndarray) -> np.ndarray:
@@ -374,7 +374,7 @@ class HighsDirect(pulp.HiGHS):
         :attr:`wall_limit_hit` is set: a time limit, not the user's interrupt). Wraps
         the progress callback (``callbackTuple``), if any, so both run; it sees only
         the kinds of ``callbacksToActivate``. An interrupt raised in the callback (a
-        signal handler outside :func:`~dcplan.planner.solver.interruptible`) does not
+        signal handler outside :func:`~dcplan.planner.interrupt.interruptible`) does not
         unwind through HiGHS: it stops the solve as an interrupt.
         """
         import time

@@ -1,10 +1,13 @@
 """The planner's input tables: every coefficient the MILP needs, precomputed.
 
-:func:`prepare_inputs` is the only place that calls the performance model
-(:func:`dcplan.perf.rack_performance`) and the facility model
-(:func:`dcplan.facility.coefficients`). Everything downstream (model, results, tests)
-works on the plain dataclasses defined here, so tests can build tiny instances by
-hand.
+:func:`input_tables` is the only place that calls the performance model
+(:func:`dcplan.perf.rack_performance`), and it and :func:`rack_site_data` the only
+places that call the facility model (:func:`dcplan.facility.coefficients`).
+Everything downstream (model, results, tests) works on the plain dataclasses defined
+here, so tests can build tiny instances by hand. The whole preparation, these tables
+then the linear network's fit (:mod:`dcplan.planner.network_scale`) and the presolve
+reductions (:mod:`dcplan.planner.reductions`), is
+:func:`dcplan.planner.prepare.prepare_inputs`.
 
 Discounting convention (see ``docs/planner.md``): the discount rate ``r`` is an
 annual effective rate; a period starting ``t`` years after the start of the plan and
@@ -16,7 +19,6 @@ terminal value (book value of equipment still in service at the end of the horiz
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import math
 from contextvars import ContextVar
@@ -24,14 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcplan.errors import InputError
-from dcplan.planner.operations import api_offers, operations_inputs, operations_per_rack
+from dcplan.planner.operations import api_offers, operations_inputs
 from dcplan.scenario import Period, Scenario, parse_period_label
 from dcplan.scenario.schema import DEFAULT_DEADLINE_HOURS
 from dcplan.schema import CoolingType, parse_date
 from dcplan.units import HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_MONTH
 
 #: Optional memo of facility coefficients shared by many cases (a sweep's samples). When
-#: set, :func:`prepare_inputs` calls ``memo(case, site, rack_id, n_racks, compute)``
+#: set, :func:`input_tables` and the linear network's fit
+#: (:mod:`dcplan.planner.network_scale`) call ``memo(case, site, rack_id, n_racks, compute)``
 #: instead of ``compute(case, site, rack_id, n_racks)`` (:func:`rack_site_data`); the memo
 #: decides whether the inputs of a stored table are unchanged. None: compute every time.
 FACILITY_MEMO: ContextVar[Any] = ContextVar("dcplan_facility_memo", default=None)
@@ -210,7 +213,8 @@ class RackSiteData:
     water_l_per_it_kwh : float
         Site water per kWh of IT energy at full load (WUE of the cooling plant) [L/kWh].
     network_by_period : tuple of (float, float, float)
-        ``network_model: linear`` after :func:`fit_network_scale`: per period, network
+        ``network_model: linear`` after
+        :func:`~dcplan.planner.network_scale.fit_network_scale`: per period, network
         [kW], capex [USD] and network-rack positions per rack at the fleet the plan's LP
         relaxation holds at the site then; empty: ``network_kw_per_rack``,
         ``network_capex_usd_per_rack`` and ``network_positions_per_rack`` in every
@@ -218,7 +222,8 @@ class RackSiteData:
     network_racks_by_period : tuple of int
         The racks each period's ``network_by_period`` figures are taken at [racks].
     network_tiers : tuple of (int, int, float, float, float)
-        ``network_model: tiered`` (:func:`tier_network`): the rack counts between
+        ``network_model: tiered``
+        (:func:`~dcplan.planner.network_scale.tier_network`): the rack counts between
         which the fabric keeps its number of tiers, ``(first, last, kW, capex USD,
         positions)`` per rack, covering 1 .. the most racks the site holds; the MILP
         chooses the interval of the racks in service (one binary each), so a fleet above
@@ -498,17 +503,18 @@ class PlanInputs:
         API prices comparable with the workloads' models (the build-vs-buy table).
     fabrics : dict
         Rack id -> its fabrics (:class:`~dcplan.planner.fabric.FabricData`): integer
-        switch and link counts in the MILP (:func:`~dcplan.planner.model.add_fabrics`).
+        switch and link counts in the MILP (:func:`~dcplan.planner.network_rows.add_fabrics`).
         Rack types without an entry take the per-rack linear network coefficients of
         ``rack_site`` (hand-made inputs).
     network_rack_units : int
         Switch rack units one network rack holds [U].
     network_collapsed : frozenset
         (rack, site) pairs of a linear network with two tiers that the MILP prices at
-        the lower tier at any count, without the tier binaries (:func:`tier_network`:
-        the LP relaxation holds them far below the boundary). That model is a
-        relaxation of the one with every tier; a plan above the boundary at such a
-        pair is solved again with its tiers (:func:`~dcplan.planner.run.solve_inputs`).
+        the lower tier at any count, without the tier binaries
+        (:func:`~dcplan.planner.network_scale.tier_network`: the LP relaxation holds
+        them far below the boundary). That model is a relaxation of the one with every
+        tier; a plan above the boundary at such a pair is solved again with its tiers
+        (:func:`~dcplan.planner.run.solve_inputs`).
     """
 
     periods: list[Period]
@@ -935,8 +941,12 @@ def _planning_scale(scn: Scenario, perf: dict, rack_id: str, site: Any, rack: An
     return int(min(max(need, 1), cap))
 
 
-def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanInputs:
-    """Compute every coefficient the MILP needs from a resolved case.
+def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
+    """Every coefficient table of the MILP from a resolved case, at the planning scale.
+
+    The first step of :func:`dcplan.planner.prepare.prepare_inputs`, which then fits a
+    linear network to the plan's fleet (:mod:`dcplan.planner.network_scale`) and drops
+    dominated rack types (:mod:`dcplan.planner.reductions`).
 
     Parameters
     ----------
@@ -945,13 +955,13 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
         performance-model calibration (see :func:`dcplan.case.load_case`).
     progress : callable, optional
         Called with one-line progress messages.
-    solver : SolverOptions, optional
-        For the LP solves of the linear network's fit (:func:`fit_network_scale`);
-        default: the scenario's ``solver``.
 
     Returns
     -------
     PlanInputs
+    dict
+        (rack, site) -> racks the facility figures are taken at (the planning scale)
+        [racks], where :func:`~dcplan.planner.network_scale.fit_network_scale` starts.
 
     Raises
     ------
@@ -1117,191 +1127,7 @@ def prepare_inputs(case: Any, progress: Any = None, solver: Any = None) -> PlanI
         operations=operations_inputs(case, rack_ids) if econ.operations_costs else None,
         api_offers=api_offers(catalog, wl_ids))
     check_servable(inputs, scn)
-    if scn.network_model in ("linear", "tiered"):
-        fit_network_scale(case, inputs, scale_of, say, solver=solver)
-    if scn.network_model == "tiered":
-        tier_network(case, inputs)
-    drop_dominated_racks(inputs)
-    return inputs
-
-
-#: Neighbouring tiers of a linear network whose kW and capex per rack differ by at most
-#: this share are one tier for the MILP (:func:`tier_network`) [-].
-TIER_MERGE = 0.10
-#: A rack type and site with two network tiers whose LP relaxation holds at most this
-#: share of the boundary count in every period is priced at the lower tier without
-#: binaries (a relaxation; re-solved with its tiers if the plan crosses) [-].
-COLLAPSE_SHARE = 0.5
-#: A first tier of at most this many racks (one switch) joins the next, at the next
-#: tier's figures [racks]: one binary less per rack type, site and period, for a few
-#: racks priced at a larger fabric.
-TIER_MIN_RACKS = 2
-#: LP solves of :func:`fit_network_scale` at most, and the change of a per-rack network
-#: figure [-] below which the counts are taken as settled.
-SCALE_PASSES = 5
-SCALE_TOLERANCE = 0.01
-
-
-def _fill_gaps(counts: list[int]) -> tuple[int, ...]:
-    """Each zero replaced by the nearest non-zero count, the earlier one on a tie.
-
-    >>> _fill_gaps([0, 5, 0, 0, 9, 0])
-    (5, 5, 5, 9, 9, 9)
-    """
-    out = []
-    for i, n in enumerate(counts):
-        if n < 1:
-            near = [(abs(j - i), j > i, m) for j, m in enumerate(counts) if m >= 1]
-            n = min(near)[2] if near else 1
-        out.append(n)
-    return tuple(out)
-
-
-def fit_network_scale(case: Any, d: PlanInputs, scale_of: dict, say: Any = None,
-                      solver: Any = None) -> None:
-    """Linear network figures per period at the fleet the plan holds then (in place).
-
-    With ``network_model: linear`` a rack type's network kW and capex per rack depend on
-    how many racks the fabric joins: tens of GB200 NVL72 racks need two tiers (about
-    313,000 USD and 4.7 kW per rack), a thousand three (about 493,000 USD and 7.3 kW).
-    :func:`prepare_inputs` first takes them at the planning scale (the racks the whole
-    peak demand would need at one site, capped by its space). Here the LP relaxation
-    of the plan is solved and, for every rack type, site and period, the figures are
-    taken again at the racks the relaxation holds there (rounded up; a period without
-    racks takes the count of the nearest period with racks, earlier first: racks the
-    plan holds there are kept from then or bought for then); then the relaxation is
-    solved again with them, until no figure of a period with racks moves by more than
-    :data:`SCALE_TOLERANCE` (at most :data:`SCALE_PASSES` solves). From the second
-    solve on, each count is the largest it has had since then: a fabric near a tier
-    boundary would otherwise flip between two tiers, where the relaxation holds more
-    racks than the boundary, and three, where it holds fewer; it settles on the dearer
-    side. (The first solve's counts are not kept: they come from the planning-scale
-    figures, which price every site at the same large fabric.)
-    The MILP then prices each rack's network at the fabric of its period: power per rack
-    in service, capex per rack bought (so a fabric that grows into three tiers is not
-    charged for re-cabling the racks it already has; the ``sizing`` table shows what
-    the exact fabric of the plan's own fleet needs).
-
-    Parameters
-    ----------
-    case : Case
-    d : PlanInputs
-        Updated in place: ``rack_site`` (``network_by_period``) and ``notes``.
-    scale_of : dict
-        (rack, site) -> racks the first figures are taken at [racks].
-    say : callable, optional
-        Progress messages.
-    solver : SolverOptions, optional
-        Default: the scenario's ``solver``.
-    """
-    from dcplan.planner.model import build_model
-    from dcplan.planner.solver import solve
-
-    say = say or (lambda _m: None)
-    pairs = [k for k, rs in d.rack_site.items() if rs.allowed and d.linear_network(k[0])
-             and k in scale_of]
-    if not pairs:
-        return
-    at = _network_figures(case)
-    counts: dict[tuple[str, str], tuple[int, ...]] = {}
-    seen: dict[tuple[str, str], list[int]] = {}
-    passes, converged = 0, False
-    for passes in range(1, SCALE_PASSES + 1):
-        prob, mv = build_model(d, elastic=True)  # demand it cannot meet is priced
-        info = solve(prob, solver or case.scenario.solver, mip=False)
-        if not info.status.has_solution:
-            passes -= 1
-            break
-        moved = False
-        for r, s in pairs:
-            held = [math.ceil((mv.inst[r, s, p].value() or 0.0) - 1e-6)
-                    if (r, s, p) in mv.inst else 0 for p in range(len(d.periods))]
-            # counts only rise from the second solve on (a fabric near a tier boundary
-            # would otherwise flip between two and three tiers); the first solve's
-            # counts come from the planning-scale figures and are not kept
-            if (r, s) in seen:
-                held = [max(a, b) for a, b in zip(held, seen[r, s], strict=True)]
-            if max(held) < 1:
-                continue
-            if passes > 1:
-                seen[r, s] = held
-            if counts.get((r, s)) == _fill_gaps(held):
-                continue
-            moved |= _set_network_figures(d, r, s, held, at, counts)
-        if not moved:
-            converged = True
-            break
-    if not counts:
-        return
-    how = (f"settled after {passes} LP solves" if converged else
-           f"still moving after {passes} LP solves")
-    say(f"linear network per period at the relaxation's fleet ({how})")
-    where = ", ".join(f"{r} at {s} {min(c):,}-{max(c):,} racks" if min(c) != max(c)
-                      else f"{r} at {s} {c[0]:,} racks" for (r, s), c in sorted(counts.items()))
-    d.notes.append("network_model linear: network kW and capex per rack in each period are "
-                   f"taken at the racks the plan's LP relaxation holds at the site then "
-                   f"({how}): {where}")
-
-
-def tier_network(case: Any, d: PlanInputs) -> None:
-    """Linear network figures per tier of each fabric, for the MILP to choose (in place).
-
-    The per-rack network of a fabric is nearly flat while its number of tiers stays the
-    same and jumps where it changes (:func:`~dcplan.planner.fabric.tier_limits`). Each
-    (rack type, site) that may host the type gets one interval per tier, from 1 to the
-    most racks the site holds, with the figures at the largest count the LP relaxation
-    of :func:`fit_network_scale` holds in it in any period, or else at the interval's
-    last count (the first for the last interval) (:attr:`RackSiteData.network_tiers`).
-    The MILP then prices each period at the tier of its own racks in service; within a
-    tier the figure is the one count's (the exact network moves by a few per cent with
-    how full the last leaf is: the ``sizing`` table shows it). A pair with two tiers
-    whose relaxation counts stay at most :data:`COLLAPSE_SHARE` of the boundary is
-    priced at its lower tier without binaries (``d.network_collapsed``).
-    """
-    from dcplan.planner.fabric import tier_limits
-
-    at = _network_figures(case)
-    limits: dict[tuple[str, int], tuple[int, ...]] = {}
-    collapsed = set()
-    for (r, s), rs in list(d.rack_site.items()):
-        if not rs.allowed or not d.linear_network(r) or s not in case.sites:
-            continue
-        cap = max(1, d.sites[s].rack_positions // max(1, d.racks[r].rack_positions))
-        key = (r, cap)
-        if key not in limits:
-            limits[key] = tier_limits(case.catalog, r, cap, case.scenario.oversubscription)
-        bounds = [0, *limits[key], cap]
-        held = [n for n in rs.network_racks_by_period if n >= 1]
-
-        def figures(lo: int, hi: int, r=r, s=s, held=held, cap=cap
-                    ) -> tuple[float, float, float]:
-            inside = [n for n in held if lo <= n <= hi]
-            # no count of the relaxation in it: its largest count, or the smallest of
-            # the last tier (per-rack figures are nearly flat within a tier)
-            return at(r, s, max(inside) if inside else (lo if hi == cap else hi))
-
-        try:
-            tiers = [(lo + 1, hi, *figures(lo + 1, hi))
-                     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-            # neighbours whose kW and capex per rack are within TIER_MERGE are one tier
-            # (a front-end leaf layer that adds little): fewer binaries for the MILP
-            merged = [tiers[0]]
-            for t in tiers[1:]:
-                prev = merged[-1]
-                if prev[1] <= TIER_MIN_RACKS or all(
-                        abs(a - b) <= TIER_MERGE * max(abs(a), abs(b), 1e-9)
-                        for a, b in zip(prev[2:4], t[2:4], strict=True)):
-                    merged[-1] = (prev[0], t[1], *figures(prev[0], t[1]))
-                else:
-                    merged.append(t)
-        except InputError:
-            continue
-        d.rack_site[r, s] = dataclasses.replace(rs, network_tiers=tuple(merged))
-        if len(merged) == 2 and all(b >= a for a, b in zip(merged[0][2:], merged[1][2:],
-                                                            strict=True)) \
-                and max(held, default=0) <= COLLAPSE_SHARE * merged[0][1]:
-            collapsed.add((r, s))
-    d.network_collapsed = frozenset(collapsed)
+    return inputs, scale_of
 
 
 def _check_fabrics(case: Any, rack_ids: list[str]) -> None:
@@ -1326,141 +1152,6 @@ def _check_fabrics(case: Any, rack_ids: list[str]) -> None:
             problems += exc.problems
     if problems:
         raise InputError(problems)
-
-
-def _network_figures(case: Any):
-    """The function ``at(r, s, n)`` of linear network figures, memoised.
-
-    ``at`` returns (kW, capex, positions) per rack of ``n`` racks of ``r`` at site ``s``
-    from the facility model.
-    """
-    memo = FACILITY_MEMO.get()
-    figures: dict[tuple[str, str, int], tuple[float, float, float]] = {}
-
-    def at(r: str, s: str, n: int) -> tuple[float, float, float]:
-        if (r, s, n) not in figures:
-            site = case.sites[s]
-            rs, _fc = (rack_site_data(case, site, r, n) if memo is None
-                       else memo(case, site, r, n, rack_site_data))
-            figures[r, s, n] = (rs.network_kw_per_rack, rs.network_capex_usd_per_rack,
-                                rs.network_positions_per_rack)
-        return figures[r, s, n]
-
-    return at
-
-
-def _set_network_figures(d: PlanInputs, r: str, s: str, held: list[int], at: Any,
-                         counts: dict) -> bool:
-    """Take (r, s)'s linear network figures of each period at ``held`` racks (in place).
-
-    A period without racks takes the nearest period's count (:func:`_fill_gaps`).
-    Returns whether a figure of a period with racks moved by more than
-    :data:`SCALE_TOLERANCE` (or the pair had no per-period figures yet); ``counts``
-    records the counts taken.
-    """
-    some = [n >= 1 for n in held]  # periods whose figures the plan uses
-    held = _fill_gaps(held)
-    try:
-        by_period = tuple(at(r, s, n) for n in held)
-    except InputError:
-        return False
-    rs = d.rack_site[r, s]
-    before = [(rs.network_kw(p), rs.network_capex(p), rs.network_positions(p))
-              for p in range(len(held))]
-    counts[r, s] = held
-    d.rack_site[r, s] = dataclasses.replace(rs, network_by_period=by_period,
-                                            network_racks_by_period=held)
-    return not rs.network_by_period or any(
-        abs(a - b) > SCALE_TOLERANCE * abs(b)
-        for new, old, used in zip(by_period, before, some, strict=True) if used
-        for a, b in zip(new, old, strict=True))
-
-
-def dominates(d: PlanInputs, better: str, worse: str) -> bool:
-    """Whether every rack of ``worse`` a plan buys could be a rack of ``better`` at no more cost.
-
-    True when ``better`` is available no later, costs no more in any period, lives as
-    long, takes no more positions, is as available, needs no more spares, draws no more
-    idle and no more serving power over idle, serves every workload ``worse`` serves at
-    least as fast, and at every site that hosts ``worse`` needs no more network, cooling,
-    losses, liquid heat or plant capex with the same CDU model. Swapping racks one for
-    one then keeps every constraint and lowers no cost term, so ``worse`` need not be
-    offered (an exact reduction of the model).
-    """
-    a, b = d.racks[better], d.racks[worse]
-    n = len(d.periods)
-    if a.first_period > b.first_period or a.lifetime_years != b.lifetime_years:
-        return False
-    if any(d.rack_capex(better, p) > d.rack_capex(worse, p) + 1e-9
-           for p in range(b.first_period, n)):
-        return False
-    if (a.rack_positions > b.rack_positions or a.it_power_idle_kw > b.it_power_idle_kw
-            or a.it_power_max_kw > b.it_power_max_kw or a.availability < b.availability
-            or a.maintenance_frac_per_year * a.capex_usd
-            > b.maintenance_frac_per_year * b.capex_usd + 1e-9):
-        return False
-    for s in d.sites:
-        if d.spare_racks.get((better, s), 0) > d.spare_racks.get((worse, s), 0):
-            return False
-    if d.operations is not None and any(
-            operations_per_rack(d, better, s) > operations_per_rack(d, worse, s) + 1e-9
-            for s in d.sites):
-        return False
-    for w in d.workloads:
-        if (worse, w) not in d.perf:
-            continue
-        if (better, w) not in d.perf:
-            return False
-        pa, pb = d.perf[better, w], d.perf[worse, w]
-        if any(pa.rate(k, p) < pb.rate(k, p) - 1e-9 for k in ("all", "prefill", "decode")
-               for p in range(n)):
-            return False
-        if pa.power_kw - a.it_power_idle_kw > pb.power_kw - b.it_power_idle_kw + 1e-9:
-            return False
-    for s in d.sites:
-        rb = d.rack_site.get((worse, s))
-        if rb is None or not rb.allowed:
-            continue
-        ra = d.rack_site.get((better, s))
-        if ra is None or not ra.allowed or ra.cdu_id != rb.cdu_id:
-            return False
-        if ra.network_tiers or rb.network_tiers:
-            # a tier's figure depends on how many racks of the type the site holds: a
-            # swap adds to the better type's fabric and may lift it into a dearer tier
-            return False
-        pairs = [(ra.network_kw_per_rack, rb.network_kw_per_rack),
-                 (ra.network_capex_usd_per_rack, rb.network_capex_usd_per_rack),
-                 (ra.cooling_kw_per_it_kw_avg, rb.cooling_kw_per_it_kw_avg),
-                 (ra.cooling_kw_per_it_kw_peak, rb.cooling_kw_per_it_kw_peak),
-                 (ra.loss_frac, rb.loss_frac),
-                 (ra.liquid_heat_kw_per_rack, rb.liquid_heat_kw_per_rack),
-                 (ra.cooling_capex_usd_per_kw * a.it_power_max_kw,
-                  rb.cooling_capex_usd_per_kw * b.it_power_max_kw)]
-        pairs += [(ra.network_kw(p), rb.network_kw(p)) for p in range(n)]
-        pairs += [(ra.network_capex(p), rb.network_capex(p)) for p in range(n)]
-        if any(x > y + 1e-9 for x, y in pairs):
-            return False
-    return True
-
-
-def drop_dominated_racks(d: PlanInputs) -> None:
-    """Stop offering rack types another offered type dominates (see :func:`dominates`).
-
-    Existing racks of such a type stay in service; a note names each type dropped.
-    """
-    import dataclasses
-
-    n = len(d.periods)
-    offered = [r for r in d.racks if d.racks[r].first_period < n]
-    for r in offered:
-        by = next((o for o in offered if o != r and d.racks[o].first_period < n
-                   and dominates(d, o, r) and not dominates(d, r, o)), None)
-        if by is None:
-            continue
-        d.racks[r] = dataclasses.replace(d.racks[r], first_period=n)
-        d.notes.append(f"{r} is not offered: {by} is available as early, costs no more and "
-                       "serves every workload at least as fast for no more power, space, "
-                       "cooling or network at every site")
 
 
 def _profiles(scn: Scenario, catalog: Any, wl_ids: list[str]

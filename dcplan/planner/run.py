@@ -11,9 +11,10 @@ import pandas as pd
 
 from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
 from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
-from dcplan.planner.inputs import PlanInputs, prepare_inputs
+from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import build_model
 from dcplan.planner.plan_result import PlanResult
+from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.solver import (
     SolveProgress,
     SolverError,
@@ -178,7 +179,7 @@ def _with_crossed_tiers(d: PlanInputs, opt: SolverOptions, prob, mv, info, t: di
     Where the plan holds more racks than the lower tier, that pair gets its tiers and
     the model is solved again (each pair at most once).
     """
-    from dcplan.planner.model import collapsed_over
+    from dcplan.planner.network_rows import collapsed_over
 
     while info.status.has_solution and (over := collapsed_over(d, mv)):
         d.network_collapsed = d.network_collapsed - over
@@ -193,12 +194,12 @@ def _with_crossed_tiers(d: PlanInputs, opt: SolverOptions, prob, mv, info, t: di
 
 
 def _polish(prob, d: PlanInputs, mv, info) -> None:
-    """Fabric counts at their step functions (:func:`~dcplan.planner.model.polish_fabric`).
+    """Fabric counts at their step functions (:func:`~dcplan.planner.network_rows.polish_fabric`).
 
     The objective becomes that of the polished plan, and the gap shrinks with it (the
     solver's bound is unchanged).
     """
-    from dcplan.planner.model import polish_fabric
+    from dcplan.planner.network_rows import polish_fabric
 
     obj = polish_fabric(prob, d, mv)
     if obj is None or info.objective is None or obj > info.objective:
@@ -216,13 +217,13 @@ def _exact_three_tier(prob, d: PlanInputs, mv, info, opt: SolverOptions) -> list
     modelled), so the plan's exact fabric can draw more power and take more positions
     than the solver saw, enough to break a grid or building limit by a few kW. With
     every integer fixed at the plan and the fabrics at their exact counts
-    (:func:`~dcplan.planner.model.fix_at_exact_fabric`), an LP settles the continuous
+    (:func:`~dcplan.planner.network_rows.fix_at_exact_fabric`), an LP settles the continuous
     decisions again (more built capacity, a larger grid request); its objective is the
     plan's exact cost, and the gap is taken against the solver's bound, which stays a
     valid lower bound. If that LP has no solution (the exact fabric does not fit the
     site's grid or space), the plan is kept as solved and a note says so.
     """
-    from dcplan.planner.model import fix_at_exact_fabric, three_tier_fabrics
+    from dcplan.planner.network_rows import fix_at_exact_fabric, three_tier_fabrics
 
     keys = three_tier_fabrics(mv)
     if not keys or info.objective is None:
@@ -259,10 +260,10 @@ def _exact_three_tier(prob, d: PlanInputs, mv, info, opt: SolverOptions) -> list
 def _exact_cost(result: PlanResult, tables: dict) -> None:
     """Report the plan's cost as recomputed from its fleet (exact fabric counts).
 
-    Three-tier fabrics are a lower bound in the MILP (:func:`~dcplan.planner.model.add_fabrics`),
-    so the plan's exact cost can be above the solver's objective; the solver's bound
-    stays a valid lower bound, so the gap is taken against the exact cost and a note
-    says by how much they differ.
+    Three-tier fabrics are a lower bound in the MILP
+    (:func:`~dcplan.planner.network_rows.add_fabrics`), so the plan's exact cost can be
+    above the solver's objective; the solver's bound stays a valid lower bound, so the
+    gap is taken against the exact cost and a note says by how much they differ.
     """
     costs = tables.get("costs")
     if costs is None or not len(costs) or result.objective_usd is None:

@@ -11,28 +11,26 @@ means "optimal within the requested gap"; :func:`is_proven_optimal` and
 :func:`status_text` say whether that gap is (numerically) zero and word the outcome
 honestly for people.
 
-Interrupts: Ctrl-C (SIGINT), SIGTERM or :func:`request_interrupt` stop a solve at once
-and raise :class:`KeyboardInterrupt` (whatever the signal's own handler raises, e.g. the
-command line's ``Terminated``): never a fallback to another solver, never a plan. While
-HiGHS runs (:func:`interruptible`) a signal only sets a flag that HiGHS's interrupt
-callbacks read (a handler raising inside a callback would unwind through HiGHS, which
-then reports "Solve error"); the exception is raised once HiGHS has returned. A CBC
-process is killed and its files removed. A stop at the time limit is never an
-interrupt, nor the other way round.
+Interrupts (:mod:`dcplan.planner.interrupt`): Ctrl-C (SIGINT), SIGTERM or
+:func:`~dcplan.planner.interrupt.request_interrupt` stop a solve at once and raise
+:class:`KeyboardInterrupt` (whatever the signal's own handler raises, e.g. the command
+line's ``Terminated``): never a fallback to another solver, never a plan. While HiGHS
+runs (:func:`~dcplan.planner.interrupt.interruptible`) a signal only sets a flag that
+HiGHS's interrupt callbacks read (a handler raising inside a callback would unwind
+through HiGHS, which then reports "Solve error"); the exception is raised once HiGHS has
+returned. A CBC process is killed and its files removed. A stop at the time limit is
+never an interrupt, nor the other way round.
 """
 
 from __future__ import annotations
 
 import math
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -202,75 +200,6 @@ def status_text(status: SolveStatus, gap: float | None, solver: str = "",
         return ("demand NOT fully met (elastic plan); cheapest plan with priced unserved "
                 f"demand: {text}")
     return text
-
-
-#: Set while an interrupt is pending: by :func:`request_interrupt`, or by SIGINT/SIGTERM
-#: while HiGHS runs (:func:`interruptible`); HiGHS's interrupt callbacks read it.
-_INTERRUPT = threading.Event()
-
-
-def request_interrupt() -> None:
-    """Ask the running (or the next) solve to stop; it raises :class:`KeyboardInterrupt`.
-
-    Safe from any thread and from a signal handler.
-    """
-    _INTERRUPT.set()
-
-
-def interrupt_requested() -> bool:
-    """Whether an interrupt is pending (HiGHS's interrupt callbacks stop the solve)."""
-    return _INTERRUPT.is_set()
-
-
-#: The signals that stop a solve (those the process handles in Python).
-_STOP_SIGNALS = ("SIGINT", "SIGTERM")
-
-
-@contextmanager
-def interruptible() -> Iterator[None]:
-    """Run a HiGHS solve that SIGINT, SIGTERM and :func:`request_interrupt` stop.
-
-    In the main thread, the signals that have a Python handler (Ctrl-C's
-    :class:`KeyboardInterrupt`, the command line's SIGTERM handler) only set the
-    interrupt flag while the block runs: HiGHS's interrupt callbacks see it and stop,
-    and no exception unwinds through HiGHS (which would end the solve as "Solve error").
-    Ignored or default signals are left as they are (a sweep's workers ignore SIGINT).
-    When the block ends with an interrupt pending, the flag is cleared and the first
-    signal's own handler is called (it raises, e.g. :class:`KeyboardInterrupt`); a
-    handler that returns, or :func:`request_interrupt`, gives :class:`KeyboardInterrupt`.
-
-    Raises
-    ------
-    KeyboardInterrupt
-        On entry when an interrupt is already pending, on exit when one came in.
-    """
-    if _INTERRUPT.is_set():
-        _INTERRUPT.clear()
-        raise KeyboardInterrupt
-    previous: dict[int, Any] = {}
-    received: list[int] = []
-
-    def defer(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler
-        received.append(signum)
-        _INTERRUPT.set()
-
-    if threading.current_thread() is threading.main_thread():
-        for name in _STOP_SIGNALS:
-            sig = getattr(signal, name, None)
-            handler = None if sig is None else signal.getsignal(sig)
-            if callable(handler):
-                previous[sig] = handler
-                signal.signal(sig, defer)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if _INTERRUPT.is_set():
-            _INTERRUPT.clear()
-            if received:
-                previous[received[0]](received[0], None)
-            raise KeyboardInterrupt
 
 
 def _kill_children(exc: BaseException) -> None:
@@ -472,7 +401,8 @@ def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool 
         When the solver itself raises an exception (never retried with another
         solver, so that its result cannot be mistaken for an answer about the input).
     KeyboardInterrupt
-        On Ctrl-C, SIGTERM (whatever its handler raises) or :func:`request_interrupt`,
+        On Ctrl-C, SIGTERM (whatever its handler raises) or
+        :func:`~dcplan.planner.interrupt.request_interrupt`,
         as soon as the solver has stopped; never retried with CBC.
     """
     opt = options or SolverOptions()

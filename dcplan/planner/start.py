@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import ModelVars
+from dcplan.planner.model_vars import ModelVars
 
 _EPS = 1e-6
 
@@ -57,10 +57,10 @@ class RoundingStart:
         none.
         """
         out = {}
-        for var in self.mv.inst.values():
+        for var in self.mv.racks_in_service.values():
             x = max(0.0, var.value() or 0.0)
             out[var] = (float(math.floor(x + _EPS)), float(math.ceil(x - _EPS)))
-        for var in self.mv.new.values():
+        for var in self.mv.racks_bought.values():
             if (var.value() or 0.0) < _EPS:
                 out[var] = (0.0, 0.0)
         return out
@@ -88,7 +88,7 @@ def _network_positions(d: PlanInputs, r: str, s: str) -> float:
 def rounding_start(d: PlanInputs, mv: ModelVars) -> RoundingStart:
     """Build the :class:`RoundingStart` of a model (margins per site limit)."""
     racks_at = defaultdict(set)
-    for r, s, _p in mv.new:
+    for r, s, _p in mv.racks_bought:
         racks_at[s].add(r)
     margins = {}
     for s, racks in racks_at.items():
@@ -98,13 +98,13 @@ def rounding_start(d: PlanInputs, mv: ModelVars) -> RoundingStart:
         for c in d.cdu_models(s):
             pos += (d.cdu_redundancy + 2) * d.cdu_data(s, c).cdu_positions
         for p, per in enumerate(d.periods):
-            con = mv.cons.get("grid", {}).get((s, per.label))
+            con = mv.constraints.get("grid", {}).get((s, per.label))
             if con is not None:
                 margins[con] = kw
-            con = mv.cons.get("space", {}).get((s, per.label))
+            con = mv.constraints.get("space", {}).get((s, per.label))
             if con is not None:
                 margins[con] = pos
-            con = mv.cons.get("building", {}).get((s, per.label))
+            con = mv.constraints.get("building", {}).get((s, per.label))
             if con is not None and p < d.sites[s].first_build_period:
                 margins[con] = kw
     return RoundingStart(d, mv, margins)
@@ -115,19 +115,19 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
     n_p = len(d.periods)
     out = {}
     inst_int = {}
-    pairs = sorted({(r, s) for r, s, _p in mv.inst})
+    pairs = sorted({(r, s) for r, s, _p in mv.racks_in_service})
     for r, s in pairs:
         bought = []  # (period, count)
         for p in range(n_p):
-            inst = mv.inst.get((r, s, p))
+            inst = mv.racks_in_service.get((r, s, p))
             if inst is None:
                 continue
             lp = max(0.0, inst.value() or 0.0)
             alive = d.existing_count(r, s, p) + sum(
                 n for q, n in bought if d.alive(r, q, p))
-            var = mv.new.get((r, s, p))
+            var = mv.racks_bought.get((r, s, p))
             buy = 0
-            on = mv.spare_on.get((r, s, p))
+            on = mv.spares_kept.get((r, s, p))
             if on is not None and lp > _EPS:
                 # keep the racks that serve beside the spares the relaxation reserved
                 k = d.spare_racks[r, s]
@@ -140,19 +140,19 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
                 if buy:
                     bought.append((p, buy))
             inst_int[r, s, p] = alive + buy
-    for key, var in mv.spare_on.items():
+    for key, var in mv.spares_kept.items():
         out[var] = 1.0 if inst_int.get(key, 0) > 0 else 0.0
-    for key, tiers in mv.net_tier.items():  # the tier of the rounded racks in service
+    for key, tiers in mv.network_tier_vars.items():  # the tier of the rounded racks in service
         n = inst_int.get(key, 0)
         for t, on, _n, _b in tiers:
             if on is not None:
                 out[on] = 1.0 if t[0] <= n <= t[1] else 0.0
-    for (s, p), var in mv.staffed.items():  # a site with racks is staffed
+    for (s, p), var in mv.site_staffed.items():  # a site with racks is staffed
         out[var] = 1.0 if any(n > 0 for (_r, s2, p2), n in inst_int.items()
                               if s2 == s and p2 == p) else 0.0
-    for p, var in mv.fleet_on.items():
-        out[var] = max((out[v] for (_s, q), v in mv.staffed.items() if q == p), default=0.0)
-    for (s, c, p), var in mv.cdu.items():
+    for p, var in mv.fleet_staffed.items():
+        out[var] = max((out[v] for (_s, q), v in mv.site_staffed.items() if q == p), default=0.0)
+    for (s, c, p), var in mv.cdus_in_service.items():
         heat = sum(d.rack_site[r, s].liquid_heat_kw_per_rack * inst_int.get((r, s, p), 0)
                    for r in d.racks if (r, s) in d.rack_site and d.rack_site[r, s].cdu_id == c)
         any_rack = any(inst_int.get((r, s, p), 0) > 0 for r in d.racks
@@ -161,22 +161,22 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
         n = math.ceil(heat / cap - _EPS) if heat > 0 else 0
         on = 1 if any_rack else 0
         out[var] = float(n + d.cdu_redundancy * on)
-        out[mv.cdu_on[s, c, p]] = float(on)
+        out[mv.cdu_model_used[s, c, p]] = float(on)
     _fabric_start(d, mv, inst_int, out)
     return out
 
 
 def _fabric_start(d: PlanInputs, mv: ModelVars, inst_int: dict, out: dict) -> None:
     """Fabric integers and network racks of the rounded fleet (exact step functions)."""
-    from dcplan.planner.model import fabric_start_values
+    from dcplan.planner.network_rows import fabric_start_values
 
     units: dict = defaultdict(float)
-    for (r, s, _f, p), fv in mv.fabric.items():
+    for (r, s, _f, p), fv in mv.fabric_vars.items():
         n = int(inst_int.get((r, s, p), 0))
         vals = fabric_start_values(fv, n)
         out.update(vals)
         for t in ("leaf", "spine", "core"):
             units[s, p] += fv.fd.switch_rack_units * sum(
                 vals.get(v, 0.0) * c for v, c in fv.counts[t].items())
-    for (s, p), var in mv.net_racks.items():
+    for (s, p), var in mv.network_racks.items():
         out[var] = float(math.ceil(units[s, p] / (d.network_rack_units or 1) - _EPS))

@@ -56,15 +56,21 @@ import pandas as pd
 import pulp
 
 from dcplan.errors import InputError, Problem
-from dcplan.planner.inputs import PlanInputs, prepare_inputs
-from dcplan.planner.model import ModelVars, build_model
+from dcplan.planner.inputs import PlanInputs
+from dcplan.planner.model import build_model
+from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.names import lp_name
+from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.solver import SolveInfo, SolveStatus, solve
 from dcplan.scenario.schema import DEFAULT_CVAR_ALPHA
 
-#: ModelVars attributes holding first-stage decisions; the last key element is the period.
-FIRST_STAGE = ("new", "built", "req", "req_assessed")
-#: Words for :data:`FIRST_STAGE` (tables).
+#: First-stage decisions: their label in the first-stage keys ``(label, key)`` -> the
+#: :class:`~dcplan.planner.model_vars.ModelVars` field holding them; the last key element
+#: is the period. (The labels are the LP variable names; the non-anticipativity rows are
+#: numbered in the order of the keys.)
+FIRST_STAGE = {"new": "racks_bought", "built": "capacity_built_kw",
+               "req": "grid_requested_kw", "req_assessed": "grid_requested_assessed_kw"}
+#: Words for the labels of :data:`FIRST_STAGE` (tables).
 FIRST_STAGE_WORDS = {"new": "racks bought", "built": "facility capacity built [kW]",
                      "req": "grid requested [kW]",
                      "req_assessed": "grid requested, with assessment [kW]"}
@@ -205,10 +211,10 @@ def first_stage_count(d: PlanInputs, until: int) -> int:
 
 def _first_stage_vars(mv: ModelVars, n_first: int) -> dict[tuple, Any]:
     out = {}
-    for attr in FIRST_STAGE:
+    for label, attr in FIRST_STAGE.items():
         for key, v in getattr(mv, attr).items():
             if key[-1] < n_first and isinstance(v, pulp.LpVariable):
-                out[attr, key] = v
+                out[label, key] = v
     return out
 
 
@@ -333,7 +339,7 @@ def evaluate_first_stage(c: StochasticCase, fixed: dict[tuple, float], n_first: 
 
 def _short(mv: ModelVars) -> bool:
     """Whether a solved model leaves any demand unserved."""
-    return any((v.value() or 0.0) > ZERO for v in mv.unserved.values())
+    return any((v.value() or 0.0) > ZERO for v in mv.unserved_tokens_per_s.values())
 
 
 def _values(fixed_vars: dict[tuple, Any]) -> dict[tuple, float]:

@@ -17,27 +17,29 @@ import pandas as pd
 import pulp
 
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import CATEGORIES, ModelVars, discount, network_owned
+from dcplan.planner.model import CATEGORIES, discount
+from dcplan.planner.model_vars import ModelVars
+from dcplan.planner.network_rows import network_owned
 from dcplan.units import SECONDS_PER_MONTH
 
 
 @dataclass
 class Solution:
-    """Variable values of a solved model, keyed like :class:`ModelVars`.
+    """Variable values of a solved model: the fields of :class:`ModelVars` of the same names.
 
     Integer variables are rounded to the nearest integer.
     """
 
-    new: dict = field(default_factory=dict)
-    inst: dict = field(default_factory=dict)
-    alloc: dict = field(default_factory=dict)
-    unserved: dict = field(default_factory=dict)
-    cdu: dict = field(default_factory=dict)
-    cdu_new: dict = field(default_factory=dict)
-    built: dict = field(default_factory=dict)
-    spare_on: dict = field(default_factory=dict)
-    req: dict = field(default_factory=dict)
-    req_assessed: dict = field(default_factory=dict)
+    racks_bought: dict = field(default_factory=dict)
+    racks_in_service: dict = field(default_factory=dict)
+    racks_allocated: dict = field(default_factory=dict)
+    unserved_tokens_per_s: dict = field(default_factory=dict)
+    cdus_in_service: dict = field(default_factory=dict)
+    cdus_bought: dict = field(default_factory=dict)
+    capacity_built_kw: dict = field(default_factory=dict)
+    spares_kept: dict = field(default_factory=dict)
+    grid_requested_kw: dict = field(default_factory=dict)
+    grid_requested_assessed_kw: dict = field(default_factory=dict)
 
     @classmethod
     def from_model(cls, mv: ModelVars) -> Solution:
@@ -49,30 +51,34 @@ class Solution:
                 out[k] = float(round(x)) if integer else max(0.0, float(x))
             return out
 
-        return cls(new=vals(mv.new, True), inst=vals(mv.inst), alloc=vals(mv.alloc),
-                   unserved=vals(mv.unserved), cdu=vals(mv.cdu, True),
-                   cdu_new=vals(mv.cdu_new), built=vals(mv.built),
-                   spare_on=vals(mv.spare_on, True), req=vals(mv.req),
-                   req_assessed=vals(mv.req_assessed))
+        return cls(racks_bought=vals(mv.racks_bought, True),
+                   racks_in_service=vals(mv.racks_in_service),
+                   racks_allocated=vals(mv.racks_allocated),
+                   unserved_tokens_per_s=vals(mv.unserved_tokens_per_s),
+                   cdus_in_service=vals(mv.cdus_in_service, True),
+                   cdus_bought=vals(mv.cdus_bought), capacity_built_kw=vals(mv.capacity_built_kw),
+                   spares_kept=vals(mv.spares_kept, True),
+                   grid_requested_kw=vals(mv.grid_requested_kw),
+                   grid_requested_assessed_kw=vals(mv.grid_requested_assessed_kw))
 
     def spares(self, d: PlanInputs, r: str, s: str, p: int) -> float:
         """Spare racks kept of type ``r`` at ``s`` in ``p`` [racks]."""
-        return self.spare_on.get((r, s, p), 0.0) * d.spare_racks.get((r, s), 0)
+        return self.spares_kept.get((r, s, p), 0.0) * d.spare_racks.get((r, s), 0)
 
     def connected_kw(self, d: PlanInputs, s: str, p: int) -> float:
         """Grid capacity connected at ``s`` in ``p`` [kW] (the site's grid without decisions)."""
         g = d.sites[s].connection
         if g is None:
             return d.sites[s].grid_kw[p]
-        return g.committed_kw[p] + sum(x for (s2, q), x in self.req.items()
+        return g.committed_kw[p] + sum(x for (s2, q), x in self.grid_requested_kw.items()
                                        if s2 == s and g.arrival[q] <= p) + sum(
-            x for (s2, q), x in self.req_assessed.items()
+            x for (s2, q), x in self.grid_requested_assessed_kw.items()
             if s2 == s and g.arrival_assessed[q] <= p)
 
     def installed(self, d: PlanInputs, r: str, s: str, p: int) -> float:
         """Racks in service recomputed from purchases and the existing fleet [racks]."""
         return d.existing_count(r, s, p) + sum(
-            n for (r2, s2, q), n in self.new.items()
+            n for (r2, s2, q), n in self.racks_bought.items()
             if r2 == r and s2 == s and q <= p and d.alive(r, q, p))
 
 
@@ -86,7 +92,7 @@ def _frame(rows: list[dict], units: dict[str, str], columns: list[str] | None = 
 def _pool_load(d: PlanInputs, sol: Solution, r: str, s: str, p: int, h) -> tuple[float, float]:
     """(racks serving, racks reserved incl. headroom) of (r, s) in representative hour h."""
     busy = reserved = 0.0
-    for (r2, s2, w, key, p2), x in sol.alloc.items():
+    for (r2, s2, w, key, p2), x in sol.racks_allocated.items():
         if r2 == r and s2 == s and p2 == p:
             f = x * d.schedule_of(w, key, p).frac(h)
             busy += f
@@ -108,7 +114,7 @@ def fleet_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
             prev = float(d.existing_count(r, s, 0))
             for p, per in enumerate(d.periods):
                 inst = sol.installed(d, r, s, p)
-                new = sol.new.get((r, s, p), 0.0)
+                new = sol.racks_bought.get((r, s, p), 0.0)
                 retired = max(0.0, prev + new - inst) if p > 0 else 0.0
                 prev = inst
                 if inst == 0 and new == 0 and retired == 0:
@@ -140,7 +146,8 @@ def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     flexible work the candidate served this way (``demand``, ``flat``, ``valley``).
     """
     rows = []
-    for (r, s, w, key, p), x in sorted(sol.alloc.items(), key=lambda kv: (kv[0][4], kv[0][:4])):
+    for (r, s, w, key, p), x in sorted(sol.racks_allocated.items(),
+                                       key=lambda kv: (kv[0][4], kv[0][:4])):
         if x <= 1e-6:  # below the solver's feasibility tolerance
             continue
         pool, _ = d.pool_of(w, key, p)
@@ -165,7 +172,7 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """
     served_avg = defaultdict(float)
     by_hour = defaultdict(float)
-    for (r, _s, w, key, p), x in sol.alloc.items():
+    for (r, _s, w, key, p), x in sol.racks_allocated.items():
         pool, _ = d.pool_of(w, key, p)
         sch = d.schedule_of(w, key, p)
         rate = d.rate(r, w, key, p)
@@ -179,7 +186,7 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
             m = d.schedules(w, p)[0].peak_factor
             for k in wd.pools:
                 need = wd.peak_tokens_per_s(p, k)
-                u = sol.unserved.get((w, k, p), 0.0)
+                u = sol.unserved_tokens_per_s.get((w, k, p), 0.0)
                 u_avg = u if multi else u / m
                 rows.append(dict(period=per.label, workload=w, pool=k,
                                  demand_stated=wd.demand_stated(p) * wd.pool_share(k),
@@ -214,7 +221,7 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
     if d.nameplate_peak and not average:
         return rk.it_power_max_kw * sol.installed(d, r, s, p)
     it = rk.it_power_idle_kw * sol.installed(d, r, s, p)
-    for (r2, s2, w, key, p2), x in sol.alloc.items():
+    for (r2, s2, w, key, p2), x in sol.racks_allocated.items():
         if r2 == r and s2 == s and p2 == p:
             sch = d.schedule_of(w, key, p)
             extra = max(0.0, d.perf[r, w].power_kw - rk.it_power_idle_kw) * x
@@ -280,7 +287,7 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     for s, sd in d.sites.items():
         built = sd.built_kw_initial
         for p, per in enumerate(d.periods):
-            built += sol.built.get((s, p), 0.0)
+            built += sol.capacity_built_kw.get((s, p), 0.0)
             h = peak_hour(d, sol, s, p)
             pk = _site_power(d, sol, s, p, False, h)
             av = _site_power(d, sol, s, p, True)
@@ -332,7 +339,7 @@ def schedules_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     from dcplan.planner.profiles import hour_label
 
     served = defaultdict(float)
-    for (r, _s, w, key, p), x in sol.alloc.items():
+    for (r, _s, w, key, p), x in sol.racks_allocated.items():
         pool, j = d.pool_of(w, key, p)
         if pool == "decode":
             continue
@@ -374,14 +381,15 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
         if g is None:
             continue
         for p, per in enumerate(d.periods):
-            arriving = sum(x for (s2, q), x in sol.req.items() if s2 == s and g.arrival[q] == p)
-            arriving += sum(x for (s2, q), x in sol.req_assessed.items()
+            arriving = sum(x for (s2, q), x in sol.grid_requested_kw.items()
+                           if s2 == s and g.arrival[q] == p)
+            arriving += sum(x for (s2, q), x in sol.grid_requested_assessed_kw.items()
                             if s2 == s and g.arrival_assessed[q] == p)
             conn = sol.connected_kw(d, s, p)
             rows.append(dict(period=per.label, site=s, connectable_kw=sd.grid_kw[p],
                              committed_kw=g.committed_kw[p],
-                             requested_kw=sol.req.get((s, p), 0.0),
-                             requested_assessed_kw=sol.req_assessed.get((s, p), 0.0),
+                             requested_kw=sol.grid_requested_kw.get((s, p), 0.0),
+                             requested_assessed_kw=sol.grid_requested_assessed_kw.get((s, p), 0.0),
                              energised_kw=arriving, connected_kw=conn,
                              used_kw=float(peak.get((per.label, s), 0.0)),
                              lead_time_months=g.lead_time_months,
@@ -418,7 +426,7 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
     cdu_pos = defaultdict(float)
     cdu_value = defaultdict(float)
     by_model = defaultdict(list)
-    for (s, c, p), n in sorted(sol.cdu.items()):
+    for (s, c, p), n in sorted(sol.cdus_in_service.items()):
         if n:
             by_model[s, p].append(f"{c}: {n:g}")
         cdus[s, p] += n
@@ -580,7 +588,7 @@ def network_values(d: PlanInputs, sol: Solution, r: str, s: str) -> list[float]:
     """Installed value of a tiered linear network in each period [USD].
 
     ``racks in service x capex per rack of their tier`` (see
-    :func:`~dcplan.planner.model.add_network_tiers`).
+    :func:`~dcplan.planner.network_rows.add_network_tiers`).
     """
     rs = d.rack_site[r, s]
     return [(n := sol.installed(d, r, s, p)) * rs.network_capex(p, n)
@@ -593,7 +601,7 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
 
     cost = defaultdict(float)
     n = len(d.periods)
-    for (r, s, p), x in sol.new.items():
+    for (r, s, p), x in sol.racks_bought.items():
         rk, rs = d.racks[r], d.rack_site[r, s]
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
         price = d.rack_capex(r, p)
@@ -614,7 +622,7 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
                 d.racks[r].lifetime_years, p)
             prev = value
     if d.fabrics:
-        from dcplan.planner.model import fabric_existing, item_lifetime
+        from dcplan.planner.network_rows import fabric_existing, item_lifetime
 
         for s in d.sites:
             prev = fabric_existing(d, s)
@@ -629,21 +637,21 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
                     cost["terminal_value", n - 1] -= buy * d.remaining_frac(
                         item_lifetime(d, i), p)
                 prev = now
-    for (r, s, p), x in sol.new.items():
+    for (r, s, p), x in sol.racks_bought.items():
         extra = d.rack_site[r, s].redundancy_capex_usd_per_kw * d.racks[r].it_power_max_kw
         cost["redundancy_capex", p] += x * extra
         cost["terminal_value", n - 1] -= x * extra * d.remaining_frac(
             d.building_lifetime_years, p)
-    for (s, c, p), x in sol.cdu_new.items():
+    for (s, c, p), x in sol.cdus_bought.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p] += x * price
         cost["terminal_value", n - 1] -= x * price * d.remaining_frac(d.cdu_lifetime_years, p)
-    for (s, p), x in sol.built.items():
+    for (s, p), x in sol.capacity_built_kw.items():
         for part, price in building_prices(d, s):
             cost[part, p] += x * price
         cost["terminal_value", n - 1] -= x * d.sites[s].build_capex_usd_per_kw * \
             d.remaining_frac(d.building_lifetime_years, p)
-    for lane in (sol.req, sol.req_assessed):
+    for lane in (sol.grid_requested_kw, sol.grid_requested_assessed_kw):
         for (s, q), x in lane.items():
             price = d.sites[s].connection.cost_usd_per_kw
             cost["grid_connection", q] += x * price
@@ -663,7 +671,7 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         cost["carbon", p] += row.energy_kwh * sd.carbon_kg_per_kwh * d.carbon_price(p)
         cost["demand_charge", p] += (row.facility_kw_peak * d.months(p)
                                      * d.demand_charge(row.site, p))
-    for (w, _k, p), x in sol.unserved.items():
+    for (w, _k, p), x in sol.unserved_tokens_per_s.items():
         cost["unserved_penalty", p] += x * d.demand_row_tokens(w, p) * d.unserved_usd_per_token
     return cost
 
@@ -824,7 +832,8 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
 def unserved_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """Demand left unserved per (workload, pool, period)."""
     rows = []
-    for (w, k, p), x in sorted(sol.unserved.items(), key=lambda kv: (kv[0][2], kv[0][:2])):
+    for (w, k, p), x in sorted(sol.unserved_tokens_per_s.items(),
+                               key=lambda kv: (kv[0][2], kv[0][:2])):
         if x <= 1e-6:
             continue
         wd = d.workloads[w]

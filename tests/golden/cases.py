@@ -277,7 +277,7 @@ def golden_text(name: str) -> str:
         sec = _sections(path.read_text())
     rows = [r for r in sec.get("Subject To", [])
             if family_of(r.split(":", 1)[0].split("__", 1)[0]) == case.family]
-    used = {v.name for fam, cons in mv.cons.items() if family_of(fam) == case.family
+    used = {v.name for fam, cons in mv.constraints.items() if family_of(fam) == case.family
             for con in cons.values() for v in con.keys()}
     bounds = [b for b in sec.get("Bounds", []) if used & set(b.split())]
     ints = [v for v in sec.get("Generals", []) if v in used]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.facility.assumptions import value
-from dcplan.schema import Nic, Optic, OpticKind, Rack, Switch
 from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION
+from dcplan.schema import Nic, Optic, OpticKind, Rack, Switch
 
 OPTICAL_KINDS = (OpticKind.pluggable, OpticKind.lpo, OpticKind.cpo, OpticKind.aoc)
 COPPER_KINDS = (OpticKind.copper_dac, OpticKind.copper_acc)

@@ -1,0 +1,499 @@
+"""The network's rows of the fleet-planning MILP, in the order the model builder adds them.
+
+Two network models share this module (``network_model`` of the scenario): the linear
+network with tiers (:func:`add_network_tiers`: which interval of its tiers each
+fabric's racks in service are in), and the integer fabric (:func:`add_fabrics`:
+switches and links as exact step functions of the racks in service,
+:func:`add_fabric_purchases`, :func:`fabric_power_terms` for the site power and
+:func:`add_network_space`). After a solve, :func:`polish_fabric` and
+:func:`fix_at_exact_fabric` set the integer fabric at its exact counts;
+:func:`collapsed_over` and :func:`three_tier_fabrics` tell the driver
+(:mod:`dcplan.planner.run`) when to solve again. The fabric data the rows are built
+from are :class:`~dcplan.planner.fabric.FabricData`.
+
+The model builder is :func:`dcplan.planner.model.build_model`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pulp
+
+from dcplan.planner.fabric import fabric_counts
+from dcplan.planner.inputs import PlanInputs
+from dcplan.planner.model_vars import ModelVars, _lin, _merged
+from dcplan.planner.names import lp_name
+
+
+def network_owned(d: PlanInputs, r: str, s: str) -> float:
+    """Installed value of the existing racks' tiered linear network [USD] (already paid)."""
+    e = d.existing_count(r, s, 0)
+    return e * d.rack_site[r, s].network_capex(0, e) if e else 0.0
+
+
+def add_network_tiers(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Tier of each linear network with tiers: which interval its racks in service are in.
+
+    For (r, s, p) with :attr:`RackSiteData.network_tiers` ``(a_t, b_t, ...)``: binaries
+    ``on_t`` (at most one), racks ``n_t`` with ``a_t on_t <= n_t <= b_t on_t`` and
+    ``inst = sum_t n_t`` (the convex hull of the choice: the tightest rows for one
+    (r, s, p)). Network kW and positions are ``sum_t f_t n_t``; the installed network
+    value ``V[p] = sum_t c_t n_t`` [USD] and the network bought ``nbuy[p] >= V[p] -
+    V[p-1]`` (the existing racks' network owned before the first period), paid like
+    the integer fabric's switches and links: when the installed network grows, so a
+    fabric that grows into three tiers pays for re-cabling the racks it has.
+    """
+    for r, s in sorted({(r, s) for r, s, _p in mv.racks_in_service}):
+        rs = d.rack_site[r, s]
+        if not rs.network_tiers or not d.linear_network(r):
+            continue
+        intervals = rs.network_tiers
+        if (r, s) in d.network_collapsed:  # the lower tier's figures at any count
+            intervals = ((1, intervals[-1][1], *intervals[0][2:]),)
+        before = None
+        for p in range(len(d.periods)):
+            inst = mv.racks_in_service.get((r, s, p))
+            if inst is None:
+                before = None
+                continue
+            label = d.periods[p].label
+            one = len(intervals) == 1  # one tier: no choice to make
+            tiers = [(intervals[0], None, inst, None)] if one else []
+            value = [(inst, intervals[0][3])] if one else []
+            ons, split = [], [(inst, 1.0)]
+            for k, t in enumerate(() if one else intervals):
+                on = prob.add_variable(lp_name("ntier_on", r, s, label, k), 0, 1,
+                                       cat=pulp.LpBinary)
+                n = prob.add_variable(lp_name("ntier_racks", r, s, label, k), 0)
+                mv.add(prob, "ntier_low", (r, s, label, k),
+                       _lin([(n, 1.0), (on, -t[0])]) >= 0)
+                mv.add(prob, "ntier_high", (r, s, label, k),
+                       _lin([(n, 1.0), (on, -t[1])]) <= 0)
+                ons.append((on, 1.0))
+                split.append((n, -1.0))
+                value.append((n, t[3]))
+                tiers.append((t, on, n, None))
+            if ons:
+                mv.add(prob, "ntier_one", (r, s, label), _lin(ons) <= 1)
+                mv.add(prob, "ntier_split", (r, s, label), _lin(split) == 0)
+            buy = prob.add_variable(lp_name("ntier_buy", r, s, label), 0)
+            row = [(buy, 1.0), *((v, -c) for v, c in value)]
+            if before is not None:
+                row += before
+            owned = network_owned(d, r, s) if p == 0 else 0.0
+            mv.add(prob, "ntier_buy", (r, s, label), _lin(row) >= -owned)
+            before = value
+            mv.network_tier_vars[r, s, p] = [(t, on, n, buy) for t, on, n, _b in tiers]
+
+
+@dataclass
+class FabricVars:
+    """Integer variables of one fabric of one rack type at one site in one period.
+
+    ``counts`` maps ``leaf``, ``spine``, ``core`` [switches] and the link tiers
+    ``nic_leaf``, ``leaf_spine``, ``spine_core`` [links] to expressions.
+    """
+
+    fd: object
+    n: object
+    counts: dict = field(default_factory=dict)
+    multi: object = None
+    three: object = None
+    single: object = None
+    leaves: list = field(default_factory=list)
+    ups: list = field(default_factory=list)
+    need: object = None
+    spines: object = None
+    gaps: list = field(default_factory=list)
+    cores: object = None
+    core_links: object = None
+    over: list = field(default_factory=list)
+
+
+def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Switches and links of every rack type's fabrics as exact step functions [count].
+
+    For racks in service ``n = inst[r,s,p]`` (integral: existing plus integer
+    purchases) on a fabric with ``P`` links per rack, ``m_g`` rails of ``p_g`` links,
+    leaves of ``d`` down / ``u`` up ports, radix ``R``, oversubscription ``o``
+    (:class:`~dcplan.planner.fabric.FabricData`), with integer variables that the
+    positive cost of switches and links holds at their least values:
+
+    - one switch while ``n <= floor(R / P)``: binary ``multi`` with
+      ``n <= floor(R / P) + M multi``; ``single >= P n / R - M multi`` (1 when n > 0);
+    - leaves ``l_g >= p_g n / d - M (1 - multi)`` per rail of group g
+      (``ceil``), uplinks ``U_g >= p_g n / o - M (1 - multi)``;
+      ``U = sum_g m_g U_g``;
+    - spines: ``k >= U / R`` (the fewest), ``spines >= k`` and, for each balancing
+      step ``(a_j, b_j)``, binary ``z_j`` with ``k <= a_j - 1 + M z_j`` and
+      ``spines >= b_j z_j`` (``D(k) = max(k, max{b_j : a_j <= k})``);
+    - one spine more at the rack counts ``m`` where striping the uplinks overfills a
+      spine (:func:`~dcplan.planner.fabric.overfill_points`): binaries ``at_m`` (1 from
+      ``n = m`` on: ``n <= m - 1 + M at_m``) and ``past_m`` (1 only from ``m + 1``:
+      ``n >= (m + 1) past_m``) add ``at_m - past_m`` to every spine row;
+    - three tiers beyond ``two_tier_max`` racks: binary ``three``; ``spines >= 2 U / R``,
+      cores ``>= U / R`` and spine-core links ``>= U`` when ``three`` (a lower bound on
+      the pods' rounding).
+
+    Links: ``nic_leaf = P n``, ``leaf_spine = U``, ``spine_core`` as above. These rows
+    are exact for two tiers (and for one), so the plan's switch and link counts are
+    :func:`~dcplan.planner.fabric.fabric_counts` of its own fleet.
+    """
+    for (r, s, p), n in mv.racks_in_service.items():
+        fabrics = d.fabrics.get(r)
+        if not fabrics:
+            continue
+        cap = d.sites[s].rack_positions // d.racks[r].rack_positions
+        if cap <= 0 or not _may_hold(d, mv, r, s, p):
+            continue
+        label = d.periods[p].label
+        for fd in fabrics:
+            mv.fabric_vars[r, s, fd.fabric, p] = _fabric_rows(prob, d, mv, fd, n, cap,
+                                                         (r, s, fd.fabric, label))
+
+
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) < 1e-9
+
+
+def _may_hold(d: PlanInputs, mv: ModelVars, r: str, s: str, p: int) -> bool:
+    """Whether racks of ``r`` can be in service at ``s`` in ``p`` (existing or bought)."""
+    return d.existing_count(r, s, p) > 0 or any(
+        (r, s, q) in mv.racks_bought and d.alive(r, q, p) for q in range(p + 1))
+
+
+def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
+    """Variables and rows of one fabric (see :func:`add_fabrics`)."""
+    def ivar(name, lo=0, hi=None, cat=pulp.LpInteger):
+        v = prob.add_variable(lp_name(name, *key), lo, hi, cat=cat)
+        mv.fabric_integers.append(v)
+        return v
+
+    fv = FabricVars(fd=fd, n=n)
+    P, R = fd.ports_per_rack, fd.radix
+    one = min(fd.one_switch_max, cap)
+    if cap <= fd.one_switch_max:  # always one switch
+        fv.single = ivar("fab_single")
+        mv.add(prob, "fab_single", key, _lin([(fv.single, 1.0), (n, -P / R)]) >= 0)
+        fv.counts = dict(leaf=_lin([(fv.single, 1.0)]), spine=_lin([]), core=_lin([]),
+                         nic_leaf=_lin([(n, float(P))]), leaf_spine=_lin([]),
+                         spine_core=_lin([]))
+        return fv
+    multi_terms = []
+    if one > 0:
+        fv.multi = ivar("fab_multi", 0, 1, pulp.LpBinary)
+        mv.add(prob, "fab_multi", key, _lin([(n, 1.0), (fv.multi, -float(cap - one))]) <= one)
+        fv.single = ivar("fab_single")
+        mv.add(prob, "fab_single", key, _lin([(fv.single, 1.0), (n, -P / R),
+                                              (fv.multi, P * cap / R)]) >= 0)
+        multi_terms = [fv.multi]
+    leaf_terms = [(fv.single, 1.0)] if fv.single is not None else []
+    up_terms = []
+    for i, (m, pg) in enumerate(fd.rail_groups):
+        for kind, per, coef in (("fab_leaf", fd.down, leaf_terms),
+                                ("fab_up", fd.oversubscription, up_terms)):
+            big = pg * one / per  # the row is void in the one-switch regime (n <= one)
+            # integral bounds (p_g / o and the void term whole numbers): a continuous
+            # variable takes a whole value at the optimum; otherwise an integer (ceil)
+            whole = kind == "fab_up" and _whole(pg / per) and _whole(big)
+            v = prob.add_variable(lp_name(f"{kind}{i}", *key), 0) if whole else \
+                ivar(f"{kind}{i}")
+            row = [(v, 1.0), (n, -pg / per)] + [(x, -big) for x in multi_terms]
+            mv.add(prob, f"{kind}{i}", key, _lin(row) >= -big if multi_terms else
+                   _lin(row) >= 0)
+            (fv.leaves if kind == "fab_leaf" else fv.ups).append(v)
+            coef.append((v, float(m)))
+    up = _lin(up_terms)
+    u_max = sum(m * math.ceil(pg * cap / fd.oversubscription) for m, pg in fd.rail_groups)
+    k_max = -(-u_max // R)
+    fv.need = ivar("fab_need")
+    mv.add(prob, "fab_need", key, _lin([(fv.need, float(R)), *[(v, -c) for v, c in up_terms]])
+           >= 0)
+    fv.spines = ivar("fab_spine")
+    extra = []  # one spine more at the rack counts where striping overfills a spine
+    for j, m in enumerate(x for x in fd.overfill if x <= min(cap, fd.two_tier_max)):
+        at = ivar(f"fab_over{j}", 0, 1, pulp.LpBinary)  # forced to 1 from n = m on
+        past = ivar(f"fab_past{j}", 0, 1, pulp.LpBinary)  # may be 1 only from n = m + 1
+        mv.add(prob, f"fab_over{j}", key, _lin([(n, 1.0), (at, -float(cap - m + 1))]) <= m - 1)
+        mv.add(prob, f"fab_past{j}", key, _lin([(n, 1.0), (past, -float(m + 1))]) >= 0)
+        # valid: past implies at; and the next point's at implies this past (at an
+        # optimum), so the extra spine is between 0 and 1 in the relaxation too
+        mv.add(prob, f"fab_pastat{j}", key, _lin([(at, 1.0), (past, -1.0)]) >= 0)
+        if fv.over:
+            mv.add(prob, f"fab_pastnext{j}", key, _lin([(fv.over[-1][2], 1.0), (at, -1.0)]) >= 0)
+        extra += [(at, -1.0), (past, 1.0)]
+        fv.over.append((m, at, past))
+    mv.add(prob, "fab_spine", key, _lin([(fv.spines, 1.0), (fv.need, -1.0), *extra]) >= 0)
+    prev = None
+    for j, (a, b) in enumerate(fd.gaps):
+        if a > k_max:
+            break
+        z = ivar(f"fab_gap{j}", 0, 1, pulp.LpBinary)
+        fv.gaps.append(z)
+        mv.add(prob, f"fab_gap{j}", key,
+               _lin([(fv.need, 1.0), (z, -float(k_max - a + 1))]) <= a - 1)
+        mv.add(prob, f"fab_bal{j}", key, _lin([(fv.spines, 1.0), (z, -float(b)), *extra]) >= 0)
+        if prev is not None:
+            mv.add(prob, f"fab_gapord{j}", key, _lin([(prev, 1.0), (z, -1.0)]) >= 0)
+        prev = z
+    core = core_links = _lin([])
+    if cap > fd.two_tier_max:
+        two = fd.two_tier_max
+        fv.three = ivar("fab_three", 0, 1, pulp.LpBinary)
+        mv.add(prob, "fab_three", key, _lin([(n, 1.0), (fv.three, -float(cap - two))]) <= two)
+        fv.cores = ivar("fab_core")
+        fv.core_links = prob.add_variable(lp_name("fab_core_links", *key), 0)
+        for name, v, per in (("fab_pod_spine", fv.spines, R / 2), ("fab_core", fv.cores, R),
+                             ("fab_core_links", fv.core_links, 1.0)):
+            big = u_max / per
+            mv.add(prob, name, key, _lin([(v, 1.0), *[(x, -c / per) for x, c in up_terms],
+                                          (fv.three, -big)]) >= -big)
+        core, core_links = _lin([(fv.cores, 1.0)]), _lin([(fv.core_links, 1.0)])
+    if fd.three_tier_max < cap:
+        mv.add(prob, "fab_max", key, _lin([(n, 1.0)]) <= fd.three_tier_max)
+    fv.counts = dict(leaf=_lin(leaf_terms), spine=_lin([(fv.spines, 1.0)]), core=core,
+                     nic_leaf=_lin([(n, float(P))]), leaf_spine=up, spine_core=core_links)
+    return fv
+
+
+def fabric_items(d: PlanInputs, mv: ModelVars) -> dict:
+    """Network items per site and period: (s, item, p) -> (expression, unit price [USD]).
+
+    Items are switch models (count of switches, priced per switch) and each rack
+    type's links (their value in USD, priced 1): what a period adds over the one
+    before is bought (:func:`add_fabric_purchases`).
+    """
+    out: dict = {}
+    for (r, s, _f, p), fv in mv.fabric_vars.items():
+        fd = fv.fd
+        sw = out.setdefault((s, fd.switch_id, p), [[], fd.switch_capex_usd])
+        for t in ("leaf", "spine", "core"):
+            sw[0] += list(fv.counts[t].items())
+        ln = out.setdefault((s, f"links_{r}", p), [[], 1.0])
+        for t in ("nic_leaf", "leaf_spine", "spine_core"):
+            c = fd.link_capex_usd[t]
+            ln[0] += [(v, c * x) for v, x in fv.counts[t].items()]
+    return {k: (_lin(_merged(v)), price) for k, (v, price) in out.items()}
+
+
+def fabric_existing(d: PlanInputs, s: str) -> dict:
+    """Network items of the existing fleet at the start of the plan (owned) [count, USD]."""
+    out: dict = defaultdict(float)
+    for r, fabrics in d.fabrics.items():
+        n = d.existing_count(r, s, 0)
+        if n <= 0:
+            continue
+        for fd in fabrics:
+            c = fabric_counts(fd, n)
+            out[fd.switch_id] += c["leaf"] + c["spine"] + c["core"]
+            out[f"links_{r}"] += sum(c[t] * fd.link_capex_usd[t]
+                                     for t in ("nic_leaf", "leaf_spine", "spine_core"))
+    return out
+
+
+def item_lifetime(d: PlanInputs, item: str) -> float:
+    """Life of a network item [years].
+
+    Links: their rack type's; a switch model: the shortest of the rack types whose
+    fabrics use it.
+    """
+    if item.startswith("links_"):
+        return d.racks[item[6:]].lifetime_years
+    lives = [d.racks[r].lifetime_years for r, fs in d.fabrics.items()
+             if any(fd.switch_id == item for fd in fs)]
+    return min(lives, default=0.0)
+
+
+def add_fabric_purchases(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Network bought: ``net_buy[s,i,p] >= item[s,i,p] - item[s,i,p-1]`` (existing owned).
+
+    Switches and links are bought when a period needs more than the one before and
+    kept when fewer are needed (like CDUs); the network capex is ``price x net_buy``.
+    """
+    items = fabric_items(d, mv)
+    mv.network_items = items
+    owned = {s: fabric_existing(d, s) for s in d.sites}
+    for (s, i, p), (expr, _price) in items.items():
+        label = d.periods[p].label
+        buy = mv.network_bought[s, i, p] = prob.add_variable(lp_name("net_buy", s, i, label), 0)
+        before = items.get((s, i, p - 1)) if p > 0 else None
+        rhs = -owned[s].get(i, 0.0) if p == 0 else 0.0
+        row = [(buy, 1.0), *[(v, -c) for v, c in expr.items()]]
+        if before is not None:
+            row += list(before[0].items())
+        mv.add(prob, "net_buy", (s, i, label), _lin(row) >= rhs)
+
+
+def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
+    """(variable, kW) terms of the fabrics' power at site s in period p, losses included."""
+    terms = []
+    for r in d.racks:
+        for fd in d.fabrics.get(r, ()):
+            fv = mv.fabric_vars.get((r, s, fd.fabric, p))
+            if fv is None:
+                continue
+            gain = 1 + d.rack_site[r, s].loss_frac
+            for t in ("leaf", "spine", "core"):
+                terms += [(v, gain * fd.switch_kw * c) for v, c in fv.counts[t].items()]
+            for t in ("nic_leaf", "leaf_spine", "spine_core"):
+                terms += [(v, gain * fd.link_kw[t] * c) for v, c in fv.counts[t].items()]
+    return _merged(terms)
+
+
+def add_network_space(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Network racks: integer ``net_racks[s,p] >= switch rack units / units per rack``."""
+    per = float(d.network_rack_units or 1)
+    units = defaultdict(list)
+    for (_r, s, _f, p), fv in mv.fabric_vars.items():
+        for t in ("leaf", "spine", "core"):
+            units[s, p] += [(v, fv.fd.switch_rack_units * c) for v, c in fv.counts[t].items()]
+    for (s, p), terms in units.items():
+        key = (s, d.periods[p].label)
+        v = mv.network_racks[s, p] = prob.add_variable(lp_name("net_racks", *key), 0,
+                                                   cat=pulp.LpInteger)
+        mv.fabric_integers.append(v)
+        mv.add(prob, "net_racks", key,
+               _lin([(v, per), *[(x, -c) for x, c in _merged(terms)]]) >= 0)
+
+
+def fabric_start_values(fv: FabricVars, n: int) -> dict:
+    """Values of a fabric's integer variables for ``n`` racks (a MIP start) [count]."""
+    fd = fv.fd
+    out = {}
+    multi = n > fd.one_switch_max
+    if fv.multi is not None:
+        out[fv.multi] = float(multi)
+    if fv.single is not None:
+        out[fv.single] = float(n > 0 and not multi)
+    for v, (_m, pg) in zip(fv.leaves, fd.rail_groups, strict=True):
+        out[v] = float(math.ceil(pg * n / fd.down - 1e-9)) if multi else 0.0
+    ups = []
+    for v, (_m, pg) in zip(fv.ups, fd.rail_groups, strict=True):
+        out[v] = float(math.ceil(pg * n / fd.oversubscription - 1e-9)) if multi else 0.0
+        ups.append(out[v] * _m)
+    u = sum(ups)
+    if fv.need is None:
+        return out
+    k = math.ceil(u / fd.radix - 1e-9)
+    out[fv.need] = float(k)
+    spines = k
+    for z, (a, b) in zip(fv.gaps, fd.gaps, strict=False):
+        on = k >= a
+        out[z] = float(on)
+        if on:
+            spines = max(spines, b)
+    for m, at, past in fv.over:
+        out[at], out[past] = float(n >= m), float(n >= m + 1)
+        if n == m:
+            spines += 1
+    three = fv.three is not None and n > fd.two_tier_max
+    if fv.three is not None:
+        out[fv.three] = float(three)
+        out[fv.cores] = float(math.ceil(u / fd.radix - 1e-9)) if three else 0.0
+        out[fv.core_links] = float(u) if three else 0.0
+        if three:
+            spines = max(spines, math.ceil(2 * u / fd.radix - 1e-9))
+    out[fv.spines] = float(spines)
+    return out
+
+
+def collapsed_over(d: PlanInputs, mv: ModelVars) -> set[tuple[str, str]]:
+    """Pairs of ``d.network_collapsed`` whose solved racks in service pass their boundary."""
+    over = set()
+    for r, s in d.network_collapsed:
+        top = d.rack_site[r, s].network_tiers[0][1]
+        if any((mv.racks_in_service[r, s, p].value() or 0.0) > top + 1e-6
+               for p in range(len(d.periods)) if (r, s, p) in mv.racks_in_service):
+            over.add((r, s))
+    return over
+
+
+def three_tier_fabrics(mv: ModelVars) -> list[tuple]:
+    """Keys ``(r, s, fabric, p)`` of the solved fabrics that have three tiers."""
+    out = []
+    for key, fv in mv.fabric_vars.items():
+        if fv.three is not None and int(round(fv.n.value() or 0.0)) > fv.fd.two_tier_max:
+            out.append(key)
+    return out
+
+
+def fix_at_exact_fabric(d: PlanInputs, mv: ModelVars) -> None:
+    """Fix every integer of the solved plan, the fabrics at their exact counts.
+
+    Racks, CDUs and the on/off binaries are fixed at their values; each fabric's
+    variables at :func:`fabric_start_values` of its racks in service, with spines at
+    :func:`~dcplan.planner.fabric.fabric_counts` (a three-tier fabric's pods round
+    their spines up, which the MILP's rows, a lower bound, do not see); network racks
+    at ``ceil(units / units per rack)`` of those counts. The fixed variables become
+    continuous, so an LP solve then settles what is left (built capacity, grid
+    requests, allocations, the facility peak) for the plan's exact fabric.
+    """
+    def fix(var, value: float) -> None:
+        var.cat = pulp.LpContinuous
+        var.lowBound = var.upBound = var.varValue = float(value)
+
+    for group in (mv.racks_bought, mv.cdus_in_service, mv.cdu_model_used, mv.spares_kept,
+                  mv.site_staffed, mv.fleet_staffed):
+        for var in group.values():
+            fix(var, round(var.value() or 0.0))
+    for fv in mv.fabric_vars.values():
+        n = int(round(fv.n.value() or 0.0))
+        vals = fabric_start_values(fv, n)
+        if fv.spines is not None:
+            exact = float(fabric_counts(fv.fd, n)["spine"])
+            vals[fv.spines] = max(vals.get(fv.spines, 0.0), exact)
+        for var, x in vals.items():
+            fix(var, x)
+    for key, racks in network_racks_needed(d, mv).items():
+        fix(mv.network_racks[key], racks)
+
+
+def network_racks_needed(d: PlanInputs, mv: ModelVars) -> dict:
+    """Network racks each site and period needs for its fabrics' switches [positions].
+
+    ``ceil(switch rack units / units per network rack)``, from the switch-count
+    variables' current values; keys ``(s, p)`` of ``mv.network_racks``.
+    """
+    units: dict = defaultdict(float)
+    for (_r, s, _f, p), fv in mv.fabric_vars.items():
+        for t in ("leaf", "spine", "core"):
+            units[s, p] += fv.fd.switch_rack_units * (pulp.value(fv.counts[t]) or 0.0)
+    return {key: float(math.ceil(units[key] / (d.network_rack_units or 1) - 1e-6))
+            for key in mv.network_racks}
+
+
+def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | None:
+    """Set the solved fabric's counts to their step functions; the objective after [USD].
+
+    Within a MIP gap the solver may leave a switch or link count above the least value
+    its rows allow (it only costs money). With the fleet fixed, the least values are
+    the step functions of the racks in service (:func:`fabric_start_values`), network
+    racks ``ceil(units / units per rack)`` and purchases the increases: the same plan,
+    feasible and no dearer (less network power and positions). Returns the objective of
+    the polished values (None without fabrics).
+    """
+    if not mv.fabric_vars:
+        return None
+    for fv in mv.fabric_vars.values():
+        n = int(round(fv.n.value() or 0.0))
+        for var, x in fabric_start_values(fv, n).items():
+            var.varValue = x
+    for key, racks in network_racks_needed(d, mv).items():
+        mv.network_racks[key].varValue = racks
+    peak: dict = defaultdict(float)  # the facility peak over the hours, lowered with them
+    for (s, p, _h), e in mv.facility_hour_kw.items():
+        if (s, p) in mv.facility_peak_over_hours_kw:
+            peak[s, p] = max(peak[s, p], pulp.value(e) or 0.0)
+    for key, var in mv.facility_peak_over_hours_kw.items():
+        var.varValue = peak[key]
+    owned = {s: fabric_existing(d, s) for s in d.sites}
+    for (s, i, p), var in mv.network_bought.items():
+        now = pulp.value(mv.network_items[s, i, p][0]) or 0.0
+        before = mv.network_items.get((s, i, p - 1)) if p > 0 else None
+        prev = (pulp.value(before[0]) or 0.0) if before is not None else \
+            (owned[s].get(i, 0.0) if p == 0 else 0.0)
+        var.varValue = max(0.0, now - prev)
+    return pulp.value(prob.objective)
