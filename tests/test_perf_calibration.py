@@ -20,7 +20,7 @@ from dcplan.perf.measurements import (
     load_measurement_files,
     load_measurements,
 )
-from dcplan.perf.params import Calibration, Software, load_perf_defaults, save_calibration
+from dcplan.perf.params import Calibration, SoftwareFit, load_perf_defaults, save_calibration
 from dcplan.perf.predict import ServingRows, predict_phase
 from dcplan.schema import Precision
 
@@ -339,7 +339,7 @@ def test_serving_row_with_empty_optional_cells(cat, tmp_path):
 
 def test_software_log_factors_hand_computed():
     """Engine offset relative to the planning engine, trend per year, cross-domain."""
-    sw = Software(knobs=(("efficiency", ("hbm_eff_frac",)), ("overhead", ("step_overhead_s",))),
+    sw = SoftwareFit(knobs=(("efficiency", ("hbm_eff_frac",)), ("overhead", ("step_overhead_s",))),
                   engines=(("sglang", (("efficiency", -0.2), ("overhead", 0.1))),
                            ("trt", (("efficiency", 0.1), ("overhead", 0.3)))),
                   base_engine=(("dynamo-trt", "trt"),),

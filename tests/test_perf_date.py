@@ -1,4 +1,4 @@
-"""Software as of a date: engine offsets and the fitted trend read at a date (issue 28.4)."""
+"""SoftwareFit as of a date: engine offsets and the fitted trend read at a date (issue 28.4)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
 from dcplan.perf import rack_performance
-from dcplan.perf.params import Calibration, Software, default_calibration, year_fraction
+from dcplan.perf.params import Calibration, SoftwareFit, default_calibration, year_fraction
 from dcplan.perf.software import (
     as_of,
     describe,
@@ -29,7 +29,7 @@ SHIPPED = default_calibration(CAT)
 
 def _synthetic(eff: float = 0.1, over: float = -0.5) -> Calibration:
     """A calibration with one efficiency and one overhead knob, runs 2025-01-01..2026-01-01."""
-    sw = Software(knobs=(("efficiency", ("compute_eff_frac",)),
+    sw = SoftwareFit(knobs=(("efficiency", ("compute_eff_frac",)),
                          ("overhead", ("step_overhead_s",))),
                   engines=(("a", (("efficiency", 0.0), ("overhead", 0.0))),
                            ("b", (("efficiency", -0.3), ("overhead", 0.2)))),

@@ -349,7 +349,7 @@ class SoftwareSpec:
 
 
 @dataclass(frozen=True)
-class Software:
+class SoftwareFit:
     """Fitted engine and run-date adjustments of a calibration.
 
     The calibration's vendor, architecture and accelerator values are what the planner
@@ -487,7 +487,7 @@ class Calibration:
         ``(architecture, {param: value})``: fitted to the rows of that architecture's
         accelerators (with their vendor's); applies to accelerators of that
         architecture without their own entry.
-    software : Software or None
+    software : SoftwareFit or None
         Engine and run-date adjustments (measurement rows only; the planner uses the
         stored values as they are).
     """
@@ -499,7 +499,7 @@ class Calibration:
     physics: tuple[tuple[str, float], ...] = ()
     vendor: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
     architecture: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
-    software: Software | None = None
+    software: SoftwareFit | None = None
 
     @classmethod
     def from_dicts(
@@ -511,7 +511,7 @@ class Calibration:
         physics: Mapping[str, float] | None = None,
         vendor: Mapping[str, Mapping[str, float]] | None = None,
         architecture: Mapping[str, Mapping[str, float]] | None = None,
-        software: Software | None = None,
+        software: SoftwareFit | None = None,
     ) -> Calibration:
         """Build a calibration from plain dicts."""
         def pairs(table):
@@ -937,7 +937,7 @@ def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibr
                                   vendors, archs, software)
 
 
-def _parse_software(raw: Any, file: str, problems: list[Problem]) -> Software | None:
+def _parse_software(raw: Any, file: str, problems: list[Problem]) -> SoftwareFit | None:
     """The ``software:`` section of a calibration file (None when absent)."""
     if raw is None:
         return None
@@ -1002,7 +1002,7 @@ def _parse_software(raw: Any, file: str, problems: list[Problem]) -> Software | 
                                     entry="software.cross_domain_log_offset", field=str(k)))
     cross_t = tuple(sorted((str(k), number(v, "software.cross_domain_log_offset", k))
                            for k, v in cross.items() if k in PARAM_BOUNDS))
-    return Software(tuple(knobs), tuple(sorted(engines)),
+    return SoftwareFit(tuple(knobs), tuple(sorted(engines)),
                     tuple(sorted((str(k), str(v)) for k, v in base.items())), trend, ref,
                     tuple(sorted((str(k), str(v)) for k, v in plan.items())), cross_t,
                     earliest)
