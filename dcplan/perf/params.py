@@ -581,47 +581,101 @@ def _check_params(raw: Any, file: str, where: str, problems: list[Problem],
     return out
 
 
-def defaults_path(catalog: Any = None) -> Path:
-    """Where the defaults file is: next to the catalog's racks file, else shipped."""
-    files = getattr(catalog, "files", None) or {}
-    for path in files.values():
-        candidate = Path(path).parent / DEFAULTS_FILE
-        if candidate.exists():
-            return candidate
-        break
-    return data_dir("catalogs") / DEFAULTS_FILE
+def perf_folder(catalog: Any = None) -> Path:
+    """The folder of the performance data: the catalog's, when it holds a defaults file.
 
+    Parameters
+    ----------
+    catalog : Catalog, path or None
+        A loaded catalog (its racks file's folder) or a catalog folder; None: the
+        shipped catalogs.
 
-def default_calibration_path(catalog: Any = None) -> Path | None:
-    """Return where the default calibration is, or None.
-
-    ``perf_calibration.yaml`` next to the defaults file in use.
+    Returns
+    -------
+    Path
+        The folder holding ``perf_defaults.yaml`` (and ``perf_calibration.yaml``,
+        ``measurements/``): ``catalog``'s own when it has one, else the shipped one.
     """
-    path = defaults_path(catalog).parent / CALIBRATION_FILE
-    return path if path.exists() else None
+    if isinstance(catalog, str | Path):
+        folders = [Path(catalog)]
+    else:
+        files = getattr(catalog, "files", None) or {}
+        folders = [Path(p).parent for p in list(files.values())[:1]]
+    for folder in folders:
+        if (folder / DEFAULTS_FILE).exists():
+            return folder
+    return data_dir("catalogs")
 
 
-_CAL_CACHE: dict[tuple[str, float], Calibration] = {}
+@dataclass(frozen=True)
+class PerfInputs:
+    """What the performance model reads: defaults and calibration, loaded once.
+
+    Attributes
+    ----------
+    defaults : PerfDefaults
+        ``perf_defaults.yaml``.
+    calibration : Calibration or None
+        The calibration in use; None: the a-priori defaults.
+    files : tuple of str
+        The files read, resolved, in reading order.
+    """
+
+    defaults: PerfDefaults
+    calibration: Calibration | None
+    files: tuple[str, ...] = ()
 
 
-def default_calibration(catalog: Any = None) -> Calibration | None:
-    """The calibration applied when none is given (see :func:`default_calibration_path`).
+def load_perf_inputs(catalog: Any = None, calibration: Any = None,
+                     known_accelerators: Any = None) -> PerfInputs:
+    """Read the performance defaults and the calibration: the one loader of both.
+
+    Parameters
+    ----------
+    catalog : Catalog, path or None
+        Where the defaults file is (:func:`perf_folder`).
+    calibration : Calibration, path or "none", optional
+        A calibration as it is, a file to read, ``"none"`` (the a-priori defaults);
+        None: ``perf_calibration.yaml`` next to the defaults file when there is one.
+    known_accelerators : iterable of str, optional
+        Accelerator ids of the catalog: a calibration file's unknown ids are reported.
+
+    Returns
+    -------
+    PerfInputs
 
     Raises
     ------
     InputError
-        If that file is invalid.
+        With every problem of the defaults file and of the calibration file.
     """
-    path = default_calibration_path(catalog)
-    if path is None:
-        return None
-    key = (str(path.resolve()), path.stat().st_mtime)
-    if key not in _CAL_CACHE:
-        _CAL_CACHE[key] = load_calibration(path)
-    return _CAL_CACHE[key]
+    folder = perf_folder(catalog)
+    problems: list[Problem] = []
+    files: list[str] = []
+    defaults = cal = None
+    try:
+        defaults = load_perf_defaults(folder / DEFAULTS_FILE)
+        files.append(str((folder / DEFAULTS_FILE).resolve()))
+    except InputError as exc:
+        problems += exc.problems
+    if isinstance(calibration, Calibration):
+        cal = calibration
+    elif calibration is not None and str(calibration) == NO_CALIBRATION:
+        cal = None
+    else:
+        path = Path(calibration) if calibration is not None else folder / CALIBRATION_FILE
+        if calibration is not None or path.exists():
+            try:
+                cal = load_calibration(path, known_accelerators=(
+                    known_accelerators if calibration is not None else None))
+                files.append(str(path.resolve()))
+            except InputError as exc:
+                problems += exc.problems
+    if problems:
+        raise InputError(problems)
+    return PerfInputs(defaults, cal, tuple(files))
 
 
-_DEFAULTS_CACHE: dict[str, PerfDefaults] = {}
 _TOP_KEYS = ("source", "as_of", "notes", "estimates", "default", "hardware", "physics",
              "serving", "software")
 
@@ -644,9 +698,6 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
         With every problem found.
     """
     path = Path(path) if path else data_dir("catalogs") / DEFAULTS_FILE
-    cache_key = str(path.resolve())
-    if cache_key in _DEFAULTS_CACHE:
-        return _DEFAULTS_CACHE[cache_key]
     shown = display_path(path)
     raw = read_yaml(path)
     problems: list[Problem] = []
@@ -677,7 +728,7 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
     _check_estimates(raw.get("estimates"), shown, problems, default, physics)
     if problems:
         raise InputError(problems)
-    out = PerfDefaults(
+    return PerfDefaults(
         default=HardwareParams(**default),
         hardware=tuple((h, tuple(sorted(p.items()))) for h, p in sorted(hardware.items())),
         physics=PhysicsParams(**physics),
@@ -685,8 +736,6 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
         source=shown,
         software=software,
     )
-    _DEFAULTS_CACHE[cache_key] = out
-    return out
 
 
 def _check_estimates(raw: Any, file: str, problems: list[Problem], default: dict,
