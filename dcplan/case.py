@@ -109,6 +109,12 @@ class Case:
         feed(repr(getattr(self.calibration, "key", None)))
         return h.hexdigest()
 
+    @property
+    def perf_calibration(self) -> Any:
+        """The calibration the performance model takes: a Calibration, or None for none."""
+        return None if self.calibration is None or isinstance(self.calibration, str) \
+            else self.calibration
+
     def with_changes(self, changes: Mapping[str, Any] | None = None, *,
                      overrides: Iterable[Mapping[str, Any] | Override] = ()) -> Case:
         """A new checked case with some scenario fields changed, without reading files.
@@ -238,14 +244,7 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
         With every problem of every file: scenario (schema, references, overrides),
         catalogs, performance defaults, sites and calibration.
     """
-    from dcplan.perf.params import (
-        NO_CALIBRATION,
-        default_calibration,
-        default_calibration_path,
-        defaults_path,
-        load_calibration,
-        load_perf_defaults,
-    )
+    from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
 
     problems: list[Problem] = []
     files: list[str] = []
@@ -273,12 +272,15 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
         catalog = load_catalog(folder(catalog_dir, "catalog_dir"))
     except InputError as exc:
         problems += exc.problems
+    cal: Any = NO_CALIBRATION
+    cal_files: tuple[str, ...] = ()
     if catalog is not None:
         files += [str(Path(p).resolve()) for p in catalog.files.values()]
         try:
-            dpath = defaults_path(catalog)
-            defaults = load_perf_defaults(dpath)
-            files.append(str(Path(dpath).resolve()))
+            perf = load_perf_inputs(catalog, calibration,
+                                    known_accelerators=catalog.entries.get("accelerators", {}))
+            defaults, files, cal_files = perf.defaults, files + [perf.files[0]], perf.files[1:]
+            cal = perf.calibration if perf.calibration is not None else NO_CALIBRATION
         except InputError as exc:
             problems += exc.problems
     try:
@@ -288,27 +290,7 @@ def load_case(scenario: Path | str | Scenario, *, catalog_dir: Path | str | None
                         if p.suffix in (".yaml", ".yml") and not p.is_dir())
     except InputError as exc:
         problems += exc.problems
-    cal: Any = NO_CALIBRATION
-    if calibration is not None and str(calibration) == NO_CALIBRATION:
-        cal = NO_CALIBRATION
-    elif isinstance(calibration, str | Path):
-        try:
-            known = catalog.entries.get("accelerators", {}) if catalog else None
-            cal = load_calibration(calibration, known_accelerators=known)
-            files.append(str(Path(calibration).resolve()))
-        except InputError as exc:
-            problems += exc.problems
-    elif calibration is not None:
-        cal = calibration
-    elif catalog is not None:
-        try:
-            cal = default_calibration(catalog) or NO_CALIBRATION
-            path_ = default_calibration_path(catalog)
-            if path_ is not None:
-                files.append(str(Path(path_).resolve()))
-        except InputError as exc:
-            problems += exc.problems
-
+    files += cal_files
     scn: Scenario | None = scn_given
     if scn is None:
         shown = display_path(path)

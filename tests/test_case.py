@@ -61,10 +61,7 @@ def _count_reads(monkeypatch) -> Counter:
 def test_one_plan_reads_each_file_once(monkeypatch, tmp_path):
     from dcplan.export import export_plan
     from dcplan.facility import assumptions
-    from dcplan.perf import params
 
-    monkeypatch.setattr(params, "_DEFAULTS_CACHE", {})
-    monkeypatch.setattr(params, "_CAL_CACHE", {})  # read by an earlier test otherwise
     assumptions.assumptions.cache_clear()
     reads = _count_reads(monkeypatch)
     case = load_case(KYBER)  # extends baseline.yaml, which names a forecast file

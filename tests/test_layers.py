@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PKG = Path(__file__).resolve().parent.parent / "dcplan"
 
 #: Layers, lowest first: (name, module prefixes). The first matching prefix wins, so
@@ -144,3 +146,47 @@ def test_no_import_cycles():
                                              f"{', '.join(sorted(group))}]"
                                              if len(group) > len(cycle) else ""))
     assert not bad, "import circles:\n" + "\n".join(bad)
+
+
+#: Performance physics: takes parameters, never files (pvlib's ``sapm_cell(poa_global,
+#: temp_air, wind_speed, a, b, deltaT)`` is the model). Defaults and calibration come in
+#: from the Case or :func:`dcplan.perf.params.load_perf_inputs`.
+PERF_PHYSICS = ["roofline", "serving", "speculative", "software", "goodput"]
+#: Physics modules that still hold a file loader (to move to the data layer):
+#: latency.load_benchmark_lengths, power's MLPerf power-systems reader, and predict's
+#: benchmark_lengths / benchmark_recipes (measurements/ next to the defaults).
+PERF_PHYSICS_WITH_LOADERS = ["latency", "power", "predict"]
+#: What reading a file takes: modules and names.
+FILE_MODULES = ("pathlib", "dcplan.yamlio", "dcplan.paths", "yaml", "csv", "io")
+FILE_NAMES = ("load_catalog", "read_yaml", "load_perf_defaults", "load_calibration",
+              "load_perf_inputs", "perf_folder", "data_dir")
+
+
+def _file_access(path: Path) -> list[str]:
+    """Imports of file-reading modules or loaders, and open() calls, in ``path``."""
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] + [a.name for a in node.names]
+        elif isinstance(node, ast.Call):
+            f = node.func
+            called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(
+                f, ast.Attribute) else ""
+            if called in ("open", "read_text", "read_bytes"):
+                out.append(f"{path.name}:{node.lineno}: calls {called}()")
+        for n in names:
+            if n in FILE_NAMES or any(n == m or n.startswith(m + ".") for m in FILE_MODULES):
+                out.append(f"{path.name}:{node.lineno}: imports {n}")
+    return out
+
+
+@pytest.mark.parametrize("module", PERF_PHYSICS + [
+    pytest.param(m, marks=pytest.mark.xfail(strict=True, reason="still holds a file loader"))
+    for m in PERF_PHYSICS_WITH_LOADERS])
+def test_perf_physics_reads_no_file(module):
+    found = _file_access(PKG / "perf" / f"{module}.py")
+    assert not found, "\n".join(found)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import csv
 import hashlib
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dcplan import perf
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
-from dcplan.perf import load_calibration, rack_performance
+from dcplan.perf import load_calibration
 from dcplan.perf.calibration import calibrate, evaluate_rows, report
 from dcplan.perf.measurements import (
     SERVING_COLUMNS,
@@ -21,9 +23,22 @@ from dcplan.perf.measurements import (
     load_measurement_files,
     load_measurements,
 )
-from dcplan.perf.params import Calibration, Software, load_perf_defaults, save_calibration
+from dcplan.perf.params import (
+    Calibration,
+    SoftwareFit,
+    load_perf_defaults,
+    load_perf_inputs,
+    save_calibration,
+)
 from dcplan.perf.predict import ServingRows, predict_phase
 from dcplan.schema import Precision
+
+#: The shipped performance defaults and calibration (the fixture catalogs have none of
+#: their own); the model reads no file itself.
+SHIPPED_PERF = load_perf_inputs()
+PERF_KW = {"defaults": SHIPPED_PERF.defaults, "calibration": SHIPPED_PERF.calibration}
+rack_performance = partial(perf.rack_performance, **PERF_KW)
+
 
 FIX = Path(__file__).parent / "fixtures" / "perf"
 ROOT = Path(__file__).parent.parent
@@ -121,14 +136,17 @@ def test_calibration_file_round_trip_changes_rack_performance(cat, tmp_path):
     save_calibration(cal, path, {"tgpu": 3}, {"rows": 3})
     loaded = load_calibration(path, known_accelerators=["tgpu"])
     assert loaded.key == cal.key
-    base = rack_performance(cat, "track8", "dense70", "chat", calibration="none")
+    base = rack_performance(cat, "track8", "dense70", "chat", calibration=None)
     slower = rack_performance(cat, "track8", "dense70", "chat", calibration=loaded)
     assert slower.goodput_tokens_per_s < base.goodput_tokens_per_s
-    assert rack_performance(cat, "track8", "dense70", "chat", calibration=path) == slower
-    # without one, the shipped fit next to perf_defaults.yaml applies
-    shipped = rack_performance(cat, "track8", "dense70", "chat")
-    assert shipped == rack_performance(cat, "track8", "dense70", "chat",
-                                       calibration=ROOT / "catalogs" / "perf_calibration.yaml")
+    assert rack_performance(cat, "track8", "dense70", "chat",
+                            calibration=load_perf_inputs(cat, path).calibration) == slower
+    # without one, the loader takes the shipped fit next to perf_defaults.yaml
+    shipped = rack_performance(cat, "track8", "dense70", "chat",
+                               calibration=load_perf_inputs(cat).calibration)
+    assert shipped == rack_performance(
+        cat, "track8", "dense70", "chat",
+        calibration=load_calibration(ROOT / "catalogs" / "perf_calibration.yaml"))
     assert shipped != base
 
 
@@ -343,7 +361,7 @@ def test_serving_row_with_empty_optional_cells(cat, tmp_path):
 
 def test_software_log_factors_hand_computed():
     """Engine offset relative to the planning engine, trend per year, cross-domain."""
-    sw = Software(knobs=(("efficiency", ("hbm_eff_frac",)), ("overhead", ("step_overhead_s",))),
+    sw = SoftwareFit(knobs=(("efficiency", ("hbm_eff_frac",)), ("overhead", ("step_overhead_s",))),
                   engines=(("sglang", (("efficiency", -0.2), ("overhead", 0.1))),
                            ("trt", (("efficiency", 0.1), ("overhead", 0.3)))),
                   base_engine=(("dynamo-trt", "trt"),),

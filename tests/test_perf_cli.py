@@ -242,11 +242,14 @@ def test_shipped_inferencex_validate_prints_per_row_errors():
 def test_frontier_answers_for_every_rack_and_model():
     from dcplan.catalog import load_catalog
     from dcplan.perf.frontier import frontier
+    from dcplan.perf.params import load_perf_inputs
 
     cat = load_catalog()
+    pin = load_perf_inputs(cat)
     for rack in cat.racks:
         for model in cat.models:
-            fr = frontier(cat, rack, model, 1024, 1024)
+            fr = frontier(cat, rack, model, 1024, 1024, defaults=pin.defaults,
+                          calibration=pin.calibration)
             assert fr.points or len(fr.reason) > 20, (rack, model)
             for p in fr.points:
                 assert p["output_tokens_per_s_per_gpu"] > 0 and p["parallel"]

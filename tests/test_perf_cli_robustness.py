@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from typer.testing import CliRunner
 
+from dcplan import perf
 from dcplan.catalog import load_catalog
 from dcplan.cli import app
-from dcplan.perf import rack_performance
+from dcplan.perf.params import load_perf_inputs
+
+#: The shipped performance defaults and calibration (the fixture catalogs have none of
+#: their own); the model reads no file itself.
+SHIPPED_PERF = load_perf_inputs()
+PERF_KW = {"defaults": SHIPPED_PERF.defaults, "calibration": SHIPPED_PERF.calibration}
+rack_performance = partial(perf.rack_performance, **PERF_KW)
+
 
 runner = CliRunner()
 

@@ -1,18 +1,19 @@
-"""Software as of a date: engine offsets and the fitted trend read at a date (issue 28.4)."""
+"""SoftwareFit as of a date: engine offsets and the fitted trend read at a date (issue 28.4)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
+from functools import partial
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dcplan import perf
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
-from dcplan.perf import rack_performance
-from dcplan.perf.params import Calibration, Software, default_calibration, year_fraction
+from dcplan.perf.params import Calibration, SoftwareFit, load_perf_inputs, year_fraction
 from dcplan.perf.software import (
     as_of,
     describe,
@@ -23,13 +24,20 @@ from dcplan.perf.software import (
 )
 from dcplan.planner.inputs import _after_fitted
 
+#: The shipped performance defaults and calibration (the fixture catalogs have none of
+#: their own); the model reads no file itself.
+SHIPPED_PERF = load_perf_inputs()
+PERF_KW = {"defaults": SHIPPED_PERF.defaults, "calibration": SHIPPED_PERF.calibration}
+rack_performance = partial(perf.rack_performance, **PERF_KW)
+
+
 CAT = load_catalog()
-SHIPPED = default_calibration(CAT)
+SHIPPED = SHIPPED_PERF.calibration
 
 
 def _synthetic(eff: float = 0.1, over: float = -0.5) -> Calibration:
     """A calibration with one efficiency and one overhead knob, runs 2025-01-01..2026-01-01."""
-    sw = Software(knobs=(("efficiency", ("compute_eff_frac",)),
+    sw = SoftwareFit(knobs=(("efficiency", ("compute_eff_frac",)),
                          ("overhead", ("step_overhead_s",))),
                   engines=(("a", (("efficiency", 0.0), ("overhead", 0.0))),
                            ("b", (("efficiency", -0.3), ("overhead", 0.2)))),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -20,15 +21,22 @@ from dcplan.cli import app
 from dcplan.errors import InputError
 from dcplan.lengths import FIXED, LengthDist, length_dist, parse_length_option
 from dcplan.paths import data_dir
+from dcplan.perf import frontier as perf_frontier
 from dcplan.perf import goodput
-from dcplan.perf.frontier import frontier
 from dcplan.perf.goodput import (
     best_rate_within,
-    rack_performance,
     take_point,
-    workload_performance,
 )
+from dcplan.perf.params import load_perf_inputs
 from dcplan.perf.serving import Point
+
+#: The shipped performance defaults and calibration (the fixture catalogs have none of
+#: their own); the model reads no file itself.
+SHIPPED_PERF = load_perf_inputs()
+PERF_KW = {"defaults": SHIPPED_PERF.defaults, "calibration": SHIPPED_PERF.calibration}
+rack_performance = partial(goodput.rack_performance, **PERF_KW)
+workload_performance = partial(goodput.workload_performance, **PERF_KW)
+frontier = partial(perf_frontier.frontier, **PERF_KW)
 
 FIX = Path(__file__).parent / "fixtures" / "perf"
 runner = CliRunner()
@@ -105,7 +113,7 @@ def test_rack_performance_reports_the_mixture_percentile(small, monkeypatch):
     wl = _workload(small, "chat", length_distribution=two_point_lognormal())
     perf = workload_performance(small, "track8", None, wl)
     assert perf.fits
-    su = build_setup(small, "track8", None, wl)
+    su = build_setup(small, "track8", None, wl, **PERF_KW)
     lay = Layout(tp=perf.attention_tp)
     inst = Instance(su.hw, lay.parallel(), su.shape, su.physics, su.serving)
     pt = aggregated(inst, _traffic(su, 1.0), np.array([float(perf.batch)]))

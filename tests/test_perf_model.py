@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dcplan import perf
 from dcplan.catalog import load_catalog
-from dcplan.perf import RackPerf, rack_performance
-from dcplan.perf.goodput import build_setup, candidate_layouts
+from dcplan.perf import RackPerf
+from dcplan.perf.goodput import candidate_layouts
 from dcplan.perf.latency import wait_mean, wait_quantile
-from dcplan.perf.params import HardwareParams, PhysicsParams, load_perf_defaults
+from dcplan.perf.params import HardwareParams, PhysicsParams, load_perf_defaults, load_perf_inputs
 from dcplan.perf.power import rack_power_kw
 from dcplan.perf.roofline import (
     Hardware,
@@ -28,6 +30,13 @@ from dcplan.perf.roofline import (
 from dcplan.perf.serving import Instance, Traffic, aggregated, decode, solve_closed_loop
 from dcplan.perf.speculative import expected_tokens
 from dcplan.schema import Precision
+
+#: The shipped performance defaults and calibration (the fixture catalogs have none of
+#: their own); the model reads no file itself.
+SHIPPED_PERF = load_perf_inputs()
+PERF_KW = {"defaults": SHIPPED_PERF.defaults, "calibration": SHIPPED_PERF.calibration}
+rack_performance = partial(perf.rack_performance, **PERF_KW)
+build_setup = partial(perf.goodput.build_setup, **PERF_KW)
 
 FIX = Path(__file__).parent / "fixtures" / "perf" / "catalog"
 
@@ -298,7 +307,7 @@ def test_one_request_in_flight_is_served(cat):
 
     wl = cat.get("workloads", "chat").model_copy(
         update={"arrival": Arrival.closed_loop, "concurrency": 1})
-    rp = workload_performance(cat, "track8", "dense70", wl)
+    rp = workload_performance(cat, "track8", "dense70", wl, **PERF_KW)
     assert rp.fits, rp.reason
     assert rp.goodput_tokens_per_s > 0
 

@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import csv
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
 
+from dcplan import perf
 from dcplan.catalog import load_catalog
-from dcplan.perf import rack_performance
 from dcplan.perf.calibration import evaluate_rows, power_error_by_vendor
 from dcplan.perf.measurements import load_measurements
-from dcplan.perf.params import defaults_path, load_perf_defaults
+from dcplan.perf.params import load_perf_inputs
 from dcplan.perf.power import (
     gpu_share_w,
     rack_power_kw,
     rack_power_percentile_kw,
 )
 from dcplan.schema import ServingMode
+
+#: The shipped performance defaults and calibration (the fixture catalogs have none of
+#: their own); the model reads no file itself.
+SHIPPED_PERF = load_perf_inputs()
+PERF_KW = {"defaults": SHIPPED_PERF.defaults, "calibration": SHIPPED_PERF.calibration}
+rack_performance = partial(perf.rack_performance, **PERF_KW)
+
 
 ROOT = Path(__file__).resolve().parents[1]
 MEAS = ROOT / "catalogs" / "measurements"
@@ -80,7 +88,7 @@ def test_disaggregated_rackperf_has_a_p99_within_nameplate(catalog):
     from dcplan.perf.goodput import build_setup, evaluate
 
     wl = catalog.get("workloads", "chat").model_copy(update={"mode": ServingMode.disaggregated})
-    p = evaluate(build_setup(catalog, "gb200_nvl72", "llama3_70b", wl))
+    p = evaluate(build_setup(catalog, "gb200_nvl72", "llama3_70b", wl, **PERF_KW))
     assert p.fits
     assert p.power_kw <= p.power_p99_kw <= p.power_nameplate_kw == 120.0
 
@@ -110,7 +118,7 @@ def test_mlperf_power_rows_are_the_gpu_share_of_the_recorded_wall_power():
 
 def test_power_cap_holds_predicted_power_and_errors_by_vendor(catalog):
     rows = load_measurements(MEAS / "mlperf_power.csv", catalog)
-    defaults = load_perf_defaults(defaults_path(catalog))
+    defaults = load_perf_inputs(catalog).defaults
     res = evaluate_rows(rows, catalog, defaults, None)
     # the uncapped model draws more than 500 W per H200 here, so the cap binds
     assert [r.pred.power_w for r in res] == [pytest.approx(500.0), pytest.approx(500.0)]
@@ -173,7 +181,7 @@ def _at_half(res, acc, base, gpus):
 def test_phase_row_power_is_taken_at_the_measured_throughput(catalog):
     from dcplan.perf.predict import hardware_params
 
-    defaults = load_perf_defaults(defaults_path(catalog))
+    defaults = load_perf_inputs(catalog).defaults
     rows = load_measurements(MEAS / "validation" / "nvidia_power.csv", catalog)[:2]
     acc = catalog.get("accelerators", "h100_sxm")
     base = float(hardware_params(defaults, "h100_sxm", None).power_base_frac)
@@ -195,7 +203,7 @@ def test_phase_row_power_is_taken_at_the_measured_throughput(catalog):
 def test_serving_row_power_is_taken_at_the_measured_throughput(catalog):
     from dcplan.perf.predict import hardware_params
 
-    defaults = load_perf_defaults(defaults_path(catalog))
+    defaults = load_perf_inputs(catalog).defaults
     rows = [m for m in load_measurements(MEAS / "inferencex_deepseek_r1.csv", catalog)
             if m.hardware == "mi355x" and m.power_w][:2]
     acc = catalog.get("accelerators", "mi355x")
@@ -211,7 +219,7 @@ def test_serving_row_power_is_taken_at_the_measured_throughput(catalog):
 
 
 def test_capped_row_keeps_the_model_point_power(catalog):
-    defaults = load_perf_defaults(defaults_path(catalog))
+    defaults = load_perf_inputs(catalog).defaults
     rows = load_measurements(MEAS / "mlperf_power.csv", catalog)
     for r in evaluate_rows(rows, catalog, defaults, None):
         assert r.pred.power_w == r.pred.power_w_model_point == pytest.approx(500.0)

@@ -72,27 +72,25 @@ TrendOpt = Annotated[str, typer.Option(
 _NO_LIMIT = 1e9
 
 
-def _calibration(path: Path | None, catalog, date: str | None = None,
+def _perf_inputs(path: Path | None, catalog, date: str | None = None,
                  engine: str | None = None, trend: str = "hold", dated: bool = True):
-    """The calibration to use: the file given, the default, or False for 'none'.
+    """The performance defaults and calibration: the file given, the default, or none.
 
-    ``dated``: read with ``engine``'s software as of ``date``
+    One call of :func:`dcplan.perf.params.load_perf_inputs` per command. ``dated``: the
+    calibration read with ``engine``'s software as of ``date``
     (:func:`dcplan.perf.software.as_of`; the latest fitted run by default); else the
     stored values (``perf validate`` moves them to each measured run itself).
     """
-    from dcplan.perf import load_calibration
-    from dcplan.perf.params import NO_CALIBRATION, default_calibration
+    from dataclasses import replace
+
+    from dcplan.perf.params import load_perf_inputs
     from dcplan.perf.software import as_of
 
-    if path is None:
-        cal = default_calibration(catalog)
-    elif str(path) == NO_CALIBRATION:
-        cal = None
-    else:
-        cal = load_calibration(path, known_accelerators=catalog.entries.get("accelerators", {}))
+    inputs = load_perf_inputs(catalog, path,
+                              known_accelerators=catalog.entries.get("accelerators", {}))
     if dated:
-        cal = as_of(cal, date, engine, trend)
-    return False if cal is None else cal
+        inputs = replace(inputs, calibration=as_of(inputs.calibration, date, engine, trend))
+    return inputs
 
 
 def _software(cal, catalog, rack: str) -> dict[str, Any]:
@@ -282,8 +280,10 @@ def perf(
         note("--acceptance is not applied: no speculative decoding (--speculative mtp or "
              "draft uses it)")
     _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
-    cal = _calibration(calibration, catalog, date, engine, software_trend)
-    perf_ = workload_performance(catalog, rack, model, wl, precision, cal, layout)
+    pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
+    defaults, cal = pin.defaults, pin.calibration
+    perf_ = workload_performance(catalog, rack, model, wl, precision, layout,
+                                 defaults=defaults, calibration=cal)
     model_id = model or wl.model
     soft = _software(cal, catalog, rack)
     lengths = _lengths_record(wl, length_dist is not None)
@@ -298,7 +298,8 @@ def perf(
         fail(f"{model_id} does not fit {rack} for workload '{wl.id}' "
              f"({perf_.precision}): {perf_.reason}")
     if sweep:
-        rows = batch_sweep(catalog, rack, model, wl, precision, cal, layout)
+        rows = batch_sweep(catalog, rack, model, wl, precision, layout, defaults=defaults,
+                           calibration=cal)
         if json_out:
             emit_json(_clean({"operating_point": record, "sweep": rows}))
         else:
@@ -450,12 +451,12 @@ def frontier_cmd(
         "precision": precision})
     lengths = _length_option(length_dist) if length_dist is not None else None
     _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
-    cal = _calibration(calibration, catalog, date, engine, software_trend)
-    soft = _software(cal, catalog, rack)
+    pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
+    soft = _software(pin.calibration, catalog, rack)
     modes = (mode,) if mode else ("aggregated", "disaggregated")
     fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
-                  speculative or "none", acceptance, ttft_s, percentile, cal, modes,
-                  lengths=lengths)
+                  speculative or "none", acceptance, ttft_s, percentile, modes,
+                  lengths=lengths, defaults=pin.defaults, calibration=pin.calibration)
     if fr.reason:
         if json_out:
             emit_json(_clean(fr.as_dict() | {"software": soft}))
@@ -551,14 +552,13 @@ MeasOpt = Annotated[list[Path], typer.Argument(
     help="Measurement CSVs: phase-level rows and/or serving rows (the header tells which).")]
 
 
-def _calibration_name(path: Path | None, catalog) -> str:
+def _calibration_name(path: Path | None, inputs) -> str:
+    """The calibration file as given, else the default one read (``inputs``), else none."""
     from dcplan.errors import display_path
-    from dcplan.perf.params import default_calibration_path
 
     if path is not None:
         return str(path)
-    default = default_calibration_path(catalog)
-    return display_path(default) if default else "none"
+    return display_path(inputs.files[1]) if len(inputs.files) > 1 else "none"
 
 
 @perf_app.command("validate")
@@ -578,15 +578,14 @@ def validate(
     """
     from dcplan.perf.calibration import evaluate_rows, repeat_ratios, report
     from dcplan.perf.measurements import load_measurement_files, with_models
-    from dcplan.perf.params import defaults_path, load_perf_defaults
 
     catalog = with_models(STATE.catalog(), models)
     skipped: list = []  # rows the model cannot take, named; the others are validated
     pairs = load_measurement_files(measurements, catalog, with_file=True, skipped=skipped)
     files = [f for f, _ in pairs]
     rows = [m for _, m in pairs]
-    cal = _calibration(calibration, catalog, dated=False)
-    results = evaluate_rows(rows, catalog, load_perf_defaults(defaults_path(catalog)), cal)
+    pin = _perf_inputs(calibration, catalog, dated=False)
+    results = evaluate_rows(rows, catalog, pin.defaults, pin.calibration)
     rep = report(results)
     from dcplan.perf.calibration import power_error_by_vendor
 
@@ -602,7 +601,7 @@ def validate(
                                             "field": p.field, "message": p.message}
                                            for p in skipped],
                           "files": [str(m) for m in measurements],
-                          "calibration": _calibration_name(calibration, catalog)}))
+                          "calibration": _calibration_name(calibration, pin)}))
         return
     _print_rows(results, files if len(set(files)) > 1 else None)
     typer.echo("")
@@ -628,12 +627,12 @@ def calibrate_cmd(
     from dcplan.errors import display_path
     from dcplan.perf.calibration import calibrate, evaluate_rows, report
     from dcplan.perf.measurements import load_measurement_files, with_models
-    from dcplan.perf.params import defaults_path, load_perf_defaults, save_calibration
+    from dcplan.perf.params import NO_CALIBRATION, save_calibration
 
     check_outputs(files={"--output": output})
     catalog = with_models(STATE.catalog(), models)
     rows = load_measurement_files(measurements, catalog)
-    defaults = load_perf_defaults(defaults_path(catalog))
+    defaults = _perf_inputs(NO_CALIBRATION, catalog, dated=False).defaults
     before = evaluate_rows(rows, catalog, defaults)
     cal = calibrate(rows, catalog, defaults,
                     source=", ".join(display_path(m) for m in measurements))

@@ -2,12 +2,17 @@
 
 Public API used by the planner (keep these names and meanings stable):
 
-``rack_performance(catalog, rack_id, model_id, workload_id, precision=None,
-calibration=None) -> RackPerf``; ``RackPerf.goodput_tokens_per_s`` counts input +
+``rack_performance(catalog, rack_id, model_id, workload_id, precision=None, *,
+defaults, calibration) -> RackPerf``; ``RackPerf.goodput_tokens_per_s`` counts input +
 output tokens per rack, ``output_tokens_per_s`` output tokens only.
 
+The model reads no file: ``defaults`` (:class:`~dcplan.perf.params.PerfDefaults`) and
+``calibration`` (a :class:`Calibration`, or None for the a-priori defaults) come from a
+:class:`~dcplan.case.Case` (``case.perf_defaults``, ``case.perf_calibration``) or from
+``load_perf_inputs(catalog, calibration=None)``, the one loader of
+``perf_defaults.yaml`` and the calibration next to it (or the file given).
 ``load_calibration(path) -> Calibration`` reads a file written by
-``dcplan perf calibrate``; pass the result (or the path) as ``calibration``.
+``dcplan perf calibrate``.
 
 Modules: :mod:`~dcplan.perf.roofline` (step times of one instance),
 :mod:`~dcplan.perf.serving` (operating points: aggregated, disaggregated, open and
@@ -29,7 +34,13 @@ from dcplan.perf.goodput import (
     rack_performance,
     workload_performance,
 )
-from dcplan.perf.params import Calibration, load_calibration, load_perf_defaults
+from dcplan.perf.params import (
+    Calibration,
+    PerfInputs,
+    load_calibration,
+    load_perf_defaults,
+    load_perf_inputs,
+)
 
 __all__ = [
     "Calibration",
@@ -37,7 +48,9 @@ __all__ = [
     "RackPerf",
     "batch_sweep",
     "load_calibration",
+    "PerfInputs",
     "load_perf_defaults",
+    "load_perf_inputs",
     "rack_performance",
     "workload_performance",
 ]

@@ -68,7 +68,7 @@ from dcplan.perf.params import (
     HardwareParams,
     PerfDefaults,
     PhysicsParams,
-    Software,
+    SoftwareFit,
     year_fraction,
 )
 from dcplan.perf.predict import (
@@ -838,7 +838,7 @@ def _calibration(space: _Space, x: np.ndarray, source: str, meta: dict) -> Calib
                 hardware[h][p] = float(np.exp(x[j]))
     software = None
     if space.knobs:
-        software = Software(
+        software = SoftwareFit(
             knobs=tuple(space.knobs),
             engines=tuple(sorted((e, tuple(sorted(o.items()))) for e, o in offsets.items())),
             base_engine=spec.base_engine,

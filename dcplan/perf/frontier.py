@@ -34,12 +34,12 @@ from dcplan.perf.goodput import (
     best_rate_within,
     build_setup,
     candidate_layouts,
-    resolve_calibration,
     slot_wait_quantile,
     take_point,
     workload_lengths,
 )
 from dcplan.perf.latency import slot_wait, tpot_quantile, ttft_quantile, wait_tail_mean
+from dcplan.perf.params import Calibration, PerfDefaults
 from dcplan.perf.roofline import max_batch, weight_bytes_per_gpu
 from dcplan.perf.serving import (
     Instance,
@@ -111,9 +111,10 @@ def pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_tokens: float,
              precision: str | None = None, speculative: str = "none",
              acceptance_frac: float | None = None, ttft_s: float | None = None,
-             percentile: float = FRONTIER_PERCENTILE, calibration=None,
+             percentile: float = FRONTIER_PERCENTILE,
              modes: tuple[str, ...] = ("aggregated", "disaggregated"),
-             layout: Layout | None = None, lengths: LengthDist | None = None) -> Frontier:
+             layout: Layout | None = None, lengths: LengthDist | None = None, *,
+             defaults: PerfDefaults, calibration: Calibration | None) -> Frontier:
     """Pareto frontier of output tokens/s per GPU against tokens/s per user.
 
     Parameters
@@ -128,6 +129,10 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
         Distribution of input and output tokens around their means (None: fixed).
     modes : tuple
         ``aggregated`` and/or ``disaggregated``.
+    defaults : PerfDefaults
+        The model's a-priori parameters (:func:`dcplan.perf.params.load_perf_inputs`).
+    calibration : Calibration or None
+        Fitted parameters; None: the a-priori defaults.
 
     Returns
     -------
@@ -142,8 +147,8 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
                   speculative=speculative, acceptance_frac=acceptance_frac,
                   length_distribution=lengths, source="dcplan perf frontier",
                   as_of="2026-01")
-    cal = resolve_calibration(calibration, catalog)
-    su = build_setup(catalog, rack_id, model.id, wl, precision, cal if cal is not None else False)
+    su = build_setup(catalog, rack_id, model.id, wl, precision, defaults=defaults,
+                     calibration=calibration)
     out = Frontier(rack_id, model.id, su.precision.value, float(input_tokens),
                    float(output_tokens), length_distribution=workload_lengths(wl))
     layouts = candidate_layouts(su.rack, su.model, su.serving, layout)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,16 +28,11 @@ from dcplan.errors import InputError, Problem
 from dcplan.lengths import FIXED, LengthDist
 from dcplan.perf.latency import slot_wait, tpot_quantile, ttft_quantile, wait_tail_mean
 from dcplan.perf.params import (
-    NO_CALIBRATION,
     Calibration,
     HardwareParams,
     PerfDefaults,
     PhysicsParams,
     ServingParams,
-    default_calibration,
-    defaults_path,
-    load_calibration,
-    load_perf_defaults,
 )
 from dcplan.perf.power import activity, rack_power_kw, rack_power_percentile_kw
 from dcplan.perf.predict import calibration_architecture, hardware_params, physics_params
@@ -290,35 +284,20 @@ class Setup:
     hw: Hardware | None
 
 
-def resolve_calibration(calibration: Calibration | str | Path | None | bool,
-                        catalog: Any = None) -> Calibration | None:
-    """The calibration to use.
-
-    A :class:`Calibration` or a path to one as given; None: the default calibration
-    (``perf_calibration.yaml`` next to the defaults file, the shipped fit for the
-    shipped catalog); ``"none"`` or False: no calibration (a-priori defaults).
-    """
-    if isinstance(calibration, Calibration):
-        return calibration
-    if calibration is None:
-        return default_calibration(catalog)
-    if calibration is False or str(calibration) == NO_CALIBRATION:
-        return None
-    return load_calibration(calibration)
-
-
 def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Workload,
-                precision: Precision | str | None = None,
-                calibration: Calibration | str | Path | None = None,
-                defaults: PerfDefaults | None = None) -> Setup:
-    """Resolve ids against ``catalog`` (unknown ids raise :class:`InputError`)."""
+                precision: Precision | str | None = None, *, defaults: PerfDefaults,
+                calibration: Calibration | None) -> Setup:
+    """Resolve ids against ``catalog`` (unknown ids raise :class:`InputError`).
+
+    ``defaults`` and ``calibration`` (None: the a-priori defaults) as
+    :func:`dcplan.perf.params.load_perf_inputs` or a :class:`~dcplan.case.Case` give them.
+    """
     rack = catalog.get("racks", rack_id)
     wl = workload if isinstance(workload, Workload) else catalog.get("workloads", workload)
     model = catalog.get("models", model_id or wl.model)
     acc = catalog.get("accelerators", rack.accelerator)
     prec = Precision(precision) if precision else wl.precision
-    defaults = defaults or load_perf_defaults(defaults_path(catalog))
-    cal = resolve_calibration(calibration, catalog)
+    cal = calibration
     params = hardware_params(defaults, acc.id, cal, acc.vendor,
                              calibration_architecture(acc, cal))
     physics = physics_params(defaults, cal)
@@ -1019,26 +998,24 @@ def evaluate(su: Setup, layout: Layout | None = None) -> RackPerf:
 
 def workload_performance(catalog, rack_id: str, model_id: str | None, workload: Workload,
                          precision: Precision | str | None = None,
-                         calibration: Calibration | str | Path | None = None,
-                         layout: Layout | None = None) -> RackPerf:
+                         layout: Layout | None = None, *, defaults: PerfDefaults,
+                         calibration: Calibration | None) -> RackPerf:
     """Return :func:`rack_performance` for a :class:`Workload` object.
 
     The workload need not be in the catalog; ``layout`` fixes the parallel layout.
     """
-    cal = resolve_calibration(calibration, catalog)
+    cal = calibration
     rack = catalog.get("racks", rack_id)
     model = catalog.get("models", model_id or workload.model)
     acc = catalog.get("accelerators", rack.accelerator)
-    dpath = defaults_path(catalog)
     key = (rack.model_dump_json(), acc.model_dump_json(), model.model_dump_json(),
            workload.model_dump_json(), Precision(precision).value if precision else None,
-           cal.key if cal else None, str(dpath), layout)
+           cal.key if cal else None, defaults, layout)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    # cal is resolved already: None here means "no calibration", not "the default".
-    su = build_setup(catalog, rack_id, model.id, workload, precision,
-                     cal if cal is not None else False, load_perf_defaults(dpath))
+    su = build_setup(catalog, rack_id, model.id, workload, precision, defaults=defaults,
+                     calibration=cal)
     if layout is not None:
         problem = check_layout(su, layout)
         if problem:
@@ -1078,8 +1055,8 @@ def check_layout(su: Setup, layout: Layout) -> str:
 
 
 def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: str,
-                     precision: Precision | str | None = None,
-                     calibration: Calibration | str | Path | None = None) -> RackPerf:
+                     precision: Precision | str | None = None, *, defaults: PerfDefaults,
+                     calibration: Calibration | None) -> RackPerf:
     """Return the :class:`RackPerf` of ``rack_id`` serving ``workload_id`` with ``model_id``.
 
     Parameters
@@ -1090,10 +1067,13 @@ def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: s
         Catalog ids; ``model_id`` None means the workload's own model.
     precision : {"bf16", "fp8", "fp4"}, optional
         Serving precision (default: the workload's).
-    calibration : Calibration or path, optional
-        Fitted parameters (``dcplan perf calibrate``); None: the default calibration
-        (``perf_calibration.yaml`` next to ``perf_defaults.yaml``; the shipped one is
-        fitted on ``catalogs/measurements/``); ``"none"``: the a-priori defaults.
+    defaults : PerfDefaults
+        The model's a-priori parameters (``Case.perf_defaults``, or
+        :func:`dcplan.perf.params.load_perf_inputs`).
+    calibration : Calibration or None
+        Fitted parameters (``Case.perf_calibration``; ``dcplan perf calibrate`` writes
+        them, the shipped fit is ``perf_calibration.yaml`` next to
+        ``perf_defaults.yaml``); None: the a-priori defaults.
 
     Returns
     -------
@@ -1104,16 +1084,17 @@ def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: s
     Raises
     ------
     InputError
-        For unknown ids or an invalid calibration/defaults file.
+        For unknown ids.
     """
     workload = catalog.get("workloads", workload_id)
-    return workload_performance(catalog, rack_id, model_id, workload, precision, calibration)
+    return workload_performance(catalog, rack_id, model_id, workload, precision,
+                                defaults=defaults, calibration=calibration)
 
 
 def batch_sweep(catalog, rack_id: str, model_id: str | None, workload: str | Workload,
-                precision: Precision | str | None = None,
-                calibration: Calibration | str | Path | None = None,
-                layout: Layout | None = None) -> list[dict[str, Any]]:
+                precision: Precision | str | None = None, layout: Layout | None = None, *,
+                defaults: PerfDefaults, calibration: Calibration | None
+                ) -> list[dict[str, Any]]:
     """Throughput/latency curve over batch at the chosen layout (aggregated serving).
 
     Returns
@@ -1129,9 +1110,10 @@ def batch_sweep(catalog, rack_id: str, model_id: str | None, workload: str | Wor
             "command line", f"the batch sweep is a curve of aggregated serving; workload "
             f"'{wl.id}' is disaggregated (its prefill and decode pools are sized apart): "
             "add --mode aggregated for the aggregated curve", entry=wl.id, field="mode"))
-    perf = workload_performance(catalog, rack_id, model_id, wl, precision, calibration, layout)
-    cal = resolve_calibration(calibration, catalog)
-    su = build_setup(catalog, rack_id, model_id, wl, precision, cal if cal is not None else False)
+    perf = workload_performance(catalog, rack_id, model_id, wl, precision, layout,
+                                defaults=defaults, calibration=calibration)
+    su = build_setup(catalog, rack_id, model_id, wl, precision, defaults=defaults,
+                     calibration=calibration)
     if not perf.fits:
         return []
     par = Parallel(perf.attention_tp, perf.attention_dp, perf.expert_parallel)

@@ -14,10 +14,11 @@ Three kinds of parameters, all data (``catalogs/perf_defaults.yaml``):
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,170 +42,125 @@ CALIBRATION_KIND = "dcplan_perf_calibration"
 PRECISIONS = ("bf16", "fp8", "fp4")
 
 
-@dataclass(frozen=True)
-class HardwareParams:
-    """Efficiency, overhead and power-curve parameters of one accelerator type.
+#: The table of hardware and physics parameters: one row each with its level
+#: (``hardware``: per accelerator, fitted per accelerator, vendor, architecture or
+#: pooled; ``physics``: fitted once over all rows), unit, allowed range, where its
+#: default lives, description and the source of its bounds. :class:`HardwareParams`,
+#: :class:`PhysicsParams`, :data:`PARAM_BOUNDS`, :data:`PHYSICS_BOUNDS` and the table of
+#: docs/perf.md (``python docs/gen_perf_params.py``) are built from it.
+PARAMETERS_FILE = Path(__file__).with_name("parameters.csv")
 
-    Fields may hold numpy arrays (one value per measurement row) when many rows are
-    predicted at once.
+#: Columns of :data:`PARAMETERS_FILE`, in order.
+PARAMETER_COLUMNS = ("name", "level", "unit", "lo", "hi", "defaults_in", "description",
+                     "bounds_source")
+
+#: Levels of :data:`PARAMETERS_FILE`.
+LEVELS = ("hardware", "physics")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One row of :data:`PARAMETERS_FILE`.
 
     Attributes
     ----------
-    compute_eff_frac : float
-        Share of dense peak FLOPS reached by prefill GEMMs [0..1].
-    decode_compute_eff_frac : float
-        Share of dense peak FLOPS reached by decode GEMMs [0..1].
-    attention_eff_frac : float
-        Share of the attention precision's peak reached by attention kernels of
-        multi-head / grouped-query attention (FlashAttention-class) [0..1].
-    mla_attention_eff_frac : float
-        The same for multi-head latent attention kernels (FlashMLA-class) [0..1].
-    hbm_eff_frac : float
-        Share of peak HBM bandwidth reached when streaming weights and KV [0..1].
-    scaleup_eff_frac : float
-        Share of per-direction scale-up bandwidth reached by all-reduces [0..1].
-    moe_comm_eff_frac : float
-        Share of the link bandwidth reached by MoE communication in decode
-        (low-latency dispatch/combine all-to-alls) and by the all-reduce of
-        tensor-parallel experts [0..1].
-    moe_prefill_comm_eff_frac : float
-        Share of the link bandwidth reached by prefill's dispatch/combine all-to-alls
-        (throughput kernels on large chunks: DeepEP's normal kernels) [0..1].
-    scaleout_eff_frac : float
-        Share of scale-out bandwidth reached by collectives and KV transfer [0..1].
-    step_overhead_s : float
-        Fixed time per forward step (scheduling, sampling) [s].
-    layer_overhead_s : float
-        Fixed time per layer per forward step (kernel launches, norms, small ops) [s].
-    collective_latency_s : float
-        Latency of one collective inside a scale-up domain [s].
-    scaleout_latency_s : float
-        Latency of one collective that crosses scale-up domains [s].
-    alltoall_latency_s : float
-        Latency of one MoE dispatch or combine all-to-all (DeepEP/MoRI-class kernels)
-        inside a scale-up domain [s].
-    comm_overlap_frac : float
-        Share of the communication time hidden behind the compute and memory time of
-        the same step (GEMM + all-reduce fusion, two-batch overlap) [0..1].
-    ttft_overhead_s : float
-        Time of a request outside the model before its first token (HTTP, tokenising,
-        scheduling, detokenising on the serving host) [s]. Per accelerator because the
-        host and the serving stack differ by platform (the InferenceX rows: about
-        0.07-0.1 s on MI355X boards, 0.1-0.17 s on NVIDIA boards at 1-4 requests in
-        flight).
-    power_base_frac : float
-        Activity of a serving accelerator with idle compute and memory [0..1].
-    power_compute_weight, power_memory_weight : float
-        Weights of compute and memory utilisation in the activity [-].
+    name : str
+        Parameter name (the unit is in its suffix: ``_frac``, ``_s``, ``_tokens``...).
+    level : {"hardware", "physics"}
+        Per accelerator type, or one value for every accelerator.
+    unit : str
+        Unit: ``0..1`` for a share, ``s``, ``tokens`` or ``-`` (dimensionless).
+    lo, hi : float
+        Allowed range, in defaults, calibrations and sweeps [unit].
+    defaults_in : str
+        Where the a-priori default value lives (``perf_defaults.yaml`` section).
+    description : str
+        What the parameter means.
+    bounds_source : str
+        Why the bounds are what they are (empty: the unit's natural range).
     """
 
-    compute_eff_frac: float
-    decode_compute_eff_frac: float
-    attention_eff_frac: float
-    mla_attention_eff_frac: float
-    hbm_eff_frac: float
-    scaleup_eff_frac: float
-    moe_comm_eff_frac: float
-    moe_prefill_comm_eff_frac: float
-    scaleout_eff_frac: float
-    step_overhead_s: float
-    layer_overhead_s: float
-    collective_latency_s: float
-    scaleout_latency_s: float
-    alltoall_latency_s: float
-    comm_overlap_frac: float
-    ttft_overhead_s: float
-    power_base_frac: float
-    power_compute_weight: float
-    power_memory_weight: float
+    name: str
+    level: str
+    unit: str
+    lo: float
+    hi: float
+    defaults_in: str
+    description: str
+    bounds_source: str = ""
 
 
-#: Highest share of the dense peak a forward pass's GEMMs can sustain [0..1]: the best
-#: measured sustained FP8 GEMM on GB200 is 2,744 of 5,000 TFLOPS, 55 % (Azure, 2025;
-#: hardware-facts.md 1a); 0.8 leaves room for parts whose sustained ratio is better.
-#: Without it the fits ran Hopper prefill and B200 decode GEMMs at 92-100 % of peak.
-GEMM_EFF_MAX_FRAC = 0.8
+def read_parameter_table(path: Path | str = PARAMETERS_FILE) -> tuple[ParamSpec, ...]:
+    """Read the parameter table (:data:`PARAMETERS_FILE`).
+
+    Raises
+    ------
+    ValueError
+        For a header other than :data:`PARAMETER_COLUMNS`, an unknown level, a
+        duplicate name or bounds that are not numbers with ``lo <= hi``.
+    """
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    if not rows or tuple(rows[0]) != PARAMETER_COLUMNS:
+        raise ValueError(f"{path}: header must be {','.join(PARAMETER_COLUMNS)}")
+    out: list[ParamSpec] = []
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != len(PARAMETER_COLUMNS):
+            raise ValueError(f"{path}:{i}: {len(PARAMETER_COLUMNS)} columns expected")
+        rec = dict(zip(PARAMETER_COLUMNS, row, strict=True))
+        spec = ParamSpec(**{**rec, "lo": float(rec["lo"]), "hi": float(rec["hi"])})
+        if spec.level not in LEVELS or not spec.lo <= spec.hi or any(
+                p.name == spec.name for p in out):
+            raise ValueError(f"{path}:{i}: bad level, bounds or duplicate name {spec.name!r}")
+        out.append(spec)
+    return tuple(out)
+
+
+#: Rows of :data:`PARAMETERS_FILE`, in file order.
+PARAMETERS: tuple[ParamSpec, ...] = read_parameter_table()
+
+
+def _params_class(name: str, level: str, summary: str) -> type:
+    """Frozen dataclass of the ``level`` rows of :data:`PARAMETERS`, one float field each.
+
+    Fields may hold numpy arrays (one value per measurement row) when many rows are
+    predicted at once. The docstring's attributes come from the table.
+    """
+    specs = [p for p in PARAMETERS if p.level == level]
+    cls = make_dataclass(name, [(p.name, float) for p in specs], frozen=True)
+    cls.__module__ = __name__  # pickles (sweeps) and saved plans name it from here
+    lines = [f"{summary}", "", "Generated from ``parameters.csv`` (level ``{level}``).",
+             "", "Attributes", "----------"]
+    for p in specs:
+        lines += [f"{p.name} : float", f"    {p.description.rstrip('.')} [{p.unit}]."]
+    cls.__doc__ = "\n".join(lines).replace("{level}", level)
+    return cls
+
+
+#: Efficiency, overhead and power-curve parameters of one accelerator type.
+HardwareParams = _params_class(
+    "HardwareParams", "hardware",
+    "Efficiency, overhead and power-curve parameters of one accelerator type.")
+
+#: Serving physics that does not depend on the accelerator (fitted over all rows).
+PhysicsParams = _params_class(
+    "PhysicsParams", "physics",
+    "Serving physics that does not depend on the accelerator (fitted over all rows).")
 
 #: Allowed range of each hardware parameter.
 PARAM_BOUNDS: dict[str, tuple[float, float]] = {
-    "compute_eff_frac": (1e-3, GEMM_EFF_MAX_FRAC),
-    "decode_compute_eff_frac": (1e-3, GEMM_EFF_MAX_FRAC),
-    "attention_eff_frac": (1e-3, 1.0),
-    "mla_attention_eff_frac": (1e-3, 1.0),
-    "hbm_eff_frac": (1e-3, 1.0),
-    "scaleup_eff_frac": (1e-3, 1.0),
-    "moe_comm_eff_frac": (1e-3, 1.0),
-    "moe_prefill_comm_eff_frac": (1e-3, 1.0),
-    "scaleout_eff_frac": (1e-3, 1.0),
-    "step_overhead_s": (0.0, 1.0),
-    "layer_overhead_s": (0.0, 0.01),
-    "collective_latency_s": (0.0, 0.01),
-    "scaleout_latency_s": (0.0, 0.01),
-    "alltoall_latency_s": (0.0, 0.01),
-    "comm_overlap_frac": (0.0, 1.0),
-    "ttft_overhead_s": (0.0, 10.0),
-    "power_base_frac": (0.0, 1.0),
-    "power_compute_weight": (0.0, 2.0),
-    "power_memory_weight": (0.0, 2.0),
-}
+    p.name: (p.lo, p.hi) for p in PARAMETERS if p.level == "hardware"}
+
+#: Allowed range of each physics parameter.
+PHYSICS_BOUNDS: dict[str, tuple[float, float]] = {
+    p.name: (p.lo, p.hi) for p in PARAMETERS if p.level == "physics"}
 
 HW_PARAM_NAMES = tuple(f.name for f in fields(HardwareParams))
-
-
-@dataclass(frozen=True)
-class PhysicsParams:
-    """Serving physics that does not depend on the accelerator (fitted over all rows).
-
-    Attributes
-    ----------
-    grouped_gemm_pad_tokens : float
-        A grouped (MoE) GEMM over ``m`` tokens per expert costs as much compute as
-        ``m + pad`` tokens would: tile padding at few tokens per expert [tokens].
-    moe_imbalance_frac : float
-        Routing skew: the busiest expert-parallel rank gets this much more than the
-        mean, on top of the random (Poisson) spread [-].
-    mtp_acceptance_frac : float
-        Probability that a multi-token-prediction draft token is accepted [0..1].
-    mtp_draft_cost_frac : float
-        Time of one MTP draft pass as a share of a decode step at the same batch [-].
-    draft_acceptance_frac : float
-        Probability that a separate draft model's token is accepted [0..1].
-    draft_cost_frac : float
-        Time of one draft-model pass as a share of a target decode step [-].
-    closed_loop_arrival_cv2 : float
-        Squared coefficient of variation of inter-arrival times in a closed loop [-]
-        (Poisson arrivals have 1).
-    prefill_service_cv2 : float
-        Squared coefficient of variation of prefill service times [-].
-    tpot_cv_frac : float
-        Request-to-request coefficient of variation of TPOT besides prefill
-        interruptions (batch-size fluctuation, routing) [-].
-    """
-
-    grouped_gemm_pad_tokens: float
-    moe_imbalance_frac: float
-    mtp_acceptance_frac: float
-    mtp_draft_cost_frac: float
-    draft_acceptance_frac: float
-    draft_cost_frac: float
-    closed_loop_arrival_cv2: float
-    prefill_service_cv2: float
-    tpot_cv_frac: float
-
-
-PHYSICS_BOUNDS: dict[str, tuple[float, float]] = {
-    "grouped_gemm_pad_tokens": (0.0, 512.0),
-    "moe_imbalance_frac": (0.0, 5.0),
-    "mtp_acceptance_frac": (0.0, 1.0),
-    "mtp_draft_cost_frac": (0.0, 1.0),
-    "draft_acceptance_frac": (0.0, 1.0),
-    "draft_cost_frac": (0.0, 1.0),
-    "closed_loop_arrival_cv2": (0.0, 4.0),
-    "prefill_service_cv2": (0.0, 4.0),
-    "tpot_cv_frac": (0.0, 2.0),
-}
-
 PHYSICS_NAMES = tuple(f.name for f in fields(PhysicsParams))
+
+#: Highest share of the dense peak a forward pass's GEMMs can sustain [0..1] (the upper
+#: bound of ``compute_eff_frac`` in the table; its ``bounds_source`` says why).
+GEMM_EFF_MAX_FRAC = PARAM_BOUNDS["compute_eff_frac"][1]
 
 
 @dataclass(frozen=True)
@@ -349,7 +305,7 @@ class SoftwareSpec:
 
 
 @dataclass(frozen=True)
-class Software:
+class SoftwareFit:
     """Fitted engine and run-date adjustments of a calibration.
 
     The calibration's vendor, architecture and accelerator values are what the planner
@@ -487,7 +443,7 @@ class Calibration:
         ``(architecture, {param: value})``: fitted to the rows of that architecture's
         accelerators (with their vendor's); applies to accelerators of that
         architecture without their own entry.
-    software : Software or None
+    software : SoftwareFit or None
         Engine and run-date adjustments (measurement rows only; the planner uses the
         stored values as they are).
     """
@@ -499,7 +455,7 @@ class Calibration:
     physics: tuple[tuple[str, float], ...] = ()
     vendor: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
     architecture: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
-    software: Software | None = None
+    software: SoftwareFit | None = None
 
     @classmethod
     def from_dicts(
@@ -511,7 +467,7 @@ class Calibration:
         physics: Mapping[str, float] | None = None,
         vendor: Mapping[str, Mapping[str, float]] | None = None,
         architecture: Mapping[str, Mapping[str, float]] | None = None,
-        software: Software | None = None,
+        software: SoftwareFit | None = None,
     ) -> Calibration:
         """Build a calibration from plain dicts."""
         def pairs(table):
@@ -625,47 +581,101 @@ def _check_params(raw: Any, file: str, where: str, problems: list[Problem],
     return out
 
 
-def defaults_path(catalog: Any = None) -> Path:
-    """Where the defaults file is: next to the catalog's racks file, else shipped."""
-    files = getattr(catalog, "files", None) or {}
-    for path in files.values():
-        candidate = Path(path).parent / DEFAULTS_FILE
-        if candidate.exists():
-            return candidate
-        break
-    return data_dir("catalogs") / DEFAULTS_FILE
+def perf_folder(catalog: Any = None) -> Path:
+    """The folder of the performance data: the catalog's, when it holds a defaults file.
 
+    Parameters
+    ----------
+    catalog : Catalog, path or None
+        A loaded catalog (its racks file's folder) or a catalog folder; None: the
+        shipped catalogs.
 
-def default_calibration_path(catalog: Any = None) -> Path | None:
-    """Return where the default calibration is, or None.
-
-    ``perf_calibration.yaml`` next to the defaults file in use.
+    Returns
+    -------
+    Path
+        The folder holding ``perf_defaults.yaml`` (and ``perf_calibration.yaml``,
+        ``measurements/``): ``catalog``'s own when it has one, else the shipped one.
     """
-    path = defaults_path(catalog).parent / CALIBRATION_FILE
-    return path if path.exists() else None
+    if isinstance(catalog, str | Path):
+        folders = [Path(catalog)]
+    else:
+        files = getattr(catalog, "files", None) or {}
+        folders = [Path(p).parent for p in list(files.values())[:1]]
+    for folder in folders:
+        if (folder / DEFAULTS_FILE).exists():
+            return folder
+    return data_dir("catalogs")
 
 
-_CAL_CACHE: dict[tuple[str, float], Calibration] = {}
+@dataclass(frozen=True)
+class PerfInputs:
+    """What the performance model reads: defaults and calibration, loaded once.
+
+    Attributes
+    ----------
+    defaults : PerfDefaults
+        ``perf_defaults.yaml``.
+    calibration : Calibration or None
+        The calibration in use; None: the a-priori defaults.
+    files : tuple of str
+        The files read, resolved, in reading order.
+    """
+
+    defaults: PerfDefaults
+    calibration: Calibration | None
+    files: tuple[str, ...] = ()
 
 
-def default_calibration(catalog: Any = None) -> Calibration | None:
-    """The calibration applied when none is given (see :func:`default_calibration_path`).
+def load_perf_inputs(catalog: Any = None, calibration: Any = None,
+                     known_accelerators: Any = None) -> PerfInputs:
+    """Read the performance defaults and the calibration: the one loader of both.
+
+    Parameters
+    ----------
+    catalog : Catalog, path or None
+        Where the defaults file is (:func:`perf_folder`).
+    calibration : Calibration, path or "none", optional
+        A calibration as it is, a file to read, ``"none"`` (the a-priori defaults);
+        None: ``perf_calibration.yaml`` next to the defaults file when there is one.
+    known_accelerators : iterable of str, optional
+        Accelerator ids of the catalog: a calibration file's unknown ids are reported.
+
+    Returns
+    -------
+    PerfInputs
 
     Raises
     ------
     InputError
-        If that file is invalid.
+        With every problem of the defaults file and of the calibration file.
     """
-    path = default_calibration_path(catalog)
-    if path is None:
-        return None
-    key = (str(path.resolve()), path.stat().st_mtime)
-    if key not in _CAL_CACHE:
-        _CAL_CACHE[key] = load_calibration(path)
-    return _CAL_CACHE[key]
+    folder = perf_folder(catalog)
+    problems: list[Problem] = []
+    files: list[str] = []
+    defaults = cal = None
+    try:
+        defaults = load_perf_defaults(folder / DEFAULTS_FILE)
+        files.append(str((folder / DEFAULTS_FILE).resolve()))
+    except InputError as exc:
+        problems += exc.problems
+    if isinstance(calibration, Calibration):
+        cal = calibration
+    elif calibration is not None and str(calibration) == NO_CALIBRATION:
+        cal = None
+    else:
+        path = Path(calibration) if calibration is not None else folder / CALIBRATION_FILE
+        if calibration is not None or path.exists():
+            try:
+                cal = load_calibration(path, known_accelerators=(
+                    known_accelerators if calibration is not None else None))
+                files.append(str(path.resolve()))
+            except InputError as exc:
+                problems += exc.problems
+    if problems:
+        raise InputError(problems)
+    return PerfInputs(defaults, cal, tuple(files))
 
 
-_DEFAULTS_CACHE: dict[str, PerfDefaults] = {}
 _TOP_KEYS = ("source", "as_of", "notes", "estimates", "default", "hardware", "physics",
              "serving", "software")
 
@@ -688,9 +698,6 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
         With every problem found.
     """
     path = Path(path) if path else data_dir("catalogs") / DEFAULTS_FILE
-    cache_key = str(path.resolve())
-    if cache_key in _DEFAULTS_CACHE:
-        return _DEFAULTS_CACHE[cache_key]
     shown = display_path(path)
     raw = read_yaml(path)
     problems: list[Problem] = []
@@ -721,7 +728,7 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
     _check_estimates(raw.get("estimates"), shown, problems, default, physics)
     if problems:
         raise InputError(problems)
-    out = PerfDefaults(
+    return PerfDefaults(
         default=HardwareParams(**default),
         hardware=tuple((h, tuple(sorted(p.items()))) for h, p in sorted(hardware.items())),
         physics=PhysicsParams(**physics),
@@ -729,8 +736,6 @@ def load_perf_defaults(path: Path | str | None = None) -> PerfDefaults:
         source=shown,
         software=software,
     )
-    _DEFAULTS_CACHE[cache_key] = out
-    return out
 
 
 def _check_estimates(raw: Any, file: str, problems: list[Problem], default: dict,
@@ -937,7 +942,7 @@ def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibr
                                   vendors, archs, software)
 
 
-def _parse_software(raw: Any, file: str, problems: list[Problem]) -> Software | None:
+def _parse_software(raw: Any, file: str, problems: list[Problem]) -> SoftwareFit | None:
     """The ``software:`` section of a calibration file (None when absent)."""
     if raw is None:
         return None
@@ -1002,7 +1007,7 @@ def _parse_software(raw: Any, file: str, problems: list[Problem]) -> Software | 
                                     entry="software.cross_domain_log_offset", field=str(k)))
     cross_t = tuple(sorted((str(k), number(v, "software.cross_domain_log_offset", k))
                            for k, v in cross.items() if k in PARAM_BOUNDS))
-    return Software(tuple(knobs), tuple(sorted(engines)),
+    return SoftwareFit(tuple(knobs), tuple(sorted(engines)),
                     tuple(sorted((str(k), str(v)) for k, v in base.items())), trend, ref,
                     tuple(sorted((str(k), str(v)) for k, v in plan.items())), cross_t,
                     earliest)

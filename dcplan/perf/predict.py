@@ -55,7 +55,7 @@ from dcplan.perf.params import (
     HardwareParams,
     PerfDefaults,
     PhysicsParams,
-    defaults_path,
+    perf_folder,
 )
 from dcplan.perf.power import activity
 from dcplan.perf.recipes import RECIPES_FILE, Recipes, load_recipes
@@ -192,7 +192,7 @@ def benchmark_lengths(catalog: Catalog) -> BenchmarkLengths:
     ``measurements/length_distributions.yaml`` beside the performance defaults
     (:func:`dcplan.perf.latency.load_benchmark_lengths`); all fixed when absent.
     """
-    return load_benchmark_lengths(defaults_path(catalog).parent / "measurements"
+    return load_benchmark_lengths(perf_folder(catalog) / "measurements"
                                   / LENGTHS_FILE)
 
 
@@ -204,7 +204,7 @@ def benchmark_recipes(catalog: Catalog) -> Recipes:
     are not checked here (an id the catalog lacks never matches a row); ``dcplan
     validate`` checks them against the catalog.
     """
-    return load_recipes(defaults_path(catalog).parent / "measurements" / RECIPES_FILE)
+    return load_recipes(perf_folder(catalog) / "measurements" / RECIPES_FILE)
 
 
 def _take(obj, idx):

@@ -868,7 +868,8 @@ def _compatibility(rack: Any, site: Any) -> str:
 
 
 def _levels(catalog: Any, rack: str, model: str, workload: str, rp: Any,
-            levels: list, latest: Any) -> tuple[tuple[float, float, float], ...]:
+            levels: list, latest: Any, defaults: Any
+            ) -> tuple[tuple[float, float, float], ...]:
     """Per period, ``rack``'s rates at the period's software level over ``rp``'s (1s: ())."""
     from dcplan import perf as perf_model
 
@@ -878,7 +879,8 @@ def _levels(catalog: Any, rack: str, model: str, workload: str, rp: Any,
         if (cal.key if cal is not None else None) == key:
             out.append((1.0, 1.0, 1.0))
             continue
-        q = perf_model.rack_performance(catalog, rack, model, workload, calibration=cal)
+        q = perf_model.rack_performance(catalog, rack, model, workload, defaults=defaults,
+                                        calibration=cal)
         ok = q.fits and q.goodput_tokens_per_s > 0
         out.append(tuple(
             (float(b) / float(a) if (ok and a > 0) else 0.0) for a, b in (
@@ -972,7 +974,8 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
     from dcplan.perf.software import as_of, period_levels
 
     say = progress or (lambda _msg: None)
-    scn, catalog, sites, calibration = case.scenario, case.catalog, case.sites, case.calibration
+    scn, catalog, sites, calibration = (case.scenario, case.catalog, case.sites,
+                                        case.perf_calibration)
     periods = scn.period_list()
     rack_ids = scn.racks or list(catalog.entries["racks"])
     wl_ids = scn.workload_ids()
@@ -1006,7 +1009,8 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
     for r in rack_ids:
         for w in wl_ids:
             wl = catalog.get("workloads", w)
-            rp = perf_model.rack_performance(catalog, r, wl.model, w, calibration=latest)
+            rp = perf_model.rack_performance(catalog, r, wl.model, w,
+                                             defaults=case.perf_defaults, calibration=latest)
             if not rp.fits or rp.goodput_tokens_per_s <= 0:
                 notes.append(f"{r} cannot serve {w}: {rp.reason or 'no goodput'}")
                 continue
@@ -1015,7 +1019,8 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
                 prefill_tokens_per_s=rp.prefill_tokens_per_s,
                 decode_tokens_per_s=rp.decode_tokens_per_s,
                 output_tokens_per_s=rp.output_tokens_per_s,
-                level=_levels(catalog, r, wl.model, w, rp, levels, latest))
+                level=_levels(catalog, r, wl.model, w, rp, levels, latest,
+                              case.perf_defaults))
     notes.append(_software_note(catalog, rack_ids, periods, levels, last_fitted,
                                 scn.paths.software_speedup is not None))
 

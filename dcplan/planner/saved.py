@@ -285,7 +285,7 @@ def input_classes() -> dict[str, type]:
         PerfDefaults,
         PhysicsParams,
         ServingParams,
-        Software,
+        SoftwareFit,
         SoftwareSpec,
     )
     from dcplan.planner.fabric import FabricData
@@ -305,7 +305,7 @@ def input_classes() -> dict[str, type]:
     classes = (PlanInputs, Period, RackData, SiteData, RackSiteData, GridData, PerfData,
                WorkloadData, ExistingData, FabricData, OperationsData, ApiOffer,
                PerfDefaults, Calibration, HardwareParams, PhysicsParams, ServingParams,
-               Software, SoftwareSpec, DemandConversion)
+               SoftwareFit, SoftwareSpec, DemandConversion)
     return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
 
 
@@ -489,7 +489,7 @@ def _unknown_classes(obj: Any) -> list[str]:
 
     An iterative walk (no recursion limit): nothing is imported or built.
     """
-    known, unknown, stack = set(input_classes()), [], [obj]
+    known, unknown, stack = set(input_classes()) | set(RENAMED_CLASSES), [], [obj]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
@@ -502,8 +502,14 @@ def _unknown_classes(obj: Any) -> list[str]:
     return unknown
 
 
+#: Classes renamed since plans were first saved: old qualified name -> new one.
+RENAMED_CLASSES = {"dcplan.perf.params.Software": "dcplan.perf.params.SoftwareFit"}
+
+
 def _dataclass(qualname: Any) -> type:
     """The class of :func:`input_classes` named ``qualname`` (never an import)."""
+    if isinstance(qualname, str):
+        qualname = RENAMED_CLASSES.get(qualname, qualname)
     cls = input_classes().get(qualname) if isinstance(qualname, str) else None
     if cls is None:
         raise _UnknownClass(f"unknown class {str(qualname)[:120]!r}")
