@@ -263,7 +263,20 @@ class RackSiteData:
             for a, b, kw, c, pos in self.network_tiers))
 
     def network_tier(self, n: float) -> tuple[int, int, float, float, float] | None:
-        """The interval of :attr:`network_tiers` holding ``n`` racks (None without tiers)."""
+        """The interval of :attr:`network_tiers` holding ``n`` racks (None without tiers).
+
+        Parameters
+        ----------
+        n : float
+            Racks of this type in service at the site [racks] (rounded, at least 1).
+
+        Returns
+        -------
+        tuple of (int, int, float, float, float) or None
+            ``(first [racks], last [racks], network [kW], capex [USD], positions
+            [positions])`` per rack of the tier holding ``n`` (the last tier above the
+            largest); None without :attr:`network_tiers`.
+        """
         if not self.network_tiers:
             return None
         k = max(1, int(round(n)))
@@ -282,6 +295,18 @@ class RackSiteData:
         """Network power per rack in service in period ``p`` [kW] (linear network).
 
         With ``n`` (racks in service) and :attr:`network_tiers`, that of their tier.
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+        n : float, optional
+            Racks of this type in service at the site [racks]; None: no tier lookup.
+
+        Returns
+        -------
+        float
+            Network power per rack in service [kW].
         """
         return self._network(p, n, 0, self.network_kw_per_rack)
 
@@ -289,6 +314,18 @@ class RackSiteData:
         """Network capex per rack bought in period ``p`` [USD] (linear network).
 
         With ``n`` (racks in service) and :attr:`network_tiers`, that of their tier.
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+        n : float, optional
+            Racks of this type in service at the site [racks]; None: no tier lookup.
+
+        Returns
+        -------
+        float
+            Network capex per rack bought [USD].
         """
         return self._network(p, n, 1, self.network_capex_usd_per_rack)
 
@@ -297,6 +334,18 @@ class RackSiteData:
 
         [positions/rack]; with ``n`` (racks in service) and :attr:`network_tiers`, that
         of their tier.
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+        n : float, optional
+            Racks of this type in service at the site [racks]; None: no tier lookup.
+
+        Returns
+        -------
+        float
+            Network-rack positions per rack in service [positions/rack].
         """
         return self._network(p, n, 2, self.network_positions_per_rack)
 
@@ -336,6 +385,19 @@ class PerfData:
         """Tokens/s per rack in ``pool`` ("all", "prefill" or "decode") [tokens/s].
 
         With period index ``p``: at that period's software level (``level``).
+
+        Parameters
+        ----------
+        pool : str
+            ``all`` (input + output tokens), ``prefill`` (input tokens) or ``decode``
+            (output tokens).
+        p : int, optional
+            Period index (0-based) [-]; None: at the latest fitted run's software level.
+
+        Returns
+        -------
+        float
+            Tokens per second one rack serves in ``pool`` [tokens/s].
         """
         i = POOL_INDEX[pool]
         base = (self.goodput_tokens_per_s, self.prefill_tokens_per_s,
@@ -403,7 +465,19 @@ class WorkloadData:
     model: str = ""
 
     def demand_stated(self, p: int) -> float:
-        """Average demand in period index ``p`` in its stated unit [unit]."""
+        """Average demand in period index ``p`` in its stated unit [unit].
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            Average demand in :attr:`demand_unit` (per day or per month, input + output
+            tokens converted back with :attr:`tokens_per_unit`) [unit].
+        """
         sec = SECONDS_PER_DAY if self.demand_unit.endswith("_day") else SECONDS_PER_MONTH
         return self.demand_tokens_per_s[p] * sec / self.tokens_per_unit
 
@@ -413,15 +487,51 @@ class WorkloadData:
         return POOLS_DISAGGREGATED if self.disaggregated else POOLS_AGGREGATED
 
     def pool_share(self, pool: str) -> float:
-        """Share of its tokens that ``pool`` must serve [-]."""
+        """Share of its tokens that ``pool`` must serve [-].
+
+        Parameters
+        ----------
+        pool : str
+            ``all``, ``prefill`` or ``decode``.
+
+        Returns
+        -------
+        float
+            1 for ``all``, :attr:`input_frac` for ``prefill``, its complement for
+            ``decode`` [-].
+        """
         return {"all": 1.0, "prefill": self.input_frac, "decode": 1.0 - self.input_frac}[pool]
 
     def peak_tokens_per_s(self, p: int, pool: str = "all") -> float:
-        """Peak demand on ``pool`` in period index ``p`` as it arrives [tokens/s]."""
+        """Peak demand on ``pool`` in period index ``p`` as it arrives [tokens/s].
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+        pool : str
+            ``all`` (input + output tokens), ``prefill`` (input) or ``decode`` (output).
+
+        Returns
+        -------
+        float
+            Average demand times :attr:`peak_factor` times :meth:`pool_share` [tokens/s].
+        """
         return self.demand_tokens_per_s[p] * self.peak_factor * self.pool_share(pool)
 
     def speed(self, p: int) -> float:
-        """Software speedup in period ``p`` [-]."""
+        """Software speedup in period ``p`` [-].
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            Multiplier of tokens/s per rack (1 without :attr:`speedup`) [-].
+        """
         return self.speedup[p] if self.speedup else 1.0
 
 
@@ -556,11 +666,33 @@ class PlanInputs:
         return last.offset_years + last.years
 
     def df_capex(self, p: int) -> float:
-        """Discount factor of capex in period ``p`` (paid at its start) [-]."""
+        """Discount factor of capex in period ``p`` (paid at its start) [-].
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            ``(1 + r) ** -t`` with ``t`` the period's start [-].
+        """
         return (1 + self.discount_rate) ** -self.periods[p].offset_years
 
     def df_opex(self, p: int) -> float:
-        """Discount factor of opex in period ``p`` (paid at its middle) [-]."""
+        """Discount factor of opex in period ``p`` (paid at its middle) [-].
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            ``(1 + r) ** -(t + L / 2)`` [-].
+        """
         per = self.periods[p]
         return (1 + self.discount_rate) ** -(per.offset_years + per.years / 2)
 
@@ -569,23 +701,71 @@ class PlanInputs:
         return (1 + self.discount_rate) ** -self.horizon_years
 
     def hours(self, p: int) -> float:
-        """Hours in period ``p`` [h]."""
+        """Hours in period ``p`` [h].
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            Period length at 8,760 h a year [h].
+        """
         return self.periods[p].years * HOURS_PER_YEAR
 
     def months(self, p: int) -> float:
-        """Months in period ``p`` [-]."""
+        """Months in period ``p`` [months].
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            Period length in months (twelfths of a year) [months].
+        """
         return self.periods[p].years * 12
 
     def alive(self, rack: str, bought: int, p: int) -> bool:
         """Whether a rack bought in period ``bought`` is in service in period ``p``.
 
         See :func:`in_service` (the same rule retires the existing fleet).
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        bought : int
+            Index of the period the rack was bought in [-].
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        bool
         """
         age = self.periods[p].offset_years - self.periods[bought].offset_years
         return in_service(age, self.racks[rack].lifetime_years)
 
     def remaining_frac(self, lifetime: float | None, bought: int) -> float:
-        """Share of an asset's life left at the end of the horizon (straight line) [-]."""
+        """Share of an asset's life left at the end of the horizon (straight line) [-].
+
+        Parameters
+        ----------
+        lifetime : float or None
+            Asset life [years]; None or 0: no credit.
+        bought : int
+            Index of the period the asset was bought in [-].
+
+        Returns
+        -------
+        float
+            Life left over life, 0 when :attr:`terminal_value` is off [-].
+        """
         if not self.terminal_value or not lifetime:
             return 0.0
         used = self.horizon_years - self.periods[bought].offset_years
@@ -594,27 +774,88 @@ class PlanInputs:
     # --- prices and paths -----------------------------------------------------------
 
     def rack_capex(self, rack: str, p: int) -> float:
-        """Price of one rack bought in period ``p`` [USD]."""
+        """Price of one rack bought in period ``p`` [USD].
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            [USD] per rack (its ``capex_path`` entry, else ``capex_usd``).
+        """
         rk = self.racks[rack]
         return rk.capex_path[p] if rk.capex_path else rk.capex_usd
 
     def energy_price(self, site: str, p: int) -> float:
-        """Energy tariff at ``site`` in period ``p`` [USD/kWh]."""
+        """Energy tariff at ``site`` in period ``p`` [USD/kWh].
+
+        Parameters
+        ----------
+        site : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            [USD/kWh].
+        """
         sd = self.sites[site]
         return sd.energy_path[p] if sd.energy_path else sd.energy_usd_per_kwh
 
     def demand_charge(self, site: str, p: int) -> float:
-        """Demand charge at ``site`` in period ``p`` [USD/(kW month)]."""
+        """Demand charge at ``site`` in period ``p`` [USD/(kW month)].
+
+        Parameters
+        ----------
+        site : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            [USD/(kW month)].
+        """
         sd = self.sites[site]
         return sd.demand_charge_path[p] if sd.demand_charge_path \
             else sd.demand_charge_usd_per_kw_month
 
     def carbon_price(self, p: int) -> float:
-        """Carbon price in period ``p`` [USD/kgCO2]."""
+        """Carbon price in period ``p`` [USD/kgCO2].
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            [USD/kgCO2] (0 without a carbon price).
+        """
         return self.carbon_usd_per_kg[p] if self.carbon_usd_per_kg else 0.0
 
     def carbon_cap(self, p: int) -> float | None:
-        """Emission cap of period ``p`` [kgCO2] (None: none)."""
+        """Emission cap of period ``p`` [kgCO2] (None: none).
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float or None
+            Largest emissions in the period [kgCO2]; None: no cap.
+        """
         return self.carbon_cap_kg[p] if self.carbon_cap_kg else None
 
     # --- schedules, pools and representative hours ------------------------------------
@@ -626,7 +867,20 @@ class PlanInputs:
         return cache
 
     def schedules(self, workload: str, p: int) -> tuple:
-        """Schedules of ``workload`` in period ``p`` (see :mod:`dcplan.planner.profiles`)."""
+        """Schedules of ``workload`` in period ``p`` (see :mod:`dcplan.planner.profiles`).
+
+        Parameters
+        ----------
+        workload : str
+            Workload id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        tuple of Schedule
+            One for a fixed workload, the candidates of a flexible one.
+        """
         return self._schedule_cache()["schedules"][workload, p]
 
     def rep_hours(self, p: int) -> tuple:
@@ -634,6 +888,16 @@ class PlanInputs:
 
         Indices of the profiles' hours (a tuple of them for a merged group); ``(None,)``
         when no workload has a profile.
+
+        Parameters
+        ----------
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        tuple
+            One entry per representative hour: an hour index or a tuple of them.
         """
         return self._schedule_cache()["hours"][p]
 
@@ -642,6 +906,18 @@ class PlanInputs:
 
         The key is the pool (``all``, ``prefill``, ``decode``) for one schedule, else
         ``<pool>_<schedule name>``.
+
+        Parameters
+        ----------
+        workload : str
+            Workload id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        list of (str, str, int)
+            ``(key, pool, schedule index)``; the index is a position [-].
         """
         wd = self.workloads[workload]
         sch = self.schedules(workload, p)
@@ -650,18 +926,60 @@ class PlanInputs:
         return [(f"{k}_{s.name}", k, j) for k in wd.pools for j, s in enumerate(sch)]
 
     def pool_of(self, workload: str, key: str, p: int) -> tuple[str, int]:
-        """(pool, schedule index) of an allocation key."""
+        """(pool, schedule index) of an allocation key.
+
+        Parameters
+        ----------
+        workload : str
+            Workload id.
+        key : str
+            Allocation key (see :meth:`alloc_pools`).
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        tuple of (str, int)
+            Pool and schedule index [-].
+
+        Raises
+        ------
+        KeyError
+            When ``key`` is not an allocation of ``workload`` in ``p``.
+        """
         for k, base, j in self.alloc_pools(workload, p):
             if k == key:
                 return base, j
         raise KeyError(key)
 
     def schedule_of(self, workload: str, key: str, p: int):
-        """The :class:`~dcplan.planner.profiles.Schedule` an allocation key serves."""
+        """The :class:`~dcplan.planner.profiles.Schedule` an allocation key serves.
+
+        Parameters
+        ----------
+        workload : str
+            Workload id.
+        key : str
+            Allocation key (see :meth:`alloc_pools`).
+        p : int
+            Period index (0-based) [-].
+        """
         return self.schedules(workload, p)[self.pool_of(workload, key, p)[1]]
 
     def multi_schedule(self, workload: str, p: int) -> bool:
-        """Whether ``workload`` has several schedules in ``p`` (a flexible mix)."""
+        """Whether ``workload`` has several schedules in ``p`` (a flexible mix).
+
+        Parameters
+        ----------
+        workload : str
+            Workload id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        bool
+        """
         return len(self.schedules(workload, p)) > 1
 
     def demand_row_tokens(self, workload: str, p: int) -> float:
@@ -669,31 +987,115 @@ class PlanInputs:
 
         The rows are in peak tokens/s for one schedule and in mean tokens/s for a
         flexible mix (see :func:`dcplan.planner.model.add_demand`).
+
+        Parameters
+        ----------
+        workload : str
+            Workload id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            Period seconds over the schedule's peak factor (one schedule) or period seconds
+            (flexible mix) [tokens per token/s].
         """
         sch = self.schedules(workload, p)
         return self.hours(p) * 3600.0 / (1.0 if len(sch) > 1 else sch[0].peak_factor)
 
     def rate(self, rack: str, workload: str, key: str, p: int) -> float:
-        """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s]."""
+        """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s].
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        workload : str
+            Workload id.
+        key : str
+            Allocation key (see :meth:`alloc_pools`): ``all`` counts input + output tokens,
+            ``prefill`` input and ``decode`` output tokens.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            At the period's software level and the workload's speedup [tokens/s].
+        """
         base = key if key in POOLS_ALL else self.pool_of(workload, key, p)[0]
         return self.perf[rack, workload].rate(base, p) * self.workloads[workload].speed(p)
 
     def linear_network(self, rack: str) -> bool:
-        """Whether ``rack``'s network is the per-rack linear coefficient (no fabric data)."""
+        """Whether ``rack``'s network is the per-rack linear coefficient (no fabric data).
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+
+        Returns
+        -------
+        bool
+        """
         return rack not in self.fabrics
 
     def existing_count(self, rack: str, site: str, p: int) -> int:
-        """Racks of the existing fleet in service in period ``p``."""
+        """Racks of the existing fleet in service in period ``p``.
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        site : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        int
+            [racks].
+        """
         return sum(e.count for e in self.existing
                    if e.rack == rack and e.site == site and p < e.retire_period)
 
     def buyable(self, rack: str, site: str, p: int) -> bool:
-        """Whether new racks of ``rack`` can be installed at ``site`` in period ``p``."""
+        """Whether new racks of ``rack`` can be installed at ``site`` in period ``p``.
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        site : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        bool
+        """
         rs = self.rack_site.get((rack, site))
         return bool(rs and rs.allowed) and p >= self.racks[rack].first_period
 
     def serves(self, rack: str, site: str, workload: str) -> bool:
-        """Whether racks of ``rack`` at ``site`` may serve ``workload``."""
+        """Whether racks of ``rack`` at ``site`` may serve ``workload``.
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        site : str
+            Site id.
+        workload : str
+            Workload id.
+
+        Returns
+        -------
+        bool
+        """
         w = self.workloads[workload]
         return (rack, workload) in self.perf and (w.sites is None or site in w.sites)
 
@@ -715,11 +1117,40 @@ class PlanInputs:
         return cache
 
     def cdu_models(self, site: str) -> list[str]:
-        """CDU models used by liquid-cooled racks at ``site``."""
+        """CDU models used by liquid-cooled racks at ``site``.
+
+        Parameters
+        ----------
+        site : str
+            Site id.
+
+        Returns
+        -------
+        list of str
+            Sorted CDU model ids.
+        """
         return list(self._cdu_index()[2].get(site, []))
 
     def cdu_data(self, site: str, cdu: str) -> RackSiteData:
-        """Coefficients of one rack type at ``site`` that uses CDU model ``cdu``."""
+        """Coefficients of one rack type at ``site`` that uses CDU model ``cdu``.
+
+        Parameters
+        ----------
+        site : str
+            Site id.
+        cdu : str
+            CDU model id.
+
+        Returns
+        -------
+        RackSiteData
+            Of the first such rack type (sorted by rack id).
+
+        Raises
+        ------
+        StopIteration
+            When no rack type at ``site`` uses ``cdu``.
+        """
         try:
             return self._cdu_index()[1][site][cdu]
         except KeyError:
@@ -764,12 +1195,29 @@ def in_service(age_years: float, lifetime_years: float) -> bool:
         Start of the period minus the start of the installation period [years].
     lifetime_years : float
         [years].
+
+    Returns
+    -------
+    bool
     """
     return -1e-9 < age_years < lifetime_years - 1e-9
 
 
 def label_offset_years(periods: list[Period], label: Any) -> float:
-    """Start of the year or quarter ``label`` counted from the start of the plan [years]."""
+    """Start of the year or quarter ``label`` counted from the start of the plan [years].
+
+    Parameters
+    ----------
+    periods : list of Period
+        The plan's periods (the first one is the plan's start).
+    label : int or str
+        Year (e.g. ``2027``) or quarter label (e.g. ``2027Q3``) [-].
+
+    Returns
+    -------
+    float
+        Offset of the label's start from the plan's start [years].
+    """
     y, q = parse_period_label(label)
     first = periods[0]
     return (y - first.start.year) + ((q or 1) - 1) / 4 - (first.start.month - 1) / 12
@@ -782,15 +1230,16 @@ def retire_period(periods: list[Period], installed: Any, lifetime_years: float) 
     ----------
     periods : list of Period
     installed : int or str
-        Year (installed at its start) or quarter label of the installation.
+        Year (installed at its start) or quarter label of the installation (a label, not a
+        number of anything) [-].
     lifetime_years : float
         [years].
 
     Returns
     -------
     int
-        ``len(periods)`` when they serve to the end of the horizon (see
-        :func:`in_service`).
+        Period index (0-based) [-]; ``len(periods)`` when they serve to the end of the
+        horizon (see :func:`in_service`).
     """
     born = label_offset_years(periods, installed)
     return next((i for i, p in enumerate(periods)
@@ -1279,6 +1728,11 @@ def rack_fabrics(case: Any, scale: dict[str, int], cap: dict[str, int]) -> dict[
         Rack id -> planning scale (where per-link prices are taken) [racks].
     cap : dict
         Rack id -> most racks of the type at one site [racks].
+
+    Returns
+    -------
+    dict
+        Rack id -> its tuple of :class:`~dcplan.planner.fabric.FabricData`.
     """
     from dcplan.planner.fabric import fabric_data
 
@@ -1291,6 +1745,18 @@ def check_servable(inputs: PlanInputs, scenario: Any = None) -> None:
     """Raise :class:`InputError` for a workload with demand that no allowed rack can serve.
 
     With ``scenario``, each problem names its file and the line of its ``racks`` list.
+
+    Parameters
+    ----------
+    inputs : PlanInputs
+        The plan's coefficient tables.
+    scenario : Scenario, optional
+        Where the problems point (file and line); None: the plan's name.
+
+    Raises
+    ------
+    InputError
+        One problem per workload with demand and no allowed (rack, site) pair.
     """
     from dcplan.errors import Problem
 
@@ -1319,6 +1785,17 @@ def build_schedules(d: PlanInputs) -> dict:
 
     See :mod:`dcplan.planner.profiles`. Flexible workloads get their candidates per
     period, against the hourly demand of the other workloads of that period.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+
+    Returns
+    -------
+    dict
+        ``schedules``: (workload, period index) -> tuple of Schedule; ``hours``: per
+        period, the representative hours (see :meth:`PlanInputs.rep_hours`).
     """
     import numpy as np
 

@@ -95,6 +95,15 @@ def add_fleet_variables(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> N
     ``new[r,s,p]`` exists only where the rack may be bought: from the first period
     starting on or after its ``first_available`` date, at sites whose densest rack
     [kW] and facility water allow it (elsewhere it is fixed at 0 by not existing).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for r, s in _pairs(d):
         cap = d.sites[s].rack_positions // d.racks[r].rack_positions
@@ -116,6 +125,15 @@ def add_stock_balance(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
     per period of a rack's life (same feasible set, a sparser LP). Models with fewer
     than :data:`SPARSE_STOCK_MIN` (rack, site, period) keys keep the dense form, whose
     solver path the example scenarios' regression values were recorded with.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     if len(mv.racks_in_service) < SPARSE_STOCK_MIN:
         _add_stock_dense(prob, d, mv)
@@ -161,6 +179,15 @@ def add_spare_racks(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     ``on[r,s,p]`` is binary, 1 whenever the site hosts the type:
     ``inst <= cap * on`` and ``inst >= k * on`` (a valid tightening: a site hosting the
     type holds at least its spares). Only (rack, site) pairs with ``k > 0`` get them.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for (r, s, p), inst in mv.racks_in_service.items():
         k = d.spare_racks.get((r, s), 0)
@@ -186,6 +213,15 @@ def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     the workload's target peak utilisation (headroom), ``A_r`` the rack type's
     availability and ``k`` its spare racks at the site (:func:`add_spare_racks`). Without
     profiles there is one hour and ``frac = 1``.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for (r, s, p), inst in mv.racks_in_service.items():
         label = d.periods[p].label
@@ -231,6 +267,15 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     per rack for disaggregated pools, times the period's software speedup; ``share_k``
     is 1, or the input / output share of the workload's tokens. In the elastic model
     the priced variable ``unserved[w,k,p]`` (in the row's unit) closes any gap.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     by_wkp = defaultdict(list)
     for (r, _s, w, key, p), var in mv.racks_allocated.items():
@@ -328,6 +373,15 @@ def add_power_expressions(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) ->
     (``pmix[s,w,key,p]``, rows ``power_mix``), and the hour rows are written in those
     and the hour-independent power: a few terms per hour instead of every allocation
     of the site (the same rows, far fewer nonzeros).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for s in d.sites:
         for p in range(len(d.periods)):
@@ -382,6 +436,15 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     below the threshold avoids the assessment; a conservative reading of the rule
     that any connection reaching it needs one). Requests are paid when made
     (``grid_connection`` capex, terminal value over the building life).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     n = len(d.periods)
     for s, sd in d.sites.items():
@@ -416,6 +479,23 @@ def recharge_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
     ``recharge_kw_per_it_kw[r,s] x it_power_max_kw[r] x inst[r,s,p]``: the UPS
     plant's recharge share of its full load (the site's topology and UPS model at
     the planning scale).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables built so far (``racks_in_service`` is read).
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    list of (pulp.LpVariable, float)
+        Racks in service and their recharge power per rack [kW/rack] (grid side, on the
+        racks' nameplate ``it_power_max_kw``).
     """
     out = []
     for r in d.racks:
@@ -433,6 +513,15 @@ def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     ``<= grid_kw[s,p]`` (the site's grid simply available); ``recharge`` is the UPS
     battery recharge of the site's racks (:func:`recharge_terms`), which the
     connection carries on top of the facility peak.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for (s, p), expr in mv.facility_peak_kw.items():
         if not len(expr):
@@ -457,6 +546,15 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     requirement costs nothing (only in-row CDUs' positions), while it turns the weak
     big-M link into a choice of the first period of use, which the branch and bound
     settles quickly. ``on`` is 1 wherever the existing fleet has liquid-cooled racks.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for s in d.sites:
         for c in d.cdu_models(s):
@@ -502,6 +600,15 @@ def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     + net_racks[s,p] <= positions_s``: ``npos`` is the linear network's network-rack
     positions per rack in service (``RackSiteData.network_positions``; 0 for a rack
     type with the integer fabric, whose network racks are the integer ``net_racks``).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     cdus = defaultdict(list)
     for (s, c, p), var in mv.cdus_in_service.items():
@@ -530,6 +637,15 @@ def add_building(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     ``build[s,q] >= 0`` is capacity added in period q, fixed at 0 in periods that start
     before the site's lead time has passed (counted from the start of the plan);
     ``built0`` is the capacity already built.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for s, sd in d.sites.items():
         if not any(len(mv.facility_peak_kw[s, p]) for p in range(len(d.periods))):
@@ -555,6 +671,14 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
     (months x peak facility kW x charge), carbon (energy x emission factor x carbon
     price), unserved penalty. Terminal value: minus the straight-line book value at the
     end of the horizon (grid connections over the building life).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables and expressions built so far; ``mv.costs_usd`` is set:
+        (category, period index) -> expression [USD].
     """
     cost = defaultdict(list)
     n = len(d.periods)
@@ -639,6 +763,15 @@ def add_operations_costs(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
       (a site with any racks is staffed);
     - ``staff += fleet_on[p] x per-fleet roles x years`` with ``fleet_on[p] >=
       staffed[s,p]`` for every site.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     ops = d.operations
     if ops is None or not ops.any:
@@ -675,7 +808,21 @@ def add_operations_costs(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
 
 
 def building_prices(d: PlanInputs, s: str) -> list[tuple[str, float]]:
-    """(cost category, USD per kW built) of a site's facility capacity."""
+    """(cost category, USD per kW built) of a site's facility capacity.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    s : str
+        Site id.
+
+    Returns
+    -------
+    list of (str, float)
+        Cost category (``building_shell``... or ``building_capex``) and price per kW of
+        facility capacity built [USD/kW].
+    """
     sd = d.sites[s]
     if sd.build_parts_usd_per_kw:
         return [(f"building_{part}", price) for part, price in sd.build_parts_usd_per_kw]
@@ -683,7 +830,17 @@ def building_prices(d: PlanInputs, s: str) -> list[tuple[str, float]]:
 
 
 def add_carbon_cap(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Emissions: ``sum_s hours x average facility kW x kgCO2/kWh <= cap[p]`` where a cap is set."""
+    """Emissions: ``sum_s hours x average facility kW x kgCO2/kWh <= cap[p]`` where a cap is set.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
+    """
     for p, per in enumerate(d.periods):
         cap = d.carbon_cap(p)
         if cap is None:
@@ -702,6 +859,15 @@ def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     rack type at the site (evaporative towers use water; dry coolers and chillers
     none), at full load all year: a conservative reading of the site's annual
     allowance [m3/year].
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for s, sd in d.sites.items():
         limit = sd.water_limit_m3_per_year
@@ -719,7 +885,17 @@ def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
 
 
 def add_budget(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Budget: ``sum_{capex categories} cost[cat, p] <= budget_usd[p]`` where a budget is set."""
+    """Budget: ``sum_{capex categories} cost[cat, p] <= budget_usd[p]`` where a budget is set.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
+    """
     for p, limit in enumerate(d.budget_usd):
         if limit is None:
             continue
@@ -729,13 +905,39 @@ def add_budget(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
 
 
 def discount(d: PlanInputs, category: str, p: int) -> float:
-    """Discount factor of ``category`` costs in period ``p`` [-]."""
+    """Discount factor of ``category`` costs in period ``p`` [-].
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    category : str
+        A key of :data:`CATEGORIES`.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    float
+        :meth:`PlanInputs.df_capex` (``capex``), :meth:`PlanInputs.df_opex` (``opex``) or
+        :meth:`PlanInputs.df_end` (``end``) [-].
+    """
     when = CATEGORIES[category]
     return d.df_capex(p) if when == "capex" else d.df_opex(p) if when == "opex" else d.df_end()
 
 
 def set_objective(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Objective: minimise ``sum_{cat,p} discount(cat, p) * cost[cat, p]`` [USD, present value]."""
+    """Objective: minimise ``sum_{cat,p} discount(cat, p) * cost[cat, p]`` [USD, present value].
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
+    """
     terms = defaultdict(float)
     for (cat, p), expr in mv.costs_usd.items():
         f = discount(d, cat, p)

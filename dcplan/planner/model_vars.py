@@ -112,7 +112,19 @@ class ModelVars:
     network_tier_vars: dict = field(default_factory=dict)
 
     def add(self, prob: pulp.LpProblem, family: str, keys: tuple, constraint) -> None:
-        """Add ``constraint`` to ``prob`` named ``lp_name(family, *keys)`` and record it."""
+        """Add ``constraint`` to ``prob`` named ``lp_name(family, *keys)`` and record it.
+
+        Parameters
+        ----------
+        prob : pulp.LpProblem
+            The model the row is added to.
+        family : str
+            Constraint family (the name's prefix and the key of :attr:`constraints`).
+        keys : tuple
+            Index of the row within its family (rack, site, period label...).
+        constraint : pulp.LpConstraint
+            The row; its name is set.
+        """
         name = lp_name(family, *keys)
         constraint.name = name
         prob.addConstraint(constraint, name)
@@ -131,6 +143,24 @@ class ModelVars:
 
         ``what``: 0 kW, 2 positions per rack in service. None without tiers (the caller
         uses the period's single figure).
+
+        Parameters
+        ----------
+        r : str
+            Rack type id.
+        s : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+        what : int
+            Which figure of the tier: 0 network power [kW/rack], 2 network-rack positions
+            [positions/rack] (an index into the tier tuple) [-].
+
+        Returns
+        -------
+        list of (pulp.LpVariable, float) or None
+            Racks in service in each tier and the tier's figure per rack [kW/rack] or
+            [positions/rack]; None without tiers.
         """
         tiers = self.network_tier_vars.get((r, s, p))
         if tiers is None:

@@ -29,7 +29,23 @@ from dcplan.planner.names import lp_name
 
 
 def network_owned(d: PlanInputs, r: str, s: str) -> float:
-    """Installed value of the existing racks' tiered linear network [USD] (already paid)."""
+    """Installed value of the existing racks' tiered linear network [USD] (already paid).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    r : str
+        Rack type id.
+    s : str
+        Site id.
+
+    Returns
+    -------
+    float
+        Existing racks in the first period times the network capex per rack of their tier
+        [USD]; 0 without existing racks.
+    """
     e = d.existing_count(r, s, 0)
     return e * d.rack_site[r, s].network_capex(0, e) if e else 0.0
 
@@ -45,6 +61,15 @@ def add_network_tiers(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
     V[p-1]`` (the existing racks' network owned before the first period), paid like
     the integer fabric's switches and links: when the installed network grows, so a
     fabric that grows into three tiers pays for re-cabling the racks it has.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for r, s in sorted({(r, s) for r, s, _p in mv.racks_in_service}):
         rs = d.rack_site[r, s]
@@ -141,6 +166,15 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     Links: ``nic_leaf = P n``, ``leaf_spine = U``, ``spine_core`` as above. These rows
     are exact for two tiers (and for one), so the plan's switch and link counts are
     :func:`~dcplan.planner.fabric.fabric_counts` of its own fleet.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     for (r, s, p), n in mv.racks_in_service.items():
         fabrics = d.fabrics.get(r)
@@ -265,6 +299,19 @@ def fabric_items(d: PlanInputs, mv: ModelVars) -> dict:
     Items are switch models (count of switches, priced per switch) and each rack
     type's links (their value in USD, priced 1): what a period adds over the one
     before is bought (:func:`add_fabric_purchases`).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables built so far (``fabric_vars`` is read).
+
+    Returns
+    -------
+    dict
+        ``(s, item, p)`` -> ``(expression, unit price)``: switches [count] at the switch
+        price [USD/switch], or the links' value [USD] at price 1 [USD/USD].
     """
     out: dict = {}
     for (r, s, _f, p), fv in mv.fabric_vars.items():
@@ -280,7 +327,21 @@ def fabric_items(d: PlanInputs, mv: ModelVars) -> dict:
 
 
 def fabric_existing(d: PlanInputs, s: str) -> dict:
-    """Network items of the existing fleet at the start of the plan (owned) [count, USD]."""
+    """Network items of the existing fleet at the start of the plan (owned) [count, USD].
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    s : str
+        Site id.
+
+    Returns
+    -------
+    dict
+        Item -> owned amount: switch model id -> switches [count]; ``links_<rack>`` ->
+        value of the links [USD].
+    """
     out: dict = defaultdict(float)
     for r, fabrics in d.fabrics.items():
         n = d.existing_count(r, s, 0)
@@ -299,6 +360,18 @@ def item_lifetime(d: PlanInputs, item: str) -> float:
 
     Links: their rack type's; a switch model: the shortest of the rack types whose
     fabrics use it.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    item : str
+        Switch model id or ``links_<rack id>``.
+
+    Returns
+    -------
+    float
+        [years] (0 for a switch no fabric uses).
     """
     if item.startswith("links_"):
         return d.racks[item[6:]].lifetime_years
@@ -312,6 +385,15 @@ def add_fabric_purchases(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
 
     Switches and links are bought when a period needs more than the one before and
     kept when fewer are needed (like CDUs); the network capex is ``price x net_buy``.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
     """
     items = fabric_items(d, mv)
     mv.network_items = items
@@ -328,7 +410,25 @@ def add_fabric_purchases(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
 
 
 def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
-    """(variable, kW) terms of the fabrics' power at site s in period p, losses included."""
+    """(variable, kW) terms of the fabrics' power at site s in period p, losses included.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables built so far (``fabric_vars`` is read).
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    list of (pulp.LpVariable, float)
+        Switch and link counts and their power per unit with the site's facility
+        losses (``1 + loss_frac``; no cooling factor) [kW/switch], [kW/link].
+    """
     terms = []
     for r in d.racks:
         for fd in d.fabrics.get(r, ()):
@@ -344,7 +444,17 @@ def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
 
 
 def add_network_space(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Network racks: integer ``net_racks[s,p] >= switch rack units / units per rack``."""
+    """Network racks: integer ``net_racks[s,p] >= switch rack units / units per rack``.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
+    """
     per = float(d.network_rack_units or 1)
     units = defaultdict(list)
     for (_r, s, _f, p), fv in mv.fabric_vars.items():
@@ -360,7 +470,20 @@ def add_network_space(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> Non
 
 
 def fabric_start_values(fv: FabricVars, n: int) -> dict:
-    """Values of a fabric's integer variables for ``n`` racks (a MIP start) [count]."""
+    """Values of a fabric's integer variables for ``n`` racks (a MIP start) [count].
+
+    Parameters
+    ----------
+    fv : FabricVars
+        The fabric's variables.
+    n : int
+        Racks in service on the fabric [racks].
+
+    Returns
+    -------
+    dict
+        Variable -> value (counts [count], binaries 0 or 1 [-]).
+    """
     fd = fv.fd
     out = {}
     multi = n > fd.one_switch_max
@@ -401,7 +524,20 @@ def fabric_start_values(fv: FabricVars, n: int) -> dict:
 
 
 def collapsed_over(d: PlanInputs, mv: ModelVars) -> set[tuple[str, str]]:
-    """Pairs of ``d.network_collapsed`` whose solved racks in service pass their boundary."""
+    """Pairs of ``d.network_collapsed`` whose solved racks in service pass their boundary.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The model's variables, solved (their values are read).
+
+    Returns
+    -------
+    set of (str, str)
+        (rack, site) pairs to solve again with their tiers.
+    """
     over = set()
     for r, s in d.network_collapsed:
         top = d.rack_site[r, s].network_tiers[0][1]
@@ -412,7 +548,18 @@ def collapsed_over(d: PlanInputs, mv: ModelVars) -> set[tuple[str, str]]:
 
 
 def three_tier_fabrics(mv: ModelVars) -> list[tuple]:
-    """Keys ``(r, s, fabric, p)`` of the solved fabrics that have three tiers."""
+    """Keys ``(r, s, fabric, p)`` of the solved fabrics that have three tiers.
+
+    Parameters
+    ----------
+    mv : ModelVars
+        The model's variables, solved (their values are read).
+
+    Returns
+    -------
+    list of tuple
+        ``(r, s, fabric, p)`` keys of ``mv.fabric_vars``.
+    """
     out = []
     for key, fv in mv.fabric_vars.items():
         if fv.three is not None and int(round(fv.n.value() or 0.0)) > fv.fd.two_tier_max:
@@ -430,6 +577,13 @@ def fix_at_exact_fabric(d: PlanInputs, mv: ModelVars) -> None:
     at ``ceil(units / units per rack)`` of those counts. The fixed variables become
     continuous, so an LP solve then settles what is left (built capacity, grid
     requests, allocations, the facility peak) for the plan's exact fabric.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The model's variables, solved; their integers are fixed in place.
     """
     def fix(var, value: float) -> None:
         var.cat = pulp.LpContinuous
@@ -456,6 +610,18 @@ def network_racks_needed(d: PlanInputs, mv: ModelVars) -> dict:
 
     ``ceil(switch rack units / units per network rack)``, from the switch-count
     variables' current values; keys ``(s, p)`` of ``mv.network_racks``.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The model's variables, solved (their values are read).
+
+    Returns
+    -------
+    dict
+        ``(s, p)`` -> network racks [positions] (whole numbers as floats).
     """
     units: dict = defaultdict(float)
     for (_r, s, _f, p), fv in mv.fabric_vars.items():
@@ -474,6 +640,20 @@ def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float |
     racks ``ceil(units / units per rack)`` and purchases the increases: the same plan,
     feasible and no dearer (less network power and positions). Returns the objective of
     the polished values (None without fabrics).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The solved model (its objective is evaluated).
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The model's variables, solved; the fabric's values are set in place.
+
+    Returns
+    -------
+    float or None
+        Objective at the polished values [USD, present value]; None without fabrics.
     """
     if not mv.fabric_vars:
         return None
