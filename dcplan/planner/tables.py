@@ -43,7 +43,18 @@ class Solution:
 
     @classmethod
     def from_model(cls, mv: ModelVars) -> Solution:
-        """Read the values out of a solved model."""
+        """Read the values out of a solved model.
+
+        Parameters
+        ----------
+        mv : ModelVars
+            The model's variables, solved.
+
+        Returns
+        -------
+        Solution
+            Values clipped at 0; integer variables rounded.
+        """
         def vals(d, integer=False):
             out = {}
             for k, v in d.items():
@@ -62,11 +73,44 @@ class Solution:
                    grid_requested_assessed_kw=vals(mv.grid_requested_assessed_kw))
 
     def spares(self, d: PlanInputs, r: str, s: str, p: int) -> float:
-        """Spare racks kept of type ``r`` at ``s`` in ``p`` [racks]."""
+        """Spare racks kept of type ``r`` at ``s`` in ``p`` [racks].
+
+        Parameters
+        ----------
+        d : PlanInputs
+            The plan's coefficient tables.
+        r : str
+            Rack type id.
+        s : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            ``spares_kept x k`` of the pair's N+k [racks].
+        """
         return self.spares_kept.get((r, s, p), 0.0) * d.spare_racks.get((r, s), 0)
 
     def connected_kw(self, d: PlanInputs, s: str, p: int) -> float:
-        """Grid capacity connected at ``s`` in ``p`` [kW] (the site's grid without decisions)."""
+        """Grid capacity connected at ``s`` in ``p`` [kW] (the site's grid without decisions).
+
+        Parameters
+        ----------
+        d : PlanInputs
+            The plan's coefficient tables.
+        s : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            Committed capacity plus the requests energised by ``p``, or ``grid_kw[p]``
+            without connection decisions [kW].
+        """
         g = d.sites[s].connection
         if g is None:
             return d.sites[s].grid_kw[p]
@@ -76,7 +120,24 @@ class Solution:
             if s2 == s and g.arrival_assessed[q] <= p)
 
     def installed(self, d: PlanInputs, r: str, s: str, p: int) -> float:
-        """Racks in service recomputed from purchases and the existing fleet [racks]."""
+        """Racks in service recomputed from purchases and the existing fleet [racks].
+
+        Parameters
+        ----------
+        d : PlanInputs
+            The plan's coefficient tables.
+        r : str
+            Rack type id.
+        s : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            Existing racks in service plus the purchases still alive in ``p`` [racks].
+        """
         return d.existing_count(r, s, p) + sum(
             n for (r2, s2, q), n in self.racks_bought.items()
             if r2 == r and s2 == s and q <= p and d.alive(r, q, p))
@@ -107,6 +168,20 @@ def fleet_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     (the peak of the sum of the workloads it serves), ``headroom_racks`` the racks kept
     free in that hour for the target peak utilisation, ``unavailable_racks`` the
     availability derate and ``spare_racks`` the N+k spares.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+
+    Returns
+    -------
+    DataFrame
+        period, site, rack; installed_racks, new_racks, retired_racks,
+        allocated_racks, headroom_racks, unavailable_racks, spare_racks [racks];
+        rack_positions [positions]; utilisation_frac [-].
     """
     rows = []
     for s in d.sites:
@@ -144,6 +219,20 @@ def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
     ``schedule`` is the workload's profile (``profile``), ``peak`` without one, or for
     flexible work the candidate served this way (``demand``, ``flat``, ``valley``).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+
+    Returns
+    -------
+    DataFrame
+        period, site, rack, workload, pool, schedule; racks [racks]; tokens_per_s
+        [tokens/s] (at the schedule's peak; input + output for ``all``, input for
+        ``prefill``, output for ``decode``); it_kw [kW] (at the operating point).
     """
     rows = []
     for (r, s, w, key, p), x in sorted(sol.racks_allocated.items(),
@@ -169,6 +258,21 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
     The peak demand is as it arrives; a flexible workload may be served at another
     time (``served_tokens_per_s_peak`` is its served peak).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+
+    Returns
+    -------
+    DataFrame
+        period, workload, pool; demand_stated [demand_unit], tokens_per_unit
+        [tokens/unit]; demand, served and unserved tokens per second, average and
+        peak [tokens/s] (the pool's share: input + output for ``all``, input for
+        ``prefill``, output for ``decode``).
     """
     served_avg = defaultdict(float)
     by_hour = defaultdict(float)
@@ -252,20 +356,74 @@ def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hou
 
 
 def recharge_kw(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
-    """UPS battery recharge at ``s`` in ``p`` on top of the facility peak [kW]."""
+    """UPS battery recharge at ``s`` in ``p`` on top of the facility peak [kW].
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    float
+        ``recharge_kw_per_it_kw x it_power_max_kw x racks in service`` (on nameplate
+        IT power) [kW].
+    """
     return sum(d.rack_site[r, s].recharge_kw_per_it_kw * d.racks[r].it_power_max_kw
                * sol.installed(d, r, s, p) for r in d.racks if (r, s) in d.rack_site)
 
 
 def water_m3(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
-    """Site water in period ``p`` at full load (what the water limit bounds) [m3]."""
+    """Site water in period ``p`` at full load (what the water limit bounds) [m3].
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    float
+        ``WUE x it_power_max_kw x racks x hours / 1000`` (nameplate IT power all
+        period) [m3].
+    """
     return sum(d.rack_site[r, s].water_l_per_it_kwh * d.racks[r].it_power_max_kw
                * sol.installed(d, r, s, p) * d.hours(p) / 1000.0
                for r in d.racks if (r, s) in d.rack_site)
 
 
 def peak_hour(d: PlanInputs, sol: Solution, s: str, p: int):
-    """The representative hour of the site's facility peak in period p."""
+    """The representative hour of the site's facility peak in period p.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    int or tuple or None
+        The representative hour (an hour index, a merged group of them, or None
+        for one hour or a nameplate peak) [-].
+    """
     hours = (None,) if d.nameplate_peak else d.rep_hours(p)
     return max(hours, key=lambda h: _site_power(d, sol, s, p, False, h)["facility"])
 
@@ -280,6 +438,21 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     recharge of the site's redundancy topology (``power_redundancy``) that the
     connection carries on top of the facility peak; ``headroom_kw = grid - facility
     peak - recharge``; ``network_positions`` the network racks of the site's fabrics.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+
+    Returns
+    -------
+    DataFrame
+        period, site, peak_hour; power columns ``*_kw*`` [kW] (``_peak``: design-day
+        cooling at the peak hour, operating point or nameplate as the plan sizes;
+        ``_avg``: annual average); energy_kwh [kWh]; carbon_t [tCO2];
+        network_positions [positions].
     """
     from dcplan.planner.profiles import hour_label
 
@@ -313,7 +486,20 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
 
 def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """Facility power of each site in each representative hour [kW]: the peak of the sum."""
+    """Facility power of each site in each representative hour [kW]: the peak of the sum.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+
+    Returns
+    -------
+    DataFrame
+        period, site, hour; it_kw, facility_kw [kW] (design-day cooling).
+    """
     from dcplan.planner.profiles import hour_label
 
     rows = []
@@ -335,6 +521,19 @@ def schedules_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
     One row per (period, workload, schedule): its peak over mean and the share of the
     workload's (mean) tokens served that way, with the hour of its peak.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+
+    Returns
+    -------
+    DataFrame
+        period, workload, schedule, flexible, peak_to_average [-], peak_hour,
+        share_frac [-] (of the mean tokens served).
     """
     from dcplan.planner.profiles import hour_label
 
@@ -372,6 +571,22 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
     time, with the assessment's extra months), ``energised_kw`` the requests that
     arrive in it, ``used_kw`` what the connection carries: the facility peak plus the
     UPS recharge (as in the grid rows and the ``binding`` table).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    power : DataFrame
+        The plan's :func:`power_table` (power [kW], energy [kWh]).
+
+    Returns
+    -------
+    DataFrame
+        period, site; connectable, committed, requested, requested_assessed,
+        energised, connected and used [kW]; lead_time_months, assessment_months
+        [months].
     """
     rows = []
     peak = (power.set_index(["period", "site"]).eval("facility_kw_peak + recharge_kw")
@@ -410,6 +625,15 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
     peak); air = the rest of the IT heat plus the network's heat (switches and optics
     are air-cooled). ``liquid_heat_kw_full_load`` is the liquid heat with every rack at
     full load, which the CDUs are sized for.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    power : DataFrame
+        The plan's :func:`power_table` (power [kW], energy [kWh]).
 
     Returns
     -------
@@ -481,6 +705,15 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
 def rack_network(d: PlanInputs, r: str, n: float) -> dict[str, float]:
     """Exact network of ``n`` racks of ``r`` (both fabrics) [kW, USD, U, count].
 
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    r : str
+        Rack type id.
+    n : float
+        Racks in service [racks].
+
     Returns
     -------
     dict
@@ -501,6 +734,22 @@ def network_items(d: PlanInputs, sol: Solution, s: str, p: int) -> dict[str, flo
     """Network items in service at ``s`` in ``p`` (the MILP's ``fabric_items``).
 
     Switch model -> switches, ``links_<rack>`` -> USD of links, recomputed from the fleet.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    dict of str to float
+        Switch model -> switches [count]; ``links_<rack>`` -> value of links [USD].
     """
     from dcplan.planner.fabric import TIERS, fabric_counts
 
@@ -522,6 +771,22 @@ def network_racks(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
     The integer fabrics' ``ceil(switch units / units per rack)``, plus, for rack types
     with the linear network, their per-rack figure times the racks in service (what
     the space row counts).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    float
+        [positions].
     """
     import math
 
@@ -547,6 +812,20 @@ def network_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     in service, capex per rack bought); the exact switches, links
     and optics of their fleet are in the ``equipment`` and ``bom`` tables, and the
     difference in ``sizing``.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+
+    Returns
+    -------
+    DataFrame
+        period, site, rack, fabric, switch_id; racks [racks]; switches [switches];
+        links [links]; network_kw [kW] (full load); network_capex_usd [USD]
+        (installed value).
     """
     from dcplan.planner.fabric import fabric_counts, fabric_figures
 
@@ -589,6 +868,22 @@ def network_values(d: PlanInputs, sol: Solution, r: str, s: str) -> list[float]:
 
     ``racks in service x capex per rack of their tier`` (see
     :func:`~dcplan.planner.network_rows.add_network_tiers`).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    r : str
+        Rack type id.
+    s : str
+        Site id.
+
+    Returns
+    -------
+    list of float
+        One per period [USD].
     """
     rs = d.rack_site[r, s]
     return [(n := sol.installed(d, r, s, p)) * rs.network_capex(p, n)
@@ -596,7 +891,23 @@ def network_values(d: PlanInputs, sol: Solution, r: str, s: str) -> list[float]:
 
 
 def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
-    """Undiscounted cost per (category, period index) [USD], recomputed from the plan."""
+    """Undiscounted cost per (category, period index) [USD], recomputed from the plan.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    power : DataFrame
+        The plan's :func:`power_table` (power [kW], energy [kWh]).
+
+    Returns
+    -------
+    dict
+        ``(category, period index)`` -> cost [USD] (undiscounted; terminal value
+        negative).
+    """
     from dcplan.planner.model import building_prices
 
     cost = defaultdict(float)
@@ -681,6 +992,16 @@ def operations_cost_values(d: PlanInputs, sol: Solution, cost: dict) -> None:
 
     See :func:`dcplan.planner.model.add_operations_costs`: per rack in service, per site
     that hosts racks, and per period in which the fleet has racks.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    cost : dict
+        ``(category, period index)`` -> cost [USD]; ``staff`` and ``software`` are
+        added in place.
     """
     ops = d.operations
     if ops is None or not ops.any:
@@ -706,7 +1027,21 @@ def operations_cost_values(d: PlanInputs, sol: Solution, cost: dict) -> None:
 
 
 def costs_table(d: PlanInputs, cost: dict) -> pd.DataFrame:
-    """Costs by (period, category), undiscounted and discounted [USD]."""
+    """Costs by (period, category), undiscounted and discounted [USD].
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    cost : dict
+        ``(category, period index)`` -> undiscounted cost [USD] (:func:`cost_values`).
+
+    Returns
+    -------
+    DataFrame
+        period, category, kind; cost_usd [USD]; discount_factor [-];
+        cost_usd_discounted [USD, present value].
+    """
     rows = []
     for p, per in enumerate(d.periods):
         for cat, when in CATEGORIES.items():
@@ -746,6 +1081,21 @@ def workload_tokens(d: PlanInputs, demand: pd.DataFrame, served: bool = True
     ``served``: the tokens served (:func:`served_frac` of each row), else the demand.
     Rows of the ``demand`` table; a disaggregated workload counts once (its decode pool
     row is the same tokens as its prefill row, by share).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    demand : DataFrame
+        The plan's :func:`demand_table` [tokens/s].
+    served : bool
+        Count the tokens served, else the demand.
+
+    Returns
+    -------
+    tok, disc : dict
+        ``(workload, period index)`` -> input + output tokens in the period [tokens],
+        and the same times the opex discount factor [tokens, discounted].
     """
     pidx = {per.label: p for p, per in enumerate(d.periods)}
     tok: dict = defaultdict(float)
@@ -767,6 +1117,16 @@ def served_frac(row: Any) -> float:
     A share within the solver's tolerance of nothing (:data:`SERVED_TOLERANCE`) is
     nothing: a plan with no grid anywhere must not serve "0.76 tokens" at 0 USD per
     million tokens.
+
+    Parameters
+    ----------
+    row : namedtuple
+        A row of the ``demand`` table (``itertuples``).
+
+    Returns
+    -------
+    float
+        ``1 - unserved / demand`` (averages), 0 below :data:`SERVED_TOLERANCE` [-].
     """
     frac = 1.0 - (row.unserved_tokens_per_s_avg / row.demand_tokens_per_s_avg
                   if row.demand_tokens_per_s_avg > 0 else 0.0)
@@ -775,7 +1135,27 @@ def served_frac(row: Any) -> float:
 
 def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: pd.DataFrame,
               costs: pd.DataFrame) -> pd.DataFrame:
-    """Headline figures: NPV, unit cost, energy efficiency, peak MW, utilisation, carbon."""
+    """Headline figures: NPV, unit cost, energy efficiency, peak MW, utilisation, carbon.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    fleet : DataFrame
+        :func:`fleet_table` [racks].
+    power : DataFrame
+        The plan's :func:`power_table` (power [kW], energy [kWh]).
+    demand : DataFrame
+        :func:`demand_table` [tokens/s].
+    costs : DataFrame
+        :func:`costs_table` [USD].
+
+    Returns
+    -------
+    DataFrame
+        kpi, value, unit: one row per KPI, its unit in the ``unit`` column (``USD``,
+        ``MW``, ``tokens/kWh``...) [see unit column].
+    """
     npv = costs.cost_usd_discounted.sum() if len(costs) else 0.0
     is_pen = costs.category == "unserved_penalty"
     # The penalty is not a cost the operator pays: out of the NPV (present value) and
@@ -830,7 +1210,21 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
 
 
 def unserved_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """Demand left unserved per (workload, pool, period)."""
+    """Demand left unserved per (workload, pool, period).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+
+    Returns
+    -------
+    DataFrame
+        workload, pool, period; short_tokens_per_s_peak, demand_tokens_per_s_peak
+        [tokens/s]; short_frac [-]; short_tokens_per_month [tokens/month, average].
+    """
     rows = []
     for (w, k, p), x in sorted(sol.unserved_tokens_per_s.items(),
                                key=lambda kv: (kv[0][2], kv[0][:2])):
@@ -852,5 +1246,16 @@ def unserved_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 
 
 def objective_value(prob: pulp.LpProblem) -> float:
-    """Objective of a solved problem [USD]."""
+    """Objective of a solved problem [USD].
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        A solved problem.
+
+    Returns
+    -------
+    float
+        Present value of the plan's costs [USD] (0 when unset).
+    """
     return float(pulp.value(prob.objective) or 0.0)
