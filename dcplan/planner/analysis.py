@@ -49,7 +49,16 @@ ZERO = 1e-6
 
 
 def fix_integers(mv: ModelVars, sol: Solution) -> None:
-    """Fix racks and CDUs at their planned values and make them continuous."""
+    """Fix racks and CDUs at their planned values and make them continuous.
+
+    Parameters
+    ----------
+    mv : ModelVars
+        The model's variables; racks bought, CDUs, CDU and spare binaries are fixed in
+        place.
+    sol : Solution
+        Variable values of the solved model.
+    """
     for d, vals in ((mv.racks_bought, sol.racks_bought), (mv.cdus_in_service, sol.cdus_in_service)):
         for k, var in d.items():
             var.cat = pulp.LpContinuous
@@ -94,11 +103,26 @@ def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solut
     whole model (long run: racks may be added fractionally), which values a limit
     even when the fixed fleet cannot use more of it.
 
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The solved model; its integers are fixed and it is solved again as an LP.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The model's variables (their integers are fixed in place).
+    sol : Solution
+        Variable values of the solved model.
+    options : SolverOptions, optional
+        Solver, time limit, gap and threads of the LP solves (default: the defaults).
+
     Returns
     -------
     DataFrame
         family, site, workload, pool, period, shadow_price, shadow_price_relaxed, unit;
-        empty if the LPs could not be solved.
+        each price in its row's unit (:data:`DUAL_UNITS`: [USD per MW, present value],
+        [USD per rack position, present value], [USD per million tokens]...); empty if
+        the LPs could not be solved.
     """
     opt = options or SolverOptions()
     lp_opt = SolverOptions(name=opt.name, time_limit_s=opt.time_limit_s, gap=opt.gap,
@@ -148,6 +172,29 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     :func:`not_buildable_sites`). Ranked within grid, then space, then lead time by
     the larger of the two shadow prices (fixed-fleet and relaxed), largest first; the
     lead-time price is the dual of the site's building constraint.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    power : DataFrame
+        The plan's ``power`` table (:func:`~dcplan.planner.tables.power_table`) [kW].
+    fleet : DataFrame
+        The plan's ``fleet`` table (:func:`~dcplan.planner.tables.fleet_table`) [racks].
+    cooling : DataFrame
+        The plan's ``cooling`` table (its ``cdu_positions`` [positions]).
+    shadow : DataFrame, optional
+        :func:`shadow_prices` (the ``shadow_unit`` column says each price's unit
+        [USD per MW, present value...]); None: no prices.
+
+    Returns
+    -------
+    DataFrame
+        rank, limit, site, period, value, used, unit (``kW`` or ``rack positions``),
+        shadow_price, shadow_price_relaxed, shadow_unit (:data:`DUAL_UNITS`): units as
+        those columns say [see unit column].
     """
     rows = []
     sp = {}
@@ -211,7 +258,7 @@ def no_grid_sites(power: pd.DataFrame | None) -> dict[str, list[str]]:
     Parameters
     ----------
     power : DataFrame or None
-        The plan's ``power`` table.
+        The plan's ``power`` table [kW].
 
     Returns
     -------
@@ -230,6 +277,13 @@ def no_grid_sites(power: pd.DataFrame | None) -> dict[str, list[str]]:
 
 def not_buildable_sites(d: PlanInputs, power: pd.DataFrame | None) -> dict[str, list[str]]:
     """Sites with grid capacity where nothing can be built yet (lead time) and nothing runs.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    power : DataFrame or None
+        The plan's ``power`` table [kW]; None: no result.
 
     Returns
     -------
@@ -263,7 +317,23 @@ def _rack_facility_kw(d: PlanInputs, r: str, s: str) -> float:
 
 
 def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> str:
-    """One message: which workload is short, when, by how much, and which limits bind."""
+    """One message: which workload is short, when, by how much, and which limits bind.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    unserved : DataFrame
+        The plan's ``unserved`` table (:func:`~dcplan.planner.tables.unserved_table`)
+        [tokens/s].
+    binding : DataFrame
+        :func:`binding_limits` [see unit column].
+
+    Returns
+    -------
+    str
+        Empty when nothing is unserved.
+    """
     if not len(unserved):
         return ""
     parts = []
@@ -334,5 +404,16 @@ def _no_power_yet(d: PlanInputs, sd, p: int) -> str:
 
 
 def unsolved_status(info_status: SolveStatus) -> str:
-    """Wording of a status for messages."""
+    """Wording of a status for messages.
+
+    Parameters
+    ----------
+    info_status : SolveStatus
+        The solver's status.
+
+    Returns
+    -------
+    str
+        Its value with spaces for underscores.
+    """
     return info_status.value.replace("_", " ")

@@ -74,7 +74,21 @@ def _cost_split(costs: pd.DataFrame) -> tuple[float, float]:
 
 
 def reserve_frac(d: PlanInputs, fleet: pd.DataFrame) -> float:
-    """Reserve (headroom, unavailable and spare) / installed rack-periods, discounted [-]."""
+    """Reserve (headroom, unavailable and spare) / installed rack-periods, discounted [-].
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    fleet : DataFrame
+        The plan's ``fleet`` table (:func:`~dcplan.planner.tables.fleet_table`) [racks].
+
+    Returns
+    -------
+    float
+        Reserve over installed rack-periods, each period weighted by its opex
+        discount factor [-].
+    """
     if not len(fleet):
         return 0.0
     pidx = {per.label: p for p, per in enumerate(d.periods)}
@@ -91,6 +105,21 @@ def reserve_kpis(d: PlanInputs, fleet: pd.DataFrame, costs: pd.DataFrame) -> pd.
     of the fixed costs (everything but energy and carbon): what the racks kept for the
     serving headroom, the availability derate and N+k spares cost, with their share of
     buildings, network, cooling, maintenance, staff and software.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    fleet : DataFrame
+        The plan's ``fleet`` table (:func:`~dcplan.planner.tables.fleet_table`) [racks].
+    costs : DataFrame
+        The plan's ``costs`` table (:func:`~dcplan.planner.tables.costs_table`) [USD].
+
+    Returns
+    -------
+    DataFrame
+        kpi, value, unit: ``reserve_cost_usd`` [USD, present value] and
+        ``reserve_cost_frac`` [-].
     """
     fixed, var = _cost_split(costs)
     frac = reserve_frac(d, fleet)
@@ -132,6 +161,28 @@ def build_vs_buy_table(d: PlanInputs, fleet: pd.DataFrame, allocation: pd.DataFr
     x D``; they are equal at ``D* = fixed / (API - variable)``, given as a share of the
     planned demand and as a utilisation of the installed fleet (the fleet is held fixed:
     a smaller demand would be planned with a smaller fleet).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    fleet : DataFrame
+        The plan's ``fleet`` table (:func:`~dcplan.planner.tables.fleet_table`) [racks].
+    allocation : DataFrame
+        The plan's ``allocation`` table
+        (:func:`~dcplan.planner.tables.allocation_table`) [racks, tokens/s, kW].
+    demand : DataFrame
+        The plan's ``demand`` table (:func:`~dcplan.planner.tables.demand_table`)
+        [tokens/s].
+    costs : DataFrame
+        The plan's ``costs`` table (:func:`~dcplan.planner.tables.costs_table`) [USD].
+
+    Returns
+    -------
+    DataFrame
+        :data:`BUY_COLUMNS`: tokens ``*_mtok`` [million tokens, discounted]; ``api_usd``,
+        ``plan_usd`` [USD, present value]; ``*_usd_per_mtok`` [USD per million tokens];
+        ``saving_frac``, ``break_even_*_frac`` [-] (units in ``df.attrs['units']``).
     """
     _tok, disc = workload_tokens(d, demand)
     fixed, var = _cost_split(costs)
@@ -201,6 +252,26 @@ def requests_table(d: PlanInputs, allocation: pd.DataFrame, power: pd.DataFrame,
     losses, idle and reserve racks) is shared among the workloads by the IT power of
     the racks allocated to them there at the peak; a request is the workload's mean
     input + output tokens.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    allocation : DataFrame
+        The plan's ``allocation`` table
+        (:func:`~dcplan.planner.tables.allocation_table`) [racks, tokens/s, kW].
+    power : DataFrame
+        The plan's ``power`` table (:func:`~dcplan.planner.tables.power_table`) [kW].
+    demand : DataFrame
+        The plan's ``demand`` table (:func:`~dcplan.planner.tables.demand_table`)
+        [tokens/s].
+
+    Returns
+    -------
+    DataFrame
+        workload, model, tokens_per_request [tokens] (input + output), requests
+        [requests], energy_kwh [kWh] (facility), tokens_per_kwh [tokens/kWh],
+        wh_per_request [Wh/request] (units also in ``df.attrs['units']``).
     """
     tok, _disc = workload_tokens(d, demand)
     alloc_kw = allocation.groupby(["period", "site", "workload"]).it_kw.sum()

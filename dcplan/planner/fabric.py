@@ -105,7 +105,18 @@ class FabricData:
     rail_optimized: bool = False
 
     def tier(self, base: str) -> str:
-        """Link tier name as the network model reports it (``fe_`` prefix on the front end)."""
+        """Link tier name as the network model reports it (``fe_`` prefix on the front end).
+
+        Parameters
+        ----------
+        base : str
+            Link tier name (one of :data:`TIERS`).
+
+        Returns
+        -------
+        str
+            ``base`` on the back end, ``fe_<base>`` on the front end.
+        """
         return base if self.fabric == "backend" else f"fe_{base}"
 
 
@@ -135,7 +146,7 @@ def fabric_data(catalog: Any, rack_id: str, n_ref: int, n_max: int, optics: str 
         Most racks of the type at any site (bounds the spine balancing rule) [racks].
     optics : str, optional
     oversubscription : float
-        Back-end leaf oversubscription.
+        Back-end leaf oversubscription (down over up ports) [-].
 
     Returns
     -------
@@ -189,6 +200,22 @@ def tier_limits(catalog: Any, rack_id: str, n_max: int,
     [racks] A fabric's per-rack network cost is nearly flat while its number of tiers stays
     the same and jumps where it changes (GB200 NVL72: about 310,000 USD per rack with
     two tiers, 485,000 with three); these are the counts after which it jumps.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The catalog holding the rack type and its switches.
+    rack_id : str
+        Rack type id.
+    n_max : int
+        Most racks of the type at any site [racks].
+    oversubscription : float
+        Back-end leaf oversubscription (down over up ports) [-].
+
+    Returns
+    -------
+    tuple of int
+        Sorted rack counts [racks].
     """
     from dcplan.facility.steps import fabric_steps
 
@@ -209,7 +236,20 @@ def tier_limits(catalog: Any, rack_id: str, n_max: int,
 
 
 def balanced_spines(fd: FabricData, n: int) -> int:
-    """Spines of the balancing rule alone: ``D(ceil(U / R))`` for ``n`` racks (two tiers)."""
+    """Spines of the balancing rule alone: ``D(ceil(U / R))`` for ``n`` racks (two tiers).
+
+    Parameters
+    ----------
+    fd : FabricData
+        The fabric.
+    n : int
+        Racks on the fabric [racks].
+
+    Returns
+    -------
+    int
+        Spine switches [count].
+    """
     u = sum(m * math.ceil(pg * n / fd.oversubscription - 1e-9) for m, pg in fd.rail_groups)
     k = math.ceil(u / fd.radix - 1e-9)
     return max([k] + [b for a, b in fd.gaps if a <= k])
@@ -217,6 +257,18 @@ def balanced_spines(fd: FabricData, n: int) -> int:
 
 def overfill_points(fd: FabricData, n_max: int) -> tuple[int, ...]:
     """Rack counts up to ``n_max`` (two tiers) whose spines exceed :func:`balanced_spines`.
+
+    Parameters
+    ----------
+    fd : FabricData
+        The fabric.
+    n_max : int
+        Most racks to check [racks].
+
+    Returns
+    -------
+    tuple of int
+        Rack counts [racks].
 
     Raises
     ------
@@ -239,6 +291,13 @@ def fabric_counts(fd: FabricData, n: float) -> dict[str, int]:
 
     The network model's tree (:func:`~dcplan.facility.network.tree_counts`) over its
     leaf loads; tests check it against :func:`~dcplan.facility.steps.fabric_steps`.
+
+    Parameters
+    ----------
+    fd : FabricData
+        The fabric.
+    n : float
+        Racks on the fabric [racks] (rounded to a whole number).
 
     Returns
     -------
@@ -275,6 +334,13 @@ def _leaf_loads(fd: FabricData, n: int) -> list[int]:
 
 def fabric_figures(fd: FabricData, counts: dict[str, int]) -> dict[str, float]:
     """Capex, power and rack units of a fabric with ``counts``.
+
+    Parameters
+    ----------
+    fd : FabricData
+        The fabric.
+    counts : dict of str to int
+        :func:`fabric_counts`: switches per tier [switches], links per tier [links].
 
     Returns
     -------
