@@ -53,15 +53,19 @@ def equilibrate(start: np.ndarray, index: np.ndarray, value: np.ndarray, n_col: 
     Parameters
     ----------
     start, index, value : arrays
-        Row-wise (CSR) matrix.
+        Row-wise (CSR) matrix: row starts and column indices [-], coefficients [in the
+        model's units].
     n_col : int
+        Columns of the matrix [count].
     scalable : bool array
-        Columns that may be scaled (continuous ones).
+        Columns that may be scaled (continuous ones) [-].
+    passes : int
+        Row-then-column passes [count].
 
     Returns
     -------
     row_scale, col_scale : arrays
-        Scaled matrix ``a'_ij = row_scale_i * a_ij * col_scale_j``.
+        Scaled matrix ``a'_ij = row_scale_i * a_ij * col_scale_j`` (powers of two) [-].
     """
     n_row = len(start) - 1
     rows = np.repeat(np.arange(n_row), np.diff(start))
@@ -125,7 +129,13 @@ class HighsDirect(pulp.HiGHS):
         self.wall_limit_hit = False
 
     def buildSolverModel(self, lp: pulp.LpProblem) -> None:  # noqa: N802 - pulp API
-        """Pass the (scaled) model to HiGHS in one call (``bulk``), else as pulp does."""
+        """Pass the (scaled) model to HiGHS in one call (``bulk``), else as pulp does.
+
+        Parameters
+        ----------
+        lp : pulp.LpProblem
+            The problem being solved.
+        """
         import highspy
 
         if not self.bulk and self.rounding is None and not self.start:
@@ -227,6 +237,12 @@ class HighsDirect(pulp.HiGHS):
         Each MIP is also interrupted on the wall clock at its stage's limit
         (:meth:`_interrupt_at`): HiGHS times a MIP on a clock of its own run, not the
         one that adds up over runs.
+
+        Parameters
+        ----------
+        lp : pulp.LpProblem
+            The problem being solved (its ``solverModel`` built by
+            :meth:`buildSolverModel`).
         """
         import time
 
@@ -407,7 +423,19 @@ class HighsDirect(pulp.HiGHS):
             h.startCallback(kind)
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 - pulp API
-        """Read the solution back in the pulp problem's units."""
+        """Read the solution back in the pulp problem's units.
+
+        Parameters
+        ----------
+        lp : pulp.LpProblem
+            The problem solved; its variables' values and reduced costs and its rows'
+            slacks and duals are set in place, unscaled.
+
+        Returns
+        -------
+        status, solution_status : int
+            pulp's ``LpStatus*`` and ``LpSolution*`` codes [-].
+        """
         import highspy
 
         if self._rs is None:
@@ -453,6 +481,19 @@ class HighsDirect(pulp.HiGHS):
         When the rounded plan was already within the gap of the relaxation bound
         (no full MIP run), the status is "Optimal" and the gap is measured against
         the LP relaxation bound.
+
+        Parameters
+        ----------
+        lp : pulp.LpProblem
+            The problem solved.
+
+        Returns
+        -------
+        status : str
+            HiGHS model status name.
+        gap : float or None
+            Relative MIP gap [-].
+        has_solution : bool
         """
         final = getattr(self, "_final", None)
         h = lp.solverModel

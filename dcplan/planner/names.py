@@ -24,6 +24,11 @@ def lp_name(family: str, *keys: object) -> str:
     *keys
         Ids and period labels.
 
+    Returns
+    -------
+    str
+        ``family`` and the keys joined by the ``__`` separator.
+
     Raises
     ------
     ValueError
@@ -42,6 +47,17 @@ def lp_name(family: str, *keys: object) -> str:
 
 
 def parse_lp_name(name: str) -> tuple[str, tuple[str, ...]]:
-    """Split a name made by :func:`lp_name` into ``(family, keys)``."""
+    """Split a name made by :func:`lp_name` into ``(family, keys)``.
+
+    Parameters
+    ----------
+    name : str
+        A name made by :func:`lp_name`.
+
+    Returns
+    -------
+    family : str
+    keys : tuple of str
+    """
     family, *keys = name.split(SEP)
     return family, tuple(keys)

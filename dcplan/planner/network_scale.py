@@ -148,6 +148,14 @@ def tier_network(case: Any, d: PlanInputs) -> None:
     how full the last leaf is: the ``sizing`` table shows it). A pair with two tiers
     whose relaxation counts stay at most :data:`COLLAPSE_SHARE` of the boundary is
     priced at its lower tier without binaries (``d.network_collapsed``).
+
+    Parameters
+    ----------
+    case : Case
+        The case (catalog, scenario, sites) the network figures come from.
+    d : PlanInputs
+        The plan's coefficient tables; ``rack_site`` (its ``network_tiers``) and
+        ``network_collapsed`` are updated in place.
     """
     from dcplan.planner.fabric import tier_limits
 

@@ -63,6 +63,20 @@ class OperationsData:
 def operations_inputs(case: Any, rack_ids: list[str]) -> OperationsData:
     """Staff and software coefficients of a case (see the module docstring).
 
+    Parameters
+    ----------
+    case : Case
+        The case: its catalog (staffing, salaries, software) and scenario (sites,
+        exchange rates).
+    rack_ids : list of str
+        Rack types of the plan.
+
+    Returns
+    -------
+    OperationsData
+        Yearly costs per unit of the fleet [USD/yr] (empty without staffing and
+        software entries).
+
     Raises
     ------
     InputError
@@ -133,7 +147,23 @@ def operations_inputs(case: Any, rack_ids: list[str]) -> OperationsData:
 
 
 def operations_per_rack(d: Any, r: str, s: str) -> float:
-    """Yearly staff and software cost of one more rack ``r`` in service at ``s`` [USD/yr]."""
+    """Yearly staff and software cost of one more rack ``r`` in service at ``s`` [USD/yr].
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables (its ``operations`` and ``racks``).
+    r : str
+        Rack type id.
+    s : str
+        Site id.
+
+    Returns
+    -------
+    float
+        Per-rack roles, software licences and per-kW roles times the rack's nameplate
+        IT power [USD/yr]; 0 without operations data.
+    """
     ops = d.operations
     if ops is None:
         return 0.0
@@ -174,7 +204,20 @@ class ApiOffer:
 
 
 def api_offers(catalog: Any, workload_ids: list[str]) -> tuple[ApiOffer, ...]:
-    """Every ``api_prices.yaml`` row comparable with at least one of the workloads."""
+    """Every ``api_prices.yaml`` row comparable with at least one of the workloads.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The catalog holding ``api_prices`` and the workloads.
+    workload_ids : list of str
+        Workloads of the plan.
+
+    Returns
+    -------
+    tuple of ApiOffer
+        Prices per million tokens as the catalog gives them [USD per million tokens].
+    """
     out = []
     wls = {w: catalog.get("workloads", w) for w in workload_ids}
     for row in catalog.entries.get("api_prices", {}).values():

@@ -104,7 +104,24 @@ class PlanResult:
         return status_text(self.status, self.gap, self.solver, self.unserved)
 
     def kpi(self, name: str) -> float | None:
-        """Value of one KPI (see the ``kpis`` table)."""
+        """Value of one KPI (see the ``kpis`` table).
+
+        Parameters
+        ----------
+        name : str
+            A KPI name (:data:`~dcplan.planner.tables.KPI_NAMES`).
+
+        Returns
+        -------
+        float or None
+            In the unit of the ``kpis`` table's ``unit`` column [see unit column]; None
+            when not defined (e.g. no tokens served).
+
+        Raises
+        ------
+        KeyError
+            When the plan has no such KPI.
+        """
         df = self.tables.get("kpis")
         if df is None or name not in set(df.kpi):
             raise KeyError(f"no KPI {name!r}")
@@ -116,6 +133,16 @@ class PlanResult:
 
         Tables go through :func:`dcplan.tableio.write_csv` (rounded to their units,
         whole counts and yearly periods as integers, text safe for spreadsheets).
+
+        Parameters
+        ----------
+        outdir : Path or str
+            Folder the files are written to.
+
+        Returns
+        -------
+        list of Path
+            The files written, one per table.
         """
         from dcplan.tableio import write_csv
 
@@ -162,6 +189,17 @@ class PlanResult:
 
 
 def result_info(result: PlanResult) -> SolveInfo:
-    """The solver outcome of ``result`` as a :class:`SolveInfo`."""
+    """The solver outcome of ``result`` as a :class:`SolveInfo`.
+
+    Parameters
+    ----------
+    result : PlanResult
+        A plan.
+
+    Returns
+    -------
+    SolveInfo
+        Status, objective [USD], gap [-], solver, solve time [s] and message.
+    """
     return SolveInfo(result.status, result.objective_usd, result.gap, result.solver,
                      result.timings_s.get("solve", 0.0), result.message)
