@@ -63,6 +63,17 @@ class Schedule:
         """Value in hour ``h`` relative to the peak [0..1] (1 for ``peak`` or ``h`` None).
 
         ``h`` may be a group of hours: the largest value among them.
+
+        Parameters
+        ----------
+        h : int or tuple of int or None
+            Hour index into :attr:`values` (a tuple: a merged group of hours; None: the
+            single hour of a plan without profiles) [-].
+
+        Returns
+        -------
+        float
+            [-].
         """
         if self.values is None or h is None:
             return 1.0
@@ -74,12 +85,36 @@ class Schedule:
 
 
 def peak_schedule(peak_factor: float) -> Schedule:
-    """The schedule of a workload without a profile."""
+    """The schedule of a workload without a profile.
+
+    Parameters
+    ----------
+    peak_factor : float
+        The workload's peak over its mean demand [-].
+
+    Returns
+    -------
+    Schedule
+        Named ``peak``, without hourly values.
+    """
     return Schedule("peak", None, float(peak_factor))
 
 
 def profile_schedule(values: tuple[float, ...], name: str = "profile") -> Schedule:
-    """A schedule from hourly values with mean 1."""
+    """A schedule from hourly values with mean 1.
+
+    Parameters
+    ----------
+    values : tuple of float
+        Hourly values of every representative day, relative to the mean (mean 1) [-].
+    name : str
+        The schedule's name.
+
+    Returns
+    -------
+    Schedule
+        Its peak factor is the largest value [-].
+    """
     return Schedule(name, tuple(float(v) for v in values), float(max(values)))
 
 
@@ -155,17 +190,18 @@ def flexible_schedules(arrival: tuple[float, ...], weights: tuple[float, ...],
     Parameters
     ----------
     arrival : tuple of float
-        Its profile (hourly values of every representative day, mean 1).
+        Its profile (hourly values of every representative day, mean 1) [-].
     weights : tuple of float
-        Day weights (sum 1).
+        Day weights (sum 1) [-].
     deadline_hours : float
         Longest wait [h].
     others : ndarray or None
         Hourly demand of the other workloads in the period, in any unit that adds up
-        (the planner uses racks on each workload's fastest rack type) (None or all
+        (the planner uses racks on each workload's fastest rack type) [racks] (None or all
         zero: no valley candidate).
     mean_tokens_per_s : float
-        The flexible workload's mean demand in the period, in the unit of ``others``.
+        The flexible workload's mean demand in the period, in the unit of ``others``
+        [racks] (as :func:`~dcplan.planner.inputs.build_schedules` passes it).
 
     Returns
     -------
@@ -201,6 +237,16 @@ def hour_groups(schedules: list[Schedule], max_hours: int | None = None,
     every hour in it: the plan stays feasible in every hour but is conservative (see
     docs/planner.md). ``weights`` (one per schedule, e.g. its peak load in racks)
     weigh how much raising a schedule's value costs.
+
+    Parameters
+    ----------
+    schedules : list of Schedule
+        The schedules of every workload with demand in the period.
+    max_hours : int, optional
+        Most groups to keep [count]; None or 0: every representative hour.
+    weights : list of float, optional
+        One per schedule: the cost of raising its value, e.g. its peak load [racks]
+        (None: 1 each).
 
     Returns
     -------
@@ -292,6 +338,19 @@ def hour_label(h: int | tuple[int, ...] | None, day_names: tuple[str, ...] = ("d
     ``peak`` for the single hour of profile-less plans, else ``h19`` or
     ``weekend_h19``; a group of hours is named by its first hour and its size
     (``weekday_h01_4h``).
+
+    Parameters
+    ----------
+    h : int or tuple of int or None
+        Hour index over the representative days (a tuple: a group of hours; None: the
+        single hour of a plan without profiles) [-].
+    day_names : tuple of str
+        Names of the representative days (no prefix with one day).
+
+    Returns
+    -------
+    str
+        ``peak``, ``h19``, ``weekend_h19`` or ``weekday_h01_4h``.
     """
     if h is None:
         return "peak"

@@ -20,6 +20,19 @@ def dominates(d: PlanInputs, better: str, worse: str) -> bool:
     losses, liquid heat or plant capex with the same CDU model. Swapping racks one for
     one then keeps every constraint and lowers no cost term, so ``worse`` need not be
     offered (an exact reduction of the model).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    better : str
+        Rack type id that may replace ``worse``.
+    worse : str
+        Rack type id.
+
+    Returns
+    -------
+    bool
     """
     a, b = d.racks[better], d.racks[worse]
     n = len(d.periods)
@@ -81,6 +94,12 @@ def drop_dominated_racks(d: PlanInputs) -> None:
     """Stop offering rack types another offered type dominates (see :func:`dominates`).
 
     Existing racks of such a type stay in service; a note names each type dropped.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables; a dropped type's ``first_period`` becomes
+        ``len(periods)`` (never offered) and a note is added, in place.
     """
     import dataclasses
 

@@ -44,7 +44,18 @@ from dcplan.scenario.schema import SolverOptions
 
 
 def model_size(prob) -> dict[str, int]:
-    """Variables, integer variables, constraints and nonzeros of a pulp problem."""
+    """Variables, integer variables, constraints and nonzeros of a pulp problem.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The problem.
+
+    Returns
+    -------
+    dict of str to int
+        ``variables``, ``integers``, ``constraints``, ``nonzeros`` [count].
+    """
     variables = prob.variables()
     cons = prob.constraints()
     return {"variables": len(variables),
@@ -95,6 +106,12 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     on_solve : callable, optional
         Receives :class:`~dcplan.planner.solver.SolveProgress` while HiGHS solves the
         MIP (elapsed time, best plan, bound).
+
+    Returns
+    -------
+    PlanResult
+        The solved plan, its tables and timings [s]; ``unserved=True`` when the
+        elastic model was solved.
     """
     say = progress or (lambda _m: None)
     opt = options or SolverOptions()
@@ -288,6 +305,17 @@ def infeasible_reason(d: PlanInputs) -> str:
 
     Unserved demand relaxes every demand row, so what is left are the existing fleet
     (it must fit each site's space, and its idle power the site's grid) and the budget.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+
+    Returns
+    -------
+    str
+        One message naming the existing fleet's space [positions] or idle power [MW]
+        against the site's, or the budget.
     """
     why = []
     for s, sd in d.sites.items():

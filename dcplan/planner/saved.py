@@ -401,9 +401,17 @@ def save_result(result: PlanResult, path: Path | str) -> Path:
     Written to a temporary file next to ``path`` and renamed, so ``path`` is either the
     old file or the complete new one.
 
+    Parameters
+    ----------
+    result : PlanResult
+        The plan (with its ``case`` and ``inputs`` when set).
+    path : Path or str
+        File to write (``*.plan`` by convention).
+
     Returns
     -------
     Path
+        ``path``.
     """
     path = Path(path)
     with atomic_path(path, suffix=".zip") as tmp:
@@ -521,6 +529,15 @@ def is_saved_plan(path: Path | str) -> bool:
 
     Cheap (reads at most the end of the file). :func:`load_result` then says what is
     wrong with one that is damaged or not a dcplan plan.
+
+    Parameters
+    ----------
+    path : Path or str
+        File to test.
+
+    Returns
+    -------
+    bool
     """
     p = Path(path)
     if p.suffix.lower() == SUFFIX:
@@ -989,6 +1006,11 @@ def _check_plan(shown: str, m: Manifest, tables: dict[str, pd.DataFrame]) -> lis
 def read_manifest(path: Path | str) -> dict[str, Any]:
     """The manifest of a saved plan, checked (zip, sizes, format, version, schema).
 
+    Parameters
+    ----------
+    path : Path or str
+        A saved plan.
+
     Returns
     -------
     dict
@@ -1089,6 +1111,16 @@ def load_result(path: Path | str) -> PlanResult:
 
     The file is untrusted: see the module's docstring for what is checked and
     docs/outputs.md for the limits.
+
+    Parameters
+    ----------
+    path : Path or str
+        A saved plan.
+
+    Returns
+    -------
+    PlanResult
+        Its tables, solver outcome, ``case`` and ``inputs``.
 
     Raises
     ------
