@@ -95,7 +95,24 @@ def _plan_positions(tables: dict, site: str, period: Any) -> float:
 
 
 def plan_cdus(tables: dict, site: str, period: Any) -> tuple[float, str]:
-    """The plan's CDUs at a site and period: (count [units], model ids, comma-separated)."""
+    """The plan's CDUs at a site and period: (count [units], model ids, comma-separated).
+
+    Parameters
+    ----------
+    tables : dict
+        The plan's tables by name (its ``cooling`` table is read).
+    site : str
+        Site id.
+    period : str or int
+        Period label as in the tables (a year or quarter label) [-].
+
+    Returns
+    -------
+    count : float
+        CDUs in service, redundancy included [units] (0 without a row).
+    ids : str
+        CDU model ids, comma-separated.
+    """
     cool = tables.get("cooling")
     if cool is None or not len(cool):
         return 0.0, ""
@@ -123,7 +140,8 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
     -------
     table : DataFrame
         site, period, quantity, unit, plan, exact, diff (exact - plan), diff_frac
-        (diff / plan).
+        (diff / plan) [-]; plan, exact and diff in the row's ``unit`` [see unit
+        column].
     equipment : DataFrame
         Bill of materials of the same sizing: site, period, category (network or
         cooling), fabric (rack type, or 'site'), item (backend_leaf_switch,
@@ -263,7 +281,22 @@ def _plan_cdu_rows(d: PlanInputs, rows: list[dict], tables: dict, site: str, per
 
 
 def plan_cdu_models(tables: dict, site: str, period: Any) -> dict[str, float]:
-    """The plan's CDUs in service at a site and period: model -> count [units]."""
+    """The plan's CDUs in service at a site and period: model -> count [units].
+
+    Parameters
+    ----------
+    tables : dict
+        The plan's tables by name (its ``cooling`` table is read).
+    site : str
+        Site id.
+    period : str or int
+        Period label as in the tables (a year or quarter label) [-].
+
+    Returns
+    -------
+    dict of str to float
+        CDU model id -> CDUs in service [units].
+    """
     cool = tables.get("cooling")
     if cool is None or not len(cool) or "cdus_by_model" not in cool:
         return {}
@@ -292,6 +325,18 @@ def bom_table(equipment: pd.DataFrame, fleet: pd.DataFrame, periods: list[str],
     every period (``sizing_table(..., periods="all")``). ``new`` is what a period adds
     over the one before (to order), ``removed`` what it no longer needs. Racks are
     priced at ``rack_capex_usd`` (rack id -> USD per rack).
+
+    Parameters
+    ----------
+    equipment : DataFrame
+        The ``equipment`` table of :func:`sizing_table` (``periods='all'``): count
+        [units], kw [kW], capex_usd [USD].
+    fleet : DataFrame
+        The plan's ``fleet`` table (its ``installed_racks`` [racks]).
+    periods : list of str
+        Period labels in plan order (what ``new`` and ``removed`` compare).
+    rack_capex_usd : dict, optional
+        Rack id -> price per rack [USD]; None: racks at 0 USD.
 
     Returns
     -------

@@ -139,6 +139,16 @@ def format_gap(gap: float) -> str:
 
     Two decimals from 1 % up, three below (0.013 % stays 0.013 %, not 0.01 %), so a
     statement such as "no plan is more than X cheaper" stays true as printed.
+
+    Parameters
+    ----------
+    gap : float
+        Relative gap ``(plan - bound) / plan`` [-].
+
+    Returns
+    -------
+    str
+        e.g. ``0.013%`` [%].
     """
     pct = max(gap, 0.0) * 100.0
     dec = 2 if pct >= 1.0 else 3
@@ -151,6 +161,16 @@ def excess_over_optimum(gap: float) -> float:
 
     The gap is ``(plan - bound) / plan``; the optimum is at least the bound, so the
     plan is at most ``plan / bound - 1 = gap / (1 - gap)`` above it.
+
+    Parameters
+    ----------
+    gap : float
+        Relative gap ``(plan - bound) / plan`` [-].
+
+    Returns
+    -------
+    float
+        ``gap / (1 - gap)``; infinite for a gap of 1 or more [-].
     """
     return gap / (1.0 - gap) if gap < 1.0 else math.inf
 

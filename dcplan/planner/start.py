@@ -86,7 +86,20 @@ def _network_positions(d: PlanInputs, r: str, s: str) -> float:
 
 
 def rounding_start(d: PlanInputs, mv: ModelVars) -> RoundingStart:
-    """Build the :class:`RoundingStart` of a model (margins per site limit)."""
+    """Build the :class:`RoundingStart` of a model (margins per site limit).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The model's variables and rows (its ``grid``, ``space`` and ``building`` rows
+        get margins: [kW] for grid and building, [positions] for space).
+
+    Returns
+    -------
+    RoundingStart
+    """
     racks_at = defaultdict(set)
     for r, s, _p in mv.racks_bought:
         racks_at[s].add(r)
@@ -111,7 +124,21 @@ def rounding_start(d: PlanInputs, mv: ModelVars) -> RoundingStart:
 
 
 def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
-    """Round the current (relaxation) values of racks and CDUs (see the module docstring)."""
+    """Round the current (relaxation) values of racks and CDUs (see the module docstring).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The model's variables, holding the relaxation's values.
+
+    Returns
+    -------
+    dict
+        Variable -> rounded value: racks bought [racks], CDUs [units], network racks
+        [positions], fabric counts [count], binaries 0 or 1 [-].
+    """
     n_p = len(d.periods)
     out = {}
     inst_int = {}

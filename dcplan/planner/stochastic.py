@@ -101,6 +101,22 @@ def risk_objective(costs: Sequence[float], probs: Sequence[float], weight: float
 
     ``CVaR_alpha`` is ``min_eta eta + sum_k p_k max(c_k - eta, 0) / (1 - alpha)``; the
     minimum is at one of the costs.
+
+    Parameters
+    ----------
+    costs : sequence of float
+        Cost of each case [USD, present value].
+    probs : sequence of float
+        Probability of each case (sum 1) [-].
+    weight : float
+        Weight of the CVaR [-] (0: the expected cost).
+    alpha : float
+        CVaR level: the share of the distribution below the tail averaged [-].
+
+    Returns
+    -------
+    float
+        [USD, present value].
     """
     expected = sum(p * c for p, c in zip(probs, costs, strict=True))
     if not weight:
@@ -116,6 +132,20 @@ def load_cases(case: Any, progress: Callable[[str], None] | None = None,
 
     ``prepare=False`` checks the cases without preparing the planner's inputs (what
     ``dcplan validate`` does); ``inputs`` is then None.
+
+    Parameters
+    ----------
+    case : Case
+        The case whose scenario has an ``uncertainty`` block.
+    progress : callable, optional
+        Receives one-line progress messages.
+    prepare : bool
+        Prepare each case's planner inputs (False: check the cases only).
+
+    Returns
+    -------
+    list of StochasticCase
+        One per uncertainty case, with its probability [-].
 
     Raises
     ------
@@ -205,7 +235,20 @@ def load_cases(case: Any, progress: Callable[[str], None] | None = None,
 
 
 def first_stage_count(d: PlanInputs, until: int) -> int:
-    """Number of leading periods that start before year ``until``."""
+    """Number of leading periods that start before year ``until``.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    until : int
+        Calendar year the first stage ends before [year].
+
+    Returns
+    -------
+    int
+        [count] of periods.
+    """
     return sum(1 for p in d.periods if p.start.year < until)
 
 
@@ -260,6 +303,17 @@ def build_extensive(cases: Sequence[StochasticCase], n_first: int,
                     cvar: Any = None, elastic: bool = False):
     """The extensive-form MILP of ``cases`` (see the module docstring).
 
+    Parameters
+    ----------
+    cases : sequence of StochasticCase
+        The cases, with their prepared inputs and probabilities [-].
+    n_first : int
+        First-stage periods: the leading periods whose decisions are shared [count].
+    cvar : CVaR, optional
+        Weight [-] and level [-] of the CVaR term; None: the expected cost.
+    elastic : bool
+        Allow priced unserved demand in every case.
+
     Returns
     -------
     prob : pulp.LpProblem
@@ -311,6 +365,18 @@ def _expr_value(e: pulp.LpAffineExpression) -> float:
 def evaluate_first_stage(c: StochasticCase, fixed: dict[tuple, float], n_first: int,
                          options: Any) -> tuple[Solved, str]:
     """Best recourse of case ``c`` with the first-stage decisions fixed at ``fixed``.
+
+    Parameters
+    ----------
+    c : StochasticCase
+        The case.
+    fixed : dict
+        ``(label, key)`` (:data:`FIRST_STAGE`) -> value: racks bought [racks], capacity
+        built and grid requested [kW].
+    n_first : int
+        First-stage periods: the leading periods whose decisions are shared [count].
+    options : SolverOptions
+        Solver, time limit, gap and threads.
 
     Returns
     -------
@@ -700,7 +766,8 @@ def shortfall_message(shortfall: pd.DataFrame, penalty_usd_per_million_tokens: f
     Parameters
     ----------
     shortfall : pandas.DataFrame
-        Rows of :func:`dcplan.planner.tables.unserved_table` with a ``case`` column.
+        Rows of :func:`dcplan.planner.tables.unserved_table` with a ``case`` column
+        [tokens/s, -].
     penalty_usd_per_million_tokens : float
         The scenario's price of unserved demand [USD per million tokens].
 
@@ -759,6 +826,23 @@ def solve_alone(d: PlanInputs, options: Any, n_first: int
     """The deterministic plan of one case's inputs and its first-stage decisions.
 
     With priced unserved demand allowed, as every solve of the stochastic analysis.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    options : SolverOptions
+        Solver, time limit, gap and threads.
+    n_first : int
+        First-stage periods: the leading periods whose decisions are shared [count].
+
+    Returns
+    -------
+    solved : Solved
+        Status, objective and bound [USD, present value].
+    first_stage : dict or None
+        ``(label, key)`` -> value: racks bought [racks], capacity built and grid
+        requested [kW]; None without a solution.
     """
     from dcplan.planner.start import rounding_start
 
