@@ -554,7 +554,13 @@ class ExistingData:
 
 
 def default_cdu_redundancy() -> int:
-    """Spare CDUs per site and CDU model when a scenario does not say (facility assumption)."""
+    """Spare CDUs per site and CDU model when a scenario does not say (facility assumption).
+
+    Returns
+    -------
+    int
+        Spare CDUs [count] (``cooling.default_cdu_redundancy`` of the facility assumptions).
+    """
     from dcplan.facility.assumptions import value
 
     return int(value("cooling", "default_cdu_redundancy"))
@@ -697,7 +703,13 @@ class PlanInputs:
         return (1 + self.discount_rate) ** -(per.offset_years + per.years / 2)
 
     def df_end(self) -> float:
-        """Discount factor at the end of the horizon [-]."""
+        """Discount factor at the end of the horizon [-].
+
+        Returns
+        -------
+        float
+            ``(1 + r) ** -H`` with ``H`` the horizon [-].
+        """
         return (1 + self.discount_rate) ** -self.horizon_years
 
     def hours(self, p: int) -> float:
@@ -1712,7 +1724,13 @@ def _redundancy(catalog: Any, site: Any, rack_id: str, fc: Any) -> tuple[float, 
 
 
 def network_rack_units() -> int:
-    """Switch rack units one network rack holds [U] (facility assumption)."""
+    """Switch rack units one network rack holds [U] (facility assumption).
+
+    Returns
+    -------
+    int
+        [U] (``layout.network_rack_units`` of the facility assumptions).
+    """
     from dcplan.facility.assumptions import value
 
     return int(value("layout", "network_rack_units"))
