@@ -184,7 +184,7 @@ def _queue_lp(arrival: np.ndarray, weights: tuple[float, ...], deadline_hours: f
 
 def flexible_schedules(arrival: tuple[float, ...], weights: tuple[float, ...],
                        deadline_hours: float, others: np.ndarray | None,
-                       mean_tokens_per_s: float) -> tuple[Schedule, ...]:
+                       mean_demand: float) -> tuple[Schedule, ...]:
     """Candidate schedules of a flexible workload in one period.
 
     Parameters
@@ -199,7 +199,7 @@ def flexible_schedules(arrival: tuple[float, ...], weights: tuple[float, ...],
         Hourly demand of the other workloads in the period, in any unit that adds up
         (the planner uses racks on each workload's fastest rack type) [racks] (None or all
         zero: no valley candidate).
-    mean_tokens_per_s : float
+    mean_demand : float
         The flexible workload's mean demand in the period, in the unit of ``others``
         [racks] (as :func:`~dcplan.planner.inputs.build_schedules` passes it).
 
@@ -213,9 +213,9 @@ def flexible_schedules(arrival: tuple[float, ...], weights: tuple[float, ...],
     out = [profile_schedule(tuple(a), "demand")]
     flat = _queue_lp(a, weights, deadline_hours, None, 1.0)
     cands = [("flat", flat)]
-    if others is not None and np.any(others > 0) and mean_tokens_per_s > 0:
+    if others is not None and np.any(others > 0) and mean_demand > 0:
         cands.append(("valley", _queue_lp(a, weights, deadline_hours, others,
-                                          mean_tokens_per_s)))
+                                          mean_demand)))
     for name, vals in cands:
         if vals is None:
             continue
