@@ -10,9 +10,8 @@ import pytest
 
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
-from dcplan.perf import predict as predict_mod
 from dcplan.perf.measurements import check_support_file, load_measurements
-from dcplan.perf.params import load_perf_defaults
+from dcplan.perf.params import load_perf_defaults, load_perf_inputs
 from dcplan.perf.predict import ServingRows, hardware_params, physics_params
 from dcplan.perf.recipes import NO_LIMITS, Recipes, check_recipes, load_recipes
 from dcplan.perf.serving import Point, with_admission
@@ -124,7 +123,7 @@ def test_shipped_recipes_read_and_match_the_rows_they_cite():
     assert (h200.poll_interval_steps, h200.max_running_requests) == (1, 512)
 
 
-def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(monkeypatch, tmp_path):
+def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(tmp_path):
     cat = load_catalog()
     defaults = load_perf_defaults()
     csv = tmp_path / "rows.csv"
@@ -135,10 +134,11 @@ def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(monkeypatch,
     params = {"b200": hardware_params(defaults, "b200", None)}
     phys = physics_params(defaults, None)
 
+    lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
+
     def run(entries):
-        monkeypatch.setattr(predict_mod, "benchmark_recipes",
-                            lambda _c: _recipes(entries) if entries else Recipes())
-        out = ServingRows(rows, cat, defaults).predict(params, phys)
+        recipes = _recipes(entries) if entries else Recipes()
+        out = ServingRows(rows, cat, defaults, lengths, recipes).predict(params, phys)
         return {k: float(v[0]) for k, v in out.items()}
 
     free = run([])
