@@ -111,6 +111,27 @@ def test_a_bad_recipes_file_names_every_problem(tmp_path):
     assert checked == "" and len(problems) == len(exc.value.problems)
 
 
+def test_perf_inputs_read_the_benchmarks_only_when_asked(tmp_path):
+    """load_perf_inputs reads measurements/ beside the defaults with benchmarks=True, once,
+    and names a bad recipes file with the defaults file's problems; plans never read it."""
+    import shutil
+
+    shutil.copy(SHIPPED.parent / "perf_defaults.yaml", tmp_path / "perf_defaults.yaml")
+    (tmp_path / "measurements").mkdir()
+    assert load_perf_inputs(tmp_path, "none").benchmarks is None
+    empty = load_perf_inputs(tmp_path, "none", benchmarks=True).benchmarks
+    assert empty.recipes == Recipes() and empty.lengths.serving_rows.is_fixed
+    shipped = load_perf_inputs(benchmarks=True).benchmarks
+    assert len(shipped.recipes.entries) >= 10 and shipped.lengths.burst_share > 0
+    (tmp_path / "measurements" / "serving_recipes.yaml").write_text(
+        "recipes:\n  - match: {framework: sglang}\n    poll_interval_steps: 0\n")
+    assert load_perf_inputs(tmp_path, "none").benchmarks is None   # not read
+    with pytest.raises(InputError) as exc:
+        load_perf_inputs(tmp_path, "none", benchmarks=True)
+    assert [(p.entry, p.field) for p in exc.value.problems] == [
+        ("recipes[1]", "poll_interval_steps")]
+
+
 def test_shipped_recipes_read_and_match_the_rows_they_cite():
     cat = load_catalog()
     rec = load_recipes(SHIPPED / "serving_recipes.yaml", cat)
