@@ -49,7 +49,7 @@ import numpy as np
 from dcplan.catalog import load_catalog
 from dcplan.perf.calibration import calibrate, evaluate_rows, leave_one_out
 from dcplan.perf.measurements import load_measurements, scaleup_domain
-from dcplan.perf.params import load_perf_defaults
+from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
 
 REPO = Path(__file__).resolve().parent.parent
 #: Folder of the shipped measurement files; every ``*.csv`` in it is used, as the
@@ -589,7 +589,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     catalog = load_catalog()
-    defaults = load_perf_defaults()
+    pin = load_perf_inputs(catalog, NO_CALIBRATION, benchmarks=True)
+    defaults, bench = pin.defaults, pin.benchmarks
     files = measurement_files()
     rows = [m for f in files for m in load_measurements(f, catalog)]
     if args.quick:
@@ -597,15 +598,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} rows ({sum(m.kind == 'phase' for m in rows)} MLPerf, "
           f"{sum(m.kind == 'serving' for m in rows)} InferenceX) from "
           f"{', '.join(f.name for f in files)}")
-    results = {"defaults": evaluate_rows(rows, catalog, defaults)}
-    cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev)
-    results["in-sample"] = evaluate_rows(rows, catalog, defaults, cal)
+    results = {"defaults": evaluate_rows(rows, catalog, defaults, benchmarks=bench)}
+    cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev, benchmarks=bench)
+    results["in-sample"] = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     t1 = time.perf_counter()
     results["leave-one-hardware-out"] = leave_one_out(
         rows, catalog, defaults, key=lambda m: m.hardware, per_hardware=False,
-        max_nfev=args.nfev)
+        max_nfev=args.nfev, benchmarks=bench)
     results["leave-one-model-out"] = leave_one_out(
-        rows, catalog, defaults, key=lambda m: m.model, per_hardware=True, max_nfev=args.nfev)
+        rows, catalog, defaults, key=lambda m: m.model, per_hardware=True, max_nfev=args.nfev,
+        benchmarks=bench)
     t2 = time.perf_counter()
     out: dict = {what: table(results, catalog, what) for what, _ in MAIN_TABLES}
     domains = {h: scaleup_domain(catalog, h) for h in {m.hardware for m in rows}}

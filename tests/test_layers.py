@@ -20,8 +20,8 @@ LAYERS = [
     ("base", ["dcplan.errors", "dcplan.units", "dcplan.paths", "dcplan.outputset",
               "dcplan.yamlio", "dcplan.tableio"]),
     ("data", ["dcplan.schema", "dcplan.catalog", "dcplan.sites", "dcplan.scenario",
-              "dcplan.perf.params", "dcplan.facility.assumptions", "dcplan.tokens",
-              "dcplan.lengths"]),
+              "dcplan.perf.params", "dcplan.perf.benchmarks", "dcplan.perf.recipes",
+              "dcplan.facility.assumptions", "dcplan.tokens", "dcplan.lengths"]),
     ("case", ["dcplan.case"]),
     ("models", ["dcplan.perf", "dcplan.facility", "dcplan.buildbuy",
                 "dcplan.demand"]),
@@ -150,16 +150,16 @@ def test_no_import_cycles():
 
 #: Performance physics: takes parameters, never files (pvlib's ``sapm_cell(poa_global,
 #: temp_air, wind_speed, a, b, deltaT)`` is the model). Defaults and calibration come in
-#: from the Case or :func:`dcplan.perf.params.load_perf_inputs`.
-PERF_PHYSICS = ["roofline", "serving", "speculative", "software", "goodput"]
-#: Physics modules that still hold a file loader (to move to the data layer):
-#: latency.load_benchmark_lengths, power's MLPerf power-systems reader, and predict's
-#: benchmark_lengths / benchmark_recipes (measurements/ next to the defaults).
-PERF_PHYSICS_WITH_LOADERS = ["latency", "power", "predict"]
+#: from the Case or :func:`dcplan.perf.params.load_perf_inputs`; what the measurement
+#: files' benchmarks ran (lengths, recipes) from the same loader
+#: (:mod:`dcplan.perf.benchmarks`).
+PERF_PHYSICS = ["roofline", "serving", "speculative", "software", "goodput", "latency",
+                "power", "predict"]
 #: What reading a file takes: modules and names.
 FILE_MODULES = ("pathlib", "dcplan.yamlio", "dcplan.paths", "yaml", "csv", "io")
 FILE_NAMES = ("load_catalog", "read_yaml", "load_perf_defaults", "load_calibration",
-              "load_perf_inputs", "perf_folder", "data_dir")
+              "load_perf_inputs", "perf_folder", "data_dir", "load_benchmarks",
+              "load_benchmark_lengths", "load_power_systems", "load_recipes")
 
 
 def _file_access(path: Path) -> list[str]:
@@ -184,9 +184,7 @@ def _file_access(path: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("module", PERF_PHYSICS + [
-    pytest.param(m, marks=pytest.mark.xfail(strict=True, reason="still holds a file loader"))
-    for m in PERF_PHYSICS_WITH_LOADERS])
+@pytest.mark.parametrize("module", PERF_PHYSICS)
 def test_perf_physics_reads_no_file(module):
     found = _file_access(PKG / "perf" / f"{module}.py")
     assert not found, "\n".join(found)

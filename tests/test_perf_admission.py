@@ -10,9 +10,8 @@ import pytest
 
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
-from dcplan.perf import predict as predict_mod
 from dcplan.perf.measurements import check_support_file, load_measurements
-from dcplan.perf.params import load_perf_defaults
+from dcplan.perf.params import load_perf_defaults, load_perf_inputs
 from dcplan.perf.predict import ServingRows, hardware_params, physics_params
 from dcplan.perf.recipes import NO_LIMITS, Recipes, check_recipes, load_recipes
 from dcplan.perf.serving import Point, with_admission
@@ -112,6 +111,27 @@ def test_a_bad_recipes_file_names_every_problem(tmp_path):
     assert checked == "" and len(problems) == len(exc.value.problems)
 
 
+def test_perf_inputs_read_the_benchmarks_only_when_asked(tmp_path):
+    """load_perf_inputs reads measurements/ beside the defaults with benchmarks=True, once,
+    and names a bad recipes file with the defaults file's problems; plans never read it."""
+    import shutil
+
+    shutil.copy(SHIPPED.parent / "perf_defaults.yaml", tmp_path / "perf_defaults.yaml")
+    (tmp_path / "measurements").mkdir()
+    assert load_perf_inputs(tmp_path, "none").benchmarks is None
+    empty = load_perf_inputs(tmp_path, "none", benchmarks=True).benchmarks
+    assert empty.recipes == Recipes() and empty.lengths.serving_rows.is_fixed
+    shipped = load_perf_inputs(benchmarks=True).benchmarks
+    assert len(shipped.recipes.entries) >= 10 and shipped.lengths.burst_share > 0
+    (tmp_path / "measurements" / "serving_recipes.yaml").write_text(
+        "recipes:\n  - match: {framework: sglang}\n    poll_interval_steps: 0\n")
+    assert load_perf_inputs(tmp_path, "none").benchmarks is None   # not read
+    with pytest.raises(InputError) as exc:
+        load_perf_inputs(tmp_path, "none", benchmarks=True)
+    assert [(p.entry, p.field) for p in exc.value.problems] == [
+        ("recipes[1]", "poll_interval_steps")]
+
+
 def test_shipped_recipes_read_and_match_the_rows_they_cite():
     cat = load_catalog()
     rec = load_recipes(SHIPPED / "serving_recipes.yaml", cat)
@@ -124,7 +144,7 @@ def test_shipped_recipes_read_and_match_the_rows_they_cite():
     assert (h200.poll_interval_steps, h200.max_running_requests) == (1, 512)
 
 
-def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(monkeypatch, tmp_path):
+def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(tmp_path):
     cat = load_catalog()
     defaults = load_perf_defaults()
     csv = tmp_path / "rows.csv"
@@ -135,10 +155,11 @@ def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(monkeypatch,
     params = {"b200": hardware_params(defaults, "b200", None)}
     phys = physics_params(defaults, None)
 
+    lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
+
     def run(entries):
-        monkeypatch.setattr(predict_mod, "benchmark_recipes",
-                            lambda _c: _recipes(entries) if entries else Recipes())
-        out = ServingRows(rows, cat, defaults).predict(params, phys)
+        recipes = _recipes(entries) if entries else Recipes()
+        out = ServingRows(rows, cat, defaults, lengths, recipes).predict(params, phys)
         return {k: float(v[0]) for k, v in out.items()}
 
     free = run([])

@@ -35,7 +35,10 @@ from dcplan.schema import Precision
 
 #: The shipped performance defaults and calibration (the fixture catalogs have none of
 #: their own); the model reads no file itself.
-SHIPPED_PERF = load_perf_inputs()
+SHIPPED_PERF = load_perf_inputs(benchmarks=True)
+#: What the shipped measurement files' benchmarks ran (every catalog here reads the
+#: shipped measurements/ folder: none has its own perf_defaults.yaml).
+BENCH = SHIPPED_PERF.benchmarks
 PERF_KW = {"defaults": SHIPPED_PERF.defaults, "calibration": SHIPPED_PERF.calibration}
 rack_performance = partial(perf.rack_performance, **PERF_KW)
 
@@ -70,7 +73,7 @@ def _synthetic(cat, defaults):
                     m = Measurement(n, "tgpu", model, Precision.fp8, phase, gpus,
                                     batch if phase == "decode" else max(batch // 64, 1),
                                     ctx, 1.0, 1.0)
-                    p = predict_phase(m, cat, true, defaults.physics, defaults)
+                    p = predict_phase(m, cat, true, defaults.physics, defaults, BENCH.lengths)
                     # measured = predicted throughput: the power at the model's point
                     rows.append(replace(m, tokens_per_s=p.tokens_per_s,
                                         power_w=p.power_w_model_point))
@@ -80,8 +83,8 @@ def _synthetic(cat, defaults):
 def test_calibration_recovers_known_parameters(cat):
     defaults = load_perf_defaults()
     rows = _synthetic(cat, defaults)
-    cal = calibrate(rows, cat, defaults, prior_weight=0.0, max_nfev=200)
-    after = report(evaluate_rows(rows, cat, defaults, cal))
+    cal = calibrate(rows, cat, defaults, prior_weight=0.0, max_nfev=200, benchmarks=BENCH)
+    after = report(evaluate_rows(rows, cat, defaults, cal, benchmarks=BENCH))
     assert after["throughput"]["max_abs_pct"] < 0.5
     assert after["power"]["max_abs_pct"] < 0.5
     got = dict(dict(cal.hardware)["tgpu"])
@@ -93,7 +96,7 @@ def test_calibration_recovers_known_parameters(cat):
 def test_calibration_with_prior_stays_close(cat):
     defaults = load_perf_defaults()
     rows = _synthetic(cat, defaults)
-    cal = calibrate(rows, cat, defaults)
+    cal = calibrate(rows, cat, defaults, benchmarks=BENCH)
     got = dict(dict(cal.hardware)["tgpu"])
     for name in ("compute_eff_frac", "decode_compute_eff_frac", "hbm_eff_frac"):
         assert got[name] == pytest.approx(TRUE[name], rel=0.1), name
@@ -115,15 +118,16 @@ def test_serving_rows_recover_physics(cat):
             for m in base:
                 if m.model == "moe":
                     rows.append(replace(m, concurrency=conc, speculative=spec))
-    sr = ServingRows(rows, cat, defaults)
+    sr = ServingRows(rows, cat, defaults, BENCH.lengths, BENCH.recipes)
     pred = sr.predict({"tgpu": true_hw}, true_phys)
     rows = [replace(m, output_tokens_per_s_per_gpu=float(pred["output_tokens_per_s_per_gpu"][i]),
                     median_tpot_ms=float(pred["median_tpot_ms"][i]),
                     median_ttft_s=float(pred["median_ttft_s"][i]),
                     p99_tpot_ms=float(pred["p99_tpot_ms"][i]), power_w_per_gpu=None)
             for i, m in enumerate(rows)]
-    cal = calibrate(rows, cat, defaults, prior_weight=0.0, per_hardware=False, max_nfev=120)
-    after = report(evaluate_rows(rows, cat, defaults, cal))
+    cal = calibrate(rows, cat, defaults, prior_weight=0.0, per_hardware=False, max_nfev=120,
+                    benchmarks=BENCH)
+    after = report(evaluate_rows(rows, cat, defaults, cal, benchmarks=BENCH))
     assert after["throughput"]["median_abs_pct"] < 1.0
     assert dict(cal.physics)["mtp_acceptance_frac"] == pytest.approx(0.55, rel=0.05)
     assert dict(cal.default)["ttft_overhead_s"] == pytest.approx(0.12, rel=0.1)
@@ -253,7 +257,7 @@ def test_serving_file_missing_and_unknown_columns(cat, tmp_path):
 def test_good_serving_rows_predicted_at_their_configuration(cat):
     rows = load_measurements(FIX / "good_serving.csv", cat)
     assert all(isinstance(m, ServingMeasurement) for m in rows)
-    res = evaluate_rows(rows, cat, load_perf_defaults())
+    res = evaluate_rows(rows, cat, load_perf_defaults(), benchmarks=BENCH)
     cfg = [r.pred.configuration for r in res]
     assert cfg[0] == "TP8 EP8" and cfg[1].startswith("DEP8, mtp")
     assert cfg[2] == "prefill 1 x TP8 EP8 / decode 2 x DEP8"
@@ -273,7 +277,8 @@ def test_row_that_does_not_fit_is_flagged_not_replaced(cat, tmp_path):
     # the 70B dense model on one GPU at bf16 (140 GB) does not fit
     path.write_text(lines[0] + "\n" + lines[4].replace(",2,1,2,1,", ",1,1,1,1,").replace(
         "tgpu,dense70,fp8", "tgpu,dense70,bf16") + "\n")
-    [res] = evaluate_rows(load_measurements(path, cat), cat, load_perf_defaults())
+    [res] = evaluate_rows(load_measurements(path, cat), cat, load_perf_defaults(),
+                          benchmarks=BENCH)
     assert "cannot hold this row" in res.pred.flag
     assert res.pred.output_tokens_per_s_per_gpu is None and res.error("throughput") is None
 
@@ -301,7 +306,8 @@ def test_shipped_calibration_keeps_dense_llama_within_ten_percent():
     real = load_catalog()
     rows = load_measurements(ROOT / "catalogs" / "measurements" / "mlperf_inference.csv", real)
     cal = load_calibration(ROOT / "catalogs" / "perf_calibration.yaml")
-    res = report(evaluate_rows(rows, real, load_perf_defaults(), cal))["throughput"]
+    res = report(evaluate_rows(rows, real, load_perf_defaults(), cal,
+                               benchmarks=BENCH))["throughput"]
     assert res["median_abs_pct"] <= 10.0 and res["rows"] == 18
 
 
@@ -310,9 +316,11 @@ def test_shipped_mlperf_file_calibrates_on_its_own():
     real = load_catalog()
     rows = load_measurements(ROOT / "catalogs" / "measurements" / "mlperf_inference.csv", real)
     defaults = load_perf_defaults()
-    before = report(evaluate_rows(rows, real, defaults))["throughput"]["median_abs_pct"]
-    cal = calibrate(rows, real, defaults)
-    after = report(evaluate_rows(rows, real, defaults, cal))["throughput"]["median_abs_pct"]
+    before = report(evaluate_rows(rows, real, defaults,
+                                  benchmarks=BENCH))["throughput"]["median_abs_pct"]
+    cal = calibrate(rows, real, defaults, benchmarks=BENCH)
+    after = report(evaluate_rows(rows, real, defaults, cal,
+                                 benchmarks=BENCH))["throughput"]["median_abs_pct"]
     assert after < before
     assert after <= 11.0
 
@@ -332,9 +340,9 @@ def test_inferencex_rows_validate_and_calibrate():
     rows = load_measurements(INFERENCEX, real)
     assert len(rows) == 1328
     defaults = load_perf_defaults()
-    before = report(evaluate_rows(rows, real, defaults))
-    cal = calibrate(rows, real, defaults)
-    after = report(evaluate_rows(rows, real, defaults, cal))
+    before = report(evaluate_rows(rows, real, defaults, benchmarks=BENCH))
+    cal = calibrate(rows, real, defaults, benchmarks=BENCH)
+    after = report(evaluate_rows(rows, real, defaults, cal, benchmarks=BENCH))
     assert after["throughput"]["median_abs_pct"] < before["throughput"]["median_abs_pct"]
     assert after["throughput"]["median_abs_pct"] <= 15.0
     assert after["tpot"]["median_abs_pct"] <= 15.0
@@ -442,7 +450,8 @@ def test_runs_far_below_their_repeats_are_counted_apart(tmp_path):
     path = tmp_path / "runs.csv"
     path.write_text("\n".join([lines[0], *rows, other]) + "\n")
     real = load_catalog()
-    results = evaluate_rows(load_measurements(path, real), real, load_perf_defaults())
+    results = evaluate_rows(load_measurements(path, real), real, load_perf_defaults(),
+                            benchmarks=BENCH)
     ratios = repeat_ratios(results)
     # median of (300, 100, 310, 290) is 295
     assert [q[0] for q in ratios[:4]] == [4, 4, 4, 4]
@@ -481,7 +490,7 @@ def test_low_repeats_of_the_shipped_file_recomputed_from_the_csv():
                     & (df.output_tokens_per_s_per_gpu < REPEAT_LOW_FRAC * med)).sum())
     real = load_catalog()
     rows = load_measurements(INFERENCEX, real)
-    rep = report(evaluate_rows(rows, real, load_perf_defaults()))
+    rep = report(evaluate_rows(rows, real, load_perf_defaults(), benchmarks=BENCH))
     assert expected > 0
     assert rep["low_repeats"] == expected
 

@@ -12,12 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dcplan.lengths import LengthDist, length_dist
 from dcplan.paths import data_dir
+from dcplan.perf.benchmarks import load_benchmark_lengths
 from dcplan.perf.latency import (
-    LengthDist,
     erlang_c,
-    length_dist,
-    load_benchmark_lengths,
     normal_mixture_quantile,
     slot_wait,
     tpot_quantile,

@@ -24,7 +24,8 @@ from dcplan.schema import ServingMode
 
 #: The shipped performance defaults and calibration (the fixture catalogs have none of
 #: their own); the model reads no file itself.
-SHIPPED_PERF = load_perf_inputs()
+SHIPPED_PERF = load_perf_inputs(benchmarks=True)
+BENCH = SHIPPED_PERF.benchmarks
 PERF_KW = {"defaults": SHIPPED_PERF.defaults, "calibration": SHIPPED_PERF.calibration}
 rack_performance = partial(perf.rack_performance, **PERF_KW)
 
@@ -119,7 +120,7 @@ def test_mlperf_power_rows_are_the_gpu_share_of_the_recorded_wall_power():
 def test_power_cap_holds_predicted_power_and_errors_by_vendor(catalog):
     rows = load_measurements(MEAS / "mlperf_power.csv", catalog)
     defaults = load_perf_inputs(catalog).defaults
-    res = evaluate_rows(rows, catalog, defaults, None)
+    res = evaluate_rows(rows, catalog, defaults, None, benchmarks=BENCH)
     # the uncapped model draws more than 500 W per H200 here, so the cap binds
     assert [r.pred.power_w for r in res] == [pytest.approx(500.0), pytest.approx(500.0)]
     by = power_error_by_vendor(res, catalog)
@@ -130,7 +131,8 @@ def test_power_cap_holds_predicted_power_and_errors_by_vendor(catalog):
     assert by["NVIDIA"]["median_signed_pct"] == pytest.approx(-(4.0123 + 6.1209) / 2, abs=1e-3)
     # a cap far below the operating point: predicted power is the cap itself
     low = [replace(m, power_cap_w=100.0) for m in rows]
-    assert [r.pred.power_w for r in evaluate_rows(low, catalog, defaults, None)] == [
+    assert [r.pred.power_w for r in evaluate_rows(low, catalog, defaults, None,
+                                                  benchmarks=BENCH)] == [
         pytest.approx(100.0), pytest.approx(100.0)]
 
 
@@ -160,11 +162,11 @@ def test_busy_shares_at_half_the_predicted_throughput_by_hand():
 
 def _half_and_double(rows, catalog, defaults, field):
     """Rows re-measured at half and at twice the model's throughput, predicted."""
-    first = evaluate_rows(rows, catalog, defaults, None)
+    first = evaluate_rows(rows, catalog, defaults, None, benchmarks=BENCH)
     half = [replace(r.m, **{field: r.predicted_throughput / 2}) for r in first]
     double = [replace(r.m, **{field: r.predicted_throughput * 2}) for r in first]
-    return (first, evaluate_rows(half, catalog, defaults, None),
-            evaluate_rows(double, catalog, defaults, None))
+    return (first, evaluate_rows(half, catalog, defaults, None, benchmarks=BENCH),
+            evaluate_rows(double, catalog, defaults, None, benchmarks=BENCH))
 
 
 def _at_half(res, acc, base, gpus):
@@ -221,5 +223,5 @@ def test_serving_row_power_is_taken_at_the_measured_throughput(catalog):
 def test_capped_row_keeps_the_model_point_power(catalog):
     defaults = load_perf_inputs(catalog).defaults
     rows = load_measurements(MEAS / "mlperf_power.csv", catalog)
-    for r in evaluate_rows(rows, catalog, defaults, None):
+    for r in evaluate_rows(rows, catalog, defaults, None, benchmarks=BENCH):
         assert r.pred.power_w == r.pred.power_w_model_point == pytest.approx(500.0)

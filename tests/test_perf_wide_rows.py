@@ -14,13 +14,16 @@ from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
 from dcplan.perf.calibration import balance_weights, instance_gpus
 from dcplan.perf.measurements import Measurement, load_measurements
-from dcplan.perf.params import load_perf_defaults
+from dcplan.perf.params import load_perf_defaults, load_perf_inputs
 from dcplan.perf.predict import hardware_params, phase_arrays, physics_params
 from dcplan.perf.roofline import Hardware, ModelShape, Parallel, forward_step
 from dcplan.schema import Precision
 
 HEADER = ("hardware,model,precision,phase,gpus,batch,context_tokens,tokens_per_s,power_w,"
           "source,as_of,framework,ep,dp_attention\n")
+
+#: Request lengths of the shipped measurement files' benchmarks.
+LENGTHS = load_perf_inputs(benchmarks=True).benchmarks.lengths
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +46,9 @@ def test_dep_row_parses_and_is_predicted_with_its_layout(cat, tmp_path):
     assert (wide.ep, wide.dp_attention, board.ep, board.dp_attention) == (72, True, 1, False)
     d = load_perf_defaults()
     hp, ph = hardware_params(d, "h100_sxm", None), physics_params(d, None)
-    a = phase_arrays(wide, cat, hp, ph, d)
+    a = phase_arrays(wide, cat, hp, ph, d, LENGTHS)
     assert a["label"] == "DEP72"
-    b = phase_arrays(board, cat, hp, ph, d)
+    b = phase_arrays(board, cat, hp, ph, d, LENGTHS)
     assert b["label"] == "TP8"
 
 
@@ -58,7 +61,7 @@ def test_dep_prefill_row_chunks_per_rank(cat):
                     context_tokens=2048.0, tokens_per_s=218172.0, power_w=None, ep=32,
                     dp_attention=True)
     hp, ph = hardware_params(d, "h100_sxm", None), physics_params(d, None)
-    got = float(phase_arrays(m, cat, hp, ph, d)["tokens_per_s"][0])
+    got = float(phase_arrays(m, cat, hp, ph, d, LENGTHS)["tokens_per_s"][0])
     sv = d.serving
     shape = ModelShape.build(cat.get("models", "deepseek_r1"), "fp8", sv)
     hw = Hardware.build(cat.get("accelerators", "h100_sxm"), shape, hp, sv, 400.0, 8)

@@ -251,6 +251,30 @@ def test_sample_values_reach_the_case(minimal_case, tmp_path):
         "hbm_eff_frac") != pytest.approx(hw.hbm_eff_frac * 1.05)
 
 
+def test_calibration_parameter_of_a_case_without_calibration(tmp_path):
+    """A case loaded with calibration "none": the sampled value starts from the defaults."""
+    from dcplan.case import load_case
+
+    case = load_case(MINIMAL, calibration="none")
+    assert case.perf_calibration is None
+    spec = load_sweep_spec(write(tmp_path, """\
+        method: random
+        samples: 2
+        parameters:
+          - name: eff
+            calibration: {param: hbm_eff_frac, accelerator: gb200_gpu}
+            apply: scale
+            distribution: uniform
+            low: 0.9
+            high: 1.1
+        """))
+    c = sample_case(case, spec, {"eff": 1.05})
+    hw = case.perf_defaults.for_hardware("gb200_gpu")
+    assert dict(dict(c.perf_calibration.hardware)["gb200_gpu"]) == {
+        "hbm_eff_frac": pytest.approx(hw.hbm_eff_frac * 1.05)}
+    assert c.perf_calibration.source == "sweep" and case.perf_calibration is None
+
+
 def test_grow_multiplies_the_growth_since_the_first_year(tmp_path):
     from dcplan.case import load_case
 

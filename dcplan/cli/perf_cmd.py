@@ -73,13 +73,16 @@ _NO_LIMIT = 1e9
 
 
 def _perf_inputs(path: Path | None, catalog, date: str | None = None,
-                 engine: str | None = None, trend: str = "hold", dated: bool = True):
+                 engine: str | None = None, trend: str = "hold", dated: bool = True,
+                 benchmarks: bool = False):
     """The performance defaults and calibration: the file given, the default, or none.
 
     One call of :func:`dcplan.perf.params.load_perf_inputs` per command. ``dated``: the
     calibration read with ``engine``'s software as of ``date``
     (:func:`dcplan.perf.software.as_of`; the latest fitted run by default); else the
     stored values (``perf validate`` moves them to each measured run itself).
+    ``benchmarks``: also what the measurement files' benchmarks ran (``perf validate``
+    and ``calibrate`` predict measurement rows with it).
     """
     from dataclasses import replace
 
@@ -87,7 +90,8 @@ def _perf_inputs(path: Path | None, catalog, date: str | None = None,
     from dcplan.perf.software import as_of
 
     inputs = load_perf_inputs(catalog, path,
-                              known_accelerators=catalog.entries.get("accelerators", {}))
+                              known_accelerators=catalog.entries.get("accelerators", {}),
+                              benchmarks=benchmarks)
     if dated:
         inputs = replace(inputs, calibration=as_of(inputs.calibration, date, engine, trend))
     return inputs
@@ -584,8 +588,9 @@ def validate(
     pairs = load_measurement_files(measurements, catalog, with_file=True, skipped=skipped)
     files = [f for f, _ in pairs]
     rows = [m for _, m in pairs]
-    pin = _perf_inputs(calibration, catalog, dated=False)
-    results = evaluate_rows(rows, catalog, pin.defaults, pin.calibration)
+    pin = _perf_inputs(calibration, catalog, dated=False, benchmarks=True)
+    results = evaluate_rows(rows, catalog, pin.defaults, pin.calibration,
+                            benchmarks=pin.benchmarks)
     rep = report(results)
     from dcplan.perf.calibration import power_error_by_vendor
 
@@ -632,11 +637,12 @@ def calibrate_cmd(
     check_outputs(files={"--output": output})
     catalog = with_models(STATE.catalog(), models)
     rows = load_measurement_files(measurements, catalog)
-    defaults = _perf_inputs(NO_CALIBRATION, catalog, dated=False).defaults
-    before = evaluate_rows(rows, catalog, defaults)
+    pin = _perf_inputs(NO_CALIBRATION, catalog, dated=False, benchmarks=True)
+    defaults, bench = pin.defaults, pin.benchmarks
+    before = evaluate_rows(rows, catalog, defaults, benchmarks=bench)
     cal = calibrate(rows, catalog, defaults,
-                    source=", ".join(display_path(m) for m in measurements))
-    after = evaluate_rows(rows, catalog, defaults, cal)
+                    source=", ".join(display_path(m) for m in measurements), benchmarks=bench)
+    after = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     rep_before, rep_after = report(before), report(after)
     per_hw: dict[str, int] = {}
     for m in rows:

@@ -21,6 +21,8 @@ closed loop), :mod:`~dcplan.perf.latency` (queueing and percentiles),
 length under SLO), :mod:`~dcplan.perf.frontier` (throughput-interactivity Pareto
 curve), :mod:`~dcplan.perf.power`, :mod:`~dcplan.perf.params` (defaults and
 calibration files), :mod:`~dcplan.perf.measurements` (measurement CSVs),
+:mod:`~dcplan.perf.benchmarks` and :mod:`~dcplan.perf.recipes` (what the measurement
+files' benchmarks ran: request lengths, engine recipes, MLPerf power systems),
 :mod:`~dcplan.perf.predict` and :mod:`~dcplan.perf.calibration` (validation and
 fitting). docs/perf.md explains the equations.
 """

@@ -51,6 +51,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from dcplan.catalog import Catalog
+from dcplan.perf.benchmarks import Benchmarks
 from dcplan.perf.measurements import (
     CONFIGURATION_COLUMNS,
     Measurement,
@@ -269,16 +270,22 @@ class Predictor:
         Row weights of the residuals (default 1).
     use_power : bool
         Include power residuals of rows that measured power.
+    benchmarks : Benchmarks
+        What the rows' benchmarks ran: request lengths and engine recipes
+        (:func:`dcplan.perf.params.load_perf_inputs` with ``benchmarks=True``).
     """
 
     def __init__(self, rows: Sequence, catalog: Catalog, defaults: PerfDefaults,
-                 weights: Sequence[float] | None = None, use_power: bool = False):
+                 weights: Sequence[float] | None = None, use_power: bool = False, *,
+                 benchmarks: Benchmarks):
         self.rows = list(rows)
         self.catalog = catalog
         self.defaults = defaults
+        self.lengths = benchmarks.lengths
         self.phase_idx = [i for i, m in enumerate(self.rows) if m.kind == "phase"]
         self.serving_idx = [i for i, m in enumerate(self.rows) if m.kind == "serving"]
-        self.serving = (ServingRows([self.rows[i] for i in self.serving_idx], catalog, defaults)
+        self.serving = (ServingRows([self.rows[i] for i in self.serving_idx], catalog, defaults,
+                                    benchmarks.lengths, benchmarks.recipes)
                         if self.serving_idx else None)
         self.hardware = sorted({m.hardware for m in self.rows})
         self.weights = np.ones(len(self.rows)) if weights is None else np.asarray(weights, float)
@@ -334,7 +341,8 @@ class Predictor:
         for i, entry in self._phase_layout:
             m = self.rows[i]
             w = self.weights[i]
-            a = phase_arrays(m, self.catalog, self._phase_params(rp, i), physics, self.defaults)
+            a = phase_arrays(m, self.catalog, self._phase_params(rp, i), physics, self.defaults,
+                             self.lengths)
             # a power-capped (MaxQ) row's throughput is not fitted: no clock throttling
             wt = 0.0 if m.power_cap_w else w
             r = wt * np.log(np.maximum(a["tokens_per_s"], 1e-12) / m.tokens_per_s)
@@ -360,7 +368,8 @@ class Predictor:
         out: list[RowPrediction | None] = [None] * len(self.rows)
         for i in self.phase_idx:
             hp = HardwareParams(**{f: float(v[i]) for f, v in rp.items()})
-            out[i] = predict_phase(self.rows[i], self.catalog, hp, physics, self.defaults)
+            out[i] = predict_phase(self.rows[i], self.catalog, hp, physics, self.defaults,
+                                   self.lengths)
         if self.serving is not None:
             sp = HardwareParams(**{f: v[self.serving_idx] for f, v in rp.items()})
             for i, p in zip(self.serving_idx, self.serving.predictions(sp, physics),
@@ -389,14 +398,16 @@ def run_params(rows: Sequence, catalog: Catalog, defaults: PerfDefaults,
 
 
 def evaluate_rows(rows: Iterable, catalog: Catalog, defaults: PerfDefaults,
-                  calibration: Calibration | None = None) -> list[RowResult]:
+                  calibration: Calibration | None = None, *, benchmarks: Benchmarks
+                  ) -> list[RowResult]:
     """Predict every row with the defaults (and ``calibration`` when given).
 
     With a calibration, each row is predicted at its accelerator's calibrated values
     moved to the row's own engine and run date (:meth:`Calibration.apply_run`).
+    ``benchmarks``: what the rows' benchmarks ran (:class:`Predictor`).
     """
     rows = list(rows)
-    pr = Predictor(rows, catalog, defaults)
+    pr = Predictor(rows, catalog, defaults, benchmarks=benchmarks)
     preds = pr.predictions(run_params(rows, catalog, defaults, calibration),
                            physics_params(defaults, calibration))
     return [RowResult(m, p) for m, p in zip(rows, preds, strict=True)]
@@ -859,7 +870,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
               prior_weight: float = PRIOR_WEIGHT, per_hardware: bool = True,
               max_nfev: int = MAX_NFEV, per_vendor: bool = True,
               level_prior: dict[str, float] | None = None,
-              hardware_balance: float = HARDWARE_BALANCE) -> Calibration:
+              hardware_balance: float = HARDWARE_BALANCE, *, benchmarks: Benchmarks
+              ) -> Calibration:
     """Fit the parameters to ``rows`` (phase-level and/or serving rows).
 
     Parameters
@@ -883,6 +895,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         Weights of the levels' pulls towards zero (default :data:`LEVEL_PRIOR`).
     hardware_balance : float
         Row-balance exponent (:func:`balance_weights`).
+    benchmarks : Benchmarks
+        What the rows' benchmarks ran (:class:`Predictor`).
 
     Returns
     -------
@@ -892,7 +906,7 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     """
     weights = balance_weights(rows, catalog, hardware_balance)
     use_power = any(m.power_w for m in rows) and per_hardware
-    pr = Predictor(rows, catalog, defaults, weights, use_power=use_power)
+    pr = Predictor(rows, catalog, defaults, weights, use_power=use_power, benchmarks=benchmarks)
     space = _Space(rows, catalog, defaults, per_vendor, per_hardware, use_power, prior_weight,
                    {**LEVEL_PRIOR, **(level_prior or {})})
     x, sol = _fit(space, pr, max_nfev)
@@ -903,7 +917,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
 
 def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
                   key: Callable[[Any], Any] | None = None, per_hardware: bool = True,
-                  max_nfev: int = MAX_NFEV, **fit) -> list[RowResult]:
+                  max_nfev: int = MAX_NFEV, *, benchmarks: Benchmarks, **fit
+                  ) -> list[RowResult]:
     """Each group of rows predicted by a calibration fitted without it.
 
     Parameters
@@ -915,6 +930,8 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
         fitted), else its vendor's, else the pooled ones.
     per_hardware : bool
         Fit accelerator-level offsets of the accelerators in each fold.
+    benchmarks : Benchmarks
+        What the rows' benchmarks ran (:class:`Predictor`).
     **fit
         Passed to :func:`calibrate` (``level_prior``, ``hardware_balance``, ...).
 
@@ -934,8 +951,9 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
         if not rest:
             continue
         cal = calibrate(rest, catalog, defaults, per_hardware=per_hardware, max_nfev=max_nfev,
-                        **fit)
-        res = evaluate_rows([rows[i] for i in idx], catalog, defaults, cal)
+                        benchmarks=benchmarks, **fit)
+        res = evaluate_rows([rows[i] for i in idx], catalog, defaults, cal,
+                            benchmarks=benchmarks)
         for i, r in zip(idx, res, strict=True):
             out[i] = r
     return [r for r in out if r is not None]

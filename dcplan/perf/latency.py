@@ -32,20 +32,32 @@ with Erlang C).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.special import gammaincc, gammaln, ndtr
 from scipy.stats import norm
 
 # One definition of a length distribution, shared with the workload catalog
 # (dcplan/lengths.py keeps it free of numpy/scipy at import time).
-from dcplan.lengths import FIXED, LengthDist, length_dist
 from dcplan.lengths import LENGTH_BINS as _LENGTH_BINS
 
 
 def wait_tail_mean(rho, service_s, arrival_cv2, service_cv2) -> np.ndarray:
-    """Mean of the waiting time given that a request waits [s] (inf when ``rho >= 1``)."""
+    """Mean of the waiting time given that a request waits (Kingman).
+
+    Parameters
+    ----------
+    rho : float or array
+        Utilisation of the prefill server [0..1).
+    service_s : float or array
+        Service time of one request [s].
+    arrival_cv2, service_cv2 : float or array
+        Squared coefficients of variation of inter-arrival and service times [-].
+
+    Returns
+    -------
+    ndarray
+        ``s (c_a^2 + c_s^2) / (2 (1 - rho))`` [s]; inf where ``rho >= 1``.
+    """
     rho = np.asarray(rho, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (np.asarray(service_s, dtype=float) * (np.asarray(arrival_cv2) + service_cv2)
@@ -54,7 +66,22 @@ def wait_tail_mean(rho, service_s, arrival_cv2, service_cv2) -> np.ndarray:
 
 
 def wait_mean(rho, service_s, arrival_cv2, service_cv2) -> np.ndarray:
-    """Mean waiting time in the prefill queue [s] (Kingman)."""
+    """Mean waiting time in the prefill queue (Kingman).
+
+    Parameters
+    ----------
+    rho : float or array
+        Utilisation of the prefill server [0..1).
+    service_s : float or array
+        Service time of one request [s].
+    arrival_cv2, service_cv2 : float or array
+        Squared coefficients of variation of inter-arrival and service times [-].
+
+    Returns
+    -------
+    ndarray
+        ``rho`` times :func:`wait_tail_mean` [s]; 0 where ``rho <= 0``.
+    """
     rho = np.asarray(rho, dtype=float)
     return np.where(rho > 0, rho * wait_tail_mean(rho, service_s, arrival_cv2, service_cv2), 0.0)
 
@@ -71,7 +98,13 @@ def wait_quantile(rho, service_s, arrival_cv2, service_cv2, percentile) -> np.nd
     arrival_cv2, service_cv2 : float
         Squared coefficients of variation of inter-arrival and service times [-].
     percentile : float
-        [50..100).
+        Percentile of the waiting time [%], 50..100.
+
+    Returns
+    -------
+    ndarray
+        The waiting time at ``percentile`` [s]: 0 when ``1 - p >= rho``, else
+        ``mean ln(rho / (1 - p))`` with the mean of :func:`wait_tail_mean`.
     """
     q = 1.0 - np.asarray(percentile, dtype=float) / 100.0
     rho = np.asarray(rho, dtype=float)
@@ -82,7 +115,18 @@ def wait_quantile(rho, service_s, arrival_cv2, service_cv2, percentile) -> np.nd
 
 
 def normal_z(percentile) -> float:
-    """Standard-normal quantile of ``percentile`` [%] (0 at the median)."""
+    """Standard-normal quantile of a percentile.
+
+    Parameters
+    ----------
+    percentile : float
+        Percentile [%], 0..100 (exclusive).
+
+    Returns
+    -------
+    float
+        ``z`` with ``P(Z <= z) = percentile / 100`` [-] (0 at the median).
+    """
     return float(norm.ppf(float(percentile) / 100.0))
 
 
@@ -118,14 +162,19 @@ def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv
     tpot_cv_frac : float
         Base coefficient of variation [-].
     percentile : float
-        [50..100).
+        Percentile of the per-request TPOT [%], 50..100.
     output_nodes : (ndarray, ndarray), optional
-        Output length over its mean at the nodes, and weights
-        (:meth:`LengthDist.nodes`); None: every request has ``O`` tokens.
+        Output length over its mean at the nodes [-], and their weights [-] summing to 1
+        (:meth:`~dcplan.lengths.LengthDist.nodes`); None: every request has ``O`` tokens.
     prefill_m2_frac : float or array
         Second moment of the prefill time over its mean squared [-] (1: fixed prompts).
     mix_sd_s : array
         Standard deviation of a request's mean step time from the batch mix [s].
+
+    Returns
+    -------
+    ndarray
+        Per-request TPOT at ``percentile`` [s].
     """
     mean = np.asarray(tpot_mean_s, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
@@ -162,13 +211,18 @@ def normal_mixture_quantile(mean, sds, weights, percentile) -> np.ndarray:
     Parameters
     ----------
     mean : array
-        Common mean of the components.
+        Common mean of the components [any unit, e.g. s].
     sds : sequence of arrays
-        Standard deviation of each component (broadcast with ``mean``).
+        Standard deviation of each component (broadcast with ``mean``) [unit of mean].
     weights : sequence of float
-        Component weights (sum 1).
+        Component weights, summing to 1 [-].
     percentile : float
-        [50..100).
+        Percentile of the mixture [%], 50..100.
+
+    Returns
+    -------
+    ndarray
+        The mixture's value at ``percentile`` [unit of mean].
 
     Notes
     -----
@@ -213,7 +267,7 @@ def _wait_survival(x, p1, m1, p2, m2):
 def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
                   burst_share=0.0, burst_span_s=0.0, slot_p=0.0, slot_tail_s=0.0
                   ) -> np.ndarray:
-    """``percentile`` of TTFT = fixed + own prefill + queue wait (+ ramp-up burst) [s].
+    """``percentile`` of TTFT = fixed + own prefill + queue wait (+ ramp-up burst).
 
     Parameters
     ----------
@@ -223,13 +277,13 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
     service_s : sequence of arrays
         Prefill time of one request alone at each prompt-length node [s].
     service_w : sequence of float
-        Weights of the nodes (sum 1).
+        Weights of the nodes, summing to 1 [-].
     rho : array
         Utilisation of the prefill queue [0..1).
     tail_mean_s : array
         Mean wait given that a request waits (:func:`wait_tail_mean`) [s].
     percentile : float
-        [0..100).
+        Percentile of TTFT [%], 0..100.
     burst_share : float or array
         Closed-loop benchmarks: share of requests sent in the opening burst (all
         clients at once: one request in ``prompts_per_client``) [0..1].
@@ -237,8 +291,14 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
         Time the prefill pool takes to drain the opening burst; the burst's requests
         wait uniformly between 0 and this [s].
     slot_p, slot_tail_s : array
-        Admission: probability of waiting for a running-request slot and the mean wait
-        given a wait [s] (:func:`slot_wait`); the slot wait adds to the queue wait.
+        Admission: probability of waiting for a running-request slot [0..1] and the mean
+        wait given a wait [s] (:func:`slot_wait`); the slot wait adds to the queue wait.
+
+    Returns
+    -------
+    ndarray
+        TTFT at ``percentile`` [s]; inf where the prefill queue (or the slot queue) is
+        unstable.
 
     Notes
     -----
@@ -293,14 +353,19 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
 
 
 def erlang_c(servers, offered) -> np.ndarray:
-    """Probability that an arrival waits in an M/M/c queue (Erlang C) [0..1].
+    """Probability that an arrival waits in an M/M/c queue (Erlang C).
 
     Parameters
     ----------
     servers : array
-        ``c``, slots (running-request cap) [-]; need not be an integer.
+        ``c``, slots (running-request cap) [count]; need not be an integer.
     offered : array
-        ``a = lambda / mu``, the mean number of slots busy without a cap [-].
+        ``a = lambda / mu``, the mean number of slots busy without a cap [count].
+
+    Returns
+    -------
+    ndarray
+        Probability of waiting [0..1]: 1 where ``a >= c``, 0 where ``a <= 0``.
 
     Notes
     -----
@@ -328,6 +393,17 @@ def slot_wait(servers, offered, hold_s, arrival_cv2=1.0, hold_cv2=1.0) -> tuple:
     with mean ``hold_s / (c - a) * (c_a^2 + c_s^2) / 2`` (exact for M/M/c, where the
     factor is 1).
 
+    Parameters
+    ----------
+    servers : array
+        ``c``, running-request slots [count]; need not be an integer.
+    offered : array
+        ``a``, mean number of slots busy without a cap [count].
+    hold_s : array
+        Time a request holds its slot [s].
+    arrival_cv2, hold_cv2 : float or array
+        Squared coefficients of variation of inter-arrival and holding times [-].
+
     Returns
     -------
     (p_wait, tail_mean_s) : tuple of ndarray
@@ -340,55 +416,3 @@ def slot_wait(servers, offered, hold_s, arrival_cv2=1.0, hold_cv2=1.0) -> tuple:
         tail = (np.asarray(hold_s, dtype=float) / (c - a)
                 * (np.asarray(arrival_cv2, dtype=float) + hold_cv2) / 2.0)
     return p, np.where(a < c, tail, np.inf)
-
-
-#: File beside the measurement files that gives their benchmarks' length distributions.
-LENGTHS_FILE = "length_distributions.yaml"
-
-
-@dataclass(frozen=True)
-class BenchmarkLengths:
-    """Length distributions of the benchmarks behind the measurement files.
-
-    Attributes
-    ----------
-    serving_rows : LengthDist
-        Closed-loop serving rows (InferenceX client: uniform 0.8-1.0 of nominal).
-    prompts_per_client : int
-        Requests each closed-loop client sends (0: no opening burst modelled) [-].
-    phase_rows : dict
-        Model id -> distribution of its MLPerf dataset (phase-level end-to-end rows).
-    """
-
-    serving_rows: LengthDist = FIXED
-    prompts_per_client: int = 0
-    phase_rows: tuple = ()
-
-    def for_phase_model(self, model: str) -> LengthDist:
-        """Distribution of ``model``'s dataset (fixed when not listed)."""
-        return dict(self.phase_rows).get(model, FIXED)
-
-    @property
-    def burst_share(self) -> float:
-        """Share of a closed-loop run's requests sent in its opening burst [0..1]."""
-        return 1.0 / self.prompts_per_client if self.prompts_per_client else 0.0
-
-
-def load_benchmark_lengths(path) -> BenchmarkLengths:
-    """Read :data:`LENGTHS_FILE` (all fixed when ``path`` does not exist)."""
-    from pathlib import Path
-
-    from dcplan.yamlio import read_yaml
-
-    p = Path(path)
-    if not p.exists():
-        return BenchmarkLengths()
-    doc = read_yaml(p) or {}
-    sr = doc.get("serving_rows") or {}
-    ppc = int(sr.get("prompts_per_client") or 0)
-    if ppc < 0:
-        raise ValueError(f"{p}: serving_rows.prompts_per_client must be >= 0")
-    phase = tuple(sorted((str(k), length_dist(v))
-                         for k, v in (doc.get("phase_rows") or {}).items()
-                         if not str(k).startswith("__")))
-    return BenchmarkLengths(length_dist(sr.get("length_distribution")), ppc, phase)

@@ -48,7 +48,14 @@ import numpy as np
 
 from dcplan.catalog import Catalog, did_you_mean, load_kind_file, suggest
 from dcplan.errors import InputError, Problem, display_path
+from dcplan.perf.benchmarks import (
+    LENGTHS_FILE,
+    POWER_SYSTEMS_FILE,
+    load_benchmark_lengths,
+    load_power_systems,
+)
 from dcplan.perf.params import year_fraction
+from dcplan.perf.recipes import RECIPES_FILE, load_recipes
 from dcplan.schema import Precision
 from dcplan.yamlio import read_text
 
@@ -832,9 +839,9 @@ def summary(errors: list[float]) -> dict[str, float | None]:
 #: YAML files that belong with the measurement CSVs (read by the model, not rows):
 #: file name -> what it holds.
 SUPPORT_FILES = {
-    "length_distributions.yaml": "benchmark length distributions",
-    "mlperf_power_systems.yaml": "MLPerf power systems",
-    "serving_recipes.yaml": "admission settings of the serving rows' engine recipes",
+    LENGTHS_FILE: "benchmark length distributions",
+    POWER_SYSTEMS_FILE: "MLPerf power systems",
+    RECIPES_FILE: "admission settings of the serving rows' engine recipes",
 }
 
 
@@ -856,19 +863,15 @@ def check_support_file(path: Path | str, catalog: Catalog | None = None
     p = Path(path)
     shown = display_path(p)
     try:
-        if p.name == "mlperf_power_systems.yaml":
-            from dcplan.perf.power import load_power_systems
-
+        if p.name == POWER_SYSTEMS_FILE:
             systems = load_power_systems(p)
             runs = sum(len(s["runs"]) for s in systems.values())
             return (f"{len(systems)} MLPerf power system{'s' * (len(systems) != 1)} "
                     f"({runs} run{'s' * (runs != 1)}) in {shown}", [])
-        if p.name == "length_distributions.yaml":
+        if p.name == LENGTHS_FILE:
             problems = check_benchmark_lengths(p, catalog)
             return ("" if problems else f"benchmark length distributions {shown}"), problems
-        if p.name == "serving_recipes.yaml":
-            from dcplan.perf.recipes import load_recipes
-
+        if p.name == RECIPES_FILE:
             n = len(load_recipes(p, catalog).entries)
             return f"{n} serving recipe{'s' * (n != 1)} in {shown}", []
     except InputError as exc:
@@ -885,7 +888,7 @@ def check_benchmark_lengths(path: Path | str, catalog: Catalog | None = None
     parameters, ``serving_rows.prompts_per_client`` (an integer >= 0), unknown keys (a
     misspelt ``phase_rows`` would otherwise drop every MLPerf distribution silently) and,
     given ``catalog``, that every ``phase_rows`` key is a known model. Then the file is
-    read by :func:`dcplan.perf.latency.load_benchmark_lengths`, the loader the model uses.
+    read by :func:`dcplan.perf.benchmarks.load_benchmark_lengths`, the loader the model uses.
     """
     from dcplan.lengths import length_dist
     from dcplan.yamlio import KEY_LINES, META_KEYS, read_yaml
@@ -948,8 +951,6 @@ def check_benchmark_lengths(path: Path | str, catalog: Catalog | None = None
                                         field=f"phase_rows.{key}", line=line(pr, key)))
             dist(pr, key, f"phase_rows.{key}")
     if not problems:
-        from dcplan.perf.latency import load_benchmark_lengths
-
         try:
             load_benchmark_lengths(p)
         except (ValueError, TypeError) as exc:

@@ -27,6 +27,7 @@ import yaml
 from dcplan.catalog import suggest
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
+from dcplan.perf.benchmarks import MEASUREMENTS_FOLDER, Benchmarks, load_benchmarks
 from dcplan.yamlio import read_yaml, strip_lines, write_text_atomic
 
 DEFAULTS_FILE = "perf_defaults.yaml"
@@ -618,16 +619,21 @@ class PerfInputs:
     calibration : Calibration or None
         The calibration in use; None: the a-priori defaults.
     files : tuple of str
-        The files read, resolved, in reading order.
+        The defaults file and the calibration file read, resolved, in reading order.
+    benchmarks : Benchmarks or None
+        What the measurement files' benchmarks ran (their request lengths and engine
+        recipes, :mod:`dcplan.perf.benchmarks`), for predicting measurement rows; None
+        when not asked for (plans do not use them).
     """
 
     defaults: PerfDefaults
     calibration: Calibration | None
     files: tuple[str, ...] = ()
+    benchmarks: Benchmarks | None = None
 
 
 def load_perf_inputs(catalog: Any = None, calibration: Any = None,
-                     known_accelerators: Any = None) -> PerfInputs:
+                     known_accelerators: Any = None, benchmarks: bool = False) -> PerfInputs:
     """Read the performance defaults and the calibration: the one loader of both.
 
     Parameters
@@ -639,6 +645,10 @@ def load_perf_inputs(catalog: Any = None, calibration: Any = None,
         None: ``perf_calibration.yaml`` next to the defaults file when there is one.
     known_accelerators : iterable of str, optional
         Accelerator ids of the catalog: a calibration file's unknown ids are reported.
+    benchmarks : bool
+        Also read what the measurement files' benchmarks ran
+        (:func:`dcplan.perf.benchmarks.load_benchmarks` on the ``measurements/`` folder
+        beside the defaults file), as ``dcplan perf validate`` and ``calibrate`` need.
 
     Returns
     -------
@@ -647,7 +657,10 @@ def load_perf_inputs(catalog: Any = None, calibration: Any = None,
     Raises
     ------
     InputError
-        With every problem of the defaults file and of the calibration file.
+        With every problem of the defaults file, of the calibration file and (with
+        ``benchmarks``) of the recipes file.
+    ValueError
+        With ``benchmarks``: a length distribution that cannot be read.
     """
     folder = perf_folder(catalog)
     problems: list[Problem] = []
@@ -671,9 +684,15 @@ def load_perf_inputs(catalog: Any = None, calibration: Any = None,
                 files.append(str(path.resolve()))
             except InputError as exc:
                 problems += exc.problems
+    bench = None
+    if benchmarks:
+        try:
+            bench = load_benchmarks(folder / MEASUREMENTS_FOLDER)
+        except InputError as exc:
+            problems += exc.problems
     if problems:
         raise InputError(problems)
-    return PerfInputs(defaults, cal, tuple(files))
+    return PerfInputs(defaults, cal, tuple(files), bench)
 
 
 _TOP_KEYS = ("source", "as_of", "notes", "estimates", "default", "hardware", "physics",

@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dcplan.catalog import Catalog
-from dcplan.perf.latency import LENGTHS_FILE, BenchmarkLengths, load_benchmark_lengths
+from dcplan.perf.benchmarks import BenchmarkLengths
 from dcplan.perf.measurements import Measurement, ServingMeasurement, scaleup_domain
 from dcplan.perf.params import (
     HW_PARAM_NAMES,
@@ -55,10 +55,9 @@ from dcplan.perf.params import (
     HardwareParams,
     PerfDefaults,
     PhysicsParams,
-    perf_folder,
 )
 from dcplan.perf.power import activity
-from dcplan.perf.recipes import RECIPES_FILE, Recipes, load_recipes
+from dcplan.perf.recipes import Recipes
 from dcplan.perf.roofline import (
     Hardware,
     ModelShape,
@@ -126,7 +125,7 @@ class RowPrediction:
 
 
 def measured_busy_scale(measured, predicted) -> np.ndarray:
-    """Scale of the busy shares at a row's measured throughput [0..1].
+    """Scale of the busy shares at a row's measured throughput.
 
     ``min(1, measured / predicted)`` throughput: a run slower than the model is idle the
     rest of the time; a run faster than the model is capped at fully busy (the model's
@@ -137,6 +136,11 @@ def measured_busy_scale(measured, predicted) -> np.ndarray:
     ----------
     measured, predicted : float or array
         Throughput in the same unit [tokens/s].
+
+    Returns
+    -------
+    ndarray
+        ``min(1, measured / predicted)`` [0..1]; 1 where either is missing.
     """
     meas = np.asarray(np.nan if measured is None else measured, dtype=float)
     pred = np.asarray(predicted, dtype=float)
@@ -153,6 +157,25 @@ def hardware_params(defaults: PerfDefaults, accelerator_id: str, calibration,
 
     The defaults, then the calibration's default, vendor, architecture and accelerator
     values.
+
+    Parameters
+    ----------
+    defaults : PerfDefaults
+        The a-priori parameters (``perf_defaults.yaml``; each in the unit of
+        ``perf/parameters.csv``).
+    accelerator_id : str
+        Accelerator id of the catalog [-].
+    calibration : Calibration or None
+        Fitted values (None or falsy: the defaults alone).
+    vendor, architecture : str, optional
+        The accelerator's vendor and the architecture whose calibrated values it takes
+        (:func:`calibration_architecture`) [-].
+
+    Returns
+    -------
+    HardwareParams
+        Efficiencies [0..1], overheads [s] and power-curve weights [-] of the
+        accelerator.
     """
     base = defaults.for_hardware(accelerator_id)
     return (calibration.apply(base, accelerator_id, vendor, architecture) if calibration
@@ -165,6 +188,18 @@ def calibration_architecture(acc, calibration) -> str | None:
     Its own ``architecture`` when the calibration fitted it (or there is no
     calibration), else its ``calibrate_like`` architecture if the calibration fitted
     that one, else its own (then the vendor's values apply).
+
+    Parameters
+    ----------
+    acc : Accelerator
+        Supplies ``architecture`` and ``calibrate_like`` (names [-]).
+    calibration : Calibration or None
+        Its ``architecture`` level lists the fitted architectures.
+
+    Returns
+    -------
+    str or None
+        Architecture name [-] (None when the accelerator names none).
     """
     arch = getattr(acc, "architecture", None)
     like = getattr(acc, "calibrate_like", None)
@@ -175,36 +210,43 @@ def calibration_architecture(acc, calibration) -> str | None:
 
 
 def physics_params(defaults: PerfDefaults, calibration) -> PhysicsParams:
-    """Physics parameters: defaults, then calibration overrides."""
+    """Physics parameters: defaults, then calibration overrides.
+
+    Parameters
+    ----------
+    defaults : PerfDefaults
+        Supplies ``physics`` (each in the unit of ``perf/parameters.csv``).
+    calibration : Calibration or None
+        Fitted physics values (None or falsy: the defaults alone).
+
+    Returns
+    -------
+    PhysicsParams
+        Acceptance, draft cost and imbalance shares [0..1], dispersion [-].
+    """
     return calibration.apply_physics(defaults.physics) if calibration else defaults.physics
 
 
 def scaleout_gbps(catalog: Catalog, accelerator_id: str, fallback: float) -> float:
-    """Scale-out per GPU of the accelerator's racks (largest), else ``fallback`` [Gb/s]."""
+    """Scale-out bandwidth per GPU of the accelerator's racks (the largest).
+
+    Parameters
+    ----------
+    catalog : Catalog
+        Its racks supply ``scaleout_gbps_per_accelerator`` [Gb/s].
+    accelerator_id : str
+        Accelerator id [-].
+    fallback : float
+        Bandwidth when no rack holds the accelerator [Gb/s].
+
+    Returns
+    -------
+    float
+        Scale-out bandwidth per accelerator [Gb/s].
+    """
     vals = [r.scaleout_gbps_per_accelerator for r in catalog.entries.get("racks", {}).values()
             if r.accelerator == accelerator_id]
     return max(vals) if vals else fallback
-
-
-def benchmark_lengths(catalog: Catalog) -> BenchmarkLengths:
-    """Length distributions of the measurement files' benchmarks.
-
-    ``measurements/length_distributions.yaml`` beside the performance defaults
-    (:func:`dcplan.perf.latency.load_benchmark_lengths`); all fixed when absent.
-    """
-    return load_benchmark_lengths(perf_folder(catalog) / "measurements"
-                                  / LENGTHS_FILE)
-
-
-def benchmark_recipes(catalog: Catalog) -> Recipes:
-    """Admission settings of the measurement files' engine recipes.
-
-    ``measurements/serving_recipes.yaml`` beside the performance defaults
-    (:func:`dcplan.perf.recipes.load_recipes`); no limits when absent. Accelerator ids
-    are not checked here (an id the catalog lacks never matches a row); ``dcplan
-    validate`` checks them against the catalog.
-    """
-    return load_recipes(perf_folder(catalog) / "measurements" / RECIPES_FILE)
 
 
 def _take(obj, idx):
@@ -242,13 +284,21 @@ class ServingRows:
     Parameters
     ----------
     rows : sequence of ServingMeasurement
+        The rows (lengths [tokens], concurrency [count], measured figures).
     catalog : Catalog
+        With every model and accelerator the rows name (powers [W], bandwidths).
     defaults : PerfDefaults
         For the serving assumptions (not for fitted parameters, given at predict time).
+    lengths : BenchmarkLengths
+        Request-length distribution and opening burst of the rows' benchmark
+        (:attr:`dcplan.perf.benchmarks.Benchmarks.lengths`).
+    recipes : Recipes
+        Admission settings of the rows' engine recipes
+        (:attr:`dcplan.perf.benchmarks.Benchmarks.recipes`).
     """
 
     def __init__(self, rows: Sequence[ServingMeasurement], catalog: Catalog,
-                 defaults: PerfDefaults):
+                 defaults: PerfDefaults, lengths: BenchmarkLengths, recipes: Recipes):
         self.rows = list(rows)
         self.catalog = catalog
         self.serving = defaults.serving
@@ -259,8 +309,7 @@ class ServingRows:
         self.hardware = [m.hardware for m in self.rows]
         sv = self.serving
         frac = sv.measurement_length_frac
-        self.lengths = benchmark_lengths(catalog)
-        recipes = benchmark_recipes(catalog)
+        self.lengths = lengths
         self.admission = [recipes.admission(
             framework=m.framework, hardware=m.hardware, precision=m.precision.value,
             speculative=m.speculative, dp_attention=bool(m.decode_dp_attention),
@@ -360,7 +409,18 @@ class ServingRows:
             ))
 
     def row_params(self, params: Mapping[str, HardwareParams]) -> HardwareParams:
-        """Per-row parameter arrays (shape ``(n,)``) from accelerator id -> parameters."""
+        """Per-row parameter arrays from accelerator id -> parameters.
+
+        Parameters
+        ----------
+        params : mapping of str to HardwareParams
+            Accelerator id [-] -> its parameters (units of ``perf/parameters.csv``).
+
+        Returns
+        -------
+        HardwareParams
+            Every field an array over the rows, shape ``(n,)`` (same units).
+        """
         return HardwareParams(**{
             f: np.array([getattr(params[h], f) for h in self.hardware], float)
             for f in HW_PARAM_NAMES})
@@ -375,18 +435,22 @@ class ServingRows:
         params : mapping or HardwareParams
             Accelerator id -> :class:`HardwareParams`; or one :class:`HardwareParams`
             whose fields are arrays over the rows (shape ``(n,)``) or over ``K``
-            parameter sets and the rows (shape ``(K, n)``).
+            parameter sets and the rows (shape ``(K, n)``) (units of
+            ``perf/parameters.csv``).
         physics : PhysicsParams
             Fields scalars, or arrays of shape ``(K,)`` (one per parameter set).
+        percentiles : tuple of float
+            Latency percentiles [%] (the median and p99 are reported).
 
         Returns
         -------
         dict of ndarray (one value per row, NaN where flagged; shape ``(K, n)`` when
         ``params`` or ``physics`` carry ``K`` sets, else ``(n,)``)
-            ``output_tokens_per_s_per_gpu``, ``median_tpot_ms``, ``p99_tpot_ms``,
-            ``median_ttft_s``, ``p99_ttft_s``, ``power_w_per_gpu`` (at the row's measured
-            throughput where it has one), ``power_w_per_gpu_model_point`` (at the
-            model's operating point), ``batch``, ``draft_tokens``.
+            ``output_tokens_per_s_per_gpu`` [tokens/s], ``median_tpot_ms``,
+            ``p99_tpot_ms`` [ms], ``median_ttft_s``, ``p99_ttft_s`` [s],
+            ``power_w_per_gpu`` (at the row's measured throughput where it has one) [W],
+            ``power_w_per_gpu_model_point`` (at the model's operating point) [W],
+            ``batch`` [sequences], ``draft_tokens`` [tokens].
         """
         rp = self.row_params(params) if isinstance(params, Mapping) else params
         fields_rp = {f: np.asarray(getattr(rp, f), float) for f in HW_PARAM_NAMES}
@@ -493,7 +557,20 @@ class ServingRows:
 
     def predictions(self, params: Mapping[str, HardwareParams], physics: PhysicsParams
                     ) -> list[RowPrediction]:
-        """Row-by-row :class:`RowPrediction` objects."""
+        """Row-by-row :class:`RowPrediction` objects.
+
+        Parameters
+        ----------
+        params : mapping of str to HardwareParams
+            Accelerator id [-] -> its parameters (units of ``perf/parameters.csv``).
+        physics : PhysicsParams
+            Serving physics (scalars).
+
+        Returns
+        -------
+        list of RowPrediction
+            One per row, in row order (figures in the units of :class:`RowPrediction`).
+        """
         arr = self.predict(params, physics)
         out = []
         for i, m in enumerate(self.rows):
@@ -528,23 +605,39 @@ def _column(obj):
 
 
 def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
-                 physics: PhysicsParams, defaults: PerfDefaults) -> dict:
+                 physics: PhysicsParams, defaults: PerfDefaults, lengths: BenchmarkLengths
+                 ) -> dict:
     """Predict one phase-level row for ``K`` parameter sets at once.
 
     Parameters
     ----------
-    params, physics
-        Fields scalars or arrays of shape ``(K,)``.
+    m : Measurement
+        The phase-level row (batch [sequences], context [tokens], measured
+        ``tokens_per_s`` [tokens/s] and ``power_w`` [W]).
+    catalog : Catalog
+        With the row's model and accelerator (powers [W], bandwidths).
+    params : HardwareParams
+        The accelerator's parameters (units of ``perf/parameters.csv``): fields
+        scalars or arrays of shape ``(K,)``.
+    physics : PhysicsParams
+        Serving physics (units of ``perf/parameters.csv``): fields scalars or arrays
+        of shape ``(K,)``.
+    defaults : PerfDefaults
+        For the serving assumptions (``serving``).
+    lengths : BenchmarkLengths
+        Request-length distributions of the rows' benchmarks; an end-to-end row takes
+        its model's dataset distribution (:meth:`BenchmarkLengths.for_phase_model`).
 
     Returns
     -------
     dict
-        ``tokens_per_s``, ``power_w`` (at the row's measured ``tokens_per_s``; at the
-        model's operating point for a power-capped row), ``power_w_model_point``,
-        ``batch``, ``median_tpot_ms``, ``p99_tpot_ms``, ``median_ttft_s``,
-        ``p99_ttft_s``: arrays of shape ``(K,)`` (NaN where no batch
-        meets the row's limits); ``label``; ``flag`` (why the row cannot be predicted
-        for the first set, '' when it can); ``ok`` (shape ``(K,)``).
+        ``tokens_per_s`` [tokens/s], ``power_w`` (at the row's measured
+        ``tokens_per_s``; at the model's operating point for a power-capped row) [W],
+        ``power_w_model_point`` [W], ``batch`` [sequences], ``median_tpot_ms``,
+        ``p99_tpot_ms`` [ms], ``median_ttft_s``, ``p99_ttft_s`` [s]: arrays of shape
+        ``(K,)`` (NaN where no batch meets the row's limits); ``label`` (the parallel
+        layout); ``flag`` (why the row cannot be predicted for the first set, '' when
+        it can); ``ok`` (shape ``(K,)``, bool).
     """
     sv = defaults.serving
     acc = catalog.get("accelerators", m.hardware)
@@ -607,7 +700,7 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
         out.update(power(dec.step.compute_s / t, dec.step.memory_s / t, out["tokens_per_s"]))
         return out
     traffic = Traffic(float(m.prompt_tokens), float(m.output_tokens), 0.0, 1.0,
-                      benchmark_lengths(catalog).for_phase_model(m.model))
+                      lengths.for_phase_model(m.model))
     limited = m.ttft_s is not None or m.tpot_ms is not None
     batches = (np.arange(1.0, b + 1.0) if limited else np.array([b]))[None, :]
     # Server: Poisson arrivals admitted into at most the row's batch of running
@@ -648,9 +741,34 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
 
 
 def predict_phase(m: Measurement, catalog: Catalog, params: HardwareParams,
-                  physics: PhysicsParams, defaults: PerfDefaults) -> RowPrediction:
-    """Predict one phase-level row (see the module docstring)."""
-    a = phase_arrays(m, catalog, params, physics, defaults)
+                  physics: PhysicsParams, defaults: PerfDefaults, lengths: BenchmarkLengths
+                  ) -> RowPrediction:
+    """Predict one phase-level row (see the module docstring).
+
+    Parameters
+    ----------
+    m : Measurement
+        The phase-level row (batch [sequences], context [tokens], measured
+        ``tokens_per_s`` [tokens/s] and ``power_w`` [W]).
+    catalog : Catalog
+        With the row's model and accelerator (powers [W], bandwidths).
+    params : HardwareParams
+        The accelerator's parameters (units of ``perf/parameters.csv``).
+    physics : PhysicsParams
+        Serving physics (units of ``perf/parameters.csv``).
+    defaults : PerfDefaults
+        For the serving assumptions (``serving``).
+    lengths : BenchmarkLengths
+        Request-length distributions of the rows' benchmarks; an end-to-end row takes
+        its model's dataset distribution (:meth:`BenchmarkLengths.for_phase_model`).
+
+    Returns
+    -------
+    RowPrediction
+        Replica ``tokens_per_s`` [tokens/s], latencies [ms, s], power of the replica's
+        accelerators [W]; or the flag saying why the row cannot be predicted.
+    """
+    a = phase_arrays(m, catalog, params, physics, defaults, lengths)
     if a["flag"]:
         return RowPrediction(configuration=a["label"], flag=a["flag"])
 

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dcplan.lengths import FIXED, LengthDist
 from dcplan.perf.latency import (
-    FIXED,
-    LengthDist,
     slot_wait,
     tpot_quantile,
     ttft_quantile,

@@ -130,7 +130,7 @@ def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
     from dcplan.perf.params import PARAM_BOUNDS, Calibration
     from dcplan.perf.predict import calibration_architecture, hardware_params
 
-    base = case.calibration
+    base = case.perf_calibration  # None for no calibration (case.calibration may be "none")
     defaults = case.perf_defaults
     accelerators = case.catalog.entries.get("accelerators", {})
     racks = case.scenario.racks or list(case.catalog.entries.get("racks", {}))
