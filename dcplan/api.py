@@ -38,6 +38,16 @@ def typed(df: pd.DataFrame) -> pd.DataFrame:
     ``period`` becomes ``int64`` when every period is a year (quarterly labels such as
     ``2026q3`` stay text); a column whose unit is a count (:data:`COUNT_UNITS`) and
     whose values are all whole becomes ``int64``. Units stay in ``attrs["units"]``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        A result table; its columns' units in ``df.attrs["units"]`` [column units].
+
+    Returns
+    -------
+    DataFrame
+        The typed copy, ``attrs`` copied [units of ``df``, unchanged].
     """
     out = df.copy()
     out.attrs = {k: (dict(v) if isinstance(v, dict) else v) for k, v in df.attrs.items()}
@@ -60,6 +70,7 @@ class Plan:
     Parameters
     ----------
     result : PlanResult
+        The planner's result this plan wraps (``Plan.result``).
     """
 
     def __init__(self, result: PlanResult):
@@ -80,7 +91,23 @@ class Plan:
     # --- tables ---------------------------------------------------------------------
 
     def table(self, name: str) -> pd.DataFrame:
-        """Result table ``name`` (see :data:`dcplan.planner.TABLES`), typed (:func:`typed`)."""
+        """Result table ``name`` (see :data:`dcplan.planner.TABLES`), typed (:func:`typed`).
+
+        Parameters
+        ----------
+        name : str
+            Table name (``kpis``, ``fleet``, ``power``...).
+
+        Returns
+        -------
+        DataFrame
+            The typed table; column units in ``attrs["units"]`` [column units].
+
+        Raises
+        ------
+        KeyError
+            If the plan has no table ``name``.
+        """
         if name not in self.result.tables:
             known = ", ".join(self.result.tables) or "none: the plan has no solution"
             raise KeyError(f"no table {name!r}; tables: {known}")
@@ -105,27 +132,87 @@ class Plan:
                    doc="Bill of materials by site and period: installed and to order.")
 
     def kpi(self, name: str) -> float | None:
-        """One KPI value (see the ``kpis`` table)."""
+        """One KPI value (see the ``kpis`` table).
+
+        Parameters
+        ----------
+        name : str
+            KPI name, as in the ``kpi`` column of the ``kpis`` table.
+
+        Returns
+        -------
+        float or None
+            The value, None where the plan has none [the KPI's ``unit`` in ``kpis``].
+
+        Raises
+        ------
+        KeyError
+            If the plan has no such KPI.
+        """
         return self.result.kpi(name)
 
     # --- files ----------------------------------------------------------------------
 
     def save(self, path: Path | str) -> Path:
-        """Write the plan, its inputs and its tables to one file (:mod:`dcplan.planner.saved`)."""
+        """Write the plan, its inputs and its tables to one file (:mod:`dcplan.planner.saved`).
+
+        Parameters
+        ----------
+        path : path
+            The saved-plan file to write (replaced atomically).
+
+        Returns
+        -------
+        Path
+            The file written.
+        """
         return save_result(self.result, path)
 
     def to_csv(self, outdir: Path | str) -> list[Path]:
-        """Write every table as CSV to ``outdir`` (the folder is replaced as a whole)."""
+        """Write every table as CSV to ``outdir`` (the folder is replaced as a whole).
+
+        Parameters
+        ----------
+        outdir : path
+            The folder of CSV tables (replaced whole; see :func:`write_outputs`).
+
+        Returns
+        -------
+        list of Path
+            The CSV files written.
+        """
         return write_outputs(self.result, outdir=outdir)["csv"]
 
     def to_excel(self, path: Path | str) -> Path:
-        """Write the facilities workbook (docs/outputs.md)."""
+        """Write the facilities workbook (docs/outputs.md).
+
+        Parameters
+        ----------
+        path : path
+            The ``.xlsx`` file to write.
+
+        Returns
+        -------
+        Path
+            The workbook written.
+        """
         from dcplan.export.excel import write_workbook
 
         return write_workbook(self.result, path)
 
     def write_charts(self, outdir: Path | str) -> list[Path]:
-        """Write the PNG charts of the plan to ``outdir``."""
+        """Write the PNG charts of the plan to ``outdir``.
+
+        Parameters
+        ----------
+        outdir : path
+            The folder to write the charts to.
+
+        Returns
+        -------
+        list of Path
+            The PNG files written.
+        """
         from dcplan.export.charts import write_plan_charts
 
         return write_plan_charts(self.result, outdir)
@@ -159,6 +246,7 @@ def plan(scenario: Path | str | Case, **options: Any) -> Plan:
     Parameters
     ----------
     scenario : path or Case
+        A scenario file, or a case already loaded (no file is read then).
     **options
         Those of :func:`dcplan.planner.solve_case` (``solver``, ``time_limit_s``, ``gap``,
         ``threads``, ``calibration``, ``catalog_dir``, ``sites_dir``, ``progress``...).
@@ -166,23 +254,65 @@ def plan(scenario: Path | str | Case, **options: Any) -> Plan:
     Returns
     -------
     Plan
+        The solved (or diagnosed) plan.
     """
     return Plan(solve_case(scenario, **options))
 
 
 def load_plan(path: Path | str) -> Plan:
-    """Read a plan saved with :meth:`Plan.save` or ``dcplan plan --save`` (no solving)."""
+    """Read a plan saved with :meth:`Plan.save` or ``dcplan plan --save`` (no solving).
+
+    Parameters
+    ----------
+    path : path
+        The saved-plan file (untrusted: checked by :func:`dcplan.planner.saved.load_result`).
+
+    Returns
+    -------
+    Plan
+        The plan as saved, with its case and tables.
+    """
     return Plan(load_result(path))
 
 
 def plan_or_load(path: Path | str, **options: Any) -> Plan:
-    """A saved plan is read, a scenario file is planned."""
+    """A saved plan is read, a scenario file is planned.
+
+    Parameters
+    ----------
+    path : path
+        A saved-plan file or a scenario file.
+    **options
+        Those of :func:`plan`, used only when ``path`` is a scenario.
+
+    Returns
+    -------
+    Plan
+        The loaded or solved plan.
+    """
     return load_plan(path) if is_saved_plan(path) else plan(path, **options)
 
 
 def compare(plans: Sequence[Plan | PlanResult], baseline: str | int | None = None,
             labels: Sequence[str] | None = None) -> Any:
-    """Line up plans against a baseline (see :func:`dcplan.export.compare.compare_results`)."""
+    """Line up plans against a baseline (see :func:`dcplan.export.compare.compare_results`).
+
+    Parameters
+    ----------
+    plans : sequence of Plan or PlanResult
+        The plans to compare.
+    baseline : str or int, optional
+        Name, file label or index (position in ``plans`` [index from 0]) of the
+        baseline (default: the first).
+    labels : sequence of str, optional
+        File labels of the plans (e.g. paths), to pick the baseline and to make repeated
+        names unique.
+
+    Returns
+    -------
+    Comparison
+        See :class:`dcplan.export.compare.Comparison`.
+    """
     from dcplan.export.compare import compare_results
 
     results = [p.result if isinstance(p, Plan) else p for p in plans]
@@ -202,6 +332,23 @@ def write_outputs(result: PlanResult, *, outdir: Path | str | None = None,
     what dcplan wrote there (:func:`dcplan.export.files.check_replaceable`, checked
     before anything is written). Each output carries the run's
     :class:`~dcplan.outputset.RunStamp` (run id, input digest, time).
+
+    Parameters
+    ----------
+    result : PlanResult
+        The plan; one without tables (no solution) writes nothing.
+    outdir : path, optional
+        Folder of CSV tables (replaced whole).
+    xlsx : path, optional
+        The facilities workbook.
+    png_dir : path, optional
+        Folder of PNG charts (replaced whole).
+    html : path, optional
+        The HTML report.
+    save : path, optional
+        The saved-plan file.
+    progress : callable, optional
+        ``progress(line)`` for each output, once all are in place.
 
     Returns
     -------
@@ -309,7 +456,18 @@ def sweep(sweep_file: Path | str, outdir: Path | str, *, samples: int | None = N
 
 
 def load_sweep(folder: Path | str) -> Any:
-    """What a sweep folder tells (:class:`dcplan.sweep.SweepSummary`), without solving."""
+    """What a sweep folder tells (:class:`dcplan.sweep.SweepSummary`), without solving.
+
+    Parameters
+    ----------
+    folder : path
+        A sweep folder written by :func:`sweep` or ``dcplan sweep``.
+
+    Returns
+    -------
+    SweepSummary
+        See :func:`dcplan.sweep.summarize`.
+    """
     from dcplan.sweep import load_sweep as _load_sweep
     from dcplan.sweep import summarize
 

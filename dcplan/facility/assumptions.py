@@ -22,5 +22,18 @@ def assumptions() -> dict[str, Any]:
 
 
 def value(section: str, key: str) -> Any:
-    """Return one assumption, e.g. ``value("layout", "rack_pitch_m")``."""
+    """Return one assumption, e.g. ``value("layout", "rack_pitch_m")``.
+
+    Parameters
+    ----------
+    section : str
+        Section of ``assumptions.yaml`` (``layout``, ``network``, ``cooling``).
+    key : str
+        Key in that section.
+
+    Returns
+    -------
+    Any
+        The value as read from the file (its unit is in the key's name).
+    """
     return assumptions()[section][key]

@@ -75,6 +75,13 @@ def network_bom(catalog: Any, net: NetworkResult) -> list[dict]:
 def cooling_bom(catalog: Any, cool: Any) -> list[dict]:
     """Cooling items of one site (:class:`~dcplan.facility.cooling.CoolingResult`).
 
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    cool : CoolingResult
+        The site's cooling.
+
     Returns
     -------
     list of dict
@@ -103,6 +110,11 @@ def cooling_bom(catalog: Any, cool: Any) -> list[dict]:
 def power_bom(redundancy: Any) -> list[dict]:
     """UPS modules and generator sets of a :class:`~dcplan.facility.power.RedundancySizing`.
 
+    Parameters
+    ----------
+    redundancy : RedundancySizing or None
+        The site's UPS and generator sizing (None: no rows).
+
     Returns
     -------
     list of dict
@@ -124,7 +136,21 @@ def power_bom(redundancy: Any) -> list[dict]:
 
 
 def site_bom(catalog: Any, sizing: Any) -> list[dict]:
-    """Every network, cooling and power item of a :class:`~dcplan.facility.FleetSizing`."""
+    """Every network, cooling and power item of a :class:`~dcplan.facility.FleetSizing`.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    sizing : FleetSizing
+        The site's sized facility (networks, cooling, redundancy).
+
+    Returns
+    -------
+    list of dict
+        The rows of :func:`network_bom` (each rack type's network), :func:`cooling_bom` and
+        :func:`power_bom`, in that order.
+    """
     rows = []
     for net in sizing.networks.values():
         rows += network_bom(catalog, net)

@@ -105,7 +105,28 @@ _NET_CACHE: dict[tuple, NetworkResult] = {}
 
 def cached_network(catalog, rack_id: str, n_racks: int, optics=None,
                    oversubscription: float = DEFAULT_OVERSUBSCRIPTION) -> NetworkResult:
-    """:func:`~dcplan.facility.network.network` without the graph, memoised per catalog."""
+    """:func:`~dcplan.facility.network.network` without the graph, memoised per catalog.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    rack_id : str
+        Rack type (catalog ``racks``).
+    n_racks : int
+        Racks on the fabric [racks].
+    optics : str, optional
+        Optic id for switch ends.
+    oversubscription : float
+        Back-end leaf oversubscription, leaf down- over uplink bandwidth [-] (1 =
+        non-blocking).
+
+    Returns
+    -------
+    NetworkResult
+        The sized network (no graph); the same object for the same arguments and
+        catalog.
+    """
     key = (_catalog_key(catalog), rack_id, int(n_racks), optics, float(oversubscription))
     hit = _NET_CACHE.get(key)
     if hit is None or hit.__dict__.get("_catalog") is not catalog:
@@ -126,16 +147,20 @@ def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | 
     Parameters
     ----------
     catalog : Catalog
+        The loaded catalogs.
     site : Site
+        The site.
     rack_id : str
+        Rack type (catalog ``racks``).
     n_racks : int
         Planned scale [racks] (network and CDU integer effects are spread over it).
     optics : str, optional
         Optic id for switch ends (see :func:`~dcplan.facility.network.network`).
     oversubscription : float
-        Back-end leaf oversubscription (1 = non-blocking).
+        Back-end leaf oversubscription, leaf down- over uplink bandwidth [-] (1 =
+        non-blocking).
     cdu_redundancy : int, optional
-        Spare CDUs per site and CDU model (default: the facility assumption
+        Spare CDUs per site and CDU model [count] (default: the facility assumption
         ``default_cdu_redundancy``).
 
     Returns
@@ -183,6 +208,19 @@ def coefficients(catalog, site: Site, rack_id: str, n_racks: int, optics: str | 
 def site_power(site: Site, red: RedundancySizing, it_kw: float, network_kw: float,
                cool: CoolingResult) -> tuple[PowerChain, PowerChain]:
     """Power chain at the design day and on the annual average with ``red``'s plants.
+
+    Parameters
+    ----------
+    site : Site
+        The site.
+    red : RedundancySizing
+        The site's UPS and generator plants (UPS efficiency, generator standby draw).
+    it_kw : float
+        IT power, racks at their maximum IT power (``it_power_max_kw``) [kW].
+    network_kw : float
+        Network switch and optics power [kW].
+    cool : CoolingResult
+        The site's cooling (design-day and annual-average electric power).
 
     Returns
     -------
@@ -280,16 +318,25 @@ def size_fleet(catalog, site: Site, fleet: dict[str, int], optics: str | None = 
     Parameters
     ----------
     catalog : Catalog
+        The loaded catalogs.
     site : Site
+        The site.
     fleet : dict
-        Rack id -> count (zero counts are ignored).
+        Rack id -> count [racks] (zero counts are ignored).
     optics : str, optional
+        Optic id for switch ends.
     oversubscription : float
+        Back-end leaf oversubscription, leaf down- over uplink bandwidth [-] (1 =
+        non-blocking).
     coefficients_used : dict, optional
         Rack id -> the :class:`FacilityCoefficients` the planner used; default the
         coefficients at each type's own count in ``fleet``.
-    supply_water_c, cdu_redundancy, cdu_id : optional
-        Passed to :func:`~dcplan.facility.cooling.cooling`.
+    supply_water_c : float, optional
+        Facility-water supply [degC]; passed to :func:`~dcplan.facility.cooling.cooling`.
+    cdu_redundancy : int, optional
+        Spare CDUs [count]; passed to :func:`~dcplan.facility.cooling.cooling`.
+    cdu_id : str, optional
+        Force a CDU model; passed to :func:`~dcplan.facility.cooling.cooling`.
     linear : bool
         Also build the linear estimate (False: ``linear`` and the differences are
         empty).
@@ -355,6 +402,17 @@ def size_fleet(catalog, site: Site, fleet: dict[str, int], optics: str | None = 
 
 
 def coefficients_dict(c: FacilityCoefficients) -> dict[str, Any]:
-    """Return the coefficients as a plain dict."""
+    """Return the coefficients as a plain dict.
+
+    Parameters
+    ----------
+    c : FacilityCoefficients
+        The coefficients.
+
+    Returns
+    -------
+    dict
+        Field name -> value (units in the field names).
+    """
     return asdict(c)
 

@@ -91,6 +91,22 @@ def loop_plant_options(catalog, site: Site, supply_c: float, evaporative: bool =
     plants even where the site allows them. The peak [kW per kW of heat] is the
     largest over the design condition and every climate bin with hours, so a design
     condition milder than the climate's hottest hours cannot undersize the plant.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    site : Site
+        The site (climate bins, design condition, facility water).
+    supply_c : float
+        Loop supply temperature to hold [degC].
+    evaporative : bool
+        Allow water-consuming (wet-bulb) plants where the site allows them.
+
+    Returns
+    -------
+    list of LoopPlant
+        Every feasible plant, best first (empty if none can hold ``supply_c``).
     """
     frees = _eligible(catalog, site, FREE_KINDS, evaporative)
     chillers = _eligible(catalog, site, CHILLER_KINDS, evaporative)
@@ -144,6 +160,22 @@ def loop_plant(catalog, site: Site, supply_c: float, evaporative: bool = True) -
     The first of :func:`loop_plant_options`: the lowest annual energy wins (then the
     lowest capex, then the ids).
 
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    site : Site
+        The site (climate bins, design condition, facility water).
+    supply_c : float
+        Loop supply temperature to hold [degC].
+    evaporative : bool
+        Allow water-consuming (wet-bulb) plants where the site allows them.
+
+    Returns
+    -------
+    LoopPlant
+        The chosen plant.
+
     Raises
     ------
     InputError
@@ -162,7 +194,22 @@ def loop_plant(catalog, site: Site, supply_c: float, evaporative: bool = True) -
 
 
 def cdu_count(liquid_heat_kw: float, capacity_kw: float, redundancy: int) -> int:
-    """CDUs for ``liquid_heat_kw`` [kW]: ``ceil(heat / capacity) + redundancy`` (0 if no heat)."""
+    """CDUs for ``liquid_heat_kw`` [kW]: ``ceil(heat / capacity) + redundancy`` (0 if no heat).
+
+    Parameters
+    ----------
+    liquid_heat_kw : float
+        Heat to the liquid loop [kW].
+    capacity_kw : float
+        Heat capacity of one CDU [kW].
+    redundancy : int
+        Spare units [count] (1 = N+1).
+
+    Returns
+    -------
+    int
+        CDUs including the spares [count].
+    """
     if liquid_heat_kw <= 0:
         return 0
     return int(math.ceil(liquid_heat_kw / capacity_kw - 1e-9)) + int(redundancy)
@@ -175,10 +222,12 @@ def choose_cdu(catalog, liquid_heat_kw: float, redundancy: int, supply_c: float,
 
     Parameters
     ----------
+    catalog : Catalog
+        The loaded catalogs.
     liquid_heat_kw : float
         Heat to liquid [kW].
     redundancy : int
-        Spare units (1 = N+1).
+        Spare units [count] (1 = N+1).
     supply_c : float
         Facility-water supply [degC] (site design or requested).
     tcs_max_c : float
@@ -336,6 +385,15 @@ def supply_water_range() -> tuple[float, float]:
 def check_supply_water(catalog, site: Site, supply_c: float) -> None:
     """Raise if ``supply_c`` [degC] is not a facility-water supply a loop can run at.
 
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    site : Site
+        The site (climate bins, design condition, facility water).
+    supply_c : float
+        Facility-water supply to check [degC].
+
     Raises
     ------
     InputError
@@ -356,6 +414,20 @@ def check_supply_water(catalog, site: Site, supply_c: float) -> None:
 
 def check_racks_fit(catalog, site: Site, rack_ids) -> list[Rack]:
     """Check every rack can be hosted at ``site``; return the racks.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    site : Site
+        The site (climate bins, design condition, facility water).
+    rack_ids : iterable of str
+        Rack ids (catalog ``racks``).
+
+    Returns
+    -------
+    list of Rack
+        The racks' catalog entries, in the order of ``rack_ids``.
 
     Raises
     ------
@@ -389,22 +461,25 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
     Parameters
     ----------
     catalog : Catalog
+        The loaded catalogs.
     site : Site
+        The site (climate bins, design condition, facility water).
     racks : dict
-        Rack id -> count.
+        Rack id -> count [racks]; each at its maximum IT power (``it_power_max_kw``).
     network_kw : float
         Network switch and optics power whose heat goes to the air side [kW].
     supply_water_c : float, optional
         Facility-water supply of the liquid loop [degC]; default the site's design
         value, lowered if a rack's coolant limit needs it.
     redundancy : int, optional
-        Spare CDUs (default N+1 from the assumptions file).
+        Spare CDUs [count] (default N+1 from the assumptions file).
     cdu_id : str, optional
         Force a CDU model.
 
     Returns
     -------
     CoolingResult
+        CDUs, plants, cooling electric power [kW], capex [USD] and water.
     """
     racks = {r: int(n) for r, n in racks.items() if n}
     if any(n < 0 for n in racks.values()):

@@ -136,6 +136,28 @@ def plant_blocks(load_kw: float, module_kw: float, topology: Topology,
     blocks, each with its own spares: ``b = ceil(working / (max_parallel - spare))``
     and ``ceil(load / needed / b / module) + spare`` modules per block, so one spare
     never stands for a hundred modules.
+
+    Parameters
+    ----------
+    load_kw : float
+        Load the plant carries [kW].
+    module_kw : float
+        Rating of one module or set [kW].
+    topology : Topology
+        Redundancy topology (systems, systems needed, spare modules per system).
+    max_parallel : int, optional
+        Most modules one paralleled bus may have [count] (None: no limit).
+
+    Returns
+    -------
+    (int, int)
+        Paralleled blocks per system [count] and modules per block, spares included
+        [count]; (0, 0) without load.
+
+    Raises
+    ------
+    InputError
+        If ``max_parallel`` cannot hold the topology's spares.
     """
     if load_kw <= 0:
         return 0, 0
@@ -160,6 +182,23 @@ def plant_modules(load_kw: float, module_kw: float, topology: Topology,
 
     See :func:`plant_blocks`; without a parallel limit ``ceil(load / needed / module) +
     spare_modules`` per system.
+
+    Parameters
+    ----------
+    load_kw : float
+        Load the plant carries [kW].
+    module_kw : float
+        Rating of one module or set [kW].
+    topology : Topology
+        Redundancy topology (systems, systems needed, spare modules per system).
+    max_parallel : int, optional
+        Most modules one paralleled bus may have [count] (None: no limit).
+
+    Returns
+    -------
+    (int, int)
+        Modules per system, spares included [count], and modules of all systems
+        [count].
     """
     blocks, per_block = plant_blocks(load_kw, module_kw, topology, max_parallel)
     per = blocks * per_block
@@ -230,7 +269,19 @@ class RedundancySizing:
         return out
 
     def usable_it_mw(self, grid_mw: float) -> float:
-        """IT load a grid connection of ``grid_mw`` [MW] can feed [MW]."""
+        """IT load a grid connection of ``grid_mw`` [MW] can feed [MW].
+
+        Parameters
+        ----------
+        grid_mw : float
+            Grid connection [MW].
+
+        Returns
+        -------
+        float
+            Rack IT load (network excluded) it can feed, with the site's design-day
+            overheads and the battery recharge on top [MW].
+        """
         return grid_mw * self.usable_it_frac
 
 

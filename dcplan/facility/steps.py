@@ -83,6 +83,11 @@ class FabricSteps:
     def counts(self, n: int) -> dict[str, int]:
         """Switches and links of ``n`` racks.
 
+        Parameters
+        ----------
+        n : int
+            Racks of this type on the fabric [racks].
+
         Returns
         -------
         dict
@@ -99,7 +104,18 @@ class FabricSteps:
                     spine_core=t.core_links)
 
     def leaves(self, n: int) -> int:
-        """Leaves of ``n`` racks [count]."""
+        """Leaves of ``n`` racks [count].
+
+        Parameters
+        ----------
+        n : int
+            Racks of this type on the fabric [racks].
+
+        Returns
+        -------
+        int
+            Leaf switches [count].
+        """
         return leaf_count(self._setup, n)
 
     def formula(self) -> str:
@@ -133,10 +149,14 @@ def fabric_steps(catalog, rack_id: str, oversubscription: float = DEFAULT_OVERSU
     Parameters
     ----------
     catalog : Catalog
+        The loaded catalogs.
     rack_id : str
+        Rack type (catalog ``racks``).
     oversubscription : float
-        Back-end leaf oversubscription (1 = non-blocking).
+        Back-end leaf oversubscription, leaf down- over uplink bandwidth [-] (1 =
+        non-blocking).
     switch_id, frontend_switch_id : str, optional
+        Force the back-end and front-end switch models.
 
     Returns
     -------
@@ -155,10 +175,18 @@ def fabric_steps(catalog, rack_id: str, oversubscription: float = DEFAULT_OVERSU
 def breakpoints(steps: FabricSteps, n_max: int) -> list[int]:
     """Rack counts ``n <= n_max`` at which a switch count steps up [racks].
 
+    Parameters
+    ----------
+    steps : FabricSteps
+        The fabric's step functions.
+    n_max : int
+        Largest rack count to scan [racks].
+
     Returns
     -------
     list of int
-        Each ``n`` whose leaf, spine or core count differs from that of ``n - 1``.
+        Each ``n`` whose leaf, spine or core count differs from that of ``n - 1``
+        [racks].
     """
     out, last = [], None
     for n in range(1, n_max + 1):
@@ -189,6 +217,8 @@ def spine_gaps(up_full: int, k_max: int) -> list[tuple[int, int]]:
     Returns
     -------
     list of (int, int)
+        Pairs ``(a_j, b_j)``: from a need of ``a_j`` spines on, at least ``b_j`` spines
+        [spines, spines].
     """
     from dcplan.facility.assumptions import value
 

@@ -43,12 +43,36 @@ EVAPORATIVE = (HeatRejectionKind.cooling_tower, HeatRejectionKind.chiller_water_
 
 
 def saturation_pressure_kpa(t_c: float) -> float:
-    """Saturation vapour pressure of water [kPa] at ``t_c`` [degC] (Magnus form)."""
+    """Saturation vapour pressure of water [kPa] at ``t_c`` [degC] (Magnus form).
+
+    Parameters
+    ----------
+    t_c : float
+        Temperature [degC].
+
+    Returns
+    -------
+    float
+        Saturation vapour pressure [kPa].
+    """
     return 0.61094 * math.exp(17.625 * t_c / (t_c + 243.04))
 
 
 def saturation_ratio(t_c: float, p_kpa: float = P_ATM) -> float:
-    """Humidity ratio of saturated air at ``t_c`` [degC] [kg water / kg dry air]."""
+    """Humidity ratio of saturated air at ``t_c`` [degC] [kg water / kg dry air].
+
+    Parameters
+    ----------
+    t_c : float
+        Temperature [degC].
+    p_kpa : float
+        Atmospheric pressure [kPa] (default sea level).
+
+    Returns
+    -------
+    float
+        Humidity ratio of saturated air [kg water / kg dry air].
+    """
     p = saturation_pressure_kpa(t_c)
     return 0.621945 * p / (p_kpa - p)
 
@@ -58,6 +82,18 @@ def humidity_ratio(dry_bulb_c: float, wet_bulb_c: float) -> float:
 
     The ASHRAE psychrometric relation for a wet bulb above freezing (used below it too,
     a small error on a small quantity).
+
+    Parameters
+    ----------
+    dry_bulb_c : float
+        Dry-bulb temperature [degC].
+    wet_bulb_c : float
+        Wet-bulb temperature [degC].
+
+    Returns
+    -------
+    float
+        Humidity ratio, at least 0 [kg water / kg dry air].
     """
     ws = saturation_ratio(wet_bulb_c)
     w = ((2501.0 - 2.326 * wet_bulb_c) * ws - 1.006 * (dry_bulb_c - wet_bulb_c)) / \
@@ -66,7 +102,20 @@ def humidity_ratio(dry_bulb_c: float, wet_bulb_c: float) -> float:
 
 
 def enthalpy(t_c: float, w: float) -> float:
-    """Moist-air enthalpy [kJ/kg dry air] at ``t_c`` [degC] and humidity ratio ``w``."""
+    """Moist-air enthalpy [kJ/kg dry air] at ``t_c`` [degC] and humidity ratio ``w``.
+
+    Parameters
+    ----------
+    t_c : float
+        Dry-bulb temperature [degC].
+    w : float
+        Humidity ratio [kg water / kg dry air].
+
+    Returns
+    -------
+    float
+        Moist-air enthalpy [kJ/kg dry air].
+    """
     return 1.006 * t_c + w * (2501.0 + 1.86 * t_c)
 
 
@@ -76,6 +125,22 @@ def tower_evaporation_l_per_kwh(dry_bulb_c: float, wet_bulb_c: float, water_out_
 
     Air enters at (``dry_bulb_c``, ``wet_bulb_c``) and leaves saturated at the mean
     water temperature ``water_out_c + range_k / 2`` [degC].
+
+    Parameters
+    ----------
+    dry_bulb_c : float
+        Dry bulb of the entering air [degC].
+    wet_bulb_c : float
+        Wet bulb of the entering air [degC].
+    water_out_c : float
+        Cold-water temperature leaving the tower [degC].
+    range_k : float
+        Tower range, hot minus cold water [K].
+
+    Returns
+    -------
+    float
+        Water evaporated per kWh of heat rejected [L/kWh].
     """
     t_ex = water_out_c + range_k / 2.0
     w_in = humidity_ratio(dry_bulb_c, wet_bulb_c)
@@ -90,7 +155,23 @@ def tower_evaporation_l_per_kwh(dry_bulb_c: float, wet_bulb_c: float, water_out_
 
 def makeup_l_per_kwh(evaporation: float, plant: HeatRejection, drift: bool = True
                      ) -> tuple[float, float, float]:
-    """(drift, blowdown, make-up) per kWh of heat [L/kWh] for ``evaporation`` [L/kWh]."""
+    """(drift, blowdown, make-up) per kWh of heat [L/kWh] for ``evaporation`` [L/kWh].
+
+    Parameters
+    ----------
+    evaporation : float
+        Evaporation per kWh of heat [L/kWh].
+    plant : HeatRejection
+        The plant (``drift_frac``, ``range_k``, ``cycles_of_concentration``).
+    drift : bool
+        Count drift (False for adiabatic pads).
+
+    Returns
+    -------
+    (float, float, float)
+        Drift, blowdown and make-up (evaporation + drift + blowdown) per kWh of heat
+        [L/kWh].
+    """
     d = 0.0
     if drift and plant.drift_frac:
         d = plant.drift_frac * 3600.0 / (CP_WATER * plant.range_k)
@@ -106,6 +187,7 @@ def plant_water_l_per_kwh(plant: HeatRejection, supply_c: float, dry_bulb_c: flo
     Parameters
     ----------
     plant : HeatRejection
+        The plant running in this condition.
     supply_c : float
         Loop supply the plant holds [degC].
     dry_bulb_c, wet_bulb_c : float
@@ -113,6 +195,11 @@ def plant_water_l_per_kwh(plant: HeatRejection, supply_c: float, dry_bulb_c: flo
     chiller_kw_per_kw : float
         Water-cooled chillers: compressor power per kW of heat [kW/kW]; the tower
         rejects heat plus compressor power.
+
+    Returns
+    -------
+    float
+        Make-up water per kWh of loop heat; 0 for plants that use none [L/kWh].
     """
     if plant.kind is HeatRejectionKind.cooling_tower:
         e = tower_evaporation_l_per_kwh(dry_bulb_c, wet_bulb_c, supply_c, plant.range_k)
@@ -167,6 +254,22 @@ def loop_water(catalog, site, plant: Any, heat_kw: float) -> LoopWater:
 
     In each climate bin the free-cooling plant runs where it can hold the supply, the
     chiller otherwise (the same rule as the cooling energy).
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    site : Site
+        The site (climate bins, design condition, facility water).
+    plant : LoopPlant
+        The loop's free-cooling plant and chiller.
+    heat_kw : float
+        Heat of the loop at full IT load (racks at their maximum IT power) [kW].
+
+    Returns
+    -------
+    LoopWater
+        Annual make-up [L/year], wet hours [h] and litres by plant.
     """
     out = LoopWater(plant.supply_c, heat_kw)
     if heat_kw <= 0:

@@ -55,7 +55,19 @@ class BenchmarkLengths:
     phase_rows: tuple = ()
 
     def for_phase_model(self, model: str) -> LengthDist:
-        """Distribution of ``model``'s dataset (fixed when not listed)."""
+        """Distribution of ``model``'s dataset (fixed when not listed).
+
+        Parameters
+        ----------
+        model : str
+            Model id of the catalog.
+
+        Returns
+        -------
+        LengthDist
+            Distribution of its dataset's request lengths (input and output tokens)
+            around their mean.
+        """
         return dict(self.phase_rows).get(model, FIXED)
 
     @property
@@ -65,7 +77,18 @@ class BenchmarkLengths:
 
 
 def load_benchmark_lengths(path) -> BenchmarkLengths:
-    """Read :data:`LENGTHS_FILE` (all fixed when ``path`` does not exist)."""
+    """Read :data:`LENGTHS_FILE` (all fixed when ``path`` does not exist).
+
+    Parameters
+    ----------
+    path : Path or str
+        The ``length_distributions.yaml`` file of the measurements folder.
+
+    Returns
+    -------
+    BenchmarkLengths
+        The serving rows' and each MLPerf model's request-length distributions.
+    """
     p = Path(path)
     if not p.exists():
         return BenchmarkLengths()
@@ -145,6 +168,11 @@ def load_power_systems(path) -> dict[str, dict]:
     the line): a missing or non-positive number, a PSU efficiency outside (0, 1], a run
     whose wall power under load is not above its pre-load wall power (no GPU share), a
     99th percentile below the mean, an unknown field, a missing ``source``.
+
+    Parameters
+    ----------
+    path : Path or str
+        The MLPerf power systems file of the measurements folder.
 
     Returns
     -------

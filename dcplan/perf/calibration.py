@@ -198,6 +198,16 @@ class RowResult:
         ``power`` is the power at the row's measured throughput (see
         :mod:`dcplan.perf.predict`); ``power_model_point`` the power at the model's own
         operating point.
+
+        Parameters
+        ----------
+        what : str
+            ``throughput``, ``tpot``, ``ttft``, ``power`` or ``power_model_point``.
+
+        Returns
+        -------
+        float or None
+            (predicted - measured) / measured [%]; None without both figures.
         """
         m, p = self.m, self.pred
         pairs = {
@@ -331,6 +341,19 @@ class Predictor:
 
         ``row_params`` fields have shape ``(K, n_rows)``; ``physics`` fields scalars or
         ``(K,)``. A value the model cannot predict (flagged) gives a large residual.
+
+        Parameters
+        ----------
+        row_params : HardwareParams
+            Hardware parameters per row; fields of shape ``(K, n_rows)`` (``K`` parameter
+            sets) or ``(n_rows,)``.
+        physics : PhysicsParams
+            Physics parameters; fields scalars or ``(K,)``.
+
+        Returns
+        -------
+        ndarray
+            Weighted ``ln(predicted / measured)`` per parameter set and residual entry [-].
         """
         rp = {f: np.atleast_2d(np.asarray(getattr(row_params, f), float))
               for f in HW_PARAM_NAMES}
@@ -361,7 +384,20 @@ class Predictor:
 
     def predictions(self, row_params: HardwareParams, physics: PhysicsParams
                     ) -> list[RowPrediction]:
-        """One :class:`RowPrediction` per row, in row order (``row_params``: ``(n,)``)."""
+        """One :class:`RowPrediction` per row, in row order (``row_params``: ``(n,)``).
+
+        Parameters
+        ----------
+        row_params : HardwareParams
+            Hardware parameters per row, fields of shape ``(n_rows,)``.
+        physics : PhysicsParams
+            Physics parameters.
+
+        Returns
+        -------
+        list of RowPrediction
+            In row order.
+        """
         from dcplan.perf.predict import predict_phase
 
         rp = {f: np.asarray(getattr(row_params, f), float) for f in HW_PARAM_NAMES}
@@ -384,7 +420,24 @@ def _accelerator(catalog: Catalog, accelerator_id: str):
 
 def run_params(rows: Sequence, catalog: Catalog, defaults: PerfDefaults,
                calibration: Calibration | None | bool) -> HardwareParams:
-    """Per-row parameters (arrays over ``rows``) at each row's engine and run date."""
+    """Per-row parameters (arrays over ``rows``) at each row's engine and run date.
+
+    Parameters
+    ----------
+    rows : sequence of Measurement or ServingMeasurement
+        Measurement rows (phase-level and/or serving).
+    catalog : Catalog
+        With every model and accelerator the rows name.
+    defaults : PerfDefaults
+        The a-priori parameters.
+    calibration : Calibration or None or bool
+        Fitted parameters; None or False: the defaults.
+
+    Returns
+    -------
+    HardwareParams
+        Each field an array over ``rows``, in row order.
+    """
     per = []
     for m in rows:
         acc = _accelerator(catalog, m.hardware)
@@ -404,7 +457,24 @@ def evaluate_rows(rows: Iterable, catalog: Catalog, defaults: PerfDefaults,
 
     With a calibration, each row is predicted at its accelerator's calibrated values
     moved to the row's own engine and run date (:meth:`Calibration.apply_run`).
-    ``benchmarks``: what the rows' benchmarks ran (:class:`Predictor`).
+
+    Parameters
+    ----------
+    rows : iterable of Measurement or ServingMeasurement
+        Measurement rows.
+    catalog : Catalog
+        With every model and accelerator the rows name.
+    defaults : PerfDefaults
+        The a-priori parameters.
+    calibration : Calibration, optional
+        Fitted parameters (None: the defaults).
+    benchmarks : Benchmarks
+        What the rows' benchmarks ran (:class:`Predictor`).
+
+    Returns
+    -------
+    list of RowResult
+        Measured and predicted figures, in row order.
     """
     rows = list(rows)
     pr = Predictor(rows, catalog, defaults, benchmarks=benchmarks)
@@ -431,6 +501,17 @@ def repeat_ratios(results: Sequence[RowResult]) -> list[tuple[int, float] | None
     None), and only where the files hold at least :data:`REPEAT_MIN_RUNS` runs of the
     same configuration (every column of the serving schema but the measured ones, the
     date and the source).
+
+    Parameters
+    ----------
+    results : sequence of RowResult
+        Predicted rows.
+
+    Returns
+    -------
+    list of (int, float) or None
+        Per row: runs of its configuration [count] and measured output throughput over
+        their median [-]; None where not compared.
     """
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(results):
@@ -454,6 +535,18 @@ def report(results: list[RowResult]) -> dict[str, Any]:
     their configuration's median run (:func:`repeat_ratios`), and
     ``throughput_without_low_repeats``: the throughput errors of the other rows. Both
     are information on the data; the fit and the main figures keep every row.
+
+    Parameters
+    ----------
+    results : list of RowResult
+        Predicted rows.
+
+    Returns
+    -------
+    dict
+        ``throughput``, ``tpot``, ``ttft``, ``power`` -> :func:`summary` of the absolute
+        errors [%]; ``flagged``, ``low_repeats`` [rows]; ``throughput_without_low_repeats``
+        [%].
     """
     ratios = repeat_ratios(results)
     low = [i for i, q in enumerate(ratios) if q is not None and q[1] < REPEAT_LOW_FRAC]
@@ -515,7 +608,18 @@ WIDE_INSTANCE_GPUS = 8
 
 
 def instance_gpus(m) -> int:
-    """GPUs of the largest model instance of a measurement row [-]."""
+    """GPUs of the largest model instance of a measurement row [-].
+
+    Parameters
+    ----------
+    m : Measurement or ServingMeasurement
+        A measurement row.
+
+    Returns
+    -------
+    int
+        GPUs of the largest instance [GPUs].
+    """
     if m.kind == "phase":
         return int(m.gpus)
     return int(max(m.prefill_tp or 1, m.prefill_ep or 1, m.decode_tp or 1, m.decode_ep or 1))
@@ -532,6 +636,20 @@ def balance_weights(rows: Sequence, catalog: Catalog,
     ``w^2 = N / (G W_f) n_h^-b`` for a row of family ``f`` (``G`` families, ``N`` rows)
     in a group with ``n_h`` rows of that family, ``W_f = sum_h n_h^(1-b)`` (so each
     family's squared weights sum to ``N / G``). Residuals are squared, hence the root.
+
+    Parameters
+    ----------
+    rows : sequence of Measurement or ServingMeasurement
+        Measurement rows (phase-level and/or serving).
+    catalog : Catalog
+        With every model the rows name (dense or MoE).
+    hardware_balance : float
+        Row-balance exponent ``b`` [-].
+
+    Returns
+    -------
+    ndarray
+        Row weights ``w`` (residual multipliers) [-], in row order.
     """
     fam = ["moe" if catalog.get("models", m.model).is_moe else "dense" for m in rows]
     grp = [(m.hardware, instance_gpus(m) > WIDE_INSTANCE_GPUS) for m in rows]
@@ -877,6 +995,7 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     Parameters
     ----------
     rows : list of Measurement or ServingMeasurement
+        Measurement rows (phase-level and/or serving).
     catalog : Catalog
         With every model and accelerator the rows name.
     defaults : PerfDefaults
@@ -887,14 +1006,16 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     prior_weight : float
         Weight of the pull of the pooled and physics values towards the defaults [per
         unit of ln parameter]; 0 fits the data alone.
-    per_hardware, per_vendor : bool
-        Fit accelerator-level (and power) / vendor-level offsets.
+    per_hardware : bool
+        Fit accelerator-level offsets (and power).
     max_nfev : int
-        Function evaluations of the fit.
+        Function evaluations of the fit [count].
+    per_vendor : bool
+        Fit vendor-level offsets.
     level_prior : dict, optional
         Weights of the levels' pulls towards zero (default :data:`LEVEL_PRIOR`).
     hardware_balance : float
-        Row-balance exponent (:func:`balance_weights`).
+        Row-balance exponent (:func:`balance_weights`) [-].
     benchmarks : Benchmarks
         What the rows' benchmarks ran (:class:`Predictor`).
 
@@ -923,6 +1044,12 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
 
     Parameters
     ----------
+    rows : list of Measurement or ServingMeasurement
+        Measurement rows.
+    catalog : Catalog
+        With every model and accelerator the rows name.
+    defaults : PerfDefaults
+        The a-priori parameters.
     key : callable, optional
         Row -> group (default: each row its own group). ``lambda m: m.hardware`` is
         leave-one-hardware-out: the held-out accelerator's rows touch no level, engine
@@ -930,6 +1057,8 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
         fitted), else its vendor's, else the pooled ones.
     per_hardware : bool
         Fit accelerator-level offsets of the accelerators in each fold.
+    max_nfev : int
+        Function evaluations of each fold's fit [count].
     benchmarks : Benchmarks
         What the rows' benchmarks ran (:class:`Predictor`).
     **fit

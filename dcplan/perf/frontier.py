@@ -98,7 +98,20 @@ class Frontier:
 
 
 def pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the points not dominated in (larger x, larger y), by rising x."""
+    """Indices of the points not dominated in (larger x, larger y), by rising x.
+
+    Parameters
+    ----------
+    x : ndarray
+        First objective, larger is better [any unit].
+    y : ndarray
+        Second objective, larger is better [any unit].
+
+    Returns
+    -------
+    ndarray
+        Indices of the non-dominated points [index from 0], by rising ``x``.
+    """
     order = np.lexsort((-y, -x))            # x descending, then y descending
     keep, best = [], -np.inf
     for i in order:
@@ -119,16 +132,32 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
 
     Parameters
     ----------
+    catalog : Catalog
+        Loaded catalog (racks, accelerators, models).
+    rack_id : str
+        Rack id.
+    model_id : str
+        Model id.
     input_tokens, output_tokens : float
         Mean prompt (input) and generated (output) tokens per request [tokens].
+    precision : str, optional
+        Serving precision (default: fp8).
+    speculative : {"none", "mtp", "draft"}
+        Speculative decoding.
+    acceptance_frac : float, optional
+        Per-token acceptance of drafted tokens [-] (None: the physics default).
     ttft_s : float, optional
         TTFT limit at ``percentile`` every point must meet [s]. None: every point's
         median TTFT is at most ``serving.frontier_ttft_share_max_frac`` of its median
         end-to-end latency (perf_defaults.yaml).
-    lengths : LengthDist, optional
-        Distribution of input and output tokens around their means (None: fixed).
+    percentile : float
+        Percentile of the TTFT limit [%].
     modes : tuple
         ``aggregated`` and/or ``disaggregated``.
+    layout : Layout, optional
+        Fix the parallel layout (``--tp/--ep/--dp-attention``); None: every layout.
+    lengths : LengthDist, optional
+        Distribution of input and output tokens around their means (None: fixed).
     defaults : PerfDefaults
         The model's a-priori parameters (:func:`dcplan.perf.params.load_perf_inputs`).
     calibration : Calibration or None
@@ -310,6 +339,13 @@ def plot_frontier(fr: Frontier, path: Path | str) -> None:
 
     The frontier is split into runs of one configuration; each run is numbered on
     the plot and named in a key below it.
+
+    Parameters
+    ----------
+    fr : Frontier
+        The frontier (points in output tokens/s per GPU and per user [tokens/s]).
+    path : Path or str
+        The PNG file to write.
     """
     import matplotlib
 

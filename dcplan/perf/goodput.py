@@ -291,6 +291,31 @@ def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Wor
 
     ``defaults`` and ``calibration`` (None: the a-priori defaults) as
     :func:`dcplan.perf.params.load_perf_inputs` or a :class:`~dcplan.case.Case` give them.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        Loaded catalog (racks, accelerators, models, workloads).
+    rack_id : str
+        Rack id.
+    model_id : str or None
+        Model id; None: the workload's own model.
+    workload : str or Workload
+        Workload id, or a workload object.
+    precision : {"bf16", "fp8", "fp4"}, optional
+        Serving precision (default: the workload's).
+    defaults : PerfDefaults
+        The model's a-priori parameters (``Case.perf_defaults``, or
+        :func:`dcplan.perf.params.load_perf_inputs`).
+    calibration : Calibration or None
+        Fitted parameters (``Case.perf_calibration``); None: the a-priori defaults.
+
+    Returns
+    -------
+    Setup
+        Rack, accelerator, model, workload, precision, parameters, model shape and the
+        accelerator in base units (None when it has no dense throughput at the
+        precision).
     """
     rack = catalog.get("racks", rack_id)
     wl = workload if isinstance(workload, Workload) else catalog.get("workloads", workload)
@@ -320,8 +345,19 @@ def candidate_layouts(rack: Rack, model: LLM, serving: ServingParams,
 
     Parameters
     ----------
+    rack : Rack
+        The rack (scale-up domain).
+    model : LLM
+        The model (attention heads, experts).
+    serving : ServingParams
+        Serving parameters (``tensor_parallel_sizes``).
     fixed : Layout, optional
         Only this layout (``--tp/--ep/--dp-attention``).
+
+    Returns
+    -------
+    list of Parallel
+        The layouts.
     """
     d = rack.scaleup_domain
     if fixed is not None:
@@ -379,7 +415,18 @@ def _layout_batch_grid(bmax: np.ndarray) -> np.ndarray:
 
 
 def workload_lengths(wl: Workload) -> LengthDist:
-    """Length distribution a workload is evaluated with (fixed when it gives none)."""
+    """Length distribution a workload is evaluated with (fixed when it gives none).
+
+    Parameters
+    ----------
+    wl : Workload
+        The workload.
+
+    Returns
+    -------
+    LengthDist
+        Its input and output length distribution [tokens], or the fixed one.
+    """
     return wl.length_distribution or FIXED
 
 
@@ -643,6 +690,22 @@ def take_point(pt: Point, shape: tuple, li: np.ndarray, bi: np.ndarray | None) -
 
     Every array field is broadcast to ``shape`` and indexed; the prompt-length nodes
     are indexed each; node weights, output-length nodes and the parts dict stay whole.
+
+    Parameters
+    ----------
+    pt : Point
+        Operating points over layouts x batches (or 1-D).
+    shape : tuple
+        Shape the array fields are broadcast to [count per axis].
+    li : ndarray
+        Layout indices [index from 0] (1-D ``pt``: point indices).
+    bi : ndarray or None
+        Batch indices [index from 0]; None when ``pt`` is 1-D.
+
+    Returns
+    -------
+    Point
+        The selected points.
     """
     def one(v):
         if not np.ndim(v):
@@ -967,6 +1030,20 @@ def slot_wait_quantile(slot_p, slot_tail_s, percentile) -> np.ndarray:
 
     0 where fewer than ``1 - percentile`` of the requests wait, else
     ``tail ln(p_wait / q)`` (:func:`dcplan.perf.latency.slot_wait`); inf at saturation.
+
+    Parameters
+    ----------
+    slot_p : float or array
+        Probability of waiting for a slot [-].
+    slot_tail_s : float or array
+        Mean wait given a wait [s].
+    percentile : float
+        Percentile [%].
+
+    Returns
+    -------
+    ndarray
+        Slot wait at the percentile [s].
     """
     q = 1.0 - float(percentile) / 100.0
     sp = np.asarray(slot_p, float)
@@ -983,7 +1060,21 @@ _CACHE_MAX = 20_000
 
 
 def evaluate(su: Setup, layout: Layout | None = None) -> RackPerf:
-    """Operating point of a resolved :class:`Setup` (no caching)."""
+    """Operating point of a resolved :class:`Setup` (no caching).
+
+    Parameters
+    ----------
+    su : Setup
+        The resolved setup (:func:`build_setup`).
+    layout : Layout, optional
+        Fix the parallel layout (``--tp/--ep/--dp-attention``); None: search.
+
+    Returns
+    -------
+    RackPerf
+        The best operating point that meets the workload's SLO, or ``fits=False`` with a
+        reason.
+    """
     layouts = candidate_layouts(su.rack, su.model, su.serving, layout)
     if su.hw is not None:
         layouts = [p for p in layouts if float(weight_bytes_per_gpu(p, su.shape))
@@ -1003,6 +1094,36 @@ def workload_performance(catalog, rack_id: str, model_id: str | None, workload: 
     """Return :func:`rack_performance` for a :class:`Workload` object.
 
     The workload need not be in the catalog; ``layout`` fixes the parallel layout.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        Loaded catalog (racks, accelerators, models, workloads).
+    rack_id : str
+        Rack id.
+    model_id : str or None
+        Model id; None: the workload's own model.
+    workload : Workload
+        The workload (need not be in the catalog).
+    precision : {"bf16", "fp8", "fp4"}, optional
+        Serving precision (default: the workload's).
+    layout : Layout, optional
+        Fix the parallel layout (``--tp/--ep/--dp-attention``); None: search.
+    defaults : PerfDefaults
+        The model's a-priori parameters (``Case.perf_defaults``, or
+        :func:`dcplan.perf.params.load_perf_inputs`).
+    calibration : Calibration or None
+        Fitted parameters (``Case.perf_calibration``); None: the a-priori defaults.
+
+    Returns
+    -------
+    RackPerf
+        As :func:`rack_performance` (memoised).
+
+    Raises
+    ------
+    InputError
+        Unknown ids, or a ``layout`` the rack cannot deploy.
     """
     cal = calibration
     rack = catalog.get("racks", rack_id)
@@ -1028,7 +1149,20 @@ def workload_performance(catalog, rack_id: str, model_id: str | None, workload: 
 
 
 def check_layout(su: Setup, layout: Layout) -> str:
-    """Why ``layout`` cannot be deployed on the rack ('' if it can)."""
+    """Why ``layout`` cannot be deployed on the rack ('' if it can).
+
+    Parameters
+    ----------
+    su : Setup
+        The resolved setup.
+    layout : Layout
+        The requested layout.
+
+    Returns
+    -------
+    str
+        The reason, '' when the layout can be deployed.
+    """
     if layout.tp < 1 or layout.ep < 1:
         return "--tp and --ep must be at least 1"
     par = layout.parallel()
@@ -1096,6 +1230,26 @@ def batch_sweep(catalog, rack_id: str, model_id: str | None, workload: str | Wor
                 defaults: PerfDefaults, calibration: Calibration | None
                 ) -> list[dict[str, Any]]:
     """Throughput/latency curve over batch at the chosen layout (aggregated serving).
+
+    Parameters
+    ----------
+    catalog : Catalog
+        Loaded catalog (racks, accelerators, models, workloads).
+    rack_id : str
+        Rack id.
+    model_id : str or None
+        Model id; None: the workload's own model.
+    workload : str or Workload
+        Workload id, or a workload object (aggregated serving).
+    precision : {"bf16", "fp8", "fp4"}, optional
+        Serving precision (default: the workload's).
+    layout : Layout, optional
+        Fix the parallel layout (``--tp/--ep/--dp-attention``); None: search.
+    defaults : PerfDefaults
+        The model's a-priori parameters (``Case.perf_defaults``, or
+        :func:`dcplan.perf.params.load_perf_inputs`).
+    calibration : Calibration or None
+        Fitted parameters (``Case.perf_calibration``); None: the a-priori defaults.
 
     Returns
     -------

@@ -369,6 +369,16 @@ def aiperf_export_files(path: Path | str) -> list[Path]:
 
     The file itself, or every ``profile_export_aiperf.json`` under a folder (sorted).
 
+    Parameters
+    ----------
+    path : Path or str
+        An export file, or a folder of AIPerf artifacts.
+
+    Returns
+    -------
+    list of Path
+        The export files.
+
     Raises
     ------
     InputError
@@ -830,12 +840,35 @@ def serving_csv_lines(rows: Iterable[Mapping[str, Any]]) -> list[list[str]]:
     """Cells of ``rows`` in :data:`SERVING_COLUMNS` order, formatted for CSV.
 
     Booleans as ``true``/``false``, unknown as empty, floats rounded to 4 decimals.
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Rows with keys :data:`SERVING_COLUMNS` (units in the column names).
+
+    Returns
+    -------
+    list of list of str
+        One list of cells per row.
     """
     return [[_cell(r.get(c)) for c in SERVING_COLUMNS] for r in rows]
 
 
 def format_serving_csv(rows: Iterable[Mapping[str, Any]], header: bool = True) -> str:
-    """``rows`` as serving-schema CSV text (with the header line unless ``header=False``)."""
+    """``rows`` as serving-schema CSV text (with the header line unless ``header=False``).
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Rows with keys :data:`SERVING_COLUMNS` (units in the column names).
+    header : bool
+        Start with the header line.
+
+    Returns
+    -------
+    str
+        The CSV text.
+    """
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     if header:
@@ -861,7 +894,7 @@ def write_serving_csv(rows: Iterable[Mapping[str, Any]], path: Path | str,
     Returns
     -------
     (int, int)
-        Rows written, and rows skipped because the file already held them.
+        Rows written, and rows skipped because the file already held them [rows].
 
     Raises
     ------

@@ -47,7 +47,7 @@ def wait_tail_mean(rho, service_s, arrival_cv2, service_cv2) -> np.ndarray:
     Parameters
     ----------
     rho : float or array
-        Utilisation of the prefill server [0..1).
+        Utilisation of the prefill server, below 1 [-].
     service_s : float or array
         Service time of one request [s].
     arrival_cv2, service_cv2 : float or array
@@ -71,7 +71,7 @@ def wait_mean(rho, service_s, arrival_cv2, service_cv2) -> np.ndarray:
     Parameters
     ----------
     rho : float or array
-        Utilisation of the prefill server [0..1).
+        Utilisation of the prefill server, below 1 [-].
     service_s : float or array
         Service time of one request [s].
     arrival_cv2, service_cv2 : float or array
@@ -92,7 +92,7 @@ def wait_quantile(rho, service_s, arrival_cv2, service_cv2, percentile) -> np.nd
     Parameters
     ----------
     rho : float or array
-        Utilisation of the prefill server [0..1).
+        Utilisation of the prefill server, below 1 [-].
     service_s : float or array
         Service time of one request [s].
     arrival_cv2, service_cv2 : float
@@ -279,7 +279,7 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
     service_w : sequence of float
         Weights of the nodes, summing to 1 [-].
     rho : array
-        Utilisation of the prefill queue [0..1).
+        Utilisation of the prefill queue, below 1 [-].
     tail_mean_s : array
         Mean wait given that a request waits (:func:`wait_tail_mean`) [s].
     percentile : float

@@ -258,6 +258,18 @@ class ServingMeasurement:
 def with_models(catalog: Catalog, models_file: Path | str | None) -> Catalog:
     """Return ``catalog`` with the model shapes of ``models_file`` added (they win on clashes).
 
+    Parameters
+    ----------
+    catalog : Catalog
+        The catalog.
+    models_file : Path or str or None
+        A ``models`` catalog file (None or '': ``catalog`` unchanged).
+
+    Returns
+    -------
+    Catalog
+        The catalog with the file's models.
+
     Raises
     ------
     InputError
@@ -291,6 +303,18 @@ def scaleup_domain(catalog: Catalog, accelerator_id: str) -> int | None:
 
     Its own ``scaleup_domain``, else the largest domain of the catalog's racks with it,
     else None.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        Accelerators and racks.
+    accelerator_id : str
+        Accelerator id.
+
+    Returns
+    -------
+    int or None
+        GPUs of the scale-up domain [GPUs]; None when unknown.
     """
     acc = catalog.entries.get("accelerators", {}).get(accelerator_id)
     if acc is not None and getattr(acc, "scaleup_domain", None):
@@ -305,6 +329,18 @@ def spans_scaleup(m, catalog: Catalog) -> bool:
 
     Phase rows: ``gpus`` (one TP group); serving rows: decode and prefill TP and EP.
     Such a group's collectives cross the scale-out network.
+
+    Parameters
+    ----------
+    m : Measurement or ServingMeasurement
+        A measurement row.
+    catalog : Catalog
+        Accelerators and racks (the scale-up domain).
+
+    Returns
+    -------
+    bool
+        True where a group is larger than the scale-up domain.
     """
     domain = scaleup_domain(catalog, m.hardware) or 8
     if m.kind == "phase":
@@ -350,7 +386,18 @@ def _read_rows(path: Path | str) -> tuple[str, list[str], list[tuple[int, list[s
 
 
 def measurement_kind(header: list[str]) -> str:
-    """``phase`` or ``serving`` from a header (``serving`` has ``concurrency``)."""
+    """``phase`` or ``serving`` from a header (``serving`` has ``concurrency``).
+
+    Parameters
+    ----------
+    header : list of str
+        Column names of the CSV file.
+
+    Returns
+    -------
+    str
+        ``phase`` or ``serving``.
+    """
     if "concurrency" in header or "output_tokens_per_s_per_gpu" in header:
         return "serving"
     return "phase"
@@ -397,6 +444,27 @@ def load_measurement_files(paths, catalog: Catalog, with_file: bool = False,
     In file order, each file's rows in its order; ``with_file``: ``(path shown, row)``
     pairs (row numbers restart in each file). ``skipped``: see
     :func:`load_measurements` (bad rows left out and named there).
+
+    Parameters
+    ----------
+    paths : iterable of Path or str
+        Measurement CSV files.
+    catalog : Catalog
+        Accelerators, racks and models the rows refer to.
+    with_file : bool
+        Return ``(path shown, row)`` pairs.
+    skipped : list of Problem, optional
+        See :func:`load_measurements`.
+
+    Returns
+    -------
+    list
+        Rows (or ``(path, row)`` pairs), in file order.
+
+    Raises
+    ------
+    InputError
+        Every problem of every file.
     """
     out: list = []
     problems: list[Problem] = []
@@ -420,6 +488,15 @@ def check_serving_cells(shown: str, lines: list[list[str]], catalog: Catalog) ->
 
     The rules of :func:`load_measurements` (ids, numbers, configurations, context,
     dates), so an importer never writes a row that ``perf validate`` then refuses.
+
+    Parameters
+    ----------
+    shown : str
+        File name to show in problems.
+    lines : list of list of str
+        Rows of CSV cells, the header first.
+    catalog : Catalog
+        Accelerators, racks and models the rows refer to.
 
     Raises
     ------
@@ -820,12 +897,37 @@ def _check_serving_config(rec: dict, v: dict, flags: dict, spec: str, catalog: C
 
 
 def pct_error(predicted: float, measured: float) -> float:
-    """Signed percentage error ``(predicted - measured) / measured * 100`` [%]."""
+    """Signed percentage error ``(predicted - measured) / measured * 100`` [%].
+
+    Parameters
+    ----------
+    predicted : float
+        Predicted value [unit of ``measured``].
+    measured : float
+        Measured value [any unit, not 0].
+
+    Returns
+    -------
+    float
+        Signed error [%].
+    """
     return (predicted - measured) / measured * 100.0
 
 
 def summary(errors: list[float]) -> dict[str, float | None]:
-    """Median, 90th percentile and max absolute percentage error (None when empty)."""
+    """Median, 90th percentile and max absolute percentage error (None when empty).
+
+    Parameters
+    ----------
+    errors : list of float
+        Signed errors [%]; None and non-finite entries are left out.
+
+    Returns
+    -------
+    dict
+        ``median_abs_pct``, ``p90_abs_pct``, ``max_abs_pct`` [%] (None when empty) and
+        ``rows`` [count].
+    """
     errors = [e for e in errors if e is not None and np.isfinite(e)]
     if not errors:
         return {"median_abs_pct": None, "p90_abs_pct": None, "max_abs_pct": None, "rows": 0}
@@ -846,13 +948,31 @@ SUPPORT_FILES = {
 
 
 def is_support_file(path: Path | str) -> bool:
-    """Whether ``path`` is one of :data:`SUPPORT_FILES` (by its name)."""
+    """Whether ``path`` is one of :data:`SUPPORT_FILES` (by its name).
+
+    Parameters
+    ----------
+    path : Path or str
+        A file.
+
+    Returns
+    -------
+    bool
+        True for a support file's name.
+    """
     return Path(path).name in SUPPORT_FILES
 
 
 def check_support_file(path: Path | str, catalog: Catalog | None = None
                        ) -> tuple[str, list[Problem]]:
     """Validate a file of :data:`SUPPORT_FILES` through the loader that reads it.
+
+    Parameters
+    ----------
+    path : Path or str
+        A file of :data:`SUPPORT_FILES`.
+    catalog : Catalog, optional
+        To check model ids where the file names them.
 
     Returns
     -------
@@ -889,6 +1009,18 @@ def check_benchmark_lengths(path: Path | str, catalog: Catalog | None = None
     misspelt ``phase_rows`` would otherwise drop every MLPerf distribution silently) and,
     given ``catalog``, that every ``phase_rows`` key is a known model. Then the file is
     read by :func:`dcplan.perf.benchmarks.load_benchmark_lengths`, the loader the model uses.
+
+    Parameters
+    ----------
+    path : Path or str
+        The ``length_distributions.yaml`` file.
+    catalog : Catalog, optional
+        To check that every ``phase_rows`` key is a known model.
+
+    Returns
+    -------
+    list of Problem
+        Every problem found.
     """
     from dcplan.lengths import length_dist
     from dcplan.yamlio import KEY_LINES, META_KEYS, read_yaml

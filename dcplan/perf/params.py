@@ -94,6 +94,16 @@ class ParamSpec:
 def read_parameter_table(path: Path | str = PARAMETERS_FILE) -> tuple[ParamSpec, ...]:
     """Read the parameter table (:data:`PARAMETERS_FILE`).
 
+    Parameters
+    ----------
+    path : Path or str
+        The table (default: the shipped ``parameters.csv``).
+
+    Returns
+    -------
+    tuple of ParamSpec
+        One per row: name, level, unit, bounds, where its default is, description.
+
     Raises
     ------
     ValueError
@@ -231,15 +241,48 @@ class ServingParams:
     frontier_ttft_share_max_frac: float
 
     def kv_bytes(self, precision: str) -> float:
-        """Bytes per KV-cache element when serving at ``precision`` [bytes]."""
+        """Bytes per KV-cache element when serving at ``precision`` [bytes].
+
+        Parameters
+        ----------
+        precision : str
+            Serving precision (``bf16``, ``fp8``, ``fp4``).
+
+        Returns
+        -------
+        float
+            Bytes per KV-cache element [bytes].
+        """
         return dict(self.kv_bytes_per_element)[precision]
 
     def attention_prec(self, precision: str) -> str:
-        """Precision the attention arithmetic runs at when serving at ``precision``."""
+        """Precision the attention arithmetic runs at when serving at ``precision``.
+
+        Parameters
+        ----------
+        precision : str
+            Serving precision (``bf16``, ``fp8``, ``fp4``).
+
+        Returns
+        -------
+        str
+            The attention precision.
+        """
         return dict(self.attention_precision)[precision]
 
     def non_expert_prec(self, precision: str) -> str:
-        """Precision of an MoE model's non-expert weights at serving ``precision``."""
+        """Precision of an MoE model's non-expert weights at serving ``precision``.
+
+        Parameters
+        ----------
+        precision : str
+            Serving precision (``bf16``, ``fp8``, ``fp4``).
+
+        Returns
+        -------
+        str
+            The non-expert weights' precision.
+        """
         return dict(self.moe_non_expert_precision)[precision]
 
 
@@ -269,6 +312,16 @@ def year_fraction(date: str) -> float | None:
     """Calendar date ``YYYY-MM[-DD]`` as a fractional year (2026-07-02 -> ~2026.5).
 
     None for an empty or malformed date.
+
+    Parameters
+    ----------
+    date : str
+        ``YYYY-MM`` (the 15th is taken) or ``YYYY-MM-DD``.
+
+    Returns
+    -------
+    float or None
+        The date as a fractional year [year].
     """
     text = (date or "").strip()
     try:
@@ -301,7 +354,18 @@ class SoftwareSpec:
     reference_date: str = ""
 
     def engine_of(self, framework: str) -> str:
-        """The engine ``framework`` runs on (itself when not mapped)."""
+        """The engine ``framework`` runs on (itself when not mapped).
+
+        Parameters
+        ----------
+        framework : str
+            Measurement ``framework``.
+
+        Returns
+        -------
+        str
+            The engine.
+        """
         return dict(self.base_engine).get(framework, framework)
 
 
@@ -350,7 +414,18 @@ class SoftwareFit:
     earliest_date: str = ""
 
     def offset(self, framework: str) -> dict[str, float]:
-        """Knob -> log offset of ``framework`` (its engine's when it has none; 0 unknown)."""
+        """Knob -> log offset of ``framework`` (its engine's when it has none; 0 unknown).
+
+        Parameters
+        ----------
+        framework : str
+            Measurement ``framework`` or engine.
+
+        Returns
+        -------
+        dict
+            Knob -> log offset [ln].
+        """
         eng = dict(self.engines)
         if framework in eng:
             return dict(eng[framework])
@@ -358,7 +433,18 @@ class SoftwareFit:
         return dict(eng.get(base, ()))
 
     def planning(self, vendor: str | None) -> str:
-        """The engine the planner's values of ``vendor`` assume."""
+        """The engine the planner's values of ``vendor`` assume.
+
+        Parameters
+        ----------
+        vendor : str or None
+            Accelerator vendor (None: the ``default`` engine).
+
+        Returns
+        -------
+        str
+            The engine ('' when none is recorded).
+        """
         plan = dict(self.planning_engine)
         return plan.get(vendor or "", plan.get("default", ""))
 
@@ -367,6 +453,22 @@ class SoftwareFit:
         """Parameter -> log factor that moves the planning values to ``framework`` at ``date``.
 
         ``spans``: the run's TP or EP group spans scale-up domains (adds ``cross_domain``).
+
+        Parameters
+        ----------
+        vendor : str or None
+            Accelerator vendor (picks the planning engine).
+        framework : str
+            The run's ``framework`` ('' : the pooled engine).
+        date : str
+            The run's date [YYYY-MM[-DD]] ('' : the reference date).
+        spans : bool
+            The run's TP or EP group spans scale-up domains (adds ``cross_domain``).
+
+        Returns
+        -------
+        dict
+            Hardware parameter -> log factor [ln].
         """
         here = self.offset(framework)        # no framework: the pooled engine (0)
         ref = self.offset(self.planning(vendor))
@@ -415,7 +517,19 @@ class PerfDefaults:
     software: SoftwareSpec = field(default_factory=SoftwareSpec)
 
     def for_hardware(self, accelerator_id: str) -> HardwareParams:
-        """Default parameters of ``accelerator_id`` (before calibration)."""
+        """Default parameters of ``accelerator_id`` (before calibration).
+
+        Parameters
+        ----------
+        accelerator_id : str
+            Accelerator id.
+
+        Returns
+        -------
+        HardwareParams
+            The pooled defaults with the accelerator's own defaults (units per
+            ``parameters.csv``).
+        """
         over = dict(dict(self.hardware).get(accelerator_id, ()))
         return replace(self.default, **over) if over else self.default
 
@@ -470,7 +584,32 @@ class Calibration:
         architecture: Mapping[str, Mapping[str, float]] | None = None,
         software: SoftwareFit | None = None,
     ) -> Calibration:
-        """Build a calibration from plain dicts."""
+        """Build a calibration from plain dicts.
+
+        Parameters
+        ----------
+        hardware : mapping
+            Accelerator id -> {parameter: value} [units per ``parameters.csv``].
+        default : mapping, optional
+            Pooled {parameter: value}.
+        source : str
+            Measurement file(s) the fit came from.
+        meta : mapping, optional
+            Fit statistics.
+        physics : mapping, optional
+            Fitted physics {parameter: value}.
+        vendor : mapping, optional
+            Vendor -> {parameter: value}.
+        architecture : mapping, optional
+            Architecture -> {parameter: value}.
+        software : SoftwareFit, optional
+            Engine and run-date adjustments.
+
+        Returns
+        -------
+        Calibration
+            The calibration in its hashable form.
+        """
         def pairs(table):
             return tuple((h, tuple(sorted((k, float(v)) for k, v in p.items())))
                          for h, p in sorted((table or {}).items()))
@@ -491,6 +630,20 @@ class Calibration:
         """Parameter overrides for ``accelerator_id``.
 
         The default, then the vendor's, the architecture's and its own values.
+
+        Parameters
+        ----------
+        accelerator_id : str
+            Accelerator id.
+        vendor : str, optional
+            The accelerator's vendor.
+        architecture : str, optional
+            The accelerator's architecture.
+
+        Returns
+        -------
+        dict
+            Parameter -> value [units per ``parameters.csv``].
         """
         out = dict(self.default)
         if vendor is not None:
@@ -502,7 +655,24 @@ class Calibration:
 
     def apply(self, base: HardwareParams, accelerator_id: str,
               vendor: str | None = None, architecture: str | None = None) -> HardwareParams:
-        """Return ``base`` with this calibration's values for ``accelerator_id``."""
+        """Return ``base`` with this calibration's values for ``accelerator_id``.
+
+        Parameters
+        ----------
+        base : HardwareParams
+            Parameters before calibration.
+        accelerator_id : str
+            Accelerator id.
+        vendor : str, optional
+            The accelerator's vendor.
+        architecture : str, optional
+            The accelerator's architecture.
+
+        Returns
+        -------
+        HardwareParams
+            ``base`` with the calibrated values.
+        """
         over = self.overrides(accelerator_id, vendor, architecture)
         return replace(base, **over) if over else base
 
@@ -513,13 +683,42 @@ class Calibration:
         Without a software section, or for a run on the planning engine at the
         reference date, ``params`` unchanged. Values are kept within
         :data:`PARAM_BOUNDS`.
+
+        Parameters
+        ----------
+        params : HardwareParams
+            The planner's (calibrated) values.
+        vendor : str or None
+            Accelerator vendor.
+        framework : str
+            The run's ``framework``.
+        date : str
+            The run's date [YYYY-MM[-DD]].
+        spans : bool
+            The run's TP or EP group spans scale-up domains.
+
+        Returns
+        -------
+        HardwareParams
+            The values for the run.
         """
         if self.software is None:
             return params
         return scale_params(params, self.software.log_factors(vendor, framework, date, spans))
 
     def apply_physics(self, base: PhysicsParams) -> PhysicsParams:
-        """Return ``base`` with this calibration's physics values."""
+        """Return ``base`` with this calibration's physics values.
+
+        Parameters
+        ----------
+        base : PhysicsParams
+            Physics parameters before calibration.
+
+        Returns
+        -------
+        PhysicsParams
+            ``base`` with the fitted physics values.
+        """
         return replace(base, **dict(self.physics)) if self.physics else base
 
 
@@ -528,6 +727,18 @@ def scale_params(params: HardwareParams, logs: Mapping[str, float]) -> HardwareP
 
     Values are kept within :data:`PARAM_BOUNDS`; ``params`` itself when every factor is
     zero. One definition for a run's engine and date and for a software level.
+
+    Parameters
+    ----------
+    params : HardwareParams
+        Parameters to scale.
+    logs : mapping
+        Parameter -> log factor [ln].
+
+    Returns
+    -------
+    HardwareParams
+        The scaled parameters.
     """
     if not any(logs.values()):
         return params

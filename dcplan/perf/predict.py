@@ -444,8 +444,9 @@ class ServingRows:
 
         Returns
         -------
-        dict of ndarray (one value per row, NaN where flagged; shape ``(K, n)`` when
-        ``params`` or ``physics`` carry ``K`` sets, else ``(n,)``)
+        dict of ndarray
+            One value per row, NaN where flagged; shape ``(K, n)`` when ``params`` or
+            ``physics`` carry ``K`` sets, else ``(n,)``:
             ``output_tokens_per_s_per_gpu`` [tokens/s], ``median_tpot_ms``,
             ``p99_tpot_ms`` [ms], ``median_ttft_s``, ``p99_ttft_s`` [s],
             ``power_w_per_gpu`` (at the row's measured throughput where it has one) [W],

@@ -68,7 +68,34 @@ class Recipe:
     def matches(self, framework: str, hardware: str, precision: str, speculative: str,
                 dp_attention: bool, decode_tp: int, input_tokens: float,
                 output_tokens: float, concurrency: int) -> bool:
-        """Whether a row with these values meets every key of ``match``."""
+        """Whether a row with these values meets every key of ``match``.
+
+        Parameters
+        ----------
+        framework : str
+            Serving framework of the row.
+        hardware : str
+            Accelerator id.
+        precision : str
+            Serving precision.
+        speculative : str
+            Speculative decoding (``none``, ``mtp``, ``draft``).
+        dp_attention : bool
+            Data-parallel attention.
+        decode_tp : int
+            Decode tensor-parallel size [GPUs].
+        input_tokens : float
+            Nominal input (prompt) tokens per request [tokens].
+        output_tokens : float
+            Nominal output (generated) tokens per request [tokens].
+        concurrency : int
+            Requests in flight [requests].
+
+        Returns
+        -------
+        bool
+            True when every key matches.
+        """
         row = {"framework": framework, "precision": precision, "speculative": speculative,
                "dp_attention": dp_attention, "decode_tp": decode_tp,
                "input_tokens": input_tokens, "output_tokens": output_tokens}
@@ -102,6 +129,11 @@ class Recipes:
             ``framework``, ``hardware``, ``precision``, ``speculative``,
             ``dp_attention``, ``decode_tp``, ``input_tokens``, ``output_tokens``,
             ``concurrency`` of the row (nominal lengths [tokens]).
+
+        Returns
+        -------
+        Admission
+            The entry's admission settings.
         """
         for entry in self.entries:
             if entry.matches(**row):
@@ -120,6 +152,11 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
         The file as shown in messages.
     catalog : Catalog, optional
         When given, ``hardware`` ids are checked against its accelerators.
+
+    Returns
+    -------
+    (Recipes, list of Problem)
+        The entries that read cleanly, and every problem.
     """
     from dcplan.catalog import did_you_mean
     from dcplan.yamlio import KEY_LINES, META_KEYS, strip_lines
@@ -215,6 +252,18 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
 
 def load_recipes(path: Path | str, catalog: Any = None) -> Recipes:
     """Read :data:`RECIPES_FILE` (no entries when ``path`` does not exist).
+
+    Parameters
+    ----------
+    path : Path or str
+        The recipes file.
+    catalog : Catalog, optional
+        When given, ``hardware`` ids are checked against its accelerators.
+
+    Returns
+    -------
+    Recipes
+        The entries, first match wins.
 
     Raises
     ------

@@ -129,7 +129,22 @@ class ModelShape:
 
     @classmethod
     def build(cls, model: LLM, precision: Precision | str, serving: ServingParams) -> ModelShape:
-        """Derive the shape of ``model`` served at ``precision``."""
+        """Derive the shape of ``model`` served at ``precision``.
+
+        Parameters
+        ----------
+        model : LLM
+            The model (catalog ``models``).
+        precision : Precision or str
+            Serving precision of the expert (or dense) GEMMs.
+        serving : ServingParams
+            Serving parameters (KV-cache, attention and non-expert precisions).
+
+        Returns
+        -------
+        ModelShape
+            The shape, in base units (parameters, bytes, tokens).
+        """
         prec = Precision(precision).value
         kv_elem = serving.kv_bytes(prec)
         mla = bool(model.kv_latent_dim)
@@ -199,13 +214,37 @@ class ModelShape:
         return self.kv_bytes_per_token_layer * self.layers
 
     def kv_bytes_seq(self, context_tokens) -> np.ndarray:
-        """KV-cache bytes of one sequence holding ``context_tokens`` tokens [bytes]."""
+        """KV-cache bytes of one sequence holding ``context_tokens`` tokens [bytes].
+
+        Parameters
+        ----------
+        context_tokens : float or array
+            Tokens a sequence holds: its prompt (input) plus the output tokens generated so far
+            [tokens].
+
+        Returns
+        -------
+        ndarray
+            KV-cache bytes of the sequence over all layers [bytes].
+        """
         c = np.asarray(context_tokens, dtype=float)
         return self.kv_bytes_per_token_layer * (
             self.full_layers * c + self.window_layers * np.minimum(c, self.window_tokens))
 
     def attended(self, context_tokens) -> np.ndarray:
-        """Layer-summed key positions one query attends to at ``context_tokens`` [-]."""
+        """Layer-summed key positions one query attends to at ``context_tokens`` [-].
+
+        Parameters
+        ----------
+        context_tokens : float or array
+            Tokens a sequence holds: its prompt (input) plus the output tokens generated so far
+            [tokens].
+
+        Returns
+        -------
+        ndarray
+            Key positions attended to, summed over the layers [-].
+        """
         c = np.asarray(context_tokens, dtype=float)
         return self.full_layers * c + self.window_layers * np.minimum(c, self.window_tokens)
 
@@ -245,6 +284,20 @@ class Parallel:
 
         The instance has ``max(tp, ep)`` GPUs; with DP attention every GPU runs its own
         attention (TP 1), otherwise attention is TP ``tp`` replicated over the rest.
+
+        Parameters
+        ----------
+        tp : int
+            Tensor-parallel size (``--tp``) [GPUs].
+        ep : int
+            Expert-parallel size (``--ep``) [GPUs].
+        dp_attention : bool
+            Data-parallel attention (every GPU runs its own attention).
+
+        Returns
+        -------
+        Parallel
+            The layout.
         """
         gpus = max(tp, ep)
         if dp_attention:
@@ -252,7 +305,18 @@ class Parallel:
         return cls(attn_tp=tp, attn_dp=gpus // tp, ep=ep)
 
     def label(self, moe: bool = True) -> str:
-        """Engine-style name, e.g. ``TP8``, ``TP8 EP8``, ``DEP16`` (DP attention 16, EP 16)."""
+        """Engine-style name, e.g. ``TP8``, ``TP8 EP8``, ``DEP16`` (DP attention 16, EP 16).
+
+        Parameters
+        ----------
+        moe : bool
+            Name the expert parallelism too (False for dense models).
+
+        Returns
+        -------
+        str
+            The name.
+        """
         g = int(self.gpus)
         if not moe:
             return f"TP{int(self.attn_tp)}" + (f" x DP{int(self.attn_dp)}" if self.attn_dp > 1
@@ -300,6 +364,26 @@ class Hardware:
               serving: ServingParams, scaleout_gbps: float, domain: int) -> Hardware:
         """Convert catalog units (TFLOPS, TB/s, GB, GB/s, Gb/s) into base units.
 
+        Parameters
+        ----------
+        acc : Accelerator
+            The accelerator (catalog ``accelerators``: TFLOPS, TB/s, GB, GB/s).
+        shape : ModelShape
+            The model at its serving precision (chooses the peak FLOP/s used).
+        params : HardwareParams
+            Efficiencies, latencies and overheads of the hardware.
+        serving : ServingParams
+            Serving parameters (usable share of HBM).
+        scaleout_gbps : float
+            Scale-out bandwidth per GPU [Gb/s].
+        domain : int
+            GPUs per scale-up domain [GPUs].
+
+        Returns
+        -------
+        Hardware
+            The accelerator in base units (FLOP/s, bytes/s, bytes).
+
         Raises
         ------
         ValueError
@@ -327,7 +411,18 @@ class Hardware:
 
 
 def stack_params(params: list[HardwareParams]) -> HardwareParams:
-    """One :class:`HardwareParams` whose fields are arrays over ``params``."""
+    """One :class:`HardwareParams` whose fields are arrays over ``params``.
+
+    Parameters
+    ----------
+    params : list of HardwareParams
+        Parameters of several configurations.
+
+    Returns
+    -------
+    HardwareParams
+        Each field an array over ``params``, in their order.
+    """
     return HardwareParams(**{f.name: np.array([getattr(p, f.name) for p in params], float)
                              for f in fields(HardwareParams)})
 
@@ -343,6 +438,23 @@ def allreduce_time(hw: Hardware, group, message_bytes, eff=None) -> np.ndarray:
     share each GPU exchanges across domains. Plus one latency (in- or cross-domain).
     Zero for a group of one. ``eff`` replaces ``scaleup_eff_frac`` (MoE layers use
     ``moe_comm_eff_frac``).
+
+    Parameters
+    ----------
+    hw : Hardware
+        The accelerator in base units, with its parameters.
+    group : int or array
+        GPUs in the all-reduce [GPUs].
+    message_bytes : float or array
+        Message per GPU [bytes].
+    eff : float or array, optional
+        Share of the scale-up link bandwidth achieved [-] (default
+        ``scaleup_eff_frac``).
+
+    Returns
+    -------
+    ndarray
+        All-reduce time [s].
     """
     n = np.asarray(group, dtype=float)
     m = np.asarray(message_bytes, dtype=float)
@@ -378,6 +490,29 @@ def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
     ``scaleout_eff_frac``. ``bytes_per_token`` is the dispatch plus combine bytes of one
     token copy. Plus two latencies (``alltoall_latency_s``, or ``scaleout_latency_s``
     when crossing domains).
+
+    Parameters
+    ----------
+    hw : Hardware
+        The accelerator in base units, with its parameters.
+    group : int or array
+        GPUs in the expert-parallel group [GPUs].
+    tokens_per_gpu : float or array
+        Tokens a GPU dispatches [tokens].
+    experts_active : int
+        Routed experts per token [count].
+    bytes_per_token : float
+        Dispatch plus combine bytes of one token copy [bytes].
+    eff : float, optional
+        Share of the scale-up link bandwidth achieved [-] (default ``moe_comm_eff_frac``).
+    forward : bool
+        Cross domains once and forward inside (prefill's kernels), or send every remote
+        copy straight (decode's).
+
+    Returns
+    -------
+    ndarray
+        Dispatch plus combine time [s].
     """
     n = np.asarray(group, dtype=float)
     t = np.asarray(tokens_per_gpu, dtype=float)
@@ -521,7 +656,8 @@ def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPa
     rank_tokens : float or array
         Tokens on the busiest attention data-parallel rank [tokens].
     attended_per_token : float or array
-        Layer-summed key positions each query attends to (:meth:`ModelShape.attended`).
+        Layer-summed key positions each query attends to (:meth:`ModelShape.attended`)
+        [-].
     kv_bytes_per_rank : float or array
         KV-cache bytes the busiest attention rank reads (before TP sharding) [bytes].
     phase : {"decode", "prefill"}
@@ -530,13 +666,14 @@ def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPa
         the decompressed (per-head) attention and the throughput all-to-all
         (``moe_prefill_comm_eff_frac``).
     steps : float
-        Weight reads and overheads are paid this many times (prefill chunks).
+        Weight reads and overheads are paid this many times (prefill chunks) [count].
     layers_frac : float
-        Share of the layers run (1; a draft module uses a fraction).
+        Share of the layers run (1; a draft module uses a fraction) [-].
 
     Returns
     -------
     StepTime
+        Per-GPU compute, memory, roof, exposed communication and overhead times [s].
     """
     p = hw.params
     n_steps = np.asarray(steps, dtype=float)
@@ -576,6 +713,18 @@ def weight_bytes_per_gpu(par: Parallel, shape: ModelShape) -> np.ndarray:
     Attention projections and the other always-on weights (dense FFN, shared experts,
     head) are split over ``attn_tp`` and replicated over the DP ranks; the routed
     experts are spread over all GPUs of the instance.
+
+    Parameters
+    ----------
+    par : Parallel
+        The instance's parallel layout.
+    shape : ModelShape
+        The model at its serving precision.
+
+    Returns
+    -------
+    ndarray
+        Weight bytes per GPU [bytes].
     """
     g = np.asarray(par.gpus, dtype=float)
     t_a = np.asarray(par.attn_tp, dtype=float)
@@ -584,7 +733,23 @@ def weight_bytes_per_gpu(par: Parallel, shape: ModelShape) -> np.ndarray:
 
 
 def kv_bytes_per_gpu(par: Parallel, shape: ModelShape, context_tokens) -> np.ndarray:
-    """KV-cache bytes one sequence of ``context_tokens`` puts on each GPU of its rank."""
+    """KV-cache bytes one sequence of ``context_tokens`` puts on each GPU of its rank.
+
+    Parameters
+    ----------
+    par : Parallel
+        The instance's parallel layout.
+    shape : ModelShape
+        The model at its serving precision.
+    context_tokens : float or array
+        Tokens a sequence holds: its prompt (input) plus the output tokens generated so far
+        [tokens].
+
+    Returns
+    -------
+    ndarray
+        KV-cache bytes per GPU of the sequence's rank [bytes].
+    """
     t_a = np.asarray(par.attn_tp, dtype=float)
     shard = 1.0 if shape.mla else np.minimum(t_a, shape.kv_heads)
     return shape.kv_bytes_seq(context_tokens) / shard
@@ -598,6 +763,25 @@ def max_batch(hw: Hardware, par: Parallel, shape: ModelShape, serving: ServingPa
     scheduler caps each rank at ``max_batch_per_rank`` (engines apply their batch limit
     per rank: TensorRT-LLM's ``max_batch_size``, SGLang's ``cuda-graph-bs`` under DP
     attention), so a DEP32 instance holds up to 32 times one rank's batch.
+
+    Parameters
+    ----------
+    hw : Hardware
+        The accelerator in base units, with its parameters.
+    par : Parallel
+        The instance's parallel layout.
+    shape : ModelShape
+        The model at its serving precision.
+    serving : ServingParams
+        Serving parameters (``max_batch_per_rank``).
+    context_tokens : float or array
+        Tokens a sequence holds: its prompt (input) plus the output tokens generated so far
+        [tokens].
+
+    Returns
+    -------
+    ndarray
+        Sequences the instance holds [sequences].
     """
     free = hw.hbm_capacity - weight_bytes_per_gpu(par, shape)
     per_seq = kv_bytes_per_gpu(par, shape, context_tokens)

@@ -137,6 +137,21 @@ def decode(inst: Instance, batch, context) -> Decode:
 
     The verification pass processes ``B (n+1)`` tokens and reads the KV cache once;
     ``n`` draft passes each cost ``draft_cost_frac`` of a plain step at batch ``B``.
+
+    Parameters
+    ----------
+    inst : Instance
+        The instance (hardware, layout, model, speculative decoding).
+    batch : float or array
+        Sequences decoding on the instance [sequences].
+    context : float or array
+        Mean KV length of a decoding sequence, input plus output so far [tokens].
+
+    Returns
+    -------
+    Decode
+        Time per generated (output) token, step time [s], tokens per step and the
+        step's parts.
     """
     b = np.asarray(batch, dtype=float)
     n = np.asarray(inst.draft_tokens, dtype=float)
@@ -167,6 +182,18 @@ def mix_sd_s(dec: Decode, traffic: Traffic) -> np.ndarray:
     variation ``context_cv / sqrt(sequences per rank)``; per token, divided by the
     tokens per step. The batch turns over about once in a request's life, so a request
     keeps most of this spread (taken whole).
+
+    Parameters
+    ----------
+    dec : Decode
+        Decode at the batch (:func:`decode`).
+    traffic : Traffic
+        The request shape (mean input and output tokens, prefix cache, lengths).
+
+    Returns
+    -------
+    ndarray
+        Standard deviation of the time per output token [s].
     """
     seqs = np.maximum(np.asarray(dec.seqs_rank, float), 1.0)
     return dec.kv_read_s / dec.tokens_per_step * traffic.context_cv / np.sqrt(seqs)
@@ -197,7 +224,18 @@ class Prefill:
         return sum(w * s for w, s in zip(self.node_w, self.nodes, strict=True))
 
     def service_cv2(self, base_cv2) -> np.ndarray:
-        """Squared CV of prefill service: ``base_cv2`` plus the prompt lengths' share [-]."""
+        """Squared CV of prefill service: ``base_cv2`` plus the prompt lengths' share [-].
+
+        Parameters
+        ----------
+        base_cv2 : float or array
+            Squared CV of prefill service at a fixed prompt length [-].
+
+        Returns
+        -------
+        ndarray
+            Squared CV of prefill service [-].
+        """
         m = self.alone_mean_s
         m2 = sum(w * s * s for w, s in zip(self.node_w, self.nodes, strict=True))
         return base_cv2 + np.maximum(m2 / np.maximum(m * m, 1e-300) - 1.0, 0.0)
@@ -210,6 +248,18 @@ def prefill(inst: Instance, traffic: Traffic) -> Prefill:
     DP rank prefills a chunk of ``prefill_chunk_tokens`` per pass, so weight reads and
     overheads are paid pro rata. Alone: one request, at least one whole chunk, its
     attention on one DP rank.
+
+    Parameters
+    ----------
+    inst : Instance
+        The instance (hardware, layout, model, speculative decoding).
+    traffic : Traffic
+        The request shape (mean input and output tokens, prefix cache, lengths).
+
+    Returns
+    -------
+    Prefill
+        Batched and alone prefill times of one request's prompt (input tokens) [s].
     """
     s = inst.shape
     i_tok = np.asarray(traffic.input_tokens, dtype=float)
@@ -348,6 +398,16 @@ class Point:
         Its own prompt's prefill (a node of the input distribution) + the prefill queue
         wait + an open loop's slot wait + the closed loop's opening burst + fixed parts
         (:func:`dcplan.perf.latency.ttft_quantile`).
+
+        Parameters
+        ----------
+        percentile : float or array
+            Percentile [%] (e.g. 50, 99).
+
+        Returns
+        -------
+        ndarray
+            Time to first token [s].
         """
         tail = wait_tail_mean(self.utilisation, self.prefill_alone_s, self.arrival_cv2,
                               self.service_cv2)
@@ -359,7 +419,20 @@ class Point:
                              self.slot_tail_s)
 
     def tpot_quantile(self, percentile, tpot_cv_frac) -> np.ndarray:
-        """TPOT at ``percentile`` [s] (a mixture over output lengths)."""
+        """TPOT at ``percentile`` [s] (a mixture over output lengths).
+
+        Parameters
+        ----------
+        percentile : float or array
+            Percentile [%] (e.g. 50, 99).
+        tpot_cv_frac : float or array
+            Base coefficient of variation of a request's time per output token [-].
+
+        Returns
+        -------
+        ndarray
+            Time per output token [s].
+        """
         arrivals = np.where(self.interrupt_s > 0, self.requests_per_s, 0.0)
         return tpot_quantile(self.tpot_mean_s, self.interrupt_s, arrivals, self.output_tokens,
                              tpot_cv_frac, percentile, self.output_nodes,
@@ -375,6 +448,26 @@ def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = No
     open-loop arrivals; a request that finds all taken waits for one (M/G/c with
     ``batch`` slots busy on average, each held for the request's decode). None: no
     slot wait (closed loops cap the batch instead, :func:`solve_closed_loop`).
+
+    Parameters
+    ----------
+    inst : Instance
+        The instance (hardware, layout, model, speculative decoding).
+    traffic : Traffic
+        The request shape (mean input and output tokens, prefix cache, lengths).
+    batch : float or array
+        Sequences decoding on the instance [sequences].
+    pre : Prefill, optional
+        Prefill times of ``traffic`` on ``inst``, if computed already.
+    slots : float or array, optional
+        Running-request cap of the instance under open-loop arrivals [sequences] (None:
+        no slot wait).
+
+    Returns
+    -------
+    Point
+        The operating point (request rate [requests/s], GPUs, TPOT and TTFT [s],
+        utilisations [-]).
     """
     b = np.asarray(batch, dtype=float)
     o = np.asarray(traffic.output_tokens, dtype=float)
@@ -434,7 +527,20 @@ def _parts(pre: StepTime | None, pre_count, dec: StepTime, dec_count, draft_s) -
 
 
 def bottleneck_label(parts: dict, i=None) -> str:
-    """The ceiling that takes most of the time per request (at index ``i``)."""
+    """The ceiling that takes most of the time per request (at index ``i``).
+
+    Parameters
+    ----------
+    parts : dict
+        Ceiling -> time per request [s] (``Point.parts``).
+    i : int, optional
+        Index into array-valued parts [index from 0] (None: scalars).
+
+    Returns
+    -------
+    str
+        ``compute``, ``memory_bandwidth``, ``interconnect`` or ``overhead``.
+    """
     vals = {k: float(np.asarray(v)[i] if i is not None and np.ndim(v) else np.asarray(v))
             for k, v in parts.items()}
     return max(vals, key=lambda k: vals[k])
@@ -448,6 +554,20 @@ def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s
 
     Over the prefill instance's scale-out links (``gpus x scale-out`` at the scale-out
     efficiency).
+
+    Parameters
+    ----------
+    prefill_inst : Instance
+        The prefill instance.
+    traffic : Traffic
+        The request shape (mean input and output tokens, prefix cache, lengths).
+    scaleout_bytes_per_s : float or array
+        Scale-out bandwidth per GPU of the prefill instance [bytes/s].
+
+    Returns
+    -------
+    ndarray
+        Transfer time of the prompt's (input tokens') KV cache [s].
     """
     kv = prefill_inst.shape.kv_bytes_seq(traffic.input_tokens)
     link = (np.asarray(prefill_inst.par.gpus, float) * scaleout_bytes_per_s
@@ -462,6 +582,29 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     ``batch`` is the decode batch per decode instance; the request rate is the decode
     pool's, ``lambda = n_d B / (O t_tok)``; the prefill queue runs at
     ``rho = lambda t_pre / n_p``.
+
+    Parameters
+    ----------
+    pre_inst : Instance
+        A prefill instance.
+    dec_inst : Instance
+        A decode instance.
+    traffic : Traffic
+        The request shape (mean input and output tokens, prefix cache, lengths).
+    batch : float or array
+        Sequences decoding per decode instance [sequences].
+    n_prefill : float or array
+        Prefill instances [count].
+    n_decode : float or array
+        Decode instances [count].
+    pre : Prefill, optional
+        Prefill times of ``traffic`` on ``pre_inst``, if computed already.
+
+    Returns
+    -------
+    Point
+        The operating point of the deployment (request rate [requests/s], GPUs, TPOT and
+        TTFT [s], utilisations [-]).
     """
     b = np.asarray(batch, dtype=float)
     o = np.asarray(traffic.output_tokens, dtype=float)
@@ -511,9 +654,11 @@ def solve_closed_loop(point_of_batch, concurrency, batch_max, iterations: int = 
     point_of_batch : callable
         ``B -> (Point, sequences decoding in the deployment)``.
     concurrency : array
-        Requests in flight [-].
+        Requests in flight [requests].
     batch_max : array
-        Largest batch per (decode) instance.
+        Largest batch per (decode) instance [sequences].
+    iterations : int
+        Bisection steps [count].
 
     Returns
     -------

@@ -44,6 +44,16 @@ def faster_sign(param: str) -> int:
     Read from the unit in the name (``HardwareParams``): a time ``*_s`` (overheads,
     latencies) is faster smaller; a share ``*_frac`` (efficiencies, overlap) faster
     larger; the power curve's shares (``power_*``) do not set speed.
+
+    Parameters
+    ----------
+    param : str
+        A hardware parameter name.
+
+    Returns
+    -------
+    int
+        +1, -1 or 0 [-].
     """
     if param.startswith("power_"):
         return 0
@@ -55,7 +65,18 @@ def faster_sign(param: str) -> int:
 
 
 def month_end(date: str) -> str:
-    """``YYYY-MM`` -> its last day ``YYYY-MM-DD``; a full date unchanged ('' if malformed)."""
+    """``YYYY-MM`` -> its last day ``YYYY-MM-DD``; a full date unchanged ('' if malformed).
+
+    Parameters
+    ----------
+    date : str
+        ``YYYY-MM`` or ``YYYY-MM-DD``.
+
+    Returns
+    -------
+    str
+        ``YYYY-MM-DD``, '' if malformed.
+    """
     text = (date or "").strip()
     if not _DATE.match(text) or year_fraction(text) is None:
         return ""
@@ -116,13 +137,41 @@ class DatedCalibration(Calibration):
 
     def apply(self, base: HardwareParams, accelerator_id: str,
               vendor: str | None = None, architecture: str | None = None) -> HardwareParams:
-        """Return the calibrated values of ``accelerator_id`` at this software level."""
+        """Return the calibrated values of ``accelerator_id`` at this software level.
+
+        Parameters
+        ----------
+        base : HardwareParams
+            Parameters before calibration.
+        accelerator_id : str
+            Accelerator id.
+        vendor : str, optional
+            The accelerator's vendor.
+        architecture : str, optional
+            The accelerator's architecture.
+
+        Returns
+        -------
+        HardwareParams
+            The calibrated values moved to this level.
+        """
         params = super().apply(base, accelerator_id, vendor, architecture)
         return scale_params(params, level_log_factors(self, vendor)[0])
 
 
 def base_calibration(cal: Calibration | None) -> Calibration | None:
-    """The stored calibration under a dated one (itself when not dated)."""
+    """The stored calibration under a dated one (itself when not dated).
+
+    Parameters
+    ----------
+    cal : Calibration or None
+        A calibration, dated or not.
+
+    Returns
+    -------
+    Calibration or None
+        The stored calibration.
+    """
     if isinstance(cal, DatedCalibration):
         kw = {f: getattr(cal, f) for f in Calibration.__dataclass_fields__}
         return Calibration(**kw)
@@ -134,7 +183,18 @@ def _bad(message: str, option: str) -> InputError:
 
 
 def engines(cal: Calibration) -> list[str]:
-    """Engines and frameworks ``cal`` has fitted software for (sorted)."""
+    """Engines and frameworks ``cal`` has fitted software for (sorted).
+
+    Parameters
+    ----------
+    cal : Calibration
+        A calibration.
+
+    Returns
+    -------
+    list of str
+        Engine and framework names (empty without fitted software).
+    """
     sw = cal.software
     if sw is None:
         return []
@@ -225,6 +285,13 @@ def level_log_factors(cal: Calibration, vendor: str | None
                       ) -> tuple[dict[str, float], dict[str, str]]:
     """Parameter -> log factor from the stored values to ``cal``'s level, for ``vendor``.
 
+    Parameters
+    ----------
+    cal : Calibration
+        A calibration (dated: at its level; else the stored level).
+    vendor : str or None
+        Accelerator vendor (picks the planning engine).
+
     Returns
     -------
     (dict, dict)
@@ -262,6 +329,13 @@ def level_log_factors(cal: Calibration, vendor: str | None
 
 def describe(cal: Calibration | None, vendor: str | None = None) -> dict[str, Any]:
     """What software ``cal``'s predictions for ``vendor``'s racks assume.
+
+    Parameters
+    ----------
+    cal : Calibration or None
+        A calibration (None: the a-priori defaults).
+    vendor : str, optional
+        Accelerator vendor (picks the planning engine).
 
     Returns
     -------
@@ -335,9 +409,9 @@ def period_levels(cal: Calibration | None, starts: list[str]
     (list, int or None)
         Per period, ``cal`` read as of its first day (held at the latest fitted run
         after it, at the earliest before it); and the index of the last period that
-        starts on or before the latest fitted run (None where the first period starts
-        after it, or ``cal`` has no fitted software: a software-speedup path then
-        counts from the first period).
+        starts on or before the latest fitted run [index from 0] (None where the first
+        period starts after it, or ``cal`` has no fitted software: a software-speedup
+        path then counts from the first period).
     """
     sw = cal.software if cal is not None else None
     if sw is None or not sw.reference_date:

@@ -18,7 +18,20 @@ import numpy as np
 
 
 def expected_tokens(acceptance, draft_tokens) -> np.ndarray:
-    """Expected tokens per verification step ``(1 - a^(n+1)) / (1 - a)`` [tokens]."""
+    """Expected tokens per verification step ``(1 - a^(n+1)) / (1 - a)`` [tokens].
+
+    Parameters
+    ----------
+    acceptance : float or array
+        Per-token acceptance probability of drafted tokens [-] (0..1).
+    draft_tokens : int or array
+        Tokens drafted per step [tokens].
+
+    Returns
+    -------
+    ndarray
+        Output tokens per verification step [tokens].
+    """
     a = np.asarray(acceptance, dtype=float)
     n = np.asarray(draft_tokens, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -27,7 +27,9 @@ def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
     Parameters
     ----------
     catalog : Catalog
+        The loaded catalogs.
     rack_id : str
+        Rack type (catalog ``racks``).
     n_racks : int
         Racks of this type [count], >= 1.
     optics : str, optional
@@ -36,10 +38,11 @@ def network(catalog, rack_id: str, n_racks: int, optics: str | None = None,
         co-packaged switch ends); default: DSP pluggables of the cheapest fibre that
         reaches each link class.
     oversubscription : float
-        Leaf down/up bandwidth ratio of the back-end, >= 1 (1 = non-blocking).
+        Leaf down/up bandwidth ratio of the back-end [-], >= 1 (1 = non-blocking).
     switch_id, frontend_switch_id : str, optional
         Switch models; default :func:`choose_switch`.
     layout : Layout, optional
+        Rack pitch, rows and cable runs (default: the assumptions file).
     with_accelerators : bool
         Also add accelerator nodes (attached to their NICs) to the graph.
     keep_graph : bool

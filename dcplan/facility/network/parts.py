@@ -76,6 +76,13 @@ class Attachment:
 def check_switch_speed(switch: Switch, nic_gbps: float) -> None:
     """Raise if ``switch``'s ports are too slow for NIC ports of ``nic_gbps`` [Gb/s].
 
+    Parameters
+    ----------
+    switch : Switch
+        The switch model (catalog ``switches``).
+    nic_gbps : float
+        Speed of one NIC port [Gb/s].
+
     Raises
     ------
     InputError
@@ -90,7 +97,20 @@ def check_switch_speed(switch: Switch, nic_gbps: float) -> None:
 
 
 def logical_radix(switch: Switch, link_gbps: float) -> int:
-    """Logical ports of ``switch`` at ``link_gbps`` split by speed only [count]."""
+    """Logical ports of ``switch`` at ``link_gbps`` split by speed only [count].
+
+    Parameters
+    ----------
+    switch : Switch
+        The switch model (catalog ``switches``).
+    link_gbps : float
+        Link speed [Gb/s].
+
+    Returns
+    -------
+    int
+        Logical ports at ``link_gbps`` [count].
+    """
     if link_gbps >= switch.port_gbps:
         return switch.ports
     return int(switch.ports * (switch.port_gbps // link_gbps))
@@ -105,6 +125,20 @@ def attachment(switch: Switch, nic_port_gbps: float, nic_lane_gbps: float | None
     ``port lanes / link lanes`` links and a NIC port uses ``NIC lanes / link lanes``
     links. Without lane data: link = ``min(NIC port, switch port)`` and the switch port
     is split by speed.
+
+    Parameters
+    ----------
+    switch : Switch
+        The switch model (catalog ``switches``).
+    nic_port_gbps : float
+        Speed of one NIC port [Gb/s].
+    nic_lane_gbps : float or None
+        NIC lane rate [Gb/s] (None: no lane data).
+
+    Returns
+    -------
+    Attachment
+        Link speed [Gb/s], links per NIC port and the logical radix at that speed.
 
     Raises
     ------
@@ -151,15 +185,28 @@ def choose_switch(catalog, nic_port_gbps: float, switch_id: str | None = None,
     Parameters
     ----------
     catalog : Catalog
+        The loaded catalogs.
     nic_port_gbps : float
         NIC port speed [Gb/s].
     switch_id : str, optional
+        Force this model (checked against ``protocols``).
     protocol : str, optional
         Preferred protocol (front-end: ethernet).
     nic_lane_gbps : float, optional
         NIC lane rate [Gb/s].
     protocols : list of str, optional
         Protocols the NIC supports.
+
+    Returns
+    -------
+    Switch
+        The chosen model.
+
+    Raises
+    ------
+    InputError
+        A forced switch of a protocol the NIC does not join, or no switch that carries
+        the NIC ports at full rate.
     """
     if switch_id:
         sw = catalog.get("switches", switch_id)
@@ -210,6 +257,18 @@ class OpticFamily:
 def optic_family(catalog, optic_id: str | None) -> OpticFamily:
     """The optic family of ``--optics`` (default: pluggables of any fibre).
 
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    optic_id : str or None
+        The ``--optics`` id (None or '': the default).
+
+    Returns
+    -------
+    OpticFamily
+        Kind, fibre (None: the cheapest that reaches), requested id and CPO entry.
+
     Raises
     ------
     InputError
@@ -232,6 +291,25 @@ def choose_optic(catalog, optic_id: str | None, switch: Switch) -> Optic:
 
     For callers that want a single module id; the network itself picks modules per
     link class.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    optic_id : str or None
+        An optic id (None: choose).
+    switch : Switch
+        The switch model (catalog ``switches``).
+
+    Returns
+    -------
+    Optic
+        The optic entry.
+
+    Raises
+    ------
+    InputError
+        An unknown or copper ``optic_id``, or no optical module in the catalog.
     """
     if optic_id:
         fam = optic_family(catalog, optic_id)
@@ -251,7 +329,18 @@ def choose_optic(catalog, optic_id: str | None, switch: Switch) -> Optic:
 
 
 def rack_nics(rack: Rack) -> tuple[int, float]:
-    """(NICs per rack, Gb/s per NIC) of the scale-out back-end."""
+    """(NICs per rack, Gb/s per NIC) of the scale-out back-end.
+
+    Parameters
+    ----------
+    rack : Rack
+        The rack type (accelerators, scale-out NICs and bandwidth per accelerator).
+
+    Returns
+    -------
+    (int, float)
+        Scale-out NICs per rack [count] and the speed of each [Gb/s].
+    """
     n_nic = int(math.ceil(rack.accelerators_per_rack * rack.scaleout_nics_per_accelerator
                           - 1e-9))
     gbps = rack.scaleout_gbps_per_accelerator * rack.accelerators_per_rack / n_nic
@@ -287,6 +376,23 @@ def fabric_setups(catalog, rack_id: str, oversubscription: float = DEFAULT_OVERS
                   switch_id: str | None = None, frontend_switch_id: str | None = None
                   ) -> tuple[Rack, Nic, FabricSetup, FabricSetup | None]:
     """Rack, NIC, and the back-end and front-end fabric setups of ``rack_id``.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    rack_id : str
+        Rack type (catalog ``racks``).
+    oversubscription : float
+        Leaf oversubscription, down- over uplink ports [-] (>= 1; 1 = non-blocking).
+    switch_id, frontend_switch_id : str, optional
+        Force the back-end and front-end switch models.
+
+    Returns
+    -------
+    (Rack, Nic, FabricSetup, FabricSetup or None)
+        The rack and NIC entries, the back-end setup and the front-end setup (None when
+        the rack has no front-end bandwidth).
 
     Raises
     ------
@@ -379,7 +485,18 @@ class FibreFallback:
     used: str
 
     def note(self, lengths) -> str:
-        """One note for every link length [m] that fell back."""
+        """One note for every link length [m] that fell back.
+
+        Parameters
+        ----------
+        lengths : list of float
+            Lengths of the links that fell back [m].
+
+        Returns
+        -------
+        str
+            The note, naming the span of lengths and the fibre used.
+        """
         lo, hi = min(lengths), max(lengths)
         span = f"{lo:g} m" if lo == hi else f"{lo:g}-{hi:g} m ({len(set(lengths))} lengths)"
         return (f"no {self.fibre.replace('_', '-')} modules reach the links of {span} at "

@@ -53,7 +53,18 @@ class Layout:
     spine_to_core_m: float = field(default_factory=lambda: value("layout", "spine_to_core_m"))
 
     def row(self, rack: int) -> int:
-        """Row of compute rack ``rack`` [index]."""
+        """Row of compute rack ``rack`` [index].
+
+        Parameters
+        ----------
+        rack : int
+            Compute rack [index from 0].
+
+        Returns
+        -------
+        int
+            Its row [index from 0].
+        """
         return rack // self.racks_per_row
 
     def positions_apart(self, rack: int, place: tuple[str, int], n_racks: int | None = None
@@ -64,6 +75,21 @@ class Layout:
         (the network rack one position past the last compute rack of row ``w``; a row
         holds ``racks_per_row`` racks, the last row what is left of ``n_racks``);
         infinite across rows.
+
+        Parameters
+        ----------
+        rack : int
+            Compute rack [index from 0].
+        place : (str, int)
+            ``("rack", r)``: inside compute rack ``r``; ``("row_end", w)``: the network rack
+            at the end of row ``w`` [kind, index from 0].
+        n_racks : int, optional
+            Compute racks in all [racks], to size the last row (None: full rows).
+
+        Returns
+        -------
+        float
+            Rack positions apart [positions]; ``inf`` across rows.
         """
         kind, where = place
         if kind == "rack":
@@ -82,6 +108,21 @@ class Layout:
         """Cable length from compute rack ``rack`` to a switch at ``place`` [m].
 
         ``|positions| * pitch + in-rack cable``; across rows ``leaf_to_spine_m``.
+
+        Parameters
+        ----------
+        rack : int
+            Compute rack [index from 0].
+        place : (str, int)
+            ``("rack", r)``: inside compute rack ``r``; ``("row_end", w)``: the network rack
+            at the end of row ``w`` [kind, index from 0].
+        n_racks : int, optional
+            Compute racks in all [racks], to size the last row (None: full rows).
+
+        Returns
+        -------
+        float
+            Cable length [m].
         """
         d = self.positions_apart(rack, place, n_racks)
         # across rows the cable runs through the trays to the other row, as far as a
@@ -90,7 +131,18 @@ class Layout:
             d * self.rack_pitch_m + self.in_rack_cable_m
 
     def length_m(self, rack_a: int, rack_b: int) -> float:
-        """Cable length between devices in compute racks ``rack_a`` and ``rack_b`` [m]."""
+        """Cable length between devices in compute racks ``rack_a`` and ``rack_b`` [m].
+
+        Parameters
+        ----------
+        rack_a, rack_b : int
+            Compute racks [index from 0].
+
+        Returns
+        -------
+        float
+            Cable length [m].
+        """
         return self.length_to(rack_a, ("rack", rack_b))
 
 
@@ -130,7 +182,25 @@ class FabricTiers:
 
 
 def leaf_ports(radix: int, oversubscription: float) -> tuple[int, int]:
-    """Split a leaf's ``radix`` into (down, up) ports for ``oversubscription`` = down/up."""
+    """Split a leaf's ``radix`` into (down, up) ports for ``oversubscription`` = down/up.
+
+    Parameters
+    ----------
+    radix : int
+        Logical ports of the leaf switch [count].
+    oversubscription : float
+        Leaf oversubscription, down- over uplink ports [-] (>= 1; 1 = non-blocking).
+
+    Returns
+    -------
+    (int, int)
+        Endpoint (down) and spine (up) ports of a full leaf [count].
+
+    Raises
+    ------
+    InputError
+        An oversubscription below 1, or a radix that cannot be split at it.
+    """
     if oversubscription < 1:
         raise _err(f"oversubscription must be >= 1 (got {oversubscription:g})")
     down = int(math.floor(radix * oversubscription / (1.0 + oversubscription) + 1e-9))
@@ -148,6 +218,20 @@ def uplinks_for(used_down: int, oversubscription: float, up_full: int) -> int:
     """Uplinks of a leaf with ``used_down`` endpoint ports [count].
 
     ``ceil(used / o)``, at most a full leaf's ``up_full``.
+
+    Parameters
+    ----------
+    used_down : int
+        Endpoint ports in use on the leaf [count].
+    oversubscription : float
+        Leaf oversubscription, down- over uplink ports [-] (>= 1; 1 = non-blocking).
+    up_full : int
+        Uplinks of a full leaf [count].
+
+    Returns
+    -------
+    int
+        Uplinks, at least 1 [count].
     """
     return min(up_full, max(1, int(math.ceil(used_down / oversubscription - 1e-9))))
 
@@ -161,6 +245,15 @@ def stripe_uplinks(uplinks: list[int], spines: int, ports: int
     part-filled last leaf of a rail) gets one link to spine 0 and one to each of the
     least-loaded others, so every two leaves share a spine (two hops between any
     endpoints) without buying more uplinks than its downlinks need.
+
+    Parameters
+    ----------
+    uplinks : list of int
+        Uplinks of each leaf [count].
+    spines : int
+        Spines [count].
+    ports : int
+        Leaf-facing ports of a spine [count].
 
     Returns
     -------
@@ -198,10 +291,19 @@ def spine_count(uplinks: list[int], ports: int, up_full: int
     the same number of links to every spine; one more while the striping of
     :func:`stripe_uplinks` would overfill a spine.
 
+    Parameters
+    ----------
+    uplinks : list of int
+        Uplinks of each leaf [count].
+    ports : int
+        Leaf-facing ports of a spine [count].
+    up_full : int
+        Uplinks of a full leaf [count].
+
     Returns
     -------
     (int, list of dict)
-        Spines, and each leaf's links per spine.
+        Spines [count], and each leaf's links per spine (spine index -> links [count]).
     """
     need = max(1, int(math.ceil(sum(uplinks) / ports - 1e-9)))
     limit = need * (1.0 + value("network", "spine_balance_max_extra_frac")) + 1e-9
@@ -252,6 +354,22 @@ def tree_counts(loads: list[int], radix: int, oversubscription: float, n: int) -
     ``radix // 2`` leaves, each pod with its spines (1:1 down/up), and cores for the
     spines' uplinks.
 
+    Parameters
+    ----------
+    loads : list of int
+        Endpoints on each leaf [count].
+    radix : int
+        Logical ports per switch [count].
+    oversubscription : float
+        Leaf oversubscription, down- over uplink ports [-] (>= 1; 1 = non-blocking).
+    n : int
+        Endpoints in all [count].
+
+    Returns
+    -------
+    TreeCounts
+        Switches per tier, uplinks per leaf, pods and spine-core links.
+
     Raises
     ------
     InputError
@@ -286,7 +404,20 @@ def tree_counts(loads: list[int], radix: int, oversubscription: float, n: int) -
 
 
 def max_endpoints(radix: int, oversubscription: float) -> int:
-    """Most endpoints a three-tier fat tree of ``radix``-port switches holds [count]."""
+    """Most endpoints a three-tier fat tree of ``radix``-port switches holds [count].
+
+    Parameters
+    ----------
+    radix : int
+        Logical ports per switch [count].
+    oversubscription : float
+        Leaf oversubscription, down- over uplink ports [-] (>= 1; 1 = non-blocking).
+
+    Returns
+    -------
+    int
+        Endpoints [count].
+    """
     down, _ = leaf_ports(radix, oversubscription)
     return radix * (radix // 2) * down
 
@@ -515,7 +646,20 @@ def _rail_ports(per_rack: int, rails: int) -> list[int]:
 
 
 def leaf_loads(setup: FabricSetup, n_racks: int) -> list[int]:
-    """Endpoints on each leaf of ``n_racks`` racks (the leaf order of the graph)."""
+    """Endpoints on each leaf of ``n_racks`` racks (the leaf order of the graph).
+
+    Parameters
+    ----------
+    setup : FabricSetup
+        The fabric of the rack type (switch, attachment, ports per rack, rails).
+    n_racks : int
+        Racks of this type [racks].
+
+    Returns
+    -------
+    list of int
+        Endpoints per leaf [count].
+    """
     n = n_racks * setup.ports_per_rack
     radix = setup.att.radix
     if n <= radix:
@@ -535,6 +679,18 @@ def leaf_count(setup: FabricSetup, n_racks: int) -> int:
 
     ``sum over rails of ceil(racks * ports on the rail / down)``; one leaf when every
     endpoint fits one switch.
+
+    Parameters
+    ----------
+    setup : FabricSetup
+        The fabric of the rack type (switch, attachment, ports per rack, rails).
+    n_racks : int
+        Racks of this type [racks].
+
+    Returns
+    -------
+    int
+        Leaves [count].
     """
     n = n_racks * setup.ports_per_rack
     if n <= setup.att.radix:
@@ -550,6 +706,15 @@ def check_fabric_size(setup: FabricSetup, n_racks: int, label: str = "back-end")
     """Raise at once if ``n_racks`` racks need more than three tiers.
 
     Cheap: counts leaves from the per-rail loads without building anything.
+
+    Parameters
+    ----------
+    setup : FabricSetup
+        The fabric of the rack type (switch, attachment, ports per rack, rails).
+    n_racks : int
+        Racks of this type [racks].
+    label : str
+        Name of the fabric in the message (``back-end``, ``front-end``).
 
     Raises
     ------
