@@ -127,6 +127,7 @@ def test_broken_catalog_fails_every_command_cleanly(tmp_path, min_catalog_dir, f
 # --- robustness: validate by content, sites, exit codes, help ---------------------------
 
 
+@pytest.mark.slow
 def test_validate_classifies_folders_by_content():
     """examples/ is a folder of scenarios (and a forecast), not of sites."""
     result = run("validate", "catalogs", "sites", "examples")
@@ -174,6 +175,7 @@ def test_validate_missing_path_exits_1(tmp_path):
     assert "not found" in result.stderr
 
 
+@pytest.mark.slow
 def test_list_and_show_sites():
     result = run("catalog", "list", "sites")
     assert result.exit_code == 0, result.output
@@ -213,6 +215,7 @@ def test_help_shows_flags_without_value(args):
 
 
 @pytest.mark.parametrize("kind", ["tokenizers", "api_prices", "staffing", "salaries", "software"])
+@pytest.mark.slow
 def test_list_reference_kinds(kind):
     result = run("catalog", "list", kind)
     assert result.exit_code == 0, result.output
@@ -237,6 +240,7 @@ def test_catalog_without_reference_kinds_still_loads(tmp_path, fixtures):
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.slow
 def test_every_catalog_kind_lists(kind):
     from dcplan.cli.catalog_cmd import LIST_COLUMNS
 

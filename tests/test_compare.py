@@ -37,6 +37,7 @@ def run(tmp_path_factory, minimal_linear):
     return res, out, tmp
 
 
+@pytest.mark.slow
 def test_compare_cli_prints_side_by_side(run):
     res, out, _ = run
     assert res.exit_code == 0, res.output

@@ -6,11 +6,18 @@ results section of docs/scenarios.md) with::
 
     python docs/gen_scenarios.py --update-expected
 
-Tolerances: NPV and USD per million tokens 1e-3 relative; peak MW (total and by site)
-1e-2 relative + 0.05 MW; racks bought 2 % + 1 rack (the MIP gap is 1 %, so a different
-HiGHS version may pick another plan of nearly the same cost: when the installed highspy
-differs from the one that wrote the file, only NPV is compared, at 1 %); statuses,
-unserved flags and binding grid limits must match.
+The tests solve each example at TEST_GAP (1 %), not at the 0.1 % of the files and of
+the documented results: they check the plans' invariants and the answers the examples
+exist for, and compare with the 0.1 % figures only as far as the two gaps allow. NPV:
+a plan of relative gap g has cost c and proves the optimum in [c (1 - g), c], so the
+test's interval and the expected one must overlap (any HiGHS version). USD per million
+tokens moves with the NPV alone where all demand is served (the discounted tokens are
+the same), so its ratio to the NPV must equal the expected one. With the HiGHS version
+that wrote the file, the plan itself is checked too: racks bought within 3 % + 2 racks,
+peak MW within 2 % + 0.1 MW (by site 5 % + 0.25 MW: a near-optimal plan moves load
+between sites), the same binding grid limits (the 1 % plans of the examples were within
+2 racks, 0.6 % of peak MW and 2.9 % of a site's peak MW of the 0.1 % plans on
+2026-12-04). Statuses and unserved flags must match.
 """
 
 from __future__ import annotations
@@ -39,15 +46,24 @@ gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 
 SAME_SOLVER = EXPECTED.get("highspy") == version("highspy")
+#: Relative MIP gap the tests solve the examples at [-] (the files and docs: 0.1 %).
+TEST_GAP = 0.01
 _cache: dict = {}
 
 
 def solved(name: str):
-    """(result, summary) of examples/<name>.yaml, planned once per test session."""
+    """(result, summary) of examples/<name>.yaml at :data:`TEST_GAP`, planned once per
+    test session."""
     if name not in _cache:
-        result, summary, _ = gen.run(name)
+        result, summary, _ = gen.run(name, {"solver.gap": TEST_GAP})
         _cache[name] = (result, summary)
     return _cache[name]
+
+
+def proven_interval(npv: float, gap: float) -> tuple[float, float]:
+    """Where a plan of cost ``npv`` [USD] and relative gap ``gap`` [-] proves the optimum
+    to be: ``[npv (1 - gap), npv]`` (the gap is ``(plan - bound) / plan``) [USD]."""
+    return npv * (1.0 - gap), npv
 
 
 # --- the demand forecast and its copies --------------------------------------------------
@@ -120,18 +136,25 @@ def test_example_plans_and_matches_expected(name):
     exp = EXPECTED["examples"][name]
     assert result.status.has_solution, result.message
     assert got["status"] == exp["status"] == "optimal"
+    assert got["gap"] is not None and got["gap"] <= TEST_GAP + 1e-9
     assert got["unserved"] == exp["unserved"] == (name in gen.EXPECT_UNSERVED)
+    lo_got, hi_got = proven_interval(got["npv_usd"], got["gap"])
+    lo_exp, hi_exp = proven_interval(exp["npv_usd"], exp["gap"])
+    tol = 1e-9 * hi_exp
+    assert lo_got <= hi_exp + tol and lo_exp <= hi_got + tol, (
+        f"the optimum cannot lie in both [{lo_got:,.0f}, {hi_got:,.0f}] (this solve) and "
+        f"[{lo_exp:,.0f}, {hi_exp:,.0f}] USD (tests/expected/examples.json)")
+    if not got["unserved"]:
+        assert (got["usd_per_million_tokens"] / got["npv_usd"]
+                == pytest.approx(exp["usd_per_million_tokens"] / exp["npv_usd"], rel=1e-9))
     if not SAME_SOLVER:
-        assert _close(got["npv_usd"], exp["npv_usd"], 1e-2)
         return
-    assert _close(got["npv_usd"], exp["npv_usd"], 1e-3), (got["npv_usd"], exp["npv_usd"])
-    assert _close(got["usd_per_million_tokens"], exp["usd_per_million_tokens"], 1e-3)
-    assert _close(got["racks_bought"], exp["racks_bought"], 0.02, 1)
-    assert _close(got["peak_facility_mw"], exp["peak_facility_mw"], 1e-2, 0.05)
+    assert _close(got["racks_bought"], exp["racks_bought"], 0.03, 2)
+    assert _close(got["peak_facility_mw"], exp["peak_facility_mw"], 0.02, 0.1)
     sites = set(got["peak_mw_by_site"]) | set(exp["peak_mw_by_site"])
     for s in sites:
         assert _close(got["peak_mw_by_site"].get(s, 0.0), exp["peak_mw_by_site"].get(s, 0.0),
-                      1e-2, 0.05), s
+                      0.05, 0.25), s
 
     def grid(b):
         return {(x["site"], x["period"]) for x in b if x["limit"] == "grid"}
@@ -333,11 +356,17 @@ def test_regional_moves_load_out_of_seoul():
 
 @pytest.mark.slow
 def test_scenario_directions():
-    npv = {n: solved(n)[1]["npv_usd"] for n in
+    """Each direction holds beyond both plans' gaps: the cheaper plan's cost is below
+    the dearer plan's proven bound (a difference inside the gaps would be no answer)."""
+    npv = {n: proven_interval(solved(n)[1]["npv_usd"], solved(n)[1]["gap"]) for n in
            ("baseline", "kyber", "cache", "low_demand", "high_demand")}
-    assert npv["low_demand"] < npv["baseline"] < npv["high_demand"]
-    assert npv["cache"] < npv["baseline"]
-    assert npv["kyber"] < npv["baseline"]
+
+    def cheaper(a, b):
+        return npv[a][1] < npv[b][0]
+
+    assert cheaper("low_demand", "baseline") and cheaper("baseline", "high_demand")
+    assert cheaper("cache", "baseline")
+    assert cheaper("kyber", "baseline")
     cpo, base = solved("cpo")[1], solved("baseline")[1]
     assert cpo["peak_facility_mw"] < base["peak_facility_mw"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import openpyxl
+import pytest
 from typer.testing import CliRunner
 
 from dcplan.cli import app
@@ -15,6 +16,7 @@ from dcplan.export.files import MARKER
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_plan_writes_workbook_and_charts(tmp_path, minimal_linear):
     xlsx = tmp_path / "book" / "minimal.xlsx"
     png = tmp_path / "png"

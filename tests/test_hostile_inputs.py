@@ -109,6 +109,7 @@ CASES = ["alias_bomb", "alias_bomb_in_description", "deep_nesting", "infinite_de
 
 
 @pytest.mark.parametrize("case", CASES)
+@pytest.mark.slow
 def test_hostile_input_is_a_clear_error(tmp_path, case):
     args, words = _hostile(tmp_path, case)
     commands = [args]

@@ -46,6 +46,7 @@ def _self_contained(text: str) -> None:
     assert "@import" not in text
 
 
+@pytest.mark.slow
 def test_plan_report_is_self_contained(report, minimal_plan):
     result, _ = minimal_plan
     text = report.read_text(encoding="utf-8")

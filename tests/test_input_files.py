@@ -260,6 +260,7 @@ def _scenarios(tmp_path: Path) -> dict[str, Path]:
     return {"forecast": ex / "baseline.yaml", "sample": ex / "requests.yaml"}
 
 
+@pytest.mark.slow
 def test_cli_validate_reports_every_special_file(tmp_path, specials):
     """A FIFO scenario, /dev/zero, a catalog folder with a FIFO, a forecast linked to
     /dev/zero and a FIFO language sample: one problem each, in one run."""
@@ -273,6 +274,7 @@ def test_cli_validate_reports_every_special_file(tmp_path, specials):
     print(f"validate: {wall:.1f} s")
 
 
+@pytest.mark.slow
 def test_cli_plan_of_a_scenario_linked_to_dev_zero(tmp_path, specials):
     (tmp_path / "s.yaml").symlink_to("/dev/zero")
     rc, out, _ = dcplan("plan", "s.yaml", cwd=tmp_path)
@@ -280,12 +282,14 @@ def test_cli_plan_of_a_scenario_linked_to_dev_zero(tmp_path, specials):
     _refused(out, "s.yaml")
 
 
+@pytest.mark.slow
 def test_cli_perf_validate_a_fifo(tmp_path, specials):
     rc, out, _ = dcplan("perf", "validate", "fifo.txt", cwd=tmp_path)
     assert rc == 1, out
     _refused(out, "fifo.txt")
 
 
+@pytest.mark.slow
 def test_cli_aiperf_export_linked_to_dev_zero(tmp_path):
     run = tmp_path / "artifacts" / "run1"
     run.mkdir(parents=True)
@@ -297,6 +301,7 @@ def test_cli_aiperf_export_linked_to_dev_zero(tmp_path):
     assert not (tmp_path / "runs.csv").exists()
 
 
+@pytest.mark.slow
 def test_cli_vllm_result_fifo_and_sweep_fifo(tmp_path, specials):
     rc, out, _ = dcplan("perf", "import", "vllm", "fifo.txt", *AIPERF_OPTIONS,
                         "-o", "runs.csv", cwd=tmp_path)
@@ -362,6 +367,7 @@ def _texts(draw) -> str:
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_texts(), bom=st.booleans())
+@pytest.mark.slow
 def test_counts_in_pieces_equal_whole_text_counts(loaded, monkeypatch, text, bom):
     """Read in 7-byte blocks (multi-byte characters and CRLF split across blocks) and
     counted in pieces of about 40 characters: every tokenizer's count, the characters
@@ -408,6 +414,7 @@ def test_forced_cuts_change_a_count_by_at_most_one_token_each(loaded, tmp_path, 
             assert got[tid].characters == len(text)
 
 
+@pytest.mark.slow
 def test_a_real_text_above_a_piece_counts_as_a_whole(loaded, tmp_path, monkeypatch):
     """The samples repeated (about 1.4 M characters, CRLF line ends): default piece
     sizes, counts equal to one whole-text encode of each library."""
@@ -474,6 +481,7 @@ def _count_big(tmp_path: Path, megabytes: int) -> tuple[dict, float, float]:
     return res, rss, wall
 
 
+@pytest.mark.slow
 def test_tokens_count_of_24_mb_in_bounded_memory(tmp_path):
     """Above the 10 MB input limit (texts have their own), in less than 250 MB: counted
     whole (before 2026-12), 24 MB of these samples took 434 MB and 60 MB 872 MB."""
@@ -507,6 +515,7 @@ def test_a_site_file_linked_to_a_device_is_refused_not_dropped(tmp_path):
     _refused(out, "evil.yaml")
 
 
+@pytest.mark.slow
 def test_a_base_scenario_that_is_a_fifo_is_named_as_such(tmp_path):
     os.mkfifo(tmp_path / "base.yaml")
     (tmp_path / "child.yaml").write_text("extends: base.yaml\nname: x\n")

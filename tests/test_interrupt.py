@@ -89,6 +89,7 @@ def test_a_signal_inside_interruptible_is_raised_when_the_block_ends():
 
 
 @pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.slow
 def test_request_interrupt_stops_every_highs_path_without_fallback(minimal_inputs, path,
                                                                    monkeypatch):
     cbc = []
@@ -112,6 +113,7 @@ def test_request_interrupt_stops_every_highs_path_without_fallback(minimal_input
 
 
 @pytest.mark.parametrize("path", ["pulp", "staged"])
+@pytest.mark.slow
 def test_a_time_limit_is_not_an_interrupt(minimal_inputs, path, monkeypatch):
     """The staged driver stops its MIPs on the wall clock through HiGHS's interrupt: that
     stays a time limit (a plan, NOT PROVEN OPTIMAL), never a KeyboardInterrupt."""
@@ -185,6 +187,7 @@ def _assert_interrupted(code: int, text: str, outdir: Path) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.slow
 def test_a_signal_during_the_solve_stops_plan(tmp_path, sig):
     """The issue's case: pulp's HiGHS interface (the examples' path), live display on."""
     outdir = tmp_path / "out"
@@ -193,6 +196,7 @@ def test_a_signal_during_the_solve_stops_plan(tmp_path, sig):
     _assert_interrupted(code, text, outdir)
 
 
+@pytest.mark.slow
 def test_sigint_stops_the_staged_large_model_driver(tmp_path):
     outdir = tmp_path / "out"
     code, text, _ = _run_and_signal(
@@ -292,6 +296,7 @@ main()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_a_signal_while_the_command_line_loads_stops_it_cleanly(tmp_path, sig):
     """Before the CLI is loaded (imports take about a second) a Ctrl-C printed a Python
     traceback, SIGTERM killed the process by the signal, and once a SIGINT was swallowed

@@ -194,6 +194,7 @@ def many_cases(tmp_path: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_300_uncertainty_cases_exit_1_before_any_case_is_prepared(tmp_path, monkeypatch):
     import dcplan.planner.stochastic as st
 
@@ -370,6 +371,7 @@ uncertainty:
 """
 
 
+@pytest.mark.slow
 def test_a_stochastic_plan_with_unserved_demand_exits_1_unless_accepted(tmp_path):
     path = tmp_path / "short.yaml"
     path.write_text(SHORT)
@@ -432,6 +434,7 @@ def test_solver_threads_in_a_scenario_are_bounded(tmp_path):
     ("overrides:\n  - {kind: sites, id: seoul_metro, field: grid_mw, add: 1.0e+308, "
      "from_year: 2027}\n", "entry 'seoul_metro', field 'grid_mw.2028'"),
 ])
+@pytest.mark.slow
 def test_a_figure_too_large_to_be_real_is_named_before_planning(tmp_path, yaml_text, field):
     """Each of these passed validation, then plan exited 3 (OverflowError, a NaN/inf
     right-hand side in pulp, or a CBC crash after HiGHS gave up)."""

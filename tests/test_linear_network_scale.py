@@ -44,6 +44,7 @@ def linear_inputs(minimal_linear):
     return case, prepare_inputs(case)
 
 
+@pytest.mark.slow
 def test_figures_are_the_facility_model_at_the_racks_the_relaxation_holds(linear_inputs):
     """Each period's figures are the facility model's at the recorded racks, and they
     are settled: the relaxation solved with them holds racks whose figures (at the
@@ -85,6 +86,7 @@ def test_fewer_racks_than_the_planning_scale_get_the_two_tier_figures(linear_inp
         assert rs.network_kw(p) < 0.8 * rs.network_kw_per_rack
 
 
+@pytest.mark.slow
 def test_the_integer_network_has_no_figures_by_period():
     from dcplan.case import load_case
     from dcplan.planner import prepare_inputs

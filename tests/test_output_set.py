@@ -145,6 +145,7 @@ def test_ctrl_c_while_staging_moves_nothing_in(tmp_path):
     assert not target.exists() and not _temporaries(tmp_path)
 
 
+@pytest.mark.slow
 def test_every_output_of_a_plan_carries_the_same_run(minimal_plan, tmp_path):
     result, case = minimal_plan
     paths = {"outdir": tmp_path / "tables", "xlsx": tmp_path / "plan.xlsx",

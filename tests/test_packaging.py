@@ -84,6 +84,7 @@ def _declared() -> set[str]:
             for d in deps}
 
 
+@pytest.mark.slow
 def test_every_runtime_import_is_a_declared_dependency():
     # A package pulled in only by the test extra (pyarrow once was) passes CI and fails a
     # user's fresh install: each module dcplan imports must be declared directly.
@@ -93,6 +94,7 @@ def test_every_runtime_import_is_a_declared_dependency():
     assert not missing, f"imported by dcplan/ but not in [project] dependencies: {missing}"
 
 
+@pytest.mark.slow
 def test_the_import_scan_finds_what_it_checks_and_the_parquet_engine_is_declared():
     assert {"numpy", "pandas", "highspy", "rich"} <= _runtime_imports()
     # pandas imports its Parquet engine itself (saved plans need it), so the scan cannot

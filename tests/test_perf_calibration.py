@@ -80,6 +80,7 @@ def _synthetic(cat, defaults):
     return rows
 
 
+@pytest.mark.slow
 def test_calibration_recovers_known_parameters(cat):
     defaults = load_perf_defaults()
     rows = _synthetic(cat, defaults)
@@ -302,6 +303,7 @@ def test_shipped_mlperf_file_loads():
     assert all(m.source and m.as_of and m.notes for m in rows)
 
 
+@pytest.mark.slow
 def test_shipped_calibration_keeps_dense_llama_within_ten_percent():
     real = load_catalog()
     rows = load_measurements(ROOT / "catalogs" / "measurements" / "mlperf_inference.csv", real)
@@ -429,6 +431,7 @@ def test_unmeasured_generation_takes_its_calibrate_like_architecture():
     assert calibration_architecture(rubin, None) == "rubin"
 
 
+@pytest.mark.slow
 def test_runs_far_below_their_repeats_are_counted_apart(tmp_path):
     """Hand-built file: one configuration run three times, one run at a third of the others."""
     from typer.testing import CliRunner

@@ -76,6 +76,7 @@ def test_perf_offline_and_concurrency():
     assert cl["batch"] <= 16
 
 
+@pytest.mark.slow
 def test_perf_fixed_layout():
     r = run("--rack", "track8", "--workload", "moe_chat", "--tp", "8", "--ep", "8",
             "--dp-attention", "--json")
@@ -224,6 +225,7 @@ def test_validate_models_file(tmp_path):
     assert "median |error|" in r.output
 
 
+@pytest.mark.slow
 def test_shipped_mlperf_validate():
     r = runner.invoke(app, ["perf", "validate", "catalogs/measurements/mlperf_inference.csv",
                             "--json"])

@@ -414,6 +414,7 @@ def test_deterministic_and_cached(cat):
     assert a is b
 
 
+@pytest.mark.slow
 def test_every_shipped_rack_and_model_answers():
     real = load_catalog()
     for rack in real.racks:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from dcplan.catalog import load_catalog
@@ -74,6 +75,7 @@ def test_a_bad_row_is_named_and_the_others_are_validated(tmp_path):
     assert only_bad.exit_code == 1 and "attention heads" in only_bad.stderr
 
 
+@pytest.mark.slow
 def test_measurement_files_are_bounded_and_odd_bytes_named(tmp_path, monkeypatch):
     """A valid 9 MB file of 72,000 rows took 1.3 GB to validate and over 9 GB (killed at
     120 s) to calibrate; a 5 MB cell and a NUL byte exited 3 or blamed the wrong column."""

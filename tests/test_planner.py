@@ -290,6 +290,7 @@ def test_more_grid_never_raises_cost(p, extra):
 
 @PROP
 @given(tiny, st.floats(0.1, 10.0))
+@pytest.mark.slow
 def test_scaling_all_prices_scales_objective(p, k):
     a = solve_inputs(_tiny(p), EXACT, explain=False)
     b = solve_inputs(_tiny(p, k=k), EXACT, explain=False)

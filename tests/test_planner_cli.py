@@ -23,6 +23,7 @@ def small():
     return solve_case(FIX / "small.yaml")
 
 
+@pytest.mark.slow
 def test_small_plan_end_to_end(small):
     assert small.status is SolveStatus.OPTIMAL and small.ok
     check_plan_from_tables(small, small.inputs)
@@ -94,6 +95,7 @@ def test_equipment_reconciles_with_the_exact_sizing(small):
         assert {"backend_leaf_switch", "transceiver", "nic"} <= set(rows.item)
 
 
+@pytest.mark.slow
 def test_cli_json_and_csvs(tmp_path):
     out = tmp_path / "out"
     res = runner.invoke(app, ["plan", str(FIX / "small.yaml"), "--json", "-q", "-o", str(out)])
@@ -122,6 +124,7 @@ def test_cli_text_summary_and_lp(tmp_path):
     assert "grid__seoul_metro__2026" in lp.read_text()
 
 
+@pytest.mark.slow
 def test_cli_unserved_exit_codes():
     res = runner.invoke(app, ["plan", str(FIX / "short.yaml"), "-q"])
     assert res.exit_code == 1
@@ -134,6 +137,7 @@ def test_cli_unserved_exit_codes():
     assert data["unserved"] and data["unserved_demand"][0]["workload"] == "chat"
 
 
+@pytest.mark.slow
 def test_scenario_can_accept_unserved_demand(tmp_path):
     accepting = tmp_path / "short_ok.yaml"
     accepting.write_text((FIX / "short.yaml").read_text() + "\nallow_unserved: true\n")

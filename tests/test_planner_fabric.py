@@ -36,6 +36,7 @@ def _solve_counts(fd, n: int, cap: int) -> dict[str, float]:
 
 @pytest.mark.parametrize("rack", ["gb200_nvl72", "vera_rubin_nvl72", "rubin_ultra_nvl576",
                                   "hgx_b300", "mi355x_rack"])
+@pytest.mark.slow
 def test_integer_rows_equal_the_step_functions(rack):
     cap = 160
     for fd in fabric_data(CATALOG, rack, 20, cap):
@@ -135,6 +136,7 @@ def test_redundancy_capex_is_charged_per_it_kw_of_new_racks():
 
 @pytest.mark.parametrize("rack", ["gb200_nvl72", "hgx_b300", "mi355x_rack",
                                   "rubin_ultra_nvl576"])
+@pytest.mark.slow
 def test_fabric_counts_are_the_network_models_and_survive_a_json_round_trip(rack):
     from dcplan.facility.steps import fabric_steps
     from dcplan.planner.saved import _decode, _encode

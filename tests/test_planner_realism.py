@@ -296,6 +296,7 @@ def _case(p, u=None, flexible=False, lead=1, elastic_grid=True):
 
 @PROP
 @given(tiny, st.floats(0.05, 0.4))
+@pytest.mark.slow
 def test_more_headroom_never_cheaper(p, less):
     a = solve_inputs(_case(p), EXACT, explain=False)
     b = solve_inputs(_case(p, u=max(0.3, p["u"] - less)), EXACT, explain=False)
@@ -304,6 +305,7 @@ def test_more_headroom_never_cheaper(p, less):
 
 @PROP
 @given(tiny)
+@pytest.mark.slow
 def test_flexible_workload_never_raises_cost(p):
     rigid = solve_inputs(_case(p), EXACT, explain=False)
     flex = solve_inputs(_case(p, flexible=True), EXACT, explain=False)

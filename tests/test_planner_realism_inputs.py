@@ -136,6 +136,7 @@ def _variant(tmp_path, text: str):
     ("solver: {highs_options: {mip_heuristc_effort: 0.2}}\n", "solver.highs_options",
      ["not a HiGHS option", "did you mean 'mip_heuristic_effort'"]),
 ])
+@pytest.mark.slow
 def test_more_bad_realism_inputs(tmp_path, text, field, words):
     problems, out = _variant(tmp_path, text)
     assert len(problems) == 1, out

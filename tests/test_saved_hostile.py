@@ -334,12 +334,14 @@ HOSTILE = {  # name -> (build(good, dst), words the message must hold)
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
+@pytest.mark.slow
 def test_hostile_plan_is_refused_by_show(good, tmp_path, case):
     build, words = HOSTILE[case]
     bad = build(good, tmp_path / f"{case}.plan")
     assert_refused(run_cli(tmp_path, "show", str(bad)), str(bad.name), *words)
 
 
+@pytest.mark.slow
 def test_zero_bomb_is_refused_before_inflating(bomb, tmp_path):
     """The filed defect: 1.5 GiB of zeros in a 7 MB file (was 3.2 GB and 89 s)."""
     with zipfile.ZipFile(bomb) as z:
@@ -352,6 +354,7 @@ def test_zero_bomb_is_refused_before_inflating(bomb, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["infeasible_status", "class_dcplan_main", "negative_racks"])
+@pytest.mark.slow
 def test_hostile_plan_is_refused_by_export_and_compare(good, tmp_path, case):
     build, words = HOSTILE[case]
     bad = build(good, tmp_path / f"{case}.plan")
@@ -363,6 +366,7 @@ def test_hostile_plan_is_refused_by_export_and_compare(good, tmp_path, case):
     assert "npv_cost_usd" not in run.out  # refused before any comparison is printed
 
 
+@pytest.mark.slow
 def test_genuine_plan_is_shown_within_the_same_bounds(good, tmp_path):
     """The control: the measurements that refuse the hostile files pass a real plan."""
     run = run_cli(tmp_path, "show", str(good))
@@ -390,6 +394,7 @@ def no_plan(good, tmp_path_factory) -> Path:
                    drop=tables)
 
 
+@pytest.mark.slow
 def test_plan_without_solution_is_shown_as_no_plan_and_never_exported(no_plan, tmp_path):
     back = load_result(no_plan)  # not damaged: the file says honestly there is no plan
     assert not back.status.has_solution and not back.tables

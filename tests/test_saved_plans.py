@@ -224,8 +224,8 @@ def test_replace_folder_is_all_or_nothing(tmp_path):
     assert not [p for p in tmp_path.iterdir() if TMP_TAG in p.name]
 
 
-def _run_plan(out: Path, extra: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "dcplan", "plan", str(MINIMAL), "-q",
+def _run_plan(out: Path, extra: list[str], scenario: Path = MINIMAL) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dcplan", "plan", str(scenario), "-q",
                              "-o", str(out / "csv"), "--png-dir", str(out / "png"),
                              "--save", str(out / "a.plan"), *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -241,25 +241,29 @@ def _state(folder: Path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_killed_runs_leave_old_or_new_outputs_and_no_temporaries(tmp_path, sig):
+def test_killed_runs_leave_old_or_new_outputs_and_no_temporaries(tmp_path, sig, minimal_linear):
     """Kill `dcplan plan -o DIR` at several points: DIR is the complete old or new
     folder (or absent), never a mix; no temporary file stays (SIGTERM removes its own;
-    after SIGKILL the next run removes them)."""
+    after SIGKILL the next run removes them). The points are spread over the whole run
+    (loading, solving, writing) as fractions of the first run's own duration; the plan
+    is the minimal example with the linear fabric (a few seconds, most of it writing)."""
     out = tmp_path / "run"
     out.mkdir()
-    first = _run_plan(out, [])
-    assert first.wait(timeout=120) == 0
+    t0 = time.monotonic()
+    first = _run_plan(out, [], minimal_linear)
+    assert first.wait(timeout=300) == 0
+    whole_s = time.monotonic() - t0
     stamp = (out / "csv" / "kpis.csv").stat().st_mtime_ns
-    for delay in (0.3, 0.8, 1.3, 1.8, 2.3, 2.8, 3.5):
-        proc = _run_plan(out, [])
-        time.sleep(delay)
+    for frac in (0.1, 0.3, 0.5, 0.65, 0.8, 0.9, 0.97):
+        proc = _run_plan(out, [], minimal_linear)
+        time.sleep(frac * whole_s)
         proc.send_signal(sig)
         proc.wait(timeout=120)
-        assert _state(out / "csv") in ("complete", "absent"), delay
+        assert _state(out / "csv") in ("complete", "absent"), frac
         if sig == signal.SIGTERM:
-            assert not [p for p in out.iterdir() if TMP_TAG in p.name], delay
-    last = _run_plan(out, [])
-    assert last.wait(timeout=120) == 0
+            assert not [p for p in out.iterdir() if TMP_TAG in p.name], frac
+    last = _run_plan(out, [], minimal_linear)
+    assert last.wait(timeout=300) == 0
     assert _state(out / "csv") == "complete"
     assert (out / "csv" / "kpis.csv").stat().st_mtime_ns >= stamp
     assert not [p for p in out.rglob("*") if TMP_TAG in p.name]

@@ -38,6 +38,7 @@ def test_a_bad_sweep_file_exits_1_naming_file_line_entry_and_field(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_folder_that_holds_another_sweep_is_refused(tmp_path):
     folder = tmp_path / "sw"
     write_folder(folder, make_spec(n=1), [{"sample_id": 1, "x0": 0.1, "weight": 1,

