@@ -46,6 +46,7 @@ from dcplan.export.labels import (
 )
 from dcplan.export.printing import setup_page
 from dcplan.export.text import WIDTH
+from dcplan.planner.sizing import OWN
 from dcplan.planner.solver import format_gap, status_text
 from dcplan.tableio import tidy_table
 
@@ -578,7 +579,9 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
          "Facility energy per request and tokens per kWh, as in each plan.", (), 2),
         ("Bill of materials", cmp.bom, "Bill of materials by scenario, site and period",
          "What each plan has installed and what it orders per period (new), as in each "
-         "plan's Bill of materials sheet.", ("new", "removed", "new_capex_usd"), 6),
+         "plan's Bill of materials sheet; the Total row sums the lines bought on their own "
+         "(purchase 'own'), not the NICs inside the racks' price and power ('in_rack').",
+         ("new", "removed", "new_capex_usd"), 6),
     ]
     npv_ws = wb.create_sheet("NPV", 1)
     def head(df: pd.DataFrame, c: str, table: str | None) -> str:
@@ -596,7 +599,8 @@ def build_comparison_workbook(cmp: Comparison) -> tuple[Workbook, dict[str, Any]
                  "Bill of materials": "bom", "Build vs buy": "build_vs_buy",
                  "Energy per request": "requests"}.get(name)
         placed[name] = write_table(w, df, title=title, description=desc, totals=totals,
-                                   id_cols=ids, header_of=lambda d, c, t=table: head(d, c, t))
+                                   id_cols=ids, header_of=lambda d, c, t=table: head(d, c, t),
+                                   total_where=("purchase", OWN) if table == "bom" else None)
         autosize(w)
     info["placed"] = placed
     # NPV by category x scenario (live SUMIFS over the Costs sheet)

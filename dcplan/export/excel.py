@@ -52,6 +52,7 @@ from dcplan.export.labels import (
 from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import no_grid_sites
+from dcplan.planner.sizing import OWN
 from dcplan.tableio import FORMULA_START, NOT_FORMULAS, is_year_column, tidy_table
 
 #: Row of the column headers on every data sheet (1-based); data start one row below.
@@ -82,6 +83,9 @@ class SheetSpec:
         Columns summed in the Total row (live ``SUM`` formulas).
     id_cols : int
         Leading identifier columns kept visible when scrolling right.
+    total_where : tuple of (str, str), optional
+        ``(column, value)``: the Total row sums only the rows whose ``column`` holds
+        ``value`` (live ``SUMIF``); None sums every row.
     """
 
     sheet: str
@@ -90,6 +94,7 @@ class SheetSpec:
     description: str
     totals: tuple[str, ...] = ()
     id_cols: int = 1
+    total_where: tuple[str, str] | None = None
 
 
 #: The data sheets, in workbook order after Summary.
@@ -148,11 +153,14 @@ SHEETS: tuple[SheetSpec, ...] = (
     SheetSpec("Bill of materials", "bom", "Bill of materials by site and period",
               "What each site has installed in each period and what to order (new = more than "
               "the period before; removed = no longer needed): racks, switches by tier and "
-              "model, transceivers by type, copper links, NICs (inside the rack's price and "
-              "IT power), CDUs with their redundant spares, heat-rejection plant and air "
-              "handlers, UPS modules and generator sets; kW at full load (losses for UPS, "
-              "standby draw for generators) and capex of what is installed and of what to "
-              "order.", ("new", "removed", "new_capex_usd"), 5),
+              "model, transceivers by type, copper links, NICs, CDUs with their redundant "
+              "spares, heat-rejection plant and air handlers, UPS modules and generator sets; "
+              "kW at full load (losses for UPS, standby draw for generators) and capex of what "
+              "is installed and of what to order. Purchase 'own': bought on its own; "
+              "'in_rack': inside the rack's price and IT power (the NICs), its kW and capex "
+              "shown as information in the last two columns only, and left out of every "
+              "total (the Total row sums the 'own' lines).",
+              ("new", "removed", "new_capex_usd"), 5, total_where=("purchase", OWN)),
     SheetSpec("Sizing", "sizing", "Exact sizing of the chosen fleet vs the plan's own figures",
               "Network and cooling sized exactly for each site's fleet in every period, "
               "beside the plan's figures: switch, link and CDU counts are the plan's "
@@ -362,7 +370,8 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
                 totals: Sequence[str] = (), id_cols: int = 1,
                 header_of: Callable[[pd.DataFrame, str], str] | None = None,
                 table: str | None = None, tidy: bool = True,
-                row_formats: dict[str, Sequence[str]] | None = None) -> Placed:
+                row_formats: dict[str, Sequence[str]] | None = None,
+                total_where: tuple[str, str] | None = None) -> Placed:
     """Write ``df`` in the standard layout: title, description, header, rows, totals.
 
     Parameters
@@ -384,6 +393,9 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
         yearly periods as numbers); False writes ``df`` as it is.
     row_formats : dict, optional
         Column -> one number format per row (instead of the column's format).
+    total_where : tuple of (str, str), optional
+        ``(column, value)``: the Total row sums only the rows whose ``column`` holds
+        ``value`` (``SUMIF``); None (or a table without that column) sums every row.
 
     Returns
     -------
@@ -419,10 +431,16 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     if sums and len(df):
         tr = last + 2
         put(ws, tr, 1, "Total", font=TOTAL_FONT)
+        where = total_where if total_where and total_where[0] in placed.columns else None
+        if where:
+            W = get_column_letter(placed.columns[where[0]])
+            put(ws, tr, placed.columns[where[0]], where[1], font=TOTAL_FONT)
         for c in sums:
             j = placed.columns[c]
             L = get_column_letter(j)
-            formula(ws, tr, j, f"=SUM({L}{FIRST_DATA_ROW}:{L}{last})", fmts[j - 1], TOTAL_FONT)
+            f = f"=SUM({L}{FIRST_DATA_ROW}:{L}{last})" if where is None else (
+                f'=SUMIF({W}{FIRST_DATA_ROW}:{W}{last},"{where[1]}",{L}{FIRST_DATA_ROW}:{L}{last})')
+            formula(ws, tr, j, f, fmts[j - 1], TOTAL_FONT)
         placed.total_row = tr
     return placed
 
@@ -956,7 +974,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
             continue
         placed[spec.table] = write_table(ws, df, title=title, description=spec.description,
                                          totals=spec.totals, id_cols=spec.id_cols,
-                                         table=spec.table)
+                                         table=spec.table, total_where=spec.total_where)
         if spec.table == "costs" and len(df):
             _cost_subtotals(ws, placed["costs"])
         if spec.table == "build_vs_buy" and result.tables.get("requests") is not None:

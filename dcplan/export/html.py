@@ -42,6 +42,7 @@ from dcplan.export.views import (
     stack_categories,
     terminal_credit,
 )
+from dcplan.planner.sizing import BOM_TABLE_UNITS, IN_RACK, OWN, set_apart_in_rack
 from dcplan.planner.solver import format_gap
 from dcplan.tableio import tidy_table
 
@@ -151,6 +152,22 @@ def figure_html(png: bytes, alt: str, caption: str = "") -> str:
     cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
     return (f'<figure><img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
             f"{cap}</figure>")
+
+
+def _equipment_view(eq: pd.DataFrame) -> pd.DataFrame:
+    """The equipment table as the bill of materials shows it.
+
+    Purchase ``own`` or ``in_rack``, and the in-rack lines' kW and USD apart
+    (:func:`~dcplan.planner.sizing.set_apart_in_rack`).
+    """
+    inside = eq.in_rack.astype(bool)
+    out = set_apart_in_rack(eq.drop(columns="in_rack"), inside)
+    out.insert(list(out.columns).index("catalog_id") + 1, "purchase",
+               inside.map({True: IN_RACK, False: OWN}))
+    units = dict(eq.attrs.get("units", {}))
+    units.update({c: BOM_TABLE_UNITS[c] for c in ("included_kw", "included_capex_usd")})
+    out.attrs["units"] = units
+    return out
 
 
 def table_html(df: pd.DataFrame, *, table: str | None = None, tidy: bool = True,
@@ -478,10 +495,13 @@ def build_html(result: Any, sources: Any = None) -> str:
         eq = eq[[(s_, p_) in peaks for s_, p_ in zip(eq.site, eq.period, strict=True)]]
     if eq is not None and len(eq):
         body.append("<h3>Equipment of each site at its peak period</h3>"
-                    + table_html(eq, table="equipment",
-                                 caption="Switches, optics, NICs (in-rack: inside the rack's "
-                                         "power and price), the plan's CDUs, heat-rejection "
-                                         "plant and air handlers."))
+                    + table_html(_equipment_view(eq), table="bom",
+                                 caption="Switches, optics, NICs, the plan's CDUs, heat-"
+                                         "rejection plant, air handlers, UPS and generators. "
+                                         "Purchase 'in_rack': inside the rack's price and IT "
+                                         "power (the NICs), its kW and capex shown apart as "
+                                         "information, not to be added; 'own': bought on "
+                                         "its own."))
     if "power" in t and len(t["power"]):
         pw = _pivot_power(result)
         body.append("<h2>Power against the grid</h2>"

@@ -189,8 +189,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "shadow_price_relaxed", "shadow_unit"
     ),
     "bom": (
-        "site", "period", "category", "item", "catalog_id", "installed", "new", "removed", "kw",
-        "capex_usd", "new_capex_usd"
+        "site", "period", "category", "item", "catalog_id", "purchase", "installed", "new",
+        "removed", "kw", "capex_usd", "new_capex_usd", "included_kw", "included_capex_usd"
     ),
     "sizing": ("site", "period", "quantity", "unit", "plan", "exact", "diff", "diff_frac"),
     "equipment": (

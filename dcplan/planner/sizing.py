@@ -313,7 +313,11 @@ def plan_cdu_models(tables: dict, site: str, period: Any) -> dict[str, float]:
 #: Columns of :func:`bom_table` and their units.
 BOM_TABLE_UNITS = {"installed": "units", "new": "units", "removed": "units",
                    "kw": "kW (full load)", "capex_usd": "USD",
-                   "new_capex_usd": "USD"}
+                   "new_capex_usd": "USD", "included_kw": "kW (full load, in the rack's)",
+                   "included_capex_usd": "USD (in the rack's price)"}
+#: ``purchase`` of a bill-of-materials line: bought on its own, or inside a rack's price
+#: and IT power (the rack's catalog ``capex_basis``; NICs: catalogs/nics.yaml).
+OWN, IN_RACK = "own", "in_rack"
 
 
 def bom_table(equipment: pd.DataFrame, fleet: pd.DataFrame, periods: list[str],
@@ -326,11 +330,19 @@ def bom_table(equipment: pd.DataFrame, fleet: pd.DataFrame, periods: list[str],
     over the one before (to order), ``removed`` what it no longer needs. Racks are
     priced at ``rack_capex_usd`` (rack id -> USD per rack).
 
+    ``purchase`` says whether a line is bought on its own (:data:`OWN`) or comes inside
+    a rack's price and IT power (:data:`IN_RACK`: the equipment table's ``in_rack``,
+    the NICs). An in-rack line keeps its counts, but its kW and USD are in
+    ``included_kw`` and ``included_capex_usd`` only (information: the rack's price and
+    power already hold them), and its ``kw``, ``capex_usd`` and ``new_capex_usd`` are
+    empty: summing those columns gives what is bought on its own, never the rack's
+    parts twice.
+
     Parameters
     ----------
     equipment : DataFrame
         The ``equipment`` table of :func:`sizing_table` (``periods='all'``): count
-        [units], kw [kW], capex_usd [USD].
+        [units], kw [kW], capex_usd [USD], in_rack.
     fleet : DataFrame
         The plan's ``fleet`` table (its ``installed_racks`` [racks]).
     periods : list of str
@@ -341,51 +353,85 @@ def bom_table(equipment: pd.DataFrame, fleet: pd.DataFrame, periods: list[str],
     Returns
     -------
     DataFrame
-        site, period, category, item, catalog_id, installed, new, removed [units], kw
-        [kW at full load], capex_usd [USD, installed], new_capex_usd [USD, to order];
-        sorted by site, period, category, item.
+        site, period, category, item, catalog_id, purchase (``own`` or ``in_rack``),
+        installed, new, removed [units], kw [kW at full load], capex_usd [USD,
+        installed], new_capex_usd [USD, to order: the growth of the installed capex],
+        included_kw [kW], included_capex_usd [USD] (in-rack lines only); sorted by site,
+        period, category, item.
     """
     rows: list[dict] = []
     for r in fleet.itertuples():
         n = float(r.installed_racks)
         rows.append(dict(site=r.site, period=r.period, category="racks", item="rack",
-                         catalog_id=r.rack, installed=n, kw=0.0,
+                         catalog_id=r.rack, purchase=OWN, installed=n, kw=0.0,
                          capex_usd=n * (rack_capex_usd or {}).get(r.rack, 0.0)))
-    for r in equipment.itertuples():
+    inside = equipment.in_rack.astype(bool) if "in_rack" in equipment else \
+        pd.Series(False, index=equipment.index)
+    for r, in_rack in zip(equipment.itertuples(), inside, strict=True):
         rows.append(dict(site=r.site, period=r.period, category=r.category, item=r.item,
-                         catalog_id=r.catalog_id, installed=float(r.count), kw=float(r.kw),
+                         catalog_id=r.catalog_id, purchase=IN_RACK if in_rack else OWN,
+                         installed=float(r.count), kw=float(r.kw),
                          capex_usd=float(r.capex_usd)))
-    cols = ["site", "period", "category", "item", "catalog_id", "installed", "new", "removed",
-            "kw", "capex_usd", "new_capex_usd"]
+    cols = ["site", "period", "category", "item", "catalog_id", "purchase", "installed", "new",
+            "removed", "kw", "capex_usd", "new_capex_usd", "included_kw", "included_capex_usd"]
     if not rows:
         return _frame([], BOM_TABLE_UNITS, cols)
-    df = pd.DataFrame(rows).groupby(["site", "period", "category", "item", "catalog_id"],
-                                    as_index=False, sort=False).sum()
+    keys = ["site", "category", "item", "catalog_id", "purchase"]
+    df = pd.DataFrame(rows).groupby(["site", "period", *keys[1:]], as_index=False,
+                                    sort=False).sum()
     order = {p: i for i, p in enumerate(periods)}
     df["_p"] = df.period.map(order)
-    keys = ["site", "category", "item", "catalog_id"]
     # every period of each (site, item) so that what disappears shows as removed
     full = []
     for key, sub in df.groupby(keys, sort=False):
         first = int(sub._p.min())
         have = dict(zip(sub._p, sub.itertuples(), strict=True))
-        prev = 0.0
+        prev = prev_usd = 0.0
         for i in range(first, len(periods)):
             row = have.get(i)
             n = float(row.installed) if row is not None else 0.0
             if row is None and prev == 0:
                 continue
-            unit = row.capex_usd / row.installed if row is not None and row.installed else 0.0
-            new = max(0.0, n - prev)
+            usd = float(row.capex_usd) if row is not None else 0.0
+            kw = float(row.kw) if row is not None else 0.0
+            # to order: the installed value's growth (count x unit price for a unit
+            # item; a plant line, one per site, grows with its heat at count 1)
             full.append(dict(zip(keys, key, strict=True), period=periods[i], _p=i,
-                             installed=n, new=new, removed=max(0.0, prev - n),
-                             kw=float(row.kw) if row is not None else 0.0,
-                             capex_usd=float(row.capex_usd) if row is not None else 0.0,
-                             new_capex_usd=new * unit))
-            prev = n
+                             installed=n, new=max(0.0, n - prev), removed=max(0.0, prev - n),
+                             kw=kw, capex_usd=usd, new_capex_usd=max(0.0, usd - prev_usd)))
+            prev, prev_usd = n, usd
     out = pd.DataFrame(full).sort_values(["site", "_p", "category", "item", "catalog_id"])
     out = out[(out.installed > 0) | (out.removed > 0)]
+    out = set_apart_in_rack(out, out.purchase == IN_RACK, ("new_capex_usd",))
     return _frame(out.to_dict("records"), BOM_TABLE_UNITS, cols)
+
+
+def set_apart_in_rack(df: pd.DataFrame, inside: pd.Series, also: tuple[str, ...] = ()
+                      ) -> pd.DataFrame:
+    """Move the kW and USD of the lines inside a rack's price to their own columns.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Bill-of-materials lines with ``kw`` [kW] and ``capex_usd`` [USD].
+    inside : Series of bool
+        True for a line inside the rack's price and IT power (same index as ``df``).
+    also : tuple of str
+        More columns emptied on those lines (e.g. ``new_capex_usd``).
+
+    Returns
+    -------
+    DataFrame
+        A copy: ``included_kw`` and ``included_capex_usd`` hold those lines' kW and USD
+        (empty elsewhere), and their ``kw``, ``capex_usd`` and ``also`` are empty, so
+        that a column's sum is what is bought on its own.
+    """
+    out = df.copy()
+    out["included_kw"] = out.kw.where(inside)
+    out["included_capex_usd"] = out.capex_usd.where(inside)
+    for c in ("kw", "capex_usd", *also):
+        out[c] = out[c].mask(inside)
+    return out
 
 
 def planner_cdus(d: PlanInputs, site: str, mix: dict[str, int]) -> tuple[float, float]:
