@@ -313,8 +313,8 @@ def plan_cdu_models(tables: dict, site: str, period: Any) -> dict[str, float]:
 #: Columns of :func:`bom_table` and their units.
 BOM_TABLE_UNITS = {"installed": "units", "new": "units", "removed": "units",
                    "kw": "kW (full load)", "capex_usd": "USD",
-                   "new_capex_usd": "USD", "included_kw": "kW (full load, in the rack's)",
-                   "included_capex_usd": "USD (in the rack's price)"}
+                   "new_capex_usd": "USD", "included_kw": "kW (full load)",
+                   "included_capex_usd": "USD"}
 #: ``purchase`` of a bill-of-materials line: bought on its own, or inside a rack's price
 #: and IT power (the rack's catalog ``capex_basis``; NICs: catalogs/nics.yaml).
 OWN, IN_RACK = "own", "in_rack"
