@@ -415,16 +415,16 @@ def set_apart_in_rack(df: pd.DataFrame, inside: pd.Series, also: tuple[str, ...]
     df : DataFrame
         Bill-of-materials lines with ``kw`` [kW] and ``capex_usd`` [USD].
     inside : Series of bool
-        True for a line inside the rack's price and IT power (same index as ``df``).
+        True for a line inside the rack's price and IT power (same index as ``df``) [-].
     also : tuple of str
         More columns emptied on those lines (e.g. ``new_capex_usd``).
 
     Returns
     -------
     DataFrame
-        A copy: ``included_kw`` and ``included_capex_usd`` hold those lines' kW and USD
-        (empty elsewhere), and their ``kw``, ``capex_usd`` and ``also`` are empty, so
-        that a column's sum is what is bought on its own.
+        A copy: ``included_kw`` [kW] and ``included_capex_usd`` [USD] hold those lines'
+        kW and USD (empty elsewhere), and their ``kw``, ``capex_usd`` and ``also`` are
+        empty, so that a column's sum is what is bought on its own.
     """
     out = df.copy()
     out["included_kw"] = out.kw.where(inside)
