@@ -140,6 +140,7 @@ def test_partial_results_are_percentiles_of_the_solved_with_the_count(tmp_path):
     assert "NPV of costs: P10 120, P50 200, P90 280 million USD (base case 250)." in head
     html = build_sweep_html(summary, pngs={name: PNG for name in CHARTS})
     assert "3 of 5 samples solved" in html and "samples 4, 5" in html
+    assert '<div class="outcome warn">' in html  # some samples did not solve
     wb = build_sweep_workbook(summary)
     cells = [c.value for row in wb["Summary"].iter_rows() for c in row if c.value]
     assert any(isinstance(c, str) and c.startswith("3 of 5 samples solved") for c in cells)
