@@ -416,7 +416,8 @@ def sweep(sweep_file: Path | str, outdir: Path | str, *, samples: int | None = N
           workers: int | None = None, scheduler: str | None = None, resume: bool = False,
           report: bool = True, catalog_dir: Path | str | None = None,
           sites_dir: Path | str | None = None,
-          progress: Callable[[int, int, dict], None] | None = None) -> Any:
+          progress: Callable[[int, int, dict], None] | None = None,
+          time_limit_s: float | None = None, gap: float | None = None) -> Any:
     """Plan every sample of a sweep file on a Dask cluster; return what the sweep tells.
 
     Parameters
@@ -434,6 +435,10 @@ def sweep(sweep_file: Path | str, outdir: Path | str, *, samples: int | None = N
         Data folders for the base scenario.
     progress : callable, optional
         ``progress(done, total, row)`` after each sample.
+    time_limit_s, gap : float, optional
+        As ``--time-limit`` [s] and ``--gap`` [-]: each sample's solver limits, replacing
+        the sweep file's ``solver`` (default time limit: max(30 s, 5 x the base plan's
+        solve time), :func:`dcplan.sweep.run.sample_time_limit`).
 
     Returns
     -------
@@ -446,7 +451,8 @@ def sweep(sweep_file: Path | str, outdir: Path | str, *, samples: int | None = N
     spec = load_sweep_spec(sweep_file)
     case = load_case(spec.base_path(), catalog_dir=catalog_dir, sites_dir=sites_dir)
     run_sweep(prepare_sweep(spec, case, samples), outdir, workers=workers,
-              scheduler=scheduler, resume=resume, progress=progress)
+              scheduler=scheduler, resume=resume, progress=progress,
+              time_limit_s=time_limit_s, gap=gap)
     summary = load_sweep(outdir)
     if report:
         from dcplan.export.sweep import write_sweep_reports

@@ -26,6 +26,7 @@ from dcplan.cli.common import (
     handle_errors,
     note,
 )
+from dcplan.scenario.schema import MAX_TIME_LIMIT_S
 
 
 class _RunByDefault(TyperGroup):
@@ -46,7 +47,11 @@ app.add_typer(sweep_app, name="sweep")
 
 
 class _Bar:
-    """Progress on stderr: a rich bar with ETA on a terminal, a line per tenth otherwise."""
+    """Progress on stderr: a rich bar with ETA on a terminal, a line per tenth otherwise.
+
+    The ETA is :func:`dcplan.sweep.run.eta_s`: the median sample time so far, the
+    samples left shared among the workers, and what the running samples still need.
+    """
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
@@ -55,11 +60,31 @@ class _Bar:
         self.counts: dict[str, int] = {}
         self.next_line = 0.0
         self.t0 = time.perf_counter()
+        self.times: list[float] = []
+        self.free_at: dict[str, float] = {}  # worker -> when its last sample ended
+        self.workers = 1
+        self.limit: float | None = None
 
-    def start(self, todo: int, total: int, cluster: str) -> None:
+    def eta(self, done: int) -> float:
+        """Seconds left [s] (see :func:`dcplan.sweep.run.eta_s`)."""
+        from dcplan.sweep.run import eta_s
+
+        now = time.perf_counter()
+        ends = sorted(self.free_at.values(), reverse=True)[:self.workers]
+        ends += [self.started] * (self.workers - len(ends))  # busy since the start
+        return eta_s(self.times, self.total - done, [now - t for t in ends])
+
+    def start(self, todo: int, total: int, cluster: str, workers: int = 1,
+              time_limit_s: float | None = None) -> None:
+        self.started = time.perf_counter()
+        self.workers, self.limit = max(1, workers), time_limit_s
+        self.first = total - todo
+        self.total = total
         if self.quiet:
             return
-        typer.echo(f"[sweep] {todo:,} of {total:,} samples to solve on {cluster}", err=True)
+        limit = f", at most {time_limit_s:,.0f} s each" if time_limit_s else ""
+        typer.echo(f"[sweep] {todo:,} of {total:,} samples to solve on {cluster}{limit}",
+                   err=True)
         if sys.stderr.isatty():
             from rich.console import Console
             from rich.progress import (
@@ -68,31 +93,32 @@ class _Bar:
                 Progress,
                 TextColumn,
                 TimeElapsedColumn,
-                TimeRemainingColumn,
             )
 
             self.progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), TextColumn("ETA"),
-                                     TimeRemainingColumn(), TextColumn("{task.fields[what]}"),
+                                     TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
+                                     TextColumn("{task.fields[what]}"),
                                      console=Console(stderr=True), transient=False)
             self.progress.start()
             self.task = self.progress.add_task("sweep", total=total, completed=total - todo,
-                                               what="")
-        self.first = total - todo
-        self.total = total
+                                               what="", eta="-")
 
     def update(self, done: int, total: int, row: dict) -> None:
         status = str(row.get("status"))
         self.counts[status] = self.counts.get(status, 0) + 1
+        if row.get("solve_s") not in (None, ""):
+            self.times.append(float(row["solve_s"]))
+        if row.get("worker"):
+            self.free_at[str(row["worker"])] = time.perf_counter()
         if self.quiet:
             return
         what = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        eta = self.eta(done)
         if self.progress is not None:
-            self.progress.update(self.task, completed=done, what=what)
+            self.progress.update(self.task, completed=done, what=what,
+                                 eta=f"{eta:,.0f} s" if self.times else "-")
         elif done / total >= self.next_line or done == total:
             el = time.perf_counter() - self.t0
-            rate = (done - self.first) / el if el > 0 else 0.0
-            eta = (total - done) / rate if rate > 0 else 0.0
             typer.echo(f"[sweep] {done:,}/{total:,} samples ({what}), {el:,.0f} s, "
                        f"ETA {eta:,.0f} s", err=True)
             self.next_line = done / total + 0.1
@@ -123,6 +149,15 @@ def run_cmd(
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the sweep in the folder: skip the samples it holds.")
     ] = False,
+    time_limit: Annotated[float | None, typer.Option(
+        "--time-limit", min=0.001, max=MAX_TIME_LIMIT_S, metavar="SECONDS",
+        help="Time limit of each sample's solve [s] (replaces the sweep file's "
+             "solver.time_limit_s; default: max(30 s, 5 x the base plan's own solve "
+             "time)).")] = None,
+    gap: Annotated[float | None, typer.Option(
+        "--gap", min=0.0, max=0.999, metavar="FRACTION",
+        help="Relative MIP gap of each sample, e.g. 0.01 = 1 % (replaces the sweep "
+             "file's solver.gap; default: the base scenario's solver.gap).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress.")] = False,
     no_report: Annotated[bool, typer.Option(
@@ -134,7 +169,12 @@ def run_cmd(
     Dask task (one thread per worker, HiGHS on one thread). Results are written to
     DIR/samples.csv as they arrive; a failed or infeasible sample is recorded, never
     fatal; Ctrl-C stops and keeps what is done (--resume continues). The base case is
-    sample 0. Then DIR gets charts/, sweep.xlsx and report.html.
+    sample 0. Then DIR gets charts/, sweep.xlsx and report.html, from the samples
+    that solved (optimal or unserved), with how many of all that is.
+
+    Exit codes: 0 every sample solved; 1 bad input, or some samples did not solve
+    (the folder, report and percentiles of the others are written all the same; the
+    message names them); 130 interrupted.
     """
     from dcplan.errors import InputError, Problem
     from dcplan.sweep import load_sweep, prepare_sweep, run_sweep, summarize
@@ -162,7 +202,8 @@ def run_cmd(
     bar = _Bar(quiet or as_json and not sys.stderr.isatty())
     try:
         outcome = run_sweep(plan, folder, workers=workers, scheduler=scheduler, resume=resume,
-                            progress=bar.update, on_start=bar.start)
+                            progress=bar.update, on_start=bar.start,
+                            time_limit_s=time_limit, gap=gap)
     finally:
         bar.stop()
     data = load_sweep(folder)
@@ -177,6 +218,8 @@ def run_cmd(
                    "samples": outcome.total, "done": outcome.done, "skipped": outcome.skipped,
                    "solved": summary.solved, "statuses": dict(outcome.statuses),
                    "workers": outcome.workers, "cluster": outcome.cluster,
+                   "time_limit_s": outcome.time_limit_s,
+                   "time_limit_rule": outcome.time_limit_rule, "gap": outcome.gap,
                    "elapsed_s": round(outcome.elapsed_s, 3),
                    "facility_tables": outcome.facility_tables,
                    "interrupted": outcome.interrupted,
@@ -187,7 +230,7 @@ def run_cmd(
         typer.echo(sweep_summary_text(summary))
         if not outcome.interrupted:
             t = outcome.facility_tables
-            typer.echo(f"\n{outcome.done - outcome.skipped:,} samples solved in "
+            typer.echo(f"\n{outcome.done - outcome.skipped:,} samples run in "
                        f"{outcome.elapsed_s:,.0f} s on {outcome.cluster or 'no cluster'}; "
                        f"facility tables computed {t.get('misses', 0):,}, reused "
                        f"{t.get('hits', 0) + t.get('disk_hits', 0):,}", err=True)
@@ -198,7 +241,18 @@ def run_cmd(
         raise typer.Exit(130)
     if outcome.done and not summary.solved:
         typer.secho(f"error: no sample was solved; see the status and message columns of "
-                    f"{folder / 'samples.csv'}", fg=typer.colors.RED, err=True)
+                    f"{folder / 'samples.csv'}"
+                    + ("" if time_limit else "; give more time with --time-limit SECONDS"),
+                    fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+    unsolved = outcome.done - summary.solved
+    if unsolved > 0:
+        typer.secho(f"error: {unsolved:,} of {outcome.done:,} samples did not solve (see "
+                    f"the headline above and {folder / 'samples.csv'}); the statistics and "
+                    f"report are over the other {summary.solved:,}. To solve them, run again "
+                    f"into a new -o folder with a longer --time-limit (this run: "
+                    f"{outcome.time_limit_s or 0:,.0f} s per sample) or a larger --gap",
+                    fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
 
 

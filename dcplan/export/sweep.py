@@ -660,7 +660,8 @@ def build_sweep_html(obj: Any, pngs: dict[str, bytes] | None = None) -> str:
             f"{esc(m.get('seed'))}).</p>"]
     if m.get("description"):
         body.append(f"<p>{esc(m['description'])}</p>")
-    warn = " warn" if s.statuses.get("unserved") or m.get("state") != "complete" else ""
+    warn = " warn" if (s.statuses.get("unserved") or m.get("state") != "complete"
+                       or s.solved < len(s.data.runs)) else ""
     body.append(f'<div class="outcome{warn}"><ul class="headline">'
                 + "".join(f"<li>{esc(x)}</li>" for x in s.headline()) + "</ul></div>")
     if s.solved:

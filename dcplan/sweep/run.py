@@ -38,6 +38,7 @@ import math
 import os
 import time
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,7 +67,77 @@ FORMAT = 1
 #: Seconds to wait for a scheduler and for its first worker.
 CONNECT_TIMEOUT_S = 30
 
+log = logging.getLogger(__name__)
+
 FLEET_COLUMNS = ["sample_id", "period", "rack", "installed_racks", "new_racks"]
+#: Default time limit of each sample: this many times the base plan's own solve time
+#: (wall time of sample 0, planned first on this machine) ...
+SAMPLE_TIME_LIMIT_FACTOR = 5.0
+#: ... and never less than this [s] (a base plan of a second leaves room for the samples
+#: whose values make a harder MILP, and for a busy machine).
+MIN_SAMPLE_TIME_LIMIT_S = 30.0
+
+
+def sample_time_limit(base_solve_s: float) -> float:
+    """Default time limit of each sample [s], scaled from the base plan's solve time.
+
+    ``max(MIN_SAMPLE_TIME_LIMIT_S, SAMPLE_TIME_LIMIT_FACTOR * base_solve_s)``: 30 s for
+    a base plan of up to 6 s, five times the base plan's time above.
+
+    Parameters
+    ----------
+    base_solve_s : float
+        Wall time of the base plan (sample 0) [s].
+    """
+    return max(MIN_SAMPLE_TIME_LIMIT_S, SAMPLE_TIME_LIMIT_FACTOR * float(base_solve_s))
+
+
+def eta_s(sample_s: list[float], left: int, running_s: list[float]) -> float:
+    """Seconds until a sweep is done, from the sample times so far [s].
+
+    Every sample still to come is assumed to take the median ``m`` of ``sample_s``. A
+    sample running for ``e`` seconds needs ``m - e`` more, or another ``m`` once it has
+    run longer than the median (its time is unknown then, and "0 s" would be wrong).
+    The samples not started yet go, one at a time, to the worker free first; the answer
+    is when the last worker is done, so it is never below a running sample's estimate.
+
+    Parameters
+    ----------
+    sample_s : list of float
+        Wall times of the samples done so far [s]; empty: no estimate (0).
+    left : int
+        Samples not done yet, the running ones included.
+    running_s : list of float
+        How long each worker has been on its current sample [s]; its length is the
+        number of workers in use. With fewer samples left than workers, the ones
+        running longest are taken as the ones still running.
+
+    Returns
+    -------
+    float
+        [s]; 0 when nothing is left or no sample has finished yet.
+
+    Examples
+    --------
+    Median 20 s; two workers 5 s and 25 s into their samples (15 s and 20 s to go),
+    two more samples queued: they end at 15 + 20 and 20 + 20 s.
+
+    >>> eta_s([10, 20, 30], 4, [5, 25])
+    40.0
+    """
+    if left <= 0 or not sample_s or not running_s:
+        return 0.0
+    import heapq
+    import statistics
+
+    m = float(statistics.median(sample_s))
+    running = sorted(running_s, reverse=True)[:left]
+    free = [m - e if e < m else m for e in running]
+    free += [0.0] * (len(running_s) - len(running))  # idle workers
+    heapq.heapify(free)
+    for _ in range(left - len(running)):
+        heapq.heappush(free, heapq.heappop(free) + m)
+    return float(max(free))
 
 
 @dataclass
@@ -201,6 +272,13 @@ class SweepOutcome:
         Facility tables computed and reused (memory and disk) by the samples.
     cluster : str
         ``local, N workers`` or the scheduler's address.
+    time_limit_s : float or None
+        Time limit of each sample's solve in this run [s].
+    time_limit_rule : str
+        Where it came from: ``--time-limit``, the sweep file, or the default rule of
+        :func:`sample_time_limit` with the base plan's time.
+    gap : float or None
+        Relative MIP gap of each sample [-]; None: the base scenario's.
     """
 
     folder: Path
@@ -215,6 +293,16 @@ class SweepOutcome:
     cluster: str = ""
     cpu_s: float = 0.0
     startup_s: float = 0.0
+    time_limit_s: float | None = None
+    time_limit_rule: str = ""
+    gap: float | None = None
+
+    @property
+    def solved(self) -> int:
+        """Samples the statistics use (statuses in :data:`dcplan.sweep.task.SOLVED`)."""
+        from dcplan.sweep.task import SOLVED
+
+        return sum(v for k, v in self.statuses.items() if k in SOLVED)
 
 
 # --- the folder ------------------------------------------------------------------------
@@ -424,8 +512,15 @@ def _connect(workers: int | None, scheduler: str | None) -> tuple[Any, Any, str]
     # this process, which cancels their tasks and closes the cluster.
     previous = _ignore_interrupt()
     try:
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.CRITICAL)
+        # the scheduler's HTTP server (dashboard or not) takes a free port: on the
+        # default 8787, taken by another cluster, distributed warned on the terminal;
+        # any other warning of distributed's start goes to the log, not the terminal
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
+        for w in caught:
+            log.info("distributed: %s", w.message)
     finally:
         _restore_signal("SIGINT", previous)
     return Client(cluster), cluster, f"local, {n} worker{'s' * (n != 1)}"
@@ -466,8 +561,9 @@ def _restore_signal(name: str, previous) -> None:
 def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None,
               scheduler: str | None = None, resume: bool = False,
               progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-              on_start: Callable[[int, int, str], None] | None = None,
-              reuse_tables: bool = True) -> SweepOutcome:
+              on_start: Callable[..., None] | None = None,
+              reuse_tables: bool = True, time_limit_s: float | None = None,
+              gap: float | None = None) -> SweepOutcome:
     """Solve every sample of ``plan`` on a Dask cluster, writing rows as they arrive.
 
     Parameters
@@ -488,10 +584,18 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
     progress : callable, optional
         ``progress(done, total, row)`` after each sample.
     on_start : callable, optional
-        ``on_start(to_do, total, cluster)`` once the cluster is up.
+        ``on_start(to_do, total, cluster, workers, time_limit_s)`` once the cluster is
+        up (``workers``: worker threads of the cluster; ``time_limit_s`` of a sample [s]).
     reuse_tables : bool
         Reuse facility tables across samples (:mod:`dcplan.sweep.memo`); False makes
         every sample compute its own (to measure what the reuse saves).
+    time_limit_s : float, optional
+        Time limit of each sample's solve [s] (``--time-limit``); replaces the sweep
+        file's ``solver.time_limit_s``. Without either: :func:`sample_time_limit` of the
+        base plan's wall time (the base plan itself gets the base scenario's limit).
+    gap : float, optional
+        Relative MIP gap of each sample (``--gap``); replaces the sweep file's
+        ``solver.gap``; without either, the base scenario's.
 
     Returns
     -------
@@ -514,9 +618,10 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
         done = done[done.status != "error"]
     done_ids = set(int(i) for i in done.sample_id)
     memo_dir = folder / TABLES_DIR
-    options = {"outputs": plan.outputs, "time_limit_s": plan.spec.solver.time_limit_s,
-               "gap": plan.spec.solver.gap, "memo_dir": str(memo_dir.resolve()),
-               "memo": reuse_tables}
+    limit, rule = _explicit_limit(plan, time_limit_s)
+    options = {"outputs": plan.outputs, "time_limit_s": limit,
+               "gap": gap if gap is not None else plan.spec.solver.gap,
+               "memo_dir": str(memo_dir.resolve()), "memo": reuse_tables}
 
     # a remote scheduler is reached before anything is solved or written: a wrong address
     # fails at once and leaves no folder behind
@@ -530,13 +635,23 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
                 with contextlib.suppress(Exception):
                     early[0].close(timeout=10)
             raise
+    if limit is None:  # the default: scaled from the base plan's own time
+        base_s = base_row[0]["solve_s"] if base_row is not None else _base_time(done)
+        if base_s is not None:
+            options["time_limit_s"] = sample_time_limit(base_s)
+            rule = (f"max({MIN_SAMPLE_TIME_LIMIT_S:g} s, {SAMPLE_TIME_LIMIT_FACTOR:g} x the "
+                    f"base plan's {base_s:,.1f} s)")
+        else:
+            rule = "the base scenario's solver.time_limit_s"
     folder.mkdir(parents=True, exist_ok=True)
     memo_dir.mkdir(exist_ok=True)
     # a resumed sweep keeps when it was created and the record of every earlier run
     manifest = {**_manifest(plan), **({k: old[k] for k in ("created", "runs") if k in old}
                                       if old else {})}
     manifest.setdefault("created", _now())
-    manifest.update(state="running", updated=_now())
+    manifest.update(state="running", updated=_now(),
+                    solver={"time_limit_s": options["time_limit_s"], "time_limit_rule": rule,
+                            "gap": options["gap"]})
     write_text_atomic(folder / MANIFEST, json.dumps(manifest, indent=2, default=str))
     write_csv(_design_table(plan), folder / DESIGN_FILE)
     if old:  # rows of the same sample written twice (an error run again) keep the last
@@ -569,7 +684,8 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
                 local = min(workers or os.cpu_count() or 1, len(todo))
                 client, cluster, cluster_text = early or _connect(local, scheduler)
                 if on_start:
-                    on_start(len(todo), design.size, cluster_text)
+                    on_start(len(todo), design.size, cluster_text,
+                             _threads(client, local, scheduler), options["time_limit_s"])
                 case_f = client.scatter(plan.case, broadcast=True, hash=False)
                 spec_f = client.scatter(plan.spec, broadcast=True, hash=False)
                 startup = time.perf_counter() - t0
@@ -628,6 +744,8 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
                      "elapsed_s": round(elapsed, 3), "solved": count - skipped,
                      "cpu_s": round(cpu, 3), "startup_s": round(startup, 3),
                      "cluster": cluster_text, "workers": dict(workers_seen),
+                     "time_limit_s": options["time_limit_s"], "time_limit_rule": rule,
+                     "gap": options["gap"],
                      "facility_tables": dict(tables), "interrupted": interrupted})
         manifest.update(state="complete" if complete else ("interrupted" if interrupted
                                                            else "partial"),
@@ -635,7 +753,40 @@ def run_sweep(plan: SweepPlan, folder: Path | str, *, workers: int | None = None
         write_text_atomic(folder / MANIFEST, json.dumps(manifest, indent=2, default=str))
         _restore_signal("SIGTERM", previous_term)
     return SweepOutcome(folder, design.size, n_done, skipped, statuses, sorted(workers_seen),
-                        interrupted, elapsed, dict(tables), cluster_text, cpu, startup)
+                        interrupted, elapsed, dict(tables), cluster_text, cpu, startup,
+                        options["time_limit_s"], rule, options["gap"])
+
+
+def _explicit_limit(plan: SweepPlan, time_limit_s: float | None
+                    ) -> tuple[float | None, str]:
+    """The per-sample time limit given (command line, then sweep file) and its source."""
+    if time_limit_s is not None:
+        return float(time_limit_s), "--time-limit"
+    if plan.spec.solver.time_limit_s is not None:
+        from dcplan.errors import display_path
+
+        return float(plan.spec.solver.time_limit_s), \
+            f"solver.time_limit_s of {display_path(plan.spec.file)}"
+    return None, ""
+
+
+def _base_time(done: pd.DataFrame) -> float | None:
+    """Wall time of the base plan (sample 0) of a resumed folder [s], if recorded."""
+    if not len(done) or "solve_s" not in done:
+        return None
+    v = pd.to_numeric(done.loc[done.sample_id == 0, "solve_s"], errors="coerce").dropna()
+    return float(v.iloc[0]) if len(v) else None
+
+
+def _threads(client: Any, local: int, scheduler: str | None) -> int:
+    """Worker threads of the cluster (samples that run at once)."""
+    if not scheduler:
+        return local
+    try:
+        return max(1, sum(int(w.get("nthreads", 1))
+                          for w in client.scheduler_info()["workers"].values()))
+    except Exception:  # noqa: BLE001 - an estimate for the progress bar only
+        return 1
 
 
 def _base_row(plan: SweepPlan, options: dict[str, Any]
@@ -674,7 +825,7 @@ def _base_row(plan: SweepPlan, options: dict[str, Any]
     return row, fleet
 
 
-__all__ = ["DESIGN_FILE", "FLEET_FILE", "MANIFEST", "SAMPLES_FILE", "SweepOutcome",
-           "SweepPlan", "is_sweep_folder", "plan_sample", "prepare_sweep", "read_manifest",
-           "read_samples_csv",
-           "run_sweep", "runs_for"]
+__all__ = ["DESIGN_FILE", "FLEET_FILE", "MANIFEST", "MIN_SAMPLE_TIME_LIMIT_S",
+           "SAMPLES_FILE", "SAMPLE_TIME_LIMIT_FACTOR", "SweepOutcome", "SweepPlan", "eta_s",
+           "is_sweep_folder", "plan_sample", "prepare_sweep", "read_manifest",
+           "read_samples_csv", "run_sweep", "runs_for", "sample_time_limit"]

@@ -42,7 +42,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dcplan.catalog import explain_errors, suggest
 from dcplan.errors import InputError, Problem, display_path
-from dcplan.scenario.schema import SWEEP_FILE_KIND, count_limit, not_a_scenario
+from dcplan.scenario.schema import (
+    MAX_TIME_LIMIT_S,
+    NOT_BOOL,
+    SWEEP_FILE_KIND,
+    count_limit,
+    not_a_scenario,
+)
 from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml, strip_lines
 
 #: First key of every sweep file.
@@ -218,10 +224,19 @@ class Parameter(_Strict):
 
 
 class SolverSettings(_Strict):
-    """Solver limits per sample (HiGHS runs single-threaded in a sweep)."""
+    """Solver limits per sample (HiGHS runs single-threaded in a sweep).
 
-    time_limit_s: float | None = Field(default=None, gt=0)
-    gap: float | None = Field(default=None, ge=0, lt=1)
+    Attributes
+    ----------
+    time_limit_s : float or None
+        Time limit of each sample's solve [s]; None: scaled from the base plan's own
+        solve time (:func:`dcplan.sweep.run.sample_time_limit`). ``--time-limit`` wins.
+    gap : float or None
+        Relative MIP gap of each sample [-]; None: the base scenario's. ``--gap`` wins.
+    """
+
+    time_limit_s: Annotated[float, NOT_BOOL, Field(gt=0, le=MAX_TIME_LIMIT_S)] | None = None
+    gap: Annotated[float, NOT_BOOL, Field(ge=0, lt=1)] | None = None
 
 
 class SweepSpec(_Strict):

@@ -502,13 +502,26 @@ class SweepSummary:
         data, out = self.data, []
         n, size = self.solved, data.size
         done = int(len(data.runs))
-        line = (f"{n:,} of {size:,} samples solved to the requested gap"
+        line = (f"{n:,} of {size:,} samples solved"
                 + (f" ({done:,} run so far)" if done < size else ""))
         other = {k: v for k, v in self.statuses.items() if k not in ("optimal",)}
         if other:
-            line += "; " + "; ".join(f"{v:,} {k} ({STATUSES.get(k, k)})"
-                                     for k, v in sorted(other.items()))
+            runs = data.runs
+            line += "; " + "; ".join(
+                f"{v:,} {k} ({STATUSES.get(k, k)})"
+                + ("" if k in SOLVED else f": {_ids(runs.sample_id[runs.status == k])}")
+                for k, v in sorted(other.items()))
         out.append(line + ".")
+        limit = (data.manifest.get("solver") or {})
+        if limit.get("time_limit_s") is not None:
+            out.append(f"Time limit per sample: {limit['time_limit_s']:,.0f} s "
+                       f"({limit.get('time_limit_rule') or 'given'})"
+                       + (f", gap {limit['gap']:g}" if limit.get("gap") is not None else "")
+                       + ".")
+        if 0 < n < done:
+            out.append(f"Statistics are over the {n:,} of {done:,} samples that solved; the "
+                       f"other {done - n:,} are left out (a longer --time-limit or a larger "
+                       "--gap may solve them).")
         if n == 0:  # no statistics without a solved sample (not "P10 nan")
             out.append("No sample is solved yet: no percentiles, sensitivity or purchase "
                        "probabilities" + ("; rerun with --resume to go on." if done < size
@@ -573,6 +586,14 @@ class SweepSummary:
                                          for r, row in self.purchase.iterrows()},
                 "sensitivity": records(self.sensitivity),
                 "tornado": records(self.tornado), "headline": self.headline()}
+
+
+def _ids(ids: Any, most: int = 10) -> str:
+    """``samples 3, 5 and 9`` (the first ``most``, then how many more)."""
+    ids = sorted(int(i) for i in ids)
+    head = ", ".join(str(i) for i in ids[:most])
+    more = f" and {len(ids) - most:,} more" if len(ids) > most else ""
+    return f"sample{'s' * (len(ids) != 1)} {head}{more}"
 
 
 def summarize(data: SweepData) -> SweepSummary:

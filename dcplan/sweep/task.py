@@ -18,7 +18,7 @@ from dcplan.sweep.memo import FacilityMemo
 #: Status of a sample (column ``status`` of ``samples.csv``).
 STATUSES = {
     "optimal": "solved to the requested gap, all demand served",
-    "unserved": "solved, but demand could not all be met (priced unserved demand)",
+    "unserved": "demand could not all be met: planned with priced unserved demand",
     "not_optimal": "a plan was found but not proven within the gap (time limit)",
     "infeasible": "no plan exists, even with unserved demand",
     "no_plan": "the solver stopped without a plan (time limit)",
@@ -26,7 +26,8 @@ STATUSES = {
     "solver_error": "the solver failed",
     "error": "the task failed (a bug, or a worker that was lost)",
 }
-#: Statuses whose plans the statistics use (proven optimal within the gap).
+#: Statuses whose plans the statistics use: proven optimal within the gap, or planned
+#: with priced unserved demand once demand was proven impossible to meet.
 SOLVED = ("optimal", "unserved")
 
 _MEMO: FacilityMemo | None = None
@@ -58,9 +59,14 @@ def status_of(result: Any) -> str:
         if result.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
             return "infeasible"
         return "no_plan"
+    # the planner re-solves with priced unserved demand only once the plan that serves
+    # everything is proven impossible: such a sample is "unserved" even when the second
+    # solve stopped at the time limit (its message says so)
+    if result.unserved:
+        return "unserved"
     if result.status is not SolveStatus.OPTIMAL:
         return "not_optimal"
-    return "unserved" if result.unserved else "optimal"
+    return "optimal"
 
 
 def result_row(result: Any, outputs: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -74,7 +80,13 @@ def result_row(result: Any, outputs: list[str]) -> tuple[dict[str, Any], list[di
     fleet : list of dict
         ``period``, ``rack``, ``installed_racks``, ``new_racks`` summed over sites.
     """
+    from dcplan.planner.solver import SolveStatus
+
     row: dict[str, Any] = {"status": status_of(result), "message": result.message or ""}
+    if row["status"] == "unserved" and result.status is not SolveStatus.OPTIMAL:
+        gap = f" (gap {result.gap:.2%})" if result.gap is not None else ""
+        row["message"] = ("plan with unserved demand not proven within the gap at the time "
+                          f"limit{gap}; " + row["message"]).rstrip("; ")
     if not result.status.has_solution:
         return row, []
     for name in outputs:
