@@ -59,6 +59,16 @@ LIST_COLUMNS = {
     "profiles": ["id", "region", "timezone", "traffic", "as_of"],
 }
 
+#: Columns of ``catalog list`` left out first when the table does not fit the terminal,
+#: in order (then the last ones; ``--wide`` and ``--json`` show every field).
+LIST_OPTIONAL = {
+    "racks": ["liquid_heat_frac", "it_power_idle_kw", "scaleup_domain", "lifetime_years"],
+    "accelerators": ["idle_power_w", "bf16_dense_tflops", "scaleup_gb_per_s"],
+    "models": ["head_dim", "hidden_size", "attention_heads", "kv_heads"],
+    "api_prices": ["cache_write_usd_per_mtok", "batch_discount_frac", "as_of",
+                   "cached_input_usd_per_mtok"],
+    "ups": ["square_loss_frac", "no_load_loss_frac"],
+}
 
 #: What ``catalog list`` can list: the catalog kinds and the sites.
 LISTABLE = [*KINDS, "sites"]
@@ -150,7 +160,8 @@ def list_cmd(
                        callback=lambda v: _check_kind(v) if v else v),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON with every field.")] = False,
-    wide: Annotated[bool, typer.Option("--wide", help="Show every field.")] = False,
+    wide: Annotated[bool, typer.Option(
+        "--wide", help="Show every field, as wide as they need.")] = False,
 ) -> None:
     """List catalog entries or sites as a table (estimated figures marked with *)."""
     if kind == "sites":
@@ -185,7 +196,8 @@ def list_cmd(
     columns = None if wide else LIST_COLUMNS[kind]
     if wide and rows:
         columns = [c for c in rows[0] if c not in ("source", "estimates", "notes", "name")]
-    typer.echo(format_table(rows, columns))
+    typer.echo(format_table(rows, columns, optional=LIST_OPTIONAL.get(kind),
+                            **({"width": None} if wide else {})))
     if any(e.estimates for e in entries.values()):
         typer.echo("\n* estimate; `dcplan catalog show ID` says how it was estimated")
 

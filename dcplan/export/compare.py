@@ -45,7 +45,7 @@ from dcplan.export.labels import (
     unit_of,
 )
 from dcplan.export.printing import setup_page
-from dcplan.export.text import WIDTH
+from dcplan.export.text import WIDTH, fit_lines
 from dcplan.planner.solver import format_gap, status_text
 from dcplan.tableio import tidy_table
 
@@ -454,7 +454,7 @@ def comparison_text(cmp: Comparison, width: int | None = WIDTH) -> str:
     else:
         out += ["", f"Fleets: identical to {cmp.baseline} in every site, rack and period."]
     out += _buy_text(cmp, width)
-    return "\n".join(out)
+    return fit_lines("\n".join(out), width)
 
 
 def _buy_text(cmp: Comparison, width: int | None) -> list[str]:

@@ -679,7 +679,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
             ("Scenario file", str(src.path) if src is not None and src.path else "", None),
             ("Solver status", result.status.value.upper(), None),
             ("Plan status", result.status_text, None),
-            ("Relative MIP gap [fraction]", result.gap, "0.00%"),
+            ("Relative MIP gap [%]", result.gap, "0.00%"),
             ("Solver", result.solver, None),
             ("Objective (present value) [USD]", result.objective_usd, "#,##0"),
             ("What this means", _status_sentence(result), None)]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from dcplan.export.text import WIDTH, format_table
+from dcplan.export.text import WIDTH, fit_lines, format_table
 from dcplan.export.views import operations_counted
 from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
 from dcplan.planner.tables import LEVELISED_TEXT
@@ -262,7 +262,7 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     if result.message:
         out.append(result.message)
     if not result.status.has_solution:
-        return "\n".join(out)
+        return fit_lines("\n".join(out), width)
     t = result.tables
     kpi = {r.kpi: r.value for r in t["kpis"].itertuples()}
 
@@ -298,7 +298,7 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     if result.notes:
         out += ["", "Notes:"]
         out += [f"  - {n}" for n in result.notes]
-    return "\n".join(out)
+    return fit_lines("\n".join(out), width)
 
 
 __all__ = ["plan_text", "timing_text"]
