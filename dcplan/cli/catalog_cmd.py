@@ -15,7 +15,7 @@ from dcplan.catalog import (
     unknown_message,
 )
 from dcplan.cli.app import app
-from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
+from dcplan.cli.common import STATE, echo, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.export.text import format_cell
 from dcplan.schema import KINDS
@@ -214,7 +214,7 @@ def _list_sites(as_json: bool) -> None:
         emit_json([s.model_dump(mode="json") for s in sites.values()])
         return
     typer.echo(format_table(site_rows(sites)))
-    typer.echo("\nPUE is not a site input: `dcplan cooling --site ID` computes it from the "
+    echo("\nPUE is not a site input: `dcplan cooling --site ID` computes it from the "
                "climate; `dcplan catalog show SITE_ID` shows every field.")
 
 
