@@ -265,12 +265,14 @@ def binding_rows(binding: pd.DataFrame | None) -> pd.DataFrame | None:
     Parameters
     ----------
     binding : DataFrame or None
-        :func:`binding_limits` (or the same with a leading ``scenario`` column).
+        :func:`binding_limits` (or the same with a leading ``scenario`` column) [see
+        its unit and shadow_unit columns].
 
     Returns
     -------
     DataFrame or None
-        Those rows, in the table's order and with its ranks; None for None.
+        Those rows, in the table's order and with its ranks and units [see unit
+        column]; None for None.
     """
     if binding is None or not len(binding):
         return binding
