@@ -69,6 +69,8 @@ LIST_OPTIONAL = {
                    "cached_input_usd_per_mtok"],
     "ups": ["square_loss_frac", "no_load_loss_frac"],
 }
+#: Columns of ``catalog list sites`` left out first when they do not fit, in order.
+SITE_OPTIONAL = ["design dry/wet bulb C", "demand /kW-month", "region", "gCO2/kWh"]
 
 #: What ``catalog list`` can list: the catalog kinds and the sites.
 LISTABLE = [*KINDS, "sites"]
@@ -213,7 +215,8 @@ def _list_sites(as_json: bool) -> None:
     if as_json:
         emit_json([s.model_dump(mode="json") for s in sites.values()])
         return
-    typer.echo(format_table(site_rows(sites)))
+    typer.echo(format_table(site_rows(sites), optional=SITE_OPTIONAL, drop_first=True,
+                            hint="--json shows every field, or a wider terminal (COLUMNS)"))
     echo("\nPUE is not a site input: `dcplan cooling --site ID` computes it from the "
                "climate; `dcplan catalog show SITE_ID` shows every field.")
 

@@ -76,6 +76,10 @@ WIDTH = 100
 MIN_WIDTH = 40
 #: Longest number or id kept on one line in a wrapped table [characters].
 MAX_UNSPLIT = 32
+#: Longest header word kept whole; a longer one folds (headers are text, not numbers).
+HEAD_FOLD = 16
+#: Narrowest a column of several-word cells is wrapped to [characters].
+MIN_WRAPPED = 20
 #: Characters between two columns (the padding and the box's blank divider).
 GAP = 2
 #: Where to see the columns a table left out (the commands' ``--json`` and ``--wide``).
@@ -150,10 +154,18 @@ def _widths(cells: list[str], head: str, split_ids: bool) -> tuple[int, int]:
     natural = max([len(x) for x in cells] + [len(ln) for ln in head.split("\n")])
     words = [len(w) for x in cells for w in _words(x)]
     parts = _id_parts(head) if split_ids else None
-    head_words = [len(w) for w in (parts or head.split())] or [0]
+    head_words = [min(len(w), HEAD_FOLD) for w in (parts or head.split())] or [0]
     unsplit = [len(x) for x in cells if " " not in x and len(x) <= MAX_UNSPLIT]
     narrow = max([min(w, MAX_UNSPLIT) for w in words] + unsplit + head_words + [1])
+    if any(" " in x for x in cells):  # words wrap, but not down to a word a line
+        narrow = max(narrow, MIN_WRAPPED)
     return natural, min(natural, narrow)
+
+
+def _cells_width(cells: list[str], head: str, split_ids: bool) -> int:
+    """Width of a column whose header wraps but whose cells do not [characters]."""
+    natural, narrow = _widths(cells, head, split_ids)
+    return max(narrow, max((len(x) for x in cells), default=0))
 
 
 def _fit(nat: list[int], low: list[int], room: int) -> list[int] | None:
@@ -178,7 +190,8 @@ def _fit(nat: list[int], low: list[int], room: int) -> list[int] | None:
 
 def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None, *,
                  width: int | None = None, headers: dict[str, str] | None = None,
-                 optional: list[str] | None = None, hint: str = LEFT_OUT_HINT) -> str:
+                 optional: list[str] | None = None, hint: str = LEFT_OUT_HINT,
+                 drop_first: bool = False) -> str:
     """Format ``rows`` as a text table: numbers right-aligned, one header line.
 
     Parameters
@@ -197,6 +210,9 @@ def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None, *
         Columns to leave out first when the table does not fit, in that order.
     hint : str
         Where the note says the left-out columns can be seen.
+    drop_first : bool
+        Leave out the ``optional`` columns before wrapping any cell (default: wrap
+        cells first, then leave out columns).
     """
     if not rows:
         return "(none)"
@@ -213,7 +229,14 @@ def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None, *
         if sum(nat) <= room:
             widths = nat
             break
-        widths = _fit(nat, low, room)
+        spare = [c for c in (optional or []) if c in shown and c != shown[0]]
+        if drop_first and spare:  # the optional columns go before any cell wraps
+            shown.remove(spare[0])
+            dropped.append(spare[0])
+            continue
+        # headers wrap first, then cells of words
+        comfy = [_cells_width(cells[c], heads[c], split_ids) for c in shown]
+        widths = _fit(nat, comfy, room) or _fit(nat, low, room)
         if widths is not None:
             break
         if not split_ids:
