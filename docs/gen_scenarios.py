@@ -87,16 +87,16 @@ def summarize(result) -> dict:
     dl = demand[demand.period.astype(str) == demand.period.astype(str).max()]
     unserved_last = float((dl.unserved_tokens_per_s_peak.sum() / dl.demand_tokens_per_s_peak.sum())
                           if len(dl) else 0.0)
+    from dcplan.planner.analysis import binding_rows
+
     binding = []
-    b = t.get("binding")
+    b = binding_rows(t.get("binding"))  # the one definition: a positive shadow price
     if b is not None and len(b):
         for r in b.itertuples():
-            sp = max(_f(r.shadow_price) or 0.0, _f(r.shadow_price_relaxed) or 0.0)
-            if sp > 0 and (_f(r.value) or 0.0) > 0:
-                binding.append({"limit": r.limit, "site": r.site, "period": str(r.period),
-                                "shadow_price": _f(r.shadow_price),
-                                "shadow_price_relaxed": _f(r.shadow_price_relaxed),
-                                "unit": r.shadow_unit})
+            binding.append({"limit": r.limit, "site": r.site, "period": str(r.period),
+                            "shadow_price": _f(r.shadow_price),
+                            "shadow_price_relaxed": _f(r.shadow_price_relaxed),
+                            "unit": r.shadow_unit})
     grid = []
     g = t.get("grid")
     if g is not None and len(g) and result.inputs is not None:

@@ -10,6 +10,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _terminal_width():
+    """Terminal text at the default width, whatever the terminal running the tests
+    (session-wide, so module fixtures that run a command see it too)."""
+    from dcplan.export.text import WIDTH
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLUMNS", str(WIDTH))
+        yield
+
+
 @pytest.fixture
 def fixtures() -> Path:
     """Folder of test fixture files."""

@@ -15,7 +15,7 @@ from dcplan.catalog import (
     unknown_message,
 )
 from dcplan.cli.app import app
-from dcplan.cli.common import STATE, emit_json, format_table, handle_errors
+from dcplan.cli.common import STATE, echo, emit_json, format_table, handle_errors
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.export.text import format_cell
 from dcplan.schema import KINDS
@@ -59,6 +59,18 @@ LIST_COLUMNS = {
     "profiles": ["id", "region", "timezone", "traffic", "as_of"],
 }
 
+#: Columns of ``catalog list`` left out first when the table does not fit the terminal,
+#: in order (then the last ones; ``--wide`` and ``--json`` show every field).
+LIST_OPTIONAL = {
+    "racks": ["liquid_heat_frac", "it_power_idle_kw", "scaleup_domain", "lifetime_years"],
+    "accelerators": ["idle_power_w", "bf16_dense_tflops", "scaleup_gb_per_s"],
+    "models": ["head_dim", "hidden_size", "attention_heads", "kv_heads"],
+    "api_prices": ["cache_write_usd_per_mtok", "batch_discount_frac", "as_of",
+                   "cached_input_usd_per_mtok"],
+    "ups": ["square_loss_frac", "no_load_loss_frac"],
+}
+#: Columns of ``catalog list sites`` left out first when they do not fit, in order.
+SITE_OPTIONAL = ["design dry/wet bulb C", "demand /kW-month", "region", "gCO2/kWh"]
 
 #: What ``catalog list`` can list: the catalog kinds and the sites.
 LISTABLE = [*KINDS, "sites"]
@@ -150,7 +162,8 @@ def list_cmd(
                        callback=lambda v: _check_kind(v) if v else v),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON with every field.")] = False,
-    wide: Annotated[bool, typer.Option("--wide", help="Show every field.")] = False,
+    wide: Annotated[bool, typer.Option(
+        "--wide", help="Show every field, as wide as they need.")] = False,
 ) -> None:
     """List catalog entries or sites as a table (estimated figures marked with *)."""
     if kind == "sites":
@@ -185,7 +198,8 @@ def list_cmd(
     columns = None if wide else LIST_COLUMNS[kind]
     if wide and rows:
         columns = [c for c in rows[0] if c not in ("source", "estimates", "notes", "name")]
-    typer.echo(format_table(rows, columns))
+    typer.echo(format_table(rows, columns, optional=LIST_OPTIONAL.get(kind),
+                            **({"width": None} if wide else {})))
     if any(e.estimates for e in entries.values()):
         typer.echo("\n* estimate; `dcplan catalog show ID` says how it was estimated")
 
@@ -201,8 +215,9 @@ def _list_sites(as_json: bool) -> None:
     if as_json:
         emit_json([s.model_dump(mode="json") for s in sites.values()])
         return
-    typer.echo(format_table(site_rows(sites)))
-    typer.echo("\nPUE is not a site input: `dcplan cooling --site ID` computes it from the "
+    typer.echo(format_table(site_rows(sites), optional=SITE_OPTIONAL, drop_first=True,
+                            hint="--json shows every field, or a wider terminal (COLUMNS)"))
+    echo("\nPUE is not a site input: `dcplan cooling --site ID` computes it from the "
                "climate; `dcplan catalog show SITE_ID` shows every field.")
 
 

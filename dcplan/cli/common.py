@@ -16,7 +16,8 @@ from typing import Any
 import typer
 
 from dcplan.errors import InputError, Problem
-from dcplan.export.text import format_table
+from dcplan.export.text import fit_lines, terminal_width
+from dcplan.export.text import format_table as _format_table
 
 
 @dataclass
@@ -59,7 +60,8 @@ STATE = State()
 
 def note(message: str) -> None:
     """Print one ``note:`` line to stderr (shown with --quiet too: it qualifies the answer)."""
-    typer.secho(f"note: {message}", fg=typer.colors.YELLOW, err=True)
+    typer.secho(fit_lines(f"note: {message}", terminal_width()), fg=typer.colors.YELLOW,
+                err=True)
 
 
 UNCERTAINTY_IGNORED = ("{path} has an uncertainty block, which {cmd} does not use: {what}; "
@@ -218,13 +220,28 @@ def check_outputs(dirs: dict[str, Path | None] | None = None,
         raise InputError(problems)
 
 
+def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None,
+                 **kwargs: Any) -> str:
+    """Text table fitted to the terminal (:func:`dcplan.export.text.format_table`).
+
+    ``width=None``: as wide as it needs.
+    """
+    kwargs.setdefault("width", terminal_width())
+    return _format_table(rows, columns, **kwargs)
+
+
+def echo(text: str) -> None:
+    """Print ``text`` on stdout with its long lines wrapped to the terminal width."""
+    typer.echo(fit_lines(text, terminal_width()))
+
+
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout (dates and enums as strings)."""
     sys.stdout.write(json.dumps(obj, indent=2, default=str, allow_nan=False) + "\n")
 
 
-__all__ = ["STATE", "State", "check_outputs", "emit_json", "exit_for", "fail", "format_table",
-           "handle_errors"]
+__all__ = ["STATE", "State", "check_outputs", "echo", "emit_json", "exit_for", "fail",
+           "format_table", "handle_errors"]
 
 
 # ----------------------------------------------------------------------------------------

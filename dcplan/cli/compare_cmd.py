@@ -66,7 +66,7 @@ def compare_cmd(
     from dcplan.cli.saved_cmd import no_plan
     from dcplan.errors import InputError, Problem, display_path
     from dcplan.export.compare import compare_results, comparison_text, export_comparison
-    from dcplan.export.text import WIDTH
+    from dcplan.export.text import terminal_width
     from dcplan.planner import solve_case
     from dcplan.planner.saved import is_saved_plan, load_result
 
@@ -131,7 +131,7 @@ def compare_cmd(
     if as_json:
         emit_json(cmp.summary())
     else:
-        typer.echo(comparison_text(cmp, None if wide else WIDTH))
+        typer.echo(comparison_text(cmp, None if wide else terminal_width()))
     bad = [n for r, n in zip(results, cmp.names, strict=True) if not r.status.has_solution]
     if bad:
         fail(f"no plan for {', '.join(bad)}")

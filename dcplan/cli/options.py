@@ -54,7 +54,8 @@ Calibration = Annotated[Path | None, typer.Option(
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")]
 Wide = Annotated[bool, typer.Option(
-    "--wide", help=f"Do not wrap tables to {WIDTH} columns (as wide as they need).")]
+    "--wide", help=f"Do not fit tables to the terminal width (COLUMNS, else the terminal's, "
+                   f"else {WIDTH}): as wide as they need.")]
 AllowUnserved = Annotated[bool, typer.Option(
     "--allow-unserved", help="Exit 0 even when demand cannot be fully met.")]
 OutDir = Annotated[Path | None, typer.Option(

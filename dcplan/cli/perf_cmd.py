@@ -12,6 +12,7 @@ from dcplan.cli.app import app
 from dcplan.cli.common import (
     STATE,
     check_outputs,
+    echo,
     emit_json,
     fail,
     format_table,
@@ -400,6 +401,9 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
 
 # ----------------------------------------------------------------- frontier
 
+#: Frontier columns left out first when the table does not fit the terminal, in order.
+FRONTIER_OPTIONAL = ["draft_tokens", "total_tokens_per_s_per_gpu", "median_ttft_s"]
+
 
 @perf_app.command("frontier")
 @handle_errors
@@ -472,17 +476,19 @@ def frontier_cmd(
         emit_json(_clean(fr.as_dict() | {"software": soft}
                          | ({"png": str(png)} if png else {})))
         return
-    typer.echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
+    echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
                f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points; "
                f"software {soft['text']}")
-    typer.echo(f"request lengths: {fr.length_distribution.describe()}; TTFT: "
+    echo(f"request lengths: {fr.length_distribution.describe()}; TTFT: "
                + (f"p{percentile:g} at most {ttft_s:g} s" if ttft_s else fr.ttft_bound)
                + " (disaggregated points pair each decode point with its own prefill "
                  "point)")
     typer.echo(format_table(fr.points, ["tokens_per_s_per_user", "output_tokens_per_s_per_gpu",
                                         "total_tokens_per_s_per_gpu", "mode", "parallel",
                                         "prefill_parallel", "batch", "draft_tokens",
-                                        "median_ttft_s"]))
+                                        "median_ttft_s"],
+                            optional=FRONTIER_OPTIONAL,
+                            hint="--json shows every field, or a wider terminal (COLUMNS)"))
     if png is not None:
         typer.echo(f"\nwrote {png}")
 

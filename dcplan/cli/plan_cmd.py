@@ -56,7 +56,7 @@ def plan_cmd(
     """
     from dcplan.api import write_outputs
     from dcplan.export.terminal import plan_text
-    from dcplan.export.text import WIDTH
+    from dcplan.export.text import terminal_width
     from dcplan.planner import solve_case
 
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
@@ -85,5 +85,5 @@ def plan_cmd(
     if as_json:
         emit_json(result.summary())
     else:
-        typer.echo(plan_text(result, None if wide else WIDTH))
+        typer.echo(plan_text(result, None if wide else terminal_width()))
     exit_for(result, allow_unserved)

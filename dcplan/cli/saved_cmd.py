@@ -50,7 +50,7 @@ def show_cmd(path: Shown, as_json: options.Json = False, wide: options.Wide = Fa
     purchase probabilities, sensitivity).
     """
     from dcplan.export.terminal import plan_text
-    from dcplan.export.text import WIDTH
+    from dcplan.export.text import terminal_width
 
     if path.is_dir():
         from dcplan.export.sweep import sweep_summary_text
@@ -72,7 +72,7 @@ def show_cmd(path: Shown, as_json: options.Json = False, wide: options.Wide = Fa
         summary["saved_from"] = result.saved_from
         emit_json(summary)
     else:
-        typer.echo(plan_text(result, None if wide else WIDTH))
+        typer.echo(plan_text(result, None if wide else terminal_width()))
     if not result.status.has_solution:  # shown as what it is, and exit 1 as 'plan' does
         fail(f"'{path}' {no_plan(result, 'show')}")
 

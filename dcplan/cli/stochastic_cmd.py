@@ -21,7 +21,7 @@ def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as
     (``--allow-unserved``) or the scenario's ``allow_unserved: true`` accepts it.
     """
     from dcplan.export.stochastic import stochastic_text, write_stochastic_outputs
-    from dcplan.export.text import WIDTH
+    from dcplan.export.text import terminal_width
     from dcplan.planner.stochastic import plan_stochastic
 
     opt = case.scenario.solver.updated(name=solver, time_limit_s=time_limit, gap=gap,
@@ -36,5 +36,5 @@ def plan_stochastic_cmd(case: Any, *, outdir: Path | None, xlsx: Path | None, as
     if as_json:
         emit_json(res.summary())
     else:
-        typer.echo(stochastic_text(res, None if wide else WIDTH))
+        typer.echo(stochastic_text(res, None if wide else terminal_width()))
     exit_for(res, allow_unserved)

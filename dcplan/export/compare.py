@@ -45,7 +45,8 @@ from dcplan.export.labels import (
     unit_of,
 )
 from dcplan.export.printing import setup_page
-from dcplan.export.text import WIDTH
+from dcplan.export.text import WIDTH, fit_lines
+from dcplan.planner.analysis import binding_rows
 from dcplan.planner.sizing import OWN
 from dcplan.planner.solver import format_gap, status_text
 from dcplan.tableio import tidy_table
@@ -255,8 +256,8 @@ def compare_results(results: Sequence[Any], baseline: str | int | None = None,
                                                     bool(r.unserved)),
                                 message=r.message)
                            for r, n in zip(results, names, strict=True)])
-    parts = [_with_scenario(n, r.tables.get("binding")) for r, n in zip(results, names,
-                                                                        strict=True)]
+    parts = [_with_scenario(n, binding_rows(r.tables.get("binding")))
+             for r, n in zip(results, names, strict=True)]
     parts = [p for p in parts if p is not None and len(p)]
     binding = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["scenario", "rank", "limit", "site", "period", "value", "used", "unit",
@@ -377,12 +378,19 @@ def _stacked(results: Sequence[Any], names: Sequence[str], table: str) -> pd.Dat
 # ----------------------------------------------------------------------------------------
 
 
+def _percent(kpi: str) -> bool:
+    """The KPI is a share, shown as a percentage (its workbook format is one)."""
+    return bool(kpi) and kpi_format(kpi).endswith("%")
+
+
 def _fmt(v: Any, kpi: str = "") -> str:
     if v is None or (isinstance(v, float) and v != v):
         return "-"
     if kpi in ("usd_per_million_tokens",):
         return f"{v:,.4f}"
-    if kpi in ("pue_annual", "utilisation_frac"):
+    if _percent(kpi):
+        return f"{v:.1%}"
+    if kpi in ("pue_annual",):
         return f"{v:.3f}"
     if abs(v) >= 1e12:
         return f"{v:.4g}"
@@ -406,7 +414,7 @@ def comparison_text(cmp: Comparison, width: int | None = WIDTH) -> str:
             out.append(f"  {rec.scenario}: {rec.message}")
     if cmp.caveats:
         out += ["", "Read with care:"] + [f"  - {c}" for c in cmp.caveats]
-    out += ["", "Key figures (delta = scenario - baseline):"]
+    out += ["", "Key figures (delta = scenario - baseline; pp: percentage points):"]
     rows, marks = [], []
     for rec in cmp.kpis.to_dict("records"):
         k = rec["kpi"]
@@ -423,8 +431,10 @@ def comparison_text(cmp: Comparison, width: int | None = WIDTH) -> str:
             note = " *" if same else ""
             if same:
                 marks.append(f"  * {n}, {kpi_label(k)}: {WITHIN_GAP}")
-            row[f"delta {n}"] = ("-" if d is None else
-                                 ("+" if d > 0 else "") + _fmt(d, k) + pct + note)
+            # a share's difference in percentage points; others in the KPI's unit
+            diff = "-" if d is None else (f"{d * 100:+.1f} pp" if _percent(k) else
+                                          ("+" if d > 0 else "") + _fmt(d, k))
+            row[f"delta {n}"] = diff if d is None else diff + pct + note
         rows.append(row)
     out.append(format_table(rows, width=width))
     out += marks
@@ -455,7 +465,7 @@ def comparison_text(cmp: Comparison, width: int | None = WIDTH) -> str:
     else:
         out += ["", f"Fleets: identical to {cmp.baseline} in every site, rack and period."]
     out += _buy_text(cmp, width)
-    return "\n".join(out)
+    return fit_lines("\n".join(out), width)
 
 
 def _buy_text(cmp: Comparison, width: int | None) -> list[str]:

@@ -51,7 +51,7 @@ from dcplan.export.labels import (
 )
 from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
 from dcplan.export.sources import assumptions_table, equipment_ids
-from dcplan.planner.analysis import no_grid_sites
+from dcplan.planner.analysis import binding_rows, no_grid_sites
 from dcplan.planner.sizing import OWN
 from dcplan.tableio import FORMULA_START, NOT_FORMULAS, is_year_column, tidy_table
 
@@ -697,7 +697,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
             ("Scenario file", str(src.path) if src is not None and src.path else "", None),
             ("Solver status", result.status.value.upper(), None),
             ("Plan status", result.status_text, None),
-            ("Relative MIP gap [fraction]", result.gap, "0.00%"),
+            ("Relative MIP gap [%]", result.gap, "0.00%"),
             ("Solver", result.solver, None),
             ("Objective (present value) [USD]", result.objective_usd, "#,##0"),
             ("What this means", _status_sentence(result), None)]
@@ -849,14 +849,14 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
               "fixed' keeps the chosen racks, 'LP relaxation' lets rack counts move "
               "continuously.", NOTE_FONT)
     r += 2
-    b = result.tables.get("binding")
+    b = binding_rows(result.tables.get("binding"))
     no_grid = no_grid_sites(result.tables.get("power"))
     if no_grid:
         put(ws, r, 1, "Sites with no grid yet (not ranked): " + "; ".join(
             f"{s} ({', '.join(ps)})" for s, ps in no_grid.items()), font=NOTE_FONT)
         r += 1
     if b is None or not len(b):
-        put(ws, r, 1, "None: no site limit stops one more rack.")
+        put(ws, r, 1, "None: no site limit has a positive shadow price.")
         return r + 2
     for j, c in enumerate(b.columns, start=1):
         cell = put(ws, r, j, header(b, c, "binding"), font=HEADER_FONT)

@@ -42,6 +42,7 @@ from dcplan.export.views import (
     stack_categories,
     terminal_credit,
 )
+from dcplan.planner.analysis import binding_rows
 from dcplan.planner.sizing import BOM_TABLE_UNITS, IN_RACK, OWN, set_apart_in_rack
 from dcplan.planner.solver import format_gap
 from dcplan.tableio import tidy_table
@@ -347,7 +348,7 @@ def headline(result: Any) -> list[str]:
                      f"{'s' if len(hosting) != 1 else ''} "
                      f"({esc(', '.join(hosting))}), against {grid_hosting / 1000:,.1f} MW of "
                      f"grid there; PUE {kpi_text('pue_annual', kpis.get('pue_annual'))}.")
-    b = t.get("binding")
+    b = binding_rows(t.get("binding"))
     if b is not None and len(b):
         parts = []
         for rec in b.head(3).itertuples():
@@ -360,8 +361,8 @@ def headline(result: Any) -> list[str]:
         more = f" ({len(b) - 3} more in the table below)" if len(b) > 3 else ""
         items.append("<b>What limits the plan</b>: " + "; ".join(parts) + more + ".")
     else:
-        items.append("<b>What limits the plan</b>: no site limit stops one more rack; cost "
-                     "alone decides.")
+        items.append("<b>What limits the plan</b>: no site limit has a positive shadow "
+                     "price; cost alone decides.")
     if kpis:
         credit, when = terminal_credit(t.get("costs"), discounted=True)
         net = (f", net of a terminal-value credit of {money(-credit)} (present value of the "
@@ -514,15 +515,15 @@ def build_html(result: Any, sources: Any = None) -> str:
                                  caption="Facility power at peak / grid limit, by site "
                                          "hosting racks [MW]."))
     body.append("<h2>Why: the limits that bind</h2>")
-    b = t.get("binding")
+    b = binding_rows(t.get("binding"))
     if b is not None and len(b):
         body.append(table_html(b, table="binding",
                                caption="Ranked; the shadow price is what one more unit of the "
                                        "limit would save (integers fixed: the chosen racks "
                                        "kept; LP relaxation: rack counts free)."))
     else:
-        body.append("<p>No site limit stops one more rack: the plan is shaped by cost "
-                    "alone.</p>")
+        body.append("<p>No site limit has a positive shadow price: the plan is shaped by "
+                    "cost alone.</p>")
     un = t.get("unserved")
     if un is not None and len(un):
         body.append("<h3>Unserved demand</h3>" + table_html(un, table="unserved"))

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dcplan.export.text import WIDTH, format_table
+from dcplan.export.text import WIDTH, fit_lines, format_table
 
 #: Sheets of the stochastic workbook: sheet title -> result table.
 SHEETS = {"Stochastic summary": None, "First stage": "stochastic_first_stage",
@@ -65,7 +65,7 @@ def stochastic_text(res: Any, width: int | None = WIDTH) -> str:
     out.append(f"status: {res.status.value}{gap}")
     if res.message and not res.status.has_solution:
         out.append(res.message)
-        return "\n".join(out)
+        return fit_lines("\n".join(out), width)
     out.append(f"expected NPV of costs: {_musd(res.expected_cost_usd)} million USD"
                + (f"; objective with CVaR: {_musd(res.objective_usd)} million USD"
                   if res.cvar is not None and res.cvar.weight else ""))
@@ -106,7 +106,7 @@ def stochastic_text(res: Any, width: int | None = WIDTH) -> str:
     out.append(format_table(rows, width=width))
     for n in res.notes:
         out.append(f"note: {n}")
-    return "\n".join(out)
+    return fit_lines("\n".join(out), width)
 
 
 def write_stochastic_tables(res: Any, outdir: Path | str) -> list[Path]:

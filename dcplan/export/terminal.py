@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from dcplan.export.text import WIDTH, format_table
+from dcplan.export.text import WIDTH, fit_lines, format_table
 from dcplan.export.views import operations_counted
-from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
+from dcplan.planner.analysis import binding_rows, no_grid_sites, not_buildable_sites
 from dcplan.planner.tables import LEVELISED_TEXT
 
 
@@ -146,8 +146,8 @@ def _by_year_section(result: Any, width: int) -> list[str]:
 
 def _limits_section(result: Any, width: int) -> list[str]:
     t = result.tables
-    b = t.get("binding")
-    out = ["", "Binding limits (ranked):"]
+    b = binding_rows(t.get("binding"))
+    out = ["", "Binding limits (ranked; a positive shadow price):"]
     if b is not None and len(b):
         out.append("shadow price: saving of one more unit with the chosen fleet fixed; relaxed: "
                    "with rack counts free (LP relaxation).")
@@ -158,7 +158,7 @@ def _limits_section(result: Any, width: int) -> list[str]:
             headers={"shadow_price": "shadow\nprice", "shadow_price_relaxed": "relaxed",
                      "shadow_unit": "shadow unit"}))
     else:
-        out.append("(none: no site limit stops one more rack)")
+        out.append("(none: no site limit has a positive shadow price)")
     no_grid = no_grid_sites(t.get("power"))
     if no_grid:
         out.append(f"Sites with no grid yet (not ranked): {_site_periods(no_grid)}")
@@ -262,7 +262,7 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     if result.message:
         out.append(result.message)
     if not result.status.has_solution:
-        return "\n".join(out)
+        return fit_lines("\n".join(out), width)
     t = result.tables
     kpi = {r.kpi: r.value for r in t["kpis"].itertuples()}
 
@@ -298,7 +298,7 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     if result.notes:
         out += ["", "Notes:"]
         out += [f"  - {n}" for n in result.notes]
-    return "\n".join(out)
+    return fit_lines("\n".join(out), width)
 
 
 __all__ = ["plan_text", "timing_text"]

@@ -252,6 +252,38 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                    "shadow_price_relaxed", "shadow_unit"])
 
 
+def binding_rows(binding: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of a ``binding`` table that bind: a positive shadow price.
+
+    The one definition the terminal, the workbook, the HTML report, the comparison and
+    the scenario summaries use: a limit binds when one more unit of it would save money,
+    with the integers fixed at the plan (``shadow_price``) or in the LP relaxation
+    (``shadow_price_relaxed``). A limit the plan fills but that saves nothing (its
+    prices zero or missing) is not listed; the plan's ``binding`` table keeps every
+    full limit with its prices.
+
+    Parameters
+    ----------
+    binding : DataFrame or None
+        :func:`binding_limits` (or the same with a leading ``scenario`` column) [see
+        its unit and shadow_unit columns].
+
+    Returns
+    -------
+    DataFrame or None
+        Those rows, in the table's order and with its ranks and units [see unit
+        column]; None for None.
+    """
+    if binding is None or not len(binding):
+        return binding
+    price = pd.concat([pd.to_numeric(binding[c], errors="coerce").fillna(0.0)
+                       for c in ("shadow_price", "shadow_price_relaxed") if c in binding],
+                      axis=1).max(axis=1)
+    out = binding[price > 0]
+    out.attrs = dict(binding.attrs)
+    return out
+
+
 def no_grid_sites(power: pd.DataFrame | None) -> dict[str, list[str]]:
     """Sites with no grid capacity (and nothing running) by period.
 
