@@ -385,8 +385,9 @@ def test_compare_says_it_plans_the_base_case_of_a_stochastic_scenario(tmp_path):
     other = write(tmp_path, CASES.replace("name: minimal_stochastic", "name: other"), "o.yaml")
     done = runner.invoke(app, ["compare", str(path), str(other), "--json", "-q"])
     assert done.exit_code == 0, done.output
-    assert done.output.count("has an uncertainty block, which compare does not use") == 2
-    assert f"`dcplan plan {path}` gives the two-stage stochastic plan" in done.output
+    said = " ".join(done.output.split())  # notes wrap at the terminal's width
+    assert said.count("has an uncertainty block, which compare does not use") == 2
+    assert f"`dcplan plan {path}` gives the two-stage stochastic plan" in said
 
 
 @pytest.mark.slow
@@ -415,5 +416,6 @@ def test_sweep_says_it_plans_the_base_case_of_a_stochastic_scenario(tmp_path):
                            "-o", str(tmp_path / "out"), "--no-report", "-q"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "has an uncertainty block, which a sweep does not use" in done.stderr
+    assert ("has an uncertainty block, which a sweep does not use"
+            in " ".join(done.stderr.split()))  # notes wrap at the terminal's width
     assert "each sample is one deterministic plan" in done.stderr

@@ -43,7 +43,7 @@ from dcplan.export.views import (
     terminal_credit,
 )
 from dcplan.planner.analysis import binding_rows
-from dcplan.planner.sizing import BOM_TABLE_UNITS, IN_RACK, OWN, set_apart_in_rack
+from dcplan.planner.sizing import IN_RACK, OWN
 from dcplan.planner.solver import format_gap
 from dcplan.tableio import tidy_table
 
@@ -156,18 +156,30 @@ def figure_html(png: bytes, alt: str, caption: str = "") -> str:
 
 
 def _equipment_view(eq: pd.DataFrame) -> pd.DataFrame:
-    """The equipment table as the bill of materials shows it.
+    """The equipment table as the report shows it, with each line's purchase.
 
-    Purchase ``own`` or ``in_rack``, and the in-rack lines' kW and USD apart
-    (:func:`~dcplan.planner.sizing.set_apart_in_rack`).
+    The report's equipment table has no totals, so the in-rack lines (the NICs) keep
+    their kW and USD in the same columns, marked ``in_rack`` and said in the caption to
+    be inside the rack's price and IT power; the bill of materials (CSV, workbook) sets
+    them apart (:func:`~dcplan.planner.sizing.set_apart_in_rack`) so that no total holds
+    them. Two more columns would not fit the page width.
+
+    Parameters
+    ----------
+    eq : DataFrame
+        The plan's ``equipment`` table (with its ``in_rack`` column) [see its units].
+
+    Returns
+    -------
+    DataFrame
+        The same rows with ``purchase`` after ``catalog_id`` instead of ``in_rack``
+        [see its units].
     """
     inside = eq.in_rack.astype(bool)
-    out = set_apart_in_rack(eq.drop(columns="in_rack"), inside)
+    out = eq.drop(columns="in_rack")
     out.insert(list(out.columns).index("catalog_id") + 1, "purchase",
                inside.map({True: IN_RACK, False: OWN}))
-    units = dict(eq.attrs.get("units", {}))
-    units.update({c: BOM_TABLE_UNITS[c] for c in ("included_kw", "included_capex_usd")})
-    out.attrs["units"] = units
+    out.attrs = dict(eq.attrs)
     return out
 
 
@@ -500,7 +512,7 @@ def build_html(result: Any, sources: Any = None) -> str:
                                  caption="Switches, optics, NICs, the plan's CDUs, heat-"
                                          "rejection plant, air handlers, UPS and generators. "
                                          "Purchase 'in_rack': inside the rack's price and IT "
-                                         "power (the NICs), its kW and capex shown apart as "
+                                         "power (the NICs), its kW and capex shown as "
                                          "information, not to be added; 'own': bought on "
                                          "its own."))
     if "power" in t and len(t["power"]):
