@@ -524,3 +524,25 @@ def test_missing_parquet_engine_is_not_called_damage(good, monkeypatch):
     text = str(info.value)
     assert "pyarrow is not installed" in text and "pip install pyarrow" in text
     assert DAMAGED not in text
+
+
+def test_a_bill_of_materials_saved_before_purchase_is_upgraded(good, tmp_path):
+    """A plan saved before the ``bom`` table had ``purchase`` (the NICs' kW and USD in
+    ``kw``, ``capex_usd`` and ``new_capex_usd``) loads with the NICs set apart, as a
+    plan saved now has them; it is not refused."""
+    now = table(good, "bom")
+    inside = now.purchase == "in_rack"
+    assert inside.any() and (now.item[inside] == "nic").all()
+
+    def old_layout(df):
+        out = df.drop(columns=["purchase", "included_kw", "included_capex_usd"])
+        out.loc[inside, "kw"] = df.included_kw[inside]
+        out.loc[inside, "capex_usd"] = df.included_capex_usd[inside]
+        out.loc[inside, "new_capex_usd"] = 1.0  # an older plan counted the NICs' capex
+        return out
+
+    back = load_result(with_table(good, tmp_path / "old.plan", "bom", old_layout))
+    bom = back.tables["bom"]
+    assert list(bom.columns) == list(now.columns)
+    pd.testing.assert_frame_equal(bom, now)
+    assert bom.attrs["units"]["included_kw"] == "kW (full load)"

@@ -902,6 +902,48 @@ def _is_number(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
+#: Bill-of-materials items inside a rack's price and IT power in plans saved before
+#: the ``bom`` table said so (``facility/bom.py`` marks them ``in_rack``).
+OLD_IN_RACK_ITEMS = ("nic",)
+
+
+def _upgraded(name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """A table of a plan saved by an older dcplan, in this dcplan's columns.
+
+    The ``bom`` table gained ``purchase``, ``included_kw`` and ``included_capex_usd``
+    (the NICs' kW and USD set apart from the totals). An older plan's ``bom`` has the
+    NICs' figures in ``kw``, ``capex_usd`` and ``new_capex_usd``: they are moved as
+    :func:`~dcplan.planner.sizing.set_apart_in_rack` moves them, and the table is then
+    checked like any other. Every other table is returned as it is.
+
+    Parameters
+    ----------
+    name : str
+        The table's name in the plan.
+    df : DataFrame
+        The table as read [its own units].
+
+    Returns
+    -------
+    DataFrame
+        The table, upgraded where it is an older ``bom`` [its own units].
+    """
+    from dcplan.planner.sizing import BOM_TABLE_UNITS, IN_RACK, OWN, set_apart_in_rack
+
+    old = ("purchase", "included_kw", "included_capex_usd")
+    need = ("item", "catalog_id", "kw", "capex_usd", "new_capex_usd")
+    if name != "bom" or any(c in df for c in old) or not all(c in df for c in need):
+        return df
+    inside = df["item"].isin(OLD_IN_RACK_ITEMS)
+    out = set_apart_in_rack(df, inside, ("new_capex_usd",))
+    out.insert(list(out.columns).index("catalog_id") + 1, "purchase",
+               inside.map({True: IN_RACK, False: OWN}))
+    units = dict(df.attrs.get("units", {}))
+    units.update({c: BOM_TABLE_UNITS[c] for c in ("included_kw", "included_capex_usd")})
+    out.attrs = {**df.attrs, "units": units}
+    return out
+
+
 def _check_table(shown: str, name: str, df: pd.DataFrame, member: str) -> list[Problem]:
     """Types and signs of one result table (see the module's constants)."""
     problems = []
@@ -1143,6 +1185,7 @@ def load_result(path: Path | str) -> PlanResult:
             except InputError as exc:
                 problems += exc.problems
                 continue
+            tables[name] = _upgraded(name, tables[name])
             problems += _check_table(shown, name, tables[name], entry.file)
         if not problems:
             problems = _check_plan(shown, m, tables)
