@@ -162,6 +162,24 @@ def test_example_plans_and_matches_expected(name):
     assert grid(got["binding"]) == grid(exp["binding"])
 
 
+@pytest.mark.parametrize("name", gen.EXPECT_UNSERVED)
+@pytest.mark.slow
+def test_demand_goes_unserved_only_where_a_limit_binds(name):
+    """A shortfall is never reported without a limit reached in its period (or a plain
+    statement that the plan chose it): the examples plan with ``unserved_policy:
+    least_first``, so each period short of demand has a row in ``binding``."""
+    result, _ = solved(name)
+    assert result.unserved and result.inputs.unserved_policy == "least_first"
+    short = set(result.tables["unserved"].period.astype(str))
+    limited = set(result.tables["binding"].period.astype(str))
+    assert short and short <= limited, sorted(short - limited)
+    assert "least shortfall the limits allow" in result.message
+    assert "by choice" not in result.message
+    if name == "carbon_cap":
+        cap = result.tables["binding"].query("limit == 'carbon_cap'")
+        assert set(cap.period.astype(str)) == {"2035"} == short
+
+
 def _start_year(label) -> float:
     """Start of a period label ('2027', '2027q3', 2027) in years, by hand."""
     text = str(label).lower()

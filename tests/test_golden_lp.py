@@ -44,8 +44,8 @@ def test_golden_lp(name):
 
 
 @cache
-def _model(builder, elastic: bool):
-    return build_model(builder(), elastic=elastic)
+def _model(builder, elastic: bool, unserved_limit: float | None = None):
+    return build_model(builder(), elastic=elastic, unserved_limit=unserved_limit)
 
 
 def test_every_registered_family_has_a_golden_case_and_file():
@@ -57,7 +57,7 @@ def test_every_registered_family_has_a_golden_case_and_file():
 
 def test_each_case_writes_its_family_and_only_registered_families():
     for name, case in CASES.items():
-        _prob, mv = _model(case.build, case.elastic)
+        _prob, mv = _model(case.build, case.elastic, case.unserved_limit)
         written = {family_of(f) for f in mv.constraints if mv.constraints[f]}
         assert None not in written, \
             f"{case.build.__name__}() writes unregistered families: " \

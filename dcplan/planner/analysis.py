@@ -44,6 +44,10 @@ DUAL_UNITS = {
     "assessment": "USD per MW (present value)",
     "carbon_cap": "USD per tCO2 (present value)",
 }
+#: Limit names of :func:`binding_limits` in words, for messages.
+LIMIT_WORDS = {"grid": "grid", "grid_request": "grid request", "space": "space",
+               "lead_time": "building lead time", "carbon_cap": "carbon cap (all sites)",
+               "budget": "capex budget (all sites)"}
 #: Below this a capacity [kW or positions] counts as zero.
 ZERO = 1e-6
 
@@ -157,9 +161,63 @@ def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solut
                          "shadow_price_relaxed": "see unit column"}, cols)
 
 
+#: Relative slack under which a fleet-wide cap (carbon, budget) counts as reached [-].
+CAP_REACHED_FRAC = 1e-4
+
+
+def _fleet_limits(d: PlanInputs, power: pd.DataFrame, costs: pd.DataFrame | None,
+                  shadow: pd.DataFrame | None) -> list[dict]:
+    """Rows of :func:`binding_limits` for the fleet-wide caps: carbon and budget.
+
+    A cap binds in a period when the plan uses it to within :data:`CAP_REACHED_FRAC`
+    or its shadow price is positive.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables (``carbon_cap`` [kgCO2], ``budget_usd`` [USD]).
+    power : DataFrame
+        The plan's ``power`` table (its ``carbon_t`` [tCO2] per site and period).
+    costs : DataFrame or None
+        The plan's ``costs`` table (``kind`` ``capex`` rows [USD]); None: no budget rows.
+    shadow : DataFrame or None
+        :func:`shadow_prices` (``carbon_cap`` and ``budget`` rows, site blank).
+
+    Returns
+    -------
+    list of dict
+        Rows with site ``all sites`` [tCO2 or USD, see unit].
+    """
+    prices = {}
+    if shadow is not None and len(shadow):
+        for r in shadow.itertuples():
+            if r.family in ("carbon_cap", "budget"):
+                prices[r.family, str(r.period)] = (r.shadow_price, r.shadow_price_relaxed)
+    rows = []
+    for p, per in enumerate(d.periods):
+        found = []
+        cap = d.carbon_cap(p)
+        if cap is not None and len(power):
+            used = float(power.loc[power.period.astype(str) == per.label, "carbon_t"].sum())
+            found.append(("carbon_cap", cap / 1000.0, used, "tCO2"))
+        limit = d.budget_usd[p] if d.budget_usd else None
+        if limit is not None and costs is not None and len(costs):
+            sel = (costs.period.astype(str) == per.label) & (costs.kind == "capex")
+            found.append(("budget", limit, float(costs.loc[sel, "cost_usd"].sum()), "USD"))
+        for family, value, used, unit in found:
+            pair = prices.get((family, per.label))
+            priced = pair is not None and max(pair[0] or 0.0, pair[1] or 0.0) > 0
+            if used >= value * (1 - CAP_REACHED_FRAC) or priced:
+                rows.append(dict(limit=family, site="all sites", period=per.label,
+                                 value=value, used=used, unit=unit, **_prices(pair),
+                                 shadow_unit=DUAL_UNITS[family]))
+    return rows
+
+
 def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.DataFrame,
-                   cooling: pd.DataFrame, shadow: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Site limits that stop the plan from adding one more rack, ranked.
+                   cooling: pd.DataFrame, shadow: pd.DataFrame | None = None,
+                   costs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Limits that stop the plan from adding one more rack or serving more, ranked.
 
     A grid limit binds when the headroom is below the facility power of the smallest
     rack the site may host (the connected capacity where connections are decisions; used:
@@ -167,9 +225,11 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     grid request limit when the site is connected for all the grid can give
     (connectable) beyond what was committed; space when fewer positions are free than
     the smallest rack needs; lead time when the built capacity is full and no new capacity can be
-    built yet. A limit of zero capacity that nothing uses (no grid yet, nothing built
+    built yet; the fleet-wide carbon cap and budget when reached (:func:`_fleet_limits`,
+    site ``all sites``). A limit of zero capacity that nothing uses (no grid yet, nothing built
     before the lead time) is not listed (see :func:`no_grid_sites`,
-    :func:`not_buildable_sites`). Ranked within grid, then space, then lead time by
+    :func:`not_buildable_sites`). Ranked within grid, then space, then lead time, carbon
+    cap and budget by
     the larger of the two shadow prices (fixed-fleet and relaxed), largest first; the
     lead-time price is the dual of the site's building constraint.
 
@@ -188,11 +248,14 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     shadow : DataFrame, optional
         :func:`shadow_prices` (the ``shadow_unit`` column says each price's unit
         [USD per MW, present value...]); None: no prices.
+    costs : DataFrame, optional
+        The plan's ``costs`` table [USD], for the budget rows; None: no budget rows.
 
     Returns
     -------
     DataFrame
-        rank, limit, site, period, value, used, unit (``kW`` or ``rack positions``),
+        rank, limit, site, period, value, used, unit (``kW``, ``rack positions``,
+        ``tCO2`` or ``USD``),
         shadow_price, shadow_price_relaxed, shadow_unit (:data:`DUAL_UNITS`): units as
         those columns say [see unit column].
     """
@@ -240,7 +303,9 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              value=sd.built_kw_initial, used=row.facility_kw_peak, unit="kW built",
                              **_prices(sp.get(("building", s, p_label))),
                              shadow_unit=DUAL_UNITS["building"]))
-    order = {"grid": 0, "grid_request": 1, "space": 2, "lead_time": 3}
+    rows += _fleet_limits(d, power, costs, shadow)
+    order = {"grid": 0, "grid_request": 1, "space": 2, "lead_time": 3, "carbon_cap": 4,
+             "budget": 5}
     rows.sort(key=lambda r: (order[r["limit"]], -max(r["shadow_price"] or 0.0,
                                                       r["shadow_price_relaxed"] or 0.0),
                              r["period"], r["site"]))
@@ -348,7 +413,8 @@ def _rack_facility_kw(d: PlanInputs, r: str, s: str) -> float:
         + rs.recharge_kw_per_it_kw * rk.it_power_max_kw
 
 
-def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> str:
+def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame,
+              chosen: bool = False) -> str:
     """One message: which workload is short, when, by how much, and which limits bind.
 
     Parameters
@@ -360,6 +426,11 @@ def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> s
         [tokens/s].
     binding : DataFrame
         :func:`binding_limits` [see unit column].
+    chosen : bool
+        The shortfall was priced against the cost of serving it (``unserved_policy:
+        priced``, or no least shortfall could be found): the message says that the plan
+        chose it, at the penalty [USD per million tokens]. Else it is the least the
+        limits allow.
 
     Returns
     -------
@@ -381,7 +452,8 @@ def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> s
         for r in lim.itertuples():
             seen.setdefault((r.limit, r.site), []).append(r.period)
         limits = "; ".join(
-            f"{lim_} at {site} in {', '.join(sorted(ps, key=lambda x: order.get(x, 0)))}"
+            f"{LIMIT_WORDS.get(lim_, lim_)}{'' if site == 'all sites' else ' at ' + site} in "
+            f"{', '.join(sorted(ps, key=lambda x: order.get(x, 0)))}"
             for (lim_, site), ps in seen.items())
     else:
         # sites that can have no power in the short periods: no limit "binds" there, as
@@ -411,7 +483,14 @@ def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame) -> s
         else:
             limits = ("no site limit binds: the racks that can serve it are not yet available, "
                       "or the rules or budget forbid more")
-    return ("demand cannot be met: " + "; ".join(parts) + ". Binding limits: " + limits + ".")
+    if chosen:
+        return ("demand left unserved by choice: " + "; ".join(parts) + ". Serving it would "
+                "cost more than the penalty of "
+                f"{d.unserved_usd_per_token * 1e6:g} USD per million tokens "
+                "(economics.unserved_penalty_usd_per_million_tokens); limits that bind: "
+                + limits + ".")
+    return ("demand cannot be met: " + "; ".join(parts) + " (the least shortfall the limits "
+            "allow). Binding limits: " + limits + ".")
 
 
 def _no_power_yet(d: PlanInputs, sd, p: int) -> str:

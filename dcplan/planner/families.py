@@ -83,6 +83,8 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
     "capacity": _F("add_allocation_limit",
                    "sum alloc * frac(h) / u - A (inst - k on) <= 0 (per hour h)"),
     "demand": _F("add_demand", "sum rate * alloc (/ M_j) (+ unserved) >= D M share"),
+    "unserved_total": _F("add_unserved_limit",
+                         "sum_{w,k,p} tokens[w,p] unserved[w,k,p] / 1e6 <= least shortfall"),
     # power
     "power_mix": _F("add_power_expressions",
                     "pmix[s,w,key,p] - sum (1 + loss)(1 + cool)(P - idle) alloc = 0"),

@@ -594,6 +594,9 @@ class PlanInputs:
         For the terminal value of buildings and CDUs (None = no credit).
     unserved_usd_per_token : float
         Penalty of unserved demand in the elastic model [USD/token].
+    unserved_policy : {"least_first", "priced"}
+        How the elastic model trades unserved demand against cost (the scenario's
+        ``unserved_policy``, :data:`dcplan.scenario.schema.UNSERVED_POLICIES`).
     cdu_redundancy : int
         Spare CDUs per site and CDU model in use.
     name : str
@@ -646,6 +649,7 @@ class PlanInputs:
     building_lifetime_years: float | None = None
     cdu_lifetime_years: float | None = None
     unserved_usd_per_token: float = 1e-4
+    unserved_policy: str = "least_first"
     cdu_redundancy: int = field(default_factory=default_cdu_redundancy)
     name: str = "plan"
     notes: list[str] = field(default_factory=list)
@@ -1582,6 +1586,7 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         building_lifetime_years=econ.building_lifetime_years,
         cdu_lifetime_years=econ.cdu_lifetime_years,
         unserved_usd_per_token=econ.unserved_penalty_usd_per_million_tokens / 1e6,
+        unserved_policy=scn.unserved_policy,
         cdu_redundancy=(default_cdu_redundancy() if scn.cdu_redundancy is None
                         else scn.cdu_redundancy), name=scn.name, notes=notes, facility=fac_objs,
         nameplate_peak=scn.peak_power == "nameplate", spare_racks=spares,

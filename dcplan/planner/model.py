@@ -42,7 +42,8 @@ SPARSE_STOCK_MIN = 5_000
 CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
 
 
-def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, ModelVars]:
+def build_model(d: PlanInputs, elastic: bool = False,
+                unserved_limit: float | None = None) -> tuple[pulp.LpProblem, ModelVars]:
     """Build the fleet-planning MILP.
 
     Parameters
@@ -50,6 +51,10 @@ def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, M
     d : PlanInputs
     elastic : bool
         Add priced unserved-demand variables (for diagnosing infeasible demand).
+    unserved_limit : float, optional
+        Elastic model only: at most this many tokens unserved over the horizon (row
+        ``unserved_total``, :func:`add_unserved_limit`) [million tokens, of each demand
+        row's kind: input, output or both].
 
     Returns
     -------
@@ -78,8 +83,50 @@ def build_model(d: PlanInputs, elastic: bool = False) -> tuple[pulp.LpProblem, M
     add_carbon_cap(prob, d, mv)
     add_water_limit(prob, d, mv)
     add_budget(prob, d, mv)
+    if elastic and unserved_limit is not None:
+        add_unserved_limit(prob, mv, unserved_limit)
     set_objective(prob, d, mv)
     return prob, mv
+
+
+def unserved_total(mv: ModelVars) -> pulp.LpAffineExpression:
+    """Tokens left unserved over the horizon in the elastic model [million tokens].
+
+    ``sum_{w,k,p} unserved[w,k,p] x tokens per unit of the row / 1e6``: each demand row's
+    tokens (input, output or both, as the row counts them) in its period, undiscounted.
+
+    Parameters
+    ----------
+    mv : ModelVars
+        The elastic model's variables (``unserved_tokens_per_s`` [tokens/s] and
+        ``demand_row_tokens`` [tokens per token/s]).
+
+    Returns
+    -------
+    pulp.LpAffineExpression
+        Empty in a model without unserved variables [million tokens].
+    """
+    return _lin([(var, mv.demand_row_tokens[key] / 1e6)
+                 for key, var in mv.unserved_tokens_per_s.items()])
+
+
+def add_unserved_limit(prob: pulp.LpProblem, mv: ModelVars, limit: float) -> None:
+    """Least shortfall first: ``sum unserved x tokens per row / 1e6 <= limit``.
+
+    The second stage of the elastic solve (:func:`dcplan.planner.run.solve_inputs`):
+    the cheapest plan among those that leave no more tokens unserved than the least
+    shortfall the first stage found.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the row is added to.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
+    limit : float
+        Tokens that may go unserved over the horizon [million tokens].
+    """
+    mv.add(prob, "unserved_total", (), unserved_total(mv) <= limit)
 
 
 def _pairs(d: PlanInputs) -> list[tuple[str, str]]:

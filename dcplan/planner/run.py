@@ -9,10 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices
+from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices, unsolved_status
 from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import build_model
+from dcplan.planner.model import build_model, unserved_total
 from dcplan.planner.plan_result import PlanResult
 from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.solver import (
@@ -133,21 +133,40 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         + (f" ({info.message})" if info.message else ""))
     prob, mv, info = _with_crossed_tiers(d, opt, prob, mv, info, t, say, on_solve)
     unserved = False
+    limit, least_note = None, ""
     message = info.message
     if info.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
         say("demand cannot be met within the limits; re-solving with priced unserved demand")
+        limit, least_note = None, ""
+        if d.unserved_policy == "least_first":
+            limit, least_note = _least_unserved(d, opt, t, say)
         t1 = time.perf_counter()
-        prob, mv = build_model(d, elastic=True)
+        prob, mv = build_model(d, elastic=True, unserved_limit=limit)
         t["build"] += time.perf_counter() - t1
         info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
         t["solve"] += info.runtime_s
         prob, mv, info = _with_crossed_tiers(d, opt, prob, mv, info, t, say, on_solve,
-                                             elastic=True)
+                                             elastic=True, unserved_limit=limit)
+        if limit is not None and info.status in (SolveStatus.INFEASIBLE,
+                                                 SolveStatus.UNBOUNDED):
+            # the network tiers settled after the first stage made its shortfall
+            # unreachable: the cheapest plan with priced unserved demand instead
+            least_note = ("the least shortfall of the first stage could not be kept once "
+                          "the network tiers were settled; unserved demand is priced at "
+                          "the penalty instead")
+            limit = None
+            prob, mv = build_model(d, elastic=True)
+            info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
+            t["solve"] += info.runtime_s
+            prob, mv, info = _with_crossed_tiers(d, opt, prob, mv, info, t, say, on_solve,
+                                                 elastic=True)
         unserved = info.status.has_solution
         if not info.status.has_solution:
             message = infeasible_reason(d) if info.status in (
                 SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED) else info.message
     notes = list(d.notes)
+    if unserved and least_note:
+        notes.append(least_note)
     if info.status.has_solution:
         _polish(prob, d, mv, info)
         notes += _exact_three_tier(prob, d, mv, info, opt)
@@ -168,9 +187,10 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         shadow = shadow_prices(prob, d, mv, sol, opt)
         tables["shadow_prices"] = shadow
     tables["binding"] = binding_limits(d, sol, tables["power"], tables["fleet"],
-                                       tables["cooling"], shadow)
+                                       tables["cooling"], shadow, tables["costs"])
     if unserved:
-        result.message = diagnosis(d, tables["unserved"], tables["binding"])
+        result.message = diagnosis(d, tables["unserved"], tables["binding"],
+                                   chosen=limit is None)
         if not len(tables["unserved"]):
             result.unserved = False
     elif info.status is SolveStatus.FEASIBLE:
@@ -187,14 +207,70 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     return result
 
 
+#: Slack of the second stage's shortfall row over the first stage's least shortfall:
+#: relative [-] and absolute [million tokens] (solver tolerances, not a choice).
+LEAST_SLACK_FRAC, LEAST_SLACK_MTOK = 1e-9, 1e-6
+
+
+def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
+                    ) -> tuple[float | None, str]:
+    """First stage of the elastic solve: the least demand the limits force unserved.
+
+    Minimises :func:`~dcplan.planner.model.unserved_total` over the elastic model,
+    whatever it costs, so that the second stage (the cheapest plan that leaves no more
+    unserved) never trades demand for money.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    opt : SolverOptions
+        Time limit [s] and relative gap [-] of the solve.
+    t : dict
+        Timings, updated in place [s].
+    say : callable
+        Receives one-line progress messages.
+
+    Returns
+    -------
+    limit : float or None
+        The shortfall the second stage may not exceed [million tokens]; None when the
+        first stage found no plan (the second stage then prices unserved demand).
+    note : str
+        What the plan's notes say about the first stage ('' when it proved its least
+        shortfall).
+    """
+    t0 = time.perf_counter()
+    prob, mv = build_model(d, elastic=True)
+    prob.setObjective(unserved_total(mv))
+    t["build"] += time.perf_counter() - t0
+    say("least unserved demand first (whatever it costs)")
+    info = solve(prob, opt, rounding=rounding_start(d, mv))
+    t["solve"] += info.runtime_s
+    if not info.status.has_solution or info.objective is None:
+        return None, ("the least shortfall could not be found "
+                      f"({unsolved_status(info.status)}); unserved demand is priced at "
+                      "the penalty instead")
+    least = max(0.0, float(info.objective))
+    say(f"least unserved demand: {least:,.0f} million tokens over the horizon")
+    note = ""
+    if info.status is not SolveStatus.OPTIMAL or (info.gap or 0.0) > 0.0:
+        note = (f"the least shortfall ({least:,.0f} million tokens) is proven only within "
+                f"{format_gap(info.gap) if info.gap is not None else 'no bound'}: up to that "
+                "much of it may be avoidable")
+    return least * (1 + LEAST_SLACK_FRAC) + LEAST_SLACK_MTOK, note
+
+
 def _with_crossed_tiers(d: PlanInputs, opt: SolverOptions, prob, mv, info, t: dict, say,
-                        on_solve, elastic: bool = False):
+                        on_solve, elastic: bool = False,
+                        unserved_limit: float | None = None):
     """Solve again while a plan passes a collapsed network tier (see ``network_collapsed``).
 
     A pair priced at its lower tier without binaries is a relaxation of its tiers: a
     plan within them is exactly priced and its gap holds for the model with every tier.
     Where the plan holds more racks than the lower tier, that pair gets its tiers and
-    the model is solved again (each pair at most once).
+    the model is solved again (each pair at most once). ``unserved_limit`` [million
+    tokens] is passed to :func:`~dcplan.planner.model.build_model`.
     """
     from dcplan.planner.network_rows import collapsed_over
 
@@ -203,7 +279,7 @@ def _with_crossed_tiers(d: PlanInputs, opt: SolverOptions, prob, mv, info, t: di
         say("network tiers for " + ", ".join(f"{r} at {s}" for r, s in sorted(over))
             + " (the plan passed the lower tier); solving again")
         t0 = time.perf_counter()
-        prob, mv = build_model(d, elastic=elastic)
+        prob, mv = build_model(d, elastic=elastic, unserved_limit=unserved_limit)
         t["build"] += time.perf_counter() - t0
         info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
         t["solve"] += info.runtime_s

@@ -1209,8 +1209,13 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
     return df
 
 
+#: A shortfall below this share of its demand row is the solver's tolerance, not demand
+#: left unserved, and is not reported [-].
+NEGLIGIBLE_SHORT_FRAC = 1e-7
+
+
 def unserved_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
-    """Demand left unserved per (workload, pool, period).
+    """Demand left unserved per (workload, pool, period), above the solver's tolerance.
 
     Parameters
     ----------
@@ -1228,12 +1233,12 @@ def unserved_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     rows = []
     for (w, k, p), x in sorted(sol.unserved_tokens_per_s.items(),
                                key=lambda kv: (kv[0][2], kv[0][:2])):
-        if x <= 1e-6:
-            continue
         wd = d.workloads[w]
         need = wd.peak_tokens_per_s(p, k)
         m = d.schedules(w, p)[0].peak_factor
         avg = x if d.multi_schedule(w, p) else x / m
+        if x <= 1e-6 or avg * m <= NEGLIGIBLE_SHORT_FRAC * need:
+            continue
         rows.append(dict(workload=w, pool=k, period=d.periods[p].label,
                          short_tokens_per_s_peak=avg * m, demand_tokens_per_s_peak=need,
                          short_frac=avg * m / need if need else 0.0,

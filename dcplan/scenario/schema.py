@@ -986,6 +986,10 @@ _INSTEAD = {
 
 
 #: Default scale-out leaf oversubscription (down:up bandwidth): non-blocking [-].
+#: The scenario's ``unserved_policy`` choices (see :class:`Scenario`): the least
+#: shortfall first, or unserved demand priced against the cost of serving it.
+UNSERVED_POLICIES = ("least_first", "priced")
+
 DEFAULT_OVERSUBSCRIPTION = 1.0
 
 
@@ -1050,6 +1054,11 @@ class Scenario(_Strict):
         Accept a plan that leaves demand unserved (priced at
         ``economics.unserved_penalty_usd_per_million_tokens``): ``dcplan plan`` then
         reports the shortfall and exits 0, as with ``--allow-unserved``.
+    unserved_policy : {"least_first", "priced"}
+        When demand cannot all be met: ``least_first`` (default) leaves unserved only
+        what the limits force (the least shortfall first, then the cheapest plan
+        with it); ``priced`` lets the plan leave demand unserved wherever serving it
+        costs more than the penalty (a choice, and the plan says so).
     solver : SolverOptions
     uncertainty : Uncertainty, optional
         Cases with probabilities for a two-stage stochastic plan (``dcplan plan``
@@ -1092,6 +1101,7 @@ class Scenario(_Strict):
     peak_power: Literal["operating_point", "nameplate"] = "operating_point"
     overrides: list[Override] = Field(default_factory=list)
     allow_unserved: bool = False
+    unserved_policy: Literal[UNSERVED_POLICIES] = "least_first"
     solver: SolverOptions = Field(default_factory=SolverOptions)
     uncertainty: Uncertainty | None = None
     catalog_dir: str | None = None

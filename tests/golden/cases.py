@@ -172,6 +172,7 @@ class Case:
     build: Callable
     check: str
     elastic: bool = False
+    unserved_limit: float | None = None
 
     @property
     def lp(self) -> Path:
@@ -220,6 +221,9 @@ CASES: dict[str, Case] = {c.family: c for c in (
     Case("capacity", base, "alloc - 1 inst <= 0 (availability 1, utilisation 1)"),
     Case("demand", disaggregated, "elastic; prefill 2026: 100 alloc + unserved >= 100 "
          "tokens/s x 1.5 peak x 0.25 input share = 37.5", elastic=True),
+    Case("unserved_total", disaggregated, "elastic, least shortfall 10 million tokens: "
+         "each unserved tokens/s of a row counts 8760 h x 3600 s / 1.5 peak / 1e6 = "
+         "21.024 million tokens <= 10", elastic=True, unserved_limit=10.0),
     Case("power_mix", profiles, "pmix wa: (1.1 x 1.2 x (10 - 2) = 10.56) alloc ra, "
          "(1.1 x 1.2 x (10 - 1) = 11.88) alloc rb"),
     Case("peak_power", profiles, "idle: ra 1.1 x 1.2 x 2 = 2.64 kW, rb 1.1 x 1.2 x 1 = "
@@ -270,7 +274,7 @@ def golden_text(name: str) -> str:
     """The golden LP text of case ``name`` (what its ``.lp`` file must hold)."""
     case = CASES[name]
     d = case.build()
-    prob, mv = build_model(d, elastic=case.elastic)
+    prob, mv = build_model(d, elastic=case.elastic, unserved_limit=case.unserved_limit)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.lp"
         prob.writeLP(str(path))
@@ -283,7 +287,8 @@ def golden_text(name: str) -> str:
     ints = [v for v in sec.get("Generals", []) if v in used]
     bins = [v for v in sec.get("Binaries", []) if v in used]
     doc = " ".join((case.build.__doc__ or "").split())
-    head = [f"family {case.family}: {case.build.__name__}(){' elastic' if case.elastic else ''}",
+    head = [f"family {case.family}: {case.build.__name__}(){' elastic' if case.elastic else ''}"
+            f"{'' if case.unserved_limit is None else f' unserved_limit={case.unserved_limit:g}'}",
             f"instance: {doc}", f"hand check: {case.check}",
             "regenerate: python tests/golden/regen.py"]
     out = [f"\\* {part} *\\" for h in head for part in textwrap.wrap(h, 84)]

@@ -1,0 +1,125 @@
+"""Unserved demand only where a limit forces it (``unserved_policy: least_first``).
+
+Hand-made cases (tests/test_planner_helpers.py): one rack type of 100 tokens/s at
+10 kW (operating point = nameplate, no losses or cooling), one site, two periods of
+400 tokens/s of demand, racks priced far above the unserved penalty, so that a plan
+free to trade demand for money serves nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from dcplan.planner.analysis import binding_limits
+from dcplan.planner.model import build_model, unserved_total
+from dcplan.planner.run import solve_inputs
+from dcplan.scenario import SolverOptions
+from dcplan.scenario.schema import UNSERVED_POLICIES, Scenario
+from tests.test_planner_helpers import make_inputs, rack, site, workload
+
+EXACT = SolverOptions(gap=0.0, time_limit_s=60)
+#: Penalty far below the cost of serving: a rack of 1e9 USD serves 100 tokens/s [USD/token].
+CHEAP_PENALTY = 1e-12
+
+
+def _short(res) -> dict[str, float]:
+    """Unserved peak tokens/s by period label [tokens/s]."""
+    u = res.tables["unserved"]
+    return {str(r.period): r.short_tokens_per_s_peak for r in u.itertuples()}
+
+
+def _grid_case(policy: str):
+    """2026: 25 kW of grid. Racks are integers, their serving share is not: 3 racks idle
+    at 2 kW leave 25 - 6 = 19 kW for 8 kW more per serving rack, 2.375 racks = 237.5 of
+    400 tokens/s (2 racks would serve only 200, 4 draw 8 + 8 x 2.125...: 3 is best), so
+    162.5 tokens/s are forced unserved; 2027: 1 MW, nothing forces a shortfall."""
+    return make_inputs(n=2, racks=[rack(capex=1e9, kw_max=10.0, kw_idle=2.0)],
+                       sites=[site(n=2, grid_kw=(25.0, 1e6), positions=10)],
+                       workloads=[workload(demand=(400.0, 400.0))],
+                       unserved_usd_per_token=CHEAP_PENALTY, unserved_policy=policy)
+
+
+def test_the_default_policy_is_least_first():
+    assert Scenario.model_fields["unserved_policy"].default == "least_first"
+    assert set(UNSERVED_POLICIES) == {"least_first", "priced"}
+
+
+def test_least_first_leaves_only_the_forced_shortfall():
+    res = solve_inputs(_grid_case("least_first"), EXACT, explain=True)
+    assert res.unserved and res.status.has_solution
+    # 2026: 162.5 tokens/s (see _grid_case); 2027: nothing, though serving costs one
+    # more rack of 1e9 USD and the penalty of 162.5 tokens/s for a year is 5e-3 USD
+    assert _short(res) == pytest.approx({"2026": 162.5})
+    fleet = res.tables["fleet"].set_index("period").installed_racks
+    assert fleet["2026"] == 3 and fleet["2027"] == 4
+    assert "least shortfall the limits allow" in res.message
+    assert "grid at sa in 2026" in res.message
+    assert "by choice" not in res.message
+
+
+def test_priced_policy_trades_demand_for_money_and_says_so():
+    res = solve_inputs(_grid_case("priced"), EXACT, explain=True)
+    assert res.unserved
+    # every token is cheaper to leave than to serve at 1e9 USD per rack
+    assert _short(res) == pytest.approx({"2026": 400.0, "2027": 400.0})
+    assert "left unserved by choice" in res.message
+    assert "unserved_penalty_usd_per_million_tokens" in res.message
+
+
+def test_the_second_stage_row_holds_the_least_shortfall():
+    """The elastic model with ``unserved_limit``: the row ``unserved_total`` in million
+    tokens; 162.5 tokens/s x 8760 h x 3600 s (one schedule, peak 1) = 5,124.6 million."""
+    d = _grid_case("least_first")
+    _prob, mv = build_model(d, elastic=True, unserved_limit=5124.6)
+    row = mv.constraints["unserved_total"][()]
+    coefs = {v.name: c for v, c in row.items()}
+    assert coefs == pytest.approx({"unserved__wa__all__2026": 8760 * 3600 / 1e6,
+                                   "unserved__wa__all__2027": 8760 * 3600 / 1e6})
+    assert -row.constant == pytest.approx(5124.6)
+    assert unserved_total(mv).keys() == row.keys()
+    res = solve_inputs(d, EXACT, explain=False)
+    assert sum(v * 8760 * 3600 / 1e6 for v in _short(res).values()) == pytest.approx(5124.6)
+
+
+def test_a_carbon_cap_that_forces_a_shortfall_is_named_as_the_binding_limit():
+    """2027 capped at 8760 h x 0.5 kg/kWh x 20 kW = 87,600 kg. The 4 racks bought in 2026
+    (no cap) stay in service and idle at 2 kW: 20 - 8 = 12 kW for 8 kW more per serving
+    rack, 1.5 racks = 150 of 400 tokens/s, 250 forced unserved."""
+    d = make_inputs(n=2, racks=[rack(capex=1.0, kw_max=10.0, kw_idle=2.0)],
+                    sites=[site(n=2, grid_kw=1e6, positions=10, carbon=0.5)],
+                    workloads=[workload(demand=(400.0, 400.0))],
+                    unserved_usd_per_token=1e-3, carbon_cap_kg=(None, 87_600.0))
+    res = solve_inputs(d, EXACT, explain=True)
+    assert _short(res) == pytest.approx({"2027": 250.0}, rel=1e-6)
+    b = res.tables["binding"]
+    cap = b[b.limit == "carbon_cap"]
+    assert list(cap.period) == ["2027"] and list(cap.site) == ["all sites"]
+    assert cap.iloc[0].value == pytest.approx(87.6) and cap.iloc[0].used == pytest.approx(87.6)
+    assert cap.iloc[0].unit == "tCO2"
+    assert "carbon cap (all sites) in 2027" in res.message
+
+
+def test_a_budget_reached_is_a_binding_limit():
+    """2026 budget of 3 racks at 1,000 USD: 300 of 400 tokens/s."""
+    d = make_inputs(n=1, racks=[rack(capex=1000.0)], sites=[site(n=1, grid_kw=1e6)],
+                    workloads=[workload(demand=(400.0,))], budget=(3000.0,),
+                    unserved_usd_per_token=1e-3)
+    res = solve_inputs(d, EXACT, explain=True)
+    assert _short(res) == pytest.approx({"2026": 100.0})
+    b = res.tables["binding"]
+    row = b[b.limit == "budget"].iloc[0]
+    assert (row.site, row.period, row.unit) == ("all sites", "2026", "USD")
+    assert row.value == pytest.approx(3000.0) and row.used == pytest.approx(3000.0)
+    assert "capex budget (all sites) in 2026" in res.message
+
+
+def test_binding_limits_without_costs_has_no_budget_rows():
+    d = make_inputs(n=1, racks=[rack(capex=1000.0)], sites=[site(n=1, grid_kw=1e6)],
+                    workloads=[workload(demand=(400.0,))], budget=(3000.0,),
+                    unserved_usd_per_token=1e-3)
+    res = solve_inputs(dataclasses.replace(d), EXACT, explain=False)
+    t = res.tables
+    b = binding_limits(d, None, t["power"], t["fleet"], t["cooling"], None, None)
+    assert "budget" not in set(b.limit)
