@@ -39,6 +39,11 @@ def plan_cmd(
     allow_unserved: options.AllowUnserved = False,
     write_lp: Annotated[Path | None, typer.Option("--write-lp", dir_okay=False, metavar="FILE",
                                                   help="Write the MILP in LP format.")] = None,
+    write_mps: Annotated[Path | None, typer.Option(
+        "--write-mps", dir_okay=False, metavar="FILE",
+        help="Write the MILP in MPS format: FILE as built, and FILE's name with "
+             ".scaled.mps as HiGHS receives it (rows, continuous columns and objective "
+             "scaled by powers of two), to try another solver on either.")] = None,
     calibration: options.Calibration = None,
     quiet: options.Quiet = False,
     xlsx: options.Xlsx = None,
@@ -59,9 +64,13 @@ def plan_cmd(
     from dcplan.export.text import terminal_width
     from dcplan.planner import solve_case
 
+    from dcplan.planner.highs import scaled_path
+
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},
                   files={"--xlsx": xlsx, "--write-lp": write_lp, "--html": html,
-                         "--save": save})
+                         "--save": save, "--write-mps": write_mps,
+                         "--write-mps (scaled)": scaled_path(write_mps) if write_mps
+                         else None})
     progress = None if quiet else _progress
     if progress:
         progress("loading scenario, catalogs and sites")
@@ -69,16 +78,16 @@ def plan_cmd(
     if case.scenario.uncertainty is not None:  # two-stage stochastic plan
         from dcplan.cli.stochastic_cmd import plan_stochastic_cmd
 
-        if png_dir or html or save or write_lp:
+        if png_dir or html or save or write_lp or write_mps:
             fail("a stochastic plan writes -o tables, --xlsx and --json; --png-dir, --html, "
-                 "--save and --write-lp are for deterministic plans", 2)
+                 "--save, --write-lp and --write-mps are for deterministic plans", 2)
         return plan_stochastic_cmd(case, outdir=outdir, xlsx=xlsx, as_json=as_json,
                                    solver=solver, time_limit=time_limit, gap=gap,
                                    threads=threads, solver_log=solver_log, wide=wide,
                                    progress=progress, allow_unserved=allow_unserved)
     with solve_display(not quiet and not solver_log) as on_solve:
         result = solve_case(case, solver=solver, time_limit_s=time_limit, gap=gap, threads=threads,
-                      solver_log=solver_log or None, write_lp=write_lp,
+                      solver_log=solver_log or None, write_lp=write_lp, write_mps=write_mps,
                       progress=progress, on_solve=on_solve)
     write_outputs(result, outdir=outdir, xlsx=xlsx, png_dir=png_dir, html=html, save=save,
                   progress=progress)

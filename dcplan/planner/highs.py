@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 
+from pathlib import Path
+
 import numpy as np
 import pulp
 from pulp import constants as const
@@ -117,9 +119,11 @@ class HighsDirect(pulp.HiGHS):
     """
 
     def __init__(self, *args, scale: bool = True, start: dict | None = None,
-                 rounding=None, bulk: bool = True, **kwargs):
+                 rounding=None, bulk: bool = True, names: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.bulk = bulk
+        #: Pass the variables' and rows' names too (for writing the model to a file).
+        self.names = names
         self.scale = scale
         self.start = start or {}
         self.rounding = rounding
@@ -212,6 +216,9 @@ class HighsDirect(pulp.HiGHS):
         if integer.any() and not (self.rounding is not None and self.mip):
             h_lp.integrality_ = [highspy.HighsVarType.kInteger if k
                                  else highspy.HighsVarType.kContinuous for k in integer]
+        if self.names:
+            h_lp.col_names_ = [v.name for v in variables]
+            h_lp.row_names_ = [con.name for con in cons]
         lp.solverModel.passModel(h_lp)
         if self.start and self.mip and self.rounding is None:
             cols = [pos[id(v)] for v in self.start if id(v) in pos]
@@ -502,3 +509,59 @@ class HighsDirect(pulp.HiGHS):
         info = h.getInfo()
         return (h.modelStatusToString(h.getModelStatus()), float(info.mip_gap),
                 info.primal_solution_status == 2)
+
+
+def write_model_files(prob: pulp.LpProblem, path: str | Path) -> tuple[Path, Path]:
+    """Write the MILP in MPS format twice: as built, and scaled as HiGHS receives it.
+
+    The scaled file holds the rows, continuous columns and objective multiplied by the
+    powers of two of :func:`equilibrate` (integer columns unscaled), the model HiGHS
+    solves when it has at least :data:`~dcplan.planner.solver.MIP_START_MIN_VARIABLES`
+    variables (smaller models go to HiGHS as built). Both carry the LP names of
+    :mod:`dcplan.planner.names`, so another solver can be tried on either.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The built model (not solved; its ``solverModel`` is replaced).
+    path : str or Path
+        The file of the model as built; the scaled one is beside it, its suffix
+        replaced by ``.scaled.mps`` (:func:`scaled_path`).
+
+    Returns
+    -------
+    raw, scaled : Path
+        The files written.
+    """
+    import highspy
+
+    from dcplan.scenario.highs_options import quiet_stdout
+
+    raw = Path(path)
+    scaled = scaled_path(raw)
+    prob.writeMPS(str(raw))
+    solver = HighsDirect(mip=True, msg=False, scale=True, bulk=True, names=True)
+    with quiet_stdout(True):
+        prob.solverModel = highspy.Highs()
+        prob.solverModel.setOptionValue("output_flag", False)
+        solver.buildSolverModel(prob)
+        prob.solverModel.writeModel(str(scaled))
+    return raw, scaled
+
+
+def scaled_path(path: str | Path) -> Path:
+    """Where :func:`write_model_files` writes the scaled model of ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file of the model as built.
+
+    Returns
+    -------
+    Path
+        ``path`` with its suffix replaced by ``.scaled.mps`` (``model.mps`` ->
+        ``model.scaled.mps``).
+    """
+    p = Path(path)
+    return p.with_name(p.stem + ".scaled.mps")

@@ -16,6 +16,7 @@ from dcplan.planner.model import build_model, unserved_total
 from dcplan.planner.plan_result import PlanResult
 from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.solver import (
+    MIP_START_MIN_VARIABLES,
     SolveProgress,
     SolverError,
     SolveStatus,
@@ -84,6 +85,7 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
 
 def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
                  explain: bool = True, write_lp: Path | str | None = None,
+                 write_mps: Path | str | None = None,
                  progress: Callable[[str], None] | None = None,
                  on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
     """Build, solve and explain the plan for precomputed inputs.
@@ -101,6 +103,9 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         Compute shadow prices (one more LP solve).
     write_lp : path, optional
         Write the MILP in LP format.
+    write_mps : path, optional
+        Write the MILP in MPS format, as built and scaled as HiGHS receives it
+        (:func:`~dcplan.planner.highs.write_model_files`).
     progress : callable, optional
         Receives one-line progress messages.
     on_solve : callable, optional
@@ -125,6 +130,12 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     if write_lp:
         prob.writeLP(str(write_lp))
         say(f"wrote {write_lp}")
+    if write_mps:
+        from dcplan.planner.highs import write_model_files
+
+        raw, scaled = write_model_files(prob, write_mps)
+        say(f"wrote {raw} (as built) and {scaled} (scaled as HiGHS receives models of "
+            f"{MIP_START_MIN_VARIABLES:,} variables or more)")
     say(f"solving with {opt.name} (time limit {opt.time_limit_s:g} s, gap {opt.gap:g})")
     info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
     t["solve"] = info.runtime_s
@@ -423,6 +434,7 @@ def solve_case(scenario: Any, *, catalog_dir: Path | str | None = None,
                gap: float | None = None, threads: int | None = None, solver_log: bool | None = None,
                explain: bool = True, size: bool = True,
                write_lp: Path | str | None = None,
+               write_mps: Path | str | None = None,
                progress: Callable[[str], None] | None = None,
                on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
     """Plan the fleet of a scenario.
@@ -447,6 +459,9 @@ def solve_case(scenario: Any, *, catalog_dir: Path | str | None = None,
         the plan's CDUs, heat rejection, UPS and generators).
     write_lp : path, optional
         Write the MILP in LP format.
+    write_mps : path, optional
+        Write the MILP in MPS format, as built and scaled as HiGHS receives it
+        (:func:`~dcplan.planner.highs.write_model_files`).
     progress : callable, optional
         Receives one-line progress messages.
     on_solve : callable, optional
@@ -480,8 +495,8 @@ def solve_case(scenario: Any, *, catalog_dir: Path | str | None = None,
                                        threads=threads, log=solver_log)
     d = prepare_inputs(case, progress=progress, solver=opt)
     prep = time.perf_counter() - t0
-    result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, progress=progress,
-                          on_solve=on_solve)
+    result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, write_mps=write_mps,
+                          progress=progress, on_solve=on_solve)
     result.name = case.name
     result.case = case
     result.unserved_accepted = case.scenario.allow_unserved
