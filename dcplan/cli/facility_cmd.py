@@ -10,8 +10,8 @@ import typer
 
 from dcplan.cli.app import app
 from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
+from dcplan.defaults import DEFAULT_OVERSUBSCRIPTION
 from dcplan.errors import InputError, Problem
-from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION
 
 
 def _supply_in_range(value: float | None) -> float | None:

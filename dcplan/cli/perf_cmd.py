@@ -19,7 +19,7 @@ from dcplan.cli.common import (
     handle_errors,
     note,
 )
-from dcplan.schema import FRONTIER_PERCENTILE
+from dcplan.defaults import FRONTIER_PERCENTILE
 
 perf_app = typer.Typer(
     help="Performance model: goodput tokens/s and power per rack, the throughput-"
