@@ -9,6 +9,7 @@ import typer
 
 from dcplan.cli.app import app
 from dcplan.cli.common import STATE, echo, emit_json, format_table, handle_errors
+from dcplan.cli.complete import any_id
 from dcplan.defaults import KIND_FILES
 from dcplan.errors import InputError, Problem, display_path
 
@@ -117,6 +118,11 @@ def lookup_site(sites: dict, ident: str):
     raise InputError(Problem("<sites>", unknown_message("sites", ident, sites)))
 
 
+def _listable(incomplete: str) -> list[str]:
+    """Completion of ``catalog list KIND``: the listable kinds that start with ``incomplete``."""
+    return [k for k in LISTABLE if k.startswith(incomplete)]
+
+
 def _check_kind(kind: str) -> str:
     if kind not in LISTABLE:
         from dcplan.catalog import did_you_mean
@@ -160,7 +166,8 @@ def list_cmd(
     kind: Annotated[
         str | None,
         typer.Argument(help=f"Catalog to list: {', '.join(LISTABLE)}. Omit for a summary.",
-                       callback=lambda v: _check_kind(v) if v else v),
+                       callback=lambda v: _check_kind(v) if v else v,
+                       autocompletion=_listable),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON with every field.")] = False,
     wide: Annotated[bool, typer.Option(
@@ -229,7 +236,8 @@ def _list_sites(as_json: bool) -> None:
 @catalog_app.command("show")
 @handle_errors
 def show_cmd(
-    ident: Annotated[str, typer.Argument(metavar="ID", help="Entry id, e.g. gb200_nvl72.")],
+    ident: Annotated[str, typer.Argument(metavar="ID", help="Entry id, e.g. gb200_nvl72.",
+                                         autocompletion=any_id)],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show every field of one catalog entry or site, with its source and estimates."""
