@@ -1,7 +1,8 @@
 """``python -m dcplan`` and the ``dcplan`` command: the command line.
 
-Loading the command line imports pandas, the solver and typer (about a second). A
-Ctrl-C or SIGTERM in that second used to print a Python traceback, kill the process by
+Loading the command line imports typer (a tenth of a second; each command imports
+pandas, the solver and the schemas it needs when it runs, about a second more). A
+Ctrl-C or SIGTERM in that time used to print a Python traceback, kill the process by
 the signal, or (once) be swallowed by a library's import; until the command line is
 loaded, either one now stops the process at once with "interrupted" and exit 130, as
 an interrupted command does (nothing has been read or written yet). Then

@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from dcplan.defaults import FRONTIER_PERCENTILE as FRONTIER_PERCENTILE  # noqa: F401 - re-exported
+from dcplan.defaults import KIND_FILES
 from dcplan.lengths import LengthDist, length_dist
 
 ID_PATTERN = r"^[a-z0-9_]+$"
@@ -693,10 +695,6 @@ class Arrival(str, Enum):
     closed_loop = "closed_loop"
 
 
-#: Percentile of the frontier's TTFT limit when none is given: the median [%].
-FRONTIER_PERCENTILE = 50.0
-
-
 class Workload(Entry):
     """An inference workload: traffic shape, precision and latency SLO.
 
@@ -1170,26 +1168,30 @@ class DemandProfile(Entry):
         return normalised_shape(self.hours, self.days)
 
 
-#: Catalog kinds: kind -> (file name in the catalog dir, entry schema).
-KINDS: dict[str, tuple[str, type[Entry]]] = {
-    "accelerators": ("accelerators.yaml", Accelerator),
-    "racks": ("racks.yaml", Rack),
-    "models": ("models.yaml", LLM),
-    "cdus": ("cdus.yaml", Cdu),
-    "heat_rejection": ("heat_rejection.yaml", HeatRejection),
-    "switches": ("switches.yaml", Switch),
-    "optics": ("optics.yaml", Optic),
-    "nics": ("nics.yaml", Nic),
-    "workloads": ("workloads.yaml", Workload),
-    "tokenizers": ("tokenizers.yaml", Tokenizer),
-    "api_prices": ("api_prices.yaml", ApiPrice),
-    "staffing": ("staffing.yaml", StaffRole),
-    "salaries": ("salaries.yaml", Salary),
-    "software": ("software.yaml", SoftwareLicence),
-    "ups": ("ups.yaml", Ups),
-    "generators": ("generators.yaml", Generator),
-    "profiles": ("profiles.yaml", DemandProfile),
+#: Entry schema of each catalog kind.
+_ENTRY_CLASSES: dict[str, type[Entry]] = {
+    "accelerators": Accelerator,
+    "racks": Rack,
+    "models": LLM,
+    "cdus": Cdu,
+    "heat_rejection": HeatRejection,
+    "switches": Switch,
+    "optics": Optic,
+    "nics": Nic,
+    "workloads": Workload,
+    "tokenizers": Tokenizer,
+    "api_prices": ApiPrice,
+    "staffing": StaffRole,
+    "salaries": Salary,
+    "software": SoftwareLicence,
+    "ups": Ups,
+    "generators": Generator,
+    "profiles": DemandProfile,
 }
+#: Catalog kinds: kind -> (file name in the catalog dir, entry schema); the file names
+#: have their one definition in :data:`dcplan.defaults.KIND_FILES`.
+KINDS: dict[str, tuple[str, type[Entry]]] = {
+    kind: (file, _ENTRY_CLASSES[kind]) for kind, file in KIND_FILES.items()}
 
 #: Kinds a catalog folder may leave out (an absent file is an empty catalog): reference
 #: data for token counting and build-vs-buy, and the power-redundancy equipment (the

@@ -17,8 +17,8 @@ PKG = Path(__file__).resolve().parent.parent / "dcplan"
 #: Layers, lowest first: (name, module prefixes). The first matching prefix wins, so
 #: the data modules of the perf and facility packages sit below their physics.
 LAYERS = [
-    ("base", ["dcplan.errors", "dcplan.units", "dcplan.paths", "dcplan.outputset",
-              "dcplan.yamlio", "dcplan.tableio"]),
+    ("base", ["dcplan.errors", "dcplan.units", "dcplan.paths", "dcplan.defaults",
+              "dcplan.outputset", "dcplan.yamlio", "dcplan.tableio"]),
     ("data", ["dcplan.schema", "dcplan.catalog", "dcplan.sites", "dcplan.scenario",
               "dcplan.perf.params", "dcplan.perf.benchmarks", "dcplan.perf.recipes",
               "dcplan.facility.assumptions", "dcplan.tokens", "dcplan.lengths"]),

@@ -7,18 +7,14 @@ from typing import Annotated
 
 import typer
 
-from dcplan.catalog import (
-    did_you_mean,
-    entry_table,
-    kind_of_file,
-    load_catalog,
-    unknown_message,
-)
 from dcplan.cli.app import app
 from dcplan.cli.common import STATE, echo, emit_json, format_table, handle_errors
+from dcplan.cli.complete import any_id
+from dcplan.defaults import KIND_FILES
 from dcplan.errors import InputError, Problem, display_path
-from dcplan.export.text import format_cell
-from dcplan.schema import KINDS
+
+# dcplan.catalog (pydantic schemas) is imported by the commands that read a catalog, so
+# that `dcplan --help` and shell completion do not load it.
 
 catalog_app = typer.Typer(help="Browse the hardware, model, workload, tokenizer and price catalogs "
                                "and the sites.",
@@ -73,7 +69,7 @@ LIST_OPTIONAL = {
 SITE_OPTIONAL = ["design dry/wet bulb C", "demand /kW-month", "region", "gCO2/kWh"]
 
 #: What ``catalog list`` can list: the catalog kinds and the sites.
-LISTABLE = [*KINDS, "sites"]
+LISTABLE = [*KIND_FILES, "sites"]
 
 
 def lookup(catalog, kind: str, ident: str):
@@ -84,6 +80,8 @@ def lookup(catalog, kind: str, ident: str):
     InputError
         If there is no such entry.
     """
+    from dcplan.catalog import unknown_message
+
     table = catalog.entries.get(kind, {})
     if ident in table:
         return table[ident]
@@ -113,13 +111,22 @@ def lookup_all(catalog, wanted: list[tuple[str, str | None]]) -> None:
 
 def lookup_site(sites: dict, ident: str):
     """Site ``ident``; an unknown id is an error naming the closest id."""
+    from dcplan.catalog import unknown_message
+
     if ident in sites:
         return sites[ident]
     raise InputError(Problem("<sites>", unknown_message("sites", ident, sites)))
 
 
+def _listable(incomplete: str) -> list[str]:
+    """Completion of ``catalog list KIND``: the listable kinds that start with ``incomplete``."""
+    return [k for k in LISTABLE if k.startswith(incomplete)]
+
+
 def _check_kind(kind: str) -> str:
     if kind not in LISTABLE:
+        from dcplan.catalog import did_you_mean
+
         raise typer.BadParameter(
             f"unknown catalog '{kind}'{did_you_mean(kind, LISTABLE)}; choose from: "
             f"{', '.join(LISTABLE)}"
@@ -159,7 +166,8 @@ def list_cmd(
     kind: Annotated[
         str | None,
         typer.Argument(help=f"Catalog to list: {', '.join(LISTABLE)}. Omit for a summary.",
-                       callback=lambda v: _check_kind(v) if v else v),
+                       callback=lambda v: _check_kind(v) if v else v,
+                       autocompletion=_listable),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON with every field.")] = False,
     wide: Annotated[bool, typer.Option(
@@ -173,7 +181,7 @@ def list_cmd(
     if kind is None:
         rows = [{"catalog": k, "entries": len(catalog.entries.get(k, {})),
                  "file": display_path(catalog.files[k]) if k in catalog.files else "-"}
-                for k in KINDS]
+                for k in KIND_FILES]
         from dcplan.paths import data_dir
 
         rows.append({"catalog": "sites", "entries": len(_sites()),
@@ -185,8 +193,12 @@ def list_cmd(
         return
     entries = catalog.entries.get(kind, {})
     if as_json:
+        from dcplan.catalog import entry_table
+
         emit_json(entry_table(entries))
         return
+    from dcplan.export.text import format_cell
+
     rows = []
     for entry in entries.values():
         row = {k: ", ".join(map(str, v)) or "-" if isinstance(v, list) else v
@@ -224,11 +236,14 @@ def _list_sites(as_json: bool) -> None:
 @catalog_app.command("show")
 @handle_errors
 def show_cmd(
-    ident: Annotated[str, typer.Argument(metavar="ID", help="Entry id, e.g. gb200_nvl72.")],
+    ident: Annotated[str, typer.Argument(metavar="ID", help="Entry id, e.g. gb200_nvl72.",
+                                         autocompletion=any_id)],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show every field of one catalog entry or site, with its source and estimates."""
     catalog = STATE.catalog()
+    from dcplan.catalog import did_you_mean
+
     hits = [(k, t[ident]) for k, t in catalog.entries.items() if ident in t]
     where = ""
     if hits:
@@ -289,6 +304,7 @@ def validate_cmd(
     ],
 ) -> None:
     """Check input files and report every problem at once (exit 1 if any)."""
+    from dcplan.catalog import kind_of_file, load_catalog
     problems: list[Problem] = []
     checked: list[str] = []
     catalog_dirs: list[Path] = []
@@ -313,11 +329,11 @@ def validate_cmd(
         base = catalog_dirs[0] if catalog_dirs else STATE.catalog_dir
         extra = {}
         for d in catalog_dirs:
-            extra.update({k: d / f for k, (f, _) in KINDS.items() if (d / f).exists()})
+            extra.update({k: d / f for k, f in KIND_FILES.items() if (d / f).exists()})
         extra.update(catalog_files)
         try:
             catalog = load_catalog(base, extra_files=extra)
-            checked += [f"{len(catalog.entries[k])} {k}" for k in KINDS if k in extra]
+            checked += [f"{len(catalog.entries[k])} {k}" for k in KIND_FILES if k in extra]
         except InputError as exc:
             problems += exc.problems
         for d in catalog_dirs:
@@ -333,7 +349,7 @@ def validate_cmd(
 
 
 def _is_catalog_dir(path: Path) -> bool:
-    return any((path / f).exists() for f, _ in KINDS.values())
+    return any((path / f).exists() for f in KIND_FILES.values())
 
 
 #: File suffixes ``validate`` looks at inside a folder.
@@ -397,6 +413,8 @@ def _validate_folder(path: Path, checked: list[str], top: bool = False) -> list[
 
 def validate_catalog_folder(path: Path, checked: list[str]) -> list[Problem]:
     """Validate a catalog folder found below a folder named on the command line."""
+    from dcplan.catalog import load_catalog
+
     problems = _validate_perf_defaults(path, checked)
     try:
         catalog = load_catalog(path)
@@ -471,7 +489,7 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
             return "scenario", []
     return None, [Problem(display_path(path), "cannot tell what this file is: catalog files "
                           "are named after their kind "
-                          f"({', '.join(f for f, _ in KINDS.values())}), site files have "
+                          f"({', '.join(KIND_FILES.values())}), site files have "
                           "'grid_mw', scenario files have 'periods', forecast files have "
                           "'cases', sweep files start with 'kind: dcplan_sweep', measurement "
                           "files end in .csv (beside them: "

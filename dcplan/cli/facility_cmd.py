@@ -10,8 +10,9 @@ import typer
 
 from dcplan.cli.app import app
 from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
+from dcplan.cli.complete import ids_of
+from dcplan.defaults import DEFAULT_OVERSUBSCRIPTION
 from dcplan.errors import InputError, Problem
-from dcplan.scenario.schema import DEFAULT_OVERSUBSCRIPTION
 
 
 def _supply_in_range(value: float | None) -> float | None:
@@ -44,16 +45,19 @@ def _ids(catalog, **wanted) -> None:
 @app.command("network")
 @handle_errors
 def network_cmd(
-    rack: Annotated[str, typer.Option("--rack", help="Rack id (see 'dcplan catalog list racks').")],
+    rack: Annotated[str, typer.Option("--rack", help="Rack id (see 'dcplan catalog list racks').",
+                                      autocompletion=ids_of("racks"))],
     racks: Annotated[int, typer.Option("--racks", help="Number of racks.", min=1)],
     optics: Annotated[str | None, typer.Option(
         "--optics", help="Optic on switch ends: pluggable_800g, lpo_800g, cpo ... "
-        "(default: cheapest pluggable at the switch port speed).")] = None,
+        "(default: cheapest pluggable at the switch port speed).",
+        autocompletion=ids_of("optics"))] = None,
     oversubscription: Annotated[float, typer.Option(
         "--oversubscription", min=1.0,
         help="Leaf down:up bandwidth ratio (1 = non-blocking).")] = DEFAULT_OVERSUBSCRIPTION,
     switch: Annotated[str | None, typer.Option(
-        "--switch", help="Back-end switch id (default: highest radix).")] = None,
+        "--switch", help="Back-end switch id (default: highest radix).",
+        autocompletion=ids_of("switches"))] = None,
     graphml: Annotated[Path | None, typer.Option(
         "--graphml", help="Write the fabric graph to this GraphML file.", dir_okay=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -155,9 +159,11 @@ def _fits_a_site(catalog, rack_id: str, n_racks: int) -> None:
 @app.command("cooling")
 @handle_errors
 def cooling_cmd(
-    rack: Annotated[str, typer.Option("--rack", help="Rack id.")],
+    rack: Annotated[str, typer.Option("--rack", help="Rack id.",
+                                      autocompletion=ids_of("racks"))],
     racks: Annotated[int, typer.Option("--racks", help="Number of racks.", min=1)],
-    site: Annotated[str, typer.Option("--site", help="Site id (see sites/).")],
+    site: Annotated[str, typer.Option("--site", help="Site id (see sites/).",
+                                      autocompletion=ids_of("sites"))],
     supply_water_c: Annotated[float | None, typer.Option(
         "--supply-water-c", callback=_supply_in_range,
         help="Facility-water supply of the liquid loop [C] "
@@ -165,7 +171,8 @@ def cooling_cmd(
     redundancy: Annotated[int | None, typer.Option(
         "--redundancy", help="Spare CDUs (default 1 = N+1).", min=0)] = None,
     optics: Annotated[str | None, typer.Option(
-        "--optics", help="Optic for the network whose heat is added (default pluggable).")
+        "--optics", help="Optic for the network whose heat is added (default pluggable).",
+        autocompletion=ids_of("optics"))
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:

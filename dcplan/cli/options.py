@@ -1,7 +1,9 @@
 """Options shared by several commands, with readable placeholders and their defaults.
 
-Defaults come from their one home (:class:`dcplan.scenario.SolverOptions`); help shows
-them. ``EXIT_CODES`` is appended to every command's help (see ``dcplan.cli``).
+Defaults and limits come from their one home, :mod:`dcplan.defaults` (plain data, which
+:class:`dcplan.scenario.SolverOptions` uses too); help shows them. Nothing here imports
+the schemas, so ``--help`` and shell completion run without loading them.
+``EXIT_CODES`` is appended to every command's help (see ``dcplan.cli``).
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ from typing import Annotated
 
 import typer
 
+from dcplan.defaults import (
+    DEFAULT_GAP,
+    DEFAULT_SOLVER,
+    DEFAULT_TIME_LIMIT_S,
+    MAX_SOLVER_THREADS,
+    MAX_TIME_LIMIT_S,
+    SOLVERS,
+)
 from dcplan.export.text import WIDTH
-from dcplan.scenario.schema import MAX_SOLVER_THREADS, MAX_TIME_LIMIT_S, SolverOptions
-
-_DEFAULT = SolverOptions()
 
 #: The exit codes of every command (shown at the end of each command's help).
 EXIT_CODES = ("Exit codes: 0 done; 1 bad input (every problem named with file, line, entry "
@@ -25,23 +32,23 @@ EXIT_CODES = ("Exit codes: 0 done; 1 bad input (every problem named with file, l
 
 
 def _check_solver(value: str | None) -> str | None:
-    if value is not None and value not in ("highs", "cbc"):
-        raise typer.BadParameter(f"unknown solver '{value}'; use highs or cbc")
+    if value is not None and value not in SOLVERS:
+        raise typer.BadParameter(f"unknown solver '{value}'; use {' or '.join(SOLVERS)}")
     return value
 
 
 Solver = Annotated[str | None, typer.Option(
     "--solver", metavar="NAME", callback=_check_solver,
-    help=f"MILP solver: highs or cbc (default: the scenario's solver.name, else "
-         f"{_DEFAULT.name}).")]
+    help=f"MILP solver: {' or '.join(SOLVERS)} (default: the scenario's solver.name, else "
+         f"{DEFAULT_SOLVER}).")]
 TimeLimit = Annotated[float | None, typer.Option(
     "--time-limit", min=0.001, max=MAX_TIME_LIMIT_S, metavar="SECONDS",
     help=f"Solver time limit per solve [s] (default: the scenario's solver.time_limit_s, "
-         f"else {_DEFAULT.time_limit_s:g}).")]
+         f"else {DEFAULT_TIME_LIMIT_S:g}).")]
 Gap = Annotated[float | None, typer.Option(
     "--gap", min=0.0, max=1.0, metavar="FRACTION",
     help=f"Relative MIP gap to stop at, e.g. 0.001 = 0.1 % (default: the scenario's "
-         f"solver.gap, else {_DEFAULT.gap:g}).")]
+         f"solver.gap, else {DEFAULT_GAP:g}).")]
 Threads = Annotated[int | None, typer.Option(
     "--threads", min=1, max=MAX_SOLVER_THREADS, metavar="N",
     help="Solver threads (default: the scenario's solver.threads, else the solver's "

@@ -19,7 +19,8 @@ from dcplan.cli.common import (
     handle_errors,
     note,
 )
-from dcplan.schema import FRONTIER_PERCENTILE
+from dcplan.cli.complete import ids_of
+from dcplan.defaults import FRONTIER_PERCENTILE
 
 perf_app = typer.Typer(
     help="Performance model: goodput tokens/s and power per rack, the throughput-"
@@ -211,10 +212,13 @@ def _lengths_record(wl, given: bool) -> dict[str, Any]:
 @handle_errors
 def perf(
     ctx: typer.Context,
-    rack: Annotated[str | None, typer.Option("--rack", help="Rack id.")] = None,
+    rack: Annotated[str | None, typer.Option("--rack", help="Rack id.",
+                                             autocompletion=ids_of("racks"))] = None,
     model: Annotated[str | None, typer.Option(
-        "--model", help="Model id (default: the workload's model).")] = None,
-    workload: Annotated[str | None, typer.Option("--workload", help="Workload id.")] = None,
+        "--model", help="Model id (default: the workload's model).",
+        autocompletion=ids_of("models"))] = None,
+    workload: Annotated[str | None, typer.Option("--workload", help="Workload id.",
+                                                 autocompletion=ids_of("workloads"))] = None,
     input_tokens: Annotated[float | None, typer.Option(
         "--input-tokens", help="Prompt tokens per request (overrides the workload's).")] = None,
     output_tokens: Annotated[float | None, typer.Option(
@@ -408,8 +412,10 @@ FRONTIER_OPTIONAL = ["draft_tokens", "total_tokens_per_s_per_gpu", "median_ttft_
 @perf_app.command("frontier")
 @handle_errors
 def frontier_cmd(
-    rack: Annotated[str, typer.Option("--rack", help="Rack id.")],
-    model: Annotated[str, typer.Option("--model", help="Model id.")],
+    rack: Annotated[str, typer.Option("--rack", help="Rack id.",
+                                      autocompletion=ids_of("racks"))],
+    model: Annotated[str, typer.Option("--model", help="Model id.",
+                                       autocompletion=ids_of("models"))],
     input_tokens: Annotated[float, typer.Option("--input-tokens", help="Prompt tokens.")],
     output_tokens: Annotated[float, typer.Option("--output-tokens", help="Generated tokens.")],
     precision: PrecisionOpt = None,

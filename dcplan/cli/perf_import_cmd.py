@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from dcplan.cli.common import STATE, check_outputs, fail, handle_errors
+from dcplan.cli.complete import ids_of
 from dcplan.cli.perf_cmd import perf_app
 
 import_app = typer.Typer(
@@ -21,8 +22,10 @@ import_app = typer.Typer(
 perf_app.add_typer(import_app, name="import")
 
 HardwareOpt = Annotated[str, typer.Option("--hardware", help="Accelerator id (catalog), "
-                                                             "e.g. h200_sxm.")]
-ModelOpt = Annotated[str, typer.Option("--model", help="Model id (catalog), e.g. deepseek_r1.")]
+                                                             "e.g. h200_sxm.",
+                                          autocompletion=ids_of("accelerators"))]
+ModelOpt = Annotated[str, typer.Option("--model", help="Model id (catalog), e.g. deepseek_r1.",
+                                       autocompletion=ids_of("models"))]
 PrecisionOpt = Annotated[str, typer.Option("--precision", help="Weight precision: bf16, fp8 "
                                                                "or fp4.")]
 GpusOpt = Annotated[int | None, typer.Option(

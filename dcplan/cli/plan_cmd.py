@@ -18,6 +18,7 @@ from dcplan.cli.common import (
     handle_errors,
     solve_display,
 )
+from dcplan.cli.complete import scenario_files
 
 
 def _progress(msg: str) -> None:
@@ -28,7 +29,8 @@ def _progress(msg: str) -> None:
 @handle_errors
 def plan_cmd(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.", dir_okay=False,
-                                             metavar="SCENARIO")],
+                                             metavar="SCENARIO",
+                                             autocompletion=scenario_files)],
     outdir: options.OutDir = None,
     as_json: options.Json = False,
     solver: options.Solver = None,

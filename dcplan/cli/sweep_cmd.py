@@ -26,7 +26,7 @@ from dcplan.cli.common import (
     handle_errors,
     note,
 )
-from dcplan.scenario.schema import MAX_TIME_LIMIT_S
+from dcplan.defaults import MAX_TIME_LIMIT_S
 
 
 class _RunByDefault(TyperGroup):

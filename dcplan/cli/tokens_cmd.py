@@ -9,6 +9,7 @@ import typer
 
 from dcplan.cli.app import app
 from dcplan.cli.common import STATE, emit_json, fail, format_table, handle_errors
+from dcplan.cli.complete import ids_of
 from dcplan.errors import InputError, Problem
 
 tokens_app = typer.Typer(
@@ -70,10 +71,12 @@ def count_cmd(
                              "searched).")],
     models: Annotated[list[str] | None, typer.Option(
         "--model", "-m", metavar="ID", help="Catalog model whose tokenizer counts (repeatable; see "
-                              "'dcplan catalog list models').")] = None,
+                              "'dcplan catalog list models').",
+        autocompletion=ids_of("models"))] = None,
     tokenizers: Annotated[list[str] | None, typer.Option(
         "--tokenizer", "-t", metavar="ID",
-        help="Tokenizer id to count with directly (repeatable; see 'dcplan tokens list').")] = None,
+        help="Tokenizer id to count with directly (repeatable; see 'dcplan tokens list').",
+        autocompletion=ids_of("tokenizers"))] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Tokens per character and per word of text files, per file and in total.

@@ -17,10 +17,8 @@ import shutil
 import textwrap
 from typing import Any
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+# rich is imported where a table is drawn: the command line loads this module for its
+# widths and wrapping before it knows whether it will draw one (`dcplan --help`).
 
 #: A cell that reads as a number (also "58 (+3)", "-12.5 %", "1,234 / 9.9").
 _NUMERIC = re.compile(r"^\s*[+\-\u2212]?[(]?[\d.,]+")
@@ -63,6 +61,8 @@ def _numeric(values: list[Any]) -> bool:
 
 def render(renderable: Any, width: int | None = None) -> str:
     """Text of a rich renderable at ``width`` columns (no colour, no trailing spaces)."""
+    from rich.console import Console
+
     buf = io.StringIO()
     console = Console(file=buf, width=width or 10_000, color_system=None,
                       force_terminal=False, legacy_windows=False, soft_wrap=False)
@@ -249,6 +249,10 @@ def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None, *
         victim = order[0] if order else shown[-1]
         shown.remove(victim)
         dropped.append(victim)
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="",
                   expand=False, padding=(0, 1, 0, 0))
     for j, c in enumerate(shown):

@@ -31,6 +31,15 @@ from pydantic import (
     model_validator,
 )
 
+from dcplan.defaults import (  # the limits and defaults the command line shows too
+    DEFAULT_GAP,
+    DEFAULT_OVERSUBSCRIPTION,
+    DEFAULT_SOLVER,
+    DEFAULT_TIME_LIMIT_S,
+    MAX_SOLVER_THREADS,
+    MAX_TIME_LIMIT_S,
+    SOLVERS,
+)
 from dcplan.errors import Problem
 from dcplan.schema import NOT_BOOL, Id, ProfileDay, shape_problem
 from dcplan.units import SECONDS_PER_DAY, SECONDS_PER_MONTH
@@ -214,12 +223,6 @@ DEFAULT_DEADLINE_HOURS = 24.0
 
 
 
-#: Most solver threads a plan may ask for: each HiGHS thread reserves its own memory, and
-#: a mistyped count (1e9) filled 20 GB before failing; no machine dcplan plans on has
-#: more cores than this.
-MAX_SOLVER_THREADS = 256
-#: Longest solver time limit accepted (a week) [s]; "inf" or 1e400 is a typo, not a limit.
-MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
 
 class WorkloadProfile(_Strict):
     """The daily shape of one workload's demand, and whether it may be shifted.
@@ -537,9 +540,10 @@ class SolverOptions(_Strict):
         Extra HiGHS options by name.
     """
 
-    name: Literal["highs", "cbc"] = "highs"
-    time_limit_s: Annotated[float, NOT_BOOL, Field(gt=0, le=MAX_TIME_LIMIT_S)] = 120.0
-    gap: Annotated[float, NOT_BOOL, Field(ge=0, le=1)] = 1e-4
+    name: Literal[SOLVERS] = DEFAULT_SOLVER
+    time_limit_s: Annotated[float, NOT_BOOL, Field(gt=0, le=MAX_TIME_LIMIT_S)] = \
+        DEFAULT_TIME_LIMIT_S
+    gap: Annotated[float, NOT_BOOL, Field(ge=0, le=1)] = DEFAULT_GAP
     threads: Annotated[int, NOT_BOOL, Field(gt=0, le=MAX_SOLVER_THREADS)] | None = None
     log: bool = False
     fallback: bool = True
@@ -985,12 +989,9 @@ _INSTEAD = {
 }
 
 
-#: Default scale-out leaf oversubscription (down:up bandwidth): non-blocking [-].
 #: The scenario's ``unserved_policy`` choices (see :class:`Scenario`): the least
 #: shortfall first, or unserved demand priced against the cost of serving it.
 UNSERVED_POLICIES = ("least_first", "priced")
-
-DEFAULT_OVERSUBSCRIPTION = 1.0
 
 
 class Scenario(_Strict):
