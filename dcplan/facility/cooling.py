@@ -416,6 +416,8 @@ class CoolingResult:
     supply_c : float
         Facility-water supply of the liquid loop [degC].
     cdu_id : str
+    cdu_name : str
+        The CDU model's display name (catalog ``name``).
     cdu_count, cdu_redundancy : int
     cdu_capacity_kw, cdu_capex_usd : float
         Per unit.
@@ -455,6 +457,7 @@ class CoolingResult:
     plant_capex_usd: float
     notes: list[str] = field(default_factory=list)
     water: SiteWater | None = None
+    cdu_name: str = ""
 
     @property
     def heat_removed_kw(self) -> float:
@@ -482,7 +485,7 @@ class CoolingResult:
             "site_id": self.site_id, "racks": dict(self.racks), "it_kw": self.it_kw,
             "network_kw": self.network_kw, "liquid_heat_kw": self.liquid_heat_kw,
             "air_heat_kw": self.air_heat_kw, "heat_removed_kw": self.heat_removed_kw,
-            "supply_water_c": self.supply_c, "cdu_id": self.cdu_id,
+            "supply_water_c": self.supply_c, "cdu_id": self.cdu_id, "cdu_name": self.cdu_name,
             "cdu_count": self.cdu_count, "cdu_redundancy": self.cdu_redundancy,
             "cdu_capacity_kw": self.cdu_capacity_kw, "pump_kw": self.pump_kw,
             "crah_id": self.crah_id, "crah_kw": self.crah_kw,
@@ -670,7 +673,7 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
         crah_id=crah_id,
         crah_kw=crah_kw, liquid_plant=liquid_plant, air_plant=air_plant,
         cooling_kw_avg=avg, cooling_kw_peak=peak, plant_capex_usd=plant_capex, notes=notes,
-        water=water)
+        water=water, cdu_name=cdus.name)
 
 
 def _plants_within_limit(catalog, site: Site, supply: float, liquid: float, air: float,
