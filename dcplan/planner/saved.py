@@ -126,7 +126,7 @@ COUNT_WORDS = ("racks", "units", "positions", "count")
 WHOLE_COUNTS: dict[str, tuple[str, ...]] = {
     "fleet": ("installed_racks", "new_racks", "retired_racks", "spare_racks",
               "rack_positions"),
-    "cooling": ("cdus",),
+    "cooling": ("cdus", "milp_cdus"),
     "network": ("racks",),
     "bom": ("installed", "new", "removed"),
     "equipment": ("count",),
@@ -157,8 +157,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "cooling": (
         "period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load", "cdu_ids",
-        "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd", "cooling_kw_peak", "pue_annual",
-        "water_m3", "water_limit_m3", "wue_l_per_kwh"
+        "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd", "cdu_capex_diff_usd",
+        "milp_cdus_by_model", "milp_cdus", "milp_cdu_positions", "milp_cdu_capex_usd",
+        "cooling_kw_peak", "pue_annual", "water_m3", "water_limit_m3", "wue_l_per_kwh"
     ),
     "network": (
         "period", "site", "rack", "fabric", "racks", "switch_id", "leaf_switches", "spine_switches",
