@@ -3,8 +3,9 @@
 A line is bought on its own (``purchase`` = ``own``) or comes inside a rack's price and
 IT power (``in_rack``: the NICs, catalogs/racks.yaml ``capex_basis``); an in-rack line
 keeps its counts, its kW and USD stand apart (``included_*``) and enter no total. The
-own-purchase capex to order, recomputed from the CSV files, is the plan's equipment
-capex of the cost table.
+own-purchase network capex to order, recomputed from the CSV files, is the plan's
+network capex of the cost table; the CDUs to order are the growth of the cooling
+table's (the cooling model's), the cost table's CDU capex that of its ``milp_`` CDUs.
 """
 
 from __future__ import annotations
@@ -33,7 +34,23 @@ def _to_order(bom: pd.DataFrame, mask: pd.Series) -> pd.Series:
     return bom[mask].groupby("period").new_capex_usd.sum()
 
 
-def test_in_rack_lines_stand_apart_and_cdus_are_the_plans(minimal_plan, tmp_path):
+def _cdu_growth(cooling: pd.DataFrame, column: str, price: dict) -> pd.Series:
+    """USD of CDUs bought per period: each site's and model's growth in count (from the
+    cooling table's "model: count" column) x the catalog's unit price."""
+    usd: dict = {}
+    for _site, sub in cooling.groupby("site", sort=False):
+        prev: dict = {}
+        for r in sub.itertuples():
+            now = {c.strip(): float(n) for c, n in (part.split(":") for part in
+                                                     str(getattr(r, column) or "").split(",")
+                                                     if ":" in part)}
+            usd[r.period] = usd.get(r.period, 0.0) + sum(
+                max(0.0, n - prev.get(c, 0.0)) * price[c] for c, n in now.items())
+            prev = now
+    return pd.Series(usd)
+
+
+def test_in_rack_lines_stand_apart_and_cdus_are_the_cooling_tables(minimal_plan, tmp_path):
     result, case = minimal_plan
     result.write_csvs(tmp_path)
     bom = pd.read_csv(tmp_path / "bom.csv")
@@ -50,10 +67,17 @@ def test_in_rack_lines_stand_apart_and_cdus_are_the_plans(minimal_plan, tmp_path
     price = {n.id: n.capex_usd for n in case.catalog.nics.values()}
     assert bom[inside].included_capex_usd.to_numpy() == pytest.approx(
         (bom[inside].installed * bom[inside].catalog_id.map(price)).to_numpy())
-    # the CDUs to order are the plan's CDU capex, period by period
+    # the CDUs to order are the growth of the cooling table's (the cooling model's for
+    # the fleet); the plan's CDU capex is the growth of the CDUs the MILP priced
+    cool = pd.read_csv(tmp_path / "cooling.csv", keep_default_na=False)
+    price = {c.id: c.capex_usd for c in case.catalog.cdus.values()}
     cdu = _to_order(bom, bom.item == "cdu")
+    mine = _cdu_growth(cool, "cdus_by_model", price)
+    assert cdu.reindex(mine.index, fill_value=0).to_numpy() == pytest.approx(
+        mine.to_numpy(), rel=1e-9)
     plan = _capex_by_period(costs, "cdu_capex")
-    assert len(plan) and cdu.reindex(plan.index, fill_value=0).to_numpy() == pytest.approx(
+    milp = _cdu_growth(cool, "milp_cdus_by_model", price)
+    assert len(plan) and milp.reindex(plan.index, fill_value=0).to_numpy() == pytest.approx(
         plan.to_numpy(), rel=1e-9)
 
 
@@ -82,7 +106,7 @@ def test_workbook_totals_sum_the_own_purchases_only(minimal_plan, tmp_path):
 def test_own_purchases_are_the_plans_equipment_capex(tmp_path):
     """Integer fabric (the BOM's switches and links are then the plan's own counts):
     from the CLI's CSV files, the own-purchase capex to order by period is the cost
-    table's network and CDU capex; the NICs would add 19-45 % to it."""
+    table's network capex; the NICs would add 19-45 % to it."""
     out = tmp_path / "csv"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "dcplan", "plan",
@@ -93,15 +117,14 @@ def test_own_purchases_are_the_plans_equipment_capex(tmp_path):
     sizing = pd.read_csv(out / "sizing.csv")
     own = bom.purchase == OWN
     periods = sorted(set(bom.period))
-    cdu = _to_order(bom, own & (bom.item == "cdu")).reindex(periods, fill_value=0)
-    plan_cdu = _capex_by_period(costs, "cdu_capex").reindex(periods, fill_value=0)
-    assert cdu.to_numpy() == pytest.approx(plan_cdu.to_numpy(), rel=1e-9)
+    # CDUs: the bill's are the cooling model's, the cost table's the MILP's
+    # (tests/test_cdu_answer.py and the test above)
     net = _to_order(bom, own & (bom.category == "network")).reindex(periods, fill_value=0)
     plan_net = _capex_by_period(costs, "network_capex").reindex(periods, fill_value=0)
     # switch and link counts are the plan's; link prices differ by the optics mix
     # (the plan prices a link at its tier's mean) and the re-settled three-tier fabric
     assert net.to_numpy() == pytest.approx(plan_net.to_numpy(), rel=0.02)
-    assert (net + cdu).sum() == pytest.approx((plan_net + plan_cdu).sum(), rel=0.01)
+    assert net.sum() == pytest.approx(plan_net.sum(), rel=0.01)
     inside = bom[bom.purchase == IN_RACK]
     nic = (inside.new * (inside.included_capex_usd / inside.installed).fillna(0)).groupby(
         inside.period).sum().reindex(periods, fill_value=0)

@@ -222,9 +222,9 @@ def test_service_years_recomputed_from_the_fleet_table(name):
 @pytest.mark.parametrize("name", ("minimal", *gen.EXAMPLES))
 @pytest.mark.slow
 def test_plan_counts_equal_the_exact_sizing_of_its_fleet(name):
-    """Switches, links and CDUs of the plan are the exact sizing of its own fleet in every
-    site and period (the MILP's integer fabric and CDU rows; the graph of the network
-    model and the CDU rule of the cooling model on the other side)."""
+    """Switches and links of the plan are the exact sizing of its own fleet in every site
+    and period (the MILP's integer fabric; the graph of the network model on the other
+    side); the plan's CDUs are the cooling model's (tests/test_cdu_answer.py)."""
     from dcplan.planner.sizing import COUNTS, sizing_table
 
     result, _ = solved(name)
@@ -238,36 +238,12 @@ def test_plan_counts_equal_the_exact_sizing_of_its_fleet(name):
     assert len(counts) == len(COUNTS) * len(busy)
     off = counts[counts["diff"] != 0]
     assert off.empty, off.to_string()
-    # the bill of materials lists the CDUs the plan keeps in service
+    # the bill of materials lists the cooling table's CDUs (the cooling model's for the
+    # fleet: tests/test_cdu_answer.py)
     cool = result.tables["cooling"].set_index(["site", "period"]).cdus
     cdus = equipment[equipment.item == "cdu"].groupby(["site", "period"])["count"].sum()
     for key, n in cdus.items():
         assert n == cool[key]
-
-
-@pytest.mark.slow
-def test_a_cheaper_cdu_choice_for_the_plans_own_fleet_is_noted():
-    """The plan keeps each rack type's CDU model of the planning scale; where the
-    cooling model would pick a cheaper one for the plan's own fleet, a note says so,
-    with counts and capex that are the catalog's (count x unit price, by hand)."""
-    import re
-
-    from dcplan.planner.sizing import sizing_table
-
-    result, _ = solved("minimal")
-    cat = result.case.catalog
-    _sz, _equipment, notes = sizing_table(result.case, result.inputs, result.tables)
-    notes = [n for n in notes if n.startswith("CDUs at ")]
-    assert notes
-    for n in notes:
-        m = re.search(r"choose (\d+) x (\w+) \(([\d,]+) USD\) where the plan keeps (\d+) x "
-                      r"(\w+) \(([\d,]+) USD\)", n)
-        assert m, n
-        k_free, free, usd_free, k_mine, mine, usd_mine = m.groups()
-        assert free != mine
-        assert int(usd_free.replace(",", "")) == int(k_free) * cat.get("cdus", free).capex_usd
-        assert int(usd_mine.replace(",", "")) == int(k_mine) * cat.get("cdus", mine).capex_usd
-        assert int(usd_free.replace(",", "")) < int(usd_mine.replace(",", ""))
 
 
 @pytest.mark.parametrize("name", ("minimal", *gen.EXAMPLES))

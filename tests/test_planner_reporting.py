@@ -112,7 +112,7 @@ def test_heat_split_uses_the_same_it_figure():
         assert c.liquid_heat_kw[per] + c.air_heat_kw[per] == pytest.approx(
             p.it_kw_peak[per] + p.network_kw[per])
         assert c.liquid_heat_kw_full_load[per] == pytest.approx(27.0)
-        assert c.cdus[per] == 2                    # ceil(27 / 50) + 1
+        assert c.milp_cdus[per] == 2               # ceil(27 / 50) + 1
 
 
 def test_cdu_positions_follow_the_cdu_model():
@@ -121,7 +121,7 @@ def test_cdu_positions_follow_the_cdu_model():
                     sites=[site(positions=20, grid_kw=1000)],
                     workloads=[workload(demand=(500, 500, 500))])
     c = solve_inputs(d, EXACT, explain=False).tables["cooling"]
-    assert list(c.cdu_positions) == [2 * n for n in c.cdus] and c.cdus.iloc[0] == 4
+    assert list(c.milp_cdu_positions) == [2 * n for n in c.milp_cdus] and c.milp_cdus.iloc[0] == 4
 
 
 def test_zero_grid_sites_are_not_ranked_and_periods_are_sorted():

@@ -526,6 +526,29 @@ def test_missing_parquet_engine_is_not_called_damage(good, monkeypatch):
     assert DAMAGED not in text
 
 
+def test_a_cooling_table_saved_before_the_milp_columns_is_upgraded(good, tmp_path):
+    """A plan saved when the cooling table's CDU columns held the MILP's CDUs (no
+    ``milp_*`` columns) loads with those in the ``milp_*`` columns and the cooling
+    model's CDUs, from the saved case, in the CDU columns: as a plan saved now."""
+    now = table(good, "cooling")
+    assert (now.cdus_by_model != now.milp_cdus_by_model).any()
+
+    def old_layout(df):
+        out = df.drop(columns=["cdu_capex_diff_usd", "milp_cdus_by_model", "milp_cdus",
+                               "milp_cdu_positions", "milp_cdu_capex_usd"])
+        for c in ("cdus_by_model", "cdus", "cdu_positions", "cdu_capex_usd"):
+            out[c] = df[f"milp_{c}"]
+        out["cdu_ids"] = [",".join(sorted(p.split(":")[0].strip() for p in t.split(",") if p))
+                          for t in df.milp_cdus_by_model]
+        return out
+
+    back = load_result(with_table(good, tmp_path / "old.plan", "cooling", old_layout))
+    cool = back.tables["cooling"]
+    assert list(cool.columns) == list(now.columns)
+    pd.testing.assert_frame_equal(cool, now, check_dtype=False)
+    assert any("saved by an older dcplan" in n for n in back.notes)
+
+
 def test_a_bill_of_materials_saved_before_purchase_is_upgraded(good, tmp_path):
     """A plan saved before the ``bom`` table had ``purchase`` (the NICs' kW and USD in
     ``kw``, ``capex_usd`` and ``new_capex_usd``) loads with the NICs set apart, as a

@@ -264,8 +264,9 @@ def cooling_cmd(
         {"heat": "to air", "kW": res.air_heat_kw},
     ]))
     if res.cdu_id:
-        typer.echo(f"CDUs: {res.cdu_count} x {res.cdu_id} ({res.cdu_capacity_kw:g} kW, "
-                   f"N+{res.cdu_redundancy}); facility supply {res.supply_c:g} C; "
+        name = f' "{res.cdu_name}"' if res.cdu_name and res.cdu_name != res.cdu_id else ""
+        typer.echo(f"CDUs: {res.cdu_count} x {res.cdu_id}{name} ({res.cdu_capacity_kw:,.0f} kW "
+                   f"each, N+{res.cdu_redundancy}); facility supply {res.supply_c:g} C; "
                    f"pumps {res.pump_kw:,.1f} kW")
     lp, ap = res.liquid_plant, res.air_plant
     loops = water.loops if water is not None else {}

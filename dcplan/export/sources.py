@@ -168,6 +168,9 @@ def _used_entries(src: Any, inputs: Any, equipment: set[str] | None = None
     if inputs is not None:
         for rs in inputs.rack_site.values():
             add("cdus", rs.cdu_id)
+    for ident in cat.entries.get("cdus", {}):  # the cooling model's CDUs for the fleet
+        if equipment is not None and ident in equipment:
+            add("cdus", ident)
     # The facility models choose among these (see docs/facility.md).
     for kind in ("heat_rejection", "switches", "optics", "ups", "generators"):
         for ident in cat.entries.get(kind, {}):

@@ -6,7 +6,8 @@ Public API used by the planner (keep these names and meanings stable):
 -> FacilityCoefficients`` gives linear per-rack / per-kW coefficients at the planned
 scale; ``size_fleet(catalog, site, fleet, optics=None, oversubscription=1.0)
 -> FleetSizing`` sizes the exact network and cooling for a solved fleet
-``{rack_id: count}`` at one site.
+``{rack_id: count}`` at one site; ``fleet_cdus(catalog, site, fleet) -> FleetCdus`` is
+the one CDU answer for a fleet at a site (``cooling`` and the plan's tables use it).
 
 Modules: :mod:`~dcplan.facility.power` (power chain), :mod:`~dcplan.facility.cooling`
 (CDUs, heat rejection, hours-weighted cooling power),
@@ -27,7 +28,7 @@ from dcplan.facility.coefficients import (
     coefficients,
     size_fleet,
 )
-from dcplan.facility.cooling import CoolingResult, cooling
+from dcplan.facility.cooling import CoolingResult, FleetCdus, cooling, fleet_cdus
 from dcplan.facility.network import NetworkResult, network, write_graphml
 from dcplan.facility.power import PowerChain, power_chain
 from dcplan.facility.steps import FabricSteps, breakpoints, fabric_steps
@@ -36,6 +37,7 @@ __all__ = [
     "CoolingResult",
     "FabricSteps",
     "FacilityCoefficients",
+    "FleetCdus",
     "FleetSizing",
     "NetworkResult",
     "PowerChain",
@@ -43,6 +45,7 @@ __all__ = [
     "coefficients",
     "cooling",
     "fabric_steps",
+    "fleet_cdus",
     "network",
     "power_chain",
     "size_fleet",

@@ -266,6 +266,135 @@ def choose_cdu(catalog, liquid_heat_kw: float, redundancy: int, supply_c: float,
     return cdu, supply
 
 
+@dataclass(frozen=True)
+class FleetCdus:
+    """The CDUs of a fleet at a site: the cooling model's one answer.
+
+    :func:`cooling` (hence ``dcplan cooling``) and the plan's result tables both take
+    their CDUs from :func:`fleet_cdus`, so that one fleet at one site has one CDU
+    model and count wherever it is shown.
+
+    Attributes
+    ----------
+    cdu_id : str
+        CDU model ('' when the fleet has no liquid heat).
+    name : str
+        The model's display name (catalog ``name``; '' without a model).
+    count : int
+        CDUs including the spares [units].
+    redundancy : int
+        Spare CDUs [count] (0 without a model).
+    capacity_kw : float
+        Heat one CDU moves [kW].
+    unit_capex_usd : float
+        Price of one CDU, installed [USD].
+    positions : float
+        Rack positions per CDU [positions] (0 for plant-room units).
+    pump_power_kw : float
+        Rated pump power of one CDU [kW].
+    liquid_heat_kw : float
+        Heat to the liquid loop at full IT load [kW].
+    requested_supply_c, supply_c : float
+        Facility-water supply asked for and the one the CDU allows [degC].
+    tcs_max_c : float
+        Warmest technology-coolant supply every liquid rack accepts [degC] (inf
+        without liquid racks).
+    approach_k : float
+        The CDU's approach, rack coolant minus facility water [K] (0 without a model).
+    """
+
+    cdu_id: str
+    name: str
+    count: int
+    redundancy: int
+    capacity_kw: float
+    unit_capex_usd: float
+    positions: float
+    pump_power_kw: float
+    liquid_heat_kw: float
+    requested_supply_c: float
+    supply_c: float
+    tcs_max_c: float
+    approach_k: float = 0.0
+
+    @property
+    def capex_usd(self) -> float:
+        """All the CDUs, installed [USD]."""
+        return self.count * self.unit_capex_usd
+
+    @property
+    def pump_kw(self) -> float:
+        """Pump power at full load [kW] (linear in the heat moved)."""
+        return self.pump_power_kw * self.liquid_heat_kw / self.capacity_kw \
+            if self.capacity_kw > 0 else 0.0
+
+    @property
+    def label(self) -> str:
+        """``count x id (name)``, e.g. ``7 x liquidstack_cdu_1mw (LiquidStack ...)``."""
+        if not self.cdu_id:
+            return "no CDUs"
+        shown = f" ({self.name})" if self.name and self.name != self.cdu_id else ""
+        return f"{self.count} x {self.cdu_id}{shown}"
+
+
+def fleet_cdus(catalog, site: Site, racks: dict[str, int], redundancy: int | None = None,
+               supply_water_c: float | None = None, cdu_id: str | None = None) -> FleetCdus:
+    """CDU model and count of ``racks`` ({rack_id: count}) at ``site``, at full IT load.
+
+    The liquid heat is ``sum(racks x it_power_max_kw x liquid_heat_frac)``; the model
+    is :func:`choose_cdu`'s (the fewest USD for the count :func:`cdu_count` gives,
+    then the lowest pump power per kW, then the id) among in-row and facility CDUs.
+    This is the one CDU answer: :func:`cooling` and the plan's tables call it.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs.
+    site : Site
+        The site (facility water, design supply temperature).
+    racks : dict
+        Rack id -> count [racks]; each at its maximum IT power.
+    redundancy : int, optional
+        Spare CDUs [count] (default N+1 from the assumptions file).
+    supply_water_c : float, optional
+        Facility-water supply asked for [degC] (default: the site's design value, which
+        may be lowered for the racks' coolant limit; given: a CDU that needs it lower
+        is not chosen).
+    cdu_id : str, optional
+        Force this CDU model.
+
+    Returns
+    -------
+    FleetCdus
+        The model, count [units], unit price [USD] and the supply it allows [degC].
+
+    Raises
+    ------
+    InputError
+        A rack the site cannot host, a negative count or redundancy, or no CDU that
+        keeps the racks' coolant cool enough.
+    """
+    racks = {r: int(n) for r, n in racks.items() if n}
+    if any(n < 0 for n in racks.values()):
+        raise _err("rack counts must be >= 0")
+    models = check_racks_fit(catalog, site, racks)
+    red = value("cooling", "default_cdu_redundancy") if redundancy is None else int(redundancy)
+    if red < 0:
+        raise _err(f"--redundancy must be >= 0 (got {red})")
+    liquid = sum(n * m.it_power_max_kw * m.liquid_heat_frac
+                 for m, n in zip(models, racks.values(), strict=True))
+    supply = site.liquid_supply_c if supply_water_c is None else float(supply_water_c)
+    if liquid <= 0:
+        return FleetCdus("", "", 0, 0, 0.0, 0.0, 0.0, 0.0, liquid, supply, supply, math.inf)
+    tcs_max = min(m.coolant_supply_max_c for m in models
+                  if m.cooling is CoolingType.direct_liquid)
+    cdu, new_supply = choose_cdu(catalog, liquid, red, supply, tcs_max, cdu_id,
+                                 fixed_supply=supply_water_c is not None)
+    return FleetCdus(cdu.id, cdu.name or "", cdu_count(liquid, cdu.capacity_kw, red), red,
+                     cdu.capacity_kw, cdu.capex_usd, float(cdu.positions), cdu.pump_power_kw,
+                     liquid, supply, new_supply, tcs_max, cdu.approach_k)
+
+
 # --- the cooling result ---------------------------------------------------------------
 
 
@@ -287,6 +416,8 @@ class CoolingResult:
     supply_c : float
         Facility-water supply of the liquid loop [degC].
     cdu_id : str
+    cdu_name : str
+        The CDU model's display name (catalog ``name``).
     cdu_count, cdu_redundancy : int
     cdu_capacity_kw, cdu_capex_usd : float
         Per unit.
@@ -326,6 +457,7 @@ class CoolingResult:
     plant_capex_usd: float
     notes: list[str] = field(default_factory=list)
     water: SiteWater | None = None
+    cdu_name: str = ""
 
     @property
     def heat_removed_kw(self) -> float:
@@ -353,7 +485,7 @@ class CoolingResult:
             "site_id": self.site_id, "racks": dict(self.racks), "it_kw": self.it_kw,
             "network_kw": self.network_kw, "liquid_heat_kw": self.liquid_heat_kw,
             "air_heat_kw": self.air_heat_kw, "heat_removed_kw": self.heat_removed_kw,
-            "supply_water_c": self.supply_c, "cdu_id": self.cdu_id,
+            "supply_water_c": self.supply_c, "cdu_id": self.cdu_id, "cdu_name": self.cdu_name,
             "cdu_count": self.cdu_count, "cdu_redundancy": self.cdu_redundancy,
             "cdu_capacity_kw": self.cdu_capacity_kw, "pump_kw": self.pump_kw,
             "crah_id": self.crah_id, "crah_kw": self.crah_kw,
@@ -488,30 +620,21 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
     red = value("cooling", "default_cdu_redundancy") if redundancy is None else int(redundancy)
     if red < 0:
         raise _err(f"--redundancy must be >= 0 (got {red})")
-    it_kw = sum(n * m.it_power_max_kw for m, n in zip(models, racks.values(), strict=True))
-    liquid = sum(n * m.it_power_max_kw * m.liquid_heat_frac
-                 for m, n in zip(models, racks.values(), strict=True))
-    air = it_kw - liquid + network_kw
-    notes = []
-
     if supply_water_c is not None:
         check_supply_water(catalog, site, float(supply_water_c))
-    supply = site.liquid_supply_c if supply_water_c is None else float(supply_water_c)
-    cdu = None
-    pump_kw = 0.0
-    n_cdu = 0
-    if liquid > 0:
-        tcs_max = min(m.coolant_supply_max_c for m in models
-                      if m.cooling is CoolingType.direct_liquid)
-        cdu, new_supply = choose_cdu(catalog, liquid, red, supply, tcs_max, cdu_id,
-                                     fixed_supply=supply_water_c is not None)
-        if new_supply < supply - 1e-9:
-            notes.append(f"facility supply lowered from {supply:g} C to {new_supply:g} C so "
-                         f"that rack coolant stays at or below {tcs_max:g} C after the CDU's "
-                         f"{cdu.approach_k:g} K approach")
-        supply = new_supply
-        n_cdu = cdu_count(liquid, cdu.capacity_kw, red)
-        pump_kw = cdu.pump_power_kw * liquid / cdu.capacity_kw
+    cdus = fleet_cdus(catalog, site, racks, red, supply_water_c, cdu_id)
+    it_kw = sum(n * m.it_power_max_kw for m, n in zip(models, racks.values(), strict=True))
+    liquid = cdus.liquid_heat_kw
+    air = it_kw - liquid + network_kw
+    notes = []
+    supply = cdus.supply_c
+    if cdus.cdu_id and cdus.supply_c < cdus.requested_supply_c - 1e-9:
+        notes.append(f"facility supply lowered from {cdus.requested_supply_c:g} C to "
+                     f"{cdus.supply_c:g} C so that rack coolant stays at or below "
+                     f"{cdus.tcs_max_c:g} C after the CDU's "
+                     f"{cdus.approach_k:g} K approach")
+    pump_kw = cdus.pump_kw
+    n_cdu = cdus.count
     crah_kw = 0.0
     crah_id = ""
     crah_capex = 0.0
@@ -545,12 +668,12 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
     return CoolingResult(
         site_id=site.id, racks=racks, it_kw=it_kw, network_kw=network_kw,
         liquid_heat_kw=liquid, air_heat_kw=air, supply_c=supply,
-        cdu_id=cdu.id if cdu else "", cdu_count=n_cdu, cdu_redundancy=red if cdu else 0,
-        cdu_capacity_kw=cdu.capacity_kw if cdu else 0.0,
-        cdu_capex_usd=cdu.capex_usd if cdu else 0.0, pump_kw=pump_kw, crah_id=crah_id,
+        cdu_id=cdus.cdu_id, cdu_count=n_cdu, cdu_redundancy=cdus.redundancy,
+        cdu_capacity_kw=cdus.capacity_kw, cdu_capex_usd=cdus.unit_capex_usd, pump_kw=pump_kw,
+        crah_id=crah_id,
         crah_kw=crah_kw, liquid_plant=liquid_plant, air_plant=air_plant,
         cooling_kw_avg=avg, cooling_kw_peak=peak, plant_capex_usd=plant_capex, notes=notes,
-        water=water)
+        water=water, cdu_name=cdus.name)
 
 
 def _plants_within_limit(catalog, site: Site, supply: float, liquid: float, air: float,

@@ -244,7 +244,8 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     fleet : DataFrame
         The plan's ``fleet`` table (:func:`~dcplan.planner.tables.fleet_table`) [racks].
     cooling : DataFrame
-        The plan's ``cooling`` table (its ``cdu_positions`` [positions]).
+        The plan's ``cooling`` table (its ``milp_cdu_positions`` [positions]: the
+        CDUs the MILP's space row holds).
     shadow : DataFrame, optional
         :func:`shadow_prices` (the ``shadow_unit`` column says each price's unit
         [USD per MW, present value...]); None: no prices.
@@ -266,7 +267,8 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
             if r.family in ("grid", "space", "building", "connectable"):
                 sp[r.family, r.site, r.period] = (r.shadow_price, r.shadow_price_relaxed)
     used_pos = fleet.groupby(["period", "site"]).rack_positions.sum() if len(fleet) else {}
-    cdu_pos = cooling.set_index(["period", "site"]).cdu_positions
+    # the space row of the MILP holds the CDUs it priced
+    cdu_pos = cooling.set_index(["period", "site"]).milp_cdu_positions
     for row in power.itertuples():
         s, p_label = row.site, row.period
         p = next(i for i, per in enumerate(d.periods) if per.label == p_label)

@@ -456,7 +456,10 @@ def solve_case(scenario: Any, *, catalog_dir: Path | str | None = None,
         Size the exact network and cooling of the solved fleet in every period and set
         them beside the plan's own figures (table ``sizing``); list its equipment
         (table ``equipment``: switches by tier and model, transceivers by type, NICs,
-        the plan's CDUs, heat rejection, UPS and generators).
+        the cooling model's CDUs, heat rejection, UPS and generators). Whatever
+        ``size`` says, the cooling table's CDU columns are the cooling model's for the
+        fleet in service (:func:`~dcplan.planner.cdus.cdu_answer`), the MILP's beside
+        them.
     write_lp : path, optional
         Write the MILP in LP format.
     write_mps : path, optional
@@ -500,6 +503,11 @@ def solve_case(scenario: Any, *, catalog_dir: Path | str | None = None,
     result.name = case.name
     result.case = case
     result.unserved_accepted = case.scenario.allow_unserved
+    if result.status.has_solution:
+        from dcplan.planner.cdus import cdu_answer
+
+        result.tables["cooling"], notes = cdu_answer(case, d, result.tables)
+        result.notes += notes
     if size and result.status.has_solution:
         from dcplan.planner.sizing import bom_table, sizing_table
 

@@ -126,7 +126,7 @@ COUNT_WORDS = ("racks", "units", "positions", "count")
 WHOLE_COUNTS: dict[str, tuple[str, ...]] = {
     "fleet": ("installed_racks", "new_racks", "retired_racks", "spare_racks",
               "rack_positions"),
-    "cooling": ("cdus",),
+    "cooling": ("cdus", "milp_cdus"),
     "network": ("racks",),
     "bom": ("installed", "new", "removed"),
     "equipment": ("count",),
@@ -157,8 +157,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "cooling": (
         "period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load", "cdu_ids",
-        "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd", "cooling_kw_peak", "pue_annual",
-        "water_m3", "water_limit_m3", "wue_l_per_kwh"
+        "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd", "cdu_capex_diff_usd",
+        "milp_cdus_by_model", "milp_cdus", "milp_cdu_positions", "milp_cdu_capex_usd",
+        "cooling_kw_peak", "pue_annual", "water_m3", "water_limit_m3", "wue_l_per_kwh"
     ),
     "network": (
         "period", "site", "rack", "fabric", "racks", "switch_id", "leaf_switches", "spine_switches",
@@ -914,7 +915,8 @@ def _upgraded(name: str, df: pd.DataFrame) -> pd.DataFrame:
     (the NICs' kW and USD set apart from the totals). An older plan's ``bom`` has the
     NICs' figures in ``kw``, ``capex_usd`` and ``new_capex_usd``: they are moved as
     :func:`~dcplan.planner.sizing.set_apart_in_rack` moves them, and the table is then
-    checked like any other. Every other table is returned as it is.
+    checked like any other. The ``cooling`` table gained the ``milp_*`` columns
+    (:func:`_upgraded_cooling`). Every other table is returned as it is.
 
     Parameters
     ----------
@@ -930,6 +932,8 @@ def _upgraded(name: str, df: pd.DataFrame) -> pd.DataFrame:
     """
     from dcplan.planner.sizing import BOM_TABLE_UNITS, IN_RACK, OWN, set_apart_in_rack
 
+    if name == "cooling":
+        return _upgraded_cooling(df)
     old = ("purchase", "included_kw", "included_capex_usd")
     need = ("item", "catalog_id", "kw", "capex_usd", "new_capex_usd")
     if name != "bom" or any(c in df for c in old) or not all(c in df for c in need):
@@ -941,6 +945,46 @@ def _upgraded(name: str, df: pd.DataFrame) -> pd.DataFrame:
     units = dict(df.attrs.get("units", {}))
     units.update({c: BOM_TABLE_UNITS[c] for c in ("included_kw", "included_capex_usd")})
     out.attrs = {**df.attrs, "units": units}
+    return out
+
+
+#: The cooling table's CDU columns that an older dcplan wrote with the MILP's CDUs, and
+#: the ``milp_*`` columns that hold those now.
+OLD_CDU_COLUMNS = {"cdus_by_model": "milp_cdus_by_model", "cdus": "milp_cdus",
+                   "cdu_positions": "milp_cdu_positions",
+                   "cdu_capex_usd": "milp_cdu_capex_usd"}
+
+
+def _upgraded_cooling(df: pd.DataFrame) -> pd.DataFrame:
+    """An older plan's cooling table in this dcplan's columns.
+
+    An older dcplan wrote the CDUs the MILP priced in ``cdus``, ``cdus_by_model``,
+    ``cdu_positions`` and ``cdu_capex_usd``: they are copied to the ``milp_*`` columns,
+    and ``cdu_capex_diff_usd`` is empty (unknown) until :func:`load_result` puts the
+    cooling model's CDUs in the CDU columns from the plan's saved case.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The cooling table as read [its own units].
+
+    Returns
+    -------
+    DataFrame
+        The table with the ``milp_*`` columns [units, positions, USD]; a table that has
+        them, or lacks the old ones, as it is.
+    """
+    if "milp_cdus" in df or not all(c in df for c in OLD_CDU_COLUMNS):
+        return df
+    out = df.copy()
+    at = list(out.columns).index("cdu_capex_usd") + 1
+    for i, (old, new) in enumerate([("", "cdu_capex_diff_usd"), *OLD_CDU_COLUMNS.items()]):
+        out.insert(at + i, new, float("nan") if not old else df[old])
+    units = dict(df.attrs.get("units", {}))
+    units.update({new: units.get(old, "") for old, new in OLD_CDU_COLUMNS.items()
+                  if old in units})
+    units["cdu_capex_diff_usd"] = "USD (installed, cooling model - MILP)"
+    out.attrs = {**df.attrs, "units": units, "cdus_from_milp": True}
     return out
 
 
@@ -1209,11 +1253,22 @@ def load_result(path: Path | str) -> PlanResult:
         return inputs
 
     inputs = _rebuilt(shown, data, "plan_inputs.json", plan_inputs, optional=True)
+    notes = list(m.notes)
+    cool = tables.get("cooling")
+    if cool is not None and cool.attrs.pop("cdus_from_milp", False):
+        if case is not None and inputs is not None and "fleet" in tables:
+            from dcplan.planner.cdus import apply_cdu_answer, cdu_answers
+
+            tables["cooling"] = apply_cdu_answer(cool, cdu_answers(case, inputs,
+                                                                   tables["fleet"]))
+        notes.append("saved by an older dcplan: its equipment and bill of materials list "
+                     "the CDUs its optimisation priced (the cooling table's milp_ columns); "
+                     "plan the scenario again for the cooling model's CDUs everywhere")
     result = PlanResult(
         name=m.scenario, status=m.status, objective_usd=m.objective_usd, gap=m.gap,
         solver=m.solver, unserved=m.unserved, unserved_accepted=m.unserved_accepted,
         message=m.message, tables={n: tables[n] for n in m.tables},
-        timings_s=dict(m.timings_s), model_size=dict(m.model_size), notes=list(m.notes),
+        timings_s=dict(m.timings_s), model_size=dict(m.model_size), notes=notes,
         inputs=inputs, case=case)
     result.saved_from = {"path": str(path), "dcplan_version": m.dcplan_version,
                          "created": m.created, "input_digest": m.input_digest}

@@ -3,13 +3,15 @@
 The MILP holds each rack type's fabric as integer switch and link counts per site
 and period (:mod:`dcplan.planner.fabric`) and integer CDUs per site and CDU model.
 After solving, :func:`dcplan.facility.size_fleet` sizes the real network (the graph,
-one fabric per rack type) and cooling (CDUs of the plan's model and redundancy, and
-the plant shared by the site) of every site's fleet in every period, and
-:func:`sizing_table` sets the two side by side: switch, link and CDU counts agree by
-construction (``diff`` 0, tested on the shipped examples). The network's power and
-capex differ where the graph's layout splits a link tier between copper and optical
-links differently from the planning scale's mix (the plan prices each tier per link
-at that mix), network racks where row ends round up per row; cooling, losses and
+one fabric per rack type) and cooling (the cooling model's own CDU choice for the fleet,
+as in the cooling table and ``dcplan cooling``, and the plant shared by the site) of
+every site's fleet in every period, and :func:`sizing_table` sets the two side by side:
+switch and link counts agree by construction (``diff`` 0, tested on the shipped
+examples); the CDU count and capex differ where the cooling model's choice for the
+fleet is not the planning scale's (:mod:`dcplan.planner.cdus` notes it). The network's
+power and capex differ where the graph's layout splits a link tier between copper and
+optical links differently from the planning scale's mix (the plan prices each tier per
+link at that mix), network racks where row ends round up per row; cooling, losses and
 PUE are the planner's linear coefficients at the planning scale. Quantities whose
 exact figure differs from the plan's by more than :data:`NOTE_FRAC` are named in a
 note.
@@ -29,11 +31,12 @@ from dcplan.planner.tables import _frame
 COLUMNS = ["site", "period", "quantity", "unit", "plan", "exact", "diff", "diff_frac"]
 #: Relative difference between exact and plan above which a note names the quantity [-].
 NOTE_FRAC = 0.10
-#: Quantities left out of the notes (the IT power is the same by construction).
-NOT_NOTED = ("it_kw",)
+#: Quantities left out of the notes (the IT power is the same by construction; the
+#: CDUs have their own note, :func:`dcplan.planner.cdus.cdu_notes`).
+NOT_NOTED = ("it_kw", "cdu_count", "cdu_capex_usd")
 #: Quantities that are integer decisions of the MILP (equal to the exact sizing).
 COUNTS = ("leaf_switches", "spine_switches", "core_switches", "nic_leaf_links",
-          "leaf_spine_links", "spine_core_links", "cdu_count")
+          "leaf_spine_links", "spine_core_links")
 #: Unit of each quantity reported by the facility model.
 UNITS = {"it_kw": "kW", "network_kw": "kW", "network_capex_usd": "USD",
          "cooling_kw_avg": "kW", "cooling_kw_peak": "kW", "loss_kw_peak": "kW",
@@ -50,7 +53,7 @@ def _plan_network(d: PlanInputs, network: pd.DataFrame, site: str, period: Any
     """The plan's network at one site and period: totals and per rack type [kW, USD]."""
     sub = network[(network.site == site) & (network.period == period)] if len(network) \
         else network
-    out: dict[str, Any] = {q: 0.0 for q in COUNTS[:-1]}
+    out: dict[str, Any] = {q: 0.0 for q in COUNTS}
     out.update(network_kw=0.0, network_capex_usd=0.0, units=0.0, by_rack={})
     for r in sub.itertuples():
         kw, capex = float(r.network_kw), float(r.network_capex_usd)
@@ -62,7 +65,7 @@ def _plan_network(d: PlanInputs, network: pd.DataFrame, site: str, period: Any
         if r.fabric == "linear":
             continue
         fd = next(f for f in d.fabrics[r.rack] if f.fabric == r.fabric)
-        for q in COUNTS[:-1]:
+        for q in COUNTS:
             out[q] += float(getattr(r, q))
         out["units"] += fd.switch_rack_units * float(
             r.leaf_switches + r.spine_switches + r.core_switches)
@@ -73,7 +76,7 @@ def _plan_network(d: PlanInputs, network: pd.DataFrame, site: str, period: Any
 
 
 def _exact_network(sized) -> dict[str, float]:
-    out = {q: 0.0 for q in COUNTS[:-1]}
+    out = {q: 0.0 for q in COUNTS}
     for net in sized.networks.values():
         for fab, prefix in ((net.backend, ""), (net.frontend, "fe_")):
             out["leaf_switches"] += fab.leaf
@@ -92,34 +95,6 @@ def _plan_positions(tables: dict, site: str, period: Any) -> float:
         return 0.0
     row = pw[(pw.site == site) & (pw.period == period)]
     return float(row.network_positions.iloc[0]) if len(row) else 0.0
-
-
-def plan_cdus(tables: dict, site: str, period: Any) -> tuple[float, str]:
-    """The plan's CDUs at a site and period: (count [units], model ids, comma-separated).
-
-    Parameters
-    ----------
-    tables : dict
-        The plan's tables by name (its ``cooling`` table is read).
-    site : str
-        Site id.
-    period : str or int
-        Period label as in the tables (a year or quarter label) [-].
-
-    Returns
-    -------
-    count : float
-        CDUs in service, redundancy included [units] (0 without a row).
-    ids : str
-        CDU model ids, comma-separated.
-    """
-    cool = tables.get("cooling")
-    if cool is None or not len(cool):
-        return 0.0, ""
-    row = cool[(cool.site == site) & (cool.period == period)]
-    if not len(row):
-        return 0.0, ""
-    return float(row.cdus.iloc[0]), str(row.cdu_ids.iloc[0] or "")
 
 
 def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
@@ -161,7 +136,6 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
     notes: list[str] = []
     rows: list[dict] = []
     bom: list[dict] = []
-    cdu_choice: dict[str, list] = {}  # site -> (period, plan's cooling, cheaper cooling)
     bom_units = {c: u for c, u in BOM_COLUMNS.items() if u}
     bom_columns = ["site", "period", *BOM_COLUMNS]
     if not len(fleet):
@@ -188,31 +162,23 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
             kw, capex = net["by_rack"].get(r, (0.0, 0.0))
             used[r] = dataclasses.replace(c, network_kw_per_rack=kw / mix[r],
                                           network_capex_usd_per_rack=capex / mix[r])
-        cdus, cdu_ids = plan_cdus(tables, site, period)
-        one_model = cdu_ids if cdu_ids and "," not in cdu_ids else None
         try:
+            # CDUs free: the cooling model's own choice for this fleet (the cooling
+            # table's, and what 'dcplan cooling' gives)
             sized = facility.size_fleet(catalog, sites[site], mix, optics=scn.optics,
                                         oversubscription=scn.oversubscription,
                                         coefficients_used=used or None,
-                                        cdu_redundancy=d.cdu_redundancy, cdu_id=one_model)
+                                        cdu_redundancy=d.cdu_redundancy)
         except Exception as exc:  # noqa: BLE001 - report, keep the plan
             notes.append(f"exact sizing of {site} in {period} failed: {exc}")
             continue
-        if cdu_ids and not one_model:
-            notes.append(f"{site} in {period} uses CDU models {cdu_ids}: the exact sizing "
-                         "pools the site's liquid heat on one model")
-        bom += [dict(site=site, period=period, **row) for row in _plan_cdu_rows(
-            d, site_bom(catalog, sized), tables, site, period)]
-        if one_model:
-            other = _cheaper_cdus(catalog, sites[site], sized, d.cdu_redundancy)
-            if other is not None:
-                cdu_choice.setdefault(site, []).append((period, sized.cooling, other))
+        bom += [dict(site=site, period=period, **row) for row in site_bom(catalog, sized)]
         plan = dict(sized.linear)
         integer = all(r in d.fabrics for r in mix)  # network_model: integer
         if integer:
-            plan.update({q: net[q] for q in (*COUNTS[:-1], "network_positions")})
-        # CDUs the plan's rows need for this fleet (those it keeps may be more: a CDU
-        # bought is kept when the liquid heat falls; the bill of materials lists those)
+            plan.update({q: net[q] for q in (*COUNTS, "network_positions")})
+        # CDUs the MILP's rows need for this fleet (those it keeps may be more: a CDU
+        # bought is kept when the liquid heat falls; the cooling table's milp_cdus)
         plan["cdu_count"], plan["cdu_capex_usd"] = planner_cdus(d, site, mix)
         exact = dict(sized.exact)
         if integer:
@@ -228,16 +194,6 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
             if q not in NOT_NOTED and (abs(frac) > NOTE_FRAC if frac is not None
                                        else abs(ex) > 1e-9):
                 off_by.setdefault((site, q), []).append((period, pl, ex, frac))
-    for site, hits in cdu_choice.items():
-        period, mine, other = max(hits, key=lambda h: h[1].cdu_capex_total_usd
-                                  - h[2].cdu_capex_total_usd)
-        notes.append(
-            f"CDUs at {site}: for the plan's own fleet the cooling model would choose "
-            f"{other.cdu_count} x {other.cdu_id} ({_num(other.cdu_capex_total_usd)} USD) "
-            f"where the plan keeps {mine.cdu_count} x {mine.cdu_id} "
-            f"({_num(mine.cdu_capex_total_usd)} USD), in {len(hits)} period(s), most in "
-            f"{period}: the planner takes each rack type's CDU model at one planning scale "
-            "(docs/planner.md, Known weaknesses)")
     for (site, q), hits in off_by.items():
         period, pl, ex, frac = max(hits, key=lambda h: abs(h[3] or 0.0))
         pct = f" ({frac:+.0%})" if frac is not None else ""
@@ -247,67 +203,6 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
     df = _frame(rows, {"plan": "see unit column", "exact": "see unit column",
                        "diff": "see unit column", "diff_frac": "-"}, COLUMNS)
     return df, _frame(bom, bom_units, bom_columns), notes
-
-
-def _cheaper_cdus(catalog, site, sized, redundancy: int):
-    """The cooling model's own CDU choice for a sized fleet, when cheaper than its CDUs.
-
-    ``sized`` was sized with the plan's CDU model; the same fleet and network heat with
-    a free choice of model. None when that choice is the same model or not cheaper.
-    """
-    from dcplan.facility.cooling import cooling
-
-    mine = sized.cooling
-    free = cooling(catalog, site, sized.fleet, network_kw=mine.network_kw,
-                   redundancy=redundancy)
-    if free.cdu_id == mine.cdu_id or \
-            free.cdu_capex_total_usd >= mine.cdu_capex_total_usd - 1e-6:
-        return None
-    return free
-
-
-def _plan_cdu_rows(d: PlanInputs, rows: list[dict], tables: dict, site: str, period: Any
-                   ) -> list[dict]:
-    """Bill-of-materials rows with the CDUs the plan keeps in service (its own count)."""
-    out = [r for r in rows if r.get("item") != "cdu"]
-    old = next((r for r in rows if r.get("item") == "cdu"), None)
-    for c, n in plan_cdu_models(tables, site, period).items():
-        cd = d.cdu_data(site, c)
-        row = dict(old) if old is not None else dict(category="cooling", fabric="site",
-                                                     item="cdu", kw=0.0, in_rack=False)
-        row.update(catalog_id=c, count=n, capex_usd=n * cd.cdu_capex_usd)
-        out.append(row)
-    return out
-
-
-def plan_cdu_models(tables: dict, site: str, period: Any) -> dict[str, float]:
-    """The plan's CDUs in service at a site and period: model -> count [units].
-
-    Parameters
-    ----------
-    tables : dict
-        The plan's tables by name (its ``cooling`` table is read).
-    site : str
-        Site id.
-    period : str or int
-        Period label as in the tables (a year or quarter label) [-].
-
-    Returns
-    -------
-    dict of str to float
-        CDU model id -> CDUs in service [units].
-    """
-    cool = tables.get("cooling")
-    if cool is None or not len(cool) or "cdus_by_model" not in cool:
-        return {}
-    row = cool[(cool.site == site) & (cool.period == period)]
-    if not len(row) or not row.cdus_by_model.iloc[0]:
-        return {}
-    out = {}
-    for part in str(row.cdus_by_model.iloc[0]).split(","):
-        c, n = part.split(":")
-        out[c.strip()] = float(n)
-    return out
 
 
 #: Columns of :func:`bom_table` and their units.

@@ -639,14 +639,19 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
     -------
     DataFrame
         period, site, liquid_heat_kw [kW, peak], air_heat_kw [kW, peak],
-        liquid_heat_kw_full_load [kW], cdu_ids, cdus [units, redundancy included; the
-        CDUs in service: bought ones are kept], cdus_by_model ("model: count, ..."),
-        cdu_positions [rack positions], cdu_capex_usd [USD, installed value],
-        cooling_kw_peak [kW], pue_annual [-].
+        liquid_heat_kw_full_load [kW]; the cooling model's CDUs for the racks in
+        service, empty here and filled by :func:`dcplan.planner.cdus.apply_cdu_answer`
+        where the catalog is at hand (``run_plan``): cdu_ids, cdus [units, redundancy
+        included], cdus_by_model ("model: count"), cdu_positions [rack positions],
+        cdu_capex_usd [USD, installed value], cdu_capex_diff_usd [USD, cooling model
+        minus MILP]; what the MILP priced: milp_cdus_by_model ("model: count, ..."),
+        milp_cdus [units, redundancy included; the CDUs in service: bought ones are
+        kept], milp_cdu_positions [rack positions], milp_cdu_capex_usd [USD, installed
+        value]; cooling_kw_peak [kW], pue_annual [-], water_m3 [m3], water_limit_m3
+        [m3], wue_l_per_kwh [L/kWh].
     """
     rows = []
     cdus = defaultdict(float)
-    ids = defaultdict(set)
     cdu_pos = defaultdict(float)
     cdu_value = defaultdict(float)
     by_model = defaultdict(list)
@@ -656,8 +661,6 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
         cdus[s, p] += n
         cdu_value[s, p] += n * d.cdu_data(s, c).cdu_capex_usd
         cdu_pos[s, p] += n * d.cdu_data(s, c).cdu_positions
-        if n:
-            ids[s, p].add(c)
     pw = power.set_index(["period", "site"])
     hours = {(s, p): peak_hour(d, sol, s, p) for s in d.sites for p in range(len(d.periods))}
     for s, sd in d.sites.items():
@@ -678,9 +681,11 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
             it_avg = row.it_kw_avg + row.network_kw
             rows.append(dict(period=per.label, site=s, liquid_heat_kw=liquid, air_heat_kw=air,
                              liquid_heat_kw_full_load=liquid_full,
-                             cdu_ids=",".join(sorted(ids[s, p])), cdus=cdus[s, p],
-                             cdus_by_model=", ".join(by_model[s, p]),
-                             cdu_positions=cdu_pos[s, p], cdu_capex_usd=cdu_value[s, p],
+                             cdu_ids="", cdus=None, cdus_by_model="", cdu_positions=None,
+                             cdu_capex_usd=None, cdu_capex_diff_usd=None,
+                             milp_cdus_by_model=", ".join(by_model[s, p]),
+                             milp_cdus=cdus[s, p], milp_cdu_positions=cdu_pos[s, p],
+                             milp_cdu_capex_usd=cdu_value[s, p],
                              cooling_kw_peak=row.cooling_kw_peak,
                              water_m3=water_m3(d, sol, s, p),
                              water_limit_m3=(sd.water_limit_m3_per_year * per.years
@@ -693,12 +698,16 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
                          "liquid_heat_kw_full_load": "kW (full load, CDU sizing)",
                          "cdus": "units", "cdu_positions": "positions",
                          "cdu_capex_usd": "USD (installed)",
+                         "cdu_capex_diff_usd": "USD (installed, cooling model - MILP)",
+                         "milp_cdus": "units", "milp_cdu_positions": "positions",
+                         "milp_cdu_capex_usd": "USD (installed)",
                          "cooling_kw_peak": "kW", "pue_annual": "-",
                          "water_m3": "m3 (period, full load)", "water_limit_m3": "m3 (period)",
                          "wue_l_per_kwh": "L per IT kWh (full load)"},
                   ["period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load",
                    "cdu_ids", "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd",
-                   "cooling_kw_peak", "pue_annual", "water_m3", "water_limit_m3",
+                   "cdu_capex_diff_usd", "milp_cdus_by_model", "milp_cdus",
+                   "milp_cdu_positions", "milp_cdu_capex_usd", "cooling_kw_peak", "pue_annual", "water_m3", "water_limit_m3",
                    "wue_l_per_kwh"])
 
 

@@ -1,0 +1,272 @@
+"""The plan's CDUs: the cooling model's one answer for the plan's own fleet.
+
+The MILP holds integer CDUs per site and CDU model, each rack type's model taken at
+one planning scale (:func:`dcplan.facility.coefficients`: the model the cooling model
+picks for that rack type alone at that scale). For the fleet the plan actually
+installs, the cooling model may pick another model and count: 7 x a 1,350 kW in-row
+CDU where the planning scale chose 3 x a 5 MW facility unit. The plan's tables show
+one answer, the cooling model's (:func:`dcplan.facility.cooling.fleet_cdus`, the
+function ``dcplan cooling`` uses), for the racks in service at each site and period;
+what the MILP priced stays beside it (``milp_*`` columns) with the difference in USD,
+and a note per site says what the difference is worth in present value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from dcplan.planner.inputs import PlanInputs
+
+#: The cooling table's columns of the cooling model's answer, filled by
+#: :func:`apply_cdu_answer` (empty until then).
+ANSWER_COLUMNS = ("cdu_ids", "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd",
+                  "cdu_capex_diff_usd")
+#: The cooling table's columns of what the MILP priced.
+MILP_COLUMNS = ("milp_cdus_by_model", "milp_cdus", "milp_cdu_positions",
+                "milp_cdu_capex_usd")
+
+
+def fleet_mix(fleet: pd.DataFrame, site: str, period: Any) -> dict[str, int]:
+    """Racks in service of each type at a site and period (the plan's ``fleet`` table).
+
+    Parameters
+    ----------
+    fleet : DataFrame
+        The plan's ``fleet`` table (``installed_racks`` [racks]).
+    site : str
+        Site id.
+    period : str or int
+        Period label as in the tables [-].
+
+    Returns
+    -------
+    dict of str to int
+        Rack id -> racks in service [racks], those with none left out.
+    """
+    if not len(fleet):
+        return {}
+    sub = fleet[(fleet.site == site) & (fleet.period == period)]
+    return {r: int(round(n)) for r, n in zip(sub.rack, sub.installed_racks, strict=True)
+            if n > 0}
+
+
+def cdu_answers(case: Any, d: PlanInputs, fleet: pd.DataFrame) -> dict[tuple[str, Any], Any]:
+    """The cooling model's CDUs for the plan's fleet at every site and period.
+
+    Parameters
+    ----------
+    case : Case
+        The case the plan was solved from (its catalog and sites).
+    d : PlanInputs
+        The plan's inputs (its ``cdu_redundancy`` [count]).
+    fleet : DataFrame
+        The plan's ``fleet`` table (``installed_racks`` [racks]).
+
+    Returns
+    -------
+    dict
+        (site, period label) -> :class:`~dcplan.facility.cooling.FleetCdus` (count
+        [units], unit price [USD]); every site and period of the plan.
+    """
+    from dcplan.facility.cooling import fleet_cdus
+
+    out = {}
+    memo: dict[tuple, Any] = {}
+    for s in d.sites:
+        for per in d.periods:
+            mix = fleet_mix(fleet, s, per.label)
+            key = (s, tuple(sorted(mix.items())))
+            if key not in memo:
+                memo[key] = fleet_cdus(case.catalog, case.sites[s], mix,
+                                       redundancy=d.cdu_redundancy)
+            out[s, per.label] = memo[key]
+    return out
+
+
+def apply_cdu_answer(cooling: pd.DataFrame, answers: dict[tuple[str, Any], Any]
+                     ) -> pd.DataFrame:
+    """The cooling table with the cooling model's CDUs in its CDU columns.
+
+    Parameters
+    ----------
+    cooling : DataFrame
+        The plan's ``cooling`` table (:func:`~dcplan.planner.tables.cooling_table`),
+        its ``milp_*`` columns filled [units, positions, USD].
+    answers : dict
+        :func:`cdu_answers` [units, USD].
+
+    Returns
+    -------
+    DataFrame
+        A copy: ``cdu_ids``, ``cdus`` [units], ``cdus_by_model`` ("model: count"),
+        ``cdu_positions`` [positions], ``cdu_capex_usd`` [USD, installed] of the
+        cooling model's choice, and ``cdu_capex_diff_usd`` = ``cdu_capex_usd -
+        milp_cdu_capex_usd`` [USD].
+    """
+    out = cooling.copy()
+    cols = {c: [] for c in ANSWER_COLUMNS}
+    for r in out.itertuples():
+        a = answers.get((r.site, r.period))
+        has = a is not None and bool(a.cdu_id)
+        cols["cdu_ids"].append(a.cdu_id if has else "")
+        cols["cdus"].append(float(a.count) if has else 0.0)
+        cols["cdus_by_model"].append(f"{a.cdu_id}: {a.count}" if has else "")
+        cols["cdu_positions"].append(a.count * a.positions if has else 0.0)
+        usd = a.capex_usd if has else 0.0
+        cols["cdu_capex_usd"].append(usd)
+        cols["cdu_capex_diff_usd"].append(usd - float(r.milp_cdu_capex_usd))
+    for c, v in cols.items():
+        out[c] = v
+    out.attrs = dict(cooling.attrs)
+    return out
+
+
+def _purchases(counts: list[dict[str, float]], price: dict[str, float]) -> list[float]:
+    """USD bought in each period: the growth of each model's count x its price."""
+    out, prev = [], {}
+    for now in counts:
+        out.append(sum(max(0.0, n - prev.get(c, 0.0)) * price[c] for c, n in now.items()))
+        prev = now
+    return out
+
+
+def _by_model(text: str) -> dict[str, float]:
+    """``"a: 3, b: 1"`` -> {a: 3, b: 1} [units]."""
+    out = {}
+    for part in str(text or "").split(","):
+        if ":" in part:
+            c, n = part.split(":")
+            out[c.strip()] = float(n)
+    return out
+
+
+def cdu_notes(cooling: pd.DataFrame, d: PlanInputs, answers: dict[tuple[str, Any], Any],
+              catalog: Any) -> list[str]:
+    """One note per site whose CDUs differ between the MILP and the cooling model.
+
+    Each names, in the period of the largest difference, the cooling model's choice
+    (count, id and display name, USD) and the MILP's, and the present value of the
+    CDU purchases of both over the horizon (each model's growth in count from zero
+    before the first period, priced at the catalog's unit price and discounted as the
+    plan discounts capex; no terminal value).
+
+    Parameters
+    ----------
+    cooling : DataFrame
+        The cooling table after :func:`apply_cdu_answer` [units, USD].
+    d : PlanInputs
+        The plan's inputs (periods and discount factors).
+    answers : dict
+        :func:`cdu_answers`.
+    catalog : Catalog
+        For the CDUs' unit prices [USD] and display names.
+
+    Returns
+    -------
+    list of str
+    """
+    notes = []
+    labels = [p.label for p in d.periods]
+    cdus = catalog.entries.get("cdus", {})
+    price = {c: e.capex_usd for c, e in cdus.items()}
+    for s in d.sites:
+        sub = cooling[cooling.site == s].set_index("period")
+        if not len(sub):
+            continue
+        differs = [p for p in labels if p in sub.index and (
+            _by_model(sub.cdus_by_model[p]) != _by_model(sub.milp_cdus_by_model[p]))]
+        if not differs:
+            continue
+        worst = max(differs, key=lambda p: (abs(sub.cdu_capex_diff_usd[p]),
+                                            -labels.index(p)))
+        a = answers[s, worst]
+        milp = ", ".join(f"{n:g} x {c}" for c, n in
+                         _by_model(sub.milp_cdus_by_model[worst]).items()) or "no CDUs"
+        mine = [_by_model(sub.cdus_by_model[p]) if p in sub.index else {} for p in labels]
+        theirs = [_by_model(sub.milp_cdus_by_model[p]) if p in sub.index else {}
+                  for p in labels]
+        pv_mine = sum(usd * d.df_capex(i) for i, usd in enumerate(_purchases(mine, price)))
+        pv_milp = sum(usd * d.df_capex(i) for i, usd in enumerate(_purchases(theirs, price)))
+        notes.append(
+            f"CDUs at {s}: for the plan's fleet the cooling model (as 'dcplan cooling') "
+            f"chooses {a.label}, {_usd(sub.cdu_capex_usd[worst])} USD in {worst}, where "
+            f"the plan's optimisation priced {milp}, {_usd(sub.milp_cdu_capex_usd[worst])} "
+            f"USD ({_usd(sub.cdu_capex_diff_usd[worst], True)} USD; the CDUs differ in "
+            f"{len(differs)} period(s)); the tables show the cooling model's CDUs. CDU "
+            f"purchases, present value: {_usd(pv_mine)} USD for those vs {_usd(pv_milp)} "
+            f"USD priced ({_usd(pv_mine - pv_milp, True)} USD, not in the NPV): the "
+            "optimisation takes each rack type's CDU model at one planning scale "
+            "(docs/planner.md, Known weaknesses)")
+    return notes
+
+
+def space_notes(tables: dict[str, pd.DataFrame], d: PlanInputs) -> list[str]:
+    """Sites where the cooling model's in-row CDUs need more positions than the site has.
+
+    Parameters
+    ----------
+    tables : dict
+        The plan's tables (``fleet``, ``power``, ``cooling`` after
+        :func:`apply_cdu_answer`) [racks, positions].
+    d : PlanInputs
+        The plan's inputs (each site's ``rack_positions``).
+
+    Returns
+    -------
+    list of str
+    """
+    fleet, power, cool = tables.get("fleet"), tables.get("power"), tables.get("cooling")
+    if fleet is None or power is None or cool is None or not len(cool):
+        return []
+    used = fleet.groupby(["period", "site"]).rack_positions.sum() if len(fleet) else {}
+    net = power.set_index(["period", "site"]).get("network_positions")
+    notes = []
+    for r in cool.itertuples():
+        if r.cdu_positions <= r.milp_cdu_positions:
+            continue
+        total = float(used.get((r.period, r.site), 0.0)) + float(r.cdu_positions) + (
+            float(net.get((r.period, r.site), 0.0)) if net is not None else 0.0)
+        have = d.sites[r.site].rack_positions
+        if total > have + 1e-9:
+            notes.append(f"CDUs at {r.site} in {r.period}: the cooling model's "
+                         f"{r.cdus_by_model} take {r.cdu_positions:g} rack positions; with "
+                         f"the racks and network racks {total:,.0f} positions, over the "
+                         f"site's {have:,.0f}")
+    return notes
+
+
+def cdu_answer(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame]
+               ) -> tuple[pd.DataFrame, list[str]]:
+    """The cooling table with the cooling model's CDUs, and the notes on the difference.
+
+    Parameters
+    ----------
+    case : Case
+        The case the plan was solved from (catalog, sites).
+    d : PlanInputs
+        The plan's inputs.
+    tables : dict
+        The plan's tables (``fleet``, ``power``, ``cooling``) [racks, kW, units].
+
+    Returns
+    -------
+    cooling : DataFrame
+        :func:`apply_cdu_answer` of the plan's cooling table [units, positions, USD].
+    notes : list of str
+        :func:`cdu_notes` and :func:`space_notes`.
+    """
+    answers = cdu_answers(case, d, tables["fleet"])
+    cooling = apply_cdu_answer(tables["cooling"], answers)
+    notes = cdu_notes(cooling, d, answers, case.catalog)
+    notes += space_notes({**tables, "cooling": cooling}, d)
+    return cooling, notes
+
+
+def _usd(v: float, sign: bool = False) -> str:
+    """Whole USD with thousand separators, signed on request."""
+    if not math.isfinite(v):
+        return "n/a"
+    return f"{v:+,.0f}" if sign else f"{v:,.0f}"
