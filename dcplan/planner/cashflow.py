@@ -62,7 +62,7 @@ CASHFLOW_COLUMNS = ["period", "years", "capex_usd", "opex_usd", "staff_software_
                     "depreciation_usd", "book_value_usd", "annualised_capital_usd",
                     "annualised_cost_usd", "tokens_served", "usd_per_million_tokens_annualised",
                     "usd_per_million_tokens_cash", "api_usd", "net_cash_flow_usd",
-                    "cumulative_net_cash_flow_usd"]
+                    "cumulative_net_cash_flow_usd", "api"]
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,8 @@ def cashflow_table(d: PlanInputs, purchases: Sequence[Purchase], cost: dict,
         ``df.attrs['units']`` (:data:`CASHFLOW_UNITS`): money [USD, undiscounted],
         tokens [tokens], unit costs [USD per million tokens]. ``api_usd`` is the
         served tokens at each workload's cheapest comparable API, NaN when a workload
-        that serves tokens has none; ``net_cash_flow_usd`` = ``api_usd`` - capex -
+        that serves tokens has none, ``api`` names those rows (``workload: api id``);
+        ``net_cash_flow_usd`` = ``api_usd`` - capex -
         opex - staff and software.
     """
     api = cheapest_api(d)
@@ -216,6 +217,7 @@ def cashflow_table(d: PlanInputs, purchases: Sequence[Purchase], cost: dict,
         served = [w for (w, q), t in tok.items() if q == p and t > 0]
         api_usd = (sum(t * api[w][1] for (w, q), t in tok.items() if q == p and t > 0)
                    if all(w in api for w in served) else math.nan)
+        names = "; ".join(f"{w}: {api[w][0].id}" for w in sorted(set(served)) if w in api)
         net = api_usd - capex - opex - staff
         cum += net
         rows.append(dict(
@@ -226,7 +228,8 @@ def cashflow_table(d: PlanInputs, purchases: Sequence[Purchase], cost: dict,
             usd_per_million_tokens_annualised=annual / tokens * MTOK if tokens else math.nan,
             usd_per_million_tokens_cash=(capex + opex + staff) / tokens * MTOK
             if tokens else math.nan,
-            api_usd=api_usd, net_cash_flow_usd=net, cumulative_net_cash_flow_usd=cum))
+            api_usd=api_usd, api=names, net_cash_flow_usd=net,
+            cumulative_net_cash_flow_usd=cum))
     df = pd.DataFrame(rows, columns=CASHFLOW_COLUMNS)
     df.attrs["units"] = dict(CASHFLOW_UNITS)
     return df
@@ -427,3 +430,45 @@ def terminal_note(terminal_frac: float | None) -> str | None:
             "does the levelised cost per million tokens, which can then sit below every "
             "year's cost; the annualised cost per million tokens by period does not.")
 
+
+
+#: What the annualised unit cost is (KPI unit, terminal, workbook, HTML).
+ANNUALISED_TEXT = ("annualised: each purchase's capital recovery (CRF at the discount rate "
+                   "over its life) + opex + staff and software, per period / tokens served "
+                   "in it")
+
+
+def api_return_text(kpi: dict, table: pd.DataFrame | None) -> str | None:
+    """One sentence: payback and IRR of building against the cheapest comparable API.
+
+    Parameters
+    ----------
+    kpi : dict
+        KPI id -> value (``payback_years``, ``irr_vs_api_frac``,
+        ``irr_vs_api_with_terminal_frac``) [years, 1/yr].
+    table : DataFrame or None
+        The plan's ``cashflow`` table [USD].
+
+    Returns
+    -------
+    str or None
+        The sentence; None without a cash-flow table or without an API to compare with.
+    """
+    if table is None or not len(table) or table.api_usd.isna().any():
+        return None
+
+    def rate(v: Any) -> str:
+        return "no IRR (the cash flows never turn)" if v is None or v != v else f"{v:.1%}"
+
+    first = table[table.cumulative_net_cash_flow_usd >= 0]
+    pay = (f"pays back in {first.period.iloc[0]} (cumulative net cash flow >= 0 after "
+           f"{kpi.get('payback_years'):g} years)" if len(first)
+           and kpi.get("payback_years") == kpi.get("payback_years")
+           and kpi.get("payback_years") is not None
+           else "does not pay back within the horizon")
+    names = str(table.api.iloc[-1]) if "api" in table and table.api.iloc[-1] else ""
+    which = f" ({names})" if names else ""
+    return (f"Against the cheapest comparable API{which}, its price for the tokens served "
+            f"as the return: building {pay}; IRR {rate(kpi.get('irr_vs_api_frac'))} without the "
+            f"terminal value, {rate(kpi.get('irr_vs_api_with_terminal_frac'))} with the book "
+            "value recovered at the end.")
