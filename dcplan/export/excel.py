@@ -169,7 +169,7 @@ SHEETS: tuple[SheetSpec, ...] = (
 )
 
 #: Sheet order of the plan workbook.
-SHEET_ORDER = ("Summary", *(s.sheet for s in SHEETS[:6]), "Chart power", "Chart racks",
+SHEET_ORDER = ("Summary", *(s.sheet for s in SHEETS[:6]), "Cash flow", "Chart power", "Chart racks",
                "Chart costs", "Chart data",
                *(s.sheet for s in SHEETS[6:]), "Assumptions", "Sources")
 
@@ -1058,23 +1058,24 @@ CASHFLOW_SHEET = ("Cash flow", "Cash flow, depreciation and annualised cost by p
 
 
 def write_cashflow_sheet(wb: Workbook, result: Any, placed: dict[str, Placed]) -> None:
-    """The Cash flow sheet, after Costs: the ``cashflow`` table, payback and IRR.
+    """The Cash flow sheet: the ``cashflow`` table, payback and IRR.
 
     Parameters
     ----------
     wb : Workbook
-        The plan workbook (the sheet is created in it, after ``Costs``).
+        The plan workbook (its ``Cash flow`` sheet, created if missing).
     result : PlanResult
-        The plan; a saved plan without a ``cashflow`` table gets no sheet.
+        The plan; a saved plan without a ``cashflow`` table gets a sheet saying so.
     placed : dict
         Table name -> :class:`Placed`; ``cashflow`` is added.
     """
+    sheet, title, description = CASHFLOW_SHEET
+    ws = wb[sheet] if sheet in wb.sheetnames else wb.create_sheet(sheet)
     df = result.tables.get("cashflow")
     if df is None:
+        put(ws, 1, 1, title, font=TITLE_FONT)
+        put(ws, 2, 1, "Not computed for this plan (saved by an older dcplan).", font=NOTE_FONT)
         return
-    sheet, title, description = CASHFLOW_SHEET
-    at = wb.sheetnames.index("Costs") + 1 if "Costs" in wb.sheetnames else len(wb.sheetnames)
-    ws = wb.create_sheet(sheet, at)
     placed["cashflow"] = write_table(
         ws, df, title=f"{title}: {result.name}", description=description,
         totals=("capex_usd", "opex_usd", "staff_software_usd", "depreciation_usd",

@@ -1087,13 +1087,12 @@ LEVELISED_TEXT = ("levelised: discounted costs net of the terminal value of asse
 #: :func:`dcplan.planner.buy.reserve_kpis` and
 #: :func:`dcplan.planner.cashflow.cashflow_kpis`), for checking names before solving.
 KPI_NAMES = ("npv_cost_usd", "capex_usd", "opex_usd", "staff_software_usd",
-             "usd_per_million_tokens", "usd_per_million_tokens_annualised",
-             "terminal_value_usd", "terminal_value_frac", "api_avoided_usd", "payback_years",
-             "irr_vs_api_frac", "irr_vs_api_with_terminal_frac",
-             "tokens_served", "tokens_per_kwh", "goodput_per_watt", "peak_facility_mw",
-             "peak_it_mw", "energy_mwh", "pue_annual", "utilisation_frac", "reserve_frac",
-             "carbon_t", "racks_bought", "unserved_tokens_per_s_peak_max",
-             "reserve_cost_usd", "reserve_cost_frac")
+             "usd_per_million_tokens", "tokens_served", "tokens_per_kwh", "goodput_per_watt",
+             "peak_facility_mw", "peak_it_mw", "energy_mwh", "pue_annual", "utilisation_frac",
+             "reserve_frac", "carbon_t", "racks_bought", "unserved_tokens_per_s_peak_max",
+             "terminal_value_usd", "terminal_value_frac", "usd_per_million_tokens_annualised",
+             "api_avoided_usd", "payback_years", "irr_vs_api_frac",
+             "irr_vs_api_with_terminal_frac", "reserve_cost_usd", "reserve_cost_frac")
 
 #: Share of a workload's demand below which it counts as not served at all [-].
 SERVED_TOLERANCE = 1e-9
