@@ -169,8 +169,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "cashflow": (
         "period", "years", "capex_usd", "opex_usd", "staff_software_usd", "depreciation_usd",
         "book_value_usd", "annualised_capital_usd", "annualised_cost_usd", "tokens_served",
-        "usd_per_million_tokens_annualised", "usd_per_million_tokens_cash", "api_usd", "api",
-        "net_cash_flow_usd", "cumulative_net_cash_flow_usd"
+        "usd_per_million_tokens_annualised", "usd_per_million_tokens_cash", "api_usd",
+        "net_cash_flow_usd", "cumulative_net_cash_flow_usd", "api"
     ),
     "build_vs_buy": (
         "api", "provider", "api_model", "workload", "comparison", "input_mtok", "cached_input_mtok",
