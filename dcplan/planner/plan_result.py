@@ -15,8 +15,8 @@ from dcplan.planner.solver import SolveInfo, SolveStatus, is_proven_optimal, sta
 
 #: Order of the result tables (and of the CSV files).
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
-          "cashflow", "build_vs_buy", "requests", "unserved", "shadow_prices", "binding", "bom", "sizing",
-          "equipment", "grid", "hours", "schedules")
+          "cashflow", "build_vs_buy", "requests", "unserved", "shadow_prices", "binding",
+          "bom", "sizing", "equipment", "grid", "hours", "schedules")
 
 
 @dataclass
