@@ -52,6 +52,7 @@ from dcplan.export.labels import (
 from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import binding_rows, no_grid_sites
+from dcplan.planner.cashflow import api_return_text, terminal_note
 from dcplan.planner.sizing import OWN
 from dcplan.tableio import FORMULA_START, NOT_FORMULAS, is_year_column, tidy_table
 
@@ -168,7 +169,7 @@ SHEETS: tuple[SheetSpec, ...] = (
 )
 
 #: Sheet order of the plan workbook.
-SHEET_ORDER = ("Summary", *(s.sheet for s in SHEETS[:6]), "Chart power", "Chart racks",
+SHEET_ORDER = ("Summary", *(s.sheet for s in SHEETS[:6]), "Cash flow", "Chart power", "Chart racks",
                "Chart costs", "Chart data",
                *(s.sheet for s in SHEETS[6:]), "Assumptions", "Sources")
 
@@ -745,6 +746,10 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
                 put(ws, r, j, v, "#,##0.###")
         r += 1
     notes = list(result.notes)
+    tnote = terminal_note(result.kpi("terminal_value_frac")) \
+        if kpis is not None and "terminal_value_frac" in set(kpis.kpi) else None
+    if tnote:
+        notes.insert(0, tnote)
     if notes:
         r += 1
         put(ws, r, 1, "Notes", font=SECTION_FONT)
@@ -761,6 +766,9 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
              ("Cooling", "liquid and air heat, CDUs with redundancy, PUE by site"),
              ("Network", "network power and capex by site and rack type"),
              ("Costs", "capex and opex by category and period, undiscounted and discounted"),
+             ("Cash flow", "capex, opex, staff and software, depreciation, book value, "
+                           "annualised cost per million tokens, and the cash flows against "
+                           "the cheapest comparable API, by period; payback and IRR"),
              ("Chart power / racks / costs", "facility MW by site, racks by type and the "
                                              "cost stack over time, one native chart per "
                                              "printed page"),
@@ -814,13 +822,17 @@ def _write_checks(ws: Worksheet, r: int, result: Any, placed: dict[str, Placed]
         crit = f"{k.range('category')},\"unserved_penalty\""
         pen_d = f"SUMIFS({k.range('cost_usd_discounted')},{crit})"
         pen = f"SUMIFS({k.range('cost_usd')},{crit})"
+        staff = "(" + "+".join(
+            f"SUMIFS({k.range('cost_usd')},{k.range('category')},\"{c}\")"
+            for c in ("staff", "software")) + ")"
         specs += [
             ("NPV of all costs", f"=SUM({k.range('cost_usd_discounted')})-{pen_d}",
              "npv_cost_usd", "USD", "#,##0"),
             ("Capex", f"=SUMIFS({k.range('cost_usd')},{k.range('kind')},\"capex\")",
              "capex_usd", "USD", "#,##0"),
-            ("Opex", f"=SUMIFS({k.range('cost_usd')},{k.range('kind')},\"opex\")-{pen}",
-             "opex_usd", "USD", "#,##0"),
+            ("Opex", f"=SUMIFS({k.range('cost_usd')},{k.range('kind')},\"opex\")-{pen}"
+                     f"-{staff}", "opex_usd", "USD", "#,##0"),
+            ("Staff and software", f"={staff}", "staff_software_usd", "USD", "#,##0"),
         ]
     if "power" in placed and placed["power"].last >= placed["power"].first:
         p = placed["power"]
@@ -984,6 +996,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                 "losses, idle and reserve racks; energy shared by the IT power of the racks "
                 "allocated to each workload)", "requests")
         autosize(ws)
+    write_cashflow_sheet(wb, result, placed)
     blocks = write_charts_sheet(sheets["Chart data"], result, placed,
                                 {k: sheets[v] for k, v in CHART_SHEETS.items()})
     checks = write_summary(summary, result, placed, sources)
@@ -1027,6 +1040,55 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
         ws.cell(r, 2).alignment = WRAP
     _page_setup(wb, result, placed, blocks)
     return wb, {"placed": placed, "checks": checks, "blocks": blocks}
+
+
+#: Title and description of the Cash flow sheet.
+CASHFLOW_SHEET = ("Cash flow", "Cash flow, depreciation and annualised cost by period",
+                  "Undiscounted USD as paid in each period: capex; opex (energy, demand "
+                  "charges, carbon price, maintenance); operations staff and software; "
+                  "straight-line depreciation of each purchase over its life and the book "
+                  "value at the period's end (the last one is the terminal value the NPV "
+                  "credits). Annualised cost = each purchase's capital recovery (CRF at the "
+                  "discount rate over its life, per year of it in service) + opex + staff and "
+                  "software; over the tokens served in the period it is the annualised USD per "
+                  "million tokens, the cash figure divides what is paid. API = the tokens "
+                  "served bought at each workload's cheapest comparable API (named in the API "
+                  "column): the return of building; net cash flow = API - capex - opex - staff "
+                  "and software.")
+
+
+def write_cashflow_sheet(wb: Workbook, result: Any, placed: dict[str, Placed]) -> None:
+    """The Cash flow sheet: the ``cashflow`` table, payback and IRR.
+
+    Parameters
+    ----------
+    wb : Workbook
+        The plan workbook (its ``Cash flow`` sheet, created if missing).
+    result : PlanResult
+        The plan; a saved plan without a ``cashflow`` table gets a sheet saying so.
+    placed : dict
+        Table name -> :class:`Placed`; ``cashflow`` is added.
+    """
+    sheet, title, description = CASHFLOW_SHEET
+    ws = wb[sheet] if sheet in wb.sheetnames else wb.create_sheet(sheet)
+    df = result.tables.get("cashflow")
+    if df is None:
+        put(ws, 1, 1, title, font=TITLE_FONT)
+        put(ws, 2, 1, "Not computed for this plan (saved by an older dcplan).", font=NOTE_FONT)
+        return
+    placed["cashflow"] = write_table(
+        ws, df, title=f"{title}: {result.name}", description=description,
+        totals=("capex_usd", "opex_usd", "staff_software_usd", "depreciation_usd",
+                "annualised_capital_usd", "annualised_cost_usd", "tokens_served", "api_usd",
+                "net_cash_flow_usd"), table="cashflow")
+    kpis = result.tables.get("kpis")
+    kpi = dict(zip(kpis.kpi, kpis.value, strict=True)) if kpis is not None else {}
+    r = (placed["cashflow"].total_row or placed["cashflow"].last) + 2
+    for text in (api_return_text(kpi, df), terminal_note(kpi.get("terminal_value_frac"))):
+        if text:
+            long_text(ws, r, 1, min(len(df.columns), 12), text, NOTE_FONT)
+            r += 1
+    autosize(ws)
 
 
 #: Rows of the Sizing sheet that print on a page at full size; more print smaller.

@@ -43,19 +43,22 @@ from dcplan.export.views import (
     terminal_credit,
 )
 from dcplan.planner.analysis import binding_rows
+from dcplan.planner.cashflow import api_return_text, terminal_note
 from dcplan.planner.sizing import IN_RACK, OWN
 from dcplan.planner.solver import format_gap
 from dcplan.tableio import tidy_table
 
 #: Key figures shown as cards at the top of a plan report (in this order).
 CARD_KPIS = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
-             "peak_facility_mw", "racks_bought", "pue_annual", "utilisation_frac", "carbon_t")
+             "usd_per_million_tokens_annualised", "peak_facility_mw", "racks_bought",
+             "pue_annual", "utilisation_frac", "carbon_t")
 
 #: Appendix: result tables of a plan, in order, with their titles.
 APPENDIX = (("kpis", "Key figures"), ("fleet", "Fleet by period, site and rack type"),
             ("power", "Power by site and period"), ("cooling", "Cooling by site and period"),
             ("network", "Network by site, rack type and period"),
             ("costs", "Costs by category and period"),
+            ("cashflow", "Cash flow, depreciation and annualised cost by period"),
             ("build_vs_buy", "Build vs buy: every comparable API"),
             ("demand", "Demand and service"),
             ("allocation", "Allocation of racks to workloads at peak"),
@@ -380,10 +383,19 @@ def headline(result: Any) -> list[str]:
         net = (f", net of a terminal-value credit of {money(-credit)} (present value of the "
                f"book value left at the end of {esc(when)})" if credit else "")
         items.append(f"<b>NPV of all costs {money(kpis.get('npv_cost_usd'))}</b>{net}; capex "
-                     f"{money(kpis.get('capex_usd'))} and opex {money(kpis.get('opex_usd'))} "
-                     "undiscounted; levelised cost "
+                     f"{money(kpis.get('capex_usd'))}, opex {money(kpis.get('opex_usd'))}"
+                     + (f", staff and software {money(kpis.get('staff_software_usd'))}"
+                        if kpis.get("staff_software_usd") else "")
+                     + " (undiscounted); levelised cost "
                      f"{kpi_text('usd_per_million_tokens', kpis.get('usd_per_million_tokens'))} "
-                     "USD per million tokens.")
+                     "USD per million tokens"
+                     + (f", annualised {kpi_text('usd_per_million_tokens_annualised', an)} "
+                        "over the horizon (no terminal credit; by period under Cash flow)"
+                        if (an := kpis.get("usd_per_million_tokens_annualised")) is not None
+                        else "") + ".")
+        note = terminal_note(kpis.get("terminal_value_frac"))
+        if note:
+            items.append(f"<b>Terminal value</b>: {esc(note)}")
     if result.unserved:
         items.append(f"<b>Demand NOT fully met</b>: up to "
                      f"{kpi_text('unserved_tokens_per_s_peak_max', kpis.get('unserved_tokens_per_s_peak_max'))}"  # noqa: E501
@@ -550,6 +562,7 @@ def build_html(result: Any, sources: Any = None) -> str:
                                          "end of the horizon."))
         body.append(f"<p>NPV of all costs (discounted, net of the terminal-value credit): "
                     f"<b>{money(kpis.get('npv_cost_usd'))}</b>.</p>")
+    body += _cashflow_html(result)
     body += _buy_html(result)
     if result.notes:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in result.notes)
@@ -576,6 +589,45 @@ def build_html(result: Any, sources: Any = None) -> str:
                                  formats={"value": "#,##0.######"})
                     + "</details>")
     return _page(f"dcplan plan: {name}", body)
+
+
+#: Columns of the cash-flow table shown in the report [million USD or USD per Mtok].
+CASHFLOW_SHOWN = {
+    "period": "Period", "capex_usd": "Capex", "opex_usd": "Opex",
+    "staff_software_usd": "Staff + software", "depreciation_usd": "Depreciation",
+    "book_value_usd": "Book value (end)", "usd_per_million_tokens_annualised":
+    "Annualised USD/Mtok", "usd_per_million_tokens_cash": "Cash USD/Mtok",
+    "api_usd": "API spend avoided", "cumulative_net_cash_flow_usd": "Cumulative net vs API",
+}
+
+
+def _cashflow_html(result: Any) -> list[str]:
+    """Cash flow by period, the annualised cost per token, payback and IRR vs the API."""
+    cf = result.tables.get("cashflow")
+    if cf is None or not len(cf):
+        return []
+    kpis = _kpis(result)
+    view = cf[list(CASHFLOW_SHOWN)].copy()
+    money_cols = [c for c in CASHFLOW_SHOWN if c.endswith("_usd")]
+    view[money_cols] = view[money_cols] / 1e6
+    view["period"] = view.period.astype(str)
+    view = view.rename(columns=CASHFLOW_SHOWN)
+    fmts = {CASHFLOW_SHOWN[c]: "#,##0.0" for c in money_cols}
+    fmts.update({CASHFLOW_SHOWN[c]: "0.0000" for c in ("usd_per_million_tokens_annualised",
+                                                       "usd_per_million_tokens_cash")})
+    out = ["<h2>Cash flow and return</h2>" + table_html(
+        view, tidy=False, formats=fmts, headers={c: c for c in view.columns},
+        caption="Undiscounted, million USD (per million tokens where it says USD/Mtok). Opex: "
+                "energy, demand charges, carbon, maintenance. Depreciation straight line over "
+                "each purchase's life; the last book value is the terminal value. Annualised: "
+                "capital recovery of each purchase over its life at the discount rate + opex "
+                "+ staff and software, over the tokens served in the period; cash: what is "
+                "paid in the period over its tokens. API spend avoided: the tokens served at "
+                "each workload's cheapest comparable API.")]
+    text = api_return_text(kpis, cf)
+    if text:
+        out.append(f"<p>{esc(text)}</p>")
+    return out
 
 
 #: Columns of the build-vs-buy table shown in the report (the rest are in the appendix).

@@ -96,6 +96,19 @@ TABLE_LABELS: dict[str, dict[str, str]] = {
     "equipment": {"category": "Equipment kind"},
     "bom": {"category": "Equipment kind", "kw": "Power, installed",
             "capex_usd": "Capex of what is installed"},
+    "cashflow": {"years": "Length", "capex_usd": "Capex paid",
+                 "opex_usd": "Opex (energy, demand charges, carbon, maintenance)",
+                 "staff_software_usd": "Staff and software",
+                 "depreciation_usd": "Depreciation (straight line)",
+                 "book_value_usd": "Book value at the end",
+                 "annualised_capital_usd": "Capital recovery (annualised capex)",
+                 "annualised_cost_usd": "Annualised cost",
+                 "tokens_served": "Tokens served",
+                 "usd_per_million_tokens_annualised": "Annualised cost per million tokens",
+                 "usd_per_million_tokens_cash": "Cash cost per million tokens",
+                 "api_usd": "Avoided API spend", "api": "Cheapest comparable API",
+                 "net_cash_flow_usd": "Net cash flow vs API",
+                 "cumulative_net_cash_flow_usd": "Cumulative net cash flow vs API"},
 }
 
 #: KPI id -> (name, unit as shown, what it means). One home for the words of a KPI.
@@ -105,9 +118,37 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
                      "left at the end."),
     "capex_usd": ("Capex", "USD", "Racks, network, cooling plant, CDUs and buildings, "
                   "undiscounted."),
-    "opex_usd": ("Opex", "USD", "Energy, demand charges, maintenance, staff and software, "
-                 "carbon price, undiscounted (without "
-                 "the penalty of unserved demand)."),
+    "opex_usd": ("Opex", "USD", "Energy, demand charges, carbon price and maintenance, "
+                 "undiscounted (staff and software apart; without the penalty of unserved "
+                 "demand)."),
+    "staff_software_usd": ("Staff and software", "USD", "Operations staff and software "
+                           "licences, undiscounted (0 when economics.operations_costs is "
+                           "false)."),
+    "usd_per_million_tokens_annualised": (
+        "Annualised cost per million tokens", "USD per million tokens",
+        "Each purchase's capital recovery (CRF at the discount rate over its life) + opex + "
+        "staff and software, summed over the periods / tokens served; by period on the Cash "
+        "flow sheet. No terminal credit."),
+    "terminal_value_usd": ("Terminal-value credit", "USD (present value)",
+                           "Book value of the assets still in service at the end, discounted: "
+                           "what the NPV is net of."),
+    "terminal_value_frac": ("Terminal share of the NPV", "share",
+                            "Terminal-value credit / NPV of all costs; above 25 % the "
+                            "levelised cost rests heavily on assets bought late."),
+    "api_avoided_usd": ("Avoided API spend", "USD",
+                        "Tokens served bought at each workload's cheapest comparable API, "
+                        "undiscounted: the return of building."),
+    "payback_years": ("Payback against the API", "years",
+                      "From the start to the end of the first period whose cumulative net "
+                      "cash flow (avoided API spend - capex - opex - staff and software) is "
+                      ">= 0; empty: never within the horizon."),
+    "irr_vs_api_frac": ("IRR against the API", "share per year",
+                        "Rate at which the cash flows of building against the avoided API "
+                        "spend are worth 0; no terminal value. Empty: no IRR."),
+    "irr_vs_api_with_terminal_frac": ("IRR against the API, with terminal value",
+                                      "share per year",
+                                      "The same with the book value recovered at the end of "
+                                      "the horizon."),
     "usd_per_million_tokens": ("Cost per million tokens", "USD per million tokens",
                                "Levelised: discounted costs net of the terminal value of "
                                "assets still in service / discounted tokens served (input + "
@@ -144,6 +185,8 @@ KPI_FORMATS: dict[str, str] = {
     "peak_facility_mw": "#,##0.0", "peak_it_mw": "#,##0.0", "goodput_per_watt": "#,##0.0",
     "energy_mwh": "#,##0", "carbon_t": "#,##0", "tokens_served": "0.000E+00",
     "reserve_frac": "0.0%", "reserve_cost_frac": "0.0%",
+    "usd_per_million_tokens_annualised": "0.0000", "terminal_value_frac": "0.0%",
+    "payback_years": "0.0", "irr_vs_api_frac": "0.0%", "irr_vs_api_with_terminal_frac": "0.0%",
 }
 
 #: Cost category id -> words (charts, pivots, HTML).

@@ -18,6 +18,7 @@ import pandas as pd
 from dcplan.export.text import WIDTH, fit_lines, format_table
 from dcplan.export.views import operations_counted
 from dcplan.planner.analysis import binding_rows, no_grid_sites, not_buildable_sites
+from dcplan.planner.cashflow import ANNUALISED_TEXT, api_return_text, terminal_note
 from dcplan.planner.tables import LEVELISED_TEXT
 
 
@@ -142,6 +143,35 @@ def _by_year_section(result: Any, width: int) -> list[str]:
         return []
     return ["", "Capex, cooling and network by period (all sites):",
             format_table(rows, list(rows[0]), width=width)]
+
+
+def _cashflow_section(result: Any, kpi: dict, width: int | None) -> list[str]:
+    """Cash flows, depreciation, book value and cost per million tokens by period."""
+    cf = result.tables.get("cashflow")
+    if cf is None or not len(cf):
+        return []
+
+    def m(v: float) -> str:
+        return "-" if v != v else f"{v / 1e6:,.1f}"
+
+    def u(v: float) -> str:
+        return "-" if v != v else f"{v:.4f}"
+
+    rows = [{"period": str(r.period), "capex\n[M USD]": m(r.capex_usd),
+             "opex\n[M USD]": m(r.opex_usd), "staff +\nsoftware": m(r.staff_software_usd),
+             "deprec-\niation": m(r.depreciation_usd), "book\nvalue": m(r.book_value_usd),
+             "annualised\nUSD/Mtok": u(r.usd_per_million_tokens_annualised),
+             "cash\nUSD/Mtok": u(r.usd_per_million_tokens_cash),
+             "API\n[M USD]": m(r.api_usd),
+             "cumulative\nnet [M USD]": m(r.cumulative_net_cash_flow_usd)}
+            for r in cf.itertuples()]
+    out = [""] + _wrap("Cash flows by period [M USD, undiscounted; book value at the period's "
+                       "end; opex: energy, demand charges, carbon, maintenance]:", width)
+    out.append(format_table(rows, list(rows[0]), width=width))
+    text = api_return_text(kpi, cf)
+    if text:
+        out += _wrap(text, width)
+    return out
 
 
 def _limits_section(result: Any, width: int) -> list[str]:
@@ -278,9 +308,17 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     if costs is not None and len(costs):
         tv = -costs.loc[costs.category == "terminal_value", "cost_usd_discounted"].sum()
         if tv > 0:
+            share = (f": {k('terminal_value_frac', '{:.0%}')} of the NPV"
+                     if kpi.get("terminal_value_frac") is not None else "")
             out.append(f"                        (the NPV is net of a terminal-value credit of "
-                       f"{tv:,.0f} USD, present value, so the levelised figure can be below "
-                       "every period's cash cost)")
+                       f"{tv:,.0f} USD, present value{share}, so the levelised figure can be "
+                       "below every period's cash cost)")
+    if "usd_per_million_tokens_annualised" in kpi:
+        out.append(f"Annualised per Mtok:    {k('usd_per_million_tokens_annualised', '{:.4f}')}"
+                   f" over the horizon ({ANNUALISED_TEXT}; by period below)")
+    note = terminal_note(kpi.get("terminal_value_frac"))
+    if note:
+        out += _wrap(f"Note: {note}", width)
     out.append(f"Tokens per kWh:         {k('tokens_per_kwh', '{:,.0f}')} (input + output)")
     out.append(f"Peak facility:          {k('peak_facility_mw', '{:.1f}')} MW   "
                f"PUE {k('pue_annual', '{:.3f}')}   utilisation {k('utilisation_frac', '{:.0%}')}"
@@ -288,6 +326,7 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     out += _fleet_section(result, width)
     out += _power_section(result, width)
     out += _by_year_section(result, width)
+    out += _cashflow_section(result, kpi, width)
     out += _buy_section(result, width)
     if len(t.get("unserved", pd.DataFrame())):
         out += ["", "Unserved demand:"]

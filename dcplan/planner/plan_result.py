@@ -15,8 +15,8 @@ from dcplan.planner.solver import SolveInfo, SolveStatus, is_proven_optimal, sta
 
 #: Order of the result tables (and of the CSV files).
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
-          "build_vs_buy", "requests", "unserved", "shadow_prices", "binding", "bom", "sizing",
-          "equipment", "grid", "hours", "schedules")
+          "cashflow", "build_vs_buy", "requests", "unserved", "shadow_prices", "binding",
+          "bom", "sizing", "equipment", "grid", "hours", "schedules")
 
 
 @dataclass
@@ -180,7 +180,8 @@ class PlanResult:
             "gap": self.gap, "solver": self.solver, "message": self.message, "kpis": kpis,
             "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
             "cooling": records("cooling"), "network": records("network"),
-            "costs": records("costs"), "build_vs_buy": records("build_vs_buy"),
+            "costs": records("costs"), "cashflow": records("cashflow"),
+            "build_vs_buy": records("build_vs_buy"),
             "requests": records("requests"), "demand": records("demand"),
             "bill_of_materials": records("bom"),
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),

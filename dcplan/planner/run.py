@@ -11,6 +11,7 @@ import pandas as pd
 
 from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices, unsolved_status
 from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
+from dcplan.planner.cashflow import cashflow_kpis, cashflow_table
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import build_model, unserved_total
 from dcplan.planner.plan_result import PlanResult
@@ -40,6 +41,7 @@ from dcplan.planner.tables import (
     power_table,
     schedules_table,
     unserved_table,
+    workload_tokens,
 )
 from dcplan.scenario.schema import SolverOptions
 
@@ -68,15 +70,20 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
     fleet = fleet_table(d, sol)
     power = power_table(d, sol)
     demand = demand_table(d, sol)
-    cost = cost_values(d, sol, power)
+    purchases: list = []
+    cost = cost_values(d, sol, power, purchases)
     costs = costs_table(d, cost)
     allocation = allocation_table(d, sol)
     kpis = kpi_table(d, fleet, power, demand, costs)
-    kpis = pd.concat([kpis, reserve_kpis(d, fleet, costs)], ignore_index=True).assign()
+    cashflow = cashflow_table(d, purchases, cost, workload_tokens(d, demand)[0])
+    npv = kpis.loc[kpis.kpi == "npv_cost_usd", "value"].iloc[0]
+    kpis = pd.concat([kpis, cashflow_kpis(d, cashflow, costs, npv),
+                      reserve_kpis(d, fleet, costs)], ignore_index=True).assign()
     kpis.attrs["units"] = {"value": "see unit column"}
     return {"fleet": fleet, "allocation": allocation, "demand": demand,
             "power": power, "cooling": cooling_table(d, sol, power),
             "network": network_table(d, sol), "costs": costs, "kpis": kpis,
+            "cashflow": cashflow,
             "build_vs_buy": build_vs_buy_table(d, fleet, allocation, demand, costs),
             "requests": requests_table(d, allocation, power, demand),
             "unserved": unserved_table(d, sol), "grid": grid_table(d, sol, power),

@@ -167,6 +167,12 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "network_capex_usd"
     ),
     "costs": ("period", "category", "kind", "cost_usd", "discount_factor", "cost_usd_discounted"),
+    "cashflow": (
+        "period", "years", "capex_usd", "opex_usd", "staff_software_usd", "depreciation_usd",
+        "book_value_usd", "annualised_capital_usd", "annualised_cost_usd", "tokens_served",
+        "usd_per_million_tokens_annualised", "usd_per_million_tokens_cash", "api_usd",
+        "net_cash_flow_usd", "cumulative_net_cash_flow_usd", "api"
+    ),
     "build_vs_buy": (
         "api", "provider", "api_model", "workload", "comparison", "input_mtok", "cached_input_mtok",
         "output_mtok", "api_usd", "api_usd_per_mtok", "plan_usd", "plan_usd_per_mtok",

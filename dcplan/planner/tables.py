@@ -899,7 +899,8 @@ def network_values(d: PlanInputs, sol: Solution, r: str, s: str) -> list[float]:
             for p in range(len(d.periods))]
 
 
-def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
+def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame,
+                purchases: list | None = None) -> dict:
     """Undiscounted cost per (category, period index) [USD], recomputed from the plan.
 
     Parameters
@@ -910,6 +911,10 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         Variable values of the solved model.
     power : DataFrame
         The plan's :func:`power_table` (power [kW], energy [kWh]).
+    purchases : list, optional
+        Receives one :class:`~dcplan.planner.cashflow.Purchase` per capex item bought
+        (category, period, USD, the life its terminal value uses) for the cash-flow
+        table.
 
     Returns
     -------
@@ -917,10 +922,17 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         ``(category, period index)`` -> cost [USD] (undiscounted; terminal value
         negative).
     """
+    from dcplan.planner.cashflow import Purchase
     from dcplan.planner.model import building_prices
 
     cost = defaultdict(float)
     n = len(d.periods)
+    bought = purchases if purchases is not None else []
+
+    def rec(cat: str, p: int, usd: float, life: float | None) -> None:
+        """Record a purchase of ``usd`` [USD] in period ``p`` with a life [years]."""
+        if usd:
+            bought.append(Purchase(cat, p, usd, life))
     for (r, s, p), x in sol.racks_bought.items():
         rk, rs = d.racks[r], d.rack_site[r, s]
         cooling = rs.cooling_capex_usd_per_kw * rk.it_power_max_kw
@@ -929,6 +941,9 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
         cost["rack_capex", p] += x * price
         cost["network_capex", p] += x * net
         cost["cooling_capex", p] += x * cooling
+        for cat, usd in (("rack_capex", price), ("network_capex", net),
+                         ("cooling_capex", cooling)):
+            rec(cat, p, x * usd, rk.lifetime_years)
         cost["terminal_value", n - 1] -= x * d.remaining_frac(rk.lifetime_years, p) * (
             price + net + cooling)
     for (r, s), rs in d.rack_site.items():  # tiers: the network bought as it grows
@@ -936,10 +951,11 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
             continue
         prev = network_owned(d, r, s)
         for p, value in enumerate(network_values(d, sol, r, s)):
-            bought = max(0.0, value - prev)
-            cost["network_capex", p] += bought
-            cost["terminal_value", n - 1] -= bought * d.remaining_frac(
+            more = max(0.0, value - prev)
+            cost["network_capex", p] += more
+            cost["terminal_value", n - 1] -= more * d.remaining_frac(
                 d.racks[r].lifetime_years, p)
+            rec("network_capex", p, more, d.racks[r].lifetime_years)
             prev = value
     if d.fabrics:
         from dcplan.planner.network_rows import fabric_existing, item_lifetime
@@ -956,19 +972,23 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
                     cost["network_capex", p] += buy
                     cost["terminal_value", n - 1] -= buy * d.remaining_frac(
                         item_lifetime(d, i), p)
+                    rec("network_capex", p, buy, item_lifetime(d, i))
                 prev = now
     for (r, s, p), x in sol.racks_bought.items():
         extra = d.rack_site[r, s].redundancy_capex_usd_per_kw * d.racks[r].it_power_max_kw
         cost["redundancy_capex", p] += x * extra
         cost["terminal_value", n - 1] -= x * extra * d.remaining_frac(
             d.building_lifetime_years, p)
+        rec("redundancy_capex", p, x * extra, d.building_lifetime_years)
     for (s, c, p), x in sol.cdus_bought.items():
         price = d.cdu_data(s, c).cdu_capex_usd
         cost["cdu_capex", p] += x * price
         cost["terminal_value", n - 1] -= x * price * d.remaining_frac(d.cdu_lifetime_years, p)
+        rec("cdu_capex", p, x * price, d.cdu_lifetime_years)
     for (s, p), x in sol.capacity_built_kw.items():
         for part, price in building_prices(d, s):
             cost[part, p] += x * price
+            rec(part, p, x * price, d.building_lifetime_years)
         cost["terminal_value", n - 1] -= x * d.sites[s].build_capex_usd_per_kw * \
             d.remaining_frac(d.building_lifetime_years, p)
     for lane in (sol.grid_requested_kw, sol.grid_requested_assessed_kw):
@@ -977,6 +997,7 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
             cost["grid_connection", q] += x * price
             cost["terminal_value", n - 1] -= x * price * d.remaining_frac(
                 d.building_lifetime_years, q)
+            rec("grid_connection", q, x * price, d.building_lifetime_years)
     for s in d.sites:
         for r in d.racks:
             rk = d.racks[r]
@@ -1072,12 +1093,15 @@ LEVELISED_TEXT = ("levelised: discounted costs net of the terminal value of asse
 
 
 #: Every KPI a plan's ``kpis`` table holds (:func:`kpi_table`, then
-#: :func:`dcplan.planner.buy.reserve_kpis`), for checking names before solving.
-KPI_NAMES = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
-             "tokens_served", "tokens_per_kwh", "goodput_per_watt", "peak_facility_mw",
-             "peak_it_mw", "energy_mwh", "pue_annual", "utilisation_frac", "reserve_frac",
-             "carbon_t", "racks_bought", "unserved_tokens_per_s_peak_max",
-             "reserve_cost_usd", "reserve_cost_frac")
+#: :func:`dcplan.planner.buy.reserve_kpis` and
+#: :func:`dcplan.planner.cashflow.cashflow_kpis`), for checking names before solving.
+KPI_NAMES = ("npv_cost_usd", "capex_usd", "opex_usd", "staff_software_usd",
+             "usd_per_million_tokens", "tokens_served", "tokens_per_kwh", "goodput_per_watt",
+             "peak_facility_mw", "peak_it_mw", "energy_mwh", "pue_annual", "utilisation_frac",
+             "reserve_frac", "carbon_t", "racks_bought", "unserved_tokens_per_s_peak_max",
+             "terminal_value_usd", "terminal_value_frac", "usd_per_million_tokens_annualised",
+             "api_avoided_usd", "payback_years", "irr_vs_api_frac",
+             "irr_vs_api_with_terminal_frac", "reserve_cost_usd", "reserve_cost_frac")
 
 #: Share of a workload's demand below which it counts as not served at all [-].
 SERVED_TOLERANCE = 1e-9
@@ -1171,7 +1195,12 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
     # out of opex (undiscounted), each in its own money.
     pen = costs.loc[is_pen, "cost_usd_discounted"].sum() if len(costs) else 0.0
     capex = costs.loc[costs.kind == "capex", "cost_usd"].sum() if len(costs) else 0.0
-    opex = costs.loc[(costs.kind == "opex") & ~is_pen, "cost_usd"].sum() if len(costs) else 0.0
+    from dcplan.planner.cashflow import OPEX_CATEGORIES, STAFF_SOFTWARE_CATEGORIES
+
+    opex = costs.loc[costs.category.isin(OPEX_CATEGORIES), "cost_usd"].sum() \
+        if len(costs) else 0.0
+    staff = costs.loc[costs.category.isin(STAFF_SOFTWARE_CATEGORIES), "cost_usd"].sum() \
+        if len(costs) else 0.0
     tok, disc = workload_tokens(d, demand)
     tokens, tokens_disc = sum(tok.values()), sum(disc.values())
     energy = power.energy_kwh.sum()
@@ -1193,7 +1222,8 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
     rows = [
         ("npv_cost_usd", npv - pen, "USD (present value, without unserved penalty)"),
         ("capex_usd", capex, "USD (undiscounted)"),
-        ("opex_usd", opex, "USD (undiscounted)"),
+        ("opex_usd", opex, "USD (undiscounted: energy, demand charges, carbon, maintenance)"),
+        ("staff_software_usd", staff, "USD (undiscounted: operations staff and software)"),
         ("usd_per_million_tokens", (npv - pen) / tokens_disc * 1e6 if tokens_disc else None,
          f"USD per million tokens ({LEVELISED_TEXT})"),
         ("tokens_served", tokens, "tokens"),
