@@ -569,3 +569,22 @@ def test_a_bill_of_materials_saved_before_purchase_is_upgraded(good, tmp_path):
     assert list(bom.columns) == list(now.columns)
     pd.testing.assert_frame_equal(bom, now)
     assert bom.attrs["units"]["included_kw"] == "kW (full load)"
+
+
+def test_kpis_saved_when_opex_held_staff_and_software_are_upgraded(good, tmp_path):
+    """A plan saved when ``opex_usd`` counted staff and software (no
+    ``staff_software_usd`` row) loads with opex and staff/software apart, recomputed
+    from its costs table: as a plan saved now."""
+    now = table(good, "kpis")
+    costs = table(good, "costs")
+    kv = now.set_index("kpi").value
+    staff = costs.loc[costs.category.isin(("staff", "software")), "cost_usd"].sum()
+    assert kv["staff_software_usd"] == pytest.approx(staff)
+
+    def old_layout(df):
+        out = df[df.kpi != "staff_software_usd"].reset_index(drop=True)
+        out.loc[out.kpi == "opex_usd", "value"] = kv["opex_usd"] + kv["staff_software_usd"] + 1.0
+        return out
+
+    back = load_result(with_table(good, tmp_path / "old.plan", "kpis", old_layout))
+    pd.testing.assert_frame_equal(back.tables["kpis"], now, check_dtype=False)

@@ -961,6 +961,43 @@ OLD_CDU_COLUMNS = {"cdus_by_model": "milp_cdus_by_model", "cdus": "milp_cdus",
                    "cdu_capex_usd": "milp_cdu_capex_usd"}
 
 
+def _upgraded_opex(tables: dict[str, pd.DataFrame]) -> None:
+    """An older plan's ``kpis``: opex without staff and software, those apart.
+
+    An older dcplan counted operations staff and software in ``opex_usd``; this one
+    counts energy, demand charges, carbon and maintenance there
+    (:data:`~dcplan.planner.cashflow.OPEX_CATEGORIES`) and staff and software in
+    ``staff_software_usd``. Both are recomputed from the saved ``costs`` table, in place.
+    A plan that has ``staff_software_usd``, or lacks ``kpis`` or ``costs``, is left as is.
+
+    Parameters
+    ----------
+    tables : dict
+        The plan's tables as read and checked [their own units].
+    """
+    from dcplan.planner.cashflow import OPEX_CATEGORIES, STAFF_SOFTWARE_CATEGORIES
+
+    kpis, costs = tables.get("kpis"), tables.get("costs")
+    if kpis is None or costs is None or not {"kpi", "value"} <= set(kpis) \
+            or "staff_software_usd" in set(kpis.kpi) or "opex_usd" not in set(kpis.kpi) \
+            or not {"category", "cost_usd"} <= set(costs):
+        return
+    opex = float(costs.loc[costs.category.isin(OPEX_CATEGORIES), "cost_usd"].sum())
+    staff = float(costs.loc[costs.category.isin(STAFF_SOFTWARE_CATEGORIES), "cost_usd"].sum())
+    out = kpis.copy()
+    at = out.index[out.kpi == "opex_usd"][0]
+    out.loc[at, "value"] = opex
+    if "unit" in out:
+        out.loc[at, "unit"] = "USD (undiscounted: energy, demand charges, carbon, maintenance)"
+    row = {"kpi": "staff_software_usd", "value": staff}
+    if "unit" in out:
+        row["unit"] = "USD (undiscounted: operations staff and software)"
+    pos = list(out.index).index(at) + 1
+    out = pd.concat([out.iloc[:pos], pd.DataFrame([row]), out.iloc[pos:]], ignore_index=True)
+    out.attrs = kpis.attrs
+    tables["kpis"] = out
+
+
 def _upgraded_cooling(df: pd.DataFrame) -> pd.DataFrame:
     """An older plan's cooling table in this dcplan's columns.
 
@@ -1237,6 +1274,8 @@ def load_result(path: Path | str) -> PlanResult:
                 continue
             tables[name] = _upgraded(name, tables[name])
             problems += _check_table(shown, name, tables[name], entry.file)
+        if not problems:
+            _upgraded_opex(tables)
         if not problems:
             problems = _check_plan(shown, m, tables)
         if problems:
