@@ -73,8 +73,9 @@ def within_gap(base: float | None, other: float | None, gap_base: float | None,
 
 
 #: KPIs shown side by side (in this order; others follow).
-KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
-             "peak_facility_mw", "pue_annual", "tokens_per_kwh", "goodput_per_watt",
+KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "staff_software_usd",
+             "usd_per_million_tokens", "usd_per_million_tokens_annualised",
+             "terminal_value_frac", "peak_facility_mw", "pue_annual", "tokens_per_kwh", "goodput_per_watt",
              "carbon_t", "racks_bought", "utilisation_frac", "energy_mwh", "tokens_served",
              "peak_it_mw", "unserved_tokens_per_s_peak_max")
 
