@@ -70,7 +70,7 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
     cost = cost_values(d, sol, power)
     costs = costs_table(d, cost)
     allocation = allocation_table(d, sol)
-    kpis = kpi_table(d, fleet, power, demand, costs)
+    kpis = kpi_table(d, fleet, power, demand, costs, allocation)
     kpis = pd.concat([kpis, reserve_kpis(d, fleet, costs)], ignore_index=True).assign()
     kpis.attrs["units"] = {"value": "see unit column"}
     return {"fleet": fleet, "allocation": allocation, "demand": demand,
