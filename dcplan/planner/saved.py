@@ -999,7 +999,11 @@ def _upgraded_power(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         fac = key.facility_kw_peak.reindex(idx).to_numpy(dtype=float)
         it = key.it_total_kw_peak.reindex(idx).to_numpy(dtype=float)
         pue = np.divide(fac, it, out=np.full(len(it), np.nan), where=it > 0)
-        out["cooling"] = with_units(cooling.assign(pue_peak=pue), cooling,
+        cooling = cooling.copy()
+        at = (list(cooling.columns).index("pue_annual") + 1 if "pue_annual" in cooling
+              else len(cooling.columns))
+        cooling.insert(at, "pue_peak", pue)
+        out["cooling"] = with_units(cooling, tables["cooling"],
                                     {"pue_peak": PUE_UNITS["pue_peak"]})
     hours = tables.get("hours")
     if hours is not None and "it_total_kw" not in hours and {"period", "site", "it_kw"} \
