@@ -167,12 +167,28 @@ def test_power_basis_is_stated_in_every_output(written, tmp_path):
     assert res.exit_code == 0 and f"Power basis: {basis}" in " ".join(res.stdout.split())
 
 
-def test_nameplate_basis_sizes_peaks_at_full_load(minimal_plan):
-    # the same plan re-read with peak_power: nameplate on its inputs: the words change,
-    # and a nameplate plan's peak IT is every installed rack at it_power_max_kw
-    from dataclasses import replace
+@pytest.mark.slow
+def test_nameplate_plan_states_its_basis_and_sizes_peaks_at_full_load(tmp_path):
+    # the minimal example (linear fabric) with peak_power: nameplate: the words say so,
+    # and each site's peak IT is every installed rack at it_power_max_kw plus the network
+    from conftest import LINEAR, REPO
 
-    result, _ = minimal_plan
-    other = replace(result, inputs=replace(result.inputs, nameplate_peak=True))
-    assert other.peak_power == "nameplate"
-    assert other.power_basis.startswith("nameplate (")
+    from dcplan.case import load_case
+    from dcplan.planner import solve_case
+
+    case = load_case(REPO / "examples" / "minimal.yaml").with_changes(
+        {**LINEAR, "peak_power": "nameplate"})
+    result = solve_case(case, size=False)
+    assert result.status.has_solution
+    assert result.peak_power == "nameplate"
+    assert result.power_basis.startswith("nameplate (") and "margin" not in result.power_basis
+    result.write_csvs(tmp_path)
+    check_written_power(tmp_path)
+    fleet, power = result.tables["fleet"], result.tables["power"].set_index(["period", "site"])
+    d = result.inputs
+    full = fleet.assign(kw=[d.racks[r].it_power_max_kw * n for r, n in
+                            zip(fleet.rack, fleet.installed_racks, strict=True)])
+    for key, kw in full.groupby(["period", "site"]).kw.sum().items():
+        assert power.it_kw_peak[key] == pytest.approx(kw, rel=1e-9, abs=1e-6), key
+        assert power.it_total_kw_peak[key] == pytest.approx(kw + power.network_kw[key],
+                                                            rel=1e-9, abs=1e-6), key
