@@ -261,6 +261,22 @@ def test_plan_power_stays_within_its_grid_and_building(name):
     assert over_built.empty, over_built.to_string()
 
 
+@pytest.mark.parametrize("name", ("minimal", "requests", *gen.EXAMPLES))
+@pytest.mark.slow
+def test_written_tables_explain_the_facility_peak(name, tmp_path):
+    """Every shipped example but the stochastic one (tests/test_stochastic.py): from
+    the CSV files the plan writes, peak facility = peak IT (racks + network) x PUE at
+    the peak hour per site and period and for the headline, within 0.5 %
+    (tests/test_peak_power.py, :func:`check_written_power`)."""
+    from test_peak_power import check_written_power
+
+    result, _ = solved(name)
+    result.write_csvs(tmp_path)
+    check_written_power(tmp_path)
+    assert result.power_basis.startswith(
+        "nameplate" if result.inputs.nameplate_peak else "operating point")
+
+
 @pytest.mark.parametrize("name", gen.EXAMPLES)
 @pytest.mark.slow
 def test_a_linear_networks_horizon_total_is_within_8_percent_of_the_exact_sizing(name):

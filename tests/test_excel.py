@@ -195,7 +195,8 @@ def test_every_sheet_reads_back_with_pandas(book, solved):
                        str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
                        for v in back[col]]
                 assert got == want, (spec.sheet, col)
-    want = assumptions_table(src, result.inputs, equipment_ids(result.tables))
+    want = assumptions_table(src, result.inputs, equipment_ids(result.tables),
+                             result.power_basis)
     back = pd.read_excel(book, sheet_name="Assumptions", header=HEADER_ROW - 1, engine="openpyxl",
                          keep_default_na=False, na_values=[])
     assert len(back) == len(want)

@@ -588,3 +588,38 @@ def test_kpis_saved_when_opex_held_staff_and_software_are_upgraded(good, tmp_pat
 
     back = load_result(with_table(good, tmp_path / "old.plan", "kpis", old_layout))
     pd.testing.assert_frame_equal(back.tables["kpis"], now, check_dtype=False)
+
+
+def test_power_figures_saved_before_it_counted_the_network_are_upgraded(good, tmp_path):
+    """A plan saved before IT power counted the network (no ``it_total_kw_*`` columns, no
+    ``pue_peak``, a ``peak_it_mw`` of the racks alone) loads with the figures a plan
+    saved now has, recomputed from its own tables; the high-percentile margin it never
+    had is blank, and its power basis still comes from its inputs."""
+    now = {n: table(good, n) for n in ("power", "cooling", "hours", "kpis")}
+    old = tmp_path / "a.plan"
+    with_table(good, old, "power", lambda df: df.drop(columns=["it_total_kw_peak",
+                                                               "it_total_kw_avg"]))
+    older = with_table(old, tmp_path / "b.plan", "cooling",
+                       lambda df: df.drop(columns=["pue_peak"]))
+    oldest = with_table(older, tmp_path / "c.plan", "hours",
+                        lambda df: df.drop(columns=["it_total_kw"]))
+
+    def old_kpis(df):
+        out = df[~df.kpi.isin(["pue_peak", "power_p99_margin_frac"])].reset_index(drop=True)
+        out.loc[out.kpi == "peak_it_mw", "value"] = 1.0  # the racks alone, once
+        return out
+
+    plan = with_table(oldest, tmp_path / "d.plan", "kpis", old_kpis)
+    back = load_result(plan)
+    for name in ("power", "cooling", "hours"):
+        got = back.tables[name]
+        assert list(got.columns) == list(now[name].columns)
+        pd.testing.assert_frame_equal(got, now[name], check_exact=False, rtol=1e-9)
+    k = back.tables["kpis"]
+    assert list(k.kpi) == list(now["kpis"].kpi)
+    for name in ("peak_it_mw", "pue_peak"):
+        assert back.kpi(name) == pytest.approx(
+            float(now["kpis"].set_index("kpi").value[name]), rel=1e-9)
+    assert back.kpi("power_p99_margin_frac") is None
+    assert back.power_basis.startswith("operating point")
+    assert "not known" in back.power_basis

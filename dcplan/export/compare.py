@@ -75,7 +75,8 @@ def within_gap(base: float | None, other: float | None, gap_base: float | None,
 #: KPIs shown side by side (in this order; others follow).
 KPI_ORDER = ("npv_cost_usd", "capex_usd", "opex_usd", "staff_software_usd",
              "usd_per_million_tokens", "usd_per_million_tokens_annualised",
-             "terminal_value_frac", "peak_facility_mw", "pue_annual", "tokens_per_kwh", "goodput_per_watt",
+             "terminal_value_frac", "peak_facility_mw", "pue_annual", "pue_peak",
+             "tokens_per_kwh", "goodput_per_watt",
              "carbon_t", "racks_bought", "utilisation_frac", "energy_mwh", "tokens_served",
              "peak_it_mw", "unserved_tokens_per_s_peak_max")
 
@@ -391,7 +392,7 @@ def _fmt(v: Any, kpi: str = "") -> str:
         return f"{v:,.4f}"
     if _percent(kpi):
         return f"{v:.1%}"
-    if kpi in ("pue_annual",):
+    if kpi in ("pue_annual", "pue_peak"):
         return f"{v:.3f}"
     if abs(v) >= 1e12:
         return f"{v:.4g}"

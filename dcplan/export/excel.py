@@ -53,6 +53,7 @@ from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import binding_rows, no_grid_sites
 from dcplan.planner.cashflow import api_return_text, terminal_note
+from dcplan.planner.plan_result import POWER_BASIS_LABEL
 from dcplan.planner.sizing import OWN
 from dcplan.tableio import FORMULA_START, NOT_FORMULAS, is_year_column, tidy_table
 
@@ -701,7 +702,8 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
             ("Relative MIP gap [%]", result.gap, "0.00%"),
             ("Solver", result.solver, None),
             ("Objective (present value) [USD]", result.objective_usd, "#,##0"),
-            ("What this means", _status_sentence(result), None)]
+            ("What this means", _status_sentence(result), None),
+            (POWER_BASIS_LABEL, result.power_basis, None)]
     if result.message:
         rows.append(("Solver / planner message", result.message, None))
     for label, value, fmt in rows:
@@ -1001,7 +1003,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                                 {k: sheets[v] for k, v in CHART_SHEETS.items()})
     checks = write_summary(summary, result, placed, sources)
     assum, srcs = assumptions_sheet_table(assumptions_table(
-        sources, result.inputs, equipment_ids(result.tables)))
+        sources, result.inputs, equipment_ids(result.tables), result.power_basis))
     ws = sheets["Assumptions"]
     placed["assumptions"] = write_table(
         ws, assum, title=f"Assumptions: every input figure used by {result.name}",

@@ -44,14 +44,16 @@ from dcplan.export.views import (
 )
 from dcplan.planner.analysis import binding_rows
 from dcplan.planner.cashflow import api_return_text, terminal_note
+from dcplan.planner.plan_result import POWER_BASIS_LABEL
 from dcplan.planner.sizing import IN_RACK, OWN
 from dcplan.planner.solver import format_gap
+from dcplan.planner.tables import IT_MEANS
 from dcplan.tableio import tidy_table
 
 #: Key figures shown as cards at the top of a plan report (in this order).
 CARD_KPIS = ("npv_cost_usd", "capex_usd", "opex_usd", "usd_per_million_tokens",
              "usd_per_million_tokens_annualised", "peak_facility_mw", "racks_bought",
-             "pue_annual", "utilisation_frac", "carbon_t")
+             "pue_annual", "pue_peak", "utilisation_frac", "carbon_t")
 
 #: Appendix: result tables of a plan, in order, with their titles.
 APPENDIX = (("kpis", "Key figures"), ("fleet", "Fleet by period, site and rack type"),
@@ -362,7 +364,11 @@ def headline(result: Any) -> list[str]:
                      f"</b> in {esc(peak_p)} at {len(hosting)} site"
                      f"{'s' if len(hosting) != 1 else ''} "
                      f"({esc(', '.join(hosting))}), against {grid_hosting / 1000:,.1f} MW of "
-                     f"grid there; PUE {kpi_text('pue_annual', kpis.get('pue_annual'))}.")
+                     f"grid there: IT power ({IT_MEANS}) "
+                     f"{kpi_text('peak_it_mw', kpis.get('peak_it_mw'))} MW x PUE at the peak "
+                     f"hour {kpi_text('pue_peak', kpis.get('pue_peak'))}; PUE, annual "
+                     f"(energy-weighted) {kpi_text('pue_annual', kpis.get('pue_annual'))}.")
+    items.append(f"<b>{POWER_BASIS_LABEL}</b>: {esc(result.power_basis)}.")
     b = binding_rows(t.get("binding"))
     if b is not None and len(b):
         parts = []
@@ -579,7 +585,8 @@ def build_html(result: Any, sources: Any = None) -> str:
     if sources is not None:
         from dcplan.export.sources import assumptions_table, equipment_ids
 
-        assum = assumptions_table(sources, result.inputs, equipment_ids(result.tables))
+        assum = assumptions_table(sources, result.inputs, equipment_ids(result.tables),
+                                  result.power_basis)
         assum.attrs["units"] = {}
         body.append('<details class="appendix"><summary>Assumptions: every input figure with '
                     f"unit, source and date ({len(assum)} rows)</summary>"

@@ -21,19 +21,25 @@ LABELS: dict[str, str] = {
     "pool": "Pool", "installed_racks": "Racks in service", "new_racks": "New racks",
     "retired_racks": "Retired racks", "allocated_racks": "Racks allocated at peak",
     "rack_positions": "Rack positions used", "utilisation_frac": "Utilisation",
-    "racks": "Racks", "tokens_per_s": "Goodput allocated", "it_kw": "IT power",
+    "racks": "Racks", "tokens_per_s": "Goodput allocated", "it_kw": "Rack IT power",
     "demand_tokens_per_s_avg": "Demand, average", "demand_tokens_per_s_peak": "Demand at peak",
     "served_tokens_per_s_peak": "Served at peak",
-    "unserved_tokens_per_s_peak": "Unserved at peak", "it_kw_peak": "IT power at peak",
+    "unserved_tokens_per_s_peak": "Unserved at peak",
+    "it_kw_peak": "Rack IT power at peak (without network)",
     "cooling_kw_peak": "Cooling power at peak", "network_kw": "Network power",
     "losses_kw_peak": "Electrical losses at peak", "facility_kw_peak": "Facility power at peak",
     "grid_kw": "Grid limit", "headroom_kw": "Headroom to grid limit",
-    "built_kw": "Facility capacity built", "it_kw_avg": "IT power, average",
+    "built_kw": "Facility capacity built",
+    "it_kw_avg": "Rack IT power, average (without network)",
+    "it_total_kw_peak": "IT power at peak (racks + network)",
+    "it_total_kw_avg": "IT power, average (racks + network)",
+    "it_total_kw": "IT power (racks + network)",
     "facility_kw_avg": "Facility power, average", "energy_kwh": "Energy", "carbon_t": "Carbon",
     "liquid_heat_kw": "Heat to liquid", "air_heat_kw": "Heat to air",
     "liquid_heat_kw_full_load": "Heat to liquid at full load", "cdu_ids": "CDU models",
     "cdus": "CDUs incl. redundancy", "cdu_positions": "CDU rack positions",
-    "pue_annual": "PUE, annual", "network_capex_usd": "Network capex of the fleet in service",
+    "pue_annual": "PUE, annual (energy-weighted)", "pue_peak": "PUE at the peak hour",
+    "network_capex_usd": "Network capex of the fleet in service",
     "category": "Cost category", "kind": "Kind", "cost_usd": "Cost, undiscounted",
     "discount_factor": "Discount factor", "cost_usd_discounted": "Cost, discounted",
     "short_tokens_per_s_peak": "Shortfall at peak", "short_frac": "Shortfall share",
@@ -161,9 +167,19 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
                          "of facility power in the last period."),
     "peak_facility_mw": ("Peak facility power", "MW", "Largest total facility power of all "
                          "sites in one period."),
-    "peak_it_mw": ("Peak IT power", "MW", "Largest total IT power in one period."),
+    "peak_it_mw": ("Peak IT power", "MW", "IT power (racks + network) of all sites in the "
+                   "period of the peak facility power, each site at its peak hour: peak "
+                   "facility power = peak IT power x PUE at the peak hour."),
     "energy_mwh": ("Energy", "MWh", "Facility energy over the horizon."),
-    "pue_annual": ("PUE", "ratio", "Facility energy / IT energy (network counted as IT)."),
+    "pue_annual": ("PUE, annual (energy-weighted)", "ratio", "Facility energy / IT energy "
+                   "over the horizon (IT = racks + network)."),
+    "pue_peak": ("PUE at the peak hour", "ratio", "Peak facility power / peak IT power "
+                 "(racks + network) in the hours that size the grid and the building."),
+    "power_p99_margin_frac": ("High-percentile power margin", "share",
+                              "How much higher the racks' high-percentile (p99) IT power is "
+                              "than the serving power the plan sizes at the operating point "
+                              "(racks allocated in the period of the facility peak; blank: "
+                              "the performance model reported none)."),
     "utilisation_frac": ("Utilisation", "share", "Racks allocated at peak / racks in "
                          "service."),
     "carbon_t": ("Carbon", "tCO2", "Grid emissions of the energy used."),
@@ -182,6 +198,7 @@ KPI_LABELS: dict[str, tuple[str, str, str]] = {
 #: Excel number format of each KPI value.
 KPI_FORMATS: dict[str, str] = {
     "usd_per_million_tokens": "0.0000", "utilisation_frac": "0.0%", "pue_annual": "0.000",
+    "pue_peak": "0.000", "power_p99_margin_frac": "0.0%",
     "peak_facility_mw": "#,##0.0", "peak_it_mw": "#,##0.0", "goodput_per_watt": "#,##0.0",
     "energy_mwh": "#,##0", "carbon_t": "#,##0", "tokens_served": "0.000E+00",
     "reserve_frac": "0.0%", "reserve_cost_frac": "0.0%",

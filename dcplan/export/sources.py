@@ -230,6 +230,9 @@ def _derived_rows(inputs: Any) -> list[dict[str, Any]]:
             p.goodput_tokens_per_s, "tokens/s", perf_src)
         row("rack x workload", f"{r} / {w}", "rack_power_kw_at_operating_point", p.power_kw,
             "kW", perf_src)
+        if p.power_p99_kw > 0:
+            row("rack x workload", f"{r} / {w}", "rack_power_kw_p99", p.power_p99_kw, "kW",
+                perf_src + ", high percentile: exceeded 1% of the time")
     fac_src = "dcplan facility model at the planning scale (docs/facility.md)"
     for (r, s), rs in sorted(inputs.rack_site.items()):
         ident = f"{r} @ {s}"
@@ -280,8 +283,8 @@ def equipment_ids(tables: dict[str, pd.DataFrame]) -> set[str] | None:
             for part in ident.split("+") if part.strip()}
 
 
-def assumptions_table(src: Any, inputs: Any = None, equipment: set[str] | None = None
-                      ) -> pd.DataFrame:
+def assumptions_table(src: Any, inputs: Any = None, equipment: set[str] | None = None,
+                      power_basis: str | None = None) -> pd.DataFrame:
     """Every input figure behind a plan, one per row.
 
     Parameters
@@ -295,6 +298,9 @@ def assumptions_table(src: Any, inputs: Any = None, equipment: set[str] | None =
         Catalog ids the plan's exact sizing chose (:func:`equipment_ids`): of the
         switches, optics, heat-rejection, UPS and generator entries only these are
         listed (default: all of them).
+    power_basis : str, optional
+        The plan's power basis in words (:attr:`~dcplan.planner.PlanResult.power_basis`):
+        the first row when given.
 
     Returns
     -------
@@ -304,6 +310,12 @@ def assumptions_table(src: Any, inputs: Any = None, equipment: set[str] | None =
         was estimated), override (set when the scenario changed the figure).
     """
     rows: list[dict[str, Any]] = []
+    if power_basis is not None:
+        name = src.scenario.name if src is not None else ""
+        rows.append(dict(section="plan", kind="power basis", id=name, name=name,
+                         field="power_basis", value=power_basis, unit="-",
+                         source="scenario peak_power; dcplan performance model (docs/perf.md)",
+                         as_of="", estimate="", override=""))
     if src is not None:
         rows += _scenario_rows(src)
         for kind, ident in _used_entries(src, inputs, equipment):

@@ -19,7 +19,8 @@ from dcplan.export.text import WIDTH, fit_lines, format_table
 from dcplan.export.views import operations_counted
 from dcplan.planner.analysis import binding_rows, no_grid_sites, not_buildable_sites
 from dcplan.planner.cashflow import ANNUALISED_TEXT, api_return_text, terminal_note
-from dcplan.planner.tables import LEVELISED_TEXT
+from dcplan.planner.plan_result import POWER_BASIS_LABEL
+from dcplan.planner.tables import IT_MEANS, LEVELISED_TEXT
 
 
 def _no_nan(rec: dict) -> dict:
@@ -320,9 +321,13 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
     if note:
         out += _wrap(f"Note: {note}", width)
     out.append(f"Tokens per kWh:         {k('tokens_per_kwh', '{:,.0f}')} (input + output)")
-    out.append(f"Peak facility:          {k('peak_facility_mw', '{:.1f}')} MW   "
-               f"PUE {k('pue_annual', '{:.3f}')}   utilisation {k('utilisation_frac', '{:.0%}')}"
+    out.append(f"Peak facility:          {k('peak_facility_mw', '{:.1f}')} MW = peak IT "
+               f"{k('peak_it_mw', '{:.1f}')} MW ({IT_MEANS}) x PUE at the peak hour "
+               f"{k('pue_peak', '{:.3f}')}")
+    out.append(f"PUE, annual:            {k('pue_annual', '{:.3f}')} (energy-weighted)   "
+               f"utilisation {k('utilisation_frac', '{:.0%}')}"
                f"   carbon {k('carbon_t', '{:,.0f}')} tCO2")
+    out.append(f"{POWER_BASIS_LABEL + ':':<24}{result.power_basis}")
     out += _fleet_section(result, width)
     out += _power_section(result, width)
     out += _by_year_section(result, width)

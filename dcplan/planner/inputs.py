@@ -363,7 +363,8 @@ class PerfData:
     goodput_tokens_per_s : float
         Input + output tokens/s per rack (aggregated mode) [tokens/s].
     power_kw : float
-        Rack IT power at that point [kW].
+        Rack IT power at that point [kW] (basis: operating point, what the plan sizes
+        with ``peak_power: operating_point``).
     prefill_tokens_per_s, decode_tokens_per_s : float
         Per rack used as prefill / decode pool (disaggregated) [tokens/s].
     output_tokens_per_s : float
@@ -372,6 +373,10 @@ class PerfData:
         Per period, the rates ("all", "prefill", "decode") at the period's software
         level over the ones above, which are at the latest fitted run's level (empty:
         1). Rack power stays at that level's.
+    power_p99_kw : float
+        Rack IT power exceeded 1 % of the time at that point [kW] (the performance
+        model's high percentile, :attr:`dcplan.perf.goodput.RackPerf.power_p99_kw`);
+        0: not reported (inputs saved before the planner kept it).
     """
 
     goodput_tokens_per_s: float
@@ -380,6 +385,7 @@ class PerfData:
     decode_tokens_per_s: float = 0.0
     output_tokens_per_s: float = 0.0
     level: tuple[tuple[float, float, float], ...] = ()
+    power_p99_kw: float = 0.0
 
     def rate(self, pool: str, p: int | None = None) -> float:
         """Tokens/s per rack in ``pool`` ("all", "prefill" or "decode") [tokens/s].
@@ -1484,6 +1490,7 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
                 prefill_tokens_per_s=rp.prefill_tokens_per_s,
                 decode_tokens_per_s=rp.decode_tokens_per_s,
                 output_tokens_per_s=rp.output_tokens_per_s,
+                power_p99_kw=rp.power_p99_kw,
                 level=_levels(catalog, r, wl.model, w, rp, levels, latest,
                               case.perf_defaults))
     notes.append(_software_note(catalog, rack_ids, periods, levels, last_fitted,

@@ -103,6 +103,27 @@ class PlanResult:
         """
         return status_text(self.status, self.gap, self.solver, self.unserved)
 
+    @property
+    def peak_power(self) -> str | None:
+        """The power basis the plan sized its peaks on: ``operating_point`` or ``nameplate``.
+
+        From the planner's inputs (``nameplate_peak``), else the scenario's
+        ``peak_power``; None when the plan has neither (a saved plan without inputs).
+        """
+        if self.inputs is not None:
+            return "nameplate" if self.inputs.nameplate_peak else "operating_point"
+        scn = getattr(self.case, "scenario", None)
+        return getattr(scn, "peak_power", None)
+
+    @property
+    def power_basis(self) -> str:
+        """The plan's power basis in words (:func:`power_basis_text`)."""
+        try:
+            margin = self.kpi("power_p99_margin_frac")
+        except KeyError:
+            margin = None
+        return power_basis_text(self.peak_power, margin)
+
     def kpi(self, name: str) -> float | None:
         """Value of one KPI (see the ``kpis`` table).
 
@@ -170,9 +191,11 @@ class PlanResult:
         kpis = {r["kpi"]: r["value"] for r in records("kpis")}
         fleet = [r for r in records("fleet")]
         power = [{k: r[k] for k in ("period", "site", "facility_kw_peak", "grid_kw", "it_kw_peak",
-                                    "built_kw")} for r in records("power")]
+                                    "network_kw", "it_total_kw_peak", "built_kw") if k in r}
+                 for r in records("power")]
         return {
             "scenario": self.name, "status": self.status.value,
+            "peak_power": self.peak_power, "power_basis": self.power_basis,
             "status_text": self.status_text, "optimal": self.status is SolveStatus.OPTIMAL,
             "proven_optimal": self.proven_optimal, "unserved": self.unserved,
             "no_grid_yet": no_grid_sites(self.tables.get("power")),
@@ -187,6 +210,43 @@ class PlanResult:
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),
             "timings_s": self.timings_s, "model_size": self.model_size, "notes": self.notes,
         }
+
+
+#: Heading of the power basis wherever a plan states it.
+POWER_BASIS_LABEL = "Power basis"
+
+
+def power_basis_text(peak_power: str | None, margin: float | None) -> str:
+    """What rack IT power the plan's peaks (grid, building, PUE at the peak) are sized at.
+
+    Parameters
+    ----------
+    peak_power : str or None
+        ``operating_point``, ``nameplate`` or None (not known).
+    margin : float or None
+        The high-percentile rack power over the serving power of the racks allocated at
+        the facility peak, minus 1 (KPI ``power_p99_margin_frac``) [-]; None: the
+        performance model reported none.
+
+    Returns
+    -------
+    str
+        One sentence, e.g. "operating point (serving power from the performance model;
+        margin 3.5%: its high-percentile (p99) power ... is that much higher; ...)".
+    """
+    if peak_power == "nameplate":
+        return ("nameplate (the catalog's full-load rack IT power, it_power_max_kw, for "
+                "every rack installed; scenario peak_power: nameplate)")
+    if peak_power == "operating_point":
+        head = "operating point (serving power from the performance model"
+        if margin is None or margin != margin:
+            return (head + "; the performance model reported no high-percentile power for "
+                    "these racks, so the margin to it is not known; scenario peak_power: "
+                    "operating_point)")
+        return (head + f"; margin {margin:.1%}: its high-percentile (p99) power, which the "
+                "racks exceed 1% of the time, is that much higher; scenario peak_power: "
+                "operating_point)")
+    return "not recorded (a saved plan without its inputs)"
 
 
 def result_info(result: PlanResult) -> SolveInfo:

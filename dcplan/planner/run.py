@@ -74,7 +74,7 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
     cost = cost_values(d, sol, power, purchases)
     costs = costs_table(d, cost)
     allocation = allocation_table(d, sol)
-    kpis = kpi_table(d, fleet, power, demand, costs)
+    kpis = kpi_table(d, fleet, power, demand, costs, allocation)
     cashflow = cashflow_table(d, purchases, cost, workload_tokens(d, demand)[0])
     npv = kpis.loc[kpis.kpi == "npv_cost_usd", "value"].iloc[0]
     kpis = pd.concat([kpis, cashflow_kpis(d, cashflow, costs, npv),

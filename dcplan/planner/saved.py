@@ -153,13 +153,14 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "period", "site", "peak_hour", "it_kw_peak", "cooling_kw_peak", "network_kw",
         "losses_kw_peak", "facility_kw_peak", "recharge_kw", "power_redundancy",
         "network_positions", "grid_kw", "connectable_kw", "headroom_kw", "built_kw", "it_kw_avg",
-        "facility_kw_avg", "energy_kwh", "carbon_t"
+        "facility_kw_avg", "energy_kwh", "carbon_t", "it_total_kw_peak", "it_total_kw_avg"
     ),
     "cooling": (
         "period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load", "cdu_ids",
         "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd", "cdu_capex_diff_usd",
         "milp_cdus_by_model", "milp_cdus", "milp_cdu_positions", "milp_cdu_capex_usd",
-        "cooling_kw_peak", "pue_annual", "water_m3", "water_limit_m3", "wue_l_per_kwh"
+        "cooling_kw_peak", "pue_annual", "pue_peak", "water_m3", "water_limit_m3",
+        "wue_l_per_kwh"
     ),
     "network": (
         "period", "site", "rack", "fabric", "racks", "switch_id", "leaf_switches", "spine_switches",
@@ -208,7 +209,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "period", "site", "connectable_kw", "committed_kw", "requested_kw", "requested_assessed_kw",
         "energised_kw", "connected_kw", "used_kw", "lead_time_months", "assessment_months"
     ),
-    "hours": ("period", "site", "hour", "it_kw", "facility_kw"),
+    "hours": ("period", "site", "hour", "it_kw", "facility_kw", "it_total_kw"),
     "schedules": (
         "period", "workload", "schedule", "flexible", "peak_to_average", "peak_hour", "share_frac"
     ),
@@ -1031,6 +1032,96 @@ def _upgraded_cooling(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _upgraded_power(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The power figures of a plan saved before IT power counted the network.
+
+    Such a plan's ``power`` table lacks ``it_total_kw_peak`` and ``it_total_kw_avg``
+    (racks + network: ``it_kw_peak + network_kw``, ``it_kw_avg + network_kw``), its
+    ``hours`` table ``it_total_kw`` (the period's ``network_kw`` added to ``it_kw``),
+    its ``cooling`` table ``pue_peak`` and its KPIs ``pue_peak`` and
+    ``power_p99_margin_frac``, and its ``peak_it_mw`` left the network out: they are
+    recomputed from its own tables as :func:`dcplan.planner.tables.power_table`,
+    :func:`~dcplan.planner.tables.cooling_table` and
+    :func:`~dcplan.planner.tables.kpi_table` compute them (the margin is not known:
+    NaN). A plan saved now, or a damaged one lacking other columns, is returned as it
+    is (the checks report what is missing).
+
+    Parameters
+    ----------
+    tables : dict
+        Name -> table as read [their own units].
+
+    Returns
+    -------
+    dict
+        The same tables, upgraded where they are of an older plan [their own units].
+    """
+    from dcplan.planner.tables import (
+        HOURS_UNITS,
+        PEAK_IT_UNIT,
+        POWER_UNITS,
+        PUE_UNITS,
+        peak_period,
+    )
+
+    power = tables.get("power")
+    need = ("period", "site", "it_kw_peak", "it_kw_avg", "network_kw", "facility_kw_peak")
+    if (power is None or "it_total_kw_peak" in power or not all(c in power for c in need)
+            or not all(_is_number(power[c]) for c in need[2:])):
+        return tables
+    out = dict(tables)
+
+    def with_units(df: pd.DataFrame, old: pd.DataFrame, units: dict) -> pd.DataFrame:
+        df.attrs = {**old.attrs, "units": {**old.attrs.get("units", {}), **units}}
+        return df
+
+    power = with_units(power.assign(it_total_kw_peak=power.it_kw_peak + power.network_kw,
+                                    it_total_kw_avg=power.it_kw_avg + power.network_kw),
+                       power, {c: POWER_UNITS[c] for c in ("it_total_kw_peak",
+                                                           "it_total_kw_avg")})
+    out["power"] = power
+    key = power.assign(period=power.period.astype(str)).set_index(["period", "site"])
+    cooling = tables.get("cooling")
+    if cooling is not None and "pue_peak" not in cooling and {"period", "site"} <= set(cooling):
+        idx = pd.MultiIndex.from_arrays([cooling.period.astype(str), cooling.site])
+        fac = key.facility_kw_peak.reindex(idx).to_numpy(dtype=float)
+        it = key.it_total_kw_peak.reindex(idx).to_numpy(dtype=float)
+        pue = np.divide(fac, it, out=np.full(len(it), np.nan), where=it > 0)
+        cooling = cooling.copy()
+        at = (list(cooling.columns).index("pue_annual") + 1 if "pue_annual" in cooling
+              else len(cooling.columns))
+        cooling.insert(at, "pue_peak", pue)
+        out["cooling"] = with_units(cooling, tables["cooling"],
+                                    {"pue_peak": PUE_UNITS["pue_peak"]})
+    hours = tables.get("hours")
+    if hours is not None and "it_total_kw" not in hours and {"period", "site", "it_kw"} \
+            <= set(hours) and _is_number(hours.it_kw):
+        idx = pd.MultiIndex.from_arrays([hours.period.astype(str), hours.site])
+        net = key.network_kw.reindex(idx).fillna(0.0).to_numpy(dtype=float)
+        out["hours"] = with_units(hours.assign(it_total_kw=hours.it_kw.to_numpy(float) + net),
+                                  hours, {"it_total_kw": HOURS_UNITS["it_total_kw"]})
+    kpis = tables.get("kpis")
+    if kpis is not None and set(KPI_COLUMNS) <= set(kpis) and "pue_peak" not in set(kpis.kpi):
+        top = peak_period(power)
+        fac = power.groupby("period", sort=False).facility_kw_peak.sum()
+        it = power.groupby("period", sort=False).it_total_kw_peak.sum()
+        peak_it = it[top] / 1000.0 if top is not None else 0.0
+        kpis = kpis.copy()
+        kpis.loc[kpis.kpi == "peak_it_mw", ["value", "unit"]] = [
+            peak_it, PEAK_IT_UNIT]
+        new = pd.DataFrame([
+            ("pue_peak", fac[top] / 1000.0 / peak_it if peak_it > 0 else np.nan,
+             PUE_UNITS["pue_peak"]),
+            ("power_p99_margin_frac", np.nan, "- (not reported: a plan saved before "
+                                              "dcplan kept the high-percentile power)")],
+            columns=["kpi", "value", "unit"])
+        at = (kpis.index[kpis.kpi == "pue_annual"][0] + 1 if "pue_annual" in set(kpis.kpi)
+              else len(kpis))
+        merged = pd.concat([kpis.iloc[:at], new, kpis.iloc[at:]], ignore_index=True)
+        out["kpis"] = with_units(merged, kpis, {})
+    return out
+
+
 def _check_table(shown: str, name: str, df: pd.DataFrame, member: str) -> list[Problem]:
     """Types and signs of one result table (see the module's constants)."""
     problems = []
@@ -1273,7 +1364,10 @@ def load_result(path: Path | str) -> PlanResult:
                 problems += exc.problems
                 continue
             tables[name] = _upgraded(name, tables[name])
-            problems += _check_table(shown, name, tables[name], entry.file)
+        tables = _upgraded_power(tables)
+        for name, entry in m.tables.items():
+            if name in tables:
+                problems += _check_table(shown, name, tables[name], entry.file)
         if not problems:
             _upgraded_opex(tables)
         if not problems:

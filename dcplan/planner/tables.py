@@ -439,6 +439,12 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     connection carries on top of the facility peak; ``headroom_kw = grid - facility
     peak - recharge``; ``network_positions`` the network racks of the site's fabrics.
 
+    IT power is the racks' IT power plus the network's (:data:`IT_MEANS`):
+    ``it_total_kw_peak = it_kw_peak + network_kw`` (``it_kw_peak`` is the racks'
+    part, ``network_kw`` the fabric's, both components of the facility power) and
+    ``it_total_kw_avg`` likewise. The PUEs of these figures (peak hour and annual) are
+    in the ``cooling`` table (:func:`cooling_table`).
+
     Parameters
     ----------
     d : PlanInputs
@@ -476,13 +482,27 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 grid_kw=grid, connectable_kw=sd.grid_kw[p],
                 headroom_kw=grid - pk["facility"] - recharge,
                 built_kw=built, it_kw_avg=av["it"], facility_kw_avg=av["facility"],
-                energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0))
-    units = {c: "kW" for c in ("it_kw_peak", "cooling_kw_peak", "network_kw", "losses_kw_peak",
-                               "facility_kw_peak", "recharge_kw", "grid_kw", "connectable_kw",
-                               "headroom_kw",
-                               "built_kw", "it_kw_avg", "facility_kw_avg")}
-    units.update(energy_kwh="kWh", carbon_t="tCO2", network_positions="positions")
-    return _frame(rows, units)
+                energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0,
+                it_total_kw_peak=pk["it"] + pk["net"], it_total_kw_avg=av["it"] + av["net"]))
+    return _frame(rows, POWER_UNITS)
+
+
+#: What "IT power" means in every table, KPI and PUE of a plan.
+IT_MEANS = "racks + network"
+#: Units of the ``power`` table's numeric columns (:func:`power_table`).
+POWER_UNITS = {
+    **{c: "kW" for c in ("it_kw_peak", "cooling_kw_peak", "network_kw", "losses_kw_peak",
+                         "facility_kw_peak", "recharge_kw", "grid_kw", "connectable_kw",
+                         "headroom_kw", "built_kw", "it_kw_avg", "facility_kw_avg")},
+    "energy_kwh": "kWh", "carbon_t": "tCO2", "network_positions": "positions",
+    "it_total_kw_peak": f"kW ({IT_MEANS}, at the peak hour)",
+    "it_total_kw_avg": f"kW ({IT_MEANS}, annual average)"}
+#: Unit of the ``peak_it_mw`` KPI.
+PEAK_IT_UNIT = f"MW ({IT_MEANS}, at the facility peak)"
+#: Units of the two PUEs (``cooling`` table and KPIs).
+PUE_UNITS = {"pue_annual": f"- (facility / IT energy, IT = {IT_MEANS})",
+             "pue_peak": f"- (facility / IT power in the hour of the facility peak, "
+                         f"IT = {IT_MEANS})"}
 
 
 def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
@@ -498,7 +518,8 @@ def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        period, site, hour; it_kw, facility_kw [kW] (design-day cooling).
+        period, site, hour; it_kw (racks), it_total_kw (racks + network),
+        facility_kw [kW] (design-day cooling).
     """
     from dcplan.planner.profiles import hour_label
 
@@ -511,9 +532,13 @@ def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 if pw["facility"] <= 0:
                     continue
                 rows.append(dict(period=per.label, site=s, hour=hour_label(h, d.day_names),
-                                 it_kw=pw["it"], facility_kw=pw["facility"]))
-    return _frame(rows, {"it_kw": "kW", "facility_kw": "kW"},
-                  ["period", "site", "hour", "it_kw", "facility_kw"])
+                                 it_kw=pw["it"], facility_kw=pw["facility"],
+                                 it_total_kw=pw["it"] + pw["net"]))
+    return _frame(rows, HOURS_UNITS, ["period", "site", "hour", *HOURS_UNITS])
+
+
+#: Units of the ``hours`` table's numeric columns (:func:`hours_table`).
+HOURS_UNITS = {"it_kw": "kW", "facility_kw": "kW", "it_total_kw": f"kW ({IT_MEANS})"}
 
 
 def schedules_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
@@ -624,7 +649,10 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
     liquid heat at full load divided by its full-load IT power, times its IT power at
     peak); air = the rest of the IT heat plus the network's heat (switches and optics
     are air-cooled). ``liquid_heat_kw_full_load`` is the liquid heat with every rack at
-    full load, which the CDUs are sized for.
+    full load, which the CDUs are sized for. ``pue_annual = facility_kw_avg /
+    it_total_kw_avg`` (energy-weighted) and ``pue_peak = facility_kw_peak /
+    it_total_kw_peak`` (the hour that sets the site's facility peak), IT power being
+    racks + network in both (:data:`IT_MEANS`); NaN where nothing runs.
 
     Parameters
     ----------
@@ -647,8 +675,8 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
         minus MILP]; what the MILP priced: milp_cdus_by_model ("model: count, ..."),
         milp_cdus [units, redundancy included; the CDUs in service: bought ones are
         kept], milp_cdu_positions [rack positions], milp_cdu_capex_usd [USD, installed
-        value]; cooling_kw_peak [kW], pue_annual [-], water_m3 [m3], water_limit_m3
-        [m3], wue_l_per_kwh [L/kWh].
+        value]; cooling_kw_peak [kW], pue_annual, pue_peak [-], water_m3 [m3],
+        water_limit_m3 [m3], wue_l_per_kwh [L/kWh].
     """
     rows = []
     cdus = defaultdict(float)
@@ -678,7 +706,7 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
                 liquid_full += rs.liquid_heat_kw_per_rack * n
             row = pw.loc[(per.label, s)]
             air = max(0.0, row.it_kw_peak - liquid) + row.network_kw
-            it_avg = row.it_kw_avg + row.network_kw
+            it_avg, it_peak = row.it_total_kw_avg, row.it_total_kw_peak
             rows.append(dict(period=per.label, site=s, liquid_heat_kw=liquid, air_heat_kw=air,
                              liquid_heat_kw_full_load=liquid_full,
                              cdu_ids="", cdus=None, cdus_by_model="", cdu_positions=None,
@@ -693,7 +721,9 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
                                              else None),
                              wue_l_per_kwh=(water_m3(d, sol, s, p) * 1000.0 / it_full
                                             if it_full > 0 else None),
-                             pue_annual=row.facility_kw_avg / it_avg if it_avg > 0 else None))
+                             pue_annual=row.facility_kw_avg / it_avg if it_avg > 0 else None,
+                             pue_peak=(row.facility_kw_peak / it_peak if it_peak > 0
+                                       else None)))
     return _frame(rows, {"liquid_heat_kw": "kW (peak)", "air_heat_kw": "kW (peak)",
                          "liquid_heat_kw_full_load": "kW (full load, CDU sizing)",
                          "cdus": "units", "cdu_positions": "positions",
@@ -701,13 +731,14 @@ def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataF
                          "cdu_capex_diff_usd": "USD (installed, cooling model - MILP)",
                          "milp_cdus": "units", "milp_cdu_positions": "positions",
                          "milp_cdu_capex_usd": "USD (installed)",
-                         "cooling_kw_peak": "kW", "pue_annual": "-",
+                         "cooling_kw_peak": "kW", **PUE_UNITS,
                          "water_m3": "m3 (period, full load)", "water_limit_m3": "m3 (period)",
                          "wue_l_per_kwh": "L per IT kWh (full load)"},
                   ["period", "site", "liquid_heat_kw", "air_heat_kw", "liquid_heat_kw_full_load",
                    "cdu_ids", "cdus", "cdus_by_model", "cdu_positions", "cdu_capex_usd",
                    "cdu_capex_diff_usd", "milp_cdus_by_model", "milp_cdus",
-                   "milp_cdu_positions", "milp_cdu_capex_usd", "cooling_kw_peak", "pue_annual", "water_m3", "water_limit_m3",
+                   "milp_cdu_positions", "milp_cdu_capex_usd", "cooling_kw_peak",
+                   "pue_annual", "pue_peak", "water_m3", "water_limit_m3",
                    "wue_l_per_kwh"])
 
 
@@ -1097,7 +1128,8 @@ LEVELISED_TEXT = ("levelised: discounted costs net of the terminal value of asse
 #: :func:`dcplan.planner.cashflow.cashflow_kpis`), for checking names before solving.
 KPI_NAMES = ("npv_cost_usd", "capex_usd", "opex_usd", "staff_software_usd",
              "usd_per_million_tokens", "tokens_served", "tokens_per_kwh", "goodput_per_watt",
-             "peak_facility_mw", "peak_it_mw", "energy_mwh", "pue_annual", "utilisation_frac",
+             "peak_facility_mw", "peak_it_mw", "energy_mwh", "pue_annual", "pue_peak",
+             "power_p99_margin_frac", "utilisation_frac",
              "reserve_frac", "carbon_t", "racks_bought", "unserved_tokens_per_s_peak_max",
              "terminal_value_usd", "terminal_value_frac", "usd_per_million_tokens_annualised",
              "api_avoided_usd", "payback_years", "irr_vs_api_frac",
@@ -1166,9 +1198,70 @@ def served_frac(row: Any) -> float:
     return 0.0 if frac < SERVED_TOLERANCE else frac
 
 
+def peak_period(power: pd.DataFrame) -> str | None:
+    """The period of the plan's facility peak: the largest sum of the sites' peaks.
+
+    Parameters
+    ----------
+    power : DataFrame
+        The plan's :func:`power_table` [kW].
+
+    Returns
+    -------
+    str or None
+        The period's label (the first of equal ones); None for an empty table.
+    """
+    if not len(power):
+        return None
+    by_period = power.groupby("period", sort=False).facility_kw_peak.sum()
+    return by_period.idxmax()
+
+
+def p99_margin(d: PlanInputs, allocation: pd.DataFrame, period: str | None) -> float | None:
+    """How far the high-percentile rack power lies above the serving power [-].
+
+    ``sum(racks x power_p99_kw) / sum(racks x power_kw) - 1`` over the racks allocated
+    in ``period`` (the ``allocation`` table's ``it_kw`` is ``racks x power_kw``): the
+    share by which the racks sized at the operating point draw more 1 % of the time.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    allocation : DataFrame
+        The plan's :func:`allocation_table` [racks, kW].
+    period : str or None
+        The period's label (:func:`peak_period`).
+
+    Returns
+    -------
+    float or None
+        The margin [-]; None when nothing is allocated or the performance model
+        reported no high-percentile power for an allocated rack and workload.
+    """
+    rows = allocation[allocation.period.astype(str) == str(period)] if len(allocation) \
+        else allocation
+    serve = high = 0.0
+    for row in rows.itertuples():
+        if row.racks <= 0:
+            continue
+        pf = d.perf.get((row.rack, row.workload))
+        if pf is None or pf.power_p99_kw <= 0:
+            return None
+        serve += row.it_kw
+        high += row.racks * pf.power_p99_kw
+    return high / serve - 1.0 if serve > 0 else None
+
+
 def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: pd.DataFrame,
-              costs: pd.DataFrame) -> pd.DataFrame:
+              costs: pd.DataFrame, allocation: pd.DataFrame | None = None) -> pd.DataFrame:
     """Headline figures: NPV, unit cost, energy efficiency, peak MW, utilisation, carbon.
+
+    IT power is racks + network (:data:`IT_MEANS`) throughout: ``peak_it_mw`` is the
+    IT power in the period of the facility peak ``peak_facility_mw`` (:func:`peak_period`;
+    each site at its peak hour), so ``pue_peak = peak_facility_mw / peak_it_mw``;
+    ``pue_annual`` is facility over IT energy. ``power_p99_margin_frac`` is
+    :func:`p99_margin` in that period (None without ``allocation``).
 
     Parameters
     ----------
@@ -1182,6 +1275,8 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
         :func:`demand_table` [tokens/s].
     costs : DataFrame
         :func:`costs_table` [USD].
+    allocation : DataFrame, optional
+        :func:`allocation_table` [racks, kW], for the high-percentile power margin.
 
     Returns
     -------
@@ -1205,15 +1300,16 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
     tokens, tokens_disc = sum(tok.values()), sum(disc.values())
     energy = power.energy_kwh.sum()
     by_period = power.groupby("period", sort=False)
-    peak_mw = by_period.facility_kw_peak.sum().max() / 1000.0 if len(power) else 0.0
-    peak_it = by_period.it_kw_peak.sum()
     peak_fac = by_period.facility_kw_peak.sum()
+    top = peak_period(power)
+    peak_mw = peak_fac[top] / 1000.0 if top is not None else 0.0
+    peak_it = by_period.it_total_kw_peak.sum()[top] / 1000.0 if top is not None else 0.0
     served_peak = demand.groupby("period", sort=False).served_tokens_per_s_peak.sum()
     last = d.periods[-1].label
     gpw = served_peak.get(last, 0.0) / (peak_fac.get(last, 0.0) * 1000.0) \
         if peak_fac.get(last, 0.0) > 0 else 0.0
     hours = power.period.map({p.label: d.hours(i) for i, p in enumerate(d.periods)})
-    it_e = ((power.it_kw_avg + power.network_kw) * hours).sum()
+    it_e = (power.it_total_kw_avg * hours).sum()
     util = fleet.allocated_racks.sum() / fleet.installed_racks.sum() \
         if len(fleet) and fleet.installed_racks.sum() else 0.0
     spare = (fleet.headroom_racks.sum() + fleet.unavailable_racks.sum()
@@ -1230,10 +1326,14 @@ def kpi_table(d: PlanInputs, fleet: pd.DataFrame, power: pd.DataFrame, demand: p
         ("tokens_per_kwh", tokens / energy if energy else None, "tokens/kWh (facility)"),
         ("goodput_per_watt", gpw, f"tokens/s per W of facility power at peak, {last}"),
         ("peak_facility_mw", peak_mw, "MW"),
-        ("peak_it_mw", peak_it.max() / 1000.0 if len(peak_it) else 0.0, "MW"),
+        ("peak_it_mw", peak_it, PEAK_IT_UNIT),
         ("energy_mwh", energy / 1000.0, "MWh"),
-        ("pue_annual", energy / it_e if it_e else None,
-         "- (facility / IT energy, network counted as IT)"),
+        ("pue_annual", energy / it_e if it_e else None, PUE_UNITS["pue_annual"]),
+        ("pue_peak", peak_mw / peak_it if peak_it > 0 else None, PUE_UNITS["pue_peak"]),
+        ("power_p99_margin_frac",
+         None if allocation is None else p99_margin(d, allocation, top),
+         "- (high-percentile (p99) over serving rack IT power of the racks allocated in "
+         "the period of the facility peak, minus 1)"),
         ("utilisation_frac", util, "- (allocated / installed rack-periods at peak)"),
         ("reserve_frac", spare, "- (headroom, unavailable and spare / installed rack-periods "
                                 "at peak)"),
