@@ -266,32 +266,43 @@ def _width_of(value: Any, fmt: str) -> int:
 
 
 #: Widest a header makes its column [characters]; longer headers wrap.
-HEADER_WIDTH = 14
+HEADER_WIDTH = 10
 
 
-def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 48,
+def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 30,
              skip_rows: Sequence[int] = (1, 2), header_row: int = HEADER_ROW) -> None:
     """Set column widths from the longest value (headers wrap, titles are skipped).
 
-    The header row gets the height of its longest wrapped header.
+    A header wraps at :data:`HEADER_WIDTH` characters (never inside a word); a column
+    of longer text is ``max_width`` wide and its long cells wrap (their rows get the
+    height of the wrapped text, see :func:`fit_wrapped_rows`), so no value spills
+    into the next column. Formulas (totals) count as the widest number of their
+    column and two more digits.
     """
     widths: dict[int, int] = {}
+    sums: set[int] = set()
     for row in ws.iter_rows():
         for cell in row:
             if cell.row in skip_rows or cell.value is None:
                 continue
             v = cell.value
             if isinstance(v, str) and v.startswith("=") and cell.data_type == "f":
-                n = 12
-            elif cell.row == header_row and isinstance(v, str):
+                sums.add(cell.column)
+                continue
+            if cell.row == header_row and isinstance(v, str):
                 longest_word = max((len(w) for w in v.split()), default=0)
                 n = max(min(len(v), HEADER_WIDTH), longest_word)
             else:
                 n = _width_of(v, cell.number_format)
+                if n > max_width and isinstance(v, str):
+                    cell.alignment = Alignment(wrap_text=True, vertical="top",
+                                               horizontal=cell.alignment.horizontal)
             widths[cell.column] = max(widths.get(cell.column, 0), n)
+    for col in sums:
+        widths[col] = widths.get(col, 0) + 1
     for col, n in widths.items():
         ws.column_dimensions[get_column_letter(col)].width = max(min_width,
-                                                                  min(max_width, n + 2))
+                                                                  min(max_width, n + 1))
 
 
 def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
@@ -667,8 +678,8 @@ def _status_sentence(result: Any) -> str:
 
 
 #: Columns of the Summary sheet and their widths [characters].
-SUMMARY_WIDTHS = {"A": 34, "B": 22, "C": 22, "D": 22, "E": 16, "F": 16, "G": 16, "H": 16,
-                  "I": 16, "J": 28}
+SUMMARY_WIDTHS = {"A": 28, "B": 18, "C": 18, "D": 16, "E": 12, "F": 12, "G": 12, "H": 12,
+                  "I": 12, "J": 12}
 
 
 def long_text(ws: Worksheet, row: int, first_col: int, last_col: int, text: str,
@@ -910,8 +921,12 @@ ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": 
 
 
 #: Column widths of the Assumptions sheet [characters].
-ASSUMPTION_WIDTHS = {"A": 13, "B": 13, "C": 24, "D": 30, "E": 28, "F": 14, "G": 11, "H": 9,
-                     "I": 30, "J": 9, "K": 90, "L": 12}
+ASSUMPTION_WIDTHS = {"A": 7, "B": 9, "C": 14, "D": 16, "E": 18, "F": 12, "G": 9, "H": 6,
+                     "I": 8, "J": 9, "K": 34, "L": 8}
+#: Columns of the Assumptions sheet that wrap. The others are short, or cut at the
+#: column edge when printed: the entry's name (its id is beside it), the source (the
+#: Source ref. points to its full text on the Sources sheet) and the override note.
+ASSUMPTION_WRAP = "EFK"
 
 
 def assumptions_sheet_table(assum: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -968,7 +983,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                                          header_of=lambda _d, c: KPI_SHEET_HEADERS[c],
                                          tidy=False, row_formats={"value": fmts})
             autosize(ws)
-            ws.column_dimensions["D"].width = 70
+            ws.column_dimensions["D"].width = 44
             for r in range(FIRST_DATA_ROW, FIRST_DATA_ROW + len(table)):
                 ws.cell(r, 4).alignment = WRAP
             continue
@@ -1002,17 +1017,12 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     # printed; the full text is in the cell and on the Sources sheet); notes wrap.
     for col, w in ASSUMPTION_WIDTHS.items():
         ws.column_dimensions[col].width = w
+    wrap = {ord(c) - ord("A") + 1 for c in ASSUMPTION_WRAP}
     for r in range(FIRST_DATA_ROW, placed["assumptions"].last + 1):
-        ws.cell(r, 11).alignment = WRAP
-        value = ws.cell(r, 6)
-        if isinstance(value.value, str) and len(value.value) > ASSUMPTION_WIDTHS["F"]:
-            value.alignment = WRAP     # lists of values (e.g. monthly climate) print whole
         for c in range(1, len(ASSUMPTION_WIDTHS) + 1):
             cell = ws.cell(r, c)       # a tall row reads from its top line
-            if cell.alignment.vertical != "top":
-                cell.alignment = Alignment(wrap_text=cell.alignment.wrap_text,
-                                           horizontal=cell.alignment.horizontal,
-                                           vertical="top")
+            cell.alignment = Alignment(wrap_text=c in wrap,
+                                       horizontal=cell.alignment.horizontal, vertical="top")
     ws = sheets["Sources"]
     placed["sources"] = write_table(
         ws, srcs, title=f"Sources of the input figures used by {result.name}",
@@ -1020,23 +1030,21 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                     "column.", header_of=lambda _df, c: {"ref": "Ref.", "source": "Source",
                                                          "rows": "Figures citing it [count]"}[c],
         tidy=False)
-    ws.column_dimensions["A"].width = 8
-    ws.column_dimensions["B"].width = 150
-    ws.column_dimensions["C"].width = 12
+    ws.column_dimensions["A"].width = 6
+    ws.column_dimensions["B"].width = 128
+    ws.column_dimensions["C"].width = 10
     for r in range(FIRST_DATA_ROW, placed["sources"].last + 1):
         ws.cell(r, 2).alignment = WRAP
     _page_setup(wb, result, placed, blocks)
     return wb, {"placed": placed, "checks": checks, "blocks": blocks}
 
 
-#: Rows of the Sizing sheet that print on a page at full size; more print smaller.
-SIZING_ROWS_PER_PAGE = 45
-
-
 def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
                 blocks: dict[str, Any]) -> None:
     """Print setup of every sheet (see :mod:`dcplan.export.printing`)."""
     title = f"dcplan plan: {result.name}"
+    id_cols = {s.sheet: s.id_cols for s in SHEETS} | {"Assumptions": 5, "Sources": 1,
+                                                      "Chart data": 1}
     for ws in wb.worksheets:
         if ws.title in CHART_SHEETS.values():
             chart_page(ws, title)
@@ -1045,13 +1053,10 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
         if ws.title == "Summary":
             setup_page(ws, title, last_col=max(ws.max_column, len(SUMMARY_WIDTHS)))
         elif ws.title == "Chart data":
-            setup_page(ws, title)
+            setup_page(ws, title, repeat_cols=1)
         else:
-            setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}")
-            if ws.title == "Sizing" and ws.max_row > SIZING_ROWS_PER_PAGE * 2:
-                # every (site, period, item) of the plan against its exact sizing: a
-                # check for the engineer, printed on at most two pages
-                ws.page_setup.fitToHeight = 2
+            setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}",
+                       repeat_cols=id_cols.get(ws.title, 1))
 
 
 def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: str) -> Placed:
