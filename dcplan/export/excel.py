@@ -41,11 +41,14 @@ from dcplan.export.files import atomic_file
 from dcplan.export.labels import (
     KPI_LABELS,
     category_label,
+    catalog_names,
     header,
     kpi_format,
     kpi_label,
     kpi_meaning,
     kpi_unit,
+    label_of,
+    name_of,
     number_format,
     unit_of,
 )
@@ -293,16 +296,22 @@ def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 30,
                 longest_word = max((len(w) for w in v.split()), default=0)
                 n = max(min(len(v), HEADER_WIDTH), longest_word)
             else:
-                n = _width_of(v, cell.number_format)
+                n = _width_of(v, cell.number_format) + 2 * int(cell.alignment.indent or 0)
                 if n > max_width and isinstance(v, str):
                     cell.alignment = Alignment(wrap_text=True, vertical="top",
-                                               horizontal=cell.alignment.horizontal)
+                                               horizontal=cell.alignment.horizontal,
+                                               indent=cell.alignment.indent)
             widths[cell.column] = max(widths.get(cell.column, 0), n)
     for col in sums:
         widths[col] = widths.get(col, 0) + 1
     for col, n in widths.items():
         ws.column_dimensions[get_column_letter(col)].width = max(min_width,
                                                                   min(max_width, n + 1))
+
+
+#: Height of one more line of wrapped 11 pt text [pt] (the first line takes a row of
+#: 15 pt); DejaVu Sans, the widest usual substitute for Calibri, spaces lines 12.8 pt.
+WRAPPED_LINE_PT = 13.5
 
 
 def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
@@ -326,21 +335,27 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
             width = spans.get((cell.row, cell.column)) or (
                 ws.column_dimensions[get_column_letter(cell.column)].width or 8.43)
             size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
-            wide = size * (1.1 if cell.font is not None and cell.font.b else 1.0)
-            lines = sum(_wrapped_lines(part, (width - 1) / wide)
-                        for part in cell.value.split("\n"))
-            need[cell.row] = max(need.get(cell.row, 0), lines * line_height * max(size, 1))
+            # a column is measured in digits of the body font, wider than its average
+            # letter (bold ones too), so a line holds its width less the padding
+            lines = sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0))
+                                       / size) for part in cell.value.split("\n"))
+            tall = line_height + (lines - 1) * WRAPPED_LINE_PT
+            need[cell.row] = max(need.get(cell.row, 0), tall * max(size, 1))
     for r, height in need.items():
         ws.row_dimensions[r].height = max(height, line_height)
 
 
 def _wrapped_lines(text: str, width: float) -> int:
     """Lines that ``text`` takes when wrapped at word boundaries in ``width`` characters."""
+    width = max(int(width), 1)
     n, line = 1, 0
     for word in text.split():
         if line and line + 1 + len(word) > width:
             n += 1
-            line = len(word)
+            line = 0
+        if len(word) > width:  # a word longer than the line is broken over lines
+            n += (line + len(word) - 1) // width
+            line = (line + len(word)) % width or width
         else:
             line += (1 if line else 0) + len(word)
     return n
@@ -364,6 +379,9 @@ class Placed:
         First and last data row (``last < first`` when the table is empty).
     total_row : int or None
         Row of the Total formulas.
+    id_cols : int
+        Leading identifier columns (names included), repeated on every printed block
+        of columns.
     """
 
     sheet: str
@@ -371,10 +389,55 @@ class Placed:
     first: int
     last: int
     total_row: int | None = None
+    id_cols: int = 1
 
     def range(self, col: str) -> str:
         """Absolute reference to the data of column ``col``."""
         return ref(self.sheet, self.columns[col], self.first, max(self.first, self.last))
+
+
+#: Suffix of the column that holds the names of an id column (``site`` -> ``site_name``).
+NAME_SUFFIX = "_name"
+
+
+def with_names(df: pd.DataFrame, names: dict[str, dict[str, str]] | None
+               ) -> tuple[pd.DataFrame, set[str]]:
+    """``df`` with a name column before each id column that has names.
+
+    Parameters
+    ----------
+    df : DataFrame
+    names : dict
+        :func:`dcplan.export.labels.catalog_names` of the plan's case (kind -> id ->
+        name); None or empty adds nothing.
+
+    Returns
+    -------
+    table, id_columns
+        The table (name columns ``<col>_name``, blank where an id has no name) and
+        the id columns that got one.
+    """
+    if not names or not len(df):
+        return df, set()
+    out = df.copy()
+    done: set[str] = set()
+    for c in list(df.columns):
+        vals = [name_of(names, c, v) for v in df[c]]
+        if any(vals):
+            out.insert(list(out.columns).index(c), c + NAME_SUFFIX, [v or "" for v in vals])
+            done.add(c)
+    out.attrs = dict(df.attrs)
+    return out, done
+
+
+def _header_text(df: pd.DataFrame, c: str, table: str | None, named: set[str]) -> str:
+    """Header of column ``c``: a name column is headed by the label, its id column
+    by the label and "id" (``Site`` and ``Site id``)."""
+    if c.endswith(NAME_SUFFIX) and c[: -len(NAME_SUFFIX)] in named:
+        return label_of(c[: -len(NAME_SUFFIX)], table)
+    if c in named:
+        return f"{label_of(c, table)} id"
+    return header(df, c, table)
 
 
 def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str = "",
@@ -382,7 +445,8 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
                 header_of: Callable[[pd.DataFrame, str], str] | None = None,
                 table: str | None = None, tidy: bool = True,
                 row_formats: dict[str, Sequence[str]] | None = None,
-                total_where: tuple[str, str] | None = None) -> Placed:
+                total_where: tuple[str, str] | None = None,
+                names: dict[str, dict[str, str]] | None = None) -> Placed:
     """Write ``df`` in the standard layout: title, description, header, rows, totals.
 
     Parameters
@@ -407,6 +471,9 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     total_where : tuple of (str, str), optional
         ``(column, value)``: the Total row sums only the rows whose ``column`` holds
         ``value`` (``SUMIF``); None (or a table without that column) sums every row.
+    names : dict, optional
+        Catalog and site names (kind -> id -> name): each id column that has names
+        gets a name column before it (see :func:`with_names`).
 
     Returns
     -------
@@ -414,6 +481,9 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     """
     if tidy:
         df = tidy_table(df)
+    lead = list(df.columns)[:id_cols]
+    df, named = with_names(df, names)
+    id_cols += sum(1 for c in lead if c in named)
     cols = list(df.columns)
     # Title and description wrap within the table's width, so that they print whole.
     span = max(len(cols), 1)
@@ -421,20 +491,29 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     if description:
         long_text(ws, 2, 1, span, description, NOTE_FONT)
     for j, c in enumerate(cols, start=1):
-        text = header_of(df, c) if header_of is not None else header(df, c, table)
+        text = (header_of(df, c) if header_of is not None
+                else _header_text(df, c, table, named))
         cell = put(ws, HEADER_ROW, j, text, font=HEADER_FONT)
         cell.fill = HEADER_FILL
         cell.alignment = WRAP
     fmts = [number_format(unit_of(df, c), c, integer=pd.api.types.is_integer_dtype(df[c])
                           and not pd.api.types.is_bool_dtype(df[c])) for c in cols]
     per_row = {cols.index(c): f for c, f in (row_formats or {}).items() if c in cols}
+    # text right of a column of numbers (right-aligned) starts one indent in, so that
+    # "978.8" and "2N" never read as one value
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+               for c in cols]
+    indent = {j for j in range(2, len(cols) + 1) if numeric[j - 2] and not numeric[j - 1]}
     for i, rec in enumerate(df.itertuples(index=False, name=None)):
         r = FIRST_DATA_ROW + i
         for j, v in enumerate(rec, start=1):
             fmt = per_row[j - 1][i] if j - 1 in per_row else fmts[j - 1]
-            put(ws, r, j, v, fmt)
+            cell = put(ws, r, j, v, fmt)
+            if j in indent and cell.data_type == "s":
+                cell.alignment = Alignment(indent=1)
     last = FIRST_DATA_ROW + len(df) - 1
-    placed = Placed(ws.title, {c: j for j, c in enumerate(cols, start=1)}, FIRST_DATA_ROW, last)
+    placed = Placed(ws.title, {c: j for j, c in enumerate(cols, start=1)}, FIRST_DATA_ROW, last,
+                    id_cols=id_cols)
     if cols:
         ws.auto_filter.ref = f"A{HEADER_ROW}:{get_column_letter(len(cols))}{max(last, HEADER_ROW)}"
     ws.freeze_panes = ws.cell(row=FIRST_DATA_ROW, column=min(id_cols, max(len(cols), 1)) + 1)
@@ -878,6 +957,8 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
         for j, (c, v) in enumerate(zip(b.columns, rec, strict=True), start=1):
             v = None if isinstance(v, float) and v != v else v
             cell = put(ws, r, j, v, "0" if c in ("rank", "period") else "#,##0.####")
+            if isinstance(v, str):
+                cell.alignment = WRAP
             if c == "rank":
                 cell.alignment = Alignment(horizontal="left")
     return r + 2
@@ -921,8 +1002,8 @@ ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": 
 
 
 #: Column widths of the Assumptions sheet [characters].
-ASSUMPTION_WIDTHS = {"A": 7, "B": 9, "C": 14, "D": 16, "E": 18, "F": 12, "G": 9, "H": 6,
-                     "I": 8, "J": 9, "K": 34, "L": 8}
+ASSUMPTION_WIDTHS = {"A": 7, "B": 9, "C": 14, "D": 10, "E": 21, "F": 12, "G": 9, "H": 6,
+                     "I": 6, "J": 9, "K": 40, "L": 7}
 #: Columns of the Assumptions sheet that wrap. The others are short, or cut at the
 #: column edge when printed: the entry's name (its id is beside it), the source (the
 #: Source ref. points to its full text on the Sources sheet) and the override note.
@@ -969,6 +1050,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     for name in SHEET_ORDER[1:]:
         sheets[name] = wb.create_sheet(name)
     placed: dict[str, Placed] = {}
+    names = catalog_names(sources)
     for spec in SHEETS:
         df = result.tables.get(spec.table)
         ws = sheets[spec.sheet]
@@ -989,7 +1071,8 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
             continue
         placed[spec.table] = write_table(ws, df, title=title, description=spec.description,
                                          totals=spec.totals, id_cols=spec.id_cols,
-                                         table=spec.table, total_where=spec.total_where)
+                                         table=spec.table, total_where=spec.total_where,
+                                         names=names)
         if spec.table == "costs" and len(df):
             _cost_subtotals(ws, placed["costs"])
         if spec.table == "build_vs_buy" and result.tables.get("requests") is not None:
@@ -997,7 +1080,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                 ws, result.tables["requests"], placed["build_vs_buy"].last + 3,
                 "Energy per request by workload (facility: IT, network, cooling, power "
                 "losses, idle and reserve racks; energy shared by the IT power of the racks "
-                "allocated to each workload)", "requests")
+                "allocated to each workload)", "requests", names)
         autosize(ws)
     blocks = write_charts_sheet(sheets["Chart data"], result, placed,
                                 {k: sheets[v] for k, v in CHART_SHEETS.items()})
@@ -1043,8 +1126,7 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
                 blocks: dict[str, Any]) -> None:
     """Print setup of every sheet (see :mod:`dcplan.export.printing`)."""
     title = f"dcplan plan: {result.name}"
-    id_cols = {s.sheet: s.id_cols for s in SHEETS} | {"Assumptions": 5, "Sources": 1,
-                                                      "Chart data": 1}
+    id_cols = {p.sheet: p.id_cols for p in placed.values()}
     for ws in wb.worksheets:
         if ws.title in CHART_SHEETS.values():
             chart_page(ws, title)
@@ -1059,13 +1141,14 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
                        repeat_cols=id_cols.get(ws.title, 1))
 
 
-def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: str) -> Placed:
-    """A second table on a sheet, from row ``top``: title, header, rows."""
-    df = tidy_table(df)
+def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: str,
+                 names: dict[str, dict[str, str]] | None = None) -> Placed:
+    """A second table on a sheet, from row ``top``: title, header, rows (names beside ids)."""
+    df, named = with_names(tidy_table(df), names)
     cols = list(df.columns)
     put(ws, top, 1, title, font=TITLE_FONT)
     for j, c in enumerate(cols, start=1):
-        cell = put(ws, top + 1, j, header(df, c, table), font=HEADER_FONT)
+        cell = put(ws, top + 1, j, _header_text(df, c, table, named), font=HEADER_FONT)
         cell.fill = HEADER_FILL
         cell.alignment = WRAP
     fmts = [number_format(unit_of(df, c), c, integer=pd.api.types.is_integer_dtype(df[c])

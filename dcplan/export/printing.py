@@ -131,8 +131,10 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
             best = (key, orient, scale)
     if best is not None:
         return best[1], best[2], []
-    # Too wide for a landscape page at the smallest readable size: blocks of columns.
+    # Too wide for a landscape page at the smallest readable size: blocks of columns,
+    # each with the identifier columns that fit in a third of the page.
     pw = printable("landscape")[0] * 100.0 / lo
+    repeat_cols = repeated_cols(widths, repeat_cols)
     ids = sum(column_inches(w) for w in widths[:repeat_cols])
     breaks: list[int] = []
     used = 0.0
@@ -143,6 +145,26 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
             used = ids
         used += inch
     return "landscape", lo, breaks
+
+
+#: Most of a landscape page that repeated identifier columns may take [share].
+REPEAT_SHARE = 1 / 3
+
+
+def repeated_cols(widths: Sequence[float], id_cols: int) -> int:
+    """Leading identifier columns repeated on each block of a wide table.
+
+    The most of the first ``id_cols`` columns that take no more than
+    :data:`REPEAT_SHARE` of a landscape page at the smallest readable scale.
+    """
+    room = printable("landscape")[0] * 100.0 / min_scale() * REPEAT_SHARE
+    n, used = 0, 0.0
+    for w in widths[:id_cols]:
+        used += column_inches(w)
+        if used > room:
+            break
+        n += 1
+    return n
 
 
 def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
@@ -189,8 +211,9 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
         ps.orientation = orient
         ws.sheet_properties.pageSetUpPr.fitToPage = False
         ps.scale = scale
-        if breaks and repeat_cols:
-            ws.print_title_cols = f"A:{get_column_letter(repeat_cols)}"
+        rep_cols = repeated_cols(widths, repeat_cols)
+        if breaks and rep_cols:
+            ws.print_title_cols = f"A:{get_column_letter(rep_cols)}"
     if repeat_rows:
         ws.print_title_rows = repeat_rows
     ws.print_area = f"A1:{get_column_letter(cols)}{rows}"
