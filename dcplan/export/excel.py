@@ -52,7 +52,13 @@ from dcplan.export.labels import (
     number_format,
     unit_of,
 )
-from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
+from dcplan.export.printing import (
+    CHART_AREA,
+    CHART_COL_WIDTH,
+    CHART_SIZE_CM,
+    chart_page,
+    setup_page,
+)
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import binding_rows, no_grid_sites
 from dcplan.planner.sizing import OWN
@@ -297,6 +303,8 @@ def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 30,
                 n = max(min(len(v), HEADER_WIDTH), longest_word)
             else:
                 n = _width_of(v, cell.number_format) + 2 * int(cell.alignment.indent or 0)
+                if isinstance(v, str):
+                    n += 1  # text is left-aligned: a gap before the next column
                 if n > max_width and isinstance(v, str):
                     cell.alignment = Alignment(wrap_text=True, vertical="top",
                                                horizontal=cell.alignment.horizontal,
@@ -509,8 +517,9 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
         for j, v in enumerate(rec, start=1):
             fmt = per_row[j - 1][i] if j - 1 in per_row else fmts[j - 1]
             cell = put(ws, r, j, v, fmt)
-            if j in indent and cell.data_type == "s":
-                cell.alignment = Alignment(indent=1)
+            # rows with wrapped text (long names) read from their top line
+            cell.alignment = Alignment(vertical="top", indent=int(
+                j in indent and cell.data_type == "s"))
     last = FIRST_DATA_ROW + len(df) - 1
     placed = Placed(ws.title, {c: j for j, c in enumerate(cols, start=1)}, FIRST_DATA_ROW, last,
                     id_cols=id_cols)
@@ -557,7 +566,7 @@ def _unique(values: Any) -> list[str]:
 def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str],
                  cols: list[str], cell_formula: Callable[[str, str], str], fmt: str,
                  row_label: str = "Period", heads: Sequence[str] | None = None,
-                 literal: bool = False) -> tuple[int, int, int]:
+                 literal: bool = False, id_row: bool = False) -> tuple[int, int, int]:
     """Write a rows x cols block of formulas with a title, totals per row.
 
     Parameters
@@ -572,6 +581,10 @@ def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str]
         Use each id as a quoted literal criterion instead of a reference to its
         header cell (for dcplan's own ids, e.g. cost categories, whose header shows
         words); ids that are not ``[a-z0-9_]`` fall back to a reference.
+    id_row : bool
+        Write the ids in a row of their own above the header (which shows ``heads``,
+        the names) and select by them (sites, rack types: names in the chart legend,
+        any id selected exactly).
 
     Returns
     -------
@@ -579,6 +592,12 @@ def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str]
     """
     put(ws, top, 1, f"{title} [{unit}]", font=SECTION_FONT)
     hr = top + 1
+    sel = hr
+    if id_row:
+        put(ws, hr, 1, "Id", font=NOTE_FONT)
+        for j, cid in enumerate(cols, start=2):
+            put(ws, hr, j, cid, font=NOTE_FONT).alignment = WRAP
+        hr = sel + 1
     c = put(ws, hr, 1, row_label, font=HEADER_FONT)
     c.fill = HEADER_FILL
     heads = list(heads or cols)
@@ -595,7 +614,7 @@ def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str]
         put(ws, r, 1, period_value(rlab), "0")
         for j, cid in enumerate(cols, start=2):
             crit = (f'"{cid}"' if literal and _ID.match(cid)
-                    else f"{get_column_letter(j)}${hr}")
+                    else f"{get_column_letter(j)}${sel}")
             formula(ws, r, j, cell_formula(f"$A{r}", crit), fmt)
         if cols:
             formula(ws, r, tj, f"=SUM(B{r}:{get_column_letter(tj - 1)}{r})", fmt, TOTAL_FONT)
@@ -652,22 +671,29 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed],
     top = 4
     t = result.tables
     specs = []
+    names = catalog_names(getattr(result, "case", None))
+
+    def named(column: str, ids: list[str]) -> list[str]:
+        return [name_of(names, column, i) or i for i in ids]
+
     if "power" in placed and len(t["power"]):
         p = placed["power"]
         sites = hosting_sites(result)
         specs.append(("facility_mw", "Facility power at peak by site (sites hosting racks)",
-                      "MW", sites, None,
+                      "MW", sites, named("site", sites),
                       lambda r, c, p=p: (f"=SUMIFS({p.range('facility_kw_peak')},"
                                          f"{p.range('site')},{c},{p.range('period')},{r})/1000"),
                       "#,##0.0", False))
-        specs.append(("grid_mw", "Grid limit by site", "MW", _unique(t["power"].site), None,
+        grid_sites = _unique(t["power"].site)
+        specs.append(("grid_mw", "Grid limit by site", "MW", grid_sites,
+                      named("site", grid_sites),
                       lambda r, c, p=p: (f"=SUMIFS({p.range('grid_kw')},"
                                          f"{p.range('site')},{c},{p.range('period')},{r})/1000"),
                       "#,##0.0", False))
     if "fleet" in placed and len(t["fleet"]):
         f = placed["fleet"]
-        specs.append(("racks", "Racks in service by type", "racks", _unique(t["fleet"].rack),
-                      None,
+        racks = _unique(t["fleet"].rack)
+        specs.append(("racks", "Racks in service by type", "racks", racks, named("rack", racks),
                       lambda r, c, f=f: (f"=SUMIFS({f.range('installed_racks')},"
                                          f"{f.range('rack')},{c},{f.range('period')},{r})"),
                       "#,##0", False))
@@ -689,7 +715,8 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed],
                       "#,##0.0", True))
     for name, title, unit, cols, heads, fml, fmt, col_totals in specs:
         hr, first, last = _pivot_block(ws, top, title, unit, periods, cols, fml, fmt,
-                                       heads=heads, literal=heads is not None)
+                                       heads=heads, literal=col_totals,  # costs: own ids
+                                       id_row=not col_totals)  # sites, racks: names
         tr = last
         if col_totals:  # sums over periods (meaningful for money, not for MW or racks)
             tr = last + 1
@@ -731,7 +758,11 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed],
         if spec is None:
             put(sheet, 2, 1, "No chart: the plan has nothing to plot here.", font=NOTE_FONT)
             continue
-        put(sheet, 2, 1, spec[4], font=NOTE_FONT)
+        # the caption wraps over the chart's width, so it prints inside the page
+        for j in range(1, CHART_AREA[0] + 1):
+            sheet.column_dimensions[get_column_letter(j)].width = CHART_COL_WIDTH
+        long_text(sheet, 2, 1, CHART_AREA[0], spec[4], NOTE_FONT)
+        fit_wrapped_rows(sheet)
         blk = blocks[name]
         sheet.add_chart(_native_chart("bar", title, spec[2], ws, blk["header_row"], blk["first"],
                                       blk["last"], spec[3]), "A4")

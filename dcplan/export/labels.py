@@ -336,7 +336,7 @@ def format_number(value: object, excel_format: str) -> str:
 NAME_COLUMNS: dict[str, tuple[str, ...]] = {
     "site": ("sites",), "rack": ("racks",), "workload": ("workloads",),
     "switch_id": ("switches",), "cdu_ids": ("cdus",), "catalog_id": (), "api": ("api_prices",),
-    "model": ("models",),
+    "model": ("models",), "category": ("cost_categories",),
 }
 
 _TRAILING_NOTE = re.compile(r"\s*\([^()]*\)\s*$")
@@ -358,7 +358,8 @@ def catalog_names(case: object) -> dict[str, dict[str, str]]:
     """Short names of every catalog entry and site of ``case``: kind -> id -> name.
 
     ``case`` is a :class:`dcplan.case.Case` (or None: no names). Kinds are the
-    catalog's (``racks``, ``switches``...) and ``sites``.
+    catalog's (``racks``, ``switches``...), ``sites`` and ``cost_categories``
+    (:data:`CATEGORY_LABELS`).
     """
     if case is None:
         return {}
@@ -368,6 +369,7 @@ def catalog_names(case: object) -> dict[str, dict[str, str]]:
         out[kind] = {str(i): short_name(getattr(e, "name", "") or i) for i, e in entries.items()}
     out["sites"] = {str(i): short_name(getattr(s, "name", "") or i)
                     for i, s in (getattr(case, "sites", None) or {}).items()}
+    out["cost_categories"] = dict(CATEGORY_LABELS)
     return out
 
 
@@ -380,7 +382,8 @@ def name_of(names: dict[str, dict[str, str]], column: str, ident: object) -> str
     """
     if column not in NAME_COLUMNS or ident is None or ident != ident:
         return None
-    kinds = NAME_COLUMNS[column] or tuple(k for k in names if k != "sites")
+    kinds = NAME_COLUMNS[column] or tuple(k for k in names
+                                          if k not in ("sites", "cost_categories"))
     out = []
     for part in _ID_LIST.split(str(ident)):
         if _ID_LIST.fullmatch(part):  # a separator, kept
