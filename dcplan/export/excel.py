@@ -438,7 +438,7 @@ def with_names(df: pd.DataFrame, names: dict[str, dict[str, str]] | None
     return out, done
 
 
-def _header_text(df: pd.DataFrame, c: str, table: str | None, named: set[str]) -> str:
+def header_text(df: pd.DataFrame, c: str, table: str | None, named: set[str]) -> str:
     """Header of column ``c``: a name column is headed by the label, its id column
     by the label and "id" (``Site`` and ``Site id``)."""
     if c.endswith(NAME_SUFFIX) and c[: -len(NAME_SUFFIX)] in named:
@@ -500,7 +500,7 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
         long_text(ws, 2, 1, span, description, NOTE_FONT)
     for j, c in enumerate(cols, start=1):
         text = (header_of(df, c) if header_of is not None
-                else _header_text(df, c, table, named))
+                else header_text(df, c, table, named))
         cell = put(ws, HEADER_ROW, j, text, font=HEADER_FONT)
         cell.fill = HEADER_FILL
         cell.alignment = WRAP
@@ -1033,12 +1033,16 @@ ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": 
 
 
 #: Column widths of the Assumptions sheet [characters].
-ASSUMPTION_WIDTHS = {"A": 7, "B": 9, "C": 14, "D": 10, "E": 21, "F": 12, "G": 9, "H": 6,
-                     "I": 6, "J": 9, "K": 40, "L": 7}
-#: Columns of the Assumptions sheet that wrap. The others are short, or cut at the
-#: column edge when printed: the entry's name (its id is beside it), the source (the
-#: Source ref. points to its full text on the Sources sheet) and the override note.
-ASSUMPTION_WRAP = "EFK"
+ASSUMPTION_WIDTHS = {"A": 7, "B": 8, "C": 13, "D": 18, "E": 20, "F": 13, "G": 9, "H": 8,
+                     "I": 30, "J": 10, "K": 33, "L": 9}
+#: Columns of the Assumptions sheet that wrap. The entry's name (D) does not: a long
+#: name is cut at the column edge when printed (the id is beside it, the whole name
+#: in the cell), which keeps most figures on one line.
+ASSUMPTION_WRAP = "EFGKL"
+#: Column of the Assumptions sheet that is hidden (and so not printed): the source,
+#: whose full text the Source ref. column points to on the Sources sheet; the text is
+#: in the cells, for filters and for reading the sheet back.
+ASSUMPTION_HIDDEN = "I"
 
 
 def assumptions_sheet_table(assum: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -1127,16 +1131,22 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                     "note and override.", id_cols=5,
         header_of=lambda _df, c: ASSUMPTION_HEADERS.get(c, c), tidy=False,
         row_formats={"value": ["General"] * len(assum)})
-    # Fixed widths (long names, values and sources are cut at the column edge when
-    # printed; the full text is in the cell and on the Sources sheet); notes wrap.
+    # Fixed widths that fit a landscape page at 8 pt; long text wraps.
     for col, w in ASSUMPTION_WIDTHS.items():
         ws.column_dimensions[col].width = w
+    ws.column_dimensions[ASSUMPTION_HIDDEN].hidden = True
     wrap = {ord(c) - ord("A") + 1 for c in ASSUMPTION_WRAP}
+    note = placed["assumptions"].columns["estimate"]
     for r in range(FIRST_DATA_ROW, placed["assumptions"].last + 1):
+        # a note shared by the fields of one entry prints whole on its first row and
+        # on one line (the same words, cut at the column edge) on the rows below
+        again = r > FIRST_DATA_ROW and ws.cell(r, note).value == ws.cell(r - 1, note).value
         for c in range(1, len(ASSUMPTION_WIDTHS) + 1):
             cell = ws.cell(r, c)       # a tall row reads from its top line
-            cell.alignment = Alignment(wrap_text=c in wrap,
-                                       horizontal=cell.alignment.horizontal, vertical="top")
+            cut = c == note and again  # "fill" clips at the edge, never spills
+            cell.alignment = Alignment(wrap_text=c in wrap and not cut,
+                                       horizontal="fill" if cut else cell.alignment.horizontal,
+                                       vertical="top")
     ws = sheets["Sources"]
     placed["sources"] = write_table(
         ws, srcs, title=f"Sources of the input figures used by {result.name}",
@@ -1168,8 +1178,29 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
         elif ws.title == "Chart data":
             setup_page(ws, title, repeat_cols=1)
         else:
-            setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}",
-                       repeat_cols=id_cols.get(ws.title, 1))
+            rows = f"{HEADER_ROW}:{HEADER_ROW}"
+            cols = id_cols.get(ws.title, 1)
+            first = setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+            if first < ws.max_column and _narrow_headings(ws, first):
+                # printed in blocks of columns: the title and description wrap within
+                # the first page, taller, which may change the layout
+                fit_wrapped_rows(ws)
+                setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+
+
+def _narrow_headings(ws: Worksheet, last_col: int) -> bool:
+    """Re-merge the title and description rows (above the header) over ``last_col``
+    columns at most; True when one was wider."""
+    changed = False
+    for rng in list(ws.merged_cells.ranges):
+        if rng.max_row < HEADER_ROW and rng.min_row == rng.max_row and rng.max_col > last_col:
+            row, first = rng.min_row, rng.min_col
+            ws.unmerge_cells(str(rng))
+            if last_col > first:
+                ws.merge_cells(start_row=row, start_column=first, end_row=row,
+                               end_column=last_col)
+            changed = True
+    return changed
 
 
 def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: str,
@@ -1179,7 +1210,7 @@ def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: s
     cols = list(df.columns)
     put(ws, top, 1, title, font=TITLE_FONT)
     for j, c in enumerate(cols, start=1):
-        cell = put(ws, top + 1, j, _header_text(df, c, table, named), font=HEADER_FONT)
+        cell = put(ws, top + 1, j, header_text(df, c, table, named), font=HEADER_FONT)
         cell.fill = HEADER_FILL
         cell.alignment = WRAP
     fmts = [number_format(unit_of(df, c), c, integer=pd.api.types.is_integer_dtype(df[c])

@@ -339,7 +339,7 @@ NAME_COLUMNS: dict[str, tuple[str, ...]] = {
     "model": ("models",), "category": ("cost_categories",),
 }
 
-_TRAILING_NOTE = re.compile(r"\s*\([^()]*\)\s*$")
+_TRAILING_NOTE = re.compile(r"\s+\([^()]*\)\s*$")
 
 
 def short_name(name: str) -> str:

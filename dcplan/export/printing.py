@@ -167,9 +167,15 @@ def repeated_cols(widths: Sequence[float], id_cols: int) -> int:
     return n
 
 
+def printed_width(ws: Worksheet, col: int) -> float:
+    """Width of column ``col`` (1-based) as printed [characters]: 0 when hidden."""
+    dim = ws.column_dimensions[get_column_letter(col)]
+    return 0.0 if dim.hidden else (dim.width or 8.43)
+
+
 def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
                last_col: int | None = None, last_row: int | None = None,
-               one_page: bool = False, repeat_cols: int = 0) -> None:
+               one_page: bool = False, repeat_cols: int = 0) -> int:
     """Orientation and scale (readable, fewest pages), print area, margins, header, footer.
 
     Parameters
@@ -187,20 +193,26 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
     repeat_cols : int
         Leading columns repeated on every page when the table prints in blocks of
         columns (see :func:`page_layout`).
+
+    Returns
+    -------
+    int
+        Columns on the first printed page (all of them unless the table prints in
+        blocks of columns).
     """
     ps = ws.page_setup
     ps.paperSize = ws.PAPERSIZE_A4
     ws.page_margins = MARGINS
     cols = last_col or max(ws.max_column, 1)
     rows = last_row or max(ws.max_row, 1)
+    first = cols
     if one_page:
         ps.orientation = "landscape"
         ws.sheet_properties.pageSetUpPr.fitToPage = True
         ps.fitToWidth = 1
         ps.fitToHeight = 1
     else:
-        widths = [ws.column_dimensions[get_column_letter(j)].width or 8.43
-                  for j in range(1, cols + 1)]
+        widths = [printed_width(ws, j) for j in range(1, cols + 1)]
         heights = [ws.row_dimensions[r].height or DEFAULT_ROW_PT for r in range(1, rows + 1)]
         rep = 0.0
         if repeat_rows:
@@ -214,6 +226,7 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
         rep_cols = repeated_cols(widths, repeat_cols)
         if breaks and rep_cols:
             ws.print_title_cols = f"A:{get_column_letter(rep_cols)}"
+        first = breaks[0] if breaks else cols
     if repeat_rows:
         ws.print_title_rows = repeat_rows
     ws.print_area = f"A1:{get_column_letter(cols)}{rows}"
@@ -225,6 +238,7 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
     ws.oddFooter.left.size = 8
     ws.oddFooter.right.text = "Page &P of &N"
     ws.oddFooter.right.size = 8
+    return first
 
 
 def chart_page(ws: Worksheet, title: str) -> None:
