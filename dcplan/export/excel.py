@@ -13,9 +13,10 @@ the table from row 4, then a blank row and a ``Total`` row whose cells are live
 ``SUM`` formulas over the table. The header row is frozen, has an autofilter and is
 repeated on every printed page. Tables are written as
 :func:`dcplan.tableio.tidy_table` makes them: rounded at the source, counts as
-integers, yearly periods as numbers. Every sheet prints landscape, one page wide,
-with the scenario name and page numbers in its header and footer
-(:mod:`dcplan.export.printing`). Text that comes from user input is always written as
+integers, yearly periods as numbers, with a name column before each id column that
+has names in the catalogs (:func:`with_names`). Every sheet prints on A4 with its body
+text at 8 pt or more, one page wide or in blocks of columns, with the scenario name and
+page numbers in its header and footer (:mod:`dcplan.export.printing`). Text that comes from user input is always written as
 text (never as a formula), and the file is written to a temporary file and renamed, so
 an interrupted run never leaves a broken workbook.
 """
@@ -274,6 +275,9 @@ def _width_of(value: Any, fmt: str) -> int:
     return len(str(value))
 
 
+#: Widest a column of wrapped text (names) is made [characters]; longer text wraps.
+WRAP_WIDTH = 30
+
 #: Widest a header makes its column [characters]; longer headers wrap.
 HEADER_WIDTH = 10
 
@@ -298,14 +302,19 @@ def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 30,
             if isinstance(v, str) and v.startswith("=") and cell.data_type == "f":
                 sums.add(cell.column)
                 continue
-            if cell.row == header_row and isinstance(v, str):
+            bold = cell.font is not None and bool(cell.font.b)
+            if isinstance(v, str) and (cell.row == header_row
+                                       or (bold and cell.alignment.wrap_text)):
+                # a header (of the table, or of a block below it) wraps between words
                 longest_word = max((len(w) for w in v.split()), default=0)
                 n = max(min(len(v), HEADER_WIDTH), longest_word)
             else:
                 n = _width_of(v, cell.number_format) + 2 * int(cell.alignment.indent or 0)
                 if isinstance(v, str):
                     n += 1  # text is left-aligned: a gap before the next column
-                if n > max_width and isinstance(v, str):
+                if isinstance(v, str) and cell.alignment.wrap_text and not bold:
+                    n = min(n, WRAP_WIDTH)  # names wrap at this width
+                if n > max_width and isinstance(v, str) and not bold:  # not a section title
                     cell.alignment = Alignment(wrap_text=True, vertical="top",
                                                horizontal=cell.alignment.horizontal,
                                                indent=cell.alignment.indent)
@@ -506,19 +515,22 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
         cell.alignment = WRAP
     fmts = [number_format(unit_of(df, c), c, integer=pd.api.types.is_integer_dtype(df[c])
                           and not pd.api.types.is_bool_dtype(df[c])) for c in cols]
+    fmts = ["0" if c == "period" else f for c, f in zip(cols, fmts, strict=True)]  # 2026
     per_row = {cols.index(c): f for c, f in (row_formats or {}).items() if c in cols}
     # text right of a column of numbers (right-aligned) starts one indent in, so that
     # "978.8" and "2N" never read as one value
     numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
                for c in cols]
     indent = {j for j in range(2, len(cols) + 1) if numeric[j - 2] and not numeric[j - 1]}
+    wrapped = {j for j, c in enumerate(cols, start=1)
+               if c.endswith(NAME_SUFFIX) and c[: -len(NAME_SUFFIX)] in named}
     for i, rec in enumerate(df.itertuples(index=False, name=None)):
         r = FIRST_DATA_ROW + i
         for j, v in enumerate(rec, start=1):
             fmt = per_row[j - 1][i] if j - 1 in per_row else fmts[j - 1]
             cell = put(ws, r, j, v, fmt)
             # rows with wrapped text (long names) read from their top line
-            cell.alignment = Alignment(vertical="top", indent=int(
+            cell.alignment = Alignment(vertical="top", wrap_text=j in wrapped, indent=int(
                 j in indent and cell.data_type == "s"))
     last = FIRST_DATA_ROW + len(df) - 1
     placed = Placed(ws.title, {c: j for j, c in enumerate(cols, start=1)}, FIRST_DATA_ROW, last,

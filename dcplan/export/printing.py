@@ -132,7 +132,7 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
     if best is not None:
         return best[1], best[2], []
     # Too wide for a landscape page at the smallest readable size: blocks of columns,
-    # each with the identifier columns that fit in a third of the page.
+    # each with the identifier columns that fit in :data:`REPEAT_SHARE` of the page.
     pw = printable("landscape")[0] * 100.0 / lo
     repeat_cols = repeated_cols(widths, repeat_cols)
     ids = sum(column_inches(w) for w in widths[:repeat_cols])
@@ -148,7 +148,7 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
 
 
 #: Most of a landscape page that repeated identifier columns may take [share].
-REPEAT_SHARE = 1 / 3
+REPEAT_SHARE = 0.6
 
 
 def repeated_cols(widths: Sequence[float], id_cols: int) -> int:
@@ -227,6 +227,8 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
         if breaks and rep_cols:
             ws.print_title_cols = f"A:{get_column_letter(rep_cols)}"
         first = breaks[0] if breaks else cols
+        if breaks:  # the blocks of the same rows on facing pages
+            ps.pageOrder = "overThenDown"
     if repeat_rows:
         ws.print_title_rows = repeat_rows
     ws.print_area = f"A1:{get_column_letter(cols)}{rows}"
