@@ -800,8 +800,8 @@ def _status_sentence(result: Any) -> str:
 
 
 #: Columns of the Summary sheet and their widths [characters].
-SUMMARY_WIDTHS = {"A": 28, "B": 18, "C": 18, "D": 16, "E": 12, "F": 12, "G": 12, "H": 12,
-                  "I": 12, "J": 12}
+SUMMARY_WIDTHS = {"A": 24, "B": 16, "C": 16, "D": 15, "E": 11, "F": 11, "G": 11, "H": 11,
+                  "I": 11, "J": 11, "K": 11}
 
 
 def long_text(ws: Worksheet, row: int, first_col: int, last_col: int, text: str,
@@ -838,7 +838,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
         rows.append(("Solver / planner message", result.message, None))
     for label, value, fmt in rows:
         r += 1
-        put(ws, r, 1, label, font=HEADER_FONT)
+        put(ws, r, 1, label, font=HEADER_FONT).alignment = WRAP
         if isinstance(value, str) and len(value) > 20:
             long_text(ws, r, 2, last, value)
         else:
@@ -855,10 +855,10 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
     if kpis is not None:
         for rec in tidy_table(kpis).itertuples():
             r += 1
-            put(ws, r, 1, kpi_label(rec.kpi))
+            put(ws, r, 1, kpi_label(rec.kpi)).alignment = WRAP
             put(ws, r, 2, rec.value, kpi_format(rec.kpi))
             put(ws, r, 3, kpi_unit(rec.kpi, str(rec.unit))).alignment = Alignment(
-                horizontal="left", indent=1)
+                horizontal="left", indent=1, wrap_text=True, vertical="top")
             long_text(ws, r, 4, last, kpi_meaning(rec.kpi))
     checks = _write_checks(ws, r + 2, result, placed)
     r = max(checks.values(), default=r + 2) + 2
@@ -868,14 +868,16 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
         r += 1
         put(ws, r, 1, "Unserved demand", font=SECTION_FONT)
         r += 1
+        un, named = with_names(tidy_table(un), catalog_names(src))
         for j, c in enumerate(un.columns, start=1):
-            cell = put(ws, r, j, header(un, c), font=HEADER_FONT)
+            cell = put(ws, r, j, header_text(un, c, "unserved", named), font=HEADER_FONT)
             cell.fill = HEADER_FILL
             cell.alignment = WRAP
-        for rec in tidy_table(un).itertuples(index=False, name=None):
+        for rec in un.itertuples(index=False, name=None):
             r += 1
             for j, v in enumerate(rec, start=1):
-                put(ws, r, j, v, "#,##0.###")
+                put(ws, r, j, v, "#,##0.###").alignment = Alignment(
+                    wrap_text=isinstance(v, str), vertical="top")
         r += 1
     notes = list(result.notes)
     if notes:
@@ -916,7 +918,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
              ("Sources", "each source of the input figures, in full")]
     for name, text in guide:
         r += 1
-        put(ws, r, 1, name, font=HEADER_FONT)
+        put(ws, r, 1, name, font=HEADER_FONT).alignment = WRAP
         long_text(ws, r, 2, last, text)
     ws.freeze_panes = "A4"
     return checks
@@ -966,7 +968,7 @@ def _write_checks(ws: Worksheet, r: int, result: Any, placed: dict[str, Placed]
                       "#,##0"))
     for label, fml, key, unit, fmt in specs:
         r += 1
-        put(ws, r, 1, label)
+        put(ws, r, 1, label).alignment = WRAP
         formula(ws, r, 2, fml, fmt)
         put(ws, r, 3, kpi.get(key), fmt)
         put(ws, r, 4, unit)
@@ -991,19 +993,18 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
     if b is None or not len(b):
         put(ws, r, 1, "None: no site limit has a positive shadow price.")
         return r + 2
+    b, named = with_names(tidy_table(b), catalog_names(getattr(result, "case", None)))
     for j, c in enumerate(b.columns, start=1):
-        cell = put(ws, r, j, header(b, c, "binding"), font=HEADER_FONT)
+        cell = put(ws, r, j, header_text(b, c, "binding", named), font=HEADER_FONT)
         cell.fill = HEADER_FILL
         cell.alignment = WRAP
-    for rec in tidy_table(b).itertuples(index=False, name=None):
+    for rec in b.itertuples(index=False, name=None):
         r += 1
         for j, (c, v) in enumerate(zip(b.columns, rec, strict=True), start=1):
             v = None if isinstance(v, float) and v != v else v
-            cell = put(ws, r, j, v, "0" if c in ("rank", "period") else "#,##0.####")
-            if isinstance(v, str):
-                cell.alignment = WRAP
-            if c == "rank":
-                cell.alignment = Alignment(horizontal="left")
+            cell = put(ws, r, j, v, "0" if c in ("rank", "period") else "#,##0.##")
+            cell.alignment = Alignment(wrap_text=isinstance(v, str), vertical="top",
+                                       horizontal="left" if c == "rank" else None)
     return r + 2
 
 
@@ -1186,6 +1187,7 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
             continue
         fit_wrapped_rows(ws)
         if ws.title == "Summary":
+            _align_top(ws)
             setup_page(ws, title, last_col=max(ws.max_column, len(SUMMARY_WIDTHS)))
         elif ws.title == "Chart data":
             setup_page(ws, title, repeat_cols=1)
@@ -1198,6 +1200,17 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
                 # the first page, taller, which may change the layout
                 fit_wrapped_rows(ws)
                 setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+
+
+def _align_top(ws: Worksheet) -> None:
+    """Every filled cell of ``ws`` reads from the top of its row (rows with wrapped
+    text are taller; a value beside a wrapped label stays on its first line)."""
+    for row in ws.iter_rows():
+        for cell in row:
+            if cell.value is not None and cell.alignment.vertical != "top":
+                a = cell.alignment
+                cell.alignment = Alignment(horizontal=a.horizontal, wrap_text=a.wrap_text,
+                                           indent=a.indent, vertical="top")
 
 
 def _narrow_headings(ws: Worksheet, last_col: int) -> bool:
