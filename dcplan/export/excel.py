@@ -1046,8 +1046,8 @@ ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": 
 
 
 #: Column widths of the Assumptions sheet [characters].
-ASSUMPTION_WIDTHS = {"A": 7, "B": 8, "C": 13, "D": 18, "E": 20, "F": 13, "G": 9, "H": 8,
-                     "I": 30, "J": 10, "K": 33, "L": 9}
+ASSUMPTION_WIDTHS = {"A": 9, "B": 11, "C": 13, "D": 16, "E": 19, "F": 13, "G": 9, "H": 8,
+                     "I": 30, "J": 10, "K": 32, "L": 8}
 #: Columns of the Assumptions sheet that wrap. The entry's name (D) does not: a long
 #: name is cut at the column edge when printed (the id is beside it, the whole name
 #: in the cell), which keeps most figures on one line.
