@@ -16,9 +16,9 @@ repeated on every printed page. Tables are written as
 integers, yearly periods as numbers, with a name column before each id column that
 has names in the catalogs (:func:`with_names`). Every sheet prints on A4 with its body
 text at 8 pt or more, one page wide or in blocks of columns, with the scenario name and
-page numbers in its header and footer (:mod:`dcplan.export.printing`). Text that comes from user input is always written as
-text (never as a formula), and the file is written to a temporary file and renamed, so
-an interrupted run never leaves a broken workbook.
+page numbers in its header and footer (:mod:`dcplan.export.printing`). Text that comes
+from user input is always written as text (never as a formula), and the file is written
+to a temporary file and renamed, so an interrupted run never leaves a broken workbook.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from openpyxl.worksheet.worksheet import Worksheet
 from dcplan.export.files import atomic_file
 from dcplan.export.labels import (
     KPI_LABELS,
-    category_label,
     catalog_names,
+    category_label,
     header,
     kpi_format,
     kpi_label,
@@ -448,8 +448,11 @@ def with_names(df: pd.DataFrame, names: dict[str, dict[str, str]] | None
 
 
 def header_text(df: pd.DataFrame, c: str, table: str | None, named: set[str]) -> str:
-    """Header of column ``c``: a name column is headed by the label, its id column
-    by the label and "id" (``Site`` and ``Site id``)."""
+    """Header of column ``c`` (a name column: the label; its id column: label and id).
+
+    ``Site`` over the site names, ``Site id`` over their ids; other columns as
+    :func:`dcplan.export.labels.header` words them.
+    """
     if c.endswith(NAME_SUFFIX) and c[: -len(NAME_SUFFIX)] in named:
         return label_of(c[: -len(NAME_SUFFIX)], table)
     if c in named:
@@ -1203,8 +1206,11 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
 
 
 def _align_top(ws: Worksheet) -> None:
-    """Every filled cell of ``ws`` reads from the top of its row (rows with wrapped
-    text are taller; a value beside a wrapped label stays on its first line)."""
+    """Align every filled cell of ``ws`` to the top of its row.
+
+    Rows with wrapped text are taller; a value beside a wrapped label stays on its
+    first line.
+    """
     for row in ws.iter_rows():
         for cell in row:
             if cell.value is not None and cell.alignment.vertical != "top":
@@ -1214,8 +1220,11 @@ def _align_top(ws: Worksheet) -> None:
 
 
 def _narrow_headings(ws: Worksheet, last_col: int) -> bool:
-    """Re-merge the title and description rows (above the header) over ``last_col``
-    columns at most; True when one was wider."""
+    """Re-merge the title and description rows over ``last_col`` columns at most.
+
+    Returns True when one was wider (the rows above the header of a table printed in
+    blocks of columns).
+    """
     changed = False
     for rng in list(ws.merged_cells.ranges):
         if rng.max_row < HEADER_ROW and rng.min_row == rng.max_row and rng.max_col > last_col:
