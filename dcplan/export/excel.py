@@ -1054,7 +1054,7 @@ ASSUMPTION_WIDTHS = {"A": 9, "B": 11, "C": 13, "D": 16, "E": 19, "F": 13, "G": 9
 #: Columns of the Assumptions sheet that wrap. The entry's name (D) does not: a long
 #: name is cut at the column edge when printed (the id is beside it, the whole name
 #: in the cell), which keeps most figures on one line.
-ASSUMPTION_WRAP = "EFGKL"
+ASSUMPTION_WRAP = "CEFGKL"
 #: Column of the Assumptions sheet that is hidden (and so not printed): the source,
 #: whose full text the Source ref. column points to on the Sources sheet; the text is
 #: in the cells, for filters and for reading the sheet back.
