@@ -143,9 +143,11 @@ def test_comparison_workbook_prints_kpis_with_values(run):
     last = max(c.column for c in ws[3] if c.value is not None)
     area = str(ws.print_area).replace("$", "")
     assert area.endswith(f"{openpyxl.utils.get_column_letter(max(last, 6))}{ws.max_row}")
+    from dcplan.export.printing import MIN_FONT_PT, effective_font_pt
+
     for sheet in wb.worksheets:
-        assert sheet.page_setup.orientation == "landscape", sheet.title
-        assert sheet.page_setup.fitToWidth == 1 and sheet.print_area, sheet.title
+        assert sheet.page_setup.orientation in ("landscape", "portrait"), sheet.title
+        assert effective_font_pt(sheet) >= MIN_FONT_PT and sheet.print_area, sheet.title
         assert EVIL in sheet.oddHeader.left.text, sheet.title
 def test_differences_within_the_solver_gaps_are_marked():
     from types import SimpleNamespace

@@ -21,12 +21,32 @@ from dcplan.export.excel import (
     FIRST_DATA_ROW,
     HEADER_ROW,
     KPI_SHEET_HEADERS,
+    NAME_SUFFIX,
     SHEET_ORDER,
     SHEETS,
+    header_text,
     kpi_sheet_table,
+    with_names,
     write_workbook,
 )
-from dcplan.export.labels import LABELS, TABLE_LABELS, category_label, column_of
+from dcplan.export.labels import (
+    LABELS,
+    NAME_COLUMNS,
+    TABLE_LABELS,
+    catalog_names,
+    category_label,
+    name_of,
+)
+from dcplan.export.printing import (
+    MIN_FONT_PT,
+    column_inches,
+    effective_font_pt,
+    min_scale,
+    page_layout,
+    printable,
+    printed_width,
+    repeated_cols,
+)
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.tableio import tidy_table
 
@@ -47,6 +67,18 @@ def soffice_convert(src: Path, outdir: Path, fmt: str = "xlsx") -> Path:
     out = outdir / (src.stem + "." + fmt.split(":")[0])
     assert proc.returncode == 0 and out.exists(), (proc.stdout, proc.stderr)
     return out
+
+
+def sheet_table(solved, table):
+    """A result table as its sheet holds it: tidy, a name column before each id column
+    that has names; and the id columns that got one."""
+    result, src = solved
+    return with_names(tidy_table(result.tables[table]), catalog_names(src))
+
+
+def col_of(solved, table, col):
+    """1-based sheet column of ``col`` of result table ``table``."""
+    return list(sheet_table(solved, table)[0].columns).index(col) + 1
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +112,14 @@ def test_sheets_layout_units_formats(book, solved):
         df = result.tables[spec.table]
         assert ws.freeze_panes is not None and ws.freeze_panes.endswith(str(FIRST_DATA_ROW))
         assert ws.auto_filter.ref and ws.auto_filter.ref.startswith(f"A{HEADER_ROW}:")
-        heads = [c.value for c in ws[HEADER_ROW]][: len(df.columns)]
-        for col, h in zip(df.columns, heads, strict=True):
-            if pd.api.types.is_float_dtype(df[col]) and spec.table != "kpis":
+        cols = (list(sheet_table(solved, spec.table)[0].columns) if spec.table != "kpis"
+                else list(df.columns))
+        heads = [c.value for c in ws[HEADER_ROW]][: len(cols)]
+        for col, h in zip(cols, heads, strict=True):
+            if col in df and pd.api.types.is_float_dtype(df[col]) and spec.table != "kpis":
                 assert "[" in h and h.endswith("]"), (spec.sheet, h)  # unit in the header
                 if len(df):
-                    cell = ws.cell(FIRST_DATA_ROW, list(df.columns).index(col) + 1)
+                    cell = ws.cell(FIRST_DATA_ROW, cols.index(col) + 1)
                     assert cell.number_format != "General", (spec.sheet, col)
         widths = [ws.column_dimensions[c].width for c in "AB"]
         assert all(w and w >= 8 for w in widths)
@@ -94,7 +128,8 @@ def test_sheets_layout_units_formats(book, solved):
     fleet = wb["Fleet"]
     total_row = FIRST_DATA_ROW + len(result.tables["fleet"]) + 1
     assert fleet.cell(total_row, 1).value == "Total"
-    assert str(fleet.cell(total_row, 5).value).startswith("=SUM(")
+    assert str(fleet.cell(total_row, col_of(solved, "fleet", "new_racks")).value).startswith(
+        "=SUM(")
 
 
 def test_headers_and_kpis_in_words(book, solved):
@@ -131,7 +166,7 @@ def test_periods_numbers_counts_integers(book, solved):
     result, _ = solved
     wb = openpyxl.load_workbook(book)
     ws = wb["Fleet"]
-    cols = list(result.tables["fleet"].columns)
+    cols = list(sheet_table(solved, "fleet")[0].columns)
     n = len(result.tables["fleet"])
     for r in range(FIRST_DATA_ROW, FIRST_DATA_ROW + n):
         period = ws.cell(r, cols.index("period") + 1)
@@ -142,7 +177,7 @@ def test_periods_numbers_counts_integers(book, solved):
             assert isinstance(cell.value, int), (c, cell.value)
             assert cell.number_format == "#,##0"
     ws = wb["Cooling"]
-    cols = list(result.tables["cooling"].columns)
+    cols = list(sheet_table(solved, "cooling")[0].columns)
     cdus = [ws.cell(r, cols.index("cdus") + 1).value
             for r in range(FIRST_DATA_ROW, FIRST_DATA_ROW + len(result.tables["cooling"]))]
     assert all(isinstance(v, int) for v in cdus)
@@ -175,12 +210,17 @@ def test_every_sheet_reads_back_with_pandas(book, solved):
                                        rtol=1e-5)
             continue
         tidy = tidy_table(df)
+        want, named = sheet_table(solved, spec.table)
         back = pd.read_excel(book, sheet_name=spec.sheet, header=HEADER_ROW - 1, nrows=len(df),
                              engine="openpyxl")
-        back = back.iloc[:, : len(df.columns)]
-        back.columns = [column_of(df, str(h), spec.table) for h in back.columns]
-        assert list(back.columns) == list(df.columns)
+        back = back.iloc[:, : len(want.columns)]
+        assert [str(h) for h in back.columns] == [header_text(want, c, spec.table, named)
+                                                 for c in want.columns], spec.sheet
+        back.columns = list(want.columns)
         assert len(back) == len(df)
+        for c in named:  # each name is the catalog's (or the site file's) for the id beside
+            assert back[c + NAME_SUFFIX].fillna("").tolist() == [
+                name_of(catalog_names(src), c, v) or "" for v in df[c]], (spec.sheet, c)
         for col in df.columns:
             if pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(
                     df[col]) and len(df):
@@ -219,25 +259,87 @@ def test_every_sheet_reads_back_with_pandas(book, solved):
 
 
 def test_page_setup_on_every_sheet(book, solved):
-    """Landscape, fitted to one page wide, a print area, the header row repeated on data
-    sheets, the scenario name and page numbers in the page header/footer; chart sheets
-    fit on one page."""
+    """A4 at a stated scale (not squeezed to the page width), body text at 8 pt or more,
+    one page wide unless the table prints in column blocks (then with its id columns
+    repeated), a print area, the header row repeated on data sheets, the scenario name
+    and page numbers in the page header/footer; chart sheets fit on one page."""
     wb = openpyxl.load_workbook(book)
     for ws in wb.worksheets:
         ps = ws.page_setup
-        assert ps.orientation == "landscape", ws.title
-        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
-        assert ps.fitToWidth == 1, ws.title
+        assert str(ps.paperSize) == ws.PAPERSIZE_A4, ws.title
         assert ws.print_area, ws.title
         assert EVIL in ws.oddHeader.left.text, ws.title
         assert "&P" in ws.oddFooter.right.text and "&N" in ws.oddFooter.right.text
         assert ws.page_margins.left <= 0.5
         if ws.title in CHART_SHEETS.values():
-            assert ps.fitToHeight == 1
-        elif ws.title in {s.sheet for s in SHEETS} | {"Assumptions", "Sources"}:
-            # as many pages tall as it needs; the long Sizing check on at most two
-            assert ps.fitToHeight == (2 if ws.title == "Sizing" and ws.max_row > 90 else 0)
+            assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+            assert ps.fitToWidth == 1 and ps.fitToHeight == 1, ws.title
+            continue
+        assert not ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        # the smallest font of the print area at the sheet's scale
+        smallest = min((c.font.sz or 11) for row in ws.iter_rows() for c in row
+                       if c.value is not None)
+        assert smallest * ps.scale / 100 >= MIN_FONT_PT, (ws.title, smallest, ps.scale)
+        assert effective_font_pt(ws) >= MIN_FONT_PT, ws.title
+        last_col = openpyxl.utils.column_index_from_string(
+            re.sub(r"\d", "", ws.print_area.split(":")[-1].replace("$", "")))
+        inches = sum(column_inches(printed_width(ws, j))
+                     for j in range(1, last_col + 1)) * ps.scale / 100
+        if inches > printable(ps.orientation)[0]:  # column blocks: the ids repeated
+            assert ps.orientation == "landscape" and ps.scale == min_scale(), ws.title
+        if ws.title in {s.sheet for s in SHEETS} | {"Assumptions", "Sources"}:
             assert ws.print_title_rows.replace("$", "") == f"{HEADER_ROW}:{HEADER_ROW}", ws.title
+
+
+def test_page_layout_hand_computed():
+    """Hand-computed layouts: a narrow long table prints portrait at 100 %; a table
+    too wide for portrait at 8 pt goes landscape; one too wide for landscape prints at
+    the smallest readable scale in blocks of columns, the ids repeated."""
+    # 60 characters = 60 x 7 pt = 420 pt = 5.83 in < 7.47 x 0.98 in (portrait): 100 %
+    assert page_layout([20, 20, 20], [15.0] * 200) == ("portrait", 100, [])
+    # 140 characters = 13.6 in: portrait would need 53 % (< 73 %); landscape
+    # 10.89 x 0.98 / 13.6 = 78 %
+    assert page_layout([10] * 14, [15.0] * 40) == ("landscape", 78, [])
+    # 30 columns of 10 = 29.2 in; landscape at 73 % holds 10.67 / 0.73 = 14.6 in
+    # = 15 columns of 0.972 in; blocks repeat the first column: 15, then 14 more, ...
+    orient, scale, breaks = page_layout([10] * 30, [15.0] * 10, repeat_cols=1)
+    assert (orient, scale) == ("landscape", min_scale()) and min_scale() == 73
+    assert breaks == [15, 29]
+    assert repeated_cols([10] * 30, 1) == 1
+    # ids beyond 60 % of the page (14.6 x 0.6 = 8.8 in) are not repeated: 2 x 3.9 in do
+    assert repeated_cols([40, 40, 40], 3) == 2 and repeated_cols([70, 70], 2) == 1
+
+
+def test_every_id_column_has_its_name_beside_it(book, solved):
+    """Each id column with names in the catalogs or site files (site, rack type,
+    workload, catalog entry, switch, CDU...) has a name column just left of it, headed
+    by the label ("Rack type") while the ids are headed "Rack type id"; the names are
+    the catalogs' ("NVIDIA GB200 NVL72" for gb200_nvl72)."""
+    result, src = solved
+    names = catalog_names(src)
+    wb = openpyxl.load_workbook(book)
+    seen = set()
+    for spec in SHEETS:
+        df = result.tables[spec.table]
+        ws = wb[spec.sheet]
+        heads = [c.value for c in ws[HEADER_ROW]]
+        for col in df.columns:
+            if col not in NAME_COLUMNS or not any(name_of(names, col, v) for v in df[col]):
+                continue
+            label = TABLE_LABELS.get(spec.table, {}).get(col, LABELS.get(col))
+            j = heads.index(f"{label} id") + 1
+            assert heads[j - 2] == label, (spec.sheet, col)
+            for r in range(FIRST_DATA_ROW, FIRST_DATA_ROW + len(df)):
+                ident, name = ws.cell(r, j).value, ws.cell(r, j - 1).value
+                assert (name or "") == (name_of(names, col, ident) or ""), (spec.sheet, r)
+            seen.add(col)
+    assert {"site", "rack", "workload", "catalog_id", "category"} <= seen, seen
+    fleet = wb["Fleet"]
+    heads = [c.value for c in fleet[HEADER_ROW]]
+    j = heads.index("Rack type id") + 1
+    pairs = {(fleet.cell(r, j - 1).value, fleet.cell(r, j).value)
+             for r in range(FIRST_DATA_ROW, FIRST_DATA_ROW + len(result.tables["fleet"]))}
+    assert ("NVIDIA GB200 NVL72", "gb200_nvl72") in pairs
 
 
 def test_page_header_escapes_ampersand(solved, tmp_path):
@@ -351,7 +453,7 @@ def test_libreoffice_recalculates_totals_to_dcplan_values(recalculated, solved):
         ws = recalculated[sheet]
         r = FIRST_DATA_ROW + len(df) + 1
         assert ws.cell(r, 1).value == "Total"
-        return ws.cell(r, list(df.columns).index(col) + 1).value
+        return ws.cell(r, col_of(solved, table, col)).value
 
     assert total("Fleet", "fleet", "new_racks") == t["fleet"].new_racks.sum()
     assert total("Power", "power", "energy_kwh") == pytest.approx(
@@ -370,8 +472,13 @@ def test_libreoffice_recalculates_totals_to_dcplan_values(recalculated, solved):
         mode = next((m for k, m in modes.items() if head.startswith(k)), None)
         if mode:
             cells["mode"] = mode
+        elif row[0] == "Id":  # sites and rack types: ids above the names
+            cells[cells["mode"] + "_ids"] = [h for h in row[1:] if h]
         elif row[0] == "Period":
-            cells[cells["mode"] + "_head"] = [h for h in row[1:] if h]
+            heads = [h for h in row[1:] if h]
+            ids = cells.get(cells["mode"] + "_ids", [])
+            cells[cells["mode"] + "_names"] = heads[: len(ids)]
+            cells[cells["mode"] + "_head"] = ids + heads[len(ids):]
         elif row[0] is not None and cells.get("mode") and row[0] != "Total":
             head = cells[cells["mode"] + "_head"]
             for h, v in zip(head, row[1:], strict=False):
@@ -379,6 +486,12 @@ def test_libreoffice_recalculates_totals_to_dcplan_values(recalculated, solved):
     power = tidy["power"]
     hosting = set(t["fleet"].loc[t["fleet"].installed_racks > 0, "site"])
     assert cells["fac_head"][:-1] == [s for s in dict.fromkeys(power.site) if s in hosting]
+    # the chart series are named by the sites' and rack types' names
+    names = catalog_names(solved[1])
+    for mode, column in (("fac", "site"), ("grid", "site"), ("racks", "rack")):
+        assert cells[mode + "_names"] == [name_of(names, column, i) or i
+                                          for i in cells[mode + "_ids"]], mode
+    assert "NVIDIA GB200 NVL72" in cells["racks_names"]
     fac = power[power.site.isin(hosting)].groupby(["period", "site"]).facility_kw_peak.sum() / 1000
     for (p, s), v in fac.items():
         assert cells[("fac", p, s)] == pytest.approx(v, rel=1e-12, abs=1e-12)
@@ -434,17 +547,82 @@ def pdf_pages(pdf: Path) -> int:
     return len(re.findall(rb"/Type\s*/Page(?![s\w])", data))
 
 
+@pytest.fixture(scope="module")
+def printed(book, tmp_path_factory):
+    """The workbook printed by LibreOffice: (PDF, pages), each page a list of words
+    ``(x0, y0, x1, y1, text)`` [pt] as pdftotext places them."""
+    if SOFFICE is None or shutil.which("pdftotext") is None:
+        pytest.skip("LibreOffice (soffice) and pdftotext (poppler-utils) are needed")
+    out = tmp_path_factory.mktemp("pdf")
+    pdf = soffice_convert(book, out, "pdf")
+    html = out / "words.html"
+    subprocess.run(["pdftotext", "-bbox", str(pdf), str(html)], check=True, timeout=120)
+    pages = []
+    for page in html.read_text().split("<page ")[1:]:
+        pages.append([(float(a), float(b), float(c), float(d), t) for a, b, c, d, t in
+                      re.findall(r'xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" '
+                                 r'yMax="([\d.]+)">([^<]*)<', page)])
+    return pdf, pages
+
+
+def page_sheet(words, sheets):
+    """Sheet of a printed page: the sheet name at the right of its page header."""
+    top = " ".join(w[4] for w in sorted(words, key=lambda w: w[0]) if w[1] < 40 and w[0] > 300)
+    return next((s for s in sorted(sheets, key=len, reverse=True) if top.endswith(s)), None)
+
+
+#: Most pages the minimal plan's workbook may print on (see the test below).
+MAX_PAGES = 125
+
+
 @pytest.mark.slow
 @needs_soffice
-def test_minimal_workbook_prints_on_at_most_45_pages(book, tmp_path):
-    """LibreOffice prints the minimal plan's workbook (every sheet) on at most 45 pages;
-    before the page setup it took 187. The count follows the plan's content (the
-    Assumptions sheet has a row per derived coefficient of the plan's rack types and
-    sites): 40 pages before the refit of 2026-12-03, 41 after (Assumptions 10 of them)."""
-    pdf = soffice_convert(book, tmp_path, "pdf")
-    pages = pdf_pages(pdf)
+def test_minimal_workbook_prints_readably_on_at_most_max_pages(book, printed):
+    """LibreOffice prints the minimal plan's workbook (every sheet) on at most
+    :data:`MAX_PAGES` pages with the body text at 8 pt or more. Before any page setup it
+    took 187 pages; fitted to the page width 39-41, at 3 to 5 pt on the widest sheets.
+    At 8 pt a landscape A4 page holds about 30 rows below the repeated header and 148
+    characters of columns, and the workbook has about 1,500 table rows (Assumptions 437,
+    Sizing 247, Bill of materials 245, in three blocks of columns) with a name beside
+    every id: 112 pages when this was written (Assumptions 32, Bill of materials 30)."""
+    pdf, pages = printed
     wb = openpyxl.load_workbook(book)
-    assert len(wb.sheetnames) <= pages <= 45, pages
+    assert len(wb.sheetnames) <= len(pages) == pdf_pages(pdf) <= MAX_PAGES, len(pages)
+    # every sheet prints, in order, each from a page of its own
+    order = [page_sheet(words, wb.sheetnames) for words in pages]
+    assert list(dict.fromkeys(order)) == wb.sheetnames
+
+
+@pytest.mark.slow
+@needs_soffice
+def test_printed_text_is_8_pt_or_more(printed):
+    """Every word of the printed workbook is at least 8 pt tall: pdftotext's box of
+    8 pt DejaVu Sans (LibreOffice's stand-in for Calibri) is 7.55 pt high; the sheets
+    squeezed to the page width printed words 2.9 to 6.8 pt high."""
+    _pdf, pages = printed
+    low = [(i, w[4], round(w[3] - w[1], 2)) for i, words in enumerate(pages, start=1)
+           for w in words if w[3] - w[1] < 7.5]
+    assert not low, low[:10]
+
+
+@pytest.mark.slow
+@needs_soffice
+def test_header_row_repeats_on_every_printed_page(book, printed):
+    """Each page of a data sheet shows the sheet's column headers: the header row is
+    repeated at the top of every page, the id columns on every block of columns."""
+    _pdf, pages = printed
+    wb = openpyxl.load_workbook(book)
+    data = {s.sheet for s in SHEETS} | {"Assumptions", "Sources"}
+    by_sheet: dict[str, list] = {}
+    for words in pages:
+        by_sheet.setdefault(page_sheet(words, wb.sheetnames), []).append(words)
+    assert sum(len(v) > 1 for k, v in by_sheet.items() if k in data) >= 5  # long sheets
+    for name in data:
+        ws = wb[name]
+        first = str(ws.cell(HEADER_ROW, 1).value).split()[0]  # e.g. "Period", "Site"
+        for k, words in enumerate(by_sheet[name], start=1):
+            body = [w[4] for w in words if w[1] > 40]
+            assert first in body, (name, k, first)
 
 
 def test_summary_sheet_guide_names_the_sheets_that_exist(book):

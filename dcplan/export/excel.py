@@ -13,11 +13,12 @@ the table from row 4, then a blank row and a ``Total`` row whose cells are live
 ``SUM`` formulas over the table. The header row is frozen, has an autofilter and is
 repeated on every printed page. Tables are written as
 :func:`dcplan.tableio.tidy_table` makes them: rounded at the source, counts as
-integers, yearly periods as numbers. Every sheet prints landscape, one page wide,
-with the scenario name and page numbers in its header and footer
-(:mod:`dcplan.export.printing`). Text that comes from user input is always written as
-text (never as a formula), and the file is written to a temporary file and renamed, so
-an interrupted run never leaves a broken workbook.
+integers, yearly periods as numbers, with a name column before each id column that
+has names in the catalogs (:func:`with_names`). Every sheet prints on A4 with its body
+text at 8 pt or more, one page wide or in blocks of columns, with the scenario name and
+page numbers in its header and footer (:mod:`dcplan.export.printing`). Text that comes
+from user input is always written as text (never as a formula), and the file is written
+to a temporary file and renamed, so an interrupted run never leaves a broken workbook.
 """
 
 from __future__ import annotations
@@ -40,16 +41,25 @@ from openpyxl.worksheet.worksheet import Worksheet
 from dcplan.export.files import atomic_file
 from dcplan.export.labels import (
     KPI_LABELS,
+    catalog_names,
     category_label,
     header,
     kpi_format,
     kpi_label,
     kpi_meaning,
     kpi_unit,
+    label_of,
+    name_of,
     number_format,
     unit_of,
 )
-from dcplan.export.printing import CHART_SIZE_CM, chart_page, setup_page
+from dcplan.export.printing import (
+    CHART_AREA,
+    CHART_COL_WIDTH,
+    CHART_SIZE_CM,
+    chart_page,
+    setup_page,
+)
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import binding_rows, no_grid_sites
 from dcplan.planner.cashflow import api_return_text, terminal_note
@@ -267,33 +277,60 @@ def _width_of(value: Any, fmt: str) -> int:
     return len(str(value))
 
 
+#: Widest a column of wrapped text (names) is made [characters]; longer text wraps.
+WRAP_WIDTH = 30
+
 #: Widest a header makes its column [characters]; longer headers wrap.
-HEADER_WIDTH = 14
+HEADER_WIDTH = 10
 
 
-def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 48,
+def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 30,
              skip_rows: Sequence[int] = (1, 2), header_row: int = HEADER_ROW) -> None:
     """Set column widths from the longest value (headers wrap, titles are skipped).
 
-    The header row gets the height of its longest wrapped header.
+    A header wraps at :data:`HEADER_WIDTH` characters (never inside a word); a column
+    of longer text is ``max_width`` wide and its long cells wrap (their rows get the
+    height of the wrapped text, see :func:`fit_wrapped_rows`), so no value spills
+    into the next column. Formulas (totals) count as the widest number of their
+    column and two more digits.
     """
     widths: dict[int, int] = {}
+    sums: set[int] = set()
     for row in ws.iter_rows():
         for cell in row:
             if cell.row in skip_rows or cell.value is None:
                 continue
             v = cell.value
             if isinstance(v, str) and v.startswith("=") and cell.data_type == "f":
-                n = 12
-            elif cell.row == header_row and isinstance(v, str):
+                sums.add(cell.column)
+                continue
+            bold = cell.font is not None and bool(cell.font.b)
+            if isinstance(v, str) and (cell.row == header_row
+                                       or (bold and cell.alignment.wrap_text)):
+                # a header (of the table, or of a block below it) wraps between words
                 longest_word = max((len(w) for w in v.split()), default=0)
                 n = max(min(len(v), HEADER_WIDTH), longest_word)
             else:
-                n = _width_of(v, cell.number_format)
+                n = _width_of(v, cell.number_format) + 2 * int(cell.alignment.indent or 0)
+                if isinstance(v, str):
+                    n += 1  # text is left-aligned: a gap before the next column
+                if isinstance(v, str) and cell.alignment.wrap_text and not bold:
+                    n = min(n, WRAP_WIDTH)  # names wrap at this width
+                if n > max_width and isinstance(v, str) and not bold:  # not a section title
+                    cell.alignment = Alignment(wrap_text=True, vertical="top",
+                                               horizontal=cell.alignment.horizontal,
+                                               indent=cell.alignment.indent)
             widths[cell.column] = max(widths.get(cell.column, 0), n)
+    for col in sums:
+        widths[col] = widths.get(col, 0) + 1
     for col, n in widths.items():
         ws.column_dimensions[get_column_letter(col)].width = max(min_width,
-                                                                  min(max_width, n + 2))
+                                                                  min(max_width, n + 1))
+
+
+#: Height of one more line of wrapped 11 pt text [pt] (the first line takes a row of
+#: 15 pt); DejaVu Sans, the widest usual substitute for Calibri, spaces lines 12.8 pt.
+WRAPPED_LINE_PT = 13.5
 
 
 def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
@@ -317,21 +354,27 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
             width = spans.get((cell.row, cell.column)) or (
                 ws.column_dimensions[get_column_letter(cell.column)].width or 8.43)
             size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
-            wide = size * (1.1 if cell.font is not None and cell.font.b else 1.0)
-            lines = sum(_wrapped_lines(part, (width - 1) / wide)
-                        for part in cell.value.split("\n"))
-            need[cell.row] = max(need.get(cell.row, 0), lines * line_height * max(size, 1))
+            # a column is measured in digits of the body font, wider than its average
+            # letter (bold ones too), so a line holds its width less the padding
+            lines = sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0))
+                                       / size) for part in cell.value.split("\n"))
+            tall = line_height + (lines - 1) * WRAPPED_LINE_PT
+            need[cell.row] = max(need.get(cell.row, 0), tall * max(size, 1))
     for r, height in need.items():
         ws.row_dimensions[r].height = max(height, line_height)
 
 
 def _wrapped_lines(text: str, width: float) -> int:
     """Lines that ``text`` takes when wrapped at word boundaries in ``width`` characters."""
+    width = max(int(width), 1)
     n, line = 1, 0
     for word in text.split():
         if line and line + 1 + len(word) > width:
             n += 1
-            line = len(word)
+            line = 0
+        if len(word) > width:  # a word longer than the line is broken over lines
+            n += (line + len(word) - 1) // width
+            line = (line + len(word)) % width or width
         else:
             line += (1 if line else 0) + len(word)
     return n
@@ -355,6 +398,9 @@ class Placed:
         First and last data row (``last < first`` when the table is empty).
     total_row : int or None
         Row of the Total formulas.
+    id_cols : int
+        Leading identifier columns (names included), repeated on every printed block
+        of columns.
     """
 
     sheet: str
@@ -362,10 +408,58 @@ class Placed:
     first: int
     last: int
     total_row: int | None = None
+    id_cols: int = 1
 
     def range(self, col: str) -> str:
         """Absolute reference to the data of column ``col``."""
         return ref(self.sheet, self.columns[col], self.first, max(self.first, self.last))
+
+
+#: Suffix of the column that holds the names of an id column (``site`` -> ``site_name``).
+NAME_SUFFIX = "_name"
+
+
+def with_names(df: pd.DataFrame, names: dict[str, dict[str, str]] | None
+               ) -> tuple[pd.DataFrame, set[str]]:
+    """``df`` with a name column before each id column that has names.
+
+    Parameters
+    ----------
+    df : DataFrame
+    names : dict
+        :func:`dcplan.export.labels.catalog_names` of the plan's case (kind -> id ->
+        name); None or empty adds nothing.
+
+    Returns
+    -------
+    table, id_columns
+        The table (name columns ``<col>_name``, blank where an id has no name) and
+        the id columns that got one.
+    """
+    if not names or not len(df):
+        return df, set()
+    out = df.copy()
+    done: set[str] = set()
+    for c in list(df.columns):
+        vals = [name_of(names, c, v) for v in df[c]]
+        if any(vals):
+            out.insert(list(out.columns).index(c), c + NAME_SUFFIX, [v or "" for v in vals])
+            done.add(c)
+    out.attrs = dict(df.attrs)
+    return out, done
+
+
+def header_text(df: pd.DataFrame, c: str, table: str | None, named: set[str]) -> str:
+    """Header of column ``c`` (a name column: the label; its id column: label and id).
+
+    ``Site`` over the site names, ``Site id`` over their ids; other columns as
+    :func:`dcplan.export.labels.header` words them.
+    """
+    if c.endswith(NAME_SUFFIX) and c[: -len(NAME_SUFFIX)] in named:
+        return label_of(c[: -len(NAME_SUFFIX)], table)
+    if c in named:
+        return f"{label_of(c, table)} id"
+    return header(df, c, table)
 
 
 def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str = "",
@@ -373,7 +467,8 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
                 header_of: Callable[[pd.DataFrame, str], str] | None = None,
                 table: str | None = None, tidy: bool = True,
                 row_formats: dict[str, Sequence[str]] | None = None,
-                total_where: tuple[str, str] | None = None) -> Placed:
+                total_where: tuple[str, str] | None = None,
+                names: dict[str, dict[str, str]] | None = None) -> Placed:
     """Write ``df`` in the standard layout: title, description, header, rows, totals.
 
     Parameters
@@ -398,6 +493,9 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     total_where : tuple of (str, str), optional
         ``(column, value)``: the Total row sums only the rows whose ``column`` holds
         ``value`` (``SUMIF``); None (or a table without that column) sums every row.
+    names : dict, optional
+        Catalog and site names (kind -> id -> name): each id column that has names
+        gets a name column before it (see :func:`with_names`).
 
     Returns
     -------
@@ -405,6 +503,9 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     """
     if tidy:
         df = tidy_table(df)
+    lead = list(df.columns)[:id_cols]
+    df, named = with_names(df, names)
+    id_cols += sum(1 for c in lead if c in named)
     cols = list(df.columns)
     # Title and description wrap within the table's width, so that they print whole.
     span = max(len(cols), 1)
@@ -412,20 +513,33 @@ def write_table(ws: Worksheet, df: pd.DataFrame, *, title: str, description: str
     if description:
         long_text(ws, 2, 1, span, description, NOTE_FONT)
     for j, c in enumerate(cols, start=1):
-        text = header_of(df, c) if header_of is not None else header(df, c, table)
+        text = (header_of(df, c) if header_of is not None
+                else header_text(df, c, table, named))
         cell = put(ws, HEADER_ROW, j, text, font=HEADER_FONT)
         cell.fill = HEADER_FILL
         cell.alignment = WRAP
     fmts = [number_format(unit_of(df, c), c, integer=pd.api.types.is_integer_dtype(df[c])
                           and not pd.api.types.is_bool_dtype(df[c])) for c in cols]
+    fmts = ["0" if c == "period" else f for c, f in zip(cols, fmts, strict=True)]  # 2026
     per_row = {cols.index(c): f for c, f in (row_formats or {}).items() if c in cols}
+    # text right of a column of numbers (right-aligned) starts one indent in, so that
+    # "978.8" and "2N" never read as one value
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+               for c in cols]
+    indent = {j for j in range(2, len(cols) + 1) if numeric[j - 2] and not numeric[j - 1]}
+    wrapped = {j for j, c in enumerate(cols, start=1)
+               if c.endswith(NAME_SUFFIX) and c[: -len(NAME_SUFFIX)] in named}
     for i, rec in enumerate(df.itertuples(index=False, name=None)):
         r = FIRST_DATA_ROW + i
         for j, v in enumerate(rec, start=1):
             fmt = per_row[j - 1][i] if j - 1 in per_row else fmts[j - 1]
-            put(ws, r, j, v, fmt)
+            cell = put(ws, r, j, v, fmt)
+            # rows with wrapped text (long names) read from their top line
+            cell.alignment = Alignment(vertical="top", wrap_text=j in wrapped, indent=int(
+                j in indent and cell.data_type == "s"))
     last = FIRST_DATA_ROW + len(df) - 1
-    placed = Placed(ws.title, {c: j for j, c in enumerate(cols, start=1)}, FIRST_DATA_ROW, last)
+    placed = Placed(ws.title, {c: j for j, c in enumerate(cols, start=1)}, FIRST_DATA_ROW, last,
+                    id_cols=id_cols)
     if cols:
         ws.auto_filter.ref = f"A{HEADER_ROW}:{get_column_letter(len(cols))}{max(last, HEADER_ROW)}"
     ws.freeze_panes = ws.cell(row=FIRST_DATA_ROW, column=min(id_cols, max(len(cols), 1)) + 1)
@@ -469,7 +583,7 @@ def _unique(values: Any) -> list[str]:
 def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str],
                  cols: list[str], cell_formula: Callable[[str, str], str], fmt: str,
                  row_label: str = "Period", heads: Sequence[str] | None = None,
-                 literal: bool = False) -> tuple[int, int, int]:
+                 literal: bool = False, id_row: bool = False) -> tuple[int, int, int]:
     """Write a rows x cols block of formulas with a title, totals per row.
 
     Parameters
@@ -484,6 +598,10 @@ def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str]
         Use each id as a quoted literal criterion instead of a reference to its
         header cell (for dcplan's own ids, e.g. cost categories, whose header shows
         words); ids that are not ``[a-z0-9_]`` fall back to a reference.
+    id_row : bool
+        Write the ids in a row of their own above the header (which shows ``heads``,
+        the names) and select by them (sites, rack types: names in the chart legend,
+        any id selected exactly).
 
     Returns
     -------
@@ -491,6 +609,12 @@ def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str]
     """
     put(ws, top, 1, f"{title} [{unit}]", font=SECTION_FONT)
     hr = top + 1
+    sel = hr
+    if id_row:
+        put(ws, hr, 1, "Id", font=NOTE_FONT)
+        for j, cid in enumerate(cols, start=2):
+            put(ws, hr, j, cid, font=NOTE_FONT).alignment = WRAP
+        hr = sel + 1
     c = put(ws, hr, 1, row_label, font=HEADER_FONT)
     c.fill = HEADER_FILL
     heads = list(heads or cols)
@@ -507,7 +631,7 @@ def _pivot_block(ws: Worksheet, top: int, title: str, unit: str, rows: list[str]
         put(ws, r, 1, period_value(rlab), "0")
         for j, cid in enumerate(cols, start=2):
             crit = (f'"{cid}"' if literal and _ID.match(cid)
-                    else f"{get_column_letter(j)}${hr}")
+                    else f"{get_column_letter(j)}${sel}")
             formula(ws, r, j, cell_formula(f"$A{r}", crit), fmt)
         if cols:
             formula(ws, r, tj, f"=SUM(B{r}:{get_column_letter(tj - 1)}{r})", fmt, TOTAL_FONT)
@@ -564,22 +688,29 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed],
     top = 4
     t = result.tables
     specs = []
+    names = catalog_names(getattr(result, "case", None))
+
+    def named(column: str, ids: list[str]) -> list[str]:
+        return [name_of(names, column, i) or i for i in ids]
+
     if "power" in placed and len(t["power"]):
         p = placed["power"]
         sites = hosting_sites(result)
         specs.append(("facility_mw", "Facility power at peak by site (sites hosting racks)",
-                      "MW", sites, None,
+                      "MW", sites, named("site", sites),
                       lambda r, c, p=p: (f"=SUMIFS({p.range('facility_kw_peak')},"
                                          f"{p.range('site')},{c},{p.range('period')},{r})/1000"),
                       "#,##0.0", False))
-        specs.append(("grid_mw", "Grid limit by site", "MW", _unique(t["power"].site), None,
+        grid_sites = _unique(t["power"].site)
+        specs.append(("grid_mw", "Grid limit by site", "MW", grid_sites,
+                      named("site", grid_sites),
                       lambda r, c, p=p: (f"=SUMIFS({p.range('grid_kw')},"
                                          f"{p.range('site')},{c},{p.range('period')},{r})/1000"),
                       "#,##0.0", False))
     if "fleet" in placed and len(t["fleet"]):
         f = placed["fleet"]
-        specs.append(("racks", "Racks in service by type", "racks", _unique(t["fleet"].rack),
-                      None,
+        racks = _unique(t["fleet"].rack)
+        specs.append(("racks", "Racks in service by type", "racks", racks, named("rack", racks),
                       lambda r, c, f=f: (f"=SUMIFS({f.range('installed_racks')},"
                                          f"{f.range('rack')},{c},{f.range('period')},{r})"),
                       "#,##0", False))
@@ -601,7 +732,8 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed],
                       "#,##0.0", True))
     for name, title, unit, cols, heads, fml, fmt, col_totals in specs:
         hr, first, last = _pivot_block(ws, top, title, unit, periods, cols, fml, fmt,
-                                       heads=heads, literal=heads is not None)
+                                       heads=heads, literal=col_totals,  # costs: own ids
+                                       id_row=not col_totals)  # sites, racks: names
         tr = last
         if col_totals:  # sums over periods (meaningful for money, not for MW or racks)
             tr = last + 1
@@ -643,7 +775,11 @@ def write_charts_sheet(ws: Worksheet, result: Any, placed: dict[str, Placed],
         if spec is None:
             put(sheet, 2, 1, "No chart: the plan has nothing to plot here.", font=NOTE_FONT)
             continue
-        put(sheet, 2, 1, spec[4], font=NOTE_FONT)
+        # the caption wraps over the chart's width, so it prints inside the page
+        for j in range(1, CHART_AREA[0] + 1):
+            sheet.column_dimensions[get_column_letter(j)].width = CHART_COL_WIDTH
+        long_text(sheet, 2, 1, CHART_AREA[0], spec[4], NOTE_FONT)
+        fit_wrapped_rows(sheet)
         blk = blocks[name]
         sheet.add_chart(_native_chart("bar", title, spec[2], ws, blk["header_row"], blk["first"],
                                       blk["last"], spec[3]), "A4")
@@ -669,8 +805,8 @@ def _status_sentence(result: Any) -> str:
 
 
 #: Columns of the Summary sheet and their widths [characters].
-SUMMARY_WIDTHS = {"A": 34, "B": 22, "C": 22, "D": 22, "E": 16, "F": 16, "G": 16, "H": 16,
-                  "I": 16, "J": 28}
+SUMMARY_WIDTHS = {"A": 24, "B": 16, "C": 16, "D": 15, "E": 11, "F": 11, "G": 11, "H": 11,
+                  "I": 11, "J": 11, "K": 11}
 
 
 def long_text(ws: Worksheet, row: int, first_col: int, last_col: int, text: str,
@@ -708,7 +844,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
         rows.append(("Solver / planner message", result.message, None))
     for label, value, fmt in rows:
         r += 1
-        put(ws, r, 1, label, font=HEADER_FONT)
+        put(ws, r, 1, label, font=HEADER_FONT).alignment = WRAP
         if isinstance(value, str) and len(value) > 20:
             long_text(ws, r, 2, last, value)
         else:
@@ -725,10 +861,10 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
     if kpis is not None:
         for rec in tidy_table(kpis).itertuples():
             r += 1
-            put(ws, r, 1, kpi_label(rec.kpi))
+            put(ws, r, 1, kpi_label(rec.kpi)).alignment = WRAP
             put(ws, r, 2, rec.value, kpi_format(rec.kpi))
             put(ws, r, 3, kpi_unit(rec.kpi, str(rec.unit))).alignment = Alignment(
-                horizontal="left", indent=1)
+                horizontal="left", indent=1, wrap_text=True, vertical="top")
             long_text(ws, r, 4, last, kpi_meaning(rec.kpi))
     checks = _write_checks(ws, r + 2, result, placed)
     r = max(checks.values(), default=r + 2) + 2
@@ -738,14 +874,16 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
         r += 1
         put(ws, r, 1, "Unserved demand", font=SECTION_FONT)
         r += 1
+        un, named = with_names(tidy_table(un), catalog_names(src))
         for j, c in enumerate(un.columns, start=1):
-            cell = put(ws, r, j, header(un, c), font=HEADER_FONT)
+            cell = put(ws, r, j, header_text(un, c, "unserved", named), font=HEADER_FONT)
             cell.fill = HEADER_FILL
             cell.alignment = WRAP
-        for rec in tidy_table(un).itertuples(index=False, name=None):
+        for rec in un.itertuples(index=False, name=None):
             r += 1
             for j, v in enumerate(rec, start=1):
-                put(ws, r, j, v, "#,##0.###")
+                put(ws, r, j, v, "#,##0.###").alignment = Alignment(
+                    wrap_text=isinstance(v, str), vertical="top")
         r += 1
     notes = list(result.notes)
     tnote = terminal_note(result.kpi("terminal_value_frac")) \
@@ -793,7 +931,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
              ("Sources", "each source of the input figures, in full")]
     for name, text in guide:
         r += 1
-        put(ws, r, 1, name, font=HEADER_FONT)
+        put(ws, r, 1, name, font=HEADER_FONT).alignment = WRAP
         long_text(ws, r, 2, last, text)
     ws.freeze_panes = "A4"
     return checks
@@ -847,7 +985,7 @@ def _write_checks(ws: Worksheet, r: int, result: Any, placed: dict[str, Placed]
                       "#,##0"))
     for label, fml, key, unit, fmt in specs:
         r += 1
-        put(ws, r, 1, label)
+        put(ws, r, 1, label).alignment = WRAP
         formula(ws, r, 2, fml, fmt)
         put(ws, r, 3, kpi.get(key), fmt)
         put(ws, r, 4, unit)
@@ -872,17 +1010,18 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
     if b is None or not len(b):
         put(ws, r, 1, "None: no site limit has a positive shadow price.")
         return r + 2
+    b, named = with_names(tidy_table(b), catalog_names(getattr(result, "case", None)))
     for j, c in enumerate(b.columns, start=1):
-        cell = put(ws, r, j, header(b, c, "binding"), font=HEADER_FONT)
+        cell = put(ws, r, j, header_text(b, c, "binding", named), font=HEADER_FONT)
         cell.fill = HEADER_FILL
         cell.alignment = WRAP
-    for rec in tidy_table(b).itertuples(index=False, name=None):
+    for rec in b.itertuples(index=False, name=None):
         r += 1
         for j, (c, v) in enumerate(zip(b.columns, rec, strict=True), start=1):
             v = None if isinstance(v, float) and v != v else v
-            cell = put(ws, r, j, v, "0" if c in ("rank", "period") else "#,##0.####")
-            if c == "rank":
-                cell.alignment = Alignment(horizontal="left")
+            cell = put(ws, r, j, v, "0" if c in ("rank", "period") else "#,##0.##")
+            cell.alignment = Alignment(wrap_text=isinstance(v, str), vertical="top",
+                                       horizontal="left" if c == "rank" else None)
     return r + 2
 
 
@@ -924,8 +1063,16 @@ ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": 
 
 
 #: Column widths of the Assumptions sheet [characters].
-ASSUMPTION_WIDTHS = {"A": 13, "B": 13, "C": 24, "D": 30, "E": 28, "F": 14, "G": 11, "H": 9,
-                     "I": 30, "J": 9, "K": 90, "L": 12}
+ASSUMPTION_WIDTHS = {"A": 9, "B": 11, "C": 13, "D": 16, "E": 19, "F": 13, "G": 9, "H": 8,
+                     "I": 30, "J": 10, "K": 32, "L": 8}
+#: Columns of the Assumptions sheet that wrap. The entry's name (D) does not: a long
+#: name is cut at the column edge when printed (the id is beside it, the whole name
+#: in the cell), which keeps most figures on one line.
+ASSUMPTION_WRAP = "CEFGKL"
+#: Column of the Assumptions sheet that is hidden (and so not printed): the source,
+#: whose full text the Source ref. column points to on the Sources sheet; the text is
+#: in the cells, for filters and for reading the sheet back.
+ASSUMPTION_HIDDEN = "I"
 
 
 def assumptions_sheet_table(assum: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -968,6 +1115,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     for name in SHEET_ORDER[1:]:
         sheets[name] = wb.create_sheet(name)
     placed: dict[str, Placed] = {}
+    names = catalog_names(sources)
     for spec in SHEETS:
         df = result.tables.get(spec.table)
         ws = sheets[spec.sheet]
@@ -982,13 +1130,14 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                                          header_of=lambda _d, c: KPI_SHEET_HEADERS[c],
                                          tidy=False, row_formats={"value": fmts})
             autosize(ws)
-            ws.column_dimensions["D"].width = 70
+            ws.column_dimensions["D"].width = 44
             for r in range(FIRST_DATA_ROW, FIRST_DATA_ROW + len(table)):
                 ws.cell(r, 4).alignment = WRAP
             continue
         placed[spec.table] = write_table(ws, df, title=title, description=spec.description,
                                          totals=spec.totals, id_cols=spec.id_cols,
-                                         table=spec.table, total_where=spec.total_where)
+                                         table=spec.table, total_where=spec.total_where,
+                                         names=names)
         if spec.table == "costs" and len(df):
             _cost_subtotals(ws, placed["costs"])
         if spec.table == "build_vs_buy" and result.tables.get("requests") is not None:
@@ -996,7 +1145,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                 ws, result.tables["requests"], placed["build_vs_buy"].last + 3,
                 "Energy per request by workload (facility: IT, network, cooling, power "
                 "losses, idle and reserve racks; energy shared by the IT power of the racks "
-                "allocated to each workload)", "requests")
+                "allocated to each workload)", "requests", names)
         autosize(ws)
     write_cashflow_sheet(wb, result, placed)
     blocks = write_charts_sheet(sheets["Chart data"], result, placed,
@@ -1013,21 +1162,22 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                     "note and override.", id_cols=5,
         header_of=lambda _df, c: ASSUMPTION_HEADERS.get(c, c), tidy=False,
         row_formats={"value": ["General"] * len(assum)})
-    # Fixed widths (long names, values and sources are cut at the column edge when
-    # printed; the full text is in the cell and on the Sources sheet); notes wrap.
+    # Fixed widths that fit a landscape page at 8 pt; long text wraps.
     for col, w in ASSUMPTION_WIDTHS.items():
         ws.column_dimensions[col].width = w
+    ws.column_dimensions[ASSUMPTION_HIDDEN].hidden = True
+    wrap = {ord(c) - ord("A") + 1 for c in ASSUMPTION_WRAP}
+    note = placed["assumptions"].columns["estimate"]
     for r in range(FIRST_DATA_ROW, placed["assumptions"].last + 1):
-        ws.cell(r, 11).alignment = WRAP
-        value = ws.cell(r, 6)
-        if isinstance(value.value, str) and len(value.value) > ASSUMPTION_WIDTHS["F"]:
-            value.alignment = WRAP     # lists of values (e.g. monthly climate) print whole
+        # a note shared by the fields of one entry prints whole on its first row and
+        # on one line (the same words, cut at the column edge) on the rows below
+        again = r > FIRST_DATA_ROW and ws.cell(r, note).value == ws.cell(r - 1, note).value
         for c in range(1, len(ASSUMPTION_WIDTHS) + 1):
             cell = ws.cell(r, c)       # a tall row reads from its top line
-            if cell.alignment.vertical != "top":
-                cell.alignment = Alignment(wrap_text=cell.alignment.wrap_text,
-                                           horizontal=cell.alignment.horizontal,
-                                           vertical="top")
+            cut = c == note and again  # "fill" clips at the edge, never spills
+            cell.alignment = Alignment(wrap_text=c in wrap and not cut,
+                                       horizontal="fill" if cut else cell.alignment.horizontal,
+                                       vertical="top")
     ws = sheets["Sources"]
     placed["sources"] = write_table(
         ws, srcs, title=f"Sources of the input figures used by {result.name}",
@@ -1035,9 +1185,9 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                     "column.", header_of=lambda _df, c: {"ref": "Ref.", "source": "Source",
                                                          "rows": "Figures citing it [count]"}[c],
         tidy=False)
-    ws.column_dimensions["A"].width = 8
-    ws.column_dimensions["B"].width = 150
-    ws.column_dimensions["C"].width = 12
+    ws.column_dimensions["A"].width = 6
+    ws.column_dimensions["B"].width = 128
+    ws.column_dimensions["C"].width = 10
     for r in range(FIRST_DATA_ROW, placed["sources"].last + 1):
         ws.cell(r, 2).alignment = WRAP
     _page_setup(wb, result, placed, blocks)
@@ -1093,38 +1243,72 @@ def write_cashflow_sheet(wb: Workbook, result: Any, placed: dict[str, Placed]) -
     autosize(ws)
 
 
-#: Rows of the Sizing sheet that print on a page at full size; more print smaller.
-SIZING_ROWS_PER_PAGE = 45
-
-
 def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
                 blocks: dict[str, Any]) -> None:
     """Print setup of every sheet (see :mod:`dcplan.export.printing`)."""
     title = f"dcplan plan: {result.name}"
+    id_cols = {p.sheet: p.id_cols for p in placed.values()}
     for ws in wb.worksheets:
         if ws.title in CHART_SHEETS.values():
             chart_page(ws, title)
             continue
         fit_wrapped_rows(ws)
         if ws.title == "Summary":
+            _align_top(ws)
             setup_page(ws, title, last_col=max(ws.max_column, len(SUMMARY_WIDTHS)))
         elif ws.title == "Chart data":
-            setup_page(ws, title)
+            setup_page(ws, title, repeat_cols=1)
         else:
-            setup_page(ws, title, repeat_rows=f"{HEADER_ROW}:{HEADER_ROW}")
-            if ws.title == "Sizing" and ws.max_row > SIZING_ROWS_PER_PAGE * 2:
-                # every (site, period, item) of the plan against its exact sizing: a
-                # check for the engineer, printed on at most two pages
-                ws.page_setup.fitToHeight = 2
+            rows = f"{HEADER_ROW}:{HEADER_ROW}"
+            cols = id_cols.get(ws.title, 1)
+            first = setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+            if first < ws.max_column and _narrow_headings(ws, first):
+                # printed in blocks of columns: the title and description wrap within
+                # the first page, taller, which may change the layout
+                fit_wrapped_rows(ws)
+                setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
 
 
-def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: str) -> Placed:
-    """A second table on a sheet, from row ``top``: title, header, rows."""
-    df = tidy_table(df)
+def _align_top(ws: Worksheet) -> None:
+    """Align every filled cell of ``ws`` to the top of its row.
+
+    Rows with wrapped text are taller; a value beside a wrapped label stays on its
+    first line.
+    """
+    for row in ws.iter_rows():
+        for cell in row:
+            if cell.value is not None and cell.alignment.vertical != "top":
+                a = cell.alignment
+                cell.alignment = Alignment(horizontal=a.horizontal, wrap_text=a.wrap_text,
+                                           indent=a.indent, vertical="top")
+
+
+def _narrow_headings(ws: Worksheet, last_col: int) -> bool:
+    """Re-merge the title and description rows over ``last_col`` columns at most.
+
+    Returns True when one was wider (the rows above the header of a table printed in
+    blocks of columns).
+    """
+    changed = False
+    for rng in list(ws.merged_cells.ranges):
+        if rng.max_row < HEADER_ROW and rng.min_row == rng.max_row and rng.max_col > last_col:
+            row, first = rng.min_row, rng.min_col
+            ws.unmerge_cells(str(rng))
+            if last_col > first:
+                ws.merge_cells(start_row=row, start_column=first, end_row=row,
+                               end_column=last_col)
+            changed = True
+    return changed
+
+
+def _write_below(ws: Worksheet, df: pd.DataFrame, top: int, title: str, table: str,
+                 names: dict[str, dict[str, str]] | None = None) -> Placed:
+    """A second table on a sheet, from row ``top``: title, header, rows (names beside ids)."""
+    df, named = with_names(tidy_table(df), names)
     cols = list(df.columns)
     put(ws, top, 1, title, font=TITLE_FONT)
     for j, c in enumerate(cols, start=1):
-        cell = put(ws, top + 1, j, header(df, c, table), font=HEADER_FONT)
+        cell = put(ws, top + 1, j, header_text(df, c, table, named), font=HEADER_FONT)
         cell.fill = HEADER_FILL
         cell.alignment = WRAP
     fmts = [number_format(unit_of(df, c), c, integer=pd.api.types.is_integer_dtype(df[c])

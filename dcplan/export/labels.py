@@ -394,3 +394,72 @@ def format_number(value: object, excel_format: str) -> str:
     if text.startswith("-") and float(text.replace(",", "").rstrip("%") or 0) == 0:
         text = text[1:]
     return text + ("%" if pct else "")
+
+
+#: Identifier columns of the result tables that have a name in the catalogs or sites:
+#: column -> catalog kinds the id is looked up in (``"sites"``: the site files; an
+#: empty tuple: every kind). The workbook writes the name beside each such column.
+NAME_COLUMNS: dict[str, tuple[str, ...]] = {
+    "site": ("sites",), "rack": ("racks",), "workload": ("workloads",),
+    "switch_id": ("switches",), "cdu_ids": ("cdus",), "catalog_id": (), "api": ("api_prices",),
+    "model": ("models",), "category": ("cost_categories",),
+}
+
+_TRAILING_NOTE = re.compile(r"\s+\([^()]*\)\s*$")
+
+
+def short_name(name: str) -> str:
+    """A catalog name without its trailing note in brackets, for tables and legends.
+
+    ``"Haenam Solaseado AI campus (South Jeolla)"`` -> ``"Haenam Solaseado AI
+    campus"``; the full name is on the Assumptions sheet. A name that is only a note
+    is kept whole.
+    """
+    text = " ".join(str(name).split())
+    short = _TRAILING_NOTE.sub("", text)
+    return short or text
+
+
+def catalog_names(case: object) -> dict[str, dict[str, str]]:
+    """Short names of every catalog entry and site of ``case``: kind -> id -> name.
+
+    ``case`` is a :class:`dcplan.case.Case` (or None: no names). Kinds are the
+    catalog's (``racks``, ``switches``...), ``sites`` and ``cost_categories``
+    (:data:`CATEGORY_LABELS`).
+    """
+    if case is None:
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    catalog = getattr(case, "catalog", None)
+    for kind, entries in (getattr(catalog, "entries", None) or {}).items():
+        out[kind] = {str(i): short_name(getattr(e, "name", "") or i) for i, e in entries.items()}
+    out["sites"] = {str(i): short_name(getattr(s, "name", "") or i)
+                    for i, s in (getattr(case, "sites", None) or {}).items()}
+    out["cost_categories"] = dict(CATEGORY_LABELS)
+    return out
+
+
+def name_of(names: dict[str, dict[str, str]], column: str, ident: object) -> str | None:
+    """Name of the id ``ident`` of column ``column`` (see :data:`NAME_COLUMNS`).
+
+    A list of ids (``"a, b"`` or ``"a + b"``) gives the list of names. None when
+    the column has no names or an id is unknown (``ident`` is not an id, e.g. a
+    total's label).
+    """
+    if column not in NAME_COLUMNS or ident is None or ident != ident:
+        return None
+    kinds = NAME_COLUMNS[column] or tuple(k for k in names
+                                          if k not in ("sites", "cost_categories"))
+    out = []
+    for part in _ID_LIST.split(str(ident)):
+        if _ID_LIST.fullmatch(part):  # a separator, kept
+            out.append(part)
+            continue
+        name = next((names[k][part] for k in kinds if part in names.get(k, {})), None)
+        if name is None:
+            return None
+        out.append(name)
+    return "".join(out) or None
+
+
+_ID_LIST = re.compile(r"(\s*[,+]\s*)")

@@ -1,14 +1,23 @@
 """Page setup of workbook sheets, so that a workbook prints like a report.
 
-Every sheet: landscape A4, fitted to one page wide (as many pages tall as needed),
-the header row repeated on every page, a print area over what the sheet holds,
-narrow margins, and a page header and footer with the scenario name, the sheet name
-and "Page n of N". A chart sheet holds one chart and is fitted to one page, so no
-page break ever slices a chart (manual breaks would not do: Excel ignores them on a
-sheet fitted to a page width).
+Every sheet prints on A4 at a readable size: the orientation and the print scale are
+chosen from the sheet's column widths and row heights (:func:`page_layout`) so that
+the table is one page wide at no less than :data:`MIN_FONT_PT` points (the body font
+times the scale), with the fewest pages; a table too wide for a landscape page at that
+size is printed in blocks of columns, its identifier columns repeated on each. The
+header row is repeated on every page, the print area covers what the sheet holds,
+the margins are narrow, and the page header and footer carry the scenario name, the
+sheet name and "Page n of N". A chart sheet holds one chart and is fitted to one page,
+so no page break ever slices a chart.
+
+The scale is stated (not "fit to width"), so what a reader gets is known before
+printing and the same in every spreadsheet program.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.page import PageMargins
@@ -16,6 +25,32 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 #: Margins [inch].
 MARGINS = PageMargins(left=0.4, right=0.4, top=0.7, bottom=0.7, header=0.3, footer=0.3)
+
+#: A4 paper, portrait (width, height) [inch].
+A4_INCH = (8.27, 11.69)
+
+#: Smallest printed size of the body text [pt]: the body font times the print scale.
+MIN_FONT_PT = 8.0
+
+#: Body font of the workbooks [pt] (openpyxl's default, Calibri 11).
+BODY_FONT_PT = 11.0
+
+#: Height of a row whose height is not set [pt] (Calibri 11; wider fonts take about
+#: the same).
+DEFAULT_ROW_PT = 15.0
+
+#: Printed width of one character of column width at 100 % [pt]. Excel (Calibri)
+#: takes 5.25 pt (7 px at 96 px per inch); LibreOffice where Calibri and its metric
+#: twin Carlito are missing measures columns in DejaVu Sans digits, 7.0 pt. Pages are
+#: laid out for the wider, so that they fit in both.
+CHAR_PT = 7.0
+
+#: Share of the printable width a table may take (the rest absorbs rounding of
+#: column widths to whole pixels).
+WIDTH_SLACK = 0.98
+
+#: Print scale limits [percent] (Excel allows 10-400).
+MAX_SCALE = 100
 
 #: Chart sheets: one chart of this size [cm] (width, height) anchored in row 4, and the
 #: print area around it: columns of :data:`CHART_COL_WIDTH` characters and rows of
@@ -37,10 +72,111 @@ def hf_text(text: str, limit: int = _MAX_HF) -> str:
     return text.replace("&", "&&")
 
 
+def column_inches(width: float) -> float:
+    """Printed width of a column of ``width`` characters at 100 % [inch]."""
+    return width * CHAR_PT / 72.0
+
+
+def printable(orientation: str) -> tuple[float, float]:
+    """Width and height inside the margins of an A4 page [inch]."""
+    w, h = A4_INCH if orientation == "portrait" else A4_INCH[::-1]
+    return ((w - MARGINS.left - MARGINS.right) * WIDTH_SLACK,
+            h - MARGINS.top - MARGINS.bottom)
+
+
+def min_scale(font_pt: float = BODY_FONT_PT) -> int:
+    """Smallest print scale [percent] at which ``font_pt`` prints at :data:`MIN_FONT_PT`."""
+    return min(MAX_SCALE, math.ceil(100.0 * MIN_FONT_PT / font_pt))
+
+
+def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_cols: int = 0,
+                repeat_height: float = 0.0, font_pt: float = BODY_FONT_PT
+                ) -> tuple[str, int, list[int]]:
+    """Orientation, scale and column breaks that print a table readably on the fewest pages.
+
+    Parameters
+    ----------
+    widths : sequence of float
+        Column widths [characters], first to last printed column.
+    heights : sequence of float
+        Row heights [pt], first to last printed row.
+    repeat_cols : int
+        Leading identifier columns repeated on every block of columns when the table
+        is wider than a landscape page at the smallest readable scale.
+    repeat_height : float
+        Height of the rows repeated on every page [pt].
+    font_pt : float
+        Body font size [pt].
+
+    Returns
+    -------
+    orientation, scale, col_breaks
+        ``"portrait"`` or ``"landscape"``; the print scale [percent], no less than
+        :func:`min_scale`; and the 1-based columns after which a new block of columns
+        starts (empty when the table is one page wide).
+    """
+    need = sum(column_inches(w) for w in widths) or 1.0
+    tall = sum(heights) / 72.0
+    lo = min_scale(font_pt)
+    best = None
+    for orient in ("landscape", "portrait"):
+        pw, ph = printable(orient)
+        scale = min(MAX_SCALE, math.floor(100.0 * pw / need))
+        if scale < lo:
+            continue
+        per_page = ph * 100.0 / scale - repeat_height / 72.0
+        pages = max(1, math.ceil(tall / max(per_page, 0.5)))
+        key = (pages, -scale)
+        if best is None or key < best[0]:
+            best = (key, orient, scale)
+    if best is not None:
+        return best[1], best[2], []
+    # Too wide for a landscape page at the smallest readable size: blocks of columns,
+    # each with the identifier columns that fit in :data:`REPEAT_SHARE` of the page.
+    pw = printable("landscape")[0] * 100.0 / lo
+    repeat_cols = repeated_cols(widths, repeat_cols)
+    ids = sum(column_inches(w) for w in widths[:repeat_cols])
+    breaks: list[int] = []
+    used = 0.0
+    for j, w in enumerate(widths, start=1):
+        inch = column_inches(w)
+        if used and used + inch > pw:
+            breaks.append(j - 1)
+            used = ids
+        used += inch
+    return "landscape", lo, breaks
+
+
+#: Most of a landscape page that repeated identifier columns may take [share].
+REPEAT_SHARE = 0.6
+
+
+def repeated_cols(widths: Sequence[float], id_cols: int) -> int:
+    """Leading identifier columns repeated on each block of a wide table.
+
+    The most of the first ``id_cols`` columns that take no more than
+    :data:`REPEAT_SHARE` of a landscape page at the smallest readable scale.
+    """
+    room = printable("landscape")[0] * 100.0 / min_scale() * REPEAT_SHARE
+    n, used = 0, 0.0
+    for w in widths[:id_cols]:
+        used += column_inches(w)
+        if used > room:
+            break
+        n += 1
+    return n
+
+
+def printed_width(ws: Worksheet, col: int) -> float:
+    """Width of column ``col`` (1-based) as printed [characters]: 0 when hidden."""
+    dim = ws.column_dimensions[get_column_letter(col)]
+    return 0.0 if dim.hidden else (dim.width or 8.43)
+
+
 def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
                last_col: int | None = None, last_row: int | None = None,
-               one_page: bool = False) -> None:
-    """Landscape, fit to one page wide, print area, margins, header and footer.
+               one_page: bool = False, repeat_cols: int = 0) -> int:
+    """Orientation and scale (readable, fewest pages), print area, margins, header, footer.
 
     Parameters
     ----------
@@ -54,18 +190,47 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
         Print area ``A1:<last_col><last_row>`` (default: the sheet's used range).
     one_page : bool
         Fit to one page wide and one page tall (chart sheets).
+    repeat_cols : int
+        Leading columns repeated on every page when the table prints in blocks of
+        columns (see :func:`page_layout`).
+
+    Returns
+    -------
+    int
+        Columns on the first printed page (all of them unless the table prints in
+        blocks of columns).
     """
     ps = ws.page_setup
-    ps.orientation = "landscape"
     ps.paperSize = ws.PAPERSIZE_A4
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
-    ps.fitToWidth = 1
-    ps.fitToHeight = 1 if one_page else 0
     ws.page_margins = MARGINS
-    if repeat_rows:
-        ws.print_title_rows = repeat_rows
     cols = last_col or max(ws.max_column, 1)
     rows = last_row or max(ws.max_row, 1)
+    first = cols
+    if one_page:
+        ps.orientation = "landscape"
+        ws.sheet_properties.pageSetUpPr.fitToPage = True
+        ps.fitToWidth = 1
+        ps.fitToHeight = 1
+    else:
+        widths = [printed_width(ws, j) for j in range(1, cols + 1)]
+        heights = [ws.row_dimensions[r].height or DEFAULT_ROW_PT for r in range(1, rows + 1)]
+        rep = 0.0
+        if repeat_rows:
+            a, b = (int(x) for x in repeat_rows.replace("$", "").split(":"))
+            rep = sum(heights[a - 1:b])
+        orient, scale, breaks = page_layout(widths, heights, repeat_cols=repeat_cols,
+                                            repeat_height=rep)
+        ps.orientation = orient
+        ws.sheet_properties.pageSetUpPr.fitToPage = False
+        ps.scale = scale
+        rep_cols = repeated_cols(widths, repeat_cols)
+        if breaks and rep_cols:
+            ws.print_title_cols = f"A:{get_column_letter(rep_cols)}"
+        first = breaks[0] if breaks else cols
+        if breaks:  # the blocks of the same rows on facing pages
+            ps.pageOrder = "overThenDown"
+    if repeat_rows:
+        ws.print_title_rows = repeat_rows
     ws.print_area = f"A1:{get_column_letter(cols)}{rows}"
     ws.oddHeader.left.text = hf_text(title)
     ws.oddHeader.left.size = 8
@@ -75,13 +240,30 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
     ws.oddFooter.left.size = 8
     ws.oddFooter.right.text = "Page &P of &N"
     ws.oddFooter.right.size = 8
+    return first
 
 
 def chart_page(ws: Worksheet, title: str) -> None:
-    """Page setup of a chart sheet: fixed grid around the chart, one printed page."""
+    """Page setup of a chart sheet: fixed grid around the chart, one printed page.
+
+    Rows 1-3 (title, caption) keep a height already set (a caption wrapped over the
+    grid's width is taller than one line), so the caption prints inside the page.
+    """
     cols, rows = CHART_AREA
     for j in range(1, cols + 1):
         ws.column_dimensions[get_column_letter(j)].width = CHART_COL_WIDTH
     for r in range(1, rows + 1):
-        ws.row_dimensions[r].height = CHART_ROW_HEIGHT
+        if r > 3 or not ws.row_dimensions[r].height:
+            ws.row_dimensions[r].height = CHART_ROW_HEIGHT
     setup_page(ws, title, last_col=cols, last_row=rows, one_page=True)
+
+
+def effective_font_pt(ws: Worksheet, font_pt: float = BODY_FONT_PT) -> float:
+    """Printed size of the body text of ``ws`` [pt]: the font times the print scale.
+
+    A sheet fitted to a page (a chart sheet) counts at 100 %: its scale is up to the
+    spreadsheet program, and it holds one chart and a caption.
+    """
+    if ws.sheet_properties.pageSetUpPr is not None and ws.sheet_properties.pageSetUpPr.fitToPage:
+        return font_pt
+    return font_pt * (ws.page_setup.scale or 100) / 100.0
