@@ -191,3 +191,14 @@ def test_failed_chart_write_leaves_no_partial_file(result, tmp_path, monkeypatch
     with pytest.raises(RuntimeError):
         write_plan_charts(result, out)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_unit_cost_chart_draws_the_annualised_cost_of_the_cashflow_table(result, figures):
+    ax = figures[PLAN_CHARTS[3]].axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    ann = lines[f"{result.name}: annualised (capital recovery + opex)"]
+    cf = result.tables["cashflow"]
+    assert list(ann.get_ydata()) == pytest.approx(list(cf.usd_per_million_tokens_annualised))
+    # the annualised cost of the first period is below its cash cost (capex spread)
+    cash = lines[f"{result.name}: cash cost in the period"].get_ydata()
+    assert ann.get_ydata()[0] < cash[0]

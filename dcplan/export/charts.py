@@ -339,9 +339,12 @@ def plot_cost_stack(fig: Any, result: Any) -> None:
 def plot_unit_cost(ax: Any, results: Sequence[Any], names: Sequence[str] | None = None) -> None:
     """USD per million tokens over time, one line per plan, levelised figure dotted.
 
-    The subtitle says why the levelised figure can lie below every period's cash cost:
-    it is computed from discounted costs net of the terminal value of the assets still
-    in service at the end, over discounted tokens.
+    Per plan: the cash cost of each period (solid), the annualised cost of each period
+    (dashed: capital recovery of each purchase over its life plus opex, from the
+    ``cashflow`` table, where the plan has one) and the levelised figure (dotted). The
+    subtitle says why the levelised figure can lie below every period's cash cost: it
+    is computed from discounted costs net of the terminal value of the assets still in
+    service at the end, over discounted tokens.
     """
     from dcplan.planner.tables import LEVELISED_TEXT
 
@@ -361,6 +364,12 @@ def plot_unit_cost(ax: Any, results: Sequence[Any], names: Sequence[str] | None 
         color = f"C{i % 10}"
         ax.plot([x[p] for p in uc.period], uc.usd_per_million_tokens, marker="o", color=color,
                 label=_txt(f"{name}: cash cost in the period"))
+        cf = r.tables.get("cashflow")
+        if cf is not None and "usd_per_million_tokens_annualised" in cf and len(cf):
+            ok = cf[cf.period.astype(str).isin(x) & cf.usd_per_million_tokens_annualised.notna()]
+            ax.plot([x[str(p)] for p in ok.period], ok.usd_per_million_tokens_annualised,
+                    marker="s", linestyle="--", color=color, alpha=0.8,
+                    label=_txt(f"{name}: annualised (capital recovery + opex)"))
         try:
             lev = r.kpi("usd_per_million_tokens")
         except KeyError:
