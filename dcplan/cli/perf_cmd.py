@@ -71,7 +71,66 @@ TrendOpt = Annotated[str, typer.Option(
     "--software-trend", help="After the latest fitted run: 'hold' its level or "
                              "'extrapolate' the fitted trend.")]
 
+PowerCapOpt = Annotated[str | None, typer.Option(
+    "--power-cap", metavar="FRACTION|KW",
+    help="Cap every accelerator's board power: a fraction 0 < f <= 1 of its max power "
+         "(0.8, or 80%), or the rack's IT power at the cap with a unit (36kW, 36 kW); "
+         "default: uncapped. Goodput, rack power and tokens per joule are at that cap "
+         "(catalogs/power_curves.yaml; docs/perf.md, Power caps).")]
+
 _NO_LIMIT = 1e9
+
+
+def _power_cap(text: str | None, catalog, rack: str, inputs) -> tuple[float, Any]:
+    """``--power-cap`` as (fraction of max power [-], the accelerator's curve or None).
+
+    A plain number or a percentage is a fraction of the accelerator's max power; a
+    number with ``kW`` the rack's IT power at the cap, converted with
+    :func:`dcplan.perf.power.rack_power_at_cap_kw` (the non-accelerator power stays).
+    Bad values exit 1 with one line naming the option.
+    """
+    import re
+
+    from dcplan.errors import InputError
+    from dcplan.perf.power import check_power_cap
+
+    if text is None:
+        return 1.0, None
+    rack_ = catalog.get("racks", rack)
+    acc = catalog.get("accelerators", rack_.accelerator)
+    m = re.fullmatch(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|kw|KW|kW|Kw)?\s*",
+                     text)
+    if not m:
+        fail(f"--power-cap must be a fraction (0.8), a percentage (80%) or rack kW (36kW), "
+             f"got '{text}'")
+    value, unit = float(m.group(1)), (m.group(2) or "").lower()
+    if unit == "%":
+        frac = value / 100.0
+    elif unit == "kw":
+        n = rack_.accelerators_per_rack
+        other = max(rack_.it_power_max_kw - n * acc.max_power_w / 1e3, 0.0)
+        frac = (value - other) / (n * acc.max_power_w / 1e3)
+        if not 0.0 < frac <= 1.0 + 1e-9:
+            fail(f"--power-cap {text}: {rack} draws {other:,.1f} kW besides its "
+                 f"accelerators and {rack_.it_power_max_kw:,.1f} kW at full power; give "
+                 f"a rack power between those")
+        frac = min(frac, 1.0)
+    else:
+        frac = value
+    if not (math.isfinite(frac) and 0.0 < frac <= 1.0):
+        fail(f"--power-cap must be a fraction 0 < f <= 1 of the accelerator's max power "
+             f"(or a percentage up to 100%), got '{text}'")
+    if frac >= 1.0:
+        return 1.0, None
+    try:
+        curve = inputs.power_curve(acc.id)
+    except InputError:
+        fail(f"--power-cap: no power curve for {acc.id} in power_curves.yaml beside "
+             f"perf_defaults.yaml; add one to model a cap on it")
+    problem = check_power_cap(frac, curve)
+    if problem:
+        fail(f"--power-cap {text}: {problem}")
+    return frac, curve
 
 
 def _perf_inputs(path: Path | None, catalog, date: str | None = None,
@@ -252,6 +311,7 @@ def perf(
     software_trend: TrendOpt = "hold",
     sweep: Annotated[str | None, typer.Option(
         "--sweep", help="'batch': print the throughput/latency curve over batch.")] = None,
+    power_cap: PowerCapOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Goodput tokens/s and power of one rack serving a workload under its SLO.
@@ -291,8 +351,12 @@ def perf(
     _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
     pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
     defaults, cal = pin.defaults, pin.calibration
+    cap, curve = _power_cap(power_cap, catalog, rack, pin)
+    if cap < 1.0 and sweep:
+        fail("--sweep batch and --power-cap do not go together; use one of them", code=2)
     perf_ = workload_performance(catalog, rack, model, wl, precision, layout,
-                                 defaults=defaults, calibration=cal)
+                                 defaults=defaults, calibration=cal, power_cap_frac=cap,
+                                 power_curve=curve)
     model_id = model or wl.model
     soft = _software(cal, catalog, rack)
     lengths = _lengths_record(wl, length_dist is not None)
@@ -382,6 +446,10 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
         ("rack power", f"{p.power_kw:,.1f} kW at the operating point, p99 "
                        f"{p.power_p99_kw:,.1f} kW, nameplate {p.power_nameplate_kw:,.1f} kW "
                        f"(idle {p.idle_power_kw:,.1f} kW)"),
+        *([("power cap", f"{p.power_cap_frac:.3g} of each accelerator's max power: rack "
+                         f"{p.power_at_cap_kw:,.1f} kW at the cap; core clock prefill "
+                         f"{p.prefill_clock_frac:.0%}, decode {p.decode_clock_frac:.0%} "
+                         "of uncapped")] if p.power_cap_frac < 1.0 else []),
         ("tokens per joule", f"{p.output_tokens_per_joule:,.3g} output, "
                              f"{p.total_tokens_per_joule:,.3g} total"),
         ("tokens/s per MW IT", f"{p.output_tokens_per_s_per_mw:,.0f} output, "
