@@ -567,6 +567,78 @@ def frontier_cmd(
         typer.echo(f"\nwrote {png}")
 
 
+# ------------------------------------------------------------- power curve
+
+
+@perf_app.command("power-curve")
+@handle_errors
+def power_curve_cmd(
+    rack: Annotated[str, typer.Option("--rack", help="Rack id.",
+                                      autocompletion=ids_of("racks"))],
+    workload: Annotated[str, typer.Option("--workload", help="Workload id.",
+                                          autocompletion=ids_of("workloads"))],
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Model id (default: the workload's model).",
+        autocompletion=ids_of("models"))] = None,
+    precision: PrecisionOpt = None,
+    calibration: CalibOpt = None,
+    date: DateOpt = None,
+    engine: EngineOpt = None,
+    software_trend: TrendOpt = "hold",
+    png: Annotated[Path | None, typer.Option(
+        "--png", help="Draw goodput and tokens per joule against the cap to this PNG.",
+        dir_okay=False)] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Goodput, rack power and tokens per joule against the accelerators' power cap.
+
+    Caps 1.0, 0.95, ... down to the lowest cap of the accelerator's power curve
+    (catalogs/power_curves.yaml), each at its best operating point under the workload's
+    SLO. Example: dcplan perf power-curve --rack hgx_h200 --workload chat --png cap.png
+    """
+    _check_choice("--precision", precision, ("bf16", "fp8", "fp4"))
+    if png is not None:
+        check_outputs(files={"--png": png})
+    from dcplan.cli.catalog_cmd import lookup_all
+    from dcplan.perf.capcurve import cap_sweep, plot_cap_sweep
+
+    catalog = STATE.catalog()
+    lookup_all(catalog, [("racks", rack), ("workloads", workload), ("models", model)])
+    _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
+    pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
+    acc = catalog.get("racks", rack).accelerator
+    curve = pin.power_curve(acc)
+    wl = catalog.get("workloads", workload)
+    model_id = model or wl.model
+    rows = cap_sweep(catalog, rack, model, wl, curve, precision, defaults=pin.defaults,
+                     calibration=pin.calibration)
+    if not rows[0]["fits"]:
+        fail(f"{model_id} does not fit {rack} for workload '{workload}' even uncapped")
+    title = (f"{model_id} on {rack}, workload '{workload}': goodput and energy against the "
+             f"power cap\n({acc}, power curve: {'estimate' if curve.estimate else 'measured'}, "
+             f"catalogs/power_curves.yaml)")
+    if png is not None:
+        plot_cap_sweep(rows, png, title)
+    if json_out:
+        emit_json(_clean({"rack": rack, "model": model_id, "workload": workload,
+                          "accelerator": acc, "curve_source": curve.source,
+                          "curve_as_of": curve.as_of, "curve_estimate": curve.estimate,
+                          "rows": rows} | ({"png": str(png)} if png else {})))
+        return
+    echo(title.replace("\n", " "))
+    echo(f"power curve: {curve.source} (as of {curve.as_of})"
+         + (f"; estimate: {curve.estimate}" if curve.estimate else ""))
+    typer.echo(format_table(rows, ["power_cap_frac", "accelerator_cap_w",
+                                   "rack_power_at_cap_kw", "goodput_tokens_per_s",
+                                   "goodput_vs_uncapped_frac", "power_kw",
+                                   "total_tokens_per_joule", "tokens_per_s_per_kw_at_cap",
+                                   "prefill_clock_frac", "decode_clock_frac", "parallel"],
+                            optional=["parallel", "decode_clock_frac", "prefill_clock_frac"],
+                            hint="--json shows every field, or a wider terminal (COLUMNS)"))
+    if png is not None:
+        typer.echo(f"\nwrote {png}")
+
+
 # ------------------------------------------------------- validate / calibrate
 
 _PHASE_COLUMNS = ["row", "hardware", "model", "precision", "phase", "gpus", "batch",

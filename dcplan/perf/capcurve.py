@@ -120,23 +120,25 @@ def plot_cap_sweep(rows: list[dict[str, Any]], path: Path | str, title: str) -> 
     from dcplan.yamlio import atomic_path
 
     ok = [r for r in rows if r["fits"]]
+    if not ok:
+        raise ValueError("no cap in the sweep meets the SLO: nothing to draw")
     x = [r["power_cap_frac"] for r in ok]
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 7.5), dpi=110, sharex=True)
     ax1.plot(x, [r["goodput_tokens_per_s"] for r in ok], "o-", color="#4C72B0")
     ax1.set_ylabel("goodput per rack\n[tokens/s, input + output]")
-    ax1.set_ylim(bottom=0)
+    ax1.set_ylim(0, 1.12 * max(r["goodput_tokens_per_s"] for r in ok))
     ax1.grid(alpha=0.3)
     ax1.set_title(title, fontsize=10)
     ax2.plot(x, [r["total_tokens_per_joule"] for r in ok], "o-", color="#DD8452",
              label="tokens per joule (operating-point power)")
     ax2.set_ylabel("tokens per joule [tokens/J]")
-    ax2.set_ylim(bottom=0)
+    ax2.set_ylim(0, 1.15 * max(r["total_tokens_per_joule"] for r in ok))
     ax2.grid(alpha=0.3)
     ax3 = ax2.twinx()
     ax3.plot(x, [r["tokens_per_s_per_kw_at_cap"] for r in ok], "s--", color="#55A868",
              label="tokens/s per kW of rack power at the cap")
     ax3.set_ylabel("tokens/s per kW at the cap")
-    ax3.set_ylim(bottom=0)
+    ax3.set_ylim(0, 1.15 * max(r["tokens_per_s_per_kw_at_cap"] for r in ok))
     lines = ax2.get_lines() + ax3.get_lines()
     ax2.legend(lines, [ln.get_label() for ln in lines], loc="lower left", fontsize=8)
     ax2.set_xlabel("power cap [fraction of the accelerator's max power]")
