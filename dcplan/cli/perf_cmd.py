@@ -502,6 +502,7 @@ def frontier_cmd(
     software_trend: TrendOpt = "hold",
     png: Annotated[Path | None, typer.Option("--png", help="Draw the frontier to this PNG.",
                                              dir_okay=False)] = None,
+    power_cap: PowerCapOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Pareto frontier of output tokens/s per GPU against output tokens/s per user.
@@ -536,9 +537,11 @@ def frontier_cmd(
     pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
     soft = _software(pin.calibration, catalog, rack)
     modes = (mode,) if mode else ("aggregated", "disaggregated")
+    cap, curve = _power_cap(power_cap, catalog, rack, pin)
     fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
                   speculative or "none", acceptance, ttft_s, percentile, modes,
-                  lengths=lengths, defaults=pin.defaults, calibration=pin.calibration)
+                  lengths=lengths, defaults=pin.defaults, calibration=pin.calibration,
+                  power_cap_frac=cap, power_curve=curve)
     if fr.reason:
         if json_out:
             emit_json(_clean(fr.as_dict() | {"software": soft}))
@@ -552,7 +555,8 @@ def frontier_cmd(
         return
     echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
                f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points; "
-               f"software {soft['text']}")
+               f"software {soft['text']}"
+               + (f"; power cap {cap:.3g} of max accelerator power" if cap < 1.0 else ""))
     echo(f"request lengths: {fr.length_distribution.describe()}; TTFT: "
                + (f"p{percentile:g} at most {ttft_s:g} s" if ttft_s else fr.ttft_bound)
                + " (disaggregated points pair each decode point with its own prefill "

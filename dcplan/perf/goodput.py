@@ -1169,36 +1169,70 @@ def evaluate(su: Setup, layout: Layout | None = None) -> RackPerf:
     return _aggregated(su, layouts)
 
 
-def capped_setup(su: Setup, base: RackPerf, cap_frac: float, curve: PowerCurve) -> Setup:
-    """The setup under a power cap, with each phase's clocks at ``base``'s operating point.
+def capped_setup(su: Setup, cap_frac: float, curve: PowerCurve, prefill_act: float,
+                 decode_act: float) -> Setup:
+    """The setup under a power cap, each phase throttled as its step activity says.
 
-    A phase's clocks and dynamic-power scale come from its step activity at the uncapped
-    operating point ``base`` (:func:`dcplan.perf.power.phase_clocks`); the search that
-    runs on the capped setup may then choose another layout or batch.
+    A phase's clocks and dynamic-power scale come from its step activity at full clock
+    (:func:`dcplan.perf.power.phase_clocks`): :func:`evaluate_capped` takes them at the
+    uncapped operating point, after which the search on the capped setup may choose
+    another layout or batch.
 
     Parameters
     ----------
     su : Setup
         The uncapped setup.
-    base : RackPerf
-        Its operating point (``prefill_activity``, ``decode_activity``).
     cap_frac : float
         Power cap as a fraction of ``max_power_w`` [-].
     curve : PowerCurve
         The accelerator's power curve.
+    prefill_act, decode_act : float
+        Activity of a prefill and of a decode step at full clock [0..1].
 
     Returns
     -------
     Setup
         ``hw`` with the phases' clock fractions, the power scales and the cap.
     """
-    cp, mp, sp = phase_clocks(curve, su.acc, cap_frac, base.prefill_activity)
-    cd, md, sd = phase_clocks(curve, su.acc, cap_frac, base.decode_activity)
+    cp, mp, sp = phase_clocks(curve, su.acc, cap_frac, prefill_act)
+    cd, md, sd = phase_clocks(curve, su.acc, cap_frac, decode_act)
     hw = None if su.hw is None else dataclasses.replace(
         su.hw, prefill_clock_frac=cp, decode_clock_frac=cd, prefill_mem_clock_frac=mp,
         decode_mem_clock_frac=md)
     return dataclasses.replace(su, hw=hw, power_cap_frac=cap_frac, prefill_power_scale=sp,
                                decode_power_scale=sd)
+
+
+def check_cap_input(su: Setup, cap_frac: float, curve: PowerCurve | None) -> None:
+    """Refuse a cap outside (0, 1], below the curve, or without a curve.
+
+    Parameters
+    ----------
+    su : Setup
+        The setup (its accelerator).
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-].
+    curve : PowerCurve or None
+        The accelerator's power curve.
+
+    Raises
+    ------
+    InputError
+        Naming what is wrong.
+    """
+    if not (np.isfinite(cap_frac) and 0.0 < cap_frac <= 1.0):
+        raise InputError(f"a power cap must be a fraction 0 < f <= 1 of the accelerator's "
+                         f"max power, got {cap_frac:g}")
+    if cap_frac >= 1.0:
+        return
+    if curve is None:
+        raise InputError(f"a power cap needs the power curve of {su.acc.id} "
+                         f"(power_curves.yaml beside perf_defaults.yaml)")
+    if curve.accelerator != su.acc.id:
+        raise InputError(f"the power curve given is {curve.accelerator}'s, not {su.acc.id}'s")
+    problem = check_power_cap(cap_frac, curve)
+    if problem:
+        raise InputError(problem)
 
 
 def evaluate_capped(su: Setup, layout: Layout | None, cap_frac: float,
@@ -1226,19 +1260,12 @@ def evaluate_capped(su: Setup, layout: Layout | None, cap_frac: float,
     InputError
         A cap outside (0, 1], below the curve, or no curve.
     """
-    if not (np.isfinite(cap_frac) and 0.0 < cap_frac <= 1.0):
-        raise InputError(f"a power cap must be a fraction 0 < f <= 1 of the accelerator's "
-                         f"max power, got {cap_frac:g}")
+    check_cap_input(su, cap_frac, curve)
     base = evaluate(su, layout)
     if cap_frac >= 1.0 or not base.fits:
         return base
-    if curve is None:
-        raise InputError(f"a power cap needs the power curve of {su.acc.id} "
-                         f"(power_curves.yaml beside perf_defaults.yaml)")
-    problem = check_power_cap(cap_frac, curve)
-    if problem:
-        raise InputError(problem)
-    return evaluate(capped_setup(su, base, cap_frac, curve), layout)
+    return evaluate(capped_setup(su, cap_frac, curve, base.prefill_activity,
+                                 base.decode_activity), layout)
 
 
 def workload_performance(catalog, rack_id: str, model_id: str | None, workload: Workload,
