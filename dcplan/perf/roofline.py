@@ -349,7 +349,7 @@ class Hardware:
     params : HardwareParams
     prefill_clock_frac, decode_clock_frac : float
         Core clock in prefill / decode steps as a fraction of the uncapped one [-]
-        (1 unless a power cap throttles the phase: :mod:`dcplan.perf.powercap`); the
+        (1 unless a power cap throttles the phase: :func:`dcplan.perf.power.phase_clocks`); the
         peak FLOP/s of that phase scale with it.
     prefill_mem_clock_frac, decode_mem_clock_frac : float
         HBM clock in prefill / decode steps as a fraction of the uncapped one [-]; the
