@@ -72,7 +72,7 @@ def main() -> None:
         print(e["accelerator"], flow)
         pat = re.compile(r"(- accelerator: " + re.escape(e["accelerator"])
                          + r"\n(?:  .*\n)*?  points: ).*\n")
-        text = pat.sub(lambda mo: mo.group(1) + flow + "\n", text, count=1)
+        text = pat.sub(lambda mo, row=flow: mo.group(1) + row + "\n", text, count=1)
     if "--update" in sys.argv:
         FILE.write_text(text)
 

@@ -848,7 +848,18 @@ class PerfInputs:
     power_curves: tuple[PowerCurve, ...] = ()
 
     def power_curve(self, accelerator: str) -> PowerCurve:
-        """The power curve of ``accelerator`` (:func:`power_curve_of`)."""
+        """The power curve of ``accelerator`` (:func:`power_curve_of`).
+
+        Parameters
+        ----------
+        accelerator : str
+            Accelerator id.
+
+        Returns
+        -------
+        PowerCurve
+            Its curve (InputError when there is none).
+        """
         return power_curve_of(self.power_curves, accelerator)
 
 

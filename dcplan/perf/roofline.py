@@ -371,7 +371,18 @@ class Hardware:
     decode_mem_clock_frac: float = 1.0
 
     def clocks(self, prefill: bool) -> tuple[float, float]:
-        """Core and HBM clock fractions of a prefill (True) or decode step [-]."""
+        """Core and HBM clock fractions of a prefill or a decode step.
+
+        Parameters
+        ----------
+        prefill : bool
+            True: a prefill step; False: a decode step.
+
+        Returns
+        -------
+        tuple of float
+            ``(clock_frac, mem_clock_frac)`` [-].
+        """
         if prefill:
             return self.prefill_clock_frac, self.prefill_mem_clock_frac
         return self.decode_clock_frac, self.decode_mem_clock_frac
