@@ -71,7 +71,66 @@ TrendOpt = Annotated[str, typer.Option(
     "--software-trend", help="After the latest fitted run: 'hold' its level or "
                              "'extrapolate' the fitted trend.")]
 
+PowerCapOpt = Annotated[str | None, typer.Option(
+    "--power-cap", metavar="FRACTION|KW",
+    help="Cap every accelerator's board power: a fraction 0 < f <= 1 of its max power "
+         "(0.8, or 80%), or the rack's IT power at the cap with a unit (36kW, 36 kW); "
+         "default: uncapped. Goodput, rack power and tokens per joule are at that cap "
+         "(catalogs/power_curves.yaml; docs/perf.md, Power caps).")]
+
 _NO_LIMIT = 1e9
+
+
+def _power_cap(text: str | None, catalog, rack: str, inputs) -> tuple[float, Any]:
+    """``--power-cap`` as (fraction of max power [-], the accelerator's curve or None).
+
+    A plain number or a percentage is a fraction of the accelerator's max power; a
+    number with ``kW`` the rack's IT power at the cap, converted with
+    :func:`dcplan.perf.power.rack_power_at_cap_kw` (the non-accelerator power stays).
+    Bad values exit 1 with one line naming the option.
+    """
+    import re
+
+    from dcplan.errors import InputError
+    from dcplan.perf.power import check_power_cap
+
+    if text is None:
+        return 1.0, None
+    rack_ = catalog.get("racks", rack)
+    acc = catalog.get("accelerators", rack_.accelerator)
+    m = re.fullmatch(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|kw|KW|kW|Kw)?\s*",
+                     text)
+    if not m:
+        fail(f"--power-cap must be a fraction (0.8), a percentage (80%) or rack kW (36kW), "
+             f"got '{text}'")
+    value, unit = float(m.group(1)), (m.group(2) or "").lower()
+    if unit == "%":
+        frac = value / 100.0
+    elif unit == "kw":
+        n = rack_.accelerators_per_rack
+        other = max(rack_.it_power_max_kw - n * acc.max_power_w / 1e3, 0.0)
+        frac = (value - other) / (n * acc.max_power_w / 1e3)
+        if not 0.0 < frac <= 1.0 + 1e-9:
+            fail(f"--power-cap {text}: {rack} draws {other:,.1f} kW besides its "
+                 f"accelerators and {rack_.it_power_max_kw:,.1f} kW at full power; give "
+                 f"a rack power between those")
+        frac = min(frac, 1.0)
+    else:
+        frac = value
+    if not (math.isfinite(frac) and 0.0 < frac <= 1.0):
+        fail(f"--power-cap must be a fraction 0 < f <= 1 of the accelerator's max power "
+             f"(or a percentage up to 100%), got '{text}'")
+    if frac >= 1.0:
+        return 1.0, None
+    try:
+        curve = inputs.power_curve(acc.id)
+    except InputError:
+        fail(f"--power-cap: no power curve for {acc.id} in power_curves.yaml beside "
+             f"perf_defaults.yaml; add one to model a cap on it")
+    problem = check_power_cap(frac, curve)
+    if problem:
+        fail(f"--power-cap {text}: {problem}")
+    return frac, curve
 
 
 def _perf_inputs(path: Path | None, catalog, date: str | None = None,
@@ -252,6 +311,7 @@ def perf(
     software_trend: TrendOpt = "hold",
     sweep: Annotated[str | None, typer.Option(
         "--sweep", help="'batch': print the throughput/latency curve over batch.")] = None,
+    power_cap: PowerCapOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Goodput tokens/s and power of one rack serving a workload under its SLO.
@@ -291,8 +351,12 @@ def perf(
     _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
     pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
     defaults, cal = pin.defaults, pin.calibration
+    cap, curve = _power_cap(power_cap, catalog, rack, pin)
+    if cap < 1.0 and sweep:
+        fail("--sweep batch and --power-cap do not go together; use one of them", code=2)
     perf_ = workload_performance(catalog, rack, model, wl, precision, layout,
-                                 defaults=defaults, calibration=cal)
+                                 defaults=defaults, calibration=cal, power_cap_frac=cap,
+                                 power_curve=curve)
     model_id = model or wl.model
     soft = _software(cal, catalog, rack)
     lengths = _lengths_record(wl, length_dist is not None)
@@ -382,6 +446,10 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
         ("rack power", f"{p.power_kw:,.1f} kW at the operating point, p99 "
                        f"{p.power_p99_kw:,.1f} kW, nameplate {p.power_nameplate_kw:,.1f} kW "
                        f"(idle {p.idle_power_kw:,.1f} kW)"),
+        *([("power cap", f"{p.power_cap_frac:.3g} of each accelerator's max power: rack "
+                         f"{p.power_at_cap_kw:,.1f} kW at the cap; core clock prefill "
+                         f"{p.prefill_clock_frac:.0%}, decode {p.decode_clock_frac:.0%} "
+                         "of uncapped")] if p.power_cap_frac < 1.0 else []),
         ("tokens per joule", f"{p.output_tokens_per_joule:,.3g} output, "
                              f"{p.total_tokens_per_joule:,.3g} total"),
         ("tokens/s per MW IT", f"{p.output_tokens_per_s_per_mw:,.0f} output, "
@@ -434,6 +502,7 @@ def frontier_cmd(
     software_trend: TrendOpt = "hold",
     png: Annotated[Path | None, typer.Option("--png", help="Draw the frontier to this PNG.",
                                              dir_okay=False)] = None,
+    power_cap: PowerCapOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Pareto frontier of output tokens/s per GPU against output tokens/s per user.
@@ -468,9 +537,11 @@ def frontier_cmd(
     pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
     soft = _software(pin.calibration, catalog, rack)
     modes = (mode,) if mode else ("aggregated", "disaggregated")
+    cap, curve = _power_cap(power_cap, catalog, rack, pin)
     fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
                   speculative or "none", acceptance, ttft_s, percentile, modes,
-                  lengths=lengths, defaults=pin.defaults, calibration=pin.calibration)
+                  lengths=lengths, defaults=pin.defaults, calibration=pin.calibration,
+                  power_cap_frac=cap, power_curve=curve)
     if fr.reason:
         if json_out:
             emit_json(_clean(fr.as_dict() | {"software": soft}))
@@ -484,7 +555,8 @@ def frontier_cmd(
         return
     echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
                f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points; "
-               f"software {soft['text']}")
+               f"software {soft['text']}"
+               + (f"; power cap {cap:.3g} of max accelerator power" if cap < 1.0 else ""))
     echo(f"request lengths: {fr.length_distribution.describe()}; TTFT: "
                + (f"p{percentile:g} at most {ttft_s:g} s" if ttft_s else fr.ttft_bound)
                + " (disaggregated points pair each decode point with its own prefill "
@@ -494,6 +566,78 @@ def frontier_cmd(
                                         "prefill_parallel", "batch", "draft_tokens",
                                         "median_ttft_s"],
                             optional=FRONTIER_OPTIONAL,
+                            hint="--json shows every field, or a wider terminal (COLUMNS)"))
+    if png is not None:
+        typer.echo(f"\nwrote {png}")
+
+
+# ------------------------------------------------------------- power curve
+
+
+@perf_app.command("power-curve")
+@handle_errors
+def power_curve_cmd(
+    rack: Annotated[str, typer.Option("--rack", help="Rack id.",
+                                      autocompletion=ids_of("racks"))],
+    workload: Annotated[str, typer.Option("--workload", help="Workload id.",
+                                          autocompletion=ids_of("workloads"))],
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Model id (default: the workload's model).",
+        autocompletion=ids_of("models"))] = None,
+    precision: PrecisionOpt = None,
+    calibration: CalibOpt = None,
+    date: DateOpt = None,
+    engine: EngineOpt = None,
+    software_trend: TrendOpt = "hold",
+    png: Annotated[Path | None, typer.Option(
+        "--png", help="Draw goodput and tokens per joule against the cap to this PNG.",
+        dir_okay=False)] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Goodput, rack power and tokens per joule against the accelerators' power cap.
+
+    Caps 1.0, 0.95, ... down to the lowest cap of the accelerator's power curve
+    (catalogs/power_curves.yaml), each at its best operating point under the workload's
+    SLO. Example: dcplan perf power-curve --rack hgx_h200 --workload chat --png cap.png
+    """
+    _check_choice("--precision", precision, ("bf16", "fp8", "fp4"))
+    if png is not None:
+        check_outputs(files={"--png": png})
+    from dcplan.cli.catalog_cmd import lookup_all
+    from dcplan.perf.capcurve import cap_sweep, plot_cap_sweep
+
+    catalog = STATE.catalog()
+    lookup_all(catalog, [("racks", rack), ("workloads", workload), ("models", model)])
+    _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
+    pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
+    acc = catalog.get("racks", rack).accelerator
+    curve = pin.power_curve(acc)
+    wl = catalog.get("workloads", workload)
+    model_id = model or wl.model
+    rows = cap_sweep(catalog, rack, model, wl, curve, precision, defaults=pin.defaults,
+                     calibration=pin.calibration)
+    if not rows[0]["fits"]:
+        fail(f"{model_id} does not fit {rack} for workload '{workload}' even uncapped")
+    title = (f"{model_id} on {rack}, workload '{workload}': goodput and energy against the "
+             f"power cap\n({acc}, power curve: {'estimate' if curve.estimate else 'measured'}, "
+             f"catalogs/power_curves.yaml)")
+    if png is not None:
+        plot_cap_sweep(rows, png, title)
+    if json_out:
+        emit_json(_clean({"rack": rack, "model": model_id, "workload": workload,
+                          "accelerator": acc, "curve_source": curve.source,
+                          "curve_as_of": curve.as_of, "curve_estimate": curve.estimate,
+                          "rows": rows} | ({"png": str(png)} if png else {})))
+        return
+    echo(title.replace("\n", " "))
+    echo(f"power curve: {curve.source} (as of {curve.as_of})"
+         + (f"; estimate: {curve.estimate}" if curve.estimate else ""))
+    typer.echo(format_table(rows, ["power_cap_frac", "accelerator_cap_w",
+                                   "rack_power_at_cap_kw", "goodput_tokens_per_s",
+                                   "goodput_vs_uncapped_frac", "power_kw",
+                                   "total_tokens_per_joule", "tokens_per_s_per_kw_at_cap",
+                                   "prefill_clock_frac", "decode_clock_frac", "parallel"],
+                            optional=["parallel", "decode_clock_frac", "prefill_clock_frac"],
                             hint="--json shows every field, or a wider terminal (COLUMNS)"))
     if png is not None:
         typer.echo(f"\nwrote {png}")

@@ -5,6 +5,10 @@ Public API used by the planner (keep these names and meanings stable):
 ``rack_performance(catalog, rack_id, model_id, workload_id, precision=None, *,
 defaults, calibration) -> RackPerf``; ``RackPerf.goodput_tokens_per_s`` counts input +
 output tokens per rack, ``output_tokens_per_s`` output tokens only.
+``power_cap_frac`` (default 1: uncapped) caps every accelerator's board power at that
+fraction of its max power, with ``power_curve=inputs.power_curve(acc_id)``
+(``catalogs/power_curves.yaml``): goodput, ``power_kw`` and ``power_at_cap_kw`` at that
+cap (docs/perf.md, "Power caps").
 
 The model reads no file: ``defaults`` (:class:`~dcplan.perf.params.PerfDefaults`) and
 ``calibration`` (a :class:`Calibration`, or None for the a-priori defaults) come from a
@@ -19,7 +23,8 @@ Modules: :mod:`~dcplan.perf.roofline` (step times of one instance),
 closed loop), :mod:`~dcplan.perf.latency` (queueing and percentiles),
 :mod:`~dcplan.perf.speculative`, :mod:`~dcplan.perf.goodput` (layout, batch and draft
 length under SLO), :mod:`~dcplan.perf.frontier` (throughput-interactivity Pareto
-curve), :mod:`~dcplan.perf.power`, :mod:`~dcplan.perf.params` (defaults and
+curve), :mod:`~dcplan.perf.power` (and power caps), :mod:`~dcplan.perf.capcurve`
+(goodput and power against the cap), :mod:`~dcplan.perf.params` (defaults and
 calibration files), :mod:`~dcplan.perf.measurements` (measurement CSVs),
 :mod:`~dcplan.perf.benchmarks` and :mod:`~dcplan.perf.recipes` (what the measurement
 files' benchmarks ran: request lengths, engine recipes, MLPerf power systems),

@@ -34,12 +34,15 @@ from dcplan.perf.goodput import (
     best_rate_within,
     build_setup,
     candidate_layouts,
+    capped_setup,
+    check_cap_input,
     slot_wait_quantile,
     take_point,
     workload_lengths,
 )
 from dcplan.perf.latency import slot_wait, tpot_quantile, ttft_quantile, wait_tail_mean
-from dcplan.perf.params import Calibration, PerfDefaults
+from dcplan.perf.params import Calibration, PerfDefaults, PowerCurve
+from dcplan.perf.power import activity
 from dcplan.perf.roofline import max_batch, weight_bytes_per_gpu
 from dcplan.perf.serving import (
     Instance,
@@ -74,6 +77,9 @@ class Frontier:
         Request lengths assumed (input and output tokens).
     ttft_bound : str
         Without ``--ttft-s``: the bound on every point's median TTFT, in words.
+    power_cap_frac : float
+        Board power cap of the accelerators, a fraction of ``max_power_w`` [-] (1:
+        uncapped; the JSON names it only below 1).
     """
 
     rack: str
@@ -86,10 +92,12 @@ class Frontier:
     reason: str = ""
     length_distribution: LengthDist = FIXED
     ttft_bound: str = ""
+    power_cap_frac: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the cloud)."""
-        return {"rack": self.rack, "model": self.model, "precision": self.precision,
+        cap = {"power_cap_frac": self.power_cap_frac} if self.power_cap_frac < 1.0 else {}
+        return cap | {"rack": self.rack, "model": self.model, "precision": self.precision,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "length_distribution": {**self.length_distribution.as_dict(),
                                         "text": self.length_distribution.describe()},
@@ -127,7 +135,8 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
              percentile: float = FRONTIER_PERCENTILE,
              modes: tuple[str, ...] = ("aggregated", "disaggregated"),
              layout: Layout | None = None, lengths: LengthDist | None = None, *,
-             defaults: PerfDefaults, calibration: Calibration | None) -> Frontier:
+             defaults: PerfDefaults, calibration: Calibration | None,
+             power_cap_frac: float = 1.0, power_curve: PowerCurve | None = None) -> Frontier:
     """Pareto frontier of output tokens/s per GPU against tokens/s per user.
 
     Parameters
@@ -162,6 +171,12 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
         The model's a-priori parameters (:func:`dcplan.perf.params.load_perf_inputs`).
     calibration : Calibration or None
         Fitted parameters; None: the a-priori defaults.
+    power_cap_frac : float
+        Board power cap of every accelerator, a fraction of ``max_power_w`` [-] (1:
+        uncapped). Every point is throttled as the busiest prefill step and the busiest
+        decode step of the uncapped cloud would be (:func:`_capped_frontier_setup`).
+    power_curve : PowerCurve, optional
+        The accelerator's power curve; needed below a cap of 1.
 
     Returns
     -------
@@ -197,6 +212,11 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     bmax = max_batch(su.hw, par, su.shape, sv, tr.decode_context)
     grid = _batch_grid(int(max(1.0, float(bmax.max()))))[None, :]
     inst = Instance(su.hw, par, su.shape, ph, sv, n, acc, cost)
+    check_cap_input(su, power_cap_frac, power_curve)
+    if power_cap_frac < 1.0:
+        su = _capped_frontier_setup(su, inst, tr, grid, bmax, power_cap_frac, power_curve)
+        inst = Instance(su.hw, par, su.shape, ph, sv, n, acc, cost)
+    out.power_cap_frac = power_cap_frac
     g = np.asarray(par.gpus, float)
     xs, ys, meta = [], [], []
     o = float(output_tokens)
@@ -256,6 +276,47 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "median_ttft_s": ttft_med,
         })
     return out
+
+
+def _capped_frontier_setup(su, inst, tr, grid, bmax, cap_frac: float, curve: PowerCurve):
+    """The frontier's setup under a cap: one throttle for every point.
+
+    The clocks are those of the busiest prefill step (over layouts) and the busiest
+    decode step (over layouts, drafts and batches that fit) at full clock, so a point
+    at a small batch is throttled as the busiest decode step would be (conservative).
+
+    Parameters
+    ----------
+    su : Setup
+        The uncapped setup.
+    inst : Instance
+        The uncapped instances (layouts x drafts).
+    tr : Traffic
+        Request lengths.
+    grid, bmax : ndarray
+        Batches and the largest that fits per layout [sequences].
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-].
+    curve : PowerCurve
+        The accelerator's power curve.
+
+    Returns
+    -------
+    Setup
+        :func:`dcplan.perf.goodput.capped_setup` at those activities.
+    """
+    pst = prefill(inst, tr).batched
+    t_p = np.maximum(np.asarray(pst.total_s, float), 1e-30)
+    act_p = activity(su.params, np.asarray(pst.compute_s) / t_p, np.asarray(pst.memory_s) / t_p)
+    dec = decode(inst, grid, tr.decode_context)
+    t_d = np.maximum(np.asarray(dec.step_s, float), 1e-30)
+    act_d = activity(su.params, np.asarray(dec.step.compute_s) / t_d,
+                     np.asarray(dec.step.memory_s) / t_d)
+    fit = np.broadcast_to(grid <= bmax, np.broadcast_shapes(np.shape(act_d), np.shape(bmax),
+                                                            np.shape(grid)))
+    act_d = np.broadcast_to(act_d, fit.shape)
+    busiest_d = float(act_d[fit].max()) if fit.any() else float(np.max(act_d))
+    return capped_setup(su, cap_frac, curve, float(np.max(act_p)), busiest_d)
 
 
 def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,

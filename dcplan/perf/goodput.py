@@ -32,9 +32,19 @@ from dcplan.perf.params import (
     HardwareParams,
     PerfDefaults,
     PhysicsParams,
+    PowerCurve,
     ServingParams,
 )
-from dcplan.perf.power import activity, rack_power_kw, rack_power_percentile_kw
+from dcplan.perf.power import (
+    activity,
+    cap_activity,
+    capped_activity,
+    check_power_cap,
+    phase_clocks,
+    rack_power_at_cap_kw,
+    rack_power_kw,
+    rack_power_percentile_kw,
+)
 from dcplan.perf.predict import calibration_architecture, hardware_params, physics_params
 from dcplan.perf.roofline import (
     Hardware,
@@ -174,6 +184,18 @@ class RackPerf:
         result of Little's law) [-].
     offline : bool
         No latency limits were applied.
+    power_cap_frac : float
+        Board power cap of every accelerator as a fraction of its ``max_power_w`` [-]
+        (1: uncapped).
+    power_at_cap_kw : float
+        Rack IT power with every accelerator at its cap [kW] (basis: nameplate at the
+        cap; ``power_nameplate_kw`` uncapped).
+    prefill_clock_frac, decode_clock_frac : float
+        Core clock of prefill / decode steps under the cap, as a fraction of the
+        uncapped clock [-].
+    prefill_activity, decode_activity : float
+        Activity of a prefill / decode step at this operating point, before a cap
+        scales its power [0..1].
     """
 
     fits: bool
@@ -228,6 +250,12 @@ class RackPerf:
     offline: bool = False
     power_nameplate_kw: float = 0.0
     power_p99_kw: float = 0.0
+    power_cap_frac: float = 1.0
+    power_at_cap_kw: float = 0.0
+    prefill_clock_frac: float = 1.0
+    decode_clock_frac: float = 1.0
+    prefill_activity: float = 0.0
+    decode_activity: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of every field plus the per-rack aliases the CLI's JSON names.
@@ -270,7 +298,12 @@ class Layout:
 
 @dataclass(frozen=True)
 class Setup:
-    """Everything one evaluation needs, resolved from the catalog."""
+    """Everything one evaluation needs, resolved from the catalog.
+
+    Under a power cap (:func:`capped_setup`), ``hw`` carries the phases' throttled
+    clocks and ``prefill_power_scale`` / ``decode_power_scale`` the phases' dynamic-power
+    scales (:func:`dcplan.perf.power.phase_clocks`); all 1 uncapped.
+    """
 
     rack: Rack
     acc: Accelerator
@@ -282,6 +315,9 @@ class Setup:
     serving: ServingParams
     shape: ModelShape
     hw: Hardware | None
+    power_cap_frac: float = 1.0
+    prefill_power_scale: float = 1.0
+    decode_power_scale: float = 1.0
 
 
 def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Workload,
@@ -613,6 +649,9 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
                       else "memory_capacity")
     act = float(activity(su.params, pt.compute_util[at], pt.memory_util[at]))
     phases = _phase_activities(su, pre, pt, at, li)
+    steps = (phases[0], phases[1])
+    if su.power_cap_frac < 1.0:
+        act, phases = _capped_phases(su, act, phases)
     li_at, bi_at = np.array([li]), np.array([bi])
     label, t, d, e = _label(par, li, su.shape.is_moe)
     draft = int(n[li, 0])
@@ -627,7 +666,36 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         tokens_per_step=float(np.broadcast_to(pt.tokens_per_step, rate.shape)[at]),
         utilisation=float(pt.utilisation[at]),
         concurrency=b_here + float(pt.requests_per_s[at] * pt.ttft_mean_s[at]),
-        phases=phases)
+        phases=phases, steps=steps)
+
+
+def _capped_phases(su: Setup, act: float, phases: tuple[float, float, float]
+                   ) -> tuple[float, tuple[float, float, float]]:
+    """Aggregated under a cap: time-average and phase activities that give the power.
+
+    Each phase's activity times its dynamic-power scale, at most the cap's activity
+    (:func:`dcplan.perf.power.capped_activity`); the time-average loses the same.
+
+    Parameters
+    ----------
+    su : Setup
+        The capped setup (power scales and cap).
+    act : float
+        Time-average activity at the operating point [0..1].
+    phases : tuple of float
+        (prefill step activity [0..1], decode step activity [0..1], prefill time share
+        [0..1]).
+
+    Returns
+    -------
+    tuple
+        (time-average activity [0..1], (prefill, decode, prefill time share)).
+    """
+    a_p, a_d, rho = phases
+    k = cap_activity(su.acc, su.power_cap_frac)
+    e_p = float(capped_activity(a_p, su.prefill_power_scale, k))
+    e_d = float(capped_activity(a_d, su.decode_power_scale, k))
+    return max(act - rho * (a_p - e_p) - (1.0 - rho) * (a_d - e_d), 0.0), (e_p, e_d, rho)
 
 
 #: Decode points whose exact prefill pairing is evaluated at once (_disaggregated).
@@ -749,7 +817,8 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
             concurrency: float, prefill_tps: float = 0.0, decode_tps: float = 0.0,
             prefill_gpus: int = 0, ratio: float = 0.0, power_kw: float | None = None,
             prefill_parallel: str = "", phases: tuple[float, float, float] | None = None,
-            power_p99_kw: float | None = None) -> RackPerf:
+            power_p99_kw: float | None = None,
+            steps: tuple[float, float] = (0.0, 0.0)) -> RackPerf:
     wl, rack = su.workload, su.rack
     n = rack.accelerators_per_rack
     i_tok, o_tok = wl.input_tokens_mean, wl.output_tokens_mean
@@ -782,6 +851,11 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
         draft_tokens=draft, acceptance_frac=acceptance, tokens_per_step=tokens_per_step,
         arrival=wl.arrival.value, concurrency=concurrency, offline=wl.offline,
         power_nameplate_kw=rack.it_power_max_kw, power_p99_kw=max(power_p99_kw, power),
+        power_cap_frac=su.power_cap_frac,
+        power_at_cap_kw=rack_power_at_cap_kw(rack, su.acc, su.power_cap_frac),
+        prefill_clock_frac=su.hw.prefill_clock_frac if su.hw is not None else 1.0,
+        decode_clock_frac=su.hw.decode_clock_frac if su.hw is not None else 1.0,
+        prefill_activity=steps[0], decode_activity=steps[1],
     )
 
 
@@ -936,13 +1010,21 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     t_d = float(dec.step_s[at])
     act_d = float(activity(su.params, float(np.broadcast_to(ds.compute_s, rate_d.shape)[at]) / t_d,
                            float(np.broadcast_to(ds.memory_s, rate_d.shape)[at]) / t_d))
+    # the activity of a prefill step (the pool is busy a share u of the time)
+    t_pb = float(np.asarray(pst.total_s).ravel()[pi])
+    act_pb = float(activity(su.params, float(np.asarray(pst.compute_s).ravel()[pi]) / t_pb,
+                            float(np.asarray(pst.memory_s).ravel()[pi]) / t_pb))
+    steps = (act_pb, act_d)
+    if su.power_cap_frac < 1.0:
+        k = cap_activity(su.acc, su.power_cap_frac)
+        e_pb = float(capped_activity(act_pb, su.prefill_power_scale, k))
+        act_p = max(act_p - u * (act_pb - e_pb), 0.0)
+        act_pb = e_pb
+        act_d = float(capped_activity(act_d, su.decode_power_scale, k))
     power = (share_p * float(rack_power_kw(rack, su.acc, act_p))
              + (1 - share_p) * float(rack_power_kw(rack, su.acc, act_d)))
     # high percentile: the prefill pool's instances each busy a share u of the time at
     # the activity of a prefill step, the decode pool steady
-    t_pb = float(np.asarray(pst.total_s).ravel()[pi])
-    act_pb = float(activity(su.params, float(np.asarray(pst.compute_s).ravel()[pi]) / t_pb,
-                            float(np.asarray(pst.memory_s).ravel()[pi]) / t_pb))
     p99_p = rack_power_percentile_kw(rack, su.acc, act_pb, float(activity(su.params, 0.0, 0.0)),
                                      u, n_rack / float(gp[pi, 0]))
     power_p99 = share_p * p99_p + (1 - share_p) * float(rack_power_kw(rack, su.acc, act_d))
@@ -983,7 +1065,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         tokens_per_step=float(np.broadcast_to(dec.tokens_per_step, rate_d.shape)[at]),
         utilisation=u, concurrency=b_here, prefill_tps=rp * wl.input_tokens_mean,
         decode_tps=rd * o_tok, prefill_gpus=int(gp[pi, 0]), ratio=rd / rp, power_kw=power,
-        prefill_parallel=plabel, power_p99_kw=power_p99)
+        prefill_parallel=plabel, power_p99_kw=power_p99, steps=steps)
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
                                prefill_share=share_p)
 
@@ -1087,10 +1169,110 @@ def evaluate(su: Setup, layout: Layout | None = None) -> RackPerf:
     return _aggregated(su, layouts)
 
 
+def capped_setup(su: Setup, cap_frac: float, curve: PowerCurve, prefill_act: float,
+                 decode_act: float) -> Setup:
+    """The setup under a power cap, each phase throttled as its step activity says.
+
+    A phase's clocks and dynamic-power scale come from its step activity at full clock
+    (:func:`dcplan.perf.power.phase_clocks`): :func:`evaluate_capped` takes them at the
+    uncapped operating point, after which the search on the capped setup may choose
+    another layout or batch.
+
+    Parameters
+    ----------
+    su : Setup
+        The uncapped setup.
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-].
+    curve : PowerCurve
+        The accelerator's power curve.
+    prefill_act, decode_act : float
+        Activity of a prefill and of a decode step at full clock [0..1].
+
+    Returns
+    -------
+    Setup
+        ``hw`` with the phases' clock fractions, the power scales and the cap.
+    """
+    cp, mp, sp = phase_clocks(curve, su.acc, cap_frac, prefill_act)
+    cd, md, sd = phase_clocks(curve, su.acc, cap_frac, decode_act)
+    hw = None if su.hw is None else dataclasses.replace(
+        su.hw, prefill_clock_frac=cp, decode_clock_frac=cd, prefill_mem_clock_frac=mp,
+        decode_mem_clock_frac=md)
+    return dataclasses.replace(su, hw=hw, power_cap_frac=cap_frac, prefill_power_scale=sp,
+                               decode_power_scale=sd)
+
+
+def check_cap_input(su: Setup, cap_frac: float, curve: PowerCurve | None) -> None:
+    """Refuse a cap outside (0, 1], below the curve, or without a curve.
+
+    Parameters
+    ----------
+    su : Setup
+        The setup (its accelerator).
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-].
+    curve : PowerCurve or None
+        The accelerator's power curve.
+
+    Raises
+    ------
+    InputError
+        Naming what is wrong.
+    """
+    if not (np.isfinite(cap_frac) and 0.0 < cap_frac <= 1.0):
+        raise InputError(f"a power cap must be a fraction 0 < f <= 1 of the accelerator's "
+                         f"max power, got {cap_frac:g}")
+    if cap_frac >= 1.0:
+        return
+    if curve is None:
+        raise InputError(f"a power cap needs the power curve of {su.acc.id} "
+                         f"(power_curves.yaml beside perf_defaults.yaml)")
+    if curve.accelerator != su.acc.id:
+        raise InputError(f"the power curve given is {curve.accelerator}'s, not {su.acc.id}'s")
+    problem = check_power_cap(cap_frac, curve)
+    if problem:
+        raise InputError(problem)
+
+
+def evaluate_capped(su: Setup, layout: Layout | None, cap_frac: float,
+                    curve: PowerCurve | None) -> RackPerf:
+    """Operating point of ``su`` with every accelerator capped at ``cap_frac`` of max power.
+
+    Parameters
+    ----------
+    su : Setup
+        The resolved (uncapped) setup.
+    layout : Layout or None
+        Fixed parallel layout; None: search.
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-]; 1: :func:`evaluate` as it is.
+    curve : PowerCurve or None
+        The accelerator's power curve (needed below 1).
+
+    Returns
+    -------
+    RackPerf
+        The best operating point under the cap (``fits=False`` as uncapped).
+
+    Raises
+    ------
+    InputError
+        A cap outside (0, 1], below the curve, or no curve.
+    """
+    check_cap_input(su, cap_frac, curve)
+    base = evaluate(su, layout)
+    if cap_frac >= 1.0 or not base.fits:
+        return base
+    return evaluate(capped_setup(su, cap_frac, curve, base.prefill_activity,
+                                 base.decode_activity), layout)
+
+
 def workload_performance(catalog, rack_id: str, model_id: str | None, workload: Workload,
                          precision: Precision | str | None = None,
                          layout: Layout | None = None, *, defaults: PerfDefaults,
-                         calibration: Calibration | None) -> RackPerf:
+                         calibration: Calibration | None, power_cap_frac: float = 1.0,
+                         power_curve: PowerCurve | None = None) -> RackPerf:
     """Return :func:`rack_performance` for a :class:`Workload` object.
 
     The workload need not be in the catalog; ``layout`` fixes the parallel layout.
@@ -1114,6 +1296,12 @@ def workload_performance(catalog, rack_id: str, model_id: str | None, workload: 
         :func:`dcplan.perf.params.load_perf_inputs`).
     calibration : Calibration or None
         Fitted parameters (``Case.perf_calibration``); None: the a-priori defaults.
+    power_cap_frac : float
+        Board power cap of every accelerator, a fraction of ``max_power_w`` [-]
+        (default 1: uncapped, the predictions without a cap).
+    power_curve : PowerCurve, optional
+        The accelerator's power curve (``PerfInputs.power_curve(acc_id)``); needed
+        below a cap of 1.
 
     Returns
     -------
@@ -1132,6 +1320,8 @@ def workload_performance(catalog, rack_id: str, model_id: str | None, workload: 
     key = (rack.model_dump_json(), acc.model_dump_json(), model.model_dump_json(),
            workload.model_dump_json(), Precision(precision).value if precision else None,
            cal.key if cal else None, defaults, layout)
+    if power_cap_frac != 1.0:
+        key = key + (float(power_cap_frac), power_curve)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
@@ -1141,7 +1331,8 @@ def workload_performance(catalog, rack_id: str, model_id: str | None, workload: 
         problem = check_layout(su, layout)
         if problem:
             raise InputError(problem)
-    out = evaluate(su, layout)
+    out = (evaluate(su, layout) if power_cap_frac == 1.0
+           else evaluate_capped(su, layout, power_cap_frac, power_curve))
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.clear()
     _CACHE[key] = out
@@ -1190,7 +1381,8 @@ def check_layout(su: Setup, layout: Layout) -> str:
 
 def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: str,
                      precision: Precision | str | None = None, *, defaults: PerfDefaults,
-                     calibration: Calibration | None) -> RackPerf:
+                     calibration: Calibration | None, power_cap_frac: float = 1.0,
+                     power_curve: PowerCurve | None = None) -> RackPerf:
     """Return the :class:`RackPerf` of ``rack_id`` serving ``workload_id`` with ``model_id``.
 
     Parameters
@@ -1208,6 +1400,13 @@ def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: s
         Fitted parameters (``Case.perf_calibration``; ``dcplan perf calibrate`` writes
         them, the shipped fit is ``perf_calibration.yaml`` next to
         ``perf_defaults.yaml``); None: the a-priori defaults.
+    power_cap_frac : float
+        Board power cap of every accelerator, a fraction of ``max_power_w`` [-]
+        (default 1: uncapped). Goodput, ``power_kw`` (never above ``power_at_cap_kw``)
+        and tokens per joule are at that cap.
+    power_curve : PowerCurve, optional
+        The accelerator's power curve (``PerfInputs.power_curve(acc_id)``); needed
+        below a cap of 1.
 
     Returns
     -------
@@ -1222,7 +1421,8 @@ def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: s
     """
     workload = catalog.get("workloads", workload_id)
     return workload_performance(catalog, rack_id, model_id, workload, precision,
-                                defaults=defaults, calibration=calibration)
+                                defaults=defaults, calibration=calibration,
+                                power_cap_frac=power_cap_frac, power_curve=power_curve)
 
 
 def batch_sweep(catalog, rack_id: str, model_id: str | None, workload: str | Workload,

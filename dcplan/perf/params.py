@@ -34,6 +34,8 @@ DEFAULTS_FILE = "perf_defaults.yaml"
 #: Calibration applied by default: next to the defaults file in use (the shipped one is
 #: fitted by ``dcplan perf calibrate`` on ``catalogs/measurements/``).
 CALIBRATION_FILE = "perf_calibration.yaml"
+#: Power-performance curves under a power cap, next to the defaults file.
+POWER_CURVES_FILE = "power_curves.yaml"
 #: ``calibration`` value that means "no calibration: the defaults' a-priori values".
 NO_CALIBRATION = "none"
 
@@ -835,12 +837,30 @@ class PerfInputs:
         What the measurement files' benchmarks ran (their request lengths and engine
         recipes, :mod:`dcplan.perf.benchmarks`), for predicting measurement rows; None
         when not asked for (plans do not use them).
+    power_curves : tuple of PowerCurve
+        ``power_curves.yaml`` beside the defaults file (empty when there is none).
     """
 
     defaults: PerfDefaults
     calibration: Calibration | None
     files: tuple[str, ...] = ()
     benchmarks: Benchmarks | None = None
+    power_curves: tuple[PowerCurve, ...] = ()
+
+    def power_curve(self, accelerator: str) -> PowerCurve:
+        """The power curve of ``accelerator`` (:func:`power_curve_of`).
+
+        Parameters
+        ----------
+        accelerator : str
+            Accelerator id.
+
+        Returns
+        -------
+        PowerCurve
+            Its curve (InputError when there is none).
+        """
+        return power_curve_of(self.power_curves, accelerator)
 
 
 def load_perf_inputs(catalog: Any = None, calibration: Any = None,
@@ -901,9 +921,15 @@ def load_perf_inputs(catalog: Any = None, calibration: Any = None,
             bench = load_benchmarks(folder / MEASUREMENTS_FOLDER)
         except InputError as exc:
             problems += exc.problems
+    curves: tuple[PowerCurve, ...] = ()
+    if (folder / POWER_CURVES_FILE).exists():
+        try:
+            curves = load_power_curves(folder / POWER_CURVES_FILE)
+        except InputError as exc:
+            problems += exc.problems
     if problems:
         raise InputError(problems)
-    return PerfInputs(defaults, cal, tuple(files), bench)
+    return PerfInputs(defaults, cal, tuple(files), bench, curves)
 
 
 _TOP_KEYS = ("source", "as_of", "notes", "estimates", "default", "hardware", "physics",
@@ -1299,3 +1325,207 @@ def save_calibration(cal: Calibration, path: Path | str, rows_per_hw: Mapping[st
 
 def _round(value: float) -> float:
     return float(f"{value:.6g}")
+
+
+# ------------------------------------------------------------------ power curves
+
+
+@dataclass(frozen=True)
+class PowerCurve:
+    """Sustained clocks of one accelerator under a board power cap (``power_curves.yaml``).
+
+    Attributes
+    ----------
+    accelerator : str
+        Accelerator id.
+    cap_frac : tuple of float
+        Power caps, falling from 1.0, as fractions of ``max_power_w`` [-].
+    clock_frac : tuple of float
+        Core (SM/CU) clock a compute-saturated load sustains at each cap, as a fraction
+        of its uncapped clock [-]; never rises as the cap falls.
+    mem_clock_frac : tuple of float
+        HBM clock at each cap, as a fraction of the uncapped one [-].
+    source, as_of : str
+        Where the curve comes from and its date (YYYY-MM).
+    estimate : str
+        How an estimated curve was made ('' for a measured one).
+    """
+
+    accelerator: str
+    cap_frac: tuple[float, ...]
+    clock_frac: tuple[float, ...]
+    mem_clock_frac: tuple[float, ...]
+    source: str
+    as_of: str
+    estimate: str = ""
+
+    @property
+    def min_cap_frac(self) -> float:
+        """Lowest cap the curve covers [-]."""
+        return self.cap_frac[-1]
+
+
+def power_curve_of(curves: tuple[PowerCurve, ...], accelerator: str) -> PowerCurve:
+    """The curve of ``accelerator`` among ``curves``.
+
+    Parameters
+    ----------
+    curves : tuple of PowerCurve
+        Loaded curves (:func:`load_power_curves`).
+    accelerator : str
+        Accelerator id.
+
+    Returns
+    -------
+    PowerCurve
+
+    Raises
+    ------
+    InputError
+        When ``curves`` has none for ``accelerator``.
+    """
+    for c in curves:
+        if c.accelerator == accelerator:
+            return c
+    raise InputError(Problem(POWER_CURVES_FILE, f"no power curve for accelerator "
+                             f"'{accelerator}'; add an entry to model a power cap on it",
+                             entry=accelerator, field="accelerator"))
+
+
+_CURVE_KEYS = ("accelerator", "source", "as_of", "estimate", "estimate_model", "points",
+               "notes")
+
+
+def _curve_points(raw: Any, shown: str, entry: str,
+                  problems: list[Problem]) -> list[tuple[float, float, float]]:
+    """Check the ``points`` of one curve entry; the rows that are valid.
+
+    Parameters
+    ----------
+    raw : Any
+        The entry's ``points`` value.
+    shown : str
+        File name for messages.
+    entry : str
+        Entry id for messages.
+    problems : list of Problem
+        Collects what is wrong.
+
+    Returns
+    -------
+    list of tuple of float
+        Rows ``(cap_frac, clock_frac, mem_clock_frac)`` [-].
+    """
+    if not isinstance(raw, list) or not raw:
+        problems.append(Problem(shown, "must be a list of [cap_frac, clock_frac, "
+                                "mem_clock_frac] rows, caps falling from 1.0",
+                                entry=entry, field="points"))
+        return []
+    rows = []
+    for i, row in enumerate(raw):
+        where = f"points[{i}]"
+        ok = (isinstance(row, list) and len(row) in (2, 3)
+              and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                      and math.isfinite(v) for v in row))
+        if not ok:
+            problems.append(Problem(shown, f"must be [cap_frac, clock_frac, mem_clock_frac] "
+                                    f"numbers, got {row!r}", entry=entry, field=where))
+            return []
+        cap, clk = float(row[0]), float(row[1])
+        mem = float(row[2]) if len(row) == 3 else 1.0
+        for name, v in (("cap_frac", cap), ("clock_frac", clk), ("mem_clock_frac", mem)):
+            if not 0.0 < v <= 1.0:
+                problems.append(Problem(shown, f"{name} must be in (0, 1], got {v:g}",
+                                        entry=entry, field=where))
+                return []
+        rows.append((cap, clk, mem))
+    if rows[0][0] != 1.0 or rows[0][1] != 1.0 or rows[0][2] != 1.0:
+        problems.append(Problem(shown, "the first row must be [1.0, 1.0, 1.0] (uncapped: "
+                                "full clocks)", entry=entry, field="points[0]"))
+        return []
+    for i in range(1, len(rows)):
+        (c0, f0, m0), (c1, f1, m1) = rows[i - 1], rows[i]
+        where = f"points[{i}]"
+        if c1 >= c0:
+            problems.append(Problem(shown, f"caps must fall down the rows: {c1:g} after "
+                                    f"{c0:g}", entry=entry, field=where))
+            return []
+        if f1 > f0 or m1 > m0:
+            problems.append(Problem(shown, f"not monotone: the clock rises from "
+                                    f"{max(f0, m0) if f1 > f0 else m0:g} to "
+                                    f"{f1 if f1 > f0 else m1:g} as the cap falls from "
+                                    f"{c0:g} to {c1:g}; a lower cap cannot raise a clock",
+                                    entry=entry, field=where))
+            return []
+    return rows
+
+
+def load_power_curves(path: Path | str) -> tuple[PowerCurve, ...]:
+    """Read and check a power-curves file (``catalogs/power_curves.yaml``).
+
+    Parameters
+    ----------
+    path : Path or str
+        The file: a list of entries with ``accelerator``, ``source``, ``as_of``,
+        ``points`` (rows ``[cap_frac, clock_frac, mem_clock_frac]``, caps falling from
+        1.0, clocks never rising) and, for an estimate, ``estimate`` (how it was made)
+        and optionally ``estimate_model``.
+
+    Returns
+    -------
+    tuple of PowerCurve
+        One per entry, in file order.
+
+    Raises
+    ------
+    InputError
+        With every problem found, naming file, entry and field.
+    """
+    import re
+
+    from dcplan.schema import DATE_PATTERN
+
+    shown = display_path(path)
+    raw = read_yaml(path)
+    if not isinstance(raw, list):
+        raise InputError(Problem(shown, "must be a list of power-curve entries "
+                                        "(accelerator, source, as_of, points)"))
+    raw = strip_lines(raw)
+    problems: list[Problem] = []
+    out: list[PowerCurve] = []
+    seen: set[str] = set()
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict):
+            problems.append(Problem(shown, "must be a mapping", entry=f"#{i + 1}"))
+            continue
+        entry = str(e.get("accelerator") or f"#{i + 1}")
+        bad = len(problems)
+        if not e.get("accelerator"):
+            problems.append(Problem(shown, "required field is missing; add it", entry=entry,
+                                    field="accelerator"))
+        elif entry in seen:
+            problems.append(Problem(shown, "a second curve for this accelerator; keep one",
+                                    entry=entry, field="accelerator"))
+        seen.add(entry)
+        for key in sorted(set(e) - set(_CURVE_KEYS)):
+            problems.append(Problem(shown, "unknown field" + suggest(key, _CURVE_KEYS),
+                                    entry=entry, field=key))
+        for key in ("source", "as_of"):
+            if not str(e.get(key) or "").strip():
+                problems.append(Problem(shown, "required field is missing; add it",
+                                        entry=entry, field=key))
+        as_of = str(e.get("as_of") or "")
+        if as_of and not re.match(DATE_PATTERN, as_of):
+            problems.append(Problem(shown, f"must be a date YYYY-MM, got '{as_of}'",
+                                    entry=entry, field="as_of"))
+        if "estimate_model" in e and not str(e.get("estimate") or "").strip():
+            problems.append(Problem(shown, "an estimated curve must say how it was made",
+                                    entry=entry, field="estimate"))
+        rows = _curve_points(e.get("points"), shown, entry, problems)
+        if len(problems) == bad and rows:
+            out.append(PowerCurve(entry, tuple(r[0] for r in rows), tuple(r[1] for r in rows),
+                                  tuple(r[2] for r in rows), str(e["source"]), as_of,
+                                  str(e.get("estimate") or "")))
+    if problems:
+        raise InputError(problems)
+    return tuple(out)

@@ -24,6 +24,15 @@ Three rack figures, each on its own basis:
   what a breaker and the grid connection must carry (prefill bursts are
   compute-bound and drive the accelerators near max).
 
+Under a board power cap ``c`` (a fraction of ``max_power_w``; :func:`phase_clocks`),
+a step whose power at full clock stays below the cap runs unthrottled; one above it
+slows to the clock at which it draws the cap. The accelerator's power curve
+(``power_curves.yaml``, :class:`~dcplan.perf.params.PowerCurve`) gives the clock a
+compute-saturated load (activity 1) sustains at each cap; a step at activity ``a``
+reaches the cap as that load does at the *phase cap* ``s + (c - s) / a`` (``s`` the
+idle share of max power), so its clock is the curve's there. Its dynamic power scales
+by ``min(1, ((c - s) / (1 - s)) / a)``: the accelerator never draws more than the cap.
+
 Measured system power (MLPerf Power) is wall power of a whole server; :func:`gpu_share_w`
 takes the accelerators' share of it (catalogs/measurements/mlperf_power_systems.yaml, read
 and checked by :func:`dcplan.perf.benchmarks.load_power_systems`).
@@ -34,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import binom
 
-from dcplan.perf.params import HardwareParams
+from dcplan.perf.params import HardwareParams, PowerCurve
 from dcplan.schema import Accelerator, Rack
 
 
@@ -178,3 +187,164 @@ def gpu_share_w(wall_w: float, wall_preload_w: float, gpus: int, gpu_idle_w: flo
         Power of all the server's accelerators together [W].
     """
     return gpus * gpu_idle_w + psu_efficiency_frac * (wall_w - wall_preload_w)
+
+
+def check_power_cap(cap_frac: float, curve: PowerCurve) -> str:
+    """Why ``cap_frac`` cannot be modelled with ``curve`` ('' when it can).
+
+    Parameters
+    ----------
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-].
+    curve : PowerCurve
+        The accelerator's power curve.
+
+    Returns
+    -------
+    str
+        The reason, '' when ``min_cap_frac <= cap_frac <= 1``.
+    """
+    if not np.isfinite(cap_frac) or cap_frac <= 0.0 or cap_frac > 1.0:
+        return (f"a power cap must be a fraction 0 < f <= 1 of the accelerator's max power, "
+                f"got {cap_frac:g}")
+    if cap_frac < curve.min_cap_frac - 1e-12:
+        return (f"a power cap of {cap_frac:g} is below the lowest cap the power curve of "
+                f"{curve.accelerator} covers ({curve.min_cap_frac:g}); use at least that")
+    return ""
+
+
+def curve_clocks(curve: PowerCurve, cap_frac: float) -> tuple[float, float]:
+    """Core and HBM clock fractions a compute-saturated load sustains at ``cap_frac`` [-].
+
+    Linear between the curve's rows; 1 at and above a cap of 1.
+
+    Parameters
+    ----------
+    curve : PowerCurve
+        Rows of cap, core clock and HBM clock fractions [-].
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-], at least ``curve.min_cap_frac``.
+
+    Returns
+    -------
+    tuple of float
+        ``(clock_frac, mem_clock_frac)`` [0..1].
+
+    Raises
+    ------
+    ValueError
+        For a cap below the curve (:func:`check_power_cap`).
+    """
+    if cap_frac >= 1.0:
+        return 1.0, 1.0
+    problem = check_power_cap(cap_frac, curve)
+    if problem:
+        raise ValueError(problem)
+    caps = np.array(curve.cap_frac[::-1])
+    clk = float(np.interp(cap_frac, caps, np.array(curve.clock_frac[::-1])))
+    mem = float(np.interp(cap_frac, caps, np.array(curve.mem_clock_frac[::-1])))
+    return clk, mem
+
+
+def cap_activity(acc: Accelerator, cap_frac: float) -> float:
+    """Activity at which an accelerator at full clock draws ``cap_frac`` of max power [-].
+
+    ``(c - s) / (1 - s)`` with ``s = idle_power_w / max_power_w``, at most 1.
+
+    Parameters
+    ----------
+    acc : Accelerator
+        Supplies ``idle_power_w`` and ``max_power_w`` [W].
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-].
+
+    Returns
+    -------
+    float
+        Activity [0..1].
+    """
+    s = acc.idle_power_w / acc.max_power_w
+    return float(np.clip((cap_frac - s) / (1.0 - s), 0.0, 1.0))
+
+
+def phase_clocks(curve: PowerCurve, acc: Accelerator, cap_frac: float,
+                 act: float) -> tuple[float, float, float]:
+    """Clocks and dynamic-power scale of a step of activity ``act`` under a power cap.
+
+    A step whose power at full clock, ``P_idle + (P_max - P_idle) act``, is at most the
+    cap runs at full clocks. Above it, the step runs where it draws the cap: its
+    dynamic power scales by ``k = cap_activity / act``, which the curve's
+    compute-saturated load reaches at the phase cap ``s + (c - s) / act``; the clocks
+    are the curve's there.
+
+    Parameters
+    ----------
+    curve : PowerCurve
+        The accelerator's power curve.
+    acc : Accelerator
+        Supplies ``idle_power_w`` and ``max_power_w`` [W].
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-].
+    act : float
+        Activity of the step at full clock [0..1] (:func:`activity`).
+
+    Returns
+    -------
+    tuple of float
+        ``(clock_frac, mem_clock_frac, power_scale)`` [0..1].
+    """
+    k_cap = cap_activity(acc, cap_frac)
+    if cap_frac >= 1.0 or act <= k_cap:
+        return 1.0, 1.0, 1.0
+    s = acc.idle_power_w / acc.max_power_w
+    phase_cap = min(s + (cap_frac - s) / act, 1.0)
+    clk, mem = curve_clocks(curve, max(phase_cap, cap_frac))
+    return clk, mem, k_cap / act
+
+
+def capped_activity(act, power_scale, cap_act) -> np.ndarray:
+    """Activity that gives a throttled step's power: ``min(act k, cap_act)`` [0..1].
+
+    Parameters
+    ----------
+    act : float or array
+        Activity of the step at its (throttled) clocks [0..1].
+    power_scale : float
+        Dynamic-power scale ``k`` of the step (:func:`phase_clocks`) [0..1].
+    cap_act : float
+        :func:`cap_activity` of the cap [0..1]: the accelerator never draws more.
+
+    Returns
+    -------
+    ndarray
+        Activity for :func:`accelerator_power_kw` and :func:`rack_power_kw` [0..1].
+    """
+    return np.minimum(np.asarray(act, dtype=float) * power_scale, cap_act)
+
+
+def rack_power_at_cap_kw(rack: Rack, acc: Accelerator, cap_frac: float) -> float:
+    """Rack IT power when every accelerator draws its cap [kW] (basis: nameplate at the cap).
+
+    ``n c P_max`` plus the non-accelerator power at full load
+    (``it_power_max_kw - n P_max``, floored at 0), which the cap does not change; the
+    catalog's ``it_power_max_kw`` at ``cap_frac`` 1.
+
+    Parameters
+    ----------
+    rack : Rack
+        Supplies ``accelerators_per_rack`` [count] and ``it_power_max_kw`` [kW].
+    acc : Accelerator
+        Supplies ``max_power_w`` [W].
+    cap_frac : float
+        Power cap as a fraction of ``max_power_w`` [-].
+
+    Returns
+    -------
+    float
+        Rack IT power [kW].
+    """
+    if cap_frac >= 1.0:
+        return float(rack.it_power_max_kw)
+    n = rack.accelerators_per_rack
+    other = max(rack.it_power_max_kw - n * acc.max_power_w / 1e3, 0.0)
+    return float(n * cap_frac * acc.max_power_w / 1e3 + other)

@@ -347,6 +347,13 @@ class Hardware:
     domain : int
         GPUs per scale-up domain.
     params : HardwareParams
+    prefill_clock_frac, decode_clock_frac : float
+        Core clock in prefill / decode steps as a fraction of the uncapped one [-]
+        (1 unless a power cap throttles the phase: :func:`dcplan.perf.power.phase_clocks`); the
+        peak FLOP/s of that phase scale with it.
+    prefill_mem_clock_frac, decode_mem_clock_frac : float
+        HBM clock in prefill / decode steps as a fraction of the uncapped one [-]; the
+        HBM bandwidth of that phase scales with it.
     """
 
     gemm_flops: float
@@ -358,6 +365,27 @@ class Hardware:
     scaleout_bytes_per_s: float
     domain: int
     params: HardwareParams
+    prefill_clock_frac: float = 1.0
+    decode_clock_frac: float = 1.0
+    prefill_mem_clock_frac: float = 1.0
+    decode_mem_clock_frac: float = 1.0
+
+    def clocks(self, prefill: bool) -> tuple[float, float]:
+        """Core and HBM clock fractions of a prefill or a decode step.
+
+        Parameters
+        ----------
+        prefill : bool
+            True: a prefill step; False: a decode step.
+
+        Returns
+        -------
+        tuple of float
+            ``(clock_frac, mem_clock_frac)`` [-].
+        """
+        if prefill:
+            return self.prefill_clock_frac, self.prefill_mem_clock_frac
+        return self.decode_clock_frac, self.decode_mem_clock_frac
 
     @classmethod
     def build(cls, acc: Accelerator, shape: ModelShape, params: HardwareParams,
@@ -571,7 +599,10 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
     bytes that rank reads; weights are read once per pass.
     """
     p = hw.params
-    bw = hw.hbm_bytes_per_s * p.hbm_eff_frac
+    clock, mem_clock = hw.clocks(prefill)
+    bw = hw.hbm_bytes_per_s * mem_clock * p.hbm_eff_frac
+    gemm_flops, other_flops, attn_flops = (hw.gemm_flops * clock, hw.other_flops * clock,
+                                           hw.attn_flops * clock)
     g = np.asarray(par.gpus, dtype=float)
     t_a = np.asarray(par.attn_tp, dtype=float)
     ep = np.asarray(par.ep, dtype=float)
@@ -579,17 +610,17 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
     key_flops = shape.prefill_flops_per_key if prefill else shape.decode_flops_per_key
 
     # 1. attention projections (TP over attn_tp, replicated over DP ranks)
-    c1 = Ta * 2.0 * shape.attention_params * lf / t_a / (hw.other_flops * gemm_eff)
+    c1 = Ta * 2.0 * shape.attention_params * lf / t_a / (other_flops * gemm_eff)
     m1 = shape.attention_params * lf * shape.other_bytes_per_param / t_a / bw
     # 2. attention core: heads split over attn_tp; MLA's latent KV is not
     kv_shard = 1.0 if shape.mla else np.minimum(t_a, shape.kv_heads)
     attn_eff = p.mla_attention_eff_frac if shape.mla else p.attention_eff_frac
-    c2 = Ta * attended_per_token * lf * key_flops / t_a / (hw.attn_flops * attn_eff)
+    c2 = Ta * attended_per_token * lf * key_flops / t_a / (attn_flops * attn_eff)
     m2 = kv * lf / kv_shard / bw
     # 3. dense FFN, shared experts, head: run like attention, tensor-parallel over
     #    attn_tp inside each data-parallel rank on the rank's own tokens (SGLang
     #    moe-dense-tp-size 1 and DP LM head under DP attention; no DP: over all GPUs)
-    c3 = Ta * 2.0 * shape.other_params * lf / t_a / (hw.other_flops * gemm_eff)
+    c3 = Ta * 2.0 * shape.other_params * lf / t_a / (other_flops * gemm_eff)
     m3 = shape.other_params * lf * shape.other_bytes_per_param / t_a / bw
     compute = c1 + c2 + c3
     memory = m1 + m2 + m3
@@ -605,7 +636,7 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
         imb = np.minimum(1.0 + phys.moe_imbalance_frac * (1.0 - 1.0 / ep)
                          + np.sqrt(2.0 * np.log(ep) / lam), ep)
         c4 = (hits * 2.0 * shape.expert_params * lf / moe_tp
-              * (per_expert * imb + phys.grouped_gemm_pad_tokens) / (hw.gemm_flops * gemm_eff))
+              * (per_expert * imb + phys.grouped_gemm_pad_tokens) / (gemm_flops * gemm_eff))
         m4 = hits * shape.expert_params * lf * shape.expert_bytes_per_param / moe_tp / bw
         compute = compute + c4
         memory = memory + m4

@@ -170,7 +170,8 @@ def decode(inst: Instance, batch, context) -> Decode:
         draft = np.zeros_like(verify.total_s)
     e = expected_tokens(inst.acceptance, n)
     step_s = verify.total_s + draft
-    kv_read = kv_rank / (inst.hw.hbm_bytes_per_s * inst.hw.params.hbm_eff_frac)
+    kv_read = kv_rank / (inst.hw.hbm_bytes_per_s * inst.hw.decode_mem_clock_frac
+                         * inst.hw.params.hbm_eff_frac)
     return Decode(step_s / e, step_s, e + 0.0 * step_s, verify, draft, kv_read, seqs_rank)
 
 
