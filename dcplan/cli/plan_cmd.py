@@ -65,7 +65,6 @@ def plan_cmd(
     from dcplan.export.terminal import plan_text
     from dcplan.export.text import terminal_width
     from dcplan.planner import solve_case
-
     from dcplan.planner.highs import scaled_path
 
     check_outputs(dirs={"-o/--outdir": outdir, "--png-dir": png_dir},

@@ -27,7 +27,6 @@ as soon as it returns, before any further stage.
 from __future__ import annotations
 
 import math
-
 from pathlib import Path
 
 import numpy as np
