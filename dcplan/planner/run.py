@@ -228,6 +228,9 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
 #: Slack of the second stage's shortfall row over the first stage's least shortfall:
 #: relative [-] and absolute [million tokens] (solver tolerances, not a choice).
 LEAST_SLACK_FRAC, LEAST_SLACK_MTOK = 1e-9, 1e-6
+#: Relative gap to which the first stage proves the least shortfall [-] (the plan's own
+#: gap applies to the second stage, the cost).
+LEAST_GAP = 1e-6
 
 
 def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
@@ -263,7 +266,10 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
     prob.setObjective(unserved_total(mv))
     t["build"] += time.perf_counter() - t0
     say("least unserved demand first (whatever it costs)")
-    info = solve(prob, opt, rounding=rounding_start(d, mv))
+    # the least shortfall is proven to LEAST_GAP whatever the plan's gap: the second
+    # stage's cost is only comparable between plans that leave the same demand unserved
+    info = solve(prob, opt.updated(gap=min(opt.gap, LEAST_GAP)),
+                 rounding=rounding_start(d, mv))
     t["solve"] += info.runtime_s
     if not info.status.has_solution or info.objective is None:
         return None, ("the least shortfall could not be found "
