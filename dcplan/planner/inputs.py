@@ -1431,7 +1431,8 @@ def _compatibility(rack: Any, site: Any) -> str:
 
 def _perf_at_caps(case: Any, cap_levels: dict[str, tuple[float, ...]], wl_ids: list[str],
                   perf: dict[tuple[str, str], PerfData], latest: Any
-                  ) -> tuple[dict[tuple[str, str, float], PerfData], dict[tuple[str, float], float]]:
+                  ) -> tuple[dict[tuple[str, str, float], PerfData],
+                             dict[tuple[str, float], float]]:
     """Operating points and rack power at each offered cap, from the performance model.
 
     Each (rack, workload, cap) is :func:`dcplan.perf.rack_performance` at that

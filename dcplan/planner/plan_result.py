@@ -16,7 +16,7 @@ from dcplan.planner.solver import SolveInfo, SolveStatus, is_proven_optimal, sta
 #: Order of the result tables (and of the CSV files).
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
           "cashflow", "build_vs_buy", "requests", "unserved", "shadow_prices", "binding",
-          "bom", "sizing", "equipment", "grid", "hours", "schedules")
+          "bom", "sizing", "equipment", "grid", "hours", "schedules", "caps")
 
 
 @dataclass
@@ -204,7 +204,7 @@ class PlanResult:
             "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
             "cooling": records("cooling"), "network": records("network"),
             "costs": records("costs"), "cashflow": records("cashflow"),
-            "build_vs_buy": records("build_vs_buy"),
+            "build_vs_buy": records("build_vs_buy"), "power_caps": records("caps"),
             "requests": records("requests"), "demand": records("demand"),
             "bill_of_materials": records("bom"),
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),

@@ -253,6 +253,67 @@ def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                    "tokens_per_s", "it_kw"])
 
 
+def caps_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
+    """Racks at each power cap level per (period, site, rack), and each site's yield per MW.
+
+    Only for a plan whose scenario offers ``power_caps``: a rack type without levels
+    is listed at cap 1. ``tokens_per_s`` sums the allocations at the level at their
+    schedules' peaks (as the allocation table); the site columns divide the site's
+    racks in service and its tokens/s at peak by its facility peak (``power`` table,
+    the plan's power basis).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    power : DataFrame
+        The plan's power table (``facility_kw_peak`` per period and site [kW]).
+
+    Returns
+    -------
+    DataFrame
+        period, site, rack, power_cap_frac [-]; racks [racks]; power_at_cap_kw
+        [kW/rack]; tokens_per_s [tokens/s at peak]; site_facility_kw_peak [kW];
+        site_racks_per_mw [racks/MW]; site_tokens_per_s_per_mw [tokens/s per MW].
+    """
+    cols = ["period", "site", "rack", "power_cap_frac", "racks", "power_at_cap_kw",
+            "tokens_per_s", "site_facility_kw_peak", "site_racks_per_mw",
+            "site_tokens_per_s_per_mw"]
+    tokens = defaultdict(float)
+    for (r, s, w, key, p, c), x in sol.racks_allocated.items():
+        tokens[r, s, p, c] += x * d.rate(r, w, key, p, c)
+    peak = {(str(row.period), row.site): row.facility_kw_peak for row in power.itertuples()} \
+        if len(power) else {}
+    rows = []
+    for p, per in enumerate(d.periods):
+        for s in d.sites:
+            part = []
+            for r in d.racks:
+                for c in d.caps(r):
+                    n = sol.installed(d, r, s, p) if c is None else \
+                        sol.racks_at_cap.get((r, s, p, c), 0.0)
+                    if n <= 0:
+                        continue
+                    part.append(dict(period=per.label, site=s, rack=r,
+                                     power_cap_frac=1.0 if c is None else c, racks=n,
+                                     power_at_cap_kw=d.peak_rack_kw(r, c),
+                                     tokens_per_s=tokens[r, s, p, c]))
+            mw = peak.get((per.label, s), 0.0) / 1000.0
+            n_site = sum(row["racks"] for row in part)
+            t_site = sum(row["tokens_per_s"] for row in part)
+            for row in part:
+                row.update(site_facility_kw_peak=mw * 1000.0,
+                           site_racks_per_mw=n_site / mw if mw > 0 else 0.0,
+                           site_tokens_per_s_per_mw=t_site / mw if mw > 0 else 0.0)
+            rows += part
+    return _frame(rows, {"power_cap_frac": "-", "racks": "racks", "power_at_cap_kw": "kW/rack",
+                         "tokens_per_s": "tokens/s (peak)", "site_facility_kw_peak": "kW",
+                         "site_racks_per_mw": "racks/MW",
+                         "site_tokens_per_s_per_mw": "tokens/s (peak) per MW"}, cols)
+
+
 def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """Demand vs served tokens/s per (period, workload, pool), at the peak and on average.
 
