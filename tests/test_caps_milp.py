@@ -1,0 +1,155 @@
+"""Power caps as a planning decision: the MILP chooses how many racks run at each cap.
+
+Hand-made inputs (``test_planner_helpers``): rack ``ra`` 2 kW idle, 10 kW at full load,
+100 tokens/s per rack uncapped (10 kW at its operating point); at cap 0.8 it serves
+90 tokens/s at 8 kW and draws at most 8 kW (``power_at_cap_kw``). No losses, cooling,
+network or energy price unless said, so the facility peak is the racks' IT power.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_planner_helpers import make_inputs, rack, site, workload
+
+from dcplan.planner.inputs import PerfData
+from dcplan.planner.run import solve_inputs
+from dcplan.planner.tables import Solution, _site_power
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL = PerfData(100.0, 10.0, 100.0, 100.0)
+AT_80 = PerfData(90.0, 8.0, 90.0, 90.0)
+
+
+def _caps(d, levels=(1.0, 0.8), perf_80=AT_80, at_cap_80=8.0, capped=True):
+    """``d`` with cap levels offered to ``ra`` (perf at 1.0 is the uncapped point)."""
+    perf = {}
+    power = {}
+    for (r, w), pf in d.perf.items():
+        for c in levels:
+            perf[r, w, c] = pf if c == 1.0 else perf_80
+            power[r, c] = d.racks[r].it_power_max_kw if c == 1.0 else at_cap_80
+    return dataclasses.replace(d, cap_levels={"ra": tuple(levels)}, perf_at_cap=perf,
+                               power_at_cap_kw=power, nameplate_peak=capped or d.nameplate_peak,
+                               capped_peak=capped)
+
+
+def _two_sites(grid_a=41.0):
+    """Site ``sa`` (grid ``grid_a`` kW) serves ``wa`` 450 tokens/s, ``sb`` (1 MW) ``wb`` 400."""
+    return make_inputs(
+        n=1, racks=[rack()],
+        sites=[site("sa", n=1, grid_kw=grid_a, price=0.0),
+               site("sb", n=1, grid_kw=1000.0, price=0.0)],
+        workloads=[workload("wa", demand=(450.0,), sites={"sa"}),
+                   workload("wb", demand=(400.0,), sites={"sb"})],
+        perf={("ra", "wa"): FULL, ("ra", "wb"): FULL})
+
+
+def _at_cap(res, site_, cap):
+    t = res.tables["caps"]
+    sel = t[(t.site == site_) & (t.power_cap_frac == cap)]
+    return float(sel.racks.sum())
+
+
+def test_mixed_cap_choice_where_the_grid_binds_at_one_site_only():
+    """sa: 450 tokens/s in 41 kW. Uncapped, 5 racks (4 serve only 400) draw 50 kW > 41;
+    with n racks at 1.0 and 5 - n at 0.8 the peak is 10 n + 8 (5 - n) = 40 + 2 n <= 41,
+    so n = 0: all 5 at 0.8 (450 tokens/s, 40 kW). sb: 400 tokens/s, grid ample: 4 racks
+    at 1.0 (at 0.8, 4 racks serve 360 < 400 and a fifth costs 1000 USD). 9 racks x
+    1000 USD, nothing else priced."""
+    d = _caps(_two_sites())
+    res = solve_inputs(d, explain=False)
+    assert not res.unserved
+    assert _at_cap(res, "sa", 0.8) == 5 and _at_cap(res, "sa", 1.0) == 0
+    assert _at_cap(res, "sb", 1.0) == 4 and _at_cap(res, "sb", 0.8) == 0
+    assert res.objective_usd == pytest.approx(9000.0, rel=1e-6)
+    power = res.tables["power"].set_index("site")
+    assert power.loc["sa", "facility_kw_peak"] == pytest.approx(40.0)
+    assert power.loc["sb", "facility_kw_peak"] == pytest.approx(40.0)
+    caps = res.tables["caps"].set_index(["site", "power_cap_frac"])
+    # sa: 5 racks in 40 kW = 125 racks/MW, 450 tokens/s / 0.04 MW = 11,250 tokens/s per MW
+    assert caps.loc[("sa", 0.8), "site_racks_per_mw"] == pytest.approx(125.0)
+    assert caps.loc[("sa", 0.8), "site_tokens_per_s_per_mw"] == pytest.approx(11250.0)
+
+
+def test_without_caps_the_grid_bound_site_falls_short():
+    """The same case without caps cannot serve sa in 41 kW: 4 racks, 400 of 450 tokens/s."""
+    d = dataclasses.replace(_two_sites(), nameplate_peak=True)
+    res = solve_inputs(d, explain=False)
+    assert res.unserved
+    short = res.tables["demand"].set_index("workload")
+    assert short.loc["wa", "unserved_tokens_per_s_peak"] == pytest.approx(50.0, abs=1e-6)
+    assert "caps" not in res.tables
+
+
+def test_operating_point_basis_caps_change_serving_power():
+    """Operating-point basis, sa grid 38 kW: IT = 2 kW idle x racks + (P - 2) x allocated.
+    Serving at 1.0 adds 8 kW per 100 tokens/s (12.5 tokens/s per kW), at 0.8 6 kW per 90
+    (15 per kW), so the grid goes to level 0.8. 5 racks: 10 + 6 a <= 38, a = 4.667
+    racks, 420 tokens/s; 4 racks serve at most 390 (4 allocated, 3 of them moved to
+    1.0 in the 6 kW left), 6 racks 390 (12 + 6 a <= 38). Least shortfall: 420 of 450.
+    """
+    d = _caps(_two_sites(grid_a=38.0), capped=False)
+    res = solve_inputs(d, explain=False)
+    served = res.tables["demand"].set_index("workload")
+    assert served.loc["wa", "served_tokens_per_s_peak"] == pytest.approx(420.0, rel=1e-6)
+
+
+def _solution(d, cap, racks=5.0):
+    """All ``racks`` of ``ra`` at ``sa`` in service at ``cap``, fully allocated to ``wa``."""
+    key = ("ra", "sa", "wa", "all", 0, cap)
+    return Solution(racks_in_service={("ra", "sa", 0): racks},
+                    racks_bought={("ra", "sa", 0): racks},
+                    racks_allocated={key: racks},
+                    racks_at_cap={("ra", "sa", 0, c): (racks if c == cap else 0.0)
+                                  for c in d.cap_levels["ra"]})
+
+
+@pytest.mark.parametrize("capped", [True, False])
+def test_lower_cap_never_raises_site_peak_for_the_same_allocation(capped):
+    """Same racks and allocation: the site peak at 0.8 (8 kW per rack) is below 1.0's (10)."""
+    d = _caps(make_inputs(n=1, sites=[site(n=1, price=0.0)],
+                          workloads=[workload(demand=(450.0,))]), capped=capped)
+    peaks = [_site_power(d, _solution(d, c), "sa", 0, average=False, hour=None)["facility"]
+             for c in (1.0, 0.8)]
+    assert peaks == [pytest.approx(50.0), pytest.approx(40.0)]
+    assert peaks[1] <= peaks[0]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(demand=st.integers(50, 600), goodput_80=st.floats(60.0, 100.0),
+       kw_80=st.floats(5.0, 10.0), price=st.sampled_from([0.0, 0.1, 0.5]),
+       capped=st.booleans())
+def test_caps_offered_never_make_the_plan_dearer(demand, goodput_80, kw_80, price, capped):
+    """Caps add operating choices (1.0 is the uncapped point): the optimum cannot rise."""
+    base = make_inputs(n=1, sites=[site(n=1, grid_kw=1000.0, price=price)],
+                       workloads=[workload(demand=(float(demand),))],
+                       nameplate_peak=capped)
+    with_caps = _caps(base, perf_80=PerfData(goodput_80, kw_80, goodput_80, goodput_80),
+                      at_cap_80=kw_80, capped=capped)
+    a = solve_inputs(base, explain=False)
+    b = solve_inputs(with_caps, explain=False)
+    assert not a.unserved and not b.unserved
+    assert b.objective_usd <= a.objective_usd * (1 + 1e-6) + 1e-6
+
+
+@pytest.mark.slow
+def test_seoul_power_example_reports_the_chosen_caps(tmp_path):
+    """``dcplan plan examples/seoul_power.yaml --json`` lists racks per cap level."""
+    out = subprocess.run(
+        [sys.executable, "-m", "dcplan", "plan", str(ROOT / "examples" / "seoul_power.yaml"),
+         "--json", "--outdir", str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=1800)
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = json.loads(out.stdout)
+    assert data["peak_power"] == "capped"
+    caps = data["power_caps"]
+    assert caps and {r["power_cap_frac"] for r in caps} <= {1.0, 0.9, 0.8, 0.7}
+    assert all(r["racks"] > 0 for r in caps)
