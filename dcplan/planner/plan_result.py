@@ -105,12 +105,14 @@ class PlanResult:
 
     @property
     def peak_power(self) -> str | None:
-        """The power basis the plan sized its peaks on: ``operating_point`` or ``nameplate``.
+        """The power basis the plan sized its peaks on (operating_point, nameplate, capped).
 
         From the planner's inputs (``nameplate_peak``), else the scenario's
         ``peak_power``; None when the plan has neither (a saved plan without inputs).
         """
         if self.inputs is not None:
+            if getattr(self.inputs, "capped_peak", False):
+                return "capped"
             return "nameplate" if self.inputs.nameplate_peak else "operating_point"
         scn = getattr(self.case, "scenario", None)
         return getattr(scn, "peak_power", None)
@@ -222,7 +224,7 @@ def power_basis_text(peak_power: str | None, margin: float | None) -> str:
     Parameters
     ----------
     peak_power : str or None
-        ``operating_point``, ``nameplate`` or None (not known).
+        ``operating_point``, ``nameplate``, ``capped`` or None (not known).
     margin : float or None
         The high-percentile rack power over the serving power of the racks allocated at
         the facility peak, minus 1 (KPI ``power_p99_margin_frac``) [-]; None: the
@@ -237,6 +239,10 @@ def power_basis_text(peak_power: str | None, margin: float | None) -> str:
     if peak_power == "nameplate":
         return ("nameplate (the catalog's full-load rack IT power, it_power_max_kw, for "
                 "every rack installed; scenario peak_power: nameplate)")
+    if peak_power == "capped":
+        return ("capped (each rack at the most it can draw at the power cap it runs at, "
+                "power_at_cap_kw, the cap levels of scenario power_caps chosen by the plan; "
+                "rack types without caps at it_power_max_kw; scenario peak_power: capped)")
     if peak_power == "operating_point":
         head = "operating point (serving power from the performance model"
         if margin is None or margin != margin:
