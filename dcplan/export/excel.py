@@ -186,7 +186,7 @@ OPTIONAL_SHEETS: tuple[SheetSpec, ...] = (
               "max power) that the plan chose among the scenario's power_caps, the power a "
               "rack can draw at that cap, the tokens/s its allocations serve at peak, and "
               "per site the racks and tokens/s per MW of facility peak (the plan's power "
-              "basis).", ("racks", "tokens_per_s"), 4),
+              "basis).", (), 4),
 )
 
 #: Sheet order of the plan workbook.
