@@ -16,7 +16,10 @@ from dcplan.planner.solver import SolveInfo, SolveStatus, is_proven_optimal, sta
 #: Order of the result tables (and of the CSV files).
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
           "cashflow", "build_vs_buy", "requests", "unserved", "shadow_prices", "binding",
-          "bom", "sizing", "equipment", "grid", "hours", "schedules", "caps")
+          "bom", "sizing", "equipment", "grid", "hours", "schedules")
+#: Tables only some plans have, after :data:`TABLES` (``caps``: a scenario with
+#: ``power_caps``).
+OPTIONAL_TABLES = ("caps",)
 
 
 @dataclass
@@ -74,8 +77,8 @@ class PlanResult:
     saved_from: dict[str, Any] | None = None
 
     def __iter__(self) -> Iterator[tuple[str, pd.DataFrame]]:
-        """Iterate over ``(name, table)`` in :data:`TABLES` order."""
-        for name in TABLES:
+        """Iterate over ``(name, table)`` in :data:`TABLES` order, then the optional ones."""
+        for name in (*TABLES, *OPTIONAL_TABLES):
             if name in self.tables:
                 yield name, self.tables[name]
 
