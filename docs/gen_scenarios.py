@@ -67,7 +67,8 @@ def summarize(result) -> dict:
     Returns
     -------
     dict
-        status, unserved, gap, npv_usd, usd_per_million_tokens, racks_bought,
+        status, unserved, gap, npv_usd, objective_usd (elastic plans: the NPV plus the
+        unserved penalty, what ``gap`` is of), usd_per_million_tokens, racks_bought,
         peak_facility_mw, peak_mw_by_site, final_fleet (racks in service in the last
         period by site and rack), unserved_frac_last (share of last-period peak demand
         unserved), binding (limits with a positive shadow price: limit, site, period,
@@ -115,6 +116,7 @@ def summarize(result) -> dict:
         "unserved": bool(result.unserved),
         "gap": _f(result.gap),
         "npv_usd": _f(result.kpi("npv_cost_usd")),
+        **({"objective_usd": _f(result.objective_usd)} if result.unserved else {}),
         "usd_per_million_tokens": _f(result.kpi("usd_per_million_tokens")),
         "racks_bought": int(round(result.kpi("racks_bought") or 0)),
         "peak_facility_mw": round(_f(result.kpi("peak_facility_mw")) or 0.0, 4),
