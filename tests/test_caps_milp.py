@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_planner_helpers import make_inputs, rack, site, workload
 
+from dcplan.case import load_case
+from dcplan.errors import InputError
 from dcplan.planner.inputs import PerfData
 from dcplan.planner.run import solve_inputs
 from dcplan.planner.tables import Solution, _site_power
@@ -140,6 +142,67 @@ def test_caps_offered_never_make_the_plan_dearer(demand, goodput_80, kw_80, pric
     assert b.objective_usd <= a.objective_usd * (1 + 1e-6) + 1e-6
 
 
+@pytest.mark.parametrize("caps, field, words", [
+    ("{gb200_nvl72: [1.2, 0.8]}", "power_caps.gb200_nvl72.0", "<= 1"),
+    ("[1.0, 0]", "power_caps.1", "> 0"),
+    ("{gb200_nvl72: []}", "power_caps", "no cap level"),
+    ("{nosuch: [0.9]}", "power_caps", "unknown rack id 'nosuch'"),
+    ("{vera_rubin_nvl72: [0.9]}", "power_caps", "not one of this scenario's racks"),
+])
+def test_bad_caps_name_file_entry_and_field(tmp_path, caps, field, words):
+    """A cap above 1 or at 0, no level, or a rack the scenario does not plan: one clear
+    problem naming the file, its line and the field."""
+    f = tmp_path / "bad.yaml"
+    f.write_text(f"extends: {ROOT / 'examples' / 'minimal.yaml'}\npower_caps: {caps}\n")
+    with pytest.raises(InputError) as exc:
+        load_case(f)
+    probs = [p for p in exc.value.problems if str(p.field or "").startswith("power_caps")]
+    assert len(probs) == 1, exc.value.problems
+    text = str(probs[0])
+    assert probs[0].field == field and words in text and "bad.yaml:2" in text, text
+
+
+def test_caps_levels_come_from_the_performance_model():
+    """The planner's inputs at each cap are the performance model's (one definition):
+    goodput and operating power from rack_performance at that cap with the rack's power
+    curve, power_at_cap_kw from it; 1.0 is the uncapped point, and the lower cap's rack
+    power at the cap is below it_power_max_kw."""
+    from dcplan import perf as perf_model
+    from dcplan.perf.params import (
+        POWER_CURVES_FILE,
+        load_power_curves,
+        perf_folder,
+        power_curve_of,
+    )
+    from dcplan.perf.software import as_of
+    from dcplan.planner.prepare import prepare_inputs
+
+    case = load_case(ROOT / "examples" / "minimal.yaml").with_changes(
+        {"power_caps": {"gb200_nvl72": [0.8, 1.0]}})
+    d = prepare_inputs(case)
+    assert d.cap_levels == {"gb200_nvl72": (1.0, 0.8)}
+    rk = case.catalog.get("racks", "gb200_nvl72")
+    assert d.power_at_cap_kw["gb200_nvl72", 1.0] == pytest.approx(rk.it_power_max_kw)
+    assert d.power_at_cap_kw["gb200_nvl72", 0.8] < rk.it_power_max_kw
+    curve = power_curve_of(load_power_curves(perf_folder(case.catalog) / POWER_CURVES_FILE),
+                           rk.accelerator)
+    latest = as_of(case.perf_calibration, before="hold")
+    checked = 0
+    for (r, w, c), pf in d.perf_at_cap.items():
+        if c == 1.0:
+            assert pf.goodput_tokens_per_s == pytest.approx(d.perf[r, w].goodput_tokens_per_s)
+            continue
+        rp = perf_model.rack_performance(
+            case.catalog, r, case.catalog.get("workloads", w).model, w,
+            defaults=case.perf_defaults, calibration=latest, power_cap_frac=c,
+            power_curve=curve)
+        assert pf.goodput_tokens_per_s == rp.goodput_tokens_per_s
+        assert pf.power_kw == rp.power_kw <= d.power_at_cap_kw[r, c] + 1e-9
+        assert d.power_at_cap_kw[r, c] == pytest.approx(rp.power_at_cap_kw)
+        checked += 1
+    assert checked > 0
+
+
 @pytest.mark.slow
 def test_seoul_power_example_reports_the_chosen_caps(tmp_path):
     """``dcplan plan examples/seoul_power.yaml --json`` lists racks per cap level."""
@@ -153,3 +216,23 @@ def test_seoul_power_example_reports_the_chosen_caps(tmp_path):
     caps = data["power_caps"]
     assert caps and {r["power_cap_frac"] for r in caps} <= {1.0, 0.9, 0.8, 0.7}
     assert all(r["racks"] > 0 for r in caps)
+    # racks at the caps add up to the racks in service of each site, rack and period
+    fleet = {(str(r["period"]), r["site"], r["rack"]): r["installed_racks"]
+             for r in data["fleet"]}
+    by_key: dict = {}
+    for r in caps:
+        key = (str(r["period"]), r["site"], r["rack"])
+        by_key[key] = by_key.get(key, 0.0) + r["racks"]
+    assert by_key == pytest.approx({k: v for k, v in fleet.items() if v > 0})
+    # a saved plan keeps the table
+    saved = tmp_path / "p.plan"
+    subprocess.run([sys.executable, "-m", "dcplan", "plan",
+                    str(ROOT / "examples" / "seoul_power.yaml"), "--quiet", "--save",
+                    str(saved), "--outdir", str(tmp_path / "o2")], check=True, cwd=ROOT,
+                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=1800,
+                   capture_output=True)
+    shown = subprocess.run([sys.executable, "-m", "dcplan", "show", str(saved), "--json"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=600,
+                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert json.loads(shown.stdout)["power_caps"] == caps
