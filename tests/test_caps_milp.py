@@ -162,6 +162,20 @@ def test_bad_caps_name_file_entry_and_field(tmp_path, caps, field, words):
     assert probs[0].field == field and words in text and "bad.yaml:2" in text, text
 
 
+def test_cap_below_the_power_curve_names_the_entry(tmp_path):
+    """A cap the accelerator's power curve does not cover (it starts at 0.5) is refused
+    when the plan's inputs are built, naming the scenario's line and field."""
+    from dcplan.planner.prepare import prepare_inputs
+
+    f = tmp_path / "low.yaml"
+    f.write_text(f"extends: {ROOT / 'examples' / 'minimal.yaml'}\npower_caps:\n"
+                 "  gb200_nvl72: [1.0, 0.4]\n")
+    with pytest.raises(InputError) as exc:
+        prepare_inputs(load_case(f))
+    (p,) = exc.value.problems
+    assert p.field == "power_caps" and "low.yaml:3" in str(p) and "0.4" in str(p), str(p)
+
+
 def test_caps_levels_come_from_the_performance_model():
     """The planner's inputs at each cap are the performance model's (one definition):
     goodput and operating power from rack_performance at that cap with the rack's power

@@ -1459,6 +1459,12 @@ def _perf_at_caps(case: Any, cap_levels: dict[str, tuple[float, ...]], wl_ids: l
         (rack, workload, cap) -> :class:`PerfData`.
     power_at_cap : dict
         (rack, cap) -> rack IT power at the cap [kW].
+
+    Raises
+    ------
+    InputError
+        Naming the scenario's ``power_caps`` entry of a rack type whose accelerator has
+        no power curve, or a cap below the lowest its curve covers.
     """
     if not cap_levels:
         return {}, {}
@@ -1471,10 +1477,30 @@ def _perf_at_caps(case: Any, cap_levels: dict[str, tuple[float, ...]], wl_ids: l
     )
     from dcplan.perf.power import rack_power_at_cap_kw
 
-    catalog = case.catalog
+    catalog, scn = case.catalog, case.scenario
     curves = load_power_curves(perf_folder(catalog) / POWER_CURVES_FILE)
     out: dict[tuple[str, str, float], PerfData] = {}
     power: dict[tuple[str, float], float] = {}
+    path = "power_caps" if isinstance(scn.power_caps, list) else None
+    problems = []
+    for r, caps in cap_levels.items():
+        rack = catalog.get("racks", r)
+        if min(caps) < 1.0:
+            try:
+                low = power_curve_of(curves, rack.accelerator).min_cap_frac
+            except InputError as exc:
+                problems.append(scn.problem(path or f"power_caps.{r}", f"rack '{r}': {exc}",
+                                            field="power_caps"))
+                continue
+            if min(caps) < low - 1e-12:
+                problems.append(scn.problem(
+                    path or f"power_caps.{r}",
+                    f"rack '{r}': a cap of {min(caps):g} is below the lowest cap the power "
+                    f"curve of {rack.accelerator} covers ({low:g}, "
+                    "catalogs/power_curves.yaml); offer caps of at least that",
+                    field="power_caps"))
+    if problems:
+        raise InputError(problems)
     for r, caps in cap_levels.items():
         rack = catalog.get("racks", r)
         acc = catalog.get("accelerators", rack.accelerator)
@@ -1658,6 +1684,9 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
                 level=_levels(catalog, r, wl.model, w, rp, levels, latest,
                               case.perf_defaults))
     cap_levels = {r: scn.caps_of(r) for r in rack_ids if scn.caps_of(r)}
+    if scn.peak_power == "capped" and not cap_levels:
+        notes.append("peak_power: capped without power_caps: every rack counts at its "
+                     "it_power_max_kw, as with peak_power: nameplate")
     perf_at_cap, power_at_cap = _perf_at_caps(case, cap_levels, wl_ids, perf, latest)
     notes.append(_software_note(catalog, rack_ids, periods, levels, last_fitted,
                                 scn.paths.software_speedup is not None))
