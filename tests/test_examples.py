@@ -60,10 +60,14 @@ def solved(name: str):
     return _cache[name]
 
 
-def proven_interval(npv: float, gap: float) -> tuple[float, float]:
+def proven_interval(npv: float, gap: float, objective: float | None = None
+                    ) -> tuple[float, float]:
     """Where a plan of cost ``npv`` [USD] and relative gap ``gap`` [-] proves the optimum
-    to be: ``[npv (1 - gap), npv]`` (the gap is ``(plan - bound) / plan``) [USD]."""
-    return npv * (1.0 - gap), npv
+    to be: ``[npv (1 - gap), npv]`` (the gap is ``(plan - bound) / plan``) [USD].
+
+    With ``objective`` (an elastic plan's objective, which adds the unserved penalty to
+    the NPV [USD]) the gap is of that objective: ``[npv - gap x objective, npv]``."""
+    return npv - gap * (npv if objective is None else objective), npv
 
 
 # --- the demand forecast and its copies --------------------------------------------------
@@ -138,8 +142,10 @@ def test_example_plans_and_matches_expected(name):
     assert got["status"] == exp["status"] == "optimal"
     assert got["gap"] is not None and got["gap"] <= TEST_GAP + 1e-9
     assert got["unserved"] == exp["unserved"] == (name in gen.EXPECT_UNSERVED)
-    lo_got, hi_got = proven_interval(got["npv_usd"], got["gap"])
-    lo_exp, hi_exp = proven_interval(exp["npv_usd"], exp["gap"])
+    lo_got, hi_got = proven_interval(got["npv_usd"], got["gap"],
+                                     got.get("objective_usd") if got["unserved"] else None)
+    lo_exp, hi_exp = proven_interval(exp["npv_usd"], exp["gap"],
+                                     exp.get("objective_usd") if exp["unserved"] else None)
     tol = 1e-9 * hi_exp
     assert lo_got <= hi_exp + tol and lo_exp <= hi_got + tol, (
         f"the optimum cannot lie in both [{lo_got:,.0f}, {hi_got:,.0f}] (this solve) and "
@@ -274,6 +280,7 @@ def test_written_tables_explain_the_facility_peak(name, tmp_path):
     result.write_csvs(tmp_path)
     check_written_power(tmp_path)
     assert result.power_basis.startswith(
+        "capped" if result.inputs.capped_peak else
         "nameplate" if result.inputs.nameplate_peak else "operating point")
 
 

@@ -179,6 +179,16 @@ SHEETS: tuple[SheetSpec, ...] = (
               "integers (difference 0); power, capex and positions as noted.", (), 3),
 )
 
+#: Data sheets only some plans have, written before "Assumptions" when their table exists.
+OPTIONAL_SHEETS: tuple[SheetSpec, ...] = (
+    SheetSpec("Power caps", "caps", "Power caps chosen by site, rack type and period",
+              "Racks in service at each board power cap level (fraction of the accelerators' "
+              "max power) that the plan chose among the scenario's power_caps, the power a "
+              "rack can draw at that cap, the tokens/s its allocations serve at peak, and "
+              "per site the racks and tokens/s per MW of facility peak (the plan's power "
+              "basis).", (), 4),
+)
+
 #: Sheet order of the plan workbook.
 SHEET_ORDER = ("Summary", *(s.sheet for s in SHEETS[:6]), "Cash flow", "Chart power", "Chart racks",
                "Chart costs", "Chart data",
@@ -1114,9 +1124,12 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     sheets = {"Summary": summary}
     for name in SHEET_ORDER[1:]:
         sheets[name] = wb.create_sheet(name)
+    extra = [spec for spec in OPTIONAL_SHEETS if result.tables.get(spec.table) is not None]
+    for spec in extra:
+        sheets[spec.sheet] = wb.create_sheet(spec.sheet, wb.sheetnames.index("Assumptions"))
     placed: dict[str, Placed] = {}
     names = catalog_names(sources)
-    for spec in SHEETS:
+    for spec in (*SHEETS, *extra):
         df = result.tables.get(spec.table)
         ws = sheets[spec.sheet]
         if df is None:

@@ -544,6 +544,14 @@ def build_html(result: Any, sources: Any = None) -> str:
                                  right=[c for c in pw.columns if c != "period"],
                                  caption="Facility power at peak / grid limit, by site "
                                          "hosting racks [MW]."))
+    if "caps" in t and len(t["caps"]):
+        body.append("<h2>Power caps chosen</h2>"
+                    + table_html(t["caps"], table="caps",
+                                 caption="Racks in service at each power cap level (fraction "
+                                         "of the accelerators' max power), the power a rack "
+                                         "can draw there, the tokens/s served at peak, and "
+                                         "per site the racks and tokens/s per MW of facility "
+                                         "peak."))
     body.append("<h2>Why: the limits that bind</h2>")
     b = binding_rows(t.get("binding"))
     if b is not None and len(b):

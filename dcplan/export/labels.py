@@ -99,6 +99,11 @@ LABELS: dict[str, str] = {
 
 #: Column names that mean something else in one table: table -> column -> label.
 TABLE_LABELS: dict[str, dict[str, str]] = {
+    "caps": {"power_cap_frac": "Power cap", "racks": "Racks at the cap",
+             "power_at_cap_kw": "Rack power at the cap", "tokens_per_s": "Tokens served",
+             "site_facility_kw_peak": "Site facility peak",
+             "site_racks_per_mw": "Site racks per MW",
+             "site_tokens_per_s_per_mw": "Site tokens per MW"},
     "equipment": {"category": "Equipment kind"},
     "bom": {"category": "Equipment kind", "kw": "Power, installed",
             "capex_usd": "Capex of what is installed"},

@@ -94,6 +94,40 @@ def _power_section(result: Any, width: int) -> list[str]:
     if idle:
         out.append(f"Sites hosting nothing: {', '.join(idle)}")
     out += _grid_requests(result, width)
+    out += _caps_section(result, width)
+    return out
+
+
+def _caps_section(result: Any, width: int) -> list[str]:
+    """Racks at each power cap level by site and period, and each site's yield per MW.
+
+    Parameters
+    ----------
+    result : PlanResult
+        A plan; nothing is printed without a ``caps`` table (no ``power_caps``).
+    width : int
+        Terminal width [characters].
+
+    Returns
+    -------
+    list of str
+        Lines of the section.
+    """
+    caps = result.tables.get("caps")
+    if caps is None or not len(caps):
+        return []
+    out = ["", "Power caps chosen (racks at each cap; site racks and tokens/s per MW of "
+               "facility peak):"]
+    rows = []
+    for (period, site), sub in caps.groupby(["period", "site"], sort=False):
+        levels = ", ".join(f"{r.rack} {r.racks:.0f} @ {r.power_cap_frac:.0%}"
+                           for r in sub.itertuples())
+        first = sub.iloc[0]
+        rows.append({"period": str(period), "site": site, "racks @ cap": levels,
+                     "racks/MW": f"{first.site_racks_per_mw:.1f}",
+                     "tokens/s per MW": f"{first.site_tokens_per_s_per_mw:,.0f}"})
+    out.append(format_table(rows, ["period", "site", "racks @ cap", "racks/MW",
+                                   "tokens/s per MW"], width=width))
     return out
 
 

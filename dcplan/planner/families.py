@@ -82,6 +82,9 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
     # serving
     "capacity": _F("add_allocation_limit",
                    "sum alloc * frac(h) / u - A (inst - k on) <= 0 (per hour h)"),
+    "cap_split": _F("add_cap_levels", "sum_c inst_cap[r,s,p,c] - inst[r,s,p] = 0"),
+    "cap_capacity": _F("add_allocation_limit",
+                       "sum alloc[..,c] * frac(h) / u - A inst_cap[r,s,p,c] <= 0 (per hour h)"),
     "demand": _F("add_demand", "sum rate * alloc (/ M_j) (+ unserved) >= D M share"),
     "unserved_total": _F("add_unserved_limit",
                          "sum_{w,k,p} tokens[w,p] unserved[w,k,p] / 1e6 <= least shortfall"),

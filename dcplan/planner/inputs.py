@@ -640,6 +640,18 @@ class PlanInputs:
         them far below the boundary). That model is a relaxation of the one with every
         tier; a plan above the boundary at such a pair is solved again with its tiers
         (:func:`~dcplan.planner.run.solve_inputs`).
+    cap_levels : dict
+        Rack id -> the board power cap levels offered to it, highest first, fractions
+        of the accelerators' ``max_power_w`` [-] (scenario ``power_caps``); rack types
+        without an entry run uncapped (one level, ``None`` in the model's keys).
+    perf_at_cap : dict
+        (rack, workload, cap) -> :class:`PerfData` at that cap (pairs that fit there).
+    power_at_cap_kw : dict
+        (rack, cap) -> rack IT power when every accelerator draws its cap [kW]
+        (:attr:`dcplan.perf.goodput.RackPerf.power_at_cap_kw`).
+    capped_peak : bool
+        The scenario's ``peak_power`` is ``capped`` (``nameplate_peak`` is then True too:
+        the peak counts every rack at the most it can draw at its cap).
     """
 
     periods: list[Period]
@@ -672,6 +684,10 @@ class PlanInputs:
     fabrics: dict[str, tuple] = field(default_factory=dict)
     network_rack_units: int = 0
     network_collapsed: frozenset = frozenset()
+    cap_levels: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    perf_at_cap: dict[tuple[str, str, float], PerfData] = field(default_factory=dict)
+    power_at_cap_kw: dict[tuple[str, float], float] = field(default_factory=dict)
+    capped_peak: bool = False
 
     # --- time and money ------------------------------------------------------------
 
@@ -1026,7 +1042,8 @@ class PlanInputs:
         sch = self.schedules(workload, p)
         return self.hours(p) * 3600.0 / (1.0 if len(sch) > 1 else sch[0].peak_factor)
 
-    def rate(self, rack: str, workload: str, key: str, p: int) -> float:
+    def rate(self, rack: str, workload: str, key: str, p: int, cap: float | None = None
+             ) -> float:
         """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s].
 
         Parameters
@@ -1040,6 +1057,8 @@ class PlanInputs:
             ``prefill`` input and ``decode`` output tokens.
         p : int
             Period index (0-based) [-].
+        cap : float, optional
+            Cap level the rack runs at [-]; None: uncapped.
 
         Returns
         -------
@@ -1047,7 +1066,79 @@ class PlanInputs:
             At the period's software level and the workload's speedup [tokens/s].
         """
         base = key if key in POOLS_ALL else self.pool_of(workload, key, p)[0]
-        return self.perf[rack, workload].rate(base, p) * self.workloads[workload].speed(p)
+        return self.perf_at(rack, workload, cap).rate(base, p) * \
+            self.workloads[workload].speed(p)
+
+    def caps(self, rack: str) -> tuple:
+        """Cap levels of ``rack`` in the model's keys: ``(None,)`` when it runs uncapped.
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+
+        Returns
+        -------
+        tuple
+            The offered levels, fractions of ``max_power_w`` [-], or ``(None,)``.
+        """
+        return self.cap_levels.get(rack) or (None,)
+
+    def perf_at(self, rack: str, workload: str, cap: float | None = None) -> PerfData:
+        """Operating point of ``rack`` serving ``workload`` at cap level ``cap``.
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        workload : str
+            Workload id.
+        cap : float, optional
+            Cap level [-]; None: uncapped (:attr:`perf`).
+
+        Returns
+        -------
+        PerfData
+        """
+        return self.perf[rack, workload] if cap is None else \
+            self.perf_at_cap[rack, workload, cap]
+
+    def serves_at(self, rack: str, workload: str, cap: float | None) -> bool:
+        """Whether ``rack`` can serve ``workload`` at cap level ``cap`` (None: uncapped).
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        workload : str
+            Workload id.
+        cap : float or None
+            Cap level [-].
+
+        Returns
+        -------
+        bool
+        """
+        return (rack, workload) in self.perf if cap is None else \
+            (rack, workload, cap) in self.perf_at_cap
+
+    def peak_rack_kw(self, rack: str, cap: float | None = None) -> float:
+        """Rack IT power a rack at cap level ``cap`` counts in a nameplate or capped peak [kW].
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        cap : float, optional
+            Cap level [-]; None: uncapped (``it_power_max_kw``).
+
+        Returns
+        -------
+        float
+            ``power_at_cap_kw`` at the cap, else ``it_power_max_kw`` [kW].
+        """
+        return self.racks[rack].it_power_max_kw if cap is None else \
+            self.power_at_cap_kw[rack, cap]
 
     def linear_network(self, rack: str) -> bool:
         """Whether ``rack``'s network is the per-rack linear coefficient (no fabric data).
@@ -1338,6 +1429,105 @@ def _compatibility(rack: Any, site: Any) -> str:
     return ""
 
 
+def _perf_at_caps(case: Any, cap_levels: dict[str, tuple[float, ...]], wl_ids: list[str],
+                  perf: dict[tuple[str, str], PerfData], latest: Any
+                  ) -> tuple[dict[tuple[str, str, float], PerfData],
+                             dict[tuple[str, float], float]]:
+    """Operating points and rack power at each offered cap, from the performance model.
+
+    Each (rack, workload, cap) is :func:`dcplan.perf.rack_performance` at that
+    ``power_cap_frac`` with the accelerator's power curve (``power_curves.yaml``); the
+    per-period software levels are the uncapped point's (``perf``). A level at which the
+    rack misses the workload's SLO gets no entry.
+
+    Parameters
+    ----------
+    case : Case
+        Catalog, performance defaults.
+    cap_levels : dict
+        Rack id -> cap levels [-].
+    wl_ids : list of str
+        Workload ids.
+    perf : dict
+        (rack, workload) -> uncapped :class:`PerfData` (pairs that fit).
+    latest : Calibration or None
+        The calibration of the latest fitted run.
+
+    Returns
+    -------
+    perf_at_cap : dict
+        (rack, workload, cap) -> :class:`PerfData`.
+    power_at_cap : dict
+        (rack, cap) -> rack IT power at the cap [kW].
+
+    Raises
+    ------
+    InputError
+        Naming the scenario's ``power_caps`` entry of a rack type whose accelerator has
+        no power curve, or a cap below the lowest its curve covers.
+    """
+    if not cap_levels:
+        return {}, {}
+    from dcplan import perf as perf_model
+    from dcplan.perf.params import (
+        POWER_CURVES_FILE,
+        load_power_curves,
+        perf_folder,
+        power_curve_of,
+    )
+    from dcplan.perf.power import rack_power_at_cap_kw
+
+    catalog, scn = case.catalog, case.scenario
+    curves = load_power_curves(perf_folder(catalog) / POWER_CURVES_FILE)
+    out: dict[tuple[str, str, float], PerfData] = {}
+    power: dict[tuple[str, float], float] = {}
+    path = "power_caps" if isinstance(scn.power_caps, list) else None
+    problems = []
+    for r, caps in cap_levels.items():
+        rack = catalog.get("racks", r)
+        if min(caps) < 1.0:
+            try:
+                low = power_curve_of(curves, rack.accelerator).min_cap_frac
+            except InputError as exc:
+                problems.append(scn.problem(path or f"power_caps.{r}", f"rack '{r}': {exc}",
+                                            field="power_caps"))
+                continue
+            if min(caps) < low - 1e-12:
+                problems.append(scn.problem(
+                    path or f"power_caps.{r}",
+                    f"rack '{r}': a cap of {min(caps):g} is below the lowest cap the power "
+                    f"curve of {rack.accelerator} covers ({low:g}, "
+                    "catalogs/power_curves.yaml); offer caps of at least that",
+                    field="power_caps"))
+    if problems:
+        raise InputError(problems)
+    for r, caps in cap_levels.items():
+        rack = catalog.get("racks", r)
+        acc = catalog.get("accelerators", rack.accelerator)
+        curve = None
+        for c in caps:
+            power[r, c] = rack_power_at_cap_kw(rack, acc, c)
+        for w in wl_ids:
+            if (r, w) not in perf:
+                continue
+            model = catalog.get("workloads", w).model
+            for c in caps:
+                if c < 1.0 and curve is None:
+                    curve = power_curve_of(curves, rack.accelerator)
+                rp = perf_model.rack_performance(
+                    catalog, r, model, w, defaults=case.perf_defaults, calibration=latest,
+                    power_cap_frac=c, power_curve=curve)
+                if not rp.fits or rp.goodput_tokens_per_s <= 0:
+                    continue
+                out[r, w, c] = PerfData(
+                    goodput_tokens_per_s=rp.goodput_tokens_per_s, power_kw=rp.power_kw,
+                    prefill_tokens_per_s=rp.prefill_tokens_per_s,
+                    decode_tokens_per_s=rp.decode_tokens_per_s,
+                    output_tokens_per_s=rp.output_tokens_per_s,
+                    power_p99_kw=rp.power_p99_kw, level=perf[r, w].level)
+    return out, power
+
+
 def _levels(catalog: Any, rack: str, model: str, workload: str, rp: Any,
             levels: list, latest: Any, defaults: Any
             ) -> tuple[tuple[float, float, float], ...]:
@@ -1493,6 +1683,11 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
                 power_p99_kw=rp.power_p99_kw,
                 level=_levels(catalog, r, wl.model, w, rp, levels, latest,
                               case.perf_defaults))
+    cap_levels = {r: scn.caps_of(r) for r in rack_ids if scn.caps_of(r)}
+    if scn.peak_power == "capped" and not cap_levels:
+        notes.append("peak_power: capped without power_caps: every rack counts at its "
+                     "it_power_max_kw, as with peak_power: nameplate")
+    perf_at_cap, power_at_cap = _perf_at_caps(case, cap_levels, wl_ids, perf, latest)
     notes.append(_software_note(catalog, rack_ids, periods, levels, last_fitted,
                                 scn.paths.software_speedup is not None))
 
@@ -1596,7 +1791,9 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         unserved_policy=scn.unserved_policy,
         cdu_redundancy=(default_cdu_redundancy() if scn.cdu_redundancy is None
                         else scn.cdu_redundancy), name=scn.name, notes=notes, facility=fac_objs,
-        nameplate_peak=scn.peak_power == "nameplate", spare_racks=spares,
+        nameplate_peak=scn.peak_power in ("nameplate", "capped"), spare_racks=spares,
+        capped_peak=scn.peak_power == "capped", cap_levels=cap_levels,
+        perf_at_cap=perf_at_cap, power_at_cap_kw=power_at_cap,
         carbon_usd_per_kg=tuple(c / 1000.0 for c in econ.carbon_prices(periods))
         if econ.carbon_price_usd_per_t is not None else (),
         carbon_cap_kg=tuple(cap.get(i) for i in range(len(periods))) if cap else (),

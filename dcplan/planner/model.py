@@ -16,7 +16,7 @@ import pulp
 
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model_vars import ModelVars, _lin, _merged
-from dcplan.planner.names import lp_name
+from dcplan.planner.names import cap_label, lp_name
 from dcplan.planner.network_rows import (
     add_fabric_purchases,
     add_fabrics,
@@ -67,6 +67,7 @@ def build_model(d: PlanInputs, elastic: bool = False,
     add_stock_balance(prob, d, mv)
     add_network_tiers(prob, d, mv)
     add_spare_racks(prob, d, mv)
+    add_cap_levels(prob, d, mv)
     add_fabrics(prob, d, mv)
     add_fabric_purchases(prob, d, mv)
     add_allocation_limit(prob, d, mv)
@@ -249,6 +250,38 @@ def add_spare_racks(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         mv.add(prob, "spare_min", (r, s, label), _lin([(inst, 1.0), (on, -float(k))]) >= 0)
 
 
+def add_cap_levels(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """Racks in service per power cap level: ``sum_c inst_cap[r,s,p,c] = inst[r,s,p]``.
+
+    Only rack types offered cap levels (``d.cap_levels``) get them: integer
+    ``inst_cap[r,s,p,c] >= 0``, the racks of r at s running at cap level c in period p
+    (rows ``cap_split``). The allocations at level c fit in those racks (rows
+    ``cap_capacity``, :func:`add_allocation_limit`), and a nameplate or capped peak
+    counts them at the power they can draw at that cap (:func:`_site_power_parts`).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place.
+    """
+    for (r, s, p), inst in mv.racks_in_service.items():
+        levels = d.cap_levels.get(r)
+        if not levels:
+            continue
+        label = d.periods[p].label
+        cap = d.sites[s].rack_positions // d.racks[r].rack_positions
+        terms = [(inst, -1.0)]
+        for c in levels:
+            var = mv.racks_at_cap[r, s, p, c] = prob.add_variable(
+                lp_name("inst_cap", r, s, label, cap_label(c)), 0, cap, cat=pulp.LpInteger)
+            terms.append((var, 1.0))
+        mv.add(prob, "cap_split", (r, s, label), _lin(terms) == 0)
+
+
 def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     """Capacity of each rack pool in each representative hour h.
 
@@ -260,6 +293,10 @@ def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     the workload's target peak utilisation (headroom), ``A_r`` the rack type's
     availability and ``k`` its spare racks at the site (:func:`add_spare_racks`). Without
     profiles there is one hour and ``frac = 1``.
+
+    A rack type offered power cap levels has one ``alloc`` per level c (goodput and
+    power at that cap), and rows ``cap_capacity`` per level:
+    ``sum_{w,key} alloc[r,s,w,key,p,c] * frac_key(h) / u_w <= A_r * inst_cap[r,s,p,c]``.
 
     Parameters
     ----------
@@ -273,16 +310,21 @@ def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     for (r, s, p), inst in mv.racks_in_service.items():
         label = d.periods[p].label
         terms = []  # (var, schedule, utilisation)
+        by_cap = defaultdict(list)
         for w, wd in d.workloads.items():
             if not d.serves(r, s, w) or wd.demand_tokens_per_s[p] <= 0:
                 continue
             sch = d.schedules(w, p)
             for key, base, j in d.alloc_pools(w, p):
-                if d.perf[r, w].rate(base) <= 0:
-                    continue
-                var = prob.add_variable(lp_name("alloc", r, s, w, key, label), 0)
-                mv.racks_allocated[r, s, w, key, p] = var
-                terms.append((var, sch[j], wd.target_utilisation))
+                for c in d.caps(r):
+                    if not d.serves_at(r, w, c) or d.perf_at(r, w, c).rate(base) <= 0:
+                        continue
+                    var = prob.add_variable(
+                        lp_name("alloc", r, s, w, key, label) if c is None else
+                        lp_name("alloc", r, s, w, key, label, cap_label(c)), 0)
+                    mv.racks_allocated[r, s, w, key, p, c] = var
+                    terms.append((var, sch[j], wd.target_utilisation))
+                    by_cap[c].append(terms[-1])
         if not terms:
             continue
         avail = d.racks[r].availability
@@ -295,6 +337,12 @@ def add_allocation_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
             keys = (r, s, label) if len(hours) == 1 else (r, s, label, _hour(d, h))
             row = [(v, sc.frac(h) / u) for v, sc, u in terms]
             mv.add(prob, "capacity", keys, _lin([*row, *rhs]) <= 0)
+            for c, part in by_cap.items():
+                if c is None:
+                    continue
+                row = [(v, sc.frac(h) / u) for v, sc, u in part]
+                mv.add(prob, "cap_capacity", (*keys, cap_label(c)),
+                       _lin([*row, (mv.racks_at_cap[r, s, p, c], -avail)]) <= 0)
 
 
 def _hour(d: PlanInputs, h) -> str:
@@ -325,10 +373,10 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         The variables, expressions and rows built so far, updated in place.
     """
     by_wkp = defaultdict(list)
-    for (r, _s, w, key, p), var in mv.racks_allocated.items():
+    for (r, _s, w, key, p, c), var in mv.racks_allocated.items():
         base, j = d.pool_of(w, key, p)
         sch = d.schedules(w, p)
-        coef = d.rate(r, w, key, p)
+        coef = d.rate(r, w, key, p, c)
         if len(sch) > 1:
             coef /= sch[j].peak_factor
         by_wkp[w, base, p].append((var, coef))
@@ -371,21 +419,26 @@ def _site_power_parts(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
         rs, rk = d.rack_site[r, s], d.racks[r]
         cool = rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak
         gain = (1 + rs.loss_frac)
-        base = rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
+        by_cap = nameplate and r in d.cap_levels  # each level at its cap's power
+        base = 0.0 if by_cap else rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
         tiered = mv.network_terms(r, s, p, 0)
         net = 0.0 if tiered is not None or not d.linear_network(r) else rs.network_kw(p)
         terms.append((None, mv.racks_in_service[r, s, p], gain * ((1 + cool) * base + net)))
         terms += [(None, v, gain * kw) for v, kw in tiered or ()]
+        if by_cap:
+            terms += [(None, mv.racks_at_cap[r, s, p, c],
+                       gain * (1 + cool) * d.peak_rack_kw(r, c)) for c in d.cap_levels[r]]
         if nameplate:
             continue
         for w, wd in d.workloads.items():
             for key, _base, j in d.alloc_pools(w, p):
-                var = mv.racks_allocated.get((r, s, w, key, p))
-                if var is None:
-                    continue
-                extra = max(0.0, d.perf[r, w].power_kw - rk.it_power_idle_kw)
-                schedules[w, key] = (d.schedules(w, p)[j], wd.target_utilisation)
-                terms.append(((w, key), var, gain * (1 + cool) * extra))
+                for c in d.caps(r):
+                    var = mv.racks_allocated.get((r, s, w, key, p, c))
+                    if var is None:
+                        continue
+                    extra = max(0.0, d.perf_at(r, w, c).power_kw - rk.it_power_idle_kw)
+                    schedules[w, key] = (d.schedules(w, p)[j], wd.target_utilisation)
+                    terms.append(((w, key), var, gain * (1 + cool) * extra))
     terms += [(None, v, c) for v, c in fabric_power_terms(d, mv, s, p)]
     return terms, schedules
 
@@ -548,7 +601,10 @@ def recharge_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
     for r in d.racks:
         var = mv.racks_in_service.get((r, s, p))
         k = d.rack_site[r, s].recharge_kw_per_it_kw if var is not None else 0.0
-        if k:
+        if k and d.nameplate_peak and r in d.cap_levels:
+            out += [(mv.racks_at_cap[r, s, p, c], k * d.peak_rack_kw(r, c))
+                    for c in d.cap_levels[r]]
+        elif k:
             out.append((var, k * d.racks[r].it_power_max_kw))
     return out
 

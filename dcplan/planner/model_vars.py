@@ -58,8 +58,11 @@ class ModelVars:
     racks_bought: dict = field(default_factory=dict)
     #: (r, s, p) -> racks in service [racks] ("inst").
     racks_in_service: dict = field(default_factory=dict)
-    #: (r, s, w, k, p) -> racks of r at s serving pool k of w at peak [racks] ("alloc").
+    #: (r, s, w, k, p, c) -> racks of r at s serving pool k of w at peak, at cap level c
+    #: (None: uncapped rack type) [racks] ("alloc", the cap's label last when capped).
     racks_allocated: dict = field(default_factory=dict)
+    #: (r, s, p, c) -> integer racks in service running at cap level c [racks] ("inst_cap").
+    racks_at_cap: dict = field(default_factory=dict)
     #: (w, k, p) -> peak demand not served, elastic model only [tokens/s] ("unserved").
     unserved_tokens_per_s: dict = field(default_factory=dict)
     #: (s, c, p) -> integer CDUs in service [CDUs] ("cdu").
@@ -132,7 +135,8 @@ class ModelVars:
 
     def integers(self) -> list[pulp.LpVariable]:
         """All integer and binary variables."""
-        return [*self.racks_bought.values(), *self.cdus_in_service.values(),
+        return [*self.racks_bought.values(), *self.racks_at_cap.values(),
+                *self.cdus_in_service.values(),
                 *self.cdu_model_used.values(), *self.spares_kept.values(),
                 *self.site_staffed.values(), *self.fleet_staffed.values(),
                 *self.fabric_integers,

@@ -46,6 +46,22 @@ def lp_name(family: str, *keys: object) -> str:
     return SEP.join(parts)
 
 
+def cap_label(cap: float) -> str:
+    """LP-name key of a power cap level: ``0.9`` -> ``cap90``, ``0.855`` -> ``cap85p5``.
+
+    Parameters
+    ----------
+    cap : float
+        Cap level, a fraction of the accelerators' ``max_power_w`` [-].
+
+    Returns
+    -------
+    str
+        ``cap`` and the level in percent, ``.`` written ``p``.
+    """
+    return "cap" + f"{cap * 100:.6g}".replace(".", "p")
+
+
 def parse_lp_name(name: str) -> tuple[str, tuple[str, ...]]:
     """Split a name made by :func:`lp_name` into ``(family, keys)``.
 

@@ -17,6 +17,9 @@ from dcplan.planner.solver import SolveInfo, SolveStatus, is_proven_optimal, sta
 TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network", "costs",
           "cashflow", "build_vs_buy", "requests", "unserved", "shadow_prices", "binding",
           "bom", "sizing", "equipment", "grid", "hours", "schedules")
+#: Tables only some plans have, after :data:`TABLES` (``caps``: a scenario with
+#: ``power_caps``).
+OPTIONAL_TABLES = ("caps",)
 
 
 @dataclass
@@ -74,8 +77,8 @@ class PlanResult:
     saved_from: dict[str, Any] | None = None
 
     def __iter__(self) -> Iterator[tuple[str, pd.DataFrame]]:
-        """Iterate over ``(name, table)`` in :data:`TABLES` order."""
-        for name in TABLES:
+        """Iterate over ``(name, table)`` in :data:`TABLES` order, then the optional ones."""
+        for name in (*TABLES, *OPTIONAL_TABLES):
             if name in self.tables:
                 yield name, self.tables[name]
 
@@ -105,12 +108,14 @@ class PlanResult:
 
     @property
     def peak_power(self) -> str | None:
-        """The power basis the plan sized its peaks on: ``operating_point`` or ``nameplate``.
+        """The power basis the plan sized its peaks on (operating_point, nameplate, capped).
 
         From the planner's inputs (``nameplate_peak``), else the scenario's
         ``peak_power``; None when the plan has neither (a saved plan without inputs).
         """
         if self.inputs is not None:
+            if getattr(self.inputs, "capped_peak", False):
+                return "capped"
             return "nameplate" if self.inputs.nameplate_peak else "operating_point"
         scn = getattr(self.case, "scenario", None)
         return getattr(scn, "peak_power", None)
@@ -204,7 +209,7 @@ class PlanResult:
             "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
             "cooling": records("cooling"), "network": records("network"),
             "costs": records("costs"), "cashflow": records("cashflow"),
-            "build_vs_buy": records("build_vs_buy"),
+            "build_vs_buy": records("build_vs_buy"), "power_caps": records("caps"),
             "requests": records("requests"), "demand": records("demand"),
             "bill_of_materials": records("bom"),
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),
@@ -222,7 +227,7 @@ def power_basis_text(peak_power: str | None, margin: float | None) -> str:
     Parameters
     ----------
     peak_power : str or None
-        ``operating_point``, ``nameplate`` or None (not known).
+        ``operating_point``, ``nameplate``, ``capped`` or None (not known).
     margin : float or None
         The high-percentile rack power over the serving power of the racks allocated at
         the facility peak, minus 1 (KPI ``power_p99_margin_frac``) [-]; None: the
@@ -237,6 +242,10 @@ def power_basis_text(peak_power: str | None, margin: float | None) -> str:
     if peak_power == "nameplate":
         return ("nameplate (the catalog's full-load rack IT power, it_power_max_kw, for "
                 "every rack installed; scenario peak_power: nameplate)")
+    if peak_power == "capped":
+        return ("capped (each rack at the most it can draw at the power cap it runs at, "
+                "power_at_cap_kw, the cap levels of scenario power_caps chosen by the plan; "
+                "rack types without caps at it_power_max_kw; scenario peak_power: capped)")
     if peak_power == "operating_point":
         head = "operating point (serving power from the performance model"
         if margin is None or margin != margin:

@@ -36,6 +36,8 @@ def dominates(d: PlanInputs, better: str, worse: str) -> bool:
     """
     a, b = d.racks[better], d.racks[worse]
     n = len(d.periods)
+    if better in d.cap_levels or worse in d.cap_levels:  # caps change power and goodput
+        return False
     if a.first_period > b.first_period or a.lifetime_years != b.lifetime_years:
         return False
     if any(d.rack_capex(better, p) > d.rack_capex(worse, p) + 1e-9

@@ -29,6 +29,7 @@ from dcplan.planner.start import rounding_start
 from dcplan.planner.tables import (
     Solution,
     allocation_table,
+    caps_table,
     cooling_table,
     cost_values,
     costs_table,
@@ -87,7 +88,8 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
             "build_vs_buy": build_vs_buy_table(d, fleet, allocation, demand, costs),
             "requests": requests_table(d, allocation, power, demand),
             "unserved": unserved_table(d, sol), "grid": grid_table(d, sol, power),
-            "hours": hours_table(d, sol), "schedules": schedules_table(d, sol)}
+            "hours": hours_table(d, sol), "schedules": schedules_table(d, sol),
+            **({"caps": caps_table(d, sol, power)} if d.cap_levels else {})}
 
 
 def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,

@@ -214,6 +214,13 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "period", "workload", "schedule", "flexible", "peak_to_average", "peak_hour", "share_frac"
     ),
 }
+#: Columns of the result tables only some plans have (``caps``: a scenario with
+#: ``power_caps``); plans saved before such a table existed simply lack it.
+OPTIONAL_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "caps": ("period", "site", "rack", "power_cap_frac", "racks", "power_at_cap_kw",
+             "tokens_per_s", "site_facility_kw_peak", "site_racks_per_mw",
+             "site_tokens_per_s_per_mw"),
+}
 #: Tables whose every numeric column a plan writes finite (other tables hold NaN where
 #: a figure does not exist: a KPI without tokens, a PUE without load, the switches of a
 #: linear fabric, a relative difference from zero, an infinite break-even).
@@ -1131,7 +1138,8 @@ def _check_table(shown: str, name: str, df: pd.DataFrame, member: str) -> list[P
             problems.append(_damaged(shown, f"the column holds text where its unit "
                                             f"{unit[:40]!r} says numbers", entry=member,
                                      field=col))
-    missing = [c for c in TABLE_COLUMNS.get(name, ()) if c not in df]
+    missing = [c for c in TABLE_COLUMNS.get(name, OPTIONAL_TABLE_COLUMNS.get(name, ()))
+               if c not in df]
     if missing:
         problems.append(_damaged(
             shown, f"the table lacks column(s) {', '.join(missing)}, which this dcplan's "

@@ -33,6 +33,7 @@ class Solution:
     racks_bought: dict = field(default_factory=dict)
     racks_in_service: dict = field(default_factory=dict)
     racks_allocated: dict = field(default_factory=dict)
+    racks_at_cap: dict = field(default_factory=dict)
     unserved_tokens_per_s: dict = field(default_factory=dict)
     cdus_in_service: dict = field(default_factory=dict)
     cdus_bought: dict = field(default_factory=dict)
@@ -65,6 +66,7 @@ class Solution:
         return cls(racks_bought=vals(mv.racks_bought, True),
                    racks_in_service=vals(mv.racks_in_service),
                    racks_allocated=vals(mv.racks_allocated),
+                   racks_at_cap=vals(mv.racks_at_cap, True),
                    unserved_tokens_per_s=vals(mv.unserved_tokens_per_s),
                    cdus_in_service=vals(mv.cdus_in_service, True),
                    cdus_bought=vals(mv.cdus_bought), capacity_built_kw=vals(mv.capacity_built_kw),
@@ -153,7 +155,7 @@ def _frame(rows: list[dict], units: dict[str, str], columns: list[str] | None = 
 def _pool_load(d: PlanInputs, sol: Solution, r: str, s: str, p: int, h) -> tuple[float, float]:
     """(racks serving, racks reserved incl. headroom) of (r, s) in representative hour h."""
     busy = reserved = 0.0
-    for (r2, s2, w, key, p2), x in sol.racks_allocated.items():
+    for (r2, s2, w, key, p2, _c), x in sol.racks_allocated.items():
         if r2 == r and s2 == s and p2 == p:
             f = x * d.schedule_of(w, key, p).frac(h)
             busy += f
@@ -235,18 +237,81 @@ def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
         ``prefill``, output for ``decode``); it_kw [kW] (at the operating point).
     """
     rows = []
-    for (r, s, w, key, p), x in sorted(sol.racks_allocated.items(),
-                                       key=lambda kv: (kv[0][4], kv[0][:4])):
+    for (r, s, w, key, p, c), x in sorted(sol.racks_allocated.items(),
+                                          key=lambda kv: (kv[0][4], kv[0][:4],
+                                                          -(kv[0][5] or 1.0))):
         if x <= 1e-6:  # below the solver's feasibility tolerance
             continue
         pool, _ = d.pool_of(w, key, p)
         rows.append(dict(period=d.periods[p].label, site=s, rack=r, workload=w, pool=pool,
                          schedule=d.schedule_of(w, key, p).name, racks=x,
-                         tokens_per_s=x * d.rate(r, w, key, p),
-                         it_kw=x * d.perf[r, w].power_kw))
+                         tokens_per_s=x * d.rate(r, w, key, p, c),
+                         it_kw=x * d.perf_at(r, w, c).power_kw,
+                         **({} if not d.cap_levels else {"power_cap_frac": c or 1.0})))
     return _frame(rows, {"racks": "racks", "tokens_per_s": "tokens/s (peak)", "it_kw": "kW"},
                   ["period", "site", "rack", "workload", "pool", "schedule", "racks",
                    "tokens_per_s", "it_kw"])
+
+
+def caps_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
+    """Racks at each power cap level per (period, site, rack), and each site's yield per MW.
+
+    Only for a plan whose scenario offers ``power_caps``: a rack type without levels
+    is listed at cap 1. ``tokens_per_s`` sums the allocations at the level at their
+    schedules' peaks (as the allocation table); the site columns divide the site's
+    racks in service and its tokens/s at peak by its facility peak (``power`` table,
+    the plan's power basis).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    power : DataFrame
+        The plan's power table (``facility_kw_peak`` per period and site [kW]).
+
+    Returns
+    -------
+    DataFrame
+        period, site, rack, power_cap_frac [-]; racks [racks]; power_at_cap_kw
+        [kW/rack]; tokens_per_s [tokens/s at peak]; site_facility_kw_peak [kW];
+        site_racks_per_mw [racks/MW]; site_tokens_per_s_per_mw [tokens/s per MW].
+    """
+    cols = ["period", "site", "rack", "power_cap_frac", "racks", "power_at_cap_kw",
+            "tokens_per_s", "site_facility_kw_peak", "site_racks_per_mw",
+            "site_tokens_per_s_per_mw"]
+    tokens = defaultdict(float)
+    for (r, s, w, key, p, c), x in sol.racks_allocated.items():
+        tokens[r, s, p, c] += x * d.rate(r, w, key, p, c)
+    peak = {(str(row.period), row.site): row.facility_kw_peak for row in power.itertuples()} \
+        if len(power) else {}
+    rows = []
+    for p, per in enumerate(d.periods):
+        for s in d.sites:
+            part = []
+            for r in d.racks:
+                for c in d.caps(r):
+                    n = sol.installed(d, r, s, p) if c is None else \
+                        sol.racks_at_cap.get((r, s, p, c), 0.0)
+                    if n <= 0:
+                        continue
+                    part.append(dict(period=per.label, site=s, rack=r,
+                                     power_cap_frac=1.0 if c is None else c, racks=n,
+                                     power_at_cap_kw=d.peak_rack_kw(r, c),
+                                     tokens_per_s=tokens[r, s, p, c]))
+            mw = peak.get((per.label, s), 0.0) / 1000.0
+            n_site = sum(row["racks"] for row in part)
+            t_site = sum(row["tokens_per_s"] for row in part)
+            for row in part:
+                row.update(site_facility_kw_peak=mw * 1000.0,
+                           site_racks_per_mw=n_site / mw if mw > 0 else 0.0,
+                           site_tokens_per_s_per_mw=t_site / mw if mw > 0 else 0.0)
+            rows += part
+    return _frame(rows, {"power_cap_frac": "-", "racks": "racks", "power_at_cap_kw": "kW/rack",
+                         "tokens_per_s": "tokens/s (peak)", "site_facility_kw_peak": "kW",
+                         "site_racks_per_mw": "racks/MW",
+                         "site_tokens_per_s_per_mw": "tokens/s (peak) per MW"}, cols)
 
 
 def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
@@ -276,10 +341,10 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """
     served_avg = defaultdict(float)
     by_hour = defaultdict(float)
-    for (r, _s, w, key, p), x in sol.racks_allocated.items():
+    for (r, _s, w, key, p, c), x in sol.racks_allocated.items():
         pool, _ = d.pool_of(w, key, p)
         sch = d.schedule_of(w, key, p)
-        rate = d.rate(r, w, key, p)
+        rate = d.rate(r, w, key, p, c)
         served_avg[w, pool, p] += x * rate / sch.peak_factor
         for h in d.rep_hours(p):
             by_hour[w, pool, p, h] += x * rate * sch.frac(h)
@@ -323,12 +388,15 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
     """
     rk = d.racks[r]
     if d.nameplate_peak and not average:
+        if r in d.cap_levels:
+            return sum(d.peak_rack_kw(r, c) * sol.racks_at_cap.get((r, s, p, c), 0.0)
+                       for c in d.cap_levels[r])
         return rk.it_power_max_kw * sol.installed(d, r, s, p)
     it = rk.it_power_idle_kw * sol.installed(d, r, s, p)
-    for (r2, s2, w, key, p2), x in sol.racks_allocated.items():
+    for (r2, s2, w, key, p2, c), x in sol.racks_allocated.items():
         if r2 == r and s2 == s and p2 == p:
             sch = d.schedule_of(w, key, p)
-            extra = max(0.0, d.perf[r, w].power_kw - rk.it_power_idle_kw) * x
+            extra = max(0.0, d.perf_at(r, w, c).power_kw - rk.it_power_idle_kw) * x
             it += extra / sch.peak_factor if average else \
                 extra * sch.frac(hour) / d.workloads[w].target_utilisation
     return it
@@ -373,10 +441,17 @@ def recharge_kw(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
     -------
     float
         ``recharge_kw_per_it_kw x it_power_max_kw x racks in service`` (on nameplate
-        IT power) [kW].
+        IT power; with a nameplate or capped peak, a rack offered caps counts at
+        ``power_at_cap_kw`` of the level it runs at) [kW].
     """
-    return sum(d.rack_site[r, s].recharge_kw_per_it_kw * d.racks[r].it_power_max_kw
-               * sol.installed(d, r, s, p) for r in d.racks if (r, s) in d.rack_site)
+    def rack_kw(r: str) -> float:
+        if d.nameplate_peak and r in d.cap_levels:  # each cap level at its cap's power
+            return sum(d.peak_rack_kw(r, c) * sol.racks_at_cap.get((r, s, p, c), 0.0)
+                       for c in d.cap_levels[r])
+        return d.racks[r].it_power_max_kw * sol.installed(d, r, s, p)
+
+    return sum(d.rack_site[r, s].recharge_kw_per_it_kw * rack_kw(r)
+               for r in d.racks if (r, s) in d.rack_site)
 
 
 def water_m3(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
@@ -563,12 +638,12 @@ def schedules_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     from dcplan.planner.profiles import hour_label
 
     served = defaultdict(float)
-    for (r, _s, w, key, p), x in sol.racks_allocated.items():
+    for (r, _s, w, key, p, c), x in sol.racks_allocated.items():
         pool, j = d.pool_of(w, key, p)
         if pool == "decode":
             continue
         sch = d.schedules(w, p)[j]
-        served[w, p, j] += x * d.rate(r, w, key, p) / sch.peak_factor / \
+        served[w, p, j] += x * d.rate(r, w, key, p, c) / sch.peak_factor / \
             d.workloads[w].pool_share(pool)
     rows = []
     for p, per in enumerate(d.periods):
@@ -1245,7 +1320,8 @@ def p99_margin(d: PlanInputs, allocation: pd.DataFrame, period: str | None) -> f
     for row in rows.itertuples():
         if row.racks <= 0:
             continue
-        pf = d.perf.get((row.rack, row.workload))
+        pf = d.perf_at_cap.get((row.rack, row.workload, getattr(row, "power_cap_frac", None))) \
+            or d.perf.get((row.rack, row.workload))
         if pf is None or pf.power_p99_kw <= 0:
             return None
         serve += row.it_kw

@@ -128,6 +128,14 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
                    if p.label not in keyed and str(p.year) not in keyed]
         if missing:
             at(fld, f"no demand for period(s) {', '.join(missing)}; add them (0 for none)")
+    if isinstance(scn.power_caps, dict):
+        for r in scn.power_caps:
+            if r not in racks:
+                at(f"power_caps.{r}", unknown_message("racks", r, racks), field="power_caps")
+            elif scn.racks and r not in scn.racks:
+                at(f"power_caps.{r}", f"rack '{r}' is not one of this scenario's racks "
+                   f"({', '.join(scn.racks)}); add it to 'racks' or remove this entry",
+                   field="power_caps")
     for key in scn.budget_usd:
         probs += _check_label(scn, key, labels, years, f"budget_usd.{key}", "budget_usd")
     first = scn.period_list()[0]

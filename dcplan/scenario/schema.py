@@ -47,6 +47,8 @@ from dcplan.units import SECONDS_PER_DAY, SECONDS_PER_MONTH
 _PERIOD_RE = re.compile(r"^(\d{4})(?:[qQ]([1-4]))?$")
 
 NonNeg = Annotated[float, NOT_BOOL, Field(ge=0)]
+#: A board power cap, a fraction of the accelerators' ``max_power_w`` in (0, 1] [-].
+CapFrac = Annotated[float, NOT_BOOL, Field(gt=0, le=1)]
 Pos = Annotated[float, NOT_BOOL, Field(gt=0)]
 
 #: Largest demand figure accepted [tokens per month]: about a million times the world's
@@ -1045,11 +1047,19 @@ class Scenario(_Strict):
         Target peak utilisation, availability and spare racks.
     paths : Paths
         Price and technology paths by year.
-    peak_power : {"operating_point", "nameplate"}
+    peak_power : {"operating_point", "nameplate", "capped"}
         Rack IT power used for the peak (grid limit, facility built, demand charge):
         idle power plus the performance model's serving power of the allocated
         racks (racks are power-capped at their operating point), or every rack at
-        ``it_power_max_kw``. Energy always uses the operating point.
+        ``it_power_max_kw`` (``nameplate``), or at the power it can draw at its cap
+        (``capped``: ``power_at_cap_kw`` of the cap level it runs at, nameplate for
+        rack types without ``power_caps``). With caps offered, ``nameplate`` also
+        counts a capped rack at its cap's power. Energy always uses the operating point.
+    power_caps : list of float or dict, optional
+        Board power cap levels offered, fractions of the accelerators' ``max_power_w``
+        in (0, 1] [-]: one list for every rack type, or rack id -> list. The plan
+        chooses per site, rack type and period how many racks run at each level
+        (goodput and power from the performance model at that cap). None: no caps.
     overrides : list of Override
     allow_unserved : bool
         Accept a plan that leaves demand unserved (priced at
@@ -1099,7 +1109,19 @@ class Scenario(_Strict):
     grid_requests: bool = True
     serving: Serving = Field(default_factory=Serving)
     paths: Paths = Field(default_factory=Paths)
-    peak_power: Literal["operating_point", "nameplate"] = "operating_point"
+    peak_power: Literal["operating_point", "nameplate", "capped"] = "operating_point"
+    power_caps: list[CapFrac] | dict[Id, list[CapFrac]] | None = None
+
+    @field_validator("power_caps")
+    @classmethod
+    def _caps_not_empty(cls, v: Any) -> Any:
+        # An empty list would offer no operating level at all: the racks could not serve.
+        lists = [v] if isinstance(v, list) else list((v or {}).values())
+        if any(not levels for levels in lists):
+            raise ValueError("offers no cap level; give at least one, e.g. [1.0, 0.9, 0.8]")
+        if isinstance(v, dict) and not v:
+            raise ValueError("is empty; leave 'power_caps' out (no caps) or name a rack type")
+        return v
     overrides: list[Override] = Field(default_factory=list)
     allow_unserved: bool = False
     unserved_policy: Literal[UNSERVED_POLICIES] = "least_first"
@@ -1166,6 +1188,24 @@ class Scenario(_Strict):
     def period_list(self) -> list[Period]:
         """The horizon as a list of :class:`Period`."""
         return self.periods.expand()
+
+    def caps_of(self, rack: str) -> tuple[float, ...]:
+        """Cap levels offered to rack type ``rack``, highest first (empty: none).
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+
+        Returns
+        -------
+        tuple of float
+            Distinct levels of ``power_caps`` for the rack, as fractions of the
+            accelerators' ``max_power_w`` [-].
+        """
+        caps = self.power_caps
+        levels = caps if isinstance(caps, list) else (caps or {}).get(rack, [])
+        return tuple(sorted(set(levels), reverse=True))
 
     def workload_ids(self) -> list[str]:
         """Workloads to serve."""

@@ -182,6 +182,17 @@ class Case:
 
 _FAB = "fabric (FABRIC, at most 30 racks): "
 #: Case name (= family) -> Case.
+def caps():
+    """``base`` with caps 1.0 and 0.8 offered to ``ra`` and a capped peak: at 0.8 the rack
+    draws at most 8 kW (``power_at_cap_kw``) and serves 90 tokens/s at 7 kW."""
+    from dcplan.planner.inputs import PerfData
+
+    return base(cap_levels={"ra": (1.0, 0.8)}, nameplate_peak=True, capped_peak=True,
+                perf_at_cap={("ra", "wa", 1.0): PerfData(100.0, 10.0, 100.0, 100.0),
+                             ("ra", "wa", 0.8): PerfData(90.0, 7.0, 90.0, 90.0)},
+                power_at_cap_kw={("ra", 1.0): 10.0, ("ra", 0.8): 8.0})
+
+
 CASES: dict[str, Case] = {c.family: c for c in (
     Case("stock", base, "stock 2026: inst - new = 2 existing racks; 2027: inst - new 2026 "
          "- new 2027 = 0 (the existing racks retired)"),
@@ -219,6 +230,8 @@ CASES: dict[str, Case] = {c.family: c for c in (
     Case("net_racks", fabric, _FAB + "4 net_racks - single - leaf0 - spine - core >= 0 "
          "(1 U per switch, 4 per network rack)"),
     Case("capacity", base, "alloc - 1 inst <= 0 (availability 1, utilisation 1)"),
+    Case("cap_split", caps, "inst_cap cap100 + inst_cap cap80 - inst = 0"),
+    Case("cap_capacity", caps, "alloc at cap80 - 1 inst_cap cap80 <= 0 (availability 1)"),
     Case("demand", disaggregated, "elastic; prefill 2026: 100 alloc + unserved >= 100 "
          "tokens/s x 1.5 peak x 0.25 input share = 37.5", elastic=True),
     Case("unserved_total", disaggregated, "elastic, least shortfall 10 million tokens: "
