@@ -2,7 +2,7 @@
 
 Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fleet,
 Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
-Chart data (live pivot tables the charts plot), Build vs buy (with energy per request),
+Chart data (live pivot tables the charts plot; hidden, so not printed), Build vs buy (with energy per request),
 Demand, Allocation, Unserved, Grid, Shadow
 prices, Bill of materials, Sizing, Assumptions (every input figure with unit, source and
 date) and Sources.
@@ -913,7 +913,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
                                              "cost stack over time, one native chart per "
                                              "printed page"),
              ("Chart data", "the tables the charts plot, as live formulas over Power, Fleet "
-                            "and Costs"),
+                            "and Costs (a hidden sheet, not printed: unhide it to read it)"),
              ("Build vs buy", "the served tokens bought from each comparable API against the "
                               "plan's levelised cost, break-even, energy per request"),
              ("Demand / Allocation", "token demand as stated and in tokens, what is served, "
@@ -1150,6 +1150,8 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     write_cashflow_sheet(wb, result, placed)
     blocks = write_charts_sheet(sheets["Chart data"], result, placed,
                                 {k: sheets[v] for k, v in CHART_SHEETS.items()})
+    # only the charts' source: hidden (the charts still plot it), so it prints no pages
+    sheets["Chart data"].sheet_state = "hidden"
     checks = write_summary(summary, result, placed, sources)
     assum, srcs = assumptions_sheet_table(assumptions_table(
         sources, result.inputs, equipment_ids(result.tables), result.power_basis))
@@ -1258,6 +1260,11 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
             setup_page(ws, title, last_col=max(ws.max_column, len(SUMMARY_WIDTHS)))
         elif ws.title == "Chart data":
             setup_page(ws, title, repeat_cols=1)
+            if ws.sheet_state != "visible":
+                # LibreOffice prints a hidden sheet that has a print area: none, so the
+                # sheet prints only when unhidden (then all of it, same layout)
+                ws.print_area = None
+                ws.print_title_cols = None
         else:
             rows = f"{HEADER_ROW}:{HEADER_ROW}"
             cols = id_cols.get(ws.title, 1)

@@ -24,7 +24,7 @@ from openpyxl.worksheet.page import PageMargins
 from openpyxl.worksheet.worksheet import Worksheet
 
 #: Margins [inch].
-MARGINS = PageMargins(left=0.4, right=0.4, top=0.7, bottom=0.7, header=0.3, footer=0.3)
+MARGINS = PageMargins(left=0.4, right=0.4, top=0.5, bottom=0.5, header=0.2, footer=0.2)
 
 #: A4 paper, portrait (width, height) [inch].
 A4_INCH = (8.27, 11.69)
