@@ -58,6 +58,9 @@ from dcplan.export.printing import (
     CHART_COL_WIDTH,
     CHART_SIZE_CM,
     chart_page,
+    min_scale,
+    page_chars,
+    printable,
     setup_page,
 )
 from dcplan.export.sources import assumptions_table, equipment_ids
@@ -362,6 +365,141 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
             need[cell.row] = max(need.get(cell.row, 0), tall * max(size, 1))
     for r, height in need.items():
         ws.row_dimensions[r].height = max(height, line_height)
+
+
+def _text_lines(cell: Any, width: float) -> int:
+    """Lines a wrapped text cell takes in a column ``width`` characters wide."""
+    size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
+    return sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0)) / size)
+               for part in str(cell.value).split("\n"))
+
+
+#: Longest word a wrapped column is made wide enough for [characters]; a longer one
+#: (a dotted field name, a path) is broken over lines, whole.
+LONG_WORD = 16
+
+#: Longest word a wrapped column of words is made wide enough for at first
+#: [characters]; it widens where that saves lines (:func:`fit_widths`).
+SHORT_WORD = 10
+
+
+def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
+               rows: Sequence[int] | None = None, line_height: float = 15.0,
+               header_weight: float = 10.0, whole: Sequence[int] = ()) -> float:
+    """Widths of the columns ``cols`` that share ``budget`` with the fewest wrapped lines.
+
+    Each column starts at the narrowest width that breaks no word of its wrapped text
+    (up to :data:`LONG_WORD` characters) and cuts no value that does not wrap (numbers, short text); the characters left
+    of ``budget`` go, one at a time, to the column where one more saves the most
+    height over the rows (the header row counts ``header_weight`` times: it repeats
+    on every printed page). Row heights follow as :func:`fit_wrapped_rows` sets them.
+
+    Parameters
+    ----------
+    ws : Worksheet
+    cols : sequence of int
+        1-based columns to size; the others keep their widths.
+    budget : float
+        Total width of ``cols`` [characters].
+    rows : sequence of int, optional
+        Rows measured (default: the header row to the last row).
+    line_height : float
+        Height of a one-line row [pt].
+    header_weight : float
+        Weight of the header row's height.
+    whole : sequence of int
+        Columns (ids) whose words of up to :data:`LONG_WORD` characters are never
+        broken; in the others a word longer than :data:`SHORT_WORD` may be.
+
+    Returns
+    -------
+    float
+        Estimated height of ``rows`` at the chosen widths [pt] (the header row once).
+    """
+    rows = list(rows) if rows is not None else list(range(HEADER_ROW, ws.max_row + 1))
+    low: dict[int, int] = {}
+    wrapped: dict[int, list[tuple[int, Any]]] = {c: [] for c in cols}
+    for c in cols:
+        n = 4
+        for r in rows:
+            cell = ws.cell(r, c)
+            v = cell.value
+            if v is None:
+                continue
+            size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
+            pad = 1 + 2 * int(cell.alignment.indent or 0)
+            if isinstance(v, str) and cell.alignment.wrap_text and cell.data_type == "s":
+                wrapped[c].append((r, cell))
+                cap = LONG_WORD if c in whole or r == HEADER_ROW else SHORT_WORD
+                word = min(max((len(w) for w in v.split()), default=0), cap)
+                n = max(n, math.ceil(word * size) + pad)
+            elif cell.alignment.horizontal != "fill":  # "fill" clips at the edge
+                n = max(n, math.ceil(_width_of(v, cell.number_format) * size) + pad
+                        + int(isinstance(v, str)))  # a gap after left-aligned text
+        low[c] = n
+    widths = dict(low)
+    lines = {c: {r: _text_lines(cell, widths[c]) for r, cell in wrapped[c]} for c in cols}
+    weight = {r: header_weight if r == HEADER_ROW else 1.0 for r in rows}
+
+    def need() -> dict[int, int]:
+        out = dict.fromkeys(rows, 1)
+        for c in cols:
+            for r, n in lines[c].items():
+                out[r] = max(out[r], n)
+        return out
+
+    cur = need()
+    left = budget - sum(widths.values())
+    while left >= 1:
+        best, gain, trial = None, 0.0, {}
+        for c in cols:
+            if not wrapped[c]:
+                continue
+            more = {r: _text_lines(cell, widths[c] + 1) for r, cell in wrapped[c]}
+            g = 0.0
+            for r, n in more.items():
+                if n < lines[c][r] and cur[r] == lines[c][r]:
+                    # the row shrinks to the tallest of its other cells
+                    other = max([1] + [lines[k][r] for k in cols
+                                       if k != c and r in lines[k]])
+                    g += (cur[r] - max(n, other)) * weight[r]
+            trial[c] = more
+            if g > gain:
+                best, gain = c, g
+        if best is None:
+            break
+        widths[best] += 1
+        lines[best] = trial[best]
+        cur = need()
+        left -= 1
+    for c in cols:
+        ws.column_dimensions[get_column_letter(c)].width = widths[c]
+    return sum((line_height + (cur[r] - 1) * WRAPPED_LINE_PT) for r in rows)
+
+
+def fit_page(ws: Worksheet, cols: Sequence[int], whole: Sequence[int] = ()) -> str:
+    """Widths of ``cols`` (:func:`fit_widths`) for the orientation with the fewest pages.
+
+    The columns share the width of a landscape page, or of a portrait one, at the
+    smallest readable scale; the one whose wrapped rows fill fewer pages is kept
+    (landscape on a tie). ``whole``: as :func:`fit_widths`.
+
+    Returns
+    -------
+    str
+        ``"landscape"`` or ``"portrait"``.
+    """
+    best = None
+    for orient in ("landscape", "portrait"):
+        budget = math.floor(page_chars(orient)) - 1
+        tall = fit_widths(ws, cols, budget, whole=whole)
+        head = ws.row_dimensions[HEADER_ROW].height or 15.0
+        page = printable(orient)[1] * 72.0 * 100.0 / min_scale() - head
+        pages = math.ceil(tall / page)
+        if best is None or pages < best[0]:
+            best = (pages, orient, budget)
+    fit_widths(ws, cols, best[2], whole=whole)
+    return best[1]
 
 
 def _wrapped_lines(text: str, width: float) -> int:
@@ -1062,13 +1200,9 @@ ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": 
                       "override": "Override"}
 
 
-#: Column widths of the Assumptions sheet [characters].
-ASSUMPTION_WIDTHS = {"A": 9, "B": 11, "C": 13, "D": 16, "E": 19, "F": 13, "G": 9, "H": 8,
-                     "I": 30, "J": 10, "K": 32, "L": 8}
-#: Columns of the Assumptions sheet that wrap. The entry's name (D) does not: a long
-#: name is cut at the column edge when printed (the id is beside it, the whole name
-#: in the cell), which keeps most figures on one line.
-ASSUMPTION_WRAP = "CEFGKL"
+#: Columns of the Assumptions sheet that wrap (all but the short reference and date);
+#: their widths share the page's width with the fewest wrapped lines (:func:`fit_page`).
+ASSUMPTION_WRAP = "ABCDEFGKL"
 #: Column of the Assumptions sheet that is hidden (and so not printed): the source,
 #: whose full text the Source ref. column points to on the Sources sheet; the text is
 #: in the cells, for filters and for reading the sheet back.
@@ -1164,22 +1298,43 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                     "note and override.", id_cols=5,
         header_of=lambda _df, c: ASSUMPTION_HEADERS.get(c, c), tidy=False,
         row_formats={"value": ["General"] * len(assum)})
-    # Fixed widths that fit a landscape page at 8 pt; long text wraps.
-    for col, w in ASSUMPTION_WIDTHS.items():
-        ws.column_dimensions[col].width = w
     ws.column_dimensions[ASSUMPTION_HIDDEN].hidden = True
+    ws.column_dimensions[ASSUMPTION_HIDDEN].width = 30
     wrap = {ord(c) - ord("A") + 1 for c in ASSUMPTION_WRAP}
-    note = placed["assumptions"].columns["estimate"]
-    for r in range(FIRST_DATA_ROW, placed["assumptions"].last + 1):
-        # a note shared by the fields of one entry prints whole on its first row and
-        # on one line (the same words, cut at the column edge) on the rows below
-        again = r > FIRST_DATA_ROW and ws.cell(r, note).value == ws.cell(r - 1, note).value
-        for c in range(1, len(ASSUMPTION_WIDTHS) + 1):
-            cell = ws.cell(r, c)       # a tall row reads from its top line
-            cut = c == note and again  # "fill" clips at the edge, never spills
+    cols = placed["assumptions"].columns
+    note, name, ident = cols["estimate"], cols["name"], cols["id"]
+    ncols = len(assum.columns)
+    last = placed["assumptions"].last
+    for r in range(FIRST_DATA_ROW, last + 1):
+        # the entry's name and a note shared by its fields print whole on its first
+        # row and on one line (the same words, cut at the column edge) on the rows
+        # below; every cell holds the whole text, for filters
+        again = {c for c in (note, name) if r > FIRST_DATA_ROW
+                 and ws.cell(r, c).value == ws.cell(r - 1, c).value
+                 and ws.cell(r, ident).value == ws.cell(r - 1, ident).value}
+        for c in range(1, ncols + 1):
+            cell = ws.cell(r, c)  # a tall row reads from its top line
+            cut = c in again      # "fill" clips at the edge, never spills
             cell.alignment = Alignment(wrap_text=c in wrap and not cut,
                                        horizontal="fill" if cut else cell.alignment.horizontal,
                                        vertical="top")
+    hidden = {ord(ASSUMPTION_HIDDEN) - ord("A") + 1}
+    over = placed["assumptions"].columns["override"]
+    if not any(ws.cell(r, over).value for r in range(FIRST_DATA_ROW,
+                                                      placed["assumptions"].last + 1)):
+        # no figure overridden: the empty column is hidden, not printed (the
+        # description says so)
+        hidden.add(over)
+        ws.column_dimensions[get_column_letter(over)].hidden = True
+        desc = ws.cell(2, 1)
+        desc.value = f"{desc.value} No figure is overridden (the Override column is hidden)."
+    fit_page(ws, [c for c in range(1, ncols + 1) if c not in hidden], whole=(ident,))
+    for c in (note, name):  # "fill" repeats a text shorter than the column: plain
+        width = ws.column_dimensions[get_column_letter(c)].width
+        for r in range(FIRST_DATA_ROW, last + 1):
+            cell = ws.cell(r, c)
+            if cell.alignment.horizontal == "fill" and len(str(cell.value)) < width - 1:
+                cell.alignment = Alignment(vertical="top")
     ws = sheets["Sources"]
     placed["sources"] = write_table(
         ws, srcs, title=f"Sources of the input figures used by {result.name}",

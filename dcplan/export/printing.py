@@ -84,6 +84,11 @@ def printable(orientation: str) -> tuple[float, float]:
             h - MARGINS.top - MARGINS.bottom)
 
 
+def page_chars(orientation: str, scale: int | None = None) -> float:
+    """Columns that fit across a page at ``scale`` (default :func:`min_scale`) [characters]."""
+    return printable(orientation)[0] * 72.0 / CHAR_PT * 100.0 / (scale or min_scale())
+
+
 def min_scale(font_pt: float = BODY_FONT_PT) -> int:
     """Smallest print scale [percent] at which ``font_pt`` prints at :data:`MIN_FONT_PT`."""
     return min(MAX_SCALE, math.ceil(100.0 * MIN_FONT_PT / font_pt))
