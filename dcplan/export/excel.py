@@ -60,7 +60,10 @@ from dcplan.export.printing import (
     chart_page,
     min_scale,
     page_chars,
+    page_layout,
     printable,
+    printed_width,
+    repeated_cols,
     setup_page,
 )
 from dcplan.export.sources import assumptions_table, equipment_ids
@@ -438,7 +441,14 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
                         + int(isinstance(v, str)))  # a gap after left-aligned text
         low[c] = n
     widths = dict(low)
-    lines = {c: {r: _text_lines(cell, widths[c]) for r, cell in wrapped[c]} for c in cols}
+    memo: dict[tuple[int, int], dict[int, int]] = {}
+
+    def at(c: int, w: int) -> dict[int, int]:
+        if (c, w) not in memo:
+            memo[(c, w)] = {r: _text_lines(cell, w) for r, cell in wrapped[c]}
+        return memo[(c, w)]
+
+    lines = {c: at(c, widths[c]) for c in cols}
     weight = {r: header_weight if r == HEADER_ROW else 1.0 for r in rows}
 
     def need() -> dict[int, int]:
@@ -449,29 +459,37 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
         return out
 
     cur = need()
-    left = budget - sum(widths.values())
+    left = int(budget - sum(widths.values()))
     while left >= 1:
-        best, gain, trial = None, 0.0, {}
+        # the widening (column, characters) that saves the most height per character;
+        # a little weight for the column's own lines saved, so that two columns tall
+        # on the same rows widen in turn
+        best, rate = None, 0.0
         for c in cols:
             if not wrapped[c]:
                 continue
-            more = {r: _text_lines(cell, widths[c] + 1) for r, cell in wrapped[c]}
-            g = 0.0
-            for r, n in more.items():
-                if n < lines[c][r] and cur[r] == lines[c][r]:
-                    # the row shrinks to the tallest of its other cells
-                    other = max([1] + [lines[k][r] for k in cols
-                                       if k != c and r in lines[k]])
-                    g += (cur[r] - max(n, other)) * weight[r]
-            trial[c] = more
-            if g > gain:
-                best, gain = c, g
+            for k in (1, 2, 3, 5, 8, 13, 21):
+                if k > left:
+                    break
+                more = at(c, widths[c] + k)
+                g = 0.0
+                for r, n in more.items():
+                    was = lines[c][r]
+                    if n < was:
+                        g += 0.01 * (was - n) * weight[r]
+                        if cur[r] == was:  # the row shrinks to its next tallest cell
+                            other = max([1] + [lines[o][r] for o in cols
+                                               if o != c and r in lines[o]])
+                            g += (cur[r] - max(n, other)) * weight[r]
+                if g / k > rate:
+                    best, rate = (c, k), g / k
         if best is None:
             break
-        widths[best] += 1
-        lines[best] = trial[best]
+        c, k = best
+        widths[c] += k
+        lines[c] = at(c, widths[c])
         cur = need()
-        left -= 1
+        left -= k
     for c in cols:
         ws.column_dimensions[get_column_letter(c)].width = widths[c]
     return sum((line_height + (cur[r] - 1) * WRAPPED_LINE_PT) for r in rows)
@@ -1424,11 +1442,51 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
             rows = f"{HEADER_ROW}:{HEADER_ROW}"
             cols = id_cols.get(ws.title, 1)
             first = setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+            if first < ws.max_column and _widen_wrapped(ws, cols):
+                fit_wrapped_rows(ws)
+                first = setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
             if first < ws.max_column and _narrow_headings(ws, first):
                 # printed in blocks of columns: the title and description wrap within
                 # the first page, taller, which may change the layout
                 fit_wrapped_rows(ws)
                 setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+
+
+def _widen_wrapped(ws: Worksheet, id_cols: int) -> bool:
+    """Give the room left in a table's last block of columns to its wrapped columns.
+
+    A table printed in blocks of columns leaves the last block part empty; its
+    wrapped columns (names) get that room where it saves lines (:func:`fit_widths`),
+    as long as the table still prints in as many blocks. Returns True when a width
+    changed.
+    """
+    widths = [printed_width(ws, j) for j in range(1, ws.max_column + 1)]
+    heights = [ws.row_dimensions[r].height or 15.0 for r in range(1, ws.max_row + 1)]
+    blocks = len(page_layout(widths, heights, repeat_cols=id_cols)[2])
+    cols = sorted({c.column for row in ws.iter_rows(min_row=FIRST_DATA_ROW) for c in row
+                   if isinstance(c.value, str) and c.alignment.wrap_text})
+    if not blocks or not cols:
+        return False
+    before = {c: ws.column_dimensions[get_column_letter(c)].width for c in cols}
+    tall = sum(heights)
+    rows = range(HEADER_ROW, ws.max_row + 1)
+    # the room: a landscape page per block at the smallest readable scale, less the
+    # table and the id columns repeated on every block after the first
+    room = (blocks + 1) * math.floor(page_chars("landscape")) - sum(widths) \
+        - blocks * sum(widths[:repeated_cols(widths, id_cols)])
+    for extra in range(int(room), 0, -2):
+        fit_widths(ws, cols, sum(before.values()) + extra, rows=rows)
+        new = [printed_width(ws, j) for j in range(1, ws.max_column + 1)]
+        if len(page_layout(new, heights, repeat_cols=id_cols)[2]) == blocks:
+            fit_wrapped_rows(ws)
+            if sum(ws.row_dimensions[r].height or 15.0
+                   for r in range(1, ws.max_row + 1)) < tall - 1:
+                return True  # shorter, in as many blocks
+            break
+    for c, w in before.items():
+        ws.column_dimensions[get_column_letter(c)].width = w
+    fit_wrapped_rows(ws)
+    return False
 
 
 def _align_top(ws: Worksheet) -> None:
