@@ -270,6 +270,8 @@ def test_page_setup_on_every_sheet(book, solved):
         # a hidden sheet (the charts' source) has no print area: LibreOffice would print it
         assert bool(ws.print_area) == (ws.sheet_state == "visible"), ws.title
         assert ws.sheet_state == "visible" or ws.title == "Chart data", ws.title
+        if ws.sheet_state != "visible":
+            continue
         assert EVIL in ws.oddHeader.left.text, ws.title
         assert "&P" in ws.oddFooter.right.text and "&N" in ws.oddFooter.right.text
         assert ws.page_margins.left <= 0.5
@@ -567,9 +569,14 @@ def printed(book, tmp_path_factory):
     return pdf, pages
 
 
+#: Lowest top of a running-header word [pt from the top of the page]: the page header
+#: (0.2 in down, 8 pt) ends above it, the body (0.5 in down) starts below it.
+PAGE_HEAD_PT = 30
+
+
 def page_sheet(words, sheets):
     """Sheet of a printed page: the sheet name at the right of its page header."""
-    top = " ".join(w[4] for w in sorted(words, key=lambda w: w[0]) if w[1] < 40 and w[0] > 300)
+    top = " ".join(w[4] for w in sorted(words, key=lambda w: w[0]) if w[1] < PAGE_HEAD_PT and w[0] > 300)
     return next((s for s in sorted(sheets, key=len, reverse=True) if top.endswith(s)), None)
 
 
@@ -626,7 +633,7 @@ def test_header_row_repeats_on_every_printed_page(book, printed):
         ws = wb[name]
         first = str(ws.cell(HEADER_ROW, 1).value).split()[0]  # e.g. "Period", "Site"
         for k, words in enumerate(by_sheet[name], start=1):
-            body = [w[4] for w in words if w[1] > 40]
+            body = [w[4] for w in words if w[1] > PAGE_HEAD_PT]
             assert first in body, (name, k, first)
 
 

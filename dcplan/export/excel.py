@@ -65,6 +65,7 @@ from dcplan.export.printing import (
     printed_width,
     repeated_cols,
     setup_page,
+    text_width,
 )
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import binding_rows, no_grid_sites
@@ -360,10 +361,11 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
             width = spans.get((cell.row, cell.column)) or (
                 ws.column_dimensions[get_column_letter(cell.column)].width or 8.43)
             size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
-            # a column is measured in digits of the body font, wider than its average
-            # letter (bold ones too), so a line holds its width less the padding
+            # words measured as printed (glyph widths), a line holds the column's
+            # width less the padding
+            bold = bool(cell.font is not None and cell.font.b)
             lines = sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0))
-                                       / size) for part in cell.value.split("\n"))
+                                       / size, bold) for part in cell.value.split("\n"))
             tall = line_height + (lines - 1) * WRAPPED_LINE_PT
             need[cell.row] = max(need.get(cell.row, 0), tall * max(size, 1))
     for r, height in need.items():
@@ -373,7 +375,8 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
 def _text_lines(cell: Any, width: float) -> int:
     """Lines a wrapped text cell takes in a column ``width`` characters wide."""
     size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
-    return sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0)) / size)
+    bold = bool(cell.font is not None and cell.font.b)
+    return sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0)) / size, bold)
                for part in str(cell.value).split("\n"))
 
 
@@ -383,7 +386,7 @@ LONG_WORD = 16
 
 #: Longest word a wrapped column of words is made wide enough for at first
 #: [characters]; it widens where that saves lines (:func:`fit_widths`).
-SHORT_WORD = 10
+SHORT_WORD = 12
 
 
 def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
@@ -417,7 +420,8 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
     Returns
     -------
     float
-        Estimated height of ``rows`` at the chosen widths [pt] (the header row once).
+        Estimated height of ``rows`` at the chosen widths [pt] (the header row once);
+        infinite when the narrowest widths exceed ``budget`` (they are set).
     """
     rows = list(rows) if rows is not None else list(range(HEADER_ROW, ws.max_row + 1))
     low: dict[int, int] = {}
@@ -434,7 +438,8 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
             if isinstance(v, str) and cell.alignment.wrap_text and cell.data_type == "s":
                 wrapped[c].append((r, cell))
                 cap = LONG_WORD if c in whole or r == HEADER_ROW else SHORT_WORD
-                word = min(max((len(w) for w in v.split()), default=0), cap)
+                bold = bool(cell.font is not None and cell.font.b)
+                word = min(max((text_width(w, bold) for w in v.split()), default=0), cap)
                 n = max(n, math.ceil(word * size) + pad)
             elif cell.alignment.horizontal != "fill":  # "fill" clips at the edge
                 n = max(n, math.ceil(_width_of(v, cell.number_format) * size) + pad
@@ -492,6 +497,8 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
         left -= k
     for c in cols:
         ws.column_dimensions[get_column_letter(c)].width = widths[c]
+    if sum(low.values()) > budget:
+        return math.inf  # the columns do not fit in the budget
     return sum((line_height + (cur[r] - 1) * WRAPPED_LINE_PT) for r in rows)
 
 
@@ -513,26 +520,34 @@ def fit_page(ws: Worksheet, cols: Sequence[int], whole: Sequence[int] = ()) -> s
         tall = fit_widths(ws, cols, budget, whole=whole)
         head = ws.row_dimensions[HEADER_ROW].height or 15.0
         page = printable(orient)[1] * 72.0 * 100.0 / min_scale() - head
-        pages = math.ceil(tall / page)
+        pages = math.ceil(tall / page) if math.isfinite(tall) else math.inf
         if best is None or pages < best[0]:
             best = (pages, orient, budget)
     fit_widths(ws, cols, best[2], whole=whole)
     return best[1]
 
 
-def _wrapped_lines(text: str, width: float) -> int:
-    """Lines that ``text`` takes when wrapped at word boundaries in ``width`` characters."""
-    width = max(int(width), 1)
-    n, line = 1, 0
+def _wrapped_lines(text: str, width: float, bold: bool = False) -> int:
+    """Lines that ``text`` takes when wrapped at word boundaries in ``width`` characters.
+
+    Words are measured as printed (:func:`dcplan.export.printing.text_width`); a word
+    wider than the line is broken over lines.
+    """
+    width = max(width, 1.0)
+    space = text_width(" ", bold)
+    n, line = 1, 0.0
     for word in text.split():
-        if line and line + 1 + len(word) > width:
+        w = text_width(word, bold)
+        if line and line + space + w > width:
             n += 1
-            line = 0
-        if len(word) > width:  # a word longer than the line is broken over lines
-            n += (line + len(word) - 1) // width
-            line = (line + len(word)) % width or width
+            line = 0.0
+        if w > width:  # a word wider than the line is broken over lines
+            total = line + (space if line else 0.0) + w
+            more = math.ceil(total / width) - 1
+            n += more
+            line = total - more * width
         else:
-            line += (1 if line else 0) + len(word)
+            line += (space if line else 0.0) + w
     return n
 
 
@@ -1326,7 +1341,8 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     for r in range(FIRST_DATA_ROW, last + 1):
         # the entry's name and a note shared by its fields print whole on its first
         # row and on one line (the same words, cut at the column edge) on the rows
-        # below; every cell holds the whole text, for filters
+        # below; every cell holds the whole text, for filters. The field (right of
+        # the name) starts one indent in, so that a cut name never runs into it.
         again = {c for c in (note, name) if r > FIRST_DATA_ROW
                  and ws.cell(r, c).value == ws.cell(r - 1, c).value
                  and ws.cell(r, ident).value == ws.cell(r - 1, ident).value}
@@ -1335,7 +1351,7 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
             cut = c in again      # "fill" clips at the edge, never spills
             cell.alignment = Alignment(wrap_text=c in wrap and not cut,
                                        horizontal="fill" if cut else cell.alignment.horizontal,
-                                       vertical="top")
+                                       vertical="top", indent=int(c == name + 1))
     hidden = {ord(ASSUMPTION_HIDDEN) - ord("A") + 1}
     over = placed["assumptions"].columns["override"]
     if not any(ws.cell(r, over).value for r in range(FIRST_DATA_ROW,
@@ -1457,7 +1473,8 @@ def _widen_wrapped(ws: Worksheet, id_cols: int) -> bool:
 
     A table printed in blocks of columns leaves the last block part empty; its
     wrapped columns (names) get that room where it saves lines (:func:`fit_widths`),
-    as long as the table still prints in as many blocks. Returns True when a width
+    as long as the table still prints in as many blocks with as many id columns
+    repeated. Returns True when a width
     changed.
     """
     widths = [printed_width(ws, j) for j in range(1, ws.max_column + 1)]
@@ -1477,7 +1494,8 @@ def _widen_wrapped(ws: Worksheet, id_cols: int) -> bool:
     for extra in range(int(room), 0, -2):
         fit_widths(ws, cols, sum(before.values()) + extra, rows=rows)
         new = [printed_width(ws, j) for j in range(1, ws.max_column + 1)]
-        if len(page_layout(new, heights, repeat_cols=id_cols)[2]) == blocks:
+        if len(page_layout(new, heights, repeat_cols=id_cols)[2]) == blocks and \
+                repeated_cols(new, id_cols) == repeated_cols(widths, id_cols):
             fit_wrapped_rows(ws)
             if sum(ws.row_dimensions[r].height or 15.0
                    for r in range(1, ws.max_row + 1)) < tall - 1:
