@@ -1439,6 +1439,10 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
     """Print setup of every sheet (see :mod:`dcplan.export.printing`)."""
     title = f"dcplan plan: {result.name}"
     id_cols = {p.sheet: p.id_cols for p in placed.values()}
+    tables = {s.sheet for s in SHEETS if s.table != "kpis"} | {CASHFLOW_SHEET[0]}
+    for name, p in placed.items():
+        if p.sheet in tables and name != "requests":
+            _hide_constant(wb[p.sheet], p)
     for ws in wb.worksheets:
         if ws.title in CHART_SHEETS.values():
             chart_page(ws, title)
@@ -1466,6 +1470,47 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
                 # the first page, taller, which may change the layout
                 fit_wrapped_rows(ws)
                 setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+
+
+#: Fewest rows of a table whose constant columns are hidden (:func:`_hide_constant`).
+CONSTANT_MIN_ROWS = 3
+
+
+def _hide_constant(ws: Worksheet, p: Placed) -> list[str]:
+    """Hide the columns of table ``p`` that hold one value in every row.
+
+    Such a column (``Peak hour: peak`` on every row, a count that is 0 throughout)
+    says the same thing in every row; it is hidden, so not printed, and the table's
+    description (row 2) names each with its value. The cells keep their values, for
+    filters, formulas and reading the sheet back. Id columns, tables of fewer than
+    :data:`CONSTANT_MIN_ROWS` rows and columns that hold anything below the table
+    (a second table, a note) stay.
+
+    Returns
+    -------
+    list of str
+        ``"<header>: <value>"`` of each hidden column.
+    """
+    if p.last - p.first + 1 < CONSTANT_MIN_ROWS or ws.cell(2, 1).value is None:
+        return []
+    said = []
+    for j in sorted(p.columns.values()):
+        if j <= p.id_cols:
+            continue
+        values = {ws.cell(r, j).value for r in range(p.first, p.last + 1)}
+        below = [ws.cell(r, j).value for r in range(p.last + 1, ws.max_row + 1)
+                 if r != p.total_row]
+        if len(values) != 1 or any(v is not None for v in below):
+            continue
+        value = values.pop()
+        head = " ".join(str(ws.cell(HEADER_ROW, j).value or "").split())
+        said.append(f"{head}: {'empty' if value in (None, '') else value}")
+        ws.column_dimensions[get_column_letter(j)].hidden = True
+    if said:
+        cell = ws.cell(2, 1)
+        cell.value = (f"{cell.value} The same in every row (columns hidden, not printed): "
+                      + "; ".join(said) + ".")
+    return said
 
 
 def _widen_wrapped(ws: Worksheet, id_cols: int) -> bool:
