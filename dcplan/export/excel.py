@@ -335,6 +335,10 @@ def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 30,
                                                                   min(max_width, n + 1))
 
 
+#: Width of a column that wrapped text does not use [characters]: the cell's padding
+#: (a few pixels each side) and rounding.
+CELL_PAD = 0.5
+
 #: Height of one more line of wrapped 11 pt text [pt] (the first line takes a row of
 #: 15 pt); DejaVu Sans, the widest usual substitute for Calibri, spaces lines 12.8 pt.
 WRAPPED_LINE_PT = 13.5
@@ -364,7 +368,7 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
             # words measured as printed (glyph widths), a line holds the column's
             # width less the padding
             bold = bool(cell.font is not None and cell.font.b)
-            lines = sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0))
+            lines = sum(_wrapped_lines(part, (width - CELL_PAD - 2 * (cell.alignment.indent or 0))
                                        / size, bold) for part in cell.value.split("\n"))
             tall = line_height + (lines - 1) * WRAPPED_LINE_PT
             need[cell.row] = max(need.get(cell.row, 0), tall * max(size, 1))
@@ -376,7 +380,7 @@ def _text_lines(cell: Any, width: float) -> int:
     """Lines a wrapped text cell takes in a column ``width`` characters wide."""
     size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
     bold = bool(cell.font is not None and cell.font.b)
-    return sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0)) / size, bold)
+    return sum(_wrapped_lines(part, (width - CELL_PAD - 2 * (cell.alignment.indent or 0)) / size, bold)
                for part in str(cell.value).split("\n"))
 
 
