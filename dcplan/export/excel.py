@@ -2,9 +2,8 @@
 
 Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fleet,
 Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
-Chart data (live pivot tables the charts plot; hidden, so not printed), Build vs buy (with energy per request),
-Demand, Allocation, Unserved, Grid, Shadow
-prices, Bill of materials, Sizing, Assumptions (every input figure with unit, source and
+Chart data (live pivot tables the charts plot; hidden, so not printed), Build vs buy
+(with energy per request), Demand, Allocation, Unserved, Grid, Shadow prices, Bill of materials, Sizing, Assumptions (every input figure with unit, source and
 date) and Sources.
 
 Every data sheet has the same layout (see :data:`HEADER_ROW`): a title in row 1, a
@@ -380,8 +379,8 @@ def _text_lines(cell: Any, width: float) -> int:
     """Lines a wrapped text cell takes in a column ``width`` characters wide."""
     size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
     bold = bool(cell.font is not None and cell.font.b)
-    return sum(_wrapped_lines(part, (width - CELL_PAD - 2 * (cell.alignment.indent or 0)) / size, bold)
-               for part in str(cell.value).split("\n"))
+    room = (width - CELL_PAD - 2 * (cell.alignment.indent or 0)) / size
+    return sum(_wrapped_lines(part, room, bold) for part in str(cell.value).split("\n"))
 
 
 #: Longest word a wrapped column is made wide enough for [characters]; a longer one
@@ -399,10 +398,11 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
     """Widths of the columns ``cols`` that share ``budget`` with the fewest wrapped lines.
 
     Each column starts at the narrowest width that breaks no word of its wrapped text
-    (up to :data:`LONG_WORD` characters) and cuts no value that does not wrap (numbers, short text); the characters left
-    of ``budget`` go, one at a time, to the column where one more saves the most
-    height over the rows (the header row counts ``header_weight`` times: it repeats
-    on every printed page). Row heights follow as :func:`fit_wrapped_rows` sets them.
+    (up to :data:`SHORT_WORD` characters, :data:`LONG_WORD` in ``whole`` columns and
+    headers) and cuts no value that does not wrap (numbers, short text); the
+    characters left of ``budget`` go, a few at a time, to the column where they save
+    the most height per character over the rows (the header row counts
+    ``header_weight`` times: it repeats on every printed page). Row heights follow as :func:`fit_wrapped_rows` sets them.
 
     Parameters
     ----------
