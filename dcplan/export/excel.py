@@ -3,8 +3,9 @@
 Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fleet,
 Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
 Chart data (live pivot tables the charts plot; hidden, so not printed), Build vs buy
-(with energy per request), Demand, Allocation, Unserved, Grid, Shadow prices, Bill of materials, Sizing, Assumptions (every input figure with unit, source and
-date) and Sources.
+(with energy per request), Demand, Allocation, Unserved, Grid, Shadow prices, Bill
+of materials, Sizing, Assumptions (every input figure with unit, source and date) and
+Sources.
 
 Every data sheet has the same layout (see :data:`HEADER_ROW`): a title in row 1, a
 one-line description in row 2, the header in row 3 (words and the unit in brackets),
@@ -402,7 +403,8 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
     headers) and cuts no value that does not wrap (numbers, short text); the
     characters left of ``budget`` go, a few at a time, to the column where they save
     the most height per character over the rows (the header row counts
-    ``header_weight`` times: it repeats on every printed page). Row heights follow as :func:`fit_wrapped_rows` sets them.
+    ``header_weight`` times: it repeats on every printed page). Row heights follow
+    as :func:`fit_wrapped_rows` sets them.
 
     Parameters
     ----------
