@@ -302,7 +302,11 @@ def test_page_layout_hand_computed():
     too wide for portrait at 8 pt goes landscape; one too wide for landscape prints at
     the smallest readable scale in blocks of columns, the ids repeated."""
     # 60 characters = 60 x 7 pt = 420 pt = 5.83 in < 7.47 x 0.98 in (portrait): 100 %
-    assert page_layout([20, 20, 20], [15.0] * 200) == ("portrait", 100, [])
+    # would print 200 rows of 15 pt (3,000 pt) on 4 pages of 10.69 in (770 pt); at
+    # 76 % a page holds 770 / 0.76 = 1,013 pt: 3 pages (at 77 %, 999.6 pt: still 4);
+    # 40 rows (600 pt) fit on one page at 100 %
+    assert page_layout([20, 20, 20], [15.0] * 200) == ("portrait", 76, [])
+    assert page_layout([20, 20, 20], [15.0] * 40) == ("portrait", 100, [])
     # 140 characters = 13.6 in: portrait would need 53 % (< 73 %); landscape
     # 10.89 x 0.98 / 13.6 = 78 %
     assert page_layout([10] * 14, [15.0] * 40) == ("landscape", 78, [])

@@ -159,8 +159,9 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
     -------
     orientation, scale, col_breaks
         ``"portrait"`` or ``"landscape"``; the print scale [percent], no less than
-        :func:`min_scale`; and the 1-based columns after which a new block of columns
-        starts (empty when the table is one page wide).
+        :func:`min_scale`: the largest that prints on the fewest pages; and the
+        1-based columns after which a new block of columns starts (empty when the
+        table is one page wide).
     """
     need = sum(column_inches(w) for w in widths) or 1.0
     tall = sum(heights) / 72.0
@@ -168,14 +169,14 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
     best = None
     for orient in ("landscape", "portrait"):
         pw, ph = printable(orient)
-        scale = min(MAX_SCALE, math.floor(100.0 * pw / need))
-        if scale < lo:
-            continue
-        per_page = ph * 100.0 / scale - repeat_height / 72.0
-        pages = max(1, math.ceil(tall / max(per_page, 0.5)))
-        key = (pages, -scale)
-        if best is None or key < best[0]:
-            best = (key, orient, scale)
+        top = min(MAX_SCALE, math.floor(100.0 * pw / need))
+        # every scale down to the smallest readable one: a smaller scale may save pages
+        for scale in range(top, lo - 1, -1):
+            per_page = ph * 100.0 / scale - repeat_height / 72.0
+            pages = max(1, math.ceil(tall / max(per_page, 0.5)))
+            key = (pages, -scale)
+            if best is None or key < best[0]:
+                best = (key, orient, scale)
     if best is not None:
         return best[1], best[2], []
     # Too wide for a landscape page at the smallest readable size: blocks of columns,
