@@ -353,7 +353,7 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
     """
     spans = {}
     for rng in ws.merged_cells.ranges:
-        width = sum((ws.column_dimensions[get_column_letter(j)].width or 8.43)
+        width = sum(printed_width(ws, j)  # hidden columns show nothing
                     for j in range(rng.min_col, rng.max_col + 1))
         spans[(rng.min_row, rng.min_col)] = width
     need: dict[int, int] = {}
@@ -362,8 +362,9 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
             if not isinstance(cell.value, str) or not cell.alignment.wrap_text \
                     or cell.data_type != "s":
                 continue
-            width = spans.get((cell.row, cell.column)) or (
-                ws.column_dimensions[get_column_letter(cell.column)].width or 8.43)
+            width = spans.get((cell.row, cell.column)) or printed_width(ws, cell.column)
+            if not width:  # a hidden column prints nothing
+                continue
             size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
             # words measured as printed (glyph widths), a line holds the column's
             # width less the padding
