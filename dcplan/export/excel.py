@@ -389,9 +389,13 @@ def _text_lines(cell: Any, width: float) -> int:
 #: (a dotted field name, a path) is broken over lines, whole.
 LONG_WORD = 16
 
+#: Lines of a row beyond which :func:`fit_widths` counts each further line
+#: :data:`TALL_WEIGHT` times (about a third of a landscape page at 8 pt).
+TALL_LINES, TALL_WEIGHT = 16, 20
+
 #: Longest word a wrapped column of words is made wide enough for at first
 #: [characters]; it widens where that saves lines (:func:`fit_widths`).
-SHORT_WORD = 12
+SHORT_WORD = 10
 
 
 def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
@@ -493,6 +497,10 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
                             other = max([1] + [lines[o][r] for o in cols
                                                if o != c and r in lines[o]])
                             g += (cur[r] - max(n, other)) * weight[r]
+                            # lines beyond TALL_LINES count TALL_WEIGHT times: a row
+                            # nearly a page tall leaves most of the page before it blank
+                            g += (max(cur[r] - TALL_LINES, 0) - max(max(n, other) - TALL_LINES, 0)
+                                  ) * weight[r] * (TALL_WEIGHT - 1)
                 if g / k > rate:
                     best, rate = (c, k), g / k
         if best is None:

@@ -87,7 +87,7 @@ GLYPH_WIDTHS_BOLD = tuple(float(x) for x in (
 WIDE_GLYPH, OTHER_GLYPH = 2.0, 1.6
 
 #: Margin on measured text [share], for kerning and rounding to pixels.
-TEXT_MARGIN = 1.05
+TEXT_MARGIN = 1.02
 
 
 def text_width(text: str, bold: bool = False) -> float:
