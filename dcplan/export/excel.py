@@ -1480,9 +1480,12 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
             if first < ws.max_column and _widen_wrapped(ws, cols):
                 fit_wrapped_rows(ws)
                 first = setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
-            if first < ws.max_column and _narrow_headings(ws, first):
+            widths = [printed_width(ws, j) for j in range(1, ws.max_column + 1)]
+            rep = repeated_cols(widths, cols)
+            if first < ws.max_column and _narrow_headings(ws, rep if rep > 1 else first):
                 # printed in blocks of columns: the title and description wrap within
-                # the first page, taller, which may change the layout
+                # the id columns every block repeats (else the first block), so that
+                # every block prints them whole; taller, which may change the layout
                 fit_wrapped_rows(ws)
                 setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
 
