@@ -389,6 +389,10 @@ def _text_lines(cell: Any, width: float) -> int:
 #: (a dotted field name, a path) is broken over lines, whole.
 LONG_WORD = 16
 
+#: Most lines of a row :func:`fit_widths` leaves when it can (a row of about 300 pt or
+#: more made LibreOffice 7.4 print a blank page after the sheet).
+MAX_LINES = 20
+
 #: Lines of a row beyond which :func:`fit_widths` counts each further line
 #: :data:`TALL_WEIGHT` times (about a third of a landscape page at 8 pt).
 TALL_LINES, TALL_WEIGHT = 16, 20
@@ -510,6 +514,32 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
         lines[c] = at(c, widths[c])
         cur = need()
         left -= k
+    # A row taller than MAX_LINES makes LibreOffice print a blank page after the
+    # sheet: its column takes back characters given to the wrapped column that loses
+    # the fewest lines for them (none below its narrowest width, ids never).
+    for _ in range(200):
+        r_max = max(rows, key=lambda r: cur[r])
+        if cur[r_max] <= MAX_LINES:
+            break
+        tall = max((c for c in cols if r_max in lines[c]), key=lambda c: lines[c][r_max])
+        cost = {}
+        for c in cols:
+            if c == tall or c in whole or not wrapped[c] or widths[c] <= low[c]:
+                continue
+            if any(not (isinstance(cell.value, str) and cell.alignment.wrap_text)
+                   for cell in (ws.cell(r, c) for r in rows) if cell.value is not None
+                   and cell.alignment.horizontal != "fill"):
+                continue  # numbers and text that does not wrap keep their width
+            less = at(c, widths[c] - 1)
+            cost[c] = sum(less[r] - lines[c][r] for r in less)
+        if not cost:
+            break
+        donor = min(cost, key=cost.get)
+        widths[donor] -= 1
+        widths[tall] += 1
+        lines[donor] = at(donor, widths[donor])
+        lines[tall] = at(tall, widths[tall])
+        cur = need()
     for c in cols:
         ws.column_dimensions[get_column_letter(c)].width = widths[c]
     if sum(low.values()) > budget:
