@@ -2,10 +2,10 @@
 
 Sheets: Summary (outcome, key figures, checks, binding limits, notes), KPIs, Fleet,
 Power, Cooling, Network, Costs, Charts (native Excel charts, one per printed page),
-Chart data (live pivot tables the charts plot), Build vs buy (with energy per request),
-Demand, Allocation, Unserved, Grid, Shadow
-prices, Bill of materials, Sizing, Assumptions (every input figure with unit, source and
-date) and Sources.
+Chart data (live pivot tables the charts plot; hidden, so not printed), Build vs buy
+(with energy per request), Demand, Allocation, Unserved, Grid, Shadow prices, Bill
+of materials, Sizing, Assumptions (every input figure with unit, source and date) and
+Sources.
 
 Every data sheet has the same layout (see :data:`HEADER_ROW`): a title in row 1, a
 one-line description in row 2, the header in row 3 (words and the unit in brackets),
@@ -58,7 +58,14 @@ from dcplan.export.printing import (
     CHART_COL_WIDTH,
     CHART_SIZE_CM,
     chart_page,
+    min_scale,
+    page_chars,
+    page_layout,
+    printable,
+    printed_width,
+    repeated_cols,
     setup_page,
+    text_width,
 )
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import binding_rows, no_grid_sites
@@ -338,6 +345,10 @@ def autosize(ws: Worksheet, min_width: int = 8, max_width: int = 30,
                                                                   min(max_width, n + 1))
 
 
+#: Width of a column that wrapped text does not use [characters]: the cell's padding
+#: (a few pixels each side) and rounding.
+CELL_PAD = 0.5
+
 #: Height of one more line of wrapped 11 pt text [pt] (the first line takes a row of
 #: 15 pt); DejaVu Sans, the widest usual substitute for Calibri, spaces lines 12.8 pt.
 WRAPPED_LINE_PT = 13.5
@@ -352,7 +363,7 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
     """
     spans = {}
     for rng in ws.merged_cells.ranges:
-        width = sum((ws.column_dimensions[get_column_letter(j)].width or 8.43)
+        width = sum(printed_width(ws, j)  # hidden columns show nothing
                     for j in range(rng.min_col, rng.max_col + 1))
         spans[(rng.min_row, rng.min_col)] = width
     need: dict[int, int] = {}
@@ -361,32 +372,237 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
             if not isinstance(cell.value, str) or not cell.alignment.wrap_text \
                     or cell.data_type != "s":
                 continue
-            width = spans.get((cell.row, cell.column)) or (
-                ws.column_dimensions[get_column_letter(cell.column)].width or 8.43)
+            width = spans.get((cell.row, cell.column)) or printed_width(ws, cell.column)
+            if not width:  # a hidden column prints nothing
+                continue
             size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
-            # a column is measured in digits of the body font, wider than its average
-            # letter (bold ones too), so a line holds its width less the padding
-            lines = sum(_wrapped_lines(part, (width - 1 - 2 * (cell.alignment.indent or 0))
-                                       / size) for part in cell.value.split("\n"))
+            # words measured as printed (glyph widths), a line holds the column's
+            # width less the padding
+            bold = bool(cell.font is not None and cell.font.b)
+            lines = sum(_wrapped_lines(part, (width - CELL_PAD - 2 * (cell.alignment.indent or 0))
+                                       / size, bold) for part in cell.value.split("\n"))
             tall = line_height + (lines - 1) * WRAPPED_LINE_PT
             need[cell.row] = max(need.get(cell.row, 0), tall * max(size, 1))
     for r, height in need.items():
         ws.row_dimensions[r].height = max(height, line_height)
 
 
-def _wrapped_lines(text: str, width: float) -> int:
-    """Lines that ``text`` takes when wrapped at word boundaries in ``width`` characters."""
-    width = max(int(width), 1)
-    n, line = 1, 0
+def _text_lines(cell: Any, width: float) -> int:
+    """Lines a wrapped text cell takes in a column ``width`` characters wide."""
+    size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
+    bold = bool(cell.font is not None and cell.font.b)
+    room = (width - CELL_PAD - 2 * (cell.alignment.indent or 0)) / size
+    return sum(_wrapped_lines(part, room, bold) for part in str(cell.value).split("\n"))
+
+
+#: Longest word a wrapped column is made wide enough for [characters]; a longer one
+#: (a dotted field name, a path) is broken over lines, whole.
+LONG_WORD = 16
+
+#: Most lines of a row :func:`fit_widths` leaves when it can (a row of about 300 pt or
+#: more made LibreOffice 7.4 print a blank page after the sheet).
+MAX_LINES = 20
+
+#: Lines of a row beyond which :func:`fit_widths` counts each further line
+#: :data:`TALL_WEIGHT` times (about a third of a landscape page at 8 pt).
+TALL_LINES, TALL_WEIGHT = 16, 20
+
+#: Longest word a wrapped column of words is made wide enough for at first
+#: [characters]; it widens where that saves lines (:func:`fit_widths`).
+SHORT_WORD = 10
+
+
+def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
+               rows: Sequence[int] | None = None, line_height: float = 15.0,
+               header_weight: float = 10.0, whole: Sequence[int] = ()) -> float:
+    """Widths of the columns ``cols`` that share ``budget`` with the fewest wrapped lines.
+
+    Each column starts at the narrowest width that breaks no word of its wrapped text
+    (up to :data:`SHORT_WORD` characters, :data:`LONG_WORD` in ``whole`` columns and
+    headers) and cuts no value that does not wrap (numbers, short text); the
+    characters left of ``budget`` go, a few at a time, to the column where they save
+    the most height per character over the rows (the header row counts
+    ``header_weight`` times: it repeats on every printed page). Row heights follow
+    as :func:`fit_wrapped_rows` sets them.
+
+    Parameters
+    ----------
+    ws : Worksheet
+    cols : sequence of int
+        1-based columns to size; the others keep their widths.
+    budget : float
+        Total width of ``cols`` [characters].
+    rows : sequence of int, optional
+        Rows measured (default: the header row to the last row).
+    line_height : float
+        Height of a one-line row [pt].
+    header_weight : float
+        Weight of the header row's height.
+    whole : sequence of int
+        Columns (ids) whose words of up to :data:`LONG_WORD` characters are never
+        broken; in the others a word longer than :data:`SHORT_WORD` may be.
+
+    Returns
+    -------
+    float
+        Estimated height of ``rows`` at the chosen widths [pt] (the header row once);
+        infinite when the narrowest widths exceed ``budget`` (they are set).
+    """
+    rows = list(rows) if rows is not None else list(range(HEADER_ROW, ws.max_row + 1))
+    low: dict[int, int] = {}
+    wrapped: dict[int, list[tuple[int, Any]]] = {c: [] for c in cols}
+    for c in cols:
+        n = 4
+        for r in rows:
+            cell = ws.cell(r, c)
+            v = cell.value
+            if v is None:
+                continue
+            size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
+            pad = 1 + 2 * int(cell.alignment.indent or 0)
+            if isinstance(v, str) and cell.alignment.wrap_text and cell.data_type == "s":
+                wrapped[c].append((r, cell))
+                cap = LONG_WORD if c in whole or r == HEADER_ROW else SHORT_WORD
+                bold = bool(cell.font is not None and cell.font.b)
+                word = min(max((text_width(w, bold) for w in v.split()), default=0), cap)
+                n = max(n, math.ceil(word * size) + pad)
+            elif cell.alignment.horizontal != "fill":  # "fill" clips at the edge
+                n = max(n, math.ceil(_width_of(v, cell.number_format) * size) + pad
+                        + int(isinstance(v, str)))  # a gap after left-aligned text
+        low[c] = n
+    widths = dict(low)
+    memo: dict[tuple[int, int], dict[int, int]] = {}
+
+    def at(c: int, w: int) -> dict[int, int]:
+        if (c, w) not in memo:
+            memo[(c, w)] = {r: _text_lines(cell, w) for r, cell in wrapped[c]}
+        return memo[(c, w)]
+
+    lines = {c: at(c, widths[c]) for c in cols}
+    weight = {r: header_weight if r == HEADER_ROW else 1.0 for r in rows}
+
+    def need() -> dict[int, int]:
+        out = dict.fromkeys(rows, 1)
+        for c in cols:
+            for r, n in lines[c].items():
+                out[r] = max(out[r], n)
+        return out
+
+    cur = need()
+    left = int(budget - sum(widths.values()))
+    while left >= 1:
+        # the widening (column, characters) that saves the most height per character;
+        # a little weight for the column's own lines saved, so that two columns tall
+        # on the same rows widen in turn
+        best, rate = None, 0.0
+        for c in cols:
+            if not wrapped[c]:
+                continue
+            for k in (1, 2, 3, 5, 8, 13, 21):
+                if k > left:
+                    break
+                more = at(c, widths[c] + k)
+                g = 0.0
+                for r, n in more.items():
+                    was = lines[c][r]
+                    if n < was:
+                        g += 0.01 * (was - n) * weight[r]
+                        if cur[r] == was:  # the row shrinks to its next tallest cell
+                            other = max([1] + [lines[o][r] for o in cols
+                                               if o != c and r in lines[o]])
+                            g += (cur[r] - max(n, other)) * weight[r]
+                            # lines beyond TALL_LINES count TALL_WEIGHT times: a row
+                            # nearly a page tall leaves most of the page before it blank
+                            g += (max(cur[r] - TALL_LINES, 0) - max(max(n, other) - TALL_LINES, 0)
+                                  ) * weight[r] * (TALL_WEIGHT - 1)
+                if g / k > rate:
+                    best, rate = (c, k), g / k
+        if best is None:
+            break
+        c, k = best
+        widths[c] += k
+        lines[c] = at(c, widths[c])
+        cur = need()
+        left -= k
+    # A row taller than MAX_LINES makes LibreOffice print a blank page after the
+    # sheet: its column takes back characters given to the wrapped column that loses
+    # the fewest lines for them (none below its narrowest width, ids never).
+    for _ in range(200):
+        r_max = max(rows, key=lambda r: cur[r])
+        if cur[r_max] <= MAX_LINES:
+            break
+        tall = max((c for c in cols if r_max in lines[c]), key=lambda c: lines[c][r_max])
+        cost = {}
+        for c in cols:
+            if c == tall or c in whole or not wrapped[c] or widths[c] <= low[c]:
+                continue
+            if any(not (isinstance(cell.value, str) and cell.alignment.wrap_text)
+                   for cell in (ws.cell(r, c) for r in rows) if cell.value is not None
+                   and cell.alignment.horizontal != "fill"):
+                continue  # numbers and text that does not wrap keep their width
+            less = at(c, widths[c] - 1)
+            cost[c] = sum(less[r] - lines[c][r] for r in less)
+        if not cost:
+            break
+        donor = min(cost, key=cost.get)
+        widths[donor] -= 1
+        widths[tall] += 1
+        lines[donor] = at(donor, widths[donor])
+        lines[tall] = at(tall, widths[tall])
+        cur = need()
+    for c in cols:
+        ws.column_dimensions[get_column_letter(c)].width = widths[c]
+    if sum(low.values()) > budget:
+        return math.inf  # the columns do not fit in the budget
+    return sum((line_height + (cur[r] - 1) * WRAPPED_LINE_PT) for r in rows)
+
+
+def fit_page(ws: Worksheet, cols: Sequence[int], whole: Sequence[int] = ()) -> str:
+    """Widths of ``cols`` (:func:`fit_widths`) for the orientation with the fewest pages.
+
+    The columns share the width of a landscape page, or of a portrait one, at the
+    smallest readable scale; the one whose wrapped rows fill fewer pages is kept
+    (landscape on a tie). ``whole``: as :func:`fit_widths`.
+
+    Returns
+    -------
+    str
+        ``"landscape"`` or ``"portrait"``.
+    """
+    best = None
+    for orient in ("landscape", "portrait"):
+        budget = math.floor(page_chars(orient)) - 1
+        tall = fit_widths(ws, cols, budget, whole=whole)
+        head = ws.row_dimensions[HEADER_ROW].height or 15.0
+        page = printable(orient)[1] * 72.0 * 100.0 / min_scale() - head
+        pages = math.ceil(tall / page) if math.isfinite(tall) else math.inf
+        if best is None or pages < best[0]:
+            best = (pages, orient, budget)
+    fit_widths(ws, cols, best[2], whole=whole)
+    return best[1]
+
+
+def _wrapped_lines(text: str, width: float, bold: bool = False) -> int:
+    """Lines that ``text`` takes when wrapped at word boundaries in ``width`` characters.
+
+    Words are measured as printed (:func:`dcplan.export.printing.text_width`); a word
+    wider than the line is broken over lines.
+    """
+    width = max(width, 1.0)
+    space = text_width(" ", bold)
+    n, line = 1, 0.0
     for word in text.split():
-        if line and line + 1 + len(word) > width:
+        w = text_width(word, bold)
+        if line and line + space + w > width:
             n += 1
-            line = 0
-        if len(word) > width:  # a word longer than the line is broken over lines
-            n += (line + len(word) - 1) // width
-            line = (line + len(word)) % width or width
+            line = 0.0
+        if w > width:  # a word wider than the line is broken over lines
+            total = line + (space if line else 0.0) + w
+            more = math.ceil(total / width) - 1
+            n += more
+            line = total - more * width
         else:
-            line += (1 if line else 0) + len(word)
+            line += (space if line else 0.0) + w
     return n
 
 
@@ -923,7 +1139,7 @@ def write_summary(ws: Worksheet, result: Any, placed: dict[str, Placed],
                                              "cost stack over time, one native chart per "
                                              "printed page"),
              ("Chart data", "the tables the charts plot, as live formulas over Power, Fleet "
-                            "and Costs"),
+                            "and Costs (a hidden sheet, not printed: unhide it to read it)"),
              ("Build vs buy", "the served tokens bought from each comparable API against the "
                               "plan's levelised cost, break-even, energy per request"),
              ("Demand / Allocation", "token demand as stated and in tokens, what is served, "
@@ -1072,13 +1288,9 @@ ASSUMPTION_HEADERS = {"section": "Section", "kind": "Kind", "id": "Id", "name": 
                       "override": "Override"}
 
 
-#: Column widths of the Assumptions sheet [characters].
-ASSUMPTION_WIDTHS = {"A": 9, "B": 11, "C": 13, "D": 16, "E": 19, "F": 13, "G": 9, "H": 8,
-                     "I": 30, "J": 10, "K": 32, "L": 8}
-#: Columns of the Assumptions sheet that wrap. The entry's name (D) does not: a long
-#: name is cut at the column edge when printed (the id is beside it, the whole name
-#: in the cell), which keeps most figures on one line.
-ASSUMPTION_WRAP = "CEFGKL"
+#: Columns of the Assumptions sheet that wrap (all but the short reference and date);
+#: their widths share the page's width with the fewest wrapped lines (:func:`fit_page`).
+ASSUMPTION_WRAP = "ABCDEFGKL"
 #: Column of the Assumptions sheet that is hidden (and so not printed): the source,
 #: whose full text the Source ref. column points to on the Sources sheet; the text is
 #: in the cells, for filters and for reading the sheet back.
@@ -1163,6 +1375,8 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
     write_cashflow_sheet(wb, result, placed)
     blocks = write_charts_sheet(sheets["Chart data"], result, placed,
                                 {k: sheets[v] for k, v in CHART_SHEETS.items()})
+    # only the charts' source: hidden (the charts still plot it), so it prints no pages
+    sheets["Chart data"].sheet_state = "hidden"
     checks = write_summary(summary, result, placed, sources)
     assum, srcs = assumptions_sheet_table(assumptions_table(
         sources, result.inputs, equipment_ids(result.tables), result.power_basis))
@@ -1175,22 +1389,44 @@ def build_workbook(result: Any, sources: Any = None) -> tuple[Workbook, dict]:
                     "note and override.", id_cols=5,
         header_of=lambda _df, c: ASSUMPTION_HEADERS.get(c, c), tidy=False,
         row_formats={"value": ["General"] * len(assum)})
-    # Fixed widths that fit a landscape page at 8 pt; long text wraps.
-    for col, w in ASSUMPTION_WIDTHS.items():
-        ws.column_dimensions[col].width = w
     ws.column_dimensions[ASSUMPTION_HIDDEN].hidden = True
+    ws.column_dimensions[ASSUMPTION_HIDDEN].width = 30
     wrap = {ord(c) - ord("A") + 1 for c in ASSUMPTION_WRAP}
-    note = placed["assumptions"].columns["estimate"]
-    for r in range(FIRST_DATA_ROW, placed["assumptions"].last + 1):
-        # a note shared by the fields of one entry prints whole on its first row and
-        # on one line (the same words, cut at the column edge) on the rows below
-        again = r > FIRST_DATA_ROW and ws.cell(r, note).value == ws.cell(r - 1, note).value
-        for c in range(1, len(ASSUMPTION_WIDTHS) + 1):
-            cell = ws.cell(r, c)       # a tall row reads from its top line
-            cut = c == note and again  # "fill" clips at the edge, never spills
+    cols = placed["assumptions"].columns
+    note, name, ident = cols["estimate"], cols["name"], cols["id"]
+    ncols = len(assum.columns)
+    last = placed["assumptions"].last
+    for r in range(FIRST_DATA_ROW, last + 1):
+        # the entry's name and a note shared by its fields print whole on its first
+        # row and on one line (the same words, cut at the column edge) on the rows
+        # below; every cell holds the whole text, for filters. The field (right of
+        # the name) starts one indent in, so that a cut name never runs into it.
+        again = {c for c in (note, name) if r > FIRST_DATA_ROW
+                 and ws.cell(r, c).value == ws.cell(r - 1, c).value
+                 and ws.cell(r, ident).value == ws.cell(r - 1, ident).value}
+        for c in range(1, ncols + 1):
+            cell = ws.cell(r, c)  # a tall row reads from its top line
+            cut = c in again      # "fill" clips at the edge, never spills
             cell.alignment = Alignment(wrap_text=c in wrap and not cut,
                                        horizontal="fill" if cut else cell.alignment.horizontal,
-                                       vertical="top")
+                                       vertical="top", indent=int(c == name + 1))
+    hidden = {ord(ASSUMPTION_HIDDEN) - ord("A") + 1}
+    over = placed["assumptions"].columns["override"]
+    if not any(ws.cell(r, over).value for r in range(FIRST_DATA_ROW,
+                                                      placed["assumptions"].last + 1)):
+        # no figure overridden: the empty column is hidden, not printed (the
+        # description says so)
+        hidden.add(over)
+        ws.column_dimensions[get_column_letter(over)].hidden = True
+        desc = ws.cell(2, 1)
+        desc.value = f"{desc.value} No figure is overridden (the Override column is hidden)."
+    fit_page(ws, [c for c in range(1, ncols + 1) if c not in hidden], whole=(ident,))
+    for c in (note, name):  # "fill" repeats a text shorter than the column: plain
+        width = ws.column_dimensions[get_column_letter(c)].width
+        for r in range(FIRST_DATA_ROW, last + 1):
+            cell = ws.cell(r, c)
+            if cell.alignment.horizontal == "fill" and len(str(cell.value)) < width - 1:
+                cell.alignment = Alignment(vertical="top")
     ws = sheets["Sources"]
     placed["sources"] = write_table(
         ws, srcs, title=f"Sources of the input figures used by {result.name}",
@@ -1261,6 +1497,10 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
     """Print setup of every sheet (see :mod:`dcplan.export.printing`)."""
     title = f"dcplan plan: {result.name}"
     id_cols = {p.sheet: p.id_cols for p in placed.values()}
+    tables = {s.sheet for s in SHEETS if s.table != "kpis"} | {CASHFLOW_SHEET[0]}
+    for name, p in placed.items():
+        if p.sheet in tables and name != "requests":
+            _hide_constant(wb[p.sheet], p)
     for ws in wb.worksheets:
         if ws.title in CHART_SHEETS.values():
             chart_page(ws, title)
@@ -1271,15 +1511,106 @@ def _page_setup(wb: Workbook, result: Any, placed: dict[str, Placed],
             setup_page(ws, title, last_col=max(ws.max_column, len(SUMMARY_WIDTHS)))
         elif ws.title == "Chart data":
             setup_page(ws, title, repeat_cols=1)
+            if ws.sheet_state != "visible":
+                # LibreOffice prints a hidden sheet that has a print area: none, so the
+                # sheet prints only when unhidden (then all of it, same layout)
+                ws.print_area = None
+                ws.print_title_cols = None
         else:
             rows = f"{HEADER_ROW}:{HEADER_ROW}"
             cols = id_cols.get(ws.title, 1)
             first = setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
-            if first < ws.max_column and _narrow_headings(ws, first):
+            if first < ws.max_column and _widen_wrapped(ws, cols):
+                fit_wrapped_rows(ws)
+                first = setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+            widths = [printed_width(ws, j) for j in range(1, ws.max_column + 1)]
+            rep = repeated_cols(widths, cols)
+            if first < ws.max_column and _narrow_headings(ws, rep if rep > 1 else first):
                 # printed in blocks of columns: the title and description wrap within
-                # the first page, taller, which may change the layout
+                # the id columns every block repeats (else the first block), so that
+                # every block prints them whole; taller, which may change the layout
                 fit_wrapped_rows(ws)
                 setup_page(ws, title, repeat_rows=rows, repeat_cols=cols)
+
+
+#: Fewest rows of a table whose constant columns are hidden (:func:`_hide_constant`).
+CONSTANT_MIN_ROWS = 3
+
+
+def _hide_constant(ws: Worksheet, p: Placed) -> list[str]:
+    """Hide the columns of table ``p`` that hold one value in every row.
+
+    Such a column (``Peak hour: peak`` on every row, a count that is 0 throughout)
+    says the same thing in every row; it is hidden, so not printed, and the table's
+    description (row 2) names each with its value. The cells keep their values, for
+    filters, formulas and reading the sheet back. Id columns, tables of fewer than
+    :data:`CONSTANT_MIN_ROWS` rows and columns that hold anything below the table
+    (a second table, a note) stay.
+
+    Returns
+    -------
+    list of str
+        ``"<header>: <value>"`` of each hidden column.
+    """
+    if p.last - p.first + 1 < CONSTANT_MIN_ROWS or ws.cell(2, 1).value is None:
+        return []
+    said = []
+    for j in sorted(p.columns.values()):
+        if j <= p.id_cols:
+            continue
+        values = {ws.cell(r, j).value for r in range(p.first, p.last + 1)}
+        below = [ws.cell(r, j).value for r in range(p.last + 1, ws.max_row + 1)
+                 if r != p.total_row]
+        if len(values) != 1 or any(v is not None for v in below):
+            continue
+        value = values.pop()
+        head = " ".join(str(ws.cell(HEADER_ROW, j).value or "").split())
+        said.append(f"{head}: {'empty' if value in (None, '') else value}")
+        ws.column_dimensions[get_column_letter(j)].hidden = True
+    if said:
+        cell = ws.cell(2, 1)
+        cell.value = (f"{cell.value} The same in every row (columns hidden, not printed): "
+                      + "; ".join(said) + ".")
+    return said
+
+
+def _widen_wrapped(ws: Worksheet, id_cols: int) -> bool:
+    """Give the room left in a table's last block of columns to its wrapped columns.
+
+    A table printed in blocks of columns leaves the last block part empty; its
+    wrapped columns (names) get that room where it saves lines (:func:`fit_widths`),
+    as long as the table still prints in as many blocks with as many id columns
+    repeated. Returns True when a width
+    changed.
+    """
+    widths = [printed_width(ws, j) for j in range(1, ws.max_column + 1)]
+    heights = [ws.row_dimensions[r].height or 15.0 for r in range(1, ws.max_row + 1)]
+    blocks = len(page_layout(widths, heights, repeat_cols=id_cols)[2])
+    cols = sorted({c.column for row in ws.iter_rows(min_row=FIRST_DATA_ROW) for c in row
+                   if isinstance(c.value, str) and c.alignment.wrap_text})
+    if not blocks or not cols:
+        return False
+    before = {c: ws.column_dimensions[get_column_letter(c)].width for c in cols}
+    tall = sum(heights)
+    rows = range(HEADER_ROW, ws.max_row + 1)
+    # the room: a landscape page per block at the smallest readable scale, less the
+    # table and the id columns repeated on every block after the first
+    room = (blocks + 1) * math.floor(page_chars("landscape")) - sum(widths) \
+        - blocks * sum(widths[:repeated_cols(widths, id_cols)])
+    for extra in range(int(room), 0, -2):
+        fit_widths(ws, cols, sum(before.values()) + extra, rows=rows)
+        new = [printed_width(ws, j) for j in range(1, ws.max_column + 1)]
+        if len(page_layout(new, heights, repeat_cols=id_cols)[2]) == blocks and \
+                repeated_cols(new, id_cols) == repeated_cols(widths, id_cols):
+            fit_wrapped_rows(ws)
+            if sum(ws.row_dimensions[r].height or 15.0
+                   for r in range(1, ws.max_row + 1)) < tall - 1:
+                return True  # shorter, in as many blocks
+            break
+    for c, w in before.items():
+        ws.column_dimensions[get_column_letter(c)].width = w
+    fit_wrapped_rows(ws)
+    return False
 
 
 def _align_top(ws: Worksheet) -> None:

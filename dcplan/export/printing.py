@@ -17,6 +17,7 @@ printing and the same in every spreadsheet program.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 
 from openpyxl.utils import get_column_letter
@@ -24,7 +25,7 @@ from openpyxl.worksheet.page import PageMargins
 from openpyxl.worksheet.worksheet import Worksheet
 
 #: Margins [inch].
-MARGINS = PageMargins(left=0.4, right=0.4, top=0.7, bottom=0.7, header=0.3, footer=0.3)
+MARGINS = PageMargins(left=0.4, right=0.4, top=0.5, bottom=0.5, header=0.2, footer=0.2)
 
 #: A4 paper, portrait (width, height) [inch].
 A4_INCH = (8.27, 11.69)
@@ -61,6 +62,47 @@ CHART_COL_WIDTH = 8.43
 CHART_ROW_HEIGHT = 15.0
 CHART_AREA = (16, 32)  # columns, rows
 
+#: Advance widths of the printable ASCII characters (space to ``~``) in DejaVu Sans,
+#: LibreOffice's stand-in for Calibri, as a share of its digit width (one character
+#: of column width): regular and bold. Measured from DejaVuSans.ttf and
+#: DejaVuSans-Bold.ttf 2.37 (advance widths at 2048 units per em; digit 1303). Calibri
+#: is narrower, so text measured with these fits in Excel too.
+GLYPH_WIDTHS = tuple(float(x) for x in (
+    "0.50 0.63 0.72 1.32 1.00 1.49 1.23 0.43 0.61 0.61 0.79 1.32 0.50 0.57 0.50 0.53 "
+    "1.00 1.00 1.00 1.00 1.00 1.00 1.00 1.00 1.00 1.00 0.53 0.53 1.32 1.32 1.32 0.83 "
+    "1.57 1.08 1.08 1.10 1.21 0.99 0.90 1.22 1.18 0.46 0.46 1.03 0.88 1.36 1.18 1.24 "
+    "0.95 1.24 1.09 1.00 0.96 1.15 1.08 1.55 1.08 0.96 1.08 0.61 0.53 0.61 1.32 0.79 "
+    "0.79 0.96 1.00 0.86 1.00 0.97 0.55 1.00 1.00 0.44 0.44 0.91 0.44 1.53 1.00 0.96 "
+    "1.00 1.00 0.65 0.82 0.62 1.00 0.93 1.29 0.93 0.93 0.83 1.00 0.53 1.00 1.32").split())
+GLYPH_WIDTHS_BOLD = tuple(float(x) for x in (
+    "0.55 0.72 0.82 1.32 1.09 1.57 1.37 0.48 0.72 0.72 0.82 1.32 0.60 0.65 0.60 0.57 "
+    "1.09 1.09 1.09 1.09 1.09 1.09 1.09 1.09 1.09 1.09 0.63 0.63 1.32 1.32 1.32 0.91 "
+    "1.57 1.22 1.20 1.15 1.30 1.07 1.07 1.29 1.32 0.58 0.58 1.22 1.00 1.56 1.32 1.34 "
+    "1.15 1.34 1.21 1.13 1.07 1.28 1.22 1.73 1.21 1.14 1.14 0.72 0.57 0.72 1.32 0.79 "
+    "0.79 1.06 1.13 0.93 1.13 1.07 0.68 1.13 1.12 0.54 0.54 1.05 0.54 1.64 1.12 1.08 "
+    "1.13 1.13 0.78 0.94 0.75 1.12 1.02 1.45 1.01 1.02 0.91 1.12 0.57 1.12 1.32").split())
+
+#: Width of a character outside printable ASCII [digit widths]: a wide (East Asian)
+#: one takes two, any other the widest Latin letter.
+WIDE_GLYPH, OTHER_GLYPH = 2.0, 1.6
+
+#: Margin on measured text [share], for kerning and rounding to pixels.
+TEXT_MARGIN = 1.02
+
+
+def text_width(text: str, bold: bool = False) -> float:
+    """Printed width of ``text`` in DejaVu Sans [characters of column width]."""
+    table = GLYPH_WIDTHS_BOLD if bold else GLYPH_WIDTHS
+    total = 0.0
+    for ch in text:
+        k = ord(ch) - 32
+        if 0 <= k < len(table):
+            total += table[k]
+        else:
+            total += WIDE_GLYPH if unicodedata.east_asian_width(ch) in "WF" else OTHER_GLYPH
+    return total * TEXT_MARGIN
+
+
 _MAX_HF = 60  # characters of user text in a header (Excel allows 255 per section set)
 
 
@@ -82,6 +124,11 @@ def printable(orientation: str) -> tuple[float, float]:
     w, h = A4_INCH if orientation == "portrait" else A4_INCH[::-1]
     return ((w - MARGINS.left - MARGINS.right) * WIDTH_SLACK,
             h - MARGINS.top - MARGINS.bottom)
+
+
+def page_chars(orientation: str, scale: int | None = None) -> float:
+    """Columns that fit across a page at ``scale`` (default :func:`min_scale`) [characters]."""
+    return printable(orientation)[0] * 72.0 / CHAR_PT * 100.0 / (scale or min_scale())
 
 
 def min_scale(font_pt: float = BODY_FONT_PT) -> int:
@@ -112,8 +159,9 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
     -------
     orientation, scale, col_breaks
         ``"portrait"`` or ``"landscape"``; the print scale [percent], no less than
-        :func:`min_scale`; and the 1-based columns after which a new block of columns
-        starts (empty when the table is one page wide).
+        :func:`min_scale`: the largest that prints on the fewest pages; and the
+        1-based columns after which a new block of columns starts (empty when the
+        table is one page wide).
     """
     need = sum(column_inches(w) for w in widths) or 1.0
     tall = sum(heights) / 72.0
@@ -121,14 +169,14 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
     best = None
     for orient in ("landscape", "portrait"):
         pw, ph = printable(orient)
-        scale = min(MAX_SCALE, math.floor(100.0 * pw / need))
-        if scale < lo:
-            continue
-        per_page = ph * 100.0 / scale - repeat_height / 72.0
-        pages = max(1, math.ceil(tall / max(per_page, 0.5)))
-        key = (pages, -scale)
-        if best is None or key < best[0]:
-            best = (key, orient, scale)
+        top = min(MAX_SCALE, math.floor(100.0 * pw / need))
+        # every scale down to the smallest readable one: a smaller scale may save pages
+        for scale in range(top, lo - 1, -1):
+            per_page = ph * 100.0 / scale - repeat_height / 72.0
+            pages = max(1, math.ceil(tall / max(per_page, 0.5)))
+            key = (pages, -scale)
+            if best is None or key < best[0]:
+                best = (key, orient, scale)
     if best is not None:
         return best[1], best[2], []
     # Too wide for a landscape page at the smallest readable size: blocks of columns,
