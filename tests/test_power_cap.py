@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from dataclasses import replace
@@ -117,10 +118,16 @@ def test_phase_clocks_by_hand(catalog):
     assert float(accelerator_power_kw(acc, 0.9 * scale)) * 1e3 == pytest.approx(560.0)
 
 
+@functools.cache
+def _gb200_gpu():
+    """The catalog's GB200 GPU, read once for the property below."""
+    return load_catalog(CATALOGS).get("accelerators", "gb200_gpu")
+
+
 @given(act=st.floats(0.0, 1.0), cap=st.floats(0.5, 1.0))
 @settings(max_examples=200, deadline=None)
 def test_accelerator_power_never_exceeds_the_cap(act, cap):
-    acc = load_catalog(CATALOGS).get("accelerators", "gb200_gpu")
+    acc = _gb200_gpu()
     c = PERF_IN.power_curve("gb200_gpu")
     _clk, _mem, scale = phase_clocks(c, acc, cap, act)
     p = float(accelerator_power_kw(acc, capped_activity(act, scale, cap_activity(acc, cap))))

@@ -23,6 +23,7 @@ to a temporary file and renamed, so an interrupted run never leaves a broken wor
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -389,10 +390,27 @@ def fit_wrapped_rows(ws: Worksheet, line_height: float = 15.0) -> None:
 
 def _text_lines(cell: Any, width: float) -> int:
     """Lines a wrapped text cell takes in a column ``width`` characters wide."""
+    return _lines_of(*_text_key(cell), width)
+
+
+def _text_key(cell: Any) -> tuple[str, float, bool, int]:
+    """What the wrapped lines of a cell depend on besides the width.
+
+    Returns the text, the font size over 11 pt [-], bold and the indent [characters].
+    """
     size = (cell.font.sz or 11) / 11 if cell.font is not None else 1.0
     bold = bool(cell.font is not None and cell.font.b)
-    room = (width - CELL_PAD - 2 * (cell.alignment.indent or 0)) / size
-    return sum(_wrapped_lines(part, room, bold) for part in str(cell.value).split("\n"))
+    return str(cell.value), size, bold, int(cell.alignment.indent or 0)
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _lines_of(text: str, size: float, bold: bool, indent: int, width: float) -> int:
+    """Lines ``text`` takes wrapped in a column ``width`` characters wide.
+
+    Cached: the width search of :func:`fit_widths` asks the same cells at many widths.
+    """
+    room = (width - CELL_PAD - 2 * indent) / size
+    return sum(_wrapped_lines(part, room, bold) for part in text.split("\n"))
 
 
 #: Longest word a wrapped column is made wide enough for [characters]; a longer one
@@ -472,10 +490,11 @@ def fit_widths(ws: Worksheet, cols: Sequence[int], budget: float, *,
         low[c] = n
     widths = dict(low)
     memo: dict[tuple[int, int], dict[int, int]] = {}
+    keys = {c: [(r, _text_key(cell)) for r, cell in wrapped[c]] for c in cols}
 
     def at(c: int, w: int) -> dict[int, int]:
         if (c, w) not in memo:
-            memo[(c, w)] = {r: _text_lines(cell, w) for r, cell in wrapped[c]}
+            memo[(c, w)] = {r: _lines_of(*key, w) for r, key in keys[c]}
         return memo[(c, w)]
 
     lines = {c: at(c, widths[c]) for c in cols}

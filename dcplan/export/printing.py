@@ -16,6 +16,7 @@ printing and the same in every spreadsheet program.
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 from collections.abc import Sequence
@@ -90,6 +91,7 @@ WIDE_GLYPH, OTHER_GLYPH = 2.0, 1.6
 TEXT_MARGIN = 1.02
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def text_width(text: str, bold: bool = False) -> float:
     """Printed width of ``text`` in DejaVu Sans [characters of column width]."""
     table = GLYPH_WIDTHS_BOLD if bold else GLYPH_WIDTHS
