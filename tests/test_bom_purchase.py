@@ -81,6 +81,7 @@ def test_in_rack_lines_stand_apart_and_cdus_are_the_cooling_tables(minimal_plan,
         plan.to_numpy(), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_workbook_totals_sum_the_own_purchases_only(minimal_plan, tmp_path):
     result, _ = minimal_plan
     bom = result.tables["bom"]

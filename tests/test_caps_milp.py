@@ -149,6 +149,7 @@ def test_caps_offered_never_make_the_plan_dearer(demand, goodput_80, kw_80, pric
     ("{nosuch: [0.9]}", "power_caps", "unknown rack id 'nosuch'"),
     ("{vera_rubin_nvl72: [0.9]}", "power_caps", "not one of this scenario's racks"),
 ])
+@pytest.mark.slow
 def test_bad_caps_name_file_entry_and_field(tmp_path, caps, field, words):
     """A cap above 1 or at 0, no level, or a rack the scenario does not plan: one clear
     problem naming the file, its line and the field."""
@@ -176,6 +177,7 @@ def test_cap_below_the_power_curve_names_the_entry(tmp_path):
     assert p.field == "power_caps" and "low.yaml:3" in str(p) and "0.4" in str(p), str(p)
 
 
+@pytest.mark.slow
 def test_caps_levels_come_from_the_performance_model():
     """The planner's inputs at each cap are the performance model's (one definition):
     goodput and operating power from rack_performance at that cap with the rack's power

@@ -127,6 +127,7 @@ def test_with_changes_reports_every_problem(minimal):
         minimal.with_changes({"sites.5": "x"})
 
 
+@pytest.mark.slow
 def test_with_changes_plans_like_the_edited_file(minimal, tmp_path):
     """A change through with_changes plans exactly like the same change written in a file."""
     # (both with the linear fabric: 3 s a plan instead of 14)

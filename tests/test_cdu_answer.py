@@ -138,6 +138,7 @@ def test_minimal_plan_cdus_are_the_cooling_models(minimal):
     _terminal_counts(minimal)
 
 
+@pytest.mark.slow
 def test_dcplan_cooling_prints_the_plans_cdus(minimal):
     """``dcplan cooling --site S --rack R --racks N`` for a site with one rack type."""
     cool, fleet = minimal.tables["cooling"], minimal.tables["fleet"]

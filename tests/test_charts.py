@@ -176,6 +176,7 @@ def test_period_unit_cost_matches_the_tables(result):
     assert uc.tokens.sum() == pytest.approx(result.kpi("tokens_served"), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_failed_chart_write_leaves_no_partial_file(result, tmp_path, monkeypatch):
     import matplotlib.figure
 

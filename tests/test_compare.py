@@ -50,6 +50,7 @@ def test_compare_cli_prints_side_by_side(run):
     assert "Racks bought over the horizon" in text
 
 
+@pytest.mark.slow
 def test_compare_writes_workbook_csv_and_charts(run):
     _, out, _ = run
     kpis = pd.read_csv(out / "kpis.csv")

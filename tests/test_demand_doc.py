@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from dcplan.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,6 +15,7 @@ gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 
 
+@pytest.mark.slow
 def test_token_and_price_tables_are_current():
     # The ENERGY block runs the planner and is refreshed with `python docs/gen_demand.py`.
     text = gen.DOC.read_text(encoding="utf-8")

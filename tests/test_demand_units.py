@@ -90,6 +90,7 @@ def test_tokens_need_no_conversion():
      "  languages: {ko: {sample: ko.txt}}\n", "demand.languages.ko.sample", "chat",
      "tokens_per_character instead"),
 ])
+@pytest.mark.slow
 def test_bad_demand_units_name_file_entry_field(tmp_path, body, field, entry, words):
     (tmp_path / "empty.txt").write_text("")
     (tmp_path / "ko.txt").write_text("한국어 문장입니다.")

@@ -303,6 +303,7 @@ def test_a_linear_networks_horizon_total_is_within_8_percent_of_the_exact_sizing
         assert rows.exact.sum() == pytest.approx(rows.plan.sum(), rel=0.08), q
 
 
+@pytest.mark.slow
 def test_tiered_network_on_the_minimal_example_is_within_a_few_percent_of_its_sizing():
     """network_model tiered from a shipped example: every site-period's network kW and
     capex within 6 % of the exact sizing of the plan's own fleet (the tier's figure is
@@ -397,6 +398,7 @@ def _problems(fixture: str):
     return info.value.problems, str(info.value)
 
 
+@pytest.mark.slow
 def test_fixture_base_is_valid():
     prepare_inputs(load_case(FIXTURES / "_base.yaml"))
 
@@ -410,6 +412,7 @@ def test_fixture_base_is_valid():
     ("no_servable_rack.yaml", "racks", "chat",
      ["no allowed rack and site can serve it", "cannot host rubin_ultra_nvl576", "'sites'"]),
 ])
+@pytest.mark.slow
 def test_bad_scenario_files(fixture, field, entry, words):
     problems, text = _problems(fixture)
     assert len(problems) == 1, text

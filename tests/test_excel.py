@@ -196,6 +196,7 @@ def test_periods_numbers_counts_integers(book, solved):
     assert firsts and set(firsts) <= set(range(2026, 2033))
 
 
+@pytest.mark.slow
 def test_every_sheet_reads_back_with_pandas(book, solved):
     """Each sheet equals the tidy table (rounded at the source) exactly, and the tidy
     table equals the planner's table within the rounding."""
@@ -575,6 +576,7 @@ def test_opens_in_libreoffice_as_csv(book, solved, tmp_path):
     assert "Outcome" in text and "OPTIMAL" in text
 
 
+@pytest.mark.slow
 def test_atomic_write_keeps_old_file_on_failure(book, solved, tmp_path, monkeypatch):
     result, src = solved
     target = tmp_path / "plan.xlsx"

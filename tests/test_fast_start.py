@@ -96,6 +96,7 @@ def test_version_and_help_load_no_heavy_library(args):
 @pytest.mark.parametrize("args", [["perf", "--help"], ["plan", "--help"],
                                   ["catalog", "list", "--help"], ["sweep", "--help"],
                                   ["cooling", "--help"], ["perf", "frontier", "--help"]])
+@pytest.mark.slow
 def test_command_help_loads_no_schema(args):
     done, modules = _dcplan(args)
     assert done.returncode == 0, done.stderr
@@ -128,6 +129,7 @@ def test_rack_completion_gives_the_catalog_ids_and_loads_no_heavy_library():
     ("dcplan network --optics lpo", "optics"),
     ("dcplan tokens count -m ll", "models"),
 ])
+@pytest.mark.slow
 def test_id_completion_of_each_kind(words, kind):
     got, _ = _complete(words)
     typed = words.rsplit(" ", 1)[1]

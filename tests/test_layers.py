@@ -74,6 +74,7 @@ def test_every_module_has_a_layer():
     assert not missing, missing
 
 
+@pytest.mark.slow
 def test_no_import_points_up():
     bad = []
     for path in sorted(PKG.rglob("*.py")):
@@ -131,6 +132,7 @@ def _module_graph():
     return graph
 
 
+@pytest.mark.slow
 def test_no_import_cycles():
     """No module of the package imports, directly or through others, one that imports it."""
     import networkx as nx

@@ -95,6 +95,7 @@ def written(minimal_plan, tmp_path_factory):
     return result, out
 
 
+@pytest.mark.slow
 def test_minimal_plan_explains_its_facility_peak(written):
     check_written_power(written[1] / "csv")
 
@@ -134,6 +135,7 @@ def test_margin_is_the_high_percentile_over_serving_power_of_the_allocated_racks
     assert f"margin {high / serve - 1:.1%}" in result.power_basis
 
 
+@pytest.mark.slow
 def test_power_basis_is_stated_in_every_output(written, tmp_path):
     from dcplan.export.terminal import plan_text
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import pytest
 from typer.testing import CliRunner
 
 from dcplan import perf
@@ -49,6 +50,7 @@ def test_unknown_rack_suggests_prefix_match():
     assert "hgx_b200'?" not in result.stderr
 
 
+@pytest.mark.slow
 def test_replica_wording():
     """'N replicas of M accelerator(s) per rack', with the API's N and M (singular for 1)."""
     p = rack_performance(load_catalog(), "gb200_nvl72", None, "chat_disagg")

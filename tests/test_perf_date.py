@@ -188,6 +188,7 @@ def test_planner_periods_and_speedup_path():
     assert period_levels(None, starts) == ([None] * 4, None)
 
 
+@pytest.mark.slow
 def test_cli_date_engine_and_refusals():
     from typer.testing import CliRunner
 

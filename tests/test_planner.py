@@ -272,6 +272,7 @@ PROP = settings(max_examples=12, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROP
 @given(tiny, st.floats(1.0, 1.6))
 def test_more_demand_never_lowers_cost(p, f):
@@ -280,6 +281,7 @@ def test_more_demand_never_lowers_cost(p, f):
     assert b.objective_usd >= a.objective_usd * (1 - 1e-7) - 1e-6
 
 
+@pytest.mark.slow
 @PROP
 @given(tiny, st.floats(0.0, 80.0))
 def test_more_grid_never_raises_cost(p, extra):

@@ -312,6 +312,7 @@ def test_flexible_workload_never_raises_cost(p):
     assert flex.objective_usd <= rigid.objective_usd * (1 + 1e-7) + 1e-6
 
 
+@pytest.mark.slow
 @PROP
 @given(tiny)
 def test_earlier_connection_never_dearer(p):

@@ -30,6 +30,7 @@ def _problems(name: str):
     ("profile_unknown.yaml", "demand.profiles.chat", "chat",
      ["kr_consumer_chatt", "kr_consumer_chat"]),
 ])
+@pytest.mark.slow
 def test_bad_realism_inputs(fixture, field, entry, words):
     problems, text = _problems(fixture)
     assert len(problems) == 1, text

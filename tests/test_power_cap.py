@@ -212,6 +212,7 @@ def test_clocks_follow_the_uncapped_step_activities(catalog):
     assert capped.power_kw <= capped.power_at_cap_kw
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rack,wl", [("hgx_h200", "chat"), ("gb200_nvl72", "chat_disagg")])
 @given(a=st.floats(0.5, 1.0), b=st.floats(0.5, 1.0))
 @settings(max_examples=12, deadline=None)
@@ -284,12 +285,14 @@ def test_cli_perf_power_cap_fraction_and_kw():
 @pytest.mark.parametrize("bad,msg", [("1.2", "0 < f <= 1"), ("0", "0 < f <= 1"),
                                      ("-0.5", "0 < f <= 1"), ("abc", "must be a fraction"),
                                      ("0.3", "below the lowest cap"), ("1kW", "between")])
+@pytest.mark.slow
 def test_cli_bad_caps_exit_1(bad, msg):
     r = _cli("--rack", "hgx_h200", "--workload", "chat", "--power-cap", bad)
     assert r.exit_code == 1, r.output
     assert msg in r.output and "Traceback" not in r.output
 
 
+@pytest.mark.slow
 def test_cli_power_curve_table_json_png(tmp_path):
     png = tmp_path / "cap.png"
     r = _cli("power-curve", "--rack", "hgx_h200", "--workload", "chat", "--json",
@@ -304,6 +307,7 @@ def test_cli_power_curve_table_json_png(tmp_path):
     assert "power curve: estimate" in r.output and "0.95" in r.output
 
 
+@pytest.mark.slow
 def test_cli_frontier_power_cap():
     args = ["frontier", "--rack", "hgx_h200", "--model", "llama3_70b", "--input-tokens",
             "1000", "--output-tokens", "500", "--mode", "aggregated", "--json"]

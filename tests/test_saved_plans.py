@@ -113,6 +113,7 @@ def test_bad_saved_files_are_refused_clearly(saved, tmp_path, damage, words):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_export_writes_outputs_from_the_saved_file(saved, tmp_path):
     path, _, _scenario = saved
     res = runner.invoke(app, ["export", str(path), "-o", str(tmp_path / "csv"), "--xlsx",
@@ -125,6 +126,7 @@ def test_export_writes_outputs_from_the_saved_file(saved, tmp_path):
     assert res.exit_code == 2 and "say what to write" in res.stderr
 
 
+@pytest.mark.slow
 def test_compare_reads_saved_plans_and_scenarios_alike(saved):
     path, solved, scenario = saved
     res = runner.invoke(app, ["compare", str(path), str(scenario), "-q", "--json"])
@@ -287,6 +289,7 @@ def _commands():
     return [p for p in walk(click_app, []) if p]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", _commands(), ids=" ".join)
 def test_every_command_help_is_readable(path):
     res = runner.invoke(app, [*path, "--help"])

@@ -87,6 +87,7 @@ def test_binding_rows_keep_only_positive_shadow_prices():
     assert binding_rows(None) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 def test_catalog_list_fits(width):
     for kind in ("racks", "api_prices", "accelerators", "models", "sites"):
@@ -101,6 +102,7 @@ def test_catalog_list_fits(width):
                 assert _whole(format_cell(rec[c]), text), (c, rec[c])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 def test_perf_frontier_fits(width):
     args = ["perf", "frontier", "--rack", "gb200_nvl72", "--model", "deepseek_r1",
