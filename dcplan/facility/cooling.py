@@ -337,6 +337,41 @@ class FleetCdus:
         return f"{self.count} x {self.cdu_id}{shown}"
 
 
+def _checked_fleet(catalog, site: Site, racks: dict[str, int], redundancy: int | None
+                   ) -> tuple[dict[str, int], list[Rack], int]:
+    """The racks a site is asked to cool, checked (for :func:`fleet_cdus`, :func:`cooling`).
+
+    Parameters
+    ----------
+    catalog : Catalog
+        Rack catalog.
+    site : Site
+        The site.
+    racks : dict
+        Rack id -> count [racks]; zero counts are dropped.
+    redundancy : int or None
+        Spare CDUs; None: the default [units].
+
+    Returns
+    -------
+    racks, models, redundancy
+        The non-zero counts [racks], their catalog entries and the redundancy [units].
+
+    Raises
+    ------
+    InputError
+        A negative count or redundancy, or a rack the site cannot host.
+    """
+    racks = {r: int(n) for r, n in racks.items() if n}
+    if any(n < 0 for n in racks.values()):
+        raise _err("rack counts must be >= 0")
+    models = check_racks_fit(catalog, site, racks)
+    red = value("cooling", "default_cdu_redundancy") if redundancy is None else int(redundancy)
+    if red < 0:
+        raise _err(f"--redundancy must be >= 0 (got {red})")
+    return racks, models, red
+
+
 def fleet_cdus(catalog, site: Site, racks: dict[str, int], redundancy: int | None = None,
                supply_water_c: float | None = None, cdu_id: str | None = None) -> FleetCdus:
     """CDU model and count of ``racks`` ({rack_id: count}) at ``site``, at full IT load.
@@ -374,13 +409,7 @@ def fleet_cdus(catalog, site: Site, racks: dict[str, int], redundancy: int | Non
         A rack the site cannot host, a negative count or redundancy, or no CDU that
         keeps the racks' coolant cool enough.
     """
-    racks = {r: int(n) for r, n in racks.items() if n}
-    if any(n < 0 for n in racks.values()):
-        raise _err("rack counts must be >= 0")
-    models = check_racks_fit(catalog, site, racks)
-    red = value("cooling", "default_cdu_redundancy") if redundancy is None else int(redundancy)
-    if red < 0:
-        raise _err(f"--redundancy must be >= 0 (got {red})")
+    racks, models, red = _checked_fleet(catalog, site, racks, redundancy)
     liquid = sum(n * m.it_power_max_kw * m.liquid_heat_frac
                  for m, n in zip(models, racks.values(), strict=True))
     supply = site.liquid_supply_c if supply_water_c is None else float(supply_water_c)
@@ -613,13 +642,7 @@ def cooling(catalog, site: Site, racks: dict[str, int], network_kw: float = 0.0,
     CoolingResult
         CDUs, plants, cooling electric power [kW], capex [USD] and water.
     """
-    racks = {r: int(n) for r, n in racks.items() if n}
-    if any(n < 0 for n in racks.values()):
-        raise _err("rack counts must be >= 0")
-    models = check_racks_fit(catalog, site, racks)
-    red = value("cooling", "default_cdu_redundancy") if redundancy is None else int(redundancy)
-    if red < 0:
-        raise _err(f"--redundancy must be >= 0 (got {red})")
+    racks, models, red = _checked_fleet(catalog, site, racks, redundancy)
     if supply_water_c is not None:
         check_supply_water(catalog, site, float(supply_water_c))
     cdus = fleet_cdus(catalog, site, racks, red, supply_water_c, cdu_id)
