@@ -71,6 +71,8 @@ TrendOpt = Annotated[str, typer.Option(
     "--software-trend", help="After the latest fitted run: 'hold' its level or "
                              "'extrapolate' the fitted trend.")]
 
+RackOpt = Annotated[str, typer.Option("--rack", help="Rack id.",
+                                       autocompletion=ids_of("racks"))]
 PowerCapOpt = Annotated[str | None, typer.Option(
     "--power-cap", metavar="FRACTION|KW",
     help="Cap every accelerator's board power: a fraction 0 < f <= 1 of its max power "
@@ -480,8 +482,7 @@ FRONTIER_OPTIONAL = ["draft_tokens", "total_tokens_per_s_per_gpu", "median_ttft_
 @perf_app.command("frontier")
 @handle_errors
 def frontier_cmd(
-    rack: Annotated[str, typer.Option("--rack", help="Rack id.",
-                                      autocompletion=ids_of("racks"))],
+    rack: RackOpt,
     model: Annotated[str, typer.Option("--model", help="Model id.",
                                        autocompletion=ids_of("models"))],
     input_tokens: Annotated[float, typer.Option("--input-tokens", help="Prompt tokens.")],
@@ -577,8 +578,7 @@ def frontier_cmd(
 @perf_app.command("power-curve")
 @handle_errors
 def power_curve_cmd(
-    rack: Annotated[str, typer.Option("--rack", help="Rack id.",
-                                      autocompletion=ids_of("racks"))],
+    rack: RackOpt,
     workload: Annotated[str, typer.Option("--workload", help="Workload id.",
                                           autocompletion=ids_of("workloads"))],
     model: Annotated[str | None, typer.Option(
