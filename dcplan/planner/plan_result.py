@@ -19,7 +19,7 @@ TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network"
           "bom", "sizing", "equipment", "grid", "hours", "schedules")
 #: Tables only some plans have, after :data:`TABLES` (``caps``: a scenario with
 #: ``power_caps``).
-OPTIONAL_TABLES = ("caps",)
+OPTIONAL_TABLES = ("caps", "power_oversubscription")
 
 
 @dataclass

@@ -25,6 +25,7 @@ from dcplan.planner.solver import (
     format_gap,
     solve,
 )
+from dcplan.planner.power_oversub import power_oversub_table
 from dcplan.planner.start import rounding_start
 from dcplan.planner.tables import (
     Solution,
@@ -89,7 +90,9 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
             "requests": requests_table(d, allocation, power, demand),
             "unserved": unserved_table(d, sol), "grid": grid_table(d, sol, power),
             "hours": hours_table(d, sol), "schedules": schedules_table(d, sol),
-            **({"caps": caps_table(d, sol, power)} if d.cap_levels else {})}
+            **({"caps": caps_table(d, sol, power)} if d.cap_levels else {}),
+            **({"power_oversubscription": power_oversub_table(d, sol)}
+               if d.power_oversub else {})}
 
 
 def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
