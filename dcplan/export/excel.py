@@ -195,6 +195,15 @@ OPTIONAL_SHEETS: tuple[SheetSpec, ...] = (
               "rack can draw at that cap, the tokens/s its allocations serve at peak, and "
               "per site the racks and tokens/s per MW of facility peak (the plan's power "
               "basis).", (), 4),
+    SheetSpec("Power oversubscription", "power_oversubscription",
+              "Power oversubscription by site and period: provision, risk and tokens lost",
+              "Each oversubscribed site provisions its factor times its racks' IT power at "
+              "the plan's power basis; power capping keeps the draw under it. The fleet's "
+              "draw in every hour is taken as normal (mean from the plan, spread from the "
+              "performance model's p99 rack power, racks fully correlated): the share of "
+              "the year it would exceed the provision, the energy above it, the tokens "
+              "capping costs there, and the tokens/s the plan derated its racks by "
+              "(docs/planner.md, Power oversubscription).", (), 2),
 )
 
 #: Sheet order of the plan workbook.
