@@ -34,6 +34,9 @@ from dcplan.units import HOURS_PER_YEAR
 #: Standard normal quantile of the performance model's high percentile (``power_p99_kw``
 #: is the rack power exceeded 1 % of the time) [-].
 Z_P99 = float(norm.ppf(0.99))
+#: Beyond this many standard deviations the normal tail is taken as 0 [-] (phi(40) is
+#: about 1e-348, below the smallest float).
+Z_FAR = 40.0
 
 
 def rack_power_sigma_kw(power_kw: float, power_p99_kw: float) -> float:
@@ -99,6 +102,8 @@ def expected_excess_kw(mu_kw: float, sigma_kw: float, cap_kw: float) -> float:
     if sigma_kw <= 0:
         return max(0.0, mu_kw - cap_kw)
     z = (cap_kw - mu_kw) / sigma_kw
+    if abs(z) > Z_FAR:  # the tail term is below any float next to the other
+        return max(0.0, mu_kw - cap_kw)
     return max(0.0, float(sigma_kw * norm.pdf(z) + (mu_kw - cap_kw) * norm.sf(z)))
 
 
