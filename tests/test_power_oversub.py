@@ -118,7 +118,8 @@ def test_oversubscribed_site_serves_more_in_the_same_grid_with_the_loss_counted(
     excess = sigma * _phi(z) + (mu - cap) * _sf(z)
     assert row.oversubscription_factor == 0.8
     assert row.basis_it_kw == pytest.approx(50.0) and row.provisioned_it_kw == pytest.approx(40.0)
-    assert row.draw_it_kw_peak == pytest.approx(mu) and row.draw_sigma_kw_peak == pytest.approx(sigma)
+    assert row.draw_it_kw_peak == pytest.approx(mu)
+    assert row.draw_sigma_kw_peak == pytest.approx(sigma)
     assert row.exceed_prob == pytest.approx(_sf(z), rel=1e-6)
     assert row.excess_mwh_per_year == pytest.approx(excess * 8.76, rel=1e-6)
     # tokens at the racks' goodput per kW above idle: 100 / 6 tokens/s per kW

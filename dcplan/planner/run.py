@@ -14,6 +14,7 @@ from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
 from dcplan.planner.cashflow import cashflow_kpis, cashflow_table
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import build_model, unserved_total
+from dcplan.planner.oversub_table import power_oversub_table
 from dcplan.planner.plan_result import PlanResult
 from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.solver import (
@@ -25,7 +26,6 @@ from dcplan.planner.solver import (
     format_gap,
     solve,
 )
-from dcplan.planner.power_oversub import power_oversub_table
 from dcplan.planner.start import rounding_start
 from dcplan.planner.tables import (
     Solution,

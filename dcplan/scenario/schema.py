@@ -632,7 +632,7 @@ class PowerOversubscription(_Strict):
     sites: dict[Id, CapFrac] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _says_something(self) -> "PowerOversubscription":
+    def _says_something(self) -> PowerOversubscription:
         """Refuse an entry without any factor (it would silently do nothing)."""
         if self.factor is None and not self.sites:
             raise ValueError("gives no factor; give 'factor' (every site, e.g. 0.85) or "
