@@ -16,14 +16,11 @@ from dcplan.units import HOURS_PER_YEAR
 #: Units of the ``power_oversubscription`` table's numeric columns
 #: (:func:`power_oversub_table`).
 TABLE_UNITS = {
-    "oversubscription_factor": "-", "basis_it_kw": "kW (racks at the power basis)",
-    "provisioned_it_kw": "kW (factor x basis)", "draw_it_kw_peak": "kW (mean, busiest hour)",
-    "draw_sigma_kw_peak": "kW (busiest hour)", "exceed_prob": "share of the year",
-    "exceed_prob_peak_hour": "share (probability in the busiest hour)",
-    "excess_mwh_per_year": "MWh/year (IT)",
-    "tokens_lost_per_s_avg": "tokens/s (annual average)",
-    "tokens_lost_frac": "share of the site's tokens",
-    "tokens_counted_per_s_avg": "tokens/s (annual average, derated in the plan)"}
+    "oversubscription_factor": "-", "basis_it_kw": "kW", "provisioned_it_kw": "kW",
+    "draw_it_kw_peak": "kW", "draw_sigma_kw_peak": "kW", "exceed_prob": "share",
+    "exceed_prob_peak_hour": "share", "excess_mwh_per_year": "MWh/year",
+    "tokens_lost_per_s_avg": "tokens/s", "tokens_lost_frac": "share",
+    "tokens_counted_per_s_avg": "tokens/s"}
 
 
 def power_oversub_table(d: Any, sol: Any) -> Any:
