@@ -591,6 +591,9 @@ PUE_UNITS = {"pue_annual": f"- (facility / IT energy, IT = {IT_MEANS})",
 def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """Facility power of each site in each representative hour [kW]: the peak of the sum.
 
+    As the plan sizes it (the power basis; at a power-oversubscribed site the racks'
+    part at the site's factor, as the ``power`` table's peak).
+
     Parameters
     ----------
     d : PlanInputs
@@ -611,7 +614,7 @@ def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
         for p, per in enumerate(d.periods):
             hours = (None,) if d.nameplate_peak else d.rep_hours(p)
             for h in hours:
-                pw = _site_power(d, sol, s, p, False, h)
+                pw = _site_power(d, sol, s, p, False, h, provisioned=True)
                 if pw["facility"] <= 0:
                     continue
                 rows.append(dict(period=per.label, site=s, hour=hour_label(h, d.day_names),
