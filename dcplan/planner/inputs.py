@@ -1870,7 +1870,7 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         nameplate_peak=scn.peak_power in ("nameplate", "capped"), spare_racks=spares,
         capped_peak=scn.peak_power == "capped", cap_levels=cap_levels,
         perf_at_cap=perf_at_cap, power_at_cap_kw=power_at_cap,
-        power_oversub=_power_oversub(scn, racks, perf, cap_levels, power_at_cap),
+        power_oversub=_power_oversub(scn, racks, perf, cap_levels, power_at_cap, rack_site),
         carbon_usd_per_kg=tuple(c / 1000.0 for c in econ.carbon_prices(periods))
         if econ.carbon_price_usd_per_t is not None else (),
         carbon_cap_kg=tuple(cap.get(i) for i in range(len(periods))) if cap else (),
@@ -1885,7 +1885,8 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
 def _power_oversub(scn: Scenario, racks: dict[str, RackData],
                    perf: dict[tuple[str, str], PerfData],
                    cap_levels: dict[str, tuple[float, ...]],
-                   power_at_cap: dict[tuple[str, float], float]) -> dict[str, float]:
+                   power_at_cap: dict[tuple[str, float], float],
+                   rack_site: dict[tuple[str, str], RackSiteData]) -> dict[str, float]:
     """Sites' power oversubscription factors below 1, checked against the cap's power.
 
     A site provisioning ``factor x`` a rack's power at the basis must still hold the
@@ -1905,6 +1906,9 @@ def _power_oversub(scn: Scenario, racks: dict[str, RackData],
         Rack id -> cap levels offered, highest first [-].
     power_at_cap : dict
         (rack, cap) -> rack IT power at that cap [kW].
+    rack_site : dict
+        (rack, site) -> :class:`RackSiteData` (rack types a site cannot host are not
+        checked there).
 
     Returns
     -------
@@ -1925,6 +1929,8 @@ def _power_oversub(scn: Scenario, racks: dict[str, RackData],
     for s, f in out.items():
         worst = None  # (share needed, rack, floor kW, basis kW, what the floor is)
         for r, rk in racks.items():
+            if not getattr(rack_site.get((r, s)), "allowed", False):
+                continue
             if r in cap_levels:
                 low = min(cap_levels[r])
                 floor, what = power_at_cap[r, low], f"at its lowest offered cap ({low:g})"
