@@ -343,7 +343,9 @@ def test_inferencex_rows_validate_and_calibrate():
     assert len(rows) == 1328
     defaults = load_perf_defaults()
     before = report(evaluate_rows(rows, real, defaults, benchmarks=BENCH))
-    cal = calibrate(rows, real, defaults, benchmarks=BENCH)
+    # 10 evaluations, not the shipped fit's 60: the fit's first steps take the a-priori
+    # 71 % to under 10 % (25 evaluations: 9.1 %), at a sixth of the CPU time
+    cal = calibrate(rows, real, defaults, benchmarks=BENCH, max_nfev=10)
     after = report(evaluate_rows(rows, real, defaults, cal, benchmarks=BENCH))
     assert after["throughput"]["median_abs_pct"] < before["throughput"]["median_abs_pct"]
     assert after["throughput"]["median_abs_pct"] <= 15.0
