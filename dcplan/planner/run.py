@@ -89,7 +89,19 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
             "requests": requests_table(d, allocation, power, demand),
             "unserved": unserved_table(d, sol), "grid": grid_table(d, sol, power),
             "hours": hours_table(d, sol), "schedules": schedules_table(d, sol),
-            **({"caps": caps_table(d, sol, power)} if d.cap_levels else {})}
+            **({"caps": caps_table(d, sol, power)} if d.cap_levels else {}),
+            **_supply_tables(d, sol, power)}
+
+
+def _supply_tables(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
+    """``dispatch`` and ``sources`` of a plan offered storage or generation (else none)."""
+    from dcplan.planner.supply import has_supply
+    from dcplan.planner.supply_tables import dispatch_table, sources_table
+
+    if not has_supply(d) or not sol.grid_peak_kw:
+        return {}
+    dispatch = dispatch_table(d, sol)
+    return {"dispatch": dispatch, "sources": sources_table(d, sol, dispatch, power)}
 
 
 def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,

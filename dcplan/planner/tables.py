@@ -23,6 +23,13 @@ from dcplan.planner.network_rows import network_owned
 from dcplan.units import SECONDS_PER_MONTH
 
 
+#: Fields of :class:`Solution` (and ModelVars) that storage and on-site generation fill.
+SUPPLY_FIELDS = ("storage_energy_bought_kwh", "storage_power_bought_kw", "storage_energy_kwh",
+                 "storage_power_kw", "storage_charge_kw", "storage_discharge_kw",
+                 "storage_soc_kwh", "onsite_bought_kw", "onsite_capacity_kw", "onsite_kw",
+                 "grid_peak_kw")
+
+
 @dataclass
 class Solution:
     """Variable values of a solved model: the fields of :class:`ModelVars` of the same names.
@@ -41,6 +48,17 @@ class Solution:
     spares_kept: dict = field(default_factory=dict)
     grid_requested_kw: dict = field(default_factory=dict)
     grid_requested_assessed_kw: dict = field(default_factory=dict)
+    storage_energy_bought_kwh: dict = field(default_factory=dict)
+    storage_power_bought_kw: dict = field(default_factory=dict)
+    storage_energy_kwh: dict = field(default_factory=dict)
+    storage_power_kw: dict = field(default_factory=dict)
+    storage_charge_kw: dict = field(default_factory=dict)
+    storage_discharge_kw: dict = field(default_factory=dict)
+    storage_soc_kwh: dict = field(default_factory=dict)
+    onsite_bought_kw: dict = field(default_factory=dict)
+    onsite_capacity_kw: dict = field(default_factory=dict)
+    onsite_kw: dict = field(default_factory=dict)
+    grid_peak_kw: dict = field(default_factory=dict)
 
     @classmethod
     def from_model(cls, mv: ModelVars) -> Solution:
@@ -72,7 +90,8 @@ class Solution:
                    cdus_bought=vals(mv.cdus_bought), capacity_built_kw=vals(mv.capacity_built_kw),
                    spares_kept=vals(mv.spares_kept, True),
                    grid_requested_kw=vals(mv.grid_requested_kw),
-                   grid_requested_assessed_kw=vals(mv.grid_requested_assessed_kw))
+                   grid_requested_assessed_kw=vals(mv.grid_requested_assessed_kw),
+                   **{f: vals(getattr(mv, f)) for f in SUPPLY_FIELDS})
 
     def spares(self, d: PlanInputs, r: str, s: str, p: int) -> float:
         """Spare racks kept of type ``r`` at ``s`` in ``p`` [racks].
@@ -1118,9 +1137,58 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame,
         cost["carbon", p] += row.energy_kwh * sd.carbon_kg_per_kwh * d.carbon_price(p)
         cost["demand_charge", p] += (row.facility_kw_peak * d.months(p)
                                      * d.demand_charge(row.site, p))
+    supply_cost_values(d, sol, power, cost, rec)
     for (w, _k, p), x in sol.unserved_tokens_per_s.items():
         cost["unserved_penalty", p] += x * d.demand_row_tokens(w, p) * d.unserved_usd_per_token
     return cost
+
+
+def supply_cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame, cost: dict,
+                       rec) -> None:
+    """Add storage and on-site generation to ``cost`` [USD], as the MILP counts them.
+
+    The grid energy changes by what storage and generation add to its average
+    (energy and carbon), the demand charge is on the grid peak instead of the facility
+    peak, and :func:`~dcplan.planner.supply.supply_cost_terms` gives the rest.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    power : DataFrame
+        The plan's :func:`power_table` (its ``facility_kw_peak`` [kW]).
+    cost : dict
+        ``(category, period index)`` -> cost [USD], updated in place.
+    rec : callable
+        ``rec(category, period, usd, life)`` records a purchase [USD], [years].
+    """
+    from dcplan.planner.supply import has_supply, net_avg_terms, supply_cost_terms
+
+    if not has_supply(d):
+        return
+    peak = {(row.site, row.period): row.facility_kw_peak for row in power.itertuples()}
+    for (s, p), gpk in sol.grid_peak_kw.items():
+        sd = d.sites[s]
+        net = sum(v * c for v, c in net_avg_terms(d, sol, s, p)) * d.hours(p)
+        cost["energy", p] += net * d.energy_price(s, p)
+        cost["carbon", p] += net * sd.carbon_kg_per_kwh * d.carbon_price(p)
+        cost["demand_charge", p] += (gpk - peak[s, d.periods[p].label]) * d.months(p) \
+            * d.demand_charge(s, p)
+    for (cat, p), terms in supply_cost_terms(d, sol).items():
+        cost[cat, p] += sum(v * c for v, c in terms)
+    for s, bats in d.storage.items():
+        for b in bats:
+            for q in range(len(d.periods)):
+                usd = (sol.storage_energy_bought_kwh.get((s, b.id, q), 0.0) * b.capex_usd_per_kwh
+                       + sol.storage_power_bought_kw.get((s, b.id, q), 0.0) * b.capex_usd_per_kw)
+                rec("storage_capex", q, usd, b.life_years)
+    for s, gens in d.onsite.items():
+        for g in gens:
+            for q in range(len(d.periods)):
+                rec("onsite_capex", q, sol.onsite_bought_kw.get((s, g.id, q), 0.0)
+                    * g.capex_usd_per_kw, g.life_years)
 
 
 def operations_cost_values(d: PlanInputs, sol: Solution, cost: dict) -> None:

@@ -1,0 +1,90 @@
+"""Battery storage as a decision of the MILP, checked by hand on tiny instances.
+
+See :mod:`dcplan.planner.supply`: per site and period usable energy and power bought,
+charge and discharge in every hour of the representative day, the state of charge
+cycling within the day, the round-trip loss counted on charge, the grid carrying load
+minus discharge plus charge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from test_planner_helpers import make_inputs, rack, rack_site, site, workload
+
+from dcplan.planner import solve_inputs
+from dcplan.planner.inputs import StorageData
+from dcplan.scenario import SolverOptions
+from dcplan.units import HOURS_PER_YEAR
+
+#: 23 hours at 0.95 of the mean and one (23:00-24:00) at 2.15: mean 1.
+SHAPE = tuple([0.95] * 23 + [2.15])
+ETA = 0.85
+BAT = StorageData("bat", capex_usd_per_kwh=1.0, capex_usd_per_kw=1.0, efficiency=ETA,
+                  depth_of_discharge=1.0, life_years=10.0)
+
+
+def peaky(grid_kw: float, storage: bool, demand_charge: float = 0.0):
+    """One period (2026), rack ``ra`` drawing 0 kW idle and 10 kW serving 100 tokens/s,
+    no losses or cooling; ``wa`` 100 tokens/s on average with :data:`SHAPE`, so the
+    facility draws 10 x 0.95 = 9.5 kW for 23 hours and 10 x 2.15 = 21.5 kW in hour 23."""
+    w = dataclasses.replace(workload(demand=(100.0,), peak=max(SHAPE)), profile=SHAPE)
+    return make_inputs(n=1, racks=[rack(kw_idle=0.0, kw_max=10.0)], workloads=[w],
+                       sites=[site(n=1, grid_kw=grid_kw, demand_charge=demand_charge)],
+                       rack_sites={("ra", "sa"): rack_site()},
+                       storage={"sa": (BAT,)} if storage else {})
+
+
+def _solve(d):
+    return solve_inputs(d, SolverOptions(time_limit_s=60, gap=1e-9), explain=False)
+
+
+def test_battery_shaves_the_one_peak_hour_under_a_grid_limit():
+    # without a battery, 21.5 kW against a 15 kW grid leaves demand unserved
+    assert _solve(peaky(15.0, storage=False)).unserved
+    res = _solve(peaky(15.0, storage=True))
+    assert not res.unserved
+    hourly = res.tables["dispatch"]
+    src = res.tables["sources"].iloc[0]
+    dis = dict(enumerate(hourly.battery_discharge_kw))
+    ch = dict(enumerate(hourly.battery_charge_kw))
+    assert list(hourly.facility_kw) == pytest.approx([9.5] * 23 + [21.5])
+    # the peak hour needs 21.5 - 15 = 6.5 kW from the battery, and the cheapest battery
+    # (1 USD per kWh and per kW) is exactly that: 6.5 kWh usable, 6.5 kW
+    assert dis[23] == pytest.approx(6.5, abs=1e-6)
+    assert src.battery_kwh == pytest.approx(6.5, abs=1e-6)
+    assert src.battery_kw == pytest.approx(6.5, abs=1e-6)
+    # the day cycles: what is discharged was charged, less the round-trip loss
+    assert ETA * sum(ch.values()) == pytest.approx(sum(dis.values()), abs=1e-6)
+    # the grid never carries more than 15 kW, in any hour
+    for h in range(24):
+        load = 21.5 if h == 23 else 9.5
+        assert load - dis[h] + ch[h] <= 15.0 + 1e-6
+    assert src.grid_kw_peak <= 15.0 + 1e-6
+    assert src.battery_loss_mwh == pytest.approx(
+        (6.5 / ETA - 6.5) / 24 * HOURS_PER_YEAR / 1000, rel=1e-6)
+    # energy bought: the facility's 23 x 9.5 + 21.5 = 240 kWh a day plus the loss
+    # 6.5 / 0.85 - 6.5 = 1.147 kWh, at 0.1 USD/kWh over the year
+    loss = 6.5 / ETA - 6.5
+    costs = res.tables["costs"].set_index("category").cost_usd
+    assert costs["energy"] == pytest.approx((240.0 + loss) / 24 * HOURS_PER_YEAR * 0.1,
+                                            rel=1e-6)
+    assert costs["storage_capex"] == pytest.approx(6.5 + 6.5, rel=1e-6)
+    # the tables' costs are the solver's objective
+    assert res.tables["costs"].cost_usd_discounted.sum() == pytest.approx(
+        res.objective_usd, rel=1e-6)
+
+
+def test_battery_shaves_the_demand_charge_when_it_pays():
+    # 10 USD per kW-month: shaving 21.5 -> 9.5 + x saves 120 USD/kW-year, the battery
+    # costs 2 USD per kW shaved (1 USD/kWh x 1 h + 1 USD/kW) plus its losses
+    res = _solve(peaky(100.0, storage=True, demand_charge=10.0))
+    peak = res.tables["sources"].grid_kw_peak.iloc[0]
+    # flattened: the 24 h energy with losses spread evenly is the least peak possible
+    # (the battery charges in the 23 low hours up to the peak level): 23 p + (21.5 - d)
+    # with 0.85 x 23 (p - 9.5) = 21.5 - p  ->  p = (21.5 + 0.85 x 23 x 9.5) / (1 + 0.85 x 23)
+    want = (21.5 + ETA * 23 * 9.5) / (1 + ETA * 23)
+    assert peak == pytest.approx(want, rel=1e-6)
+    costs = res.tables["costs"].set_index("category").cost_usd
+    assert costs["demand_charge"] == pytest.approx(want * 12 * 10.0, rel=1e-6)
