@@ -272,6 +272,8 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
             mv.add(prob, "bess_energy", names, _lin([(soc, 1.0), (e, -1.0)]) <= 0)
             net[h] += [(ch, 1.0), (dis, -1.0)]
     for g in gens:
+        if p < g.first_period:  # before its lead time: none in service
+            continue
         cap = mv.onsite_capacity_kw[s, g.id, p] = prob.add_variable(
             lp_name("gen_cap", s, g.id, label), 0)
         terms = [(mv.onsite_bought_kw[s, g.id, q], -1.0) for q in range(p + 1)
@@ -287,12 +289,14 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
         load = hour_power_terms(d, mv, s, p, h)
         mv.add(prob, "grid_hour", (s, label, *hl(h)),
                _lin(_merged([*load, *net[h], (gpk, -1.0)])) <= 0)
-        mv.add(prob, "no_export", (s, label, *hl(h)),
-               _lin(_merged([*load, *net[h]])) >= 0)
+        if net[h]:
+            mv.add(prob, "no_export", (s, label, *hl(h)),
+                   _lin(_merged([*load, *net[h]])) >= 0)
     year = net_avg_terms(d, mv, s, p)
     mv.grid_net_avg_kw[s, p] = _lin(_merged(year))
-    mv.add(prob, "grid_energy", (s, label),
-           _lin(_merged([*mv.facility_avg_kw[s, p].items(), *year])) >= 0)
+    if year:
+        mv.add(prob, "grid_energy", (s, label),
+               _lin(_merged([*mv.facility_avg_kw[s, p].items(), *year])) >= 0)
 
 
 def net_avg_terms(d: PlanInputs, mv, s: str, p: int) -> list:
