@@ -21,12 +21,18 @@ share of the year (its day's weight / 24; 1 for ``None``).
   day's first hour its last (``bess_soc``: the day cycles, start = end; the whole
   round-trip loss on charge); ``bess_soc <= bess_e`` (``bess_energy``);
   ``gen[h] <= availability x gen_cap`` (``gen_run``).
-- **Grid**: ``facility(h) + sum_b ch - sum_b dis - sum_g gen <= gpk[s,p]`` (``grid_hour``):
-  the grid peak ``gpk`` replaces the facility peak in the site's grid row and demand
-  charge (the building still carries the facility peak); no export
-  (``facility(h) - ch + dis + gen >= 0``, ``no_export``), and over the year the grid
-  energy ``facility_avg + sum_h w_h (ch - dis - gen)`` is at least 0 (``grid_energy``:
-  the hourly rows count headroom racks at serving power, the energy does not).
+- **Grid**, two loads per hour: ``peak(h)``, the facility power as the representative
+  hours' rows count it (design-day cooling, headroom racks at serving power), and
+  ``served(h)``, the power of the load actually served (annual-average cooling, each
+  schedule at its hour-h value; its day-weighted mean is the annual-average facility
+  power exactly). The grid peak ``gpk[s,p]`` is at least
+  ``peak(h) + sum_b ch - sum_b dis - sum_g availability x gen_cap`` (``grid_hour``:
+  generation follows the load up to its available capacity, so it covers the headroom
+  too) and ``served(h) + sum_b ch - sum_b dis - sum_g gen`` (``grid_served``: the power
+  the grid carries in the hour); no export: ``served(h) + ch - dis - gen >= 0``
+  (``no_export``). ``gpk`` replaces the facility peak in the site's grid row and demand
+  charge (the building still carries the facility peak). The grid energy is
+  ``facility_avg + sum_h w_h (ch - dis - gen)``.
 - **Costs**: storage and generation capex when bought (terminal value over their lives),
   fixed O&M per kW in service (``maintenance``), fuel and variable O&M per kWh generated
   (``onsite_fuel``), energy and carbon on the grid energy, carbon on the generation.
@@ -42,6 +48,7 @@ import pulp
 from dcplan.planner.inputs import PlanInputs, in_service
 from dcplan.planner.model_vars import ModelVars, _lin, _merged
 from dcplan.planner.names import lp_name
+from dcplan.planner.profiles import served_share
 from dcplan.schema import HOURS_PER_DAY
 
 
@@ -165,10 +172,11 @@ def alive(d: PlanInputs, life: float, q: int, p: int) -> bool:
 
 
 def hour_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h) -> list:
-    """(variable, kW) terms of the facility power at site s in hour h of period p.
+    """(variable, kW) terms of the facility power at site s in hour h of period p (peak).
 
-    The representative hours have their expression already (``facility_hour_kw``); the
-    other hours of the days are written the same way (:func:`_site_power_terms`).
+    As the representative hours' rows count it (design-day cooling, the headroom racks at
+    serving power): those hours have their expression already (``facility_hour_kw``);
+    the other hours of the days are written the same way.
 
     Parameters
     ----------
@@ -194,6 +202,39 @@ def hour_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h) -> list:
     from dcplan.planner.model import _site_power_terms
 
     return _site_power_terms(d, mv, s, p, average=False, hour=h)
+
+
+def served_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h) -> list:
+    """(variable, kW) terms of the power the site draws serving its load in hour h.
+
+    Annual-average cooling, no headroom, each schedule at its hour-h value: a
+    schedule with hourly values ``v`` counts ``v[h] / M`` of its power at peak, one
+    without (``peak``) its mean ``1 / M`` in every hour, so that the day-weighted mean
+    over the hours is the annual-average facility power (``facility_avg_kw``) exactly.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    mv : ModelVars
+        The variables built so far.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+    h : int or None
+        Hour index (None: the single flat hour).
+
+    Returns
+    -------
+    list of (pulp.LpVariable, float)
+        [kW per unit of each variable].
+    """
+    from dcplan.planner.model import _site_power_parts
+
+    terms, schedules = _site_power_parts(d, mv, s, p, average=True)
+    factor = {g: served_share(sch, h) for g, (sch, _u) in schedules.items()}
+    return _merged((v, c if g is None else c * factor[g]) for g, v, c in terms)
 
 
 def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
@@ -242,7 +283,8 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
         """The hour's part of a key (none for the single flat hour)."""
         return () if h is None else (hour_label(h, d.day_names),)
 
-    net = {h: [] for h in hours}  # per hour: (variable, kW) taken from the grid by supply
+    bat = {h: [] for h in hours}  # per hour: (variable, kW) the batteries take from the grid
+    run = {h: [] for h in hours}  # per hour: (variable, kW) generation gives
     for b in bats:
         e = mv.storage_energy_kwh[s, b.id, p] = prob.add_variable(
             lp_name("bess_e", s, b.id, label), 0)
@@ -270,7 +312,7 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
             mv.add(prob, "bess_soc", names, _lin(_merged(
                 [(soc, 1.0), (before, -1.0), (ch, -b.efficiency), (dis, 1.0)])) == 0)
             mv.add(prob, "bess_energy", names, _lin([(soc, 1.0), (e, -1.0)]) <= 0)
-            net[h] += [(ch, 1.0), (dis, -1.0)]
+            bat[h] += [(ch, 1.0), (dis, -1.0)]
     for g in gens:
         if p < g.first_period:  # before its lead time: none in service
             continue
@@ -281,22 +323,24 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
         mv.add(prob, "gen_stock", (s, g.id, label), _lin([(cap, 1.0), *terms]) == 0)
         for h in hours:
             names = (s, g.id, label, *hl(h))
-            run = mv.onsite_kw[s, g.id, p, h] = prob.add_variable(lp_name("gen", *names), 0)
-            mv.add(prob, "gen_run", names, _lin([(run, 1.0), (cap, -g.availability)]) <= 0)
-            net[h].append((run, -1.0))
+            out = mv.onsite_kw[s, g.id, p, h] = prob.add_variable(lp_name("gen", *names), 0)
+            mv.add(prob, "gen_run", names, _lin([(out, 1.0), (cap, -g.availability)]) <= 0)
+            run[h].append((out, -1.0))
     gpk = mv.grid_peak_kw[s, p] = prob.add_variable(lp_name("gpk", s, label), 0)
+    firm = [(mv.onsite_capacity_kw[s, g.id, p], -g.availability) for g in gens
+            if (s, g.id, p) in mv.onsite_capacity_kw]
     for h in hours:
-        load = hour_power_terms(d, mv, s, p, h)
+        peak = hour_power_terms(d, mv, s, p, h)
         mv.add(prob, "grid_hour", (s, label, *hl(h)),
-               _lin(_merged([*load, *net[h], (gpk, -1.0)])) <= 0)
-        if net[h]:
-            mv.add(prob, "no_export", (s, label, *hl(h)),
-                   _lin(_merged([*load, *net[h]])) >= 0)
-    year = net_avg_terms(d, mv, s, p)
-    mv.grid_net_avg_kw[s, p] = _lin(_merged(year))
-    if year:
-        mv.add(prob, "grid_energy", (s, label),
-               _lin(_merged([*mv.facility_avg_kw[s, p].items(), *year])) >= 0)
+               _lin(_merged([*peak, *bat[h], *firm, (gpk, -1.0)])) <= 0)
+        net = bat[h] + run[h]
+        if not net:
+            continue
+        served = served_power_terms(d, mv, s, p, h)
+        mv.add(prob, "grid_served", (s, label, *hl(h)),
+               _lin(_merged([*served, *net, (gpk, -1.0)])) <= 0)
+        mv.add(prob, "no_export", (s, label, *hl(h)), _lin(_merged([*served, *net])) >= 0)
+    mv.grid_net_avg_kw[s, p] = _lin(_merged(net_avg_terms(d, mv, s, p)))
 
 
 def net_avg_terms(d: PlanInputs, mv, s: str, p: int) -> list:

@@ -19,6 +19,7 @@ from dcplan.planner.tables import Solution, _frame, _site_power
 
 #: Units of the ``dispatch`` table.
 DISPATCH_UNITS = {"weight_frac": "- (share of the year)", "facility_kw": "kW",
+                  "served_kw": "kW",
                   "battery_charge_kw": "kW", "battery_discharge_kw": "kW",
                   "battery_soc_kwh": "kWh", "onsite_kw": "kW", "grid_kw": "kW"}
 #: Units of the ``sources`` table.
@@ -44,14 +45,17 @@ def dispatch_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        period, site, hour; weight_frac [-]; facility_kw, battery_charge_kw,
-        battery_discharge_kw, onsite_kw, grid_kw [kW] (grid = facility + charge -
+        period, site, hour; weight_frac [-]; facility_kw (as the peak rows count it:
+        design-day cooling, headroom racks at serving power), served_kw (the load
+        served: annual-average cooling, no headroom), battery_charge_kw,
+        battery_discharge_kw, onsite_kw, grid_kw [kW] (grid = served + charge -
         discharge - on-site); battery_soc_kwh [kWh, end of the hour].
     """
     rows = []
     for (s, p) in sorted(sol.grid_peak_kw, key=lambda k: (k[1], k[0])):
         for h in supply_hours(d, p):
             fac = _site_power(d, sol, s, p, False, h)["facility"]
+            served = _site_power(d, sol, s, p, True, h)["facility"]
             ch = sum(sol.storage_charge_kw.get((s, b.id, p, h), 0.0) for b in d.storage.get(s, ()))
             dis = sum(sol.storage_discharge_kw.get((s, b.id, p, h), 0.0)
                       for b in d.storage.get(s, ()))
@@ -59,9 +63,10 @@ def dispatch_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
             gen = sum(sol.onsite_kw.get((s, g.id, p, h), 0.0) for g in d.onsite.get(s, ()))
             rows.append(dict(period=d.periods[p].label, site=s, hour=hour_label(h, d.day_names),
                              weight_frac=hour_weight(d, h), facility_kw=fac,
+                             served_kw=served,
                              battery_charge_kw=ch, battery_discharge_kw=dis,
                              battery_soc_kwh=soc, onsite_kw=gen,
-                             grid_kw=max(0.0, fac + ch - dis - gen)))
+                             grid_kw=max(0.0, served + ch - dis - gen)))
     return _frame(rows, DISPATCH_UNITS, ["period", "site", "hour", *DISPATCH_UNITS])
 
 

@@ -403,8 +403,13 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
                 hour=None) -> float:
     """IT power of rack type r at s in p [kW], as in the MILP.
 
-    Annual average, or in representative hour ``hour`` (headroom racks at serving power).
+    Annual average, or in representative hour ``hour`` (headroom racks at serving power);
+    ``average`` with an ``hour``: the power serving the load in that hour
+    (:func:`~dcplan.planner.profiles.served_share`; its mean over the hours is the
+    average).
     """
+    from dcplan.planner.profiles import served_share
+
     rk = d.racks[r]
     if d.nameplate_peak and not average:
         if r in d.cap_levels:
@@ -416,7 +421,7 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
         if r2 == r and s2 == s and p2 == p:
             sch = d.schedule_of(w, key, p)
             extra = max(0.0, d.perf_at(r, w, c).power_kw - rk.it_power_idle_kw) * x
-            it += extra / sch.peak_factor if average else \
+            it += extra * served_share(sch, hour) if average else \
                 extra * sch.frac(hour) / d.workloads[w].target_utilisation
     return it
 

@@ -287,9 +287,10 @@ CASES: dict[str, Case] = {c.family: c for c in (
     Case("gen_run", onsite, "gen - 0.9 gen_cap <= 0 (90 % available)"),
     Case("grid_hour", storage, "h23: (10 kW x 2.15 / 2.15 = 10) alloc + ch - dis - gpk "
          "<= 0; h00: (10 x 0.95 / 2.15 = 4.4186) alloc + ch - dis - gpk <= 0"),
-    Case("no_export", onsite, "2027: idle 1.1 x 1.2 x 2 = 2.64 inst + 10.56 alloc - gen >= 0"),
-    Case("grid_energy", storage, "facility average (10 kW x mean / peak = 10 / 2.15 = "
-         "4.6512 kW per allocated rack) + sum_h (ch - dis) x 1/24 >= 0"),
+    Case("no_export", onsite, "2027: served load: idle 1.1 x 1.1 (average cooling) x 2 = "
+         "2.42 inst + 1.1 x 1.1 x 8 = 9.68 alloc - gen >= 0"),
+    Case("grid_served", onsite, "2027: 2.42 inst + 9.68 alloc - gen - gpk <= 0 (the served "
+         "load, average cooling)"),
     Case("cdu_keep", liquid, "on 2027 - on 2026 >= 0"),
     Case("cdu_heat", liquid, "20 cdu - 1 x 20 on - 8 inst >= 0 (N+1, 20 kW CDUs, 8 kW "
          "per rack)"),
