@@ -73,7 +73,9 @@ def figure_png(fig: Any, dpi: int = _DPI) -> bytes:
 #: Colour of each cost category (same in every chart).
 #: One distinct colour per cost category (tab20: more categories than tab10 has colours,
 #: so that no two categories in one stack share a colour; the credit is drawn apart).
-CATEGORY_COLORS = {c: matplotlib.colormaps["tab20"](i % 20) for i, c in enumerate(CATEGORIES)}
+CATEGORY_COLORS = {c: (matplotlib.colormaps["tab20"](i) if i < 20
+                       else matplotlib.colormaps["tab20b"](4 * (i - 20) % 20))
+                   for i, c in enumerate(CATEGORIES)}
 CATEGORY_COLORS["terminal_value"] = "dimgray"
 #: Room above the highest load on a facility-power axis.
 HEADROOM = 1.3

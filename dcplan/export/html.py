@@ -552,6 +552,14 @@ def build_html(result: Any, sources: Any = None) -> str:
                                          "can draw there, the tokens/s served at peak, and "
                                          "per site the racks and tokens/s per MW of facility "
                                          "peak."))
+    if "sources" in t and len(t["sources"]):
+        body.append("<h2>Power sources: grid, battery and on-site generation</h2>"
+                    + table_html(t["sources"], table="sources",
+                                 caption="Per site and period: the grid's peak and, in that "
+                                         "hour, the facility load, the battery's net "
+                                         "discharge and the on-site generation; capacity in "
+                                         "service; energy over the period; the generation's "
+                                         "carbon and fuel."))
     body.append("<h2>Why: the limits that bind</h2>")
     b = binding_rows(t.get("binding"))
     if b is not None and len(b):

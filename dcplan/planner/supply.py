@@ -447,7 +447,8 @@ def supply_cost_terms(d: PlanInputs, mv: ModelVars) -> dict:
     return out
 
 
-def onsite_emission_terms(d: PlanInputs, mv: ModelVars, p: int) -> list:
+def onsite_emission_terms(d: PlanInputs, mv: ModelVars, p: int,
+                          sites: tuple[str, ...] | None = None) -> list:
     """(variable, kgCO2 per unit) of the on-site generation's emissions in period p.
 
     Parameters
@@ -458,14 +459,19 @@ def onsite_emission_terms(d: PlanInputs, mv: ModelVars, p: int) -> list:
         The model's variables.
     p : int
         Period index (0-based) [-].
+    sites : tuple of str, optional
+        Only these sites (default: every site).
 
     Returns
     -------
     list of (pulp.LpVariable, float)
-        Generation per hour [kW] and its emissions over the period [kgCO2 per kW].
+        Generation per hour [kW] and its emissions over the period [kgCO2 per kW]
+        (values and weights when ``mv`` is a solution).
     """
     out = []
     for s, gens in d.onsite.items():
+        if sites is not None and s not in sites:
+            continue
         for g in gens:
             for h in supply_hours(d, p):
                 run = mv.onsite_kw.get((s, g.id, p, h))

@@ -556,7 +556,9 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     DataFrame
         period, site, peak_hour; power columns ``*_kw*`` [kW] (``_peak``: design-day
         cooling at the peak hour, operating point or nameplate as the plan sizes;
-        ``_avg``: annual average); energy_kwh [kWh]; carbon_t [tCO2];
+        ``_avg``: annual average); energy_kwh [kWh] (the facility's); carbon_t [tCO2]
+        (the grid's emission factor on the energy bought, plus the on-site
+        generation's emissions at a site with storage or generation);
         network_positions [positions].
     """
     from dcplan.planner.profiles import hour_label
@@ -579,11 +581,44 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 recharge_kw=recharge, power_redundancy=sd.power_redundancy,
                 network_positions=network_racks(d, sol, s, p),
                 grid_kw=grid, connectable_kw=sd.grid_kw[p],
-                headroom_kw=grid - pk["facility"] - recharge,
+                headroom_kw=grid - sol.grid_peak_kw.get((s, p), pk["facility"]) - recharge,
                 built_kw=built, it_kw_avg=av["it"], facility_kw_avg=av["facility"],
-                energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0,
+                energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0
+                if (s, p) not in sol.grid_peak_kw else supply_carbon_t(d, sol, s, p, energy),
                 it_total_kw_peak=pk["it"] + pk["net"], it_total_kw_avg=av["it"] + av["net"]))
     return _frame(rows, POWER_UNITS)
+
+
+def supply_carbon_t(d: PlanInputs, sol: Solution, s: str, p: int, energy_kwh: float) -> float:
+    """Emissions of a site with storage or on-site generation in period p [tCO2].
+
+    The grid's factor on the energy bought (the facility's energy plus charge less
+    discharge and generation) plus the generation's own emissions.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+    energy_kwh : float
+        The facility's energy in the period [kWh].
+
+    Returns
+    -------
+    float
+        [tCO2].
+    """
+    from dcplan.planner.supply import net_avg_terms, onsite_emission_terms
+
+    net = sum(v * c for v, c in net_avg_terms(d, sol, s, p)) * d.hours(p)
+    grid = (energy_kwh + net) * d.sites[s].carbon_kg_per_kwh
+    own = sum(v * c for v, c in onsite_emission_terms(d, sol, p, sites=(s,)))
+    return (grid + own) / 1000.0
 
 
 #: What "IT power" means in every table, KPI and PUE of a plan.
@@ -693,8 +728,9 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
     Only sites whose connection is a decision. ``requested_kw`` /
     ``requested_assessed_kw`` are requested in the period (energised after the lead
     time, with the assessment's extra months), ``energised_kw`` the requests that
-    arrive in it, ``used_kw`` what the connection carries: the facility peak plus the
-    UPS recharge (as in the grid rows and the ``binding`` table).
+    arrive in it, ``used_kw`` what the connection carries: the facility peak (the grid
+    peak at a site with storage or on-site generation) plus the UPS recharge (as in the
+    grid rows and the ``binding`` table).
 
     Parameters
     ----------
@@ -730,7 +766,9 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
                              requested_kw=sol.grid_requested_kw.get((s, p), 0.0),
                              requested_assessed_kw=sol.grid_requested_assessed_kw.get((s, p), 0.0),
                              energised_kw=arriving, connected_kw=conn,
-                             used_kw=float(peak.get((per.label, s), 0.0)),
+                             used_kw=float(peak.get((per.label, s), 0.0)) if (s, p)
+                             not in sol.grid_peak_kw else sol.grid_peak_kw[s, p]
+                             + recharge_kw(d, sol, s, p),
                              lead_time_months=g.lead_time_months,
                              assessment_months=g.assessment_months))
     cols = ["period", "site", "connectable_kw", "committed_kw", "requested_kw",

@@ -1,0 +1,105 @@
+"""On-site (bridge) generation as a decision of the MILP, checked by hand.
+
+See :mod:`dcplan.planner.supply`: capacity bought from the entry's lead time on,
+dispatched per hour in the site's power balance, with its fuel, carbon and cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from test_planner_helpers import make_inputs, rack, rack_site, site, workload
+
+from dcplan.planner import solve_inputs
+from dcplan.planner.inputs import GridData, OnsiteData
+from dcplan.scenario import SolverOptions
+from dcplan.units import HOURS_PER_YEAR
+
+H = HOURS_PER_YEAR
+
+
+def gas(fuel=0.15, carbon=0.5, first=1, capex=100.0):
+    """Generation ``gt``: 90 % available, from period ``first`` on, 20-year life."""
+    return OnsiteData("gt", capex_usd_per_kw=capex, fuel_usd_per_kwh=(fuel,) * 3,
+                      carbon_kg_per_kwh=carbon, availability=0.9, first_period=first,
+                      life_years=20.0)
+
+
+def bridged(gen=True, fuel=0.15, util=1.0, **kw):
+    """2026-2028, rack ``ra`` (0 kW idle, 10 kW serving 100 tokens/s, no losses or
+    cooling), ``wa`` 0, 100, 100 tokens/s (one rack from 2027); ``sa``'s grid is a
+    decision: nothing committed, a request energised two periods later at 50 USD/kW
+    (a 2026 request serves from 2028), at most 100 kW; grid energy 0.1 USD/kWh."""
+    g = GridData(committed_kw=(0.0,) * 3, arrival=(2, 3, 3), arrival_assessed=(3, 3, 3),
+                 cost_usd_per_kw=50.0)
+    s = dataclasses.replace(site(n=3, grid_kw=100.0, price=0.1), connection=g)
+    w = dataclasses.replace(workload(demand=(0.0, 100.0, 100.0)), target_utilisation=util)
+    return make_inputs(n=3, racks=[rack(kw_idle=0.0, kw_max=10.0)], sites=[s], workloads=[w],
+                       rack_sites={("ra", "sa"): rack_site()},
+                       onsite={"sa": (gas(fuel=fuel, **kw),)} if gen else {})
+
+
+def _solve(d):
+    return solve_inputs(d, SolverOptions(time_limit_s=60, gap=1e-9), explain=False)
+
+
+def test_bridge_generation_serves_the_site_before_its_grid_connection():
+    # without generation, 2027's rack has no power: demand goes unserved
+    assert _solve(bridged(gen=False)).unserved
+    res = _solve(bridged())
+    assert not res.unserved
+    src = res.tables["sources"].set_index("period")
+    # 2027: 10 kW served by generation; 10 / 0.9 = 11.11 kW bought for its availability
+    assert src.loc["2027", "onsite_capacity_kw"] == pytest.approx(10 / 0.9, rel=1e-6)
+    assert src.loc["2027", "onsite_mwh"] == pytest.approx(10 * H / 1000, rel=1e-6)
+    assert src.loc["2027", "grid_kw_peak"] == pytest.approx(0.0, abs=1e-6)
+    # 2028: the 2026 request (10 kW) is energised; fuel at 0.15 USD/kWh is dearer than
+    # the grid's 0.1, so the generator stands by
+    assert src.loc["2028", "onsite_mwh"] == pytest.approx(0.0, abs=1e-6)
+    assert src.loc["2028", "grid_mwh"] == pytest.approx(10 * H / 1000, rel=1e-6)
+    grid = res.tables["grid"].set_index("period")
+    assert grid.filter(like="request").sum(axis=1).loc["2026"] == pytest.approx(10.0, rel=1e-6)
+    costs = res.tables["costs"].pivot_table(index="category", columns="period",
+                                            values="cost_usd", aggfunc="sum").fillna(0.0)
+    assert costs.loc["onsite_capex", "2027"] == pytest.approx(100.0 * 10 / 0.9, rel=1e-6)
+    assert costs.loc["onsite_fuel", "2027"] == pytest.approx(10 * H * 0.15, rel=1e-6)
+    assert costs.loc["energy", "2027"] == pytest.approx(0.0, abs=1e-6)
+    assert costs.loc["energy", "2028"] == pytest.approx(10 * H * 0.1, rel=1e-6)
+    assert costs.loc["grid_connection", "2026"] == pytest.approx(10 * 50.0, rel=1e-6)
+    assert src.loc["2027", "onsite_carbon_t"] == pytest.approx(10 * H * 0.5 / 1000, rel=1e-6)
+    # the power table's carbon: on-site generation's in 2027 (0.5 kg/kWh), the grid's
+    # (0.5 kg/kWh on 10 kW bought) in 2028
+    carbon = res.tables["power"].set_index("period").carbon_t
+    assert carbon["2027"] == pytest.approx(10 * H * 0.5 / 1000, rel=1e-6)
+    assert carbon["2028"] == pytest.approx(10 * H * 0.5 / 1000, rel=1e-6)
+    assert res.tables["costs"].cost_usd_discounted.sum() == pytest.approx(
+        res.objective_usd, rel=1e-6)
+
+
+def test_generation_covers_the_headroom_but_generates_only_the_load_served():
+    # at 80 % target utilisation the peak counts 10 / 0.8 = 12.5 kW (headroom racks at
+    # serving power) while 10 kW are served on average: the generator is sized for the
+    # peak (12.5 / 0.9 kW) and generates the served 10 kW, never exporting
+    res = _solve(bridged(util=0.8))
+    src = res.tables["sources"].set_index("period")
+    assert src.loc["2027", "onsite_capacity_kw"] == pytest.approx(12.5 / 0.9, rel=1e-6)
+    assert src.loc["2027", "onsite_mwh"] == pytest.approx(10 * H / 1000, rel=1e-6)
+    assert src.loc["2027", "grid_mwh"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_cheap_generation_displaces_grid_energy_but_never_exports():
+    # fuel at 0.05 USD/kWh beats the grid's 0.1: the generator runs all year from 2027,
+    # and the grid carries nothing (no export: the grid energy is never negative)
+    res = _solve(bridged(fuel=0.05))
+    src = res.tables["sources"].set_index("period")
+    for per in ("2027", "2028"):
+        assert src.loc[per, "onsite_mwh"] == pytest.approx(10 * H / 1000, rel=1e-6)
+        assert src.loc[per, "grid_mwh"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_no_generation_before_its_lead_time():
+    # generation only from 2028 (first=2) cannot bridge 2027: demand goes unserved there
+    res = _solve(bridged(first=2))
+    assert res.unserved
+    assert "2027" in set(res.tables["unserved"].period)
