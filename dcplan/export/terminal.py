@@ -122,7 +122,7 @@ def _sources_section(result: Any, width: int) -> list[str]:
                "GWh: grid / on-site; battery MWh / MW and on-site MW in service):"]
     rows = []
     def mw(kw: float) -> float:
-        """kW as MW, without a negative zero [MW]."""
+        """MW of a kW figure, without a negative zero [MW]."""
         return kw / 1000 + 0.0
     for r in src.itertuples():
         rows.append({

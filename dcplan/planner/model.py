@@ -35,7 +35,8 @@ CATEGORIES = {
     "building_electrical": "capex", "building_mechanical": "capex", "building_capex": "capex",
     "grid_connection": "capex", "storage_capex": "capex", "onsite_capex": "capex",
     "maintenance": "opex", "staff": "opex", "software": "opex", "energy": "opex",
-    "onsite_fuel": "opex", "demand_charge": "opex", "carbon": "opex", "unserved_penalty": "opex", "terminal_value": "end",
+    "onsite_fuel": "opex", "demand_charge": "opex", "carbon": "opex",
+    "unserved_penalty": "opex", "terminal_value": "end",
 }
 #: Models with at least this many (rack, site, period) keys use the sparse stock recursion.
 SPARSE_STOCK_MIN = 5_000
@@ -75,7 +76,7 @@ def build_model(d: PlanInputs, elastic: bool = False,
     add_demand(prob, d, mv)
     add_power_expressions(prob, d, mv)
     add_grid_connections(prob, d, mv)
-    add_supply(prob, d, mv)
+    add_supply(prob, d, mv, _site_power_parts)
     add_grid_limit(prob, d, mv)
     add_cdus(prob, d, mv)
     add_network_space(prob, d, mv)

@@ -43,6 +43,8 @@ from 0 to the available capacity); the supply table reports hours run below it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pulp
 
 from dcplan.planner.inputs import PlanInputs, in_service
@@ -81,7 +83,7 @@ def hour_weight(d: PlanInputs, h: int | None) -> float:
     d : PlanInputs
         The plan's coefficient tables.
     h : int or None
-        Hour index (None: the single flat hour).
+        Hour index (None: the single flat hour) [-].
 
     Returns
     -------
@@ -99,7 +101,7 @@ def previous_hour(h: int | None) -> int | None:
     Parameters
     ----------
     h : int or None
-        Hour index (None: the single flat hour, its own predecessor).
+        Hour index (None: the single flat hour, its own predecessor) [-].
 
     Returns
     -------
@@ -171,12 +173,13 @@ def alive(d: PlanInputs, life: float, q: int, p: int) -> bool:
     return q <= p and in_service(d.periods[p].offset_years - d.periods[q].offset_years, life)
 
 
-def hour_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h) -> list:
+def hour_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h, parts: Callable
+                     ) -> list:
     """(variable, kW) terms of the facility power at site s in hour h of period p (peak).
 
     As the representative hours' rows count it (design-day cooling, the headroom racks at
-    serving power): those hours have their expression already (``facility_hour_kw``);
-    the other hours of the days are written the same way.
+    serving power, each schedule at ``frac(h) / u``): those hours have their expression
+    already (``facility_hour_kw``); the other hours of the days are written the same way.
 
     Parameters
     ----------
@@ -189,7 +192,9 @@ def hour_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h) -> list:
     p : int
         Period index (0-based) [-].
     h : int or None
-        Hour index.
+        Hour index [-].
+    parts : callable
+        :func:`dcplan.planner.model._site_power_parts` (the model's power terms).
 
     Returns
     -------
@@ -199,12 +204,13 @@ def hour_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h) -> list:
     e = mv.facility_hour_kw.get((s, p, h))
     if e is not None:
         return list(e.items())
-    from dcplan.planner.model import _site_power_terms
+    terms, schedules = parts(d, mv, s, p, False)
+    factor = {g: sch.frac(h) / u for g, (sch, u) in schedules.items()}
+    return _merged((v, c if g is None else c * factor[g]) for g, v, c in terms)
 
-    return _site_power_terms(d, mv, s, p, average=False, hour=h)
 
-
-def served_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h) -> list:
+def served_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h, parts: Callable
+                       ) -> list:
     """(variable, kW) terms of the power the site draws serving its load in hour h.
 
     Annual-average cooling, no headroom, each schedule at its hour-h value: a
@@ -223,21 +229,21 @@ def served_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h) -> list:
     p : int
         Period index (0-based) [-].
     h : int or None
-        Hour index (None: the single flat hour).
+        Hour index (None: the single flat hour) [-].
+    parts : callable
+        :func:`dcplan.planner.model._site_power_parts` (the model's power terms).
 
     Returns
     -------
     list of (pulp.LpVariable, float)
         [kW per unit of each variable].
     """
-    from dcplan.planner.model import _site_power_parts
-
-    terms, schedules = _site_power_parts(d, mv, s, p, average=True)
+    terms, schedules = parts(d, mv, s, p, True)
     factor = {g: served_share(sch, h) for g, (sch, _u) in schedules.items()}
     return _merged((v, c if g is None else c * factor[g]) for g, v, c in terms)
 
 
-def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, parts: Callable) -> None:
     """Storage and on-site generation at the sites offered them (module docstring).
 
     Parameters
@@ -248,6 +254,9 @@ def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         The plan's coefficient tables.
     mv : ModelVars
         The variables, expressions and rows built so far, updated in place.
+    parts : callable
+        :func:`dcplan.planner.model._site_power_parts`: the facility power's terms
+        (passed in: this module is below the model).
     """
     n = len(d.periods)
     for s in d.sites:
@@ -269,11 +278,11 @@ def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                     mv.onsite_bought_kw[s, g.id, q] = prob.add_variable(
                         lp_name("gen_new", s, g.id, per.label), 0)
         for p in live:
-            _add_site_period(prob, d, mv, s, p, bats, gens)
+            _add_site_period(prob, d, mv, s, p, bats, gens, parts)
 
 
 def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str, p: int,
-                     bats: tuple, gens: tuple) -> None:
+                     bats: tuple, gens: tuple, parts: Callable) -> None:
     """Capacity in service, hourly dispatch and grid rows of site s in period p."""
     label = d.periods[p].label
     hours = supply_hours(d, p)
@@ -330,13 +339,13 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
     firm = [(mv.onsite_capacity_kw[s, g.id, p], -g.availability) for g in gens
             if (s, g.id, p) in mv.onsite_capacity_kw]
     for h in hours:
-        peak = hour_power_terms(d, mv, s, p, h)
+        peak = hour_power_terms(d, mv, s, p, h, parts)
         mv.add(prob, "grid_hour", (s, label, *hl(h)),
                _lin(_merged([*peak, *bat[h], *firm, (gpk, -1.0)])) <= 0)
         net = bat[h] + run[h]
         if not net:
             continue
-        served = served_power_terms(d, mv, s, p, h)
+        served = served_power_terms(d, mv, s, p, h, parts)
         mv.add(prob, "grid_served", (s, label, *hl(h)),
                _lin(_merged([*served, *net, (gpk, -1.0)])) <= 0)
         mv.add(prob, "no_export", (s, label, *hl(h)), _lin(_merged([*served, *net])) >= 0)

@@ -81,7 +81,7 @@ def sources_table(d: PlanInputs, sol: Solution, dispatch: pd.DataFrame,
     sol : Solution
         Variable values of the solved model.
     dispatch : DataFrame
-        :func:`dispatch_table`.
+        :func:`dispatch_table` [kW].
     power : DataFrame
         The ``power`` table (its ``energy_kwh``: the facility's energy [kWh]).
 
@@ -101,7 +101,7 @@ def sources_table(d: PlanInputs, sol: Solution, dispatch: pd.DataFrame,
         top = part.loc[part.grid_kw.idxmax()]
         hours = d.hours(p)
 
-        def mwh(col: str) -> float:
+        def mwh(col: str, part=part, hours=hours) -> float:
             """Energy of a dispatch column over the period [MWh]."""
             return float((part[col] * part.weight_frac).sum()) * hours / 1000.0
         gens = d.onsite.get(s, ())

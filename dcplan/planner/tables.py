@@ -22,7 +22,6 @@ from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.network_rows import network_owned
 from dcplan.units import SECONDS_PER_MONTH
 
-
 #: Fields of :class:`Solution` (and ModelVars) that storage and on-site generation fill.
 SUPPLY_FIELDS = ("storage_energy_bought_kwh", "storage_power_bought_kw", "storage_energy_kwh",
                  "storage_power_kw", "storage_charge_kw", "storage_discharge_kw",
