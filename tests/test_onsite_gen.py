@@ -103,3 +103,52 @@ def test_no_generation_before_its_lead_time():
     res = _solve(bridged(first=2))
     assert res.unserved
     assert "2027" in set(res.tables["unserved"].period)
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+BAD_GEN = """\
+- id: bad_gt
+  name: Turbine without a heat rate
+  technology: gas_turbine
+  capex_usd_per_kw: 1600
+  heat_rate_mmbtu_per_mwh: 0
+  fuel_price_usd_per_mmbtu: 10
+  emissions_kg_per_mwh: 480
+  availability_frac: 0.95
+  permitting_lead_time_months: 18
+  lifetime_years: 25
+  source: "test fixture"
+  as_of: 2025-01
+"""
+
+
+def test_a_heat_rate_of_zero_names_file_entry_and_field(tmp_path, min_catalog_dir):
+    from dcplan.catalog import load_catalog
+    from dcplan.errors import InputError
+
+    path = tmp_path / "onsite_generation.yaml"
+    path.write_text(BAD_GEN)
+    with pytest.raises(InputError) as info:
+        load_catalog(min_catalog_dir, extra_files={"onsite_generation": path})
+    (p,) = info.value.problems
+    assert p.file.endswith("onsite_generation.yaml")
+    assert (p.entry, p.field, p.line) == ("bad_gt", "heat_rate_mmbtu_per_mwh", 5)
+    assert "must be > 0" in p.message
+
+
+def test_an_unknown_offer_in_the_scenario_names_the_field(tmp_path):
+    from pathlib import Path
+
+    from dcplan.case import load_case
+    from dcplan.errors import InputError
+
+    minimal = Path(__file__).resolve().parents[1] / "examples" / "minimal.yaml"
+    scn = tmp_path / "s.yaml"
+    scn.write_text(f"extends: {minimal}\nonsite_generation: [gas_turbin]\n"
+                   "storage: {nowhere: [lfp_container_4h]}\n")
+    with pytest.raises(InputError) as info:
+        load_case(scn)
+    msgs = [(p.field, p.message) for p in info.value.problems]
+    assert any(f == "onsite_generation" and "gas_turbine_aero" in m for f, m in msgs), msgs
+    assert any(f == "storage" and "nowhere" in m for f, m in msgs), msgs

@@ -9,6 +9,7 @@ minus discharge plus charge.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from test_planner_helpers import make_inputs, rack, rack_site, site, workload
@@ -88,3 +89,55 @@ def test_battery_shaves_the_demand_charge_when_it_pays():
     assert peak == pytest.approx(want, rel=1e-6)
     costs = res.tables["costs"].set_index("category").cost_usd
     assert costs["demand_charge"] == pytest.approx(want * 12 * 10.0, rel=1e-6)
+
+
+# --- bad input: the catalog kind names file, entry and field -------------------------------
+
+BAD_STORAGE = """\
+- id: bad_bat
+  name: Battery with impossible figures
+  capex_usd_per_kwh: 300
+  capex_usd_per_kw: 250
+  round_trip_efficiency_frac: {eff}
+  depth_of_discharge_frac: {dod}
+  calendar_life_years: 15
+  source: "test fixture"
+  as_of: 2025-01
+"""
+
+
+@pytest.mark.parametrize(("eff", "dod", "field", "pattern"), [
+    (1.2, 0.9, "round_trip_efficiency_frac", r"must be <= 1(\.0)? \(got 1\.2\)"),
+    (0.85, 1.5, "depth_of_discharge_frac", r"must be <= 1(\.0)? \(got 1\.5\)"),
+    (0.85, -0.1, "depth_of_discharge_frac", r"must be > 0(\.0)? \(got -0\.1\)"),
+])
+def test_bad_storage_figures_name_file_entry_and_field(tmp_path, min_catalog_dir, eff, dod,
+                                                       field, pattern):
+    from dcplan.catalog import load_catalog
+    from dcplan.errors import InputError
+
+    path = tmp_path / "storage.yaml"
+    path.write_text(BAD_STORAGE.format(eff=eff, dod=dod))
+    with pytest.raises(InputError) as info:
+        load_catalog(min_catalog_dir, extra_files={"storage": path})
+    (p,) = info.value.problems
+    assert p.file.endswith("storage.yaml")
+    assert (p.entry, p.field) == ("bad_bat", field)
+    assert re.search(pattern, p.message), p.message
+
+
+def test_bad_storage_from_the_cli_exits_1_without_a_traceback(tmp_path, min_catalog_dir):
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from dcplan.cli import app
+
+    cat = tmp_path / "cat"
+    shutil.copytree(min_catalog_dir, cat)
+    (cat / "storage.yaml").write_text(BAD_STORAGE.format(eff=1.2, dod=0.9))
+    res = CliRunner().invoke(app, ["--catalog-dir", str(cat), "catalog", "list", "storage"])
+    assert res.exit_code == 1
+    assert "Traceback" not in res.output
+    assert "storage.yaml" in res.output and "bad_bat" in res.output
+    assert "round_trip_efficiency_frac" in res.output
