@@ -152,3 +152,70 @@ def test_an_unknown_offer_in_the_scenario_names_the_field(tmp_path):
     msgs = [(p.field, p.message) for p in info.value.problems]
     assert any(f == "onsite_generation" and "gas_turbine_aero" in m for f, m in msgs), msgs
     assert any(f == "storage" and "nowhere" in m for f, m in msgs), msgs
+
+
+# --- properties ---------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _onsite_mwh(res) -> float:
+    src = res.tables.get("sources")
+    return 0.0 if src is None else float(src.onsite_mwh.sum())
+
+
+@pytest.mark.slow
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fuel=st.floats(0.01, 0.2), capex=st.floats(0.0, 300.0))
+def test_offering_bridge_power_never_makes_a_plan_dearer(fuel, capex):
+    # the grid arrives in 2028; bridge power from 2027 may serve 2027 (or not be bought)
+    def inputs(gen):
+        g = GridData(committed_kw=(0.0, 0.0, 100.0), arrival=(3, 3, 3),
+                     arrival_assessed=(3, 3, 3), cost_usd_per_kw=50.0)
+        s = dataclasses.replace(site(n=3, grid_kw=100.0, price=0.1), connection=g)
+        return make_inputs(n=3, racks=[rack(kw_idle=0.0, kw_max=10.0)], sites=[s],
+                           workloads=[workload(demand=(0.0, 0.0, 100.0))],
+                           rack_sites={("ra", "sa"): rack_site()},
+                           onsite={"sa": (gas(fuel=fuel, capex=capex),)} if gen else {})
+    without = _solve(inputs(False))
+    offered = _solve(inputs(True))
+    assert not without.unserved and not offered.unserved
+    assert offered.objective_usd <= without.objective_usd * (1 + 1e-7) + 1e-6
+
+
+def _capped(frac):
+    """``bridged`` with generation from 2026, fuel 0.05 USD/kWh, 0.8 kg/kWh, the grid
+    committed (100 kW) from 2027, and 2027's emissions capped at ``frac`` x 70,080 kg
+    (10 kW x 8760 h x 0.8 kg/kWh: the generator's own, uncapped)."""
+    d = bridged(fuel=0.05, first=0, carbon=0.8)
+    d = dataclasses.replace(d, carbon_cap_kg=(None, frac * 10 * H * 0.8, None))
+    d.sites["sa"] = dataclasses.replace(
+        d.sites["sa"], connection=GridData(committed_kw=(0.0, 100.0, 100.0),
+                                           arrival=(3, 3, 3), arrival_assessed=(3, 3, 3),
+                                           cost_usd_per_kw=50.0))
+    return _solve(d)
+
+
+def test_a_carbon_cap_moves_energy_from_dirtier_generation_to_the_grid():
+    # cap 0.8 x 70,080 = 56,064 kg; the grid (0.5 kg/kWh) for the rest of the 87,600 kWh:
+    # 0.8 g + 0.5 (87,600 - g) = 56,064  ->  g = (56,064 - 43,800) / 0.3 = 40,880 kWh
+    res = _capped(0.8)
+    src = res.tables["sources"].set_index("period")
+    assert src.loc["2027", "onsite_mwh"] == pytest.approx(40.88, rel=1e-6)
+    assert res.tables["power"].set_index("period").carbon_t["2027"] == pytest.approx(
+        56.064, rel=1e-6)
+    # uncapped it runs all year
+    assert _capped(10.0).tables["sources"].set_index("period").loc[
+        "2027", "onsite_mwh"] == pytest.approx(87.6, rel=1e-6)
+
+
+@pytest.mark.slow
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(a=st.floats(0.63, 1.2), b=st.floats(0.63, 1.2))
+def test_a_stricter_carbon_cap_never_increases_bridge_energy(a, b):
+    # generation cheaper than the grid (0.05 vs 0.1 USD/kWh) and dirtier (0.8 vs 0.5
+    # kg/kWh); caps from 0.63 x its uncapped emissions (the grid alone needs 0.625 x)
+    loose, strict = _capped(max(a, b)), _capped(min(a, b))
+    assert not loose.unserved and not strict.unserved
+    assert _onsite_mwh(strict) <= _onsite_mwh(loose) + 1e-6

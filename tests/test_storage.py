@@ -141,3 +141,34 @@ def test_bad_storage_from_the_cli_exits_1_without_a_traceback(tmp_path, min_cata
     assert "Traceback" not in res.output
     assert "storage.yaml" in res.output and "bad_bat" in res.output
     assert "round_trip_efficiency_frac" in res.output
+
+
+# --- properties ---------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@pytest.mark.slow
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grid=st.floats(12.0, 30.0), charge=st.floats(0.0, 20.0),
+       low=st.floats(0.5, 0.98), capex=st.floats(0.5, 500.0))
+def test_offering_a_battery_never_makes_a_plan_dearer(grid, charge, low, capex):
+    # a day of 23 hours at ``low`` and one at the rest (mean 1); the battery costs
+    # ``capex`` USD per kWh and per kW: the plan may leave it unbought
+    high = 24 - 23 * low
+    shape = tuple([low] * 23 + [high])
+    bat = dataclasses.replace(BAT, capex_usd_per_kwh=capex, capex_usd_per_kw=capex)
+
+    def inputs(offer):
+        w = dataclasses.replace(workload(demand=(100.0,), peak=max(shape)), profile=shape)
+        return make_inputs(n=1, racks=[rack(kw_idle=0.0, kw_max=10.0)], workloads=[w],
+                           sites=[site(n=1, grid_kw=grid, demand_charge=charge)],
+                           rack_sites={("ra", "sa"): rack_site()},
+                           storage={"sa": (bat,)} if offer else {})
+    without = _solve(inputs(False))
+    offered = _solve(inputs(True))
+    if without.unserved:
+        return
+    assert not offered.unserved
+    assert offered.objective_usd <= without.objective_usd * (1 + 1e-7) + 1e-6
