@@ -98,7 +98,8 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
     "assessment": _F("add_grid_connections",
                      "sum_q req[s,q] <= threshold - 1 - max committed"),
     "grid": _F("add_grid_limit",
-               "facility_peak[s,p] + recharge[s,p] (- connected[s,p]) <= grid_kw[s,p] (0)"),
+               "facility_peak[s,p] + recharge[s,p] (- connected[s,p]) <= grid_kw[s,p] (0); "
+               "gpk[s,p] (- connected) <= grid_kw (0) with storage or generation"),
     # storage and on-site generation (time to power)
     "bess_e_stock": _F("add_supply",
                        "bess_e[s,b,p] - sum_{q alive} DoD (1 - deg)^age bess_e_new[s,b,q] = 0"),
@@ -114,6 +115,9 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
                     "peak(h) + sum_b ch - sum_b dis - sum_g avail gen_cap - gpk[s,p] <= 0"),
     "grid_served": _F("add_supply",
                       "served(h) + sum_b ch - sum_b dis - sum_g gen - gpk[s,p] <= 0"),
+    "supply_firm": _F("add_supply",
+                      "peak(h) + recharge + sum_b ch - sum_b dis - sum_g avail gen_cap "
+                      "- connected[s,p] <= 0"),
     "no_export": _F("add_supply", "served(h) + sum_b ch - sum_b dis - sum_g gen >= 0"),
     # cooling, space and building
     "cdu_keep": _F("add_cdus", "on[s,c,p] - on[s,c,p-1] >= 0"),

@@ -76,7 +76,7 @@ def build_model(d: PlanInputs, elastic: bool = False,
     add_demand(prob, d, mv)
     add_power_expressions(prob, d, mv)
     add_grid_connections(prob, d, mv)
-    add_supply(prob, d, mv, _site_power_parts)
+    add_supply(prob, d, mv, _site_power_parts, recharge_terms)
     add_grid_limit(prob, d, mv)
     add_cdus(prob, d, mv)
     add_network_space(prob, d, mv)
@@ -633,9 +633,10 @@ def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         if not len(expr):
             continue
         gpk = mv.grid_peak_kw.get((s, p))
-        if gpk is not None:  # storage or on-site generation: the grid's own peak
-            expr = _lin([(gpk, 1.0)])
-        expr = expr + _lin(recharge_terms(d, mv, s, p))
+        if gpk is not None:  # storage or generation: the grid's own peak (recharge: rows
+            expr = _lin([(gpk, 1.0)])  # supply_firm, dcplan.planner.supply)
+        else:
+            expr = expr + _lin(recharge_terms(d, mv, s, p))
         conn = mv.grid_connected_kw.get((s, p))
         if conn is None:
             mv.add(prob, "grid", (s, d.periods[p].label), expr <= d.sites[s].grid_kw[p])

@@ -33,6 +33,11 @@ share of the year (its day's weight / 24; 1 for ``None``).
   (``no_export``). ``gpk`` replaces the facility peak in the site's grid row and demand
   charge (the building still carries the facility peak). The grid energy is
   ``facility_avg + sum_h w_h (ch - dis - gen)``.
+- **Firm supply**: where the site's UPS plant recharges its batteries after an outage
+  (the grid row carries ``recharge`` on top of the facility peak), the grid row of the
+  site is ``gpk <= connected`` and the recharge is carried by the grid and the
+  generation's available capacity together: ``peak(h) + recharge + sum_b ch - sum_b dis
+  - sum_g availability x gen_cap <= connected`` (``supply_firm``).
 - **Costs**: storage and generation capex when bought (terminal value over their lives),
   fixed O&M per kW in service (``maintenance``), fuel and variable O&M per kWh generated
   (``onsite_fuel``), energy and carbon on the grid energy, carbon on the generation.
@@ -243,7 +248,8 @@ def served_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int, h, parts: C
     return _merged((v, c if g is None else c * factor[g]) for g, v, c in terms)
 
 
-def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, parts: Callable) -> None:
+def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, parts: Callable,
+               recharge: Callable) -> None:
     """Storage and on-site generation at the sites offered them (module docstring).
 
     Parameters
@@ -257,6 +263,8 @@ def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, parts: Callab
     parts : callable
         :func:`dcplan.planner.model._site_power_parts`: the facility power's terms
         (passed in: this module is below the model).
+    recharge : callable
+        :func:`dcplan.planner.model.recharge_terms`: the UPS recharge's terms [kW].
     """
     n = len(d.periods)
     for s in d.sites:
@@ -278,11 +286,11 @@ def add_supply(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, parts: Callab
                     mv.onsite_bought_kw[s, g.id, q] = prob.add_variable(
                         lp_name("gen_new", s, g.id, per.label), 0)
         for p in live:
-            _add_site_period(prob, d, mv, s, p, bats, gens, parts)
+            _add_site_period(prob, d, mv, s, p, bats, gens, parts, recharge)
 
 
 def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str, p: int,
-                     bats: tuple, gens: tuple, parts: Callable) -> None:
+                     bats: tuple, gens: tuple, parts: Callable, recharge: Callable) -> None:
     """Capacity in service, hourly dispatch and grid rows of site s in period p."""
     label = d.periods[p].label
     hours = supply_hours(d, p)
@@ -338,10 +346,17 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
     gpk = mv.grid_peak_kw[s, p] = prob.add_variable(lp_name("gpk", s, label), 0)
     firm = [(mv.onsite_capacity_kw[s, g.id, p], -g.availability) for g in gens
             if (s, g.id, p) in mv.onsite_capacity_kw]
+    conn = mv.grid_connected_kw.get((s, p))
+    conn_terms = [] if conn is None else [(v, -c) for v, c in conn.items()]
+    limit = d.sites[s].grid_kw[p] if conn is None else conn.constant
+    ups = recharge(d, mv, s, p)
     for h in hours:
         peak = hour_power_terms(d, mv, s, p, h, parts)
         mv.add(prob, "grid_hour", (s, label, *hl(h)),
                _lin(_merged([*peak, *bat[h], *firm, (gpk, -1.0)])) <= 0)
+        if ups:
+            mv.add(prob, "supply_firm", (s, label, *hl(h)),
+                   _lin(_merged([*peak, *ups, *bat[h], *firm, *conn_terms])) <= limit)
         net = bat[h] + run[h]
         if not net:
             continue

@@ -580,7 +580,8 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 recharge_kw=recharge, power_redundancy=sd.power_redundancy,
                 network_positions=network_racks(d, sol, s, p),
                 grid_kw=grid, connectable_kw=sd.grid_kw[p],
-                headroom_kw=grid - sol.grid_peak_kw.get((s, p), pk["facility"]) - recharge,
+                headroom_kw=grid - pk["facility"] - recharge if (s, p) not in sol.grid_peak_kw
+                else grid - sol.grid_peak_kw[s, p],
                 built_kw=built, it_kw_avg=av["it"], facility_kw_avg=av["facility"],
                 energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0
                 if (s, p) not in sol.grid_peak_kw else supply_carbon_t(d, sol, s, p, energy),
@@ -727,9 +728,10 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
     Only sites whose connection is a decision. ``requested_kw`` /
     ``requested_assessed_kw`` are requested in the period (energised after the lead
     time, with the assessment's extra months), ``energised_kw`` the requests that
-    arrive in it, ``used_kw`` what the connection carries: the facility peak (the grid
-    peak at a site with storage or on-site generation) plus the UPS recharge (as in the
-    grid rows and the ``binding`` table).
+    arrive in it, ``used_kw`` what the connection carries: the facility peak plus the
+    UPS recharge (as in the grid rows and the ``binding`` table); at a site with storage
+    or on-site generation the grid's own peak (the recharge is carried by the grid and
+    the generation together, rows ``supply_firm``).
 
     Parameters
     ----------
@@ -766,8 +768,7 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
                              requested_assessed_kw=sol.grid_requested_assessed_kw.get((s, p), 0.0),
                              energised_kw=arriving, connected_kw=conn,
                              used_kw=float(peak.get((per.label, s), 0.0)) if (s, p)
-                             not in sol.grid_peak_kw else sol.grid_peak_kw[s, p]
-                             + recharge_kw(d, sol, s, p),
+                             not in sol.grid_peak_kw else sol.grid_peak_kw[s, p],
                              lead_time_months=g.lead_time_months,
                              assessment_months=g.assessment_months))
     cols = ["period", "site", "connectable_kw", "committed_kw", "requested_kw",

@@ -159,14 +159,16 @@ def storage():
 
 def onsite():
     """Three periods, ``sa``'s grid 0 kW until 2028 (then 100 kW), rack ``ra`` (2 kW idle,
-    10 kW serving) with 10 % losses and 0.2 kW cooling per IT kW on the design day;
-    generation ``gt`` offered from 2027 (its lead time): 90 % available, 20-year life."""
+    10 kW serving) with 10 % losses and 0.2 kW cooling per IT kW on the design day, its UPS
+    recharging at 0.1 kW per IT kW; generation ``gt`` offered from 2027 (its lead time):
+    90 % available, 20-year life."""
     from dcplan.planner.inputs import OnsiteData
 
     gt = OnsiteData("gt", capex_usd_per_kw=100.0, fuel_usd_per_kwh=(0.08,) * 3,
                     carbon_kg_per_kwh=0.5, availability=0.9, first_period=1, life_years=20.0)
+    rs = dataclasses.replace(rack_site(**FAC), recharge_kw_per_it_kw=0.1)
     return make_inputs(n=3, racks=[rack(**RACK)], sites=[site(n=3, grid_kw=[0.0, 0.0, 100.0])],
-                       rack_sites={("ra", "sa"): rack_site(**FAC)}, onsite={"sa": (gt,)},
+                       rack_sites={("ra", "sa"): rs}, onsite={"sa": (gt,)},
                        workloads=[workload(demand=(0.0, 100.0, 100.0))])
 
 
@@ -289,6 +291,8 @@ CASES: dict[str, Case] = {c.family: c for c in (
          "<= 0; h00: (10 x 0.95 / 2.15 = 4.4186) alloc + ch - dis - gpk <= 0"),
     Case("no_export", onsite, "2027: served load: idle 1.1 x 1.1 (average cooling) x 2 = "
          "2.42 inst + 1.1 x 1.1 x 8 = 9.68 alloc - gen >= 0"),
+    Case("supply_firm", onsite, "2027: peak 2.64 inst + 10.56 alloc + UPS recharge 0.1 x "
+         "10 kW = 1 inst - 0.9 gen_cap <= 0 kW of grid"),
     Case("grid_served", onsite, "2027: 2.42 inst + 9.68 alloc - gen - gpk <= 0 (the served "
          "load, average cooling)"),
     Case("cdu_keep", liquid, "on 2027 - on 2026 >= 0"),
