@@ -225,8 +225,10 @@ def test_a_stricter_carbon_cap_never_increases_bridge_energy(a, b):
 
 
 @pytest.mark.slow
-def test_time_to_power_example_serves_two_years_before_the_grid():
+def test_time_to_power_example_serves_two_years_before_the_grid(tmp_path):
     from pathlib import Path
+
+    import dcplan
 
     from dcplan.case import load_case
     from dcplan.planner import solve_case
@@ -243,6 +245,13 @@ def test_time_to_power_example_serves_two_years_before_the_grid():
     assert first_served(bridged_plan) == "2027"
     src = bridged_plan.tables["sources"].set_index("period")
     assert src.loc["2027", "onsite_capacity_kw"] > 0 and src.loc["2027", "grid_kw_peak"] < 1e-6
+    # a saved plan keeps its sources and dispatch tables
+    back = dcplan.load_plan(dcplan.api.Plan(bridged_plan).save(tmp_path / "t.plan"))
+    for name in ("sources", "dispatch"):
+        got, want = back.tables[name], bridged_plan.tables[name]
+        assert list(got.columns) == list(want.columns) and len(got) == len(want)
+    assert back.tables["sources"].onsite_mwh.sum() == pytest.approx(
+        bridged_plan.tables["sources"].onsite_mwh.sum())
     # both plans' costs are the solver's objective (unserved penalty included)
     for res in (bridged_plan, grid_only):
         assert res.tables["costs"].cost_usd_discounted.sum() == pytest.approx(
