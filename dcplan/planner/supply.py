@@ -350,8 +350,15 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
     conn_terms = [] if conn is None else [(v, -c) for v, c in conn.items()]
     limit = d.sites[s].grid_kw[p] if conn is None else conn.constant
     ups = recharge(d, mv, s, p)
+    cache: dict = {}
+
+    def once(d_, mv_, s_, p_, average):
+        """The site-period's power terms, computed once per basis (peak, average)."""
+        if average not in cache:
+            cache[average] = parts(d_, mv_, s_, p_, average)
+        return cache[average]
     for h in hours:
-        peak = hour_power_terms(d, mv, s, p, h, parts)
+        peak = hour_power_terms(d, mv, s, p, h, once)
         mv.add(prob, "grid_hour", (s, label, *hl(h)),
                _lin(_merged([*peak, *bat[h], *firm, (gpk, -1.0)])) <= 0)
         if ups:
@@ -360,7 +367,7 @@ def _add_site_period(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, s: str,
         net = bat[h] + run[h]
         if not net:
             continue
-        served = served_power_terms(d, mv, s, p, h, parts)
+        served = served_power_terms(d, mv, s, p, h, once)
         mv.add(prob, "grid_served", (s, label, *hl(h)),
                _lin(_merged([*served, *net, (gpk, -1.0)])) <= 0)
         mv.add(prob, "no_export", (s, label, *hl(h)), _lin(_merged([*served, *net])) >= 0)
