@@ -172,3 +172,17 @@ def test_offering_a_battery_never_makes_a_plan_dearer(grid, charge, low, capex):
         return
     assert not offered.unserved
     assert offered.objective_usd <= without.objective_usd * (1 + 1e-7) + 1e-6
+
+
+def test_each_representative_day_cycles_on_its_own():
+    from dcplan.planner.supply import hour_weight, previous_hour
+
+    # two days (weekday x5, weekend x2): the hour before each day's first is its last
+    assert [previous_hour(h) for h in (0, 1, 23, 24, 25, 47)] == [23, 0, 22, 47, 24, 46]
+    assert previous_hour(None) is None
+    d = dataclasses.replace(peaky(15.0, storage=True), day_names=("weekday", "weekend"),
+                            day_weights=(5 / 7, 2 / 7))
+    assert hour_weight(d, 3) == pytest.approx(5 / 7 / 24)
+    assert hour_weight(d, 30) == pytest.approx(2 / 7 / 24)
+    assert sum(hour_weight(d, h) for h in range(48)) == pytest.approx(1.0)
+    assert hour_weight(d, None) == 1.0

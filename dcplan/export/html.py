@@ -543,7 +543,10 @@ def build_html(result: Any, sources: Any = None) -> str:
                                  formats={"Total facility [MW]": "#,##0.0"},
                                  right=[c for c in pw.columns if c != "period"],
                                  caption="Facility power at peak / grid limit, by site "
-                                         "hosting racks [MW]."))
+                                         "hosting racks [MW]."
+                                 + (" Storage and on-site generation carry part of it: "
+                                    "what the grid carries is under Power sources."
+                                    if "sources" in t and len(t["sources"]) else "")))
     if "caps" in t and len(t["caps"]):
         body.append("<h2>Power caps chosen</h2>"
                     + table_html(t["caps"], table="caps",
