@@ -90,6 +90,11 @@ def _power_section(result: Any, width: int) -> list[str]:
                 row[r.site] = f"{r.facility_kw_peak / 1000:.1f} / {r.grid_kw / 1000:.1f}"
         rows.append(row)
     out.append(format_table(rows, ["period", *sites], width=width))
+    src = result.tables.get("sources")
+    if src is not None and len(src):
+        out.append("Storage and on-site generation carry part of the facility peak at "
+                   f"{', '.join(dict.fromkeys(src.site))}: what the grid carries is under "
+                   "Power sources.")
     idle = [s for s in dict.fromkeys(power.site) if s not in sites]
     if idle:
         out.append(f"Sites hosting nothing: {', '.join(idle)}")
