@@ -229,7 +229,6 @@ def test_time_to_power_example_serves_two_years_before_the_grid(tmp_path):
     from pathlib import Path
 
     import dcplan
-
     from dcplan.case import load_case
     from dcplan.planner import solve_case
 

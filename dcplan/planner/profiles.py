@@ -105,7 +105,7 @@ def served_share(sch: Schedule, h: int | None) -> float:
         [-].
     """
     v = sch.values[h] if sch.values is not None and h is not None else 1.0
-    return v / sch.peak_factor
+    return v / sch.peak_factor  # (as the tables compute it: extra x v / M)
 
 
 def peak_schedule(peak_factor: float) -> Schedule:

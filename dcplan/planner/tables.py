@@ -407,8 +407,6 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
     (:func:`~dcplan.planner.profiles.served_share`; its mean over the hours is the
     average).
     """
-    from dcplan.planner.profiles import served_share
-
     rk = d.racks[r]
     if d.nameplate_peak and not average:
         if r in d.cap_levels:
@@ -420,7 +418,8 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
         if r2 == r and s2 == s and p2 == p:
             sch = d.schedule_of(w, key, p)
             extra = max(0.0, d.perf_at(r, w, c).power_kw - rk.it_power_idle_kw) * x
-            it += extra * served_share(sch, hour) if average else \
+            v = sch.values[hour] if average and hour is not None and sch.values else 1.0
+            it += extra * v / sch.peak_factor if average else \
                 extra * sch.frac(hour) / d.workloads[w].target_utilisation
     return it
 
