@@ -206,6 +206,15 @@ OPTIONAL_SHEETS: tuple[SheetSpec, ...] = (
               "hours it ran below its minimum stable load (not enforced by the plan's linear "
               "dispatch).", ("grid_mwh", "onsite_mwh", "onsite_carbon_t", "onsite_fuel_usd"),
               3),
+    SheetSpec("Power oversubscription", "power_oversubscription",
+              "Power oversubscription by site and period: provision, risk and tokens lost",
+              "Each oversubscribed site provisions its factor times its racks' IT power at "
+              "the plan's power basis; power capping keeps the draw under it. The fleet's "
+              "draw in every hour is taken as normal (mean from the plan, spread from the "
+              "performance model's p99 rack power, racks fully correlated): the share of "
+              "the year it would exceed the provision, the energy above it, the tokens "
+              "capping costs there, and the tokens/s the plan derated its racks by "
+              "(docs/planner.md, Power oversubscription).", (), 2),
 )
 
 #: Sheet order of the plan workbook.

@@ -563,6 +563,15 @@ def build_html(result: Any, sources: Any = None) -> str:
                                          "discharge and the on-site generation; capacity in "
                                          "service; energy over the period; the generation's "
                                          "carbon and fuel."))
+    if "power_oversubscription" in t and len(t["power_oversubscription"]):
+        body.append("<h2>Power oversubscription</h2>"
+                    + table_html(t["power_oversubscription"], table="power_oversubscription",
+                                 caption="Each oversubscribed site provisions its factor "
+                                         "times its racks' IT power at the power basis, with "
+                                         "power capping as the safety net: the share of the "
+                                         "year the fleet's draw would exceed the provision, "
+                                         "the tokens capping costs, and the tokens/s the plan "
+                                         "counted against demand."))
     body.append("<h2>Why: the limits that bind</h2>")
     b = binding_rows(t.get("binding"))
     if b is not None and len(b):

@@ -100,6 +100,7 @@ def _power_section(result: Any, width: int) -> list[str]:
         out.append(f"Sites hosting nothing: {', '.join(idle)}")
     out += _grid_requests(result, width)
     out += _caps_section(result, width)
+    out += _oversub_section(result, width)
     out += _sources_section(result, width)
     return out
 
@@ -174,6 +175,39 @@ def _caps_section(result: Any, width: int) -> list[str]:
     out.append(format_table(rows, ["period", "site", "racks @ cap", "racks/MW",
                                    "tokens/s per MW"], width=width))
     return out
+
+
+def _oversub_section(result: Any, width: int) -> list[str]:
+    """Power oversubscription by site and period: provision, exceedance and tokens lost.
+
+    Parameters
+    ----------
+    result : PlanResult
+        A plan; nothing is printed without a ``power_oversubscription`` table.
+    width : int
+        Terminal width [characters].
+
+    Returns
+    -------
+    list of str
+        Lines of the section.
+    """
+    t = result.tables.get("power_oversubscription")
+    if t is None or not len(t):
+        return []
+    rows = [{"period": str(r.period), "site": r.site,
+             "factor": f"{r.oversubscription_factor:g}",
+             "provisioned\n[MW IT]": f"{r.provisioned_it_kw / 1000:,.2f}",
+             "basis\n[MW IT]": f"{r.basis_it_kw / 1000:,.2f}",
+             "draw at peak\n[MW IT]": f"{r.draw_it_kw_peak / 1000:,.2f}",
+             "over\n[% of year]": f"{r.exceed_prob:.2%}",
+             "tokens lost\n[%]": f"{r.tokens_lost_frac:.3%}",
+             "counted\n[tokens/s]": f"{r.tokens_counted_per_s_avg:,.0f}"}
+            for r in t.itertuples()]
+    return ["", "Power oversubscription (the site provisions factor x its racks' power at "
+                "the basis; capping keeps the draw under it; over = share of the year the "
+                "fleet's draw would exceed it; tokens lost to capping, and the tokens/s the "
+                "plan counted against demand):", format_table(rows, width=width)]
 
 
 def _grid_requests(result: Any, width: int) -> list[str]:

@@ -722,6 +722,11 @@ class PlanInputs:
     capped_peak : bool
         The scenario's ``peak_power`` is ``capped`` (``nameplate_peak`` is then True too:
         the peak counts every rack at the most it can draw at its cap).
+    power_oversub : dict
+        Site id -> power oversubscription factor below 1 [-] (scenario
+        ``power_oversubscription``): the site provisions that share of its racks' power
+        at the basis, and its racks' goodput is derated by the tokens capping is
+        expected to cost (:meth:`oversub_lost_frac`). Empty: none.
     storage : dict
         Site id -> battery storage offered there (scenario ``storage``); sites without
         an entry have none.
@@ -763,6 +768,7 @@ class PlanInputs:
     perf_at_cap: dict[tuple[str, str, float], PerfData] = field(default_factory=dict)
     power_at_cap_kw: dict[tuple[str, float], float] = field(default_factory=dict)
     capped_peak: bool = False
+    power_oversub: dict[str, float] = field(default_factory=dict)
     storage: dict[str, tuple[StorageData, ...]] = field(default_factory=dict)
     onsite: dict[str, tuple[OnsiteData, ...]] = field(default_factory=dict)
 
@@ -1119,8 +1125,8 @@ class PlanInputs:
         sch = self.schedules(workload, p)
         return self.hours(p) * 3600.0 / (1.0 if len(sch) > 1 else sch[0].peak_factor)
 
-    def rate(self, rack: str, workload: str, key: str, p: int, cap: float | None = None
-             ) -> float:
+    def rate(self, rack: str, workload: str, key: str, p: int, cap: float | None = None,
+             site: str | None = None) -> float:
         """Tokens/s one rack serves on allocation ``key`` in period ``p`` [tokens/s].
 
         Parameters
@@ -1136,6 +1142,10 @@ class PlanInputs:
             Period index (0-based) [-].
         cap : float, optional
             Cap level the rack runs at [-]; None: uncapped.
+        site : str, optional
+            Site the rack serves at: at a power-oversubscribed site the rate is net of
+            the share capping is expected to cost (:meth:`oversub_lost_frac`); None:
+            gross.
 
         Returns
         -------
@@ -1143,8 +1153,74 @@ class PlanInputs:
             At the period's software level and the workload's speedup [tokens/s].
         """
         base = key if key in POOLS_ALL else self.pool_of(workload, key, p)[0]
-        return self.perf_at(rack, workload, cap).rate(base, p) * \
+        gross = self.perf_at(rack, workload, cap).rate(base, p) * \
             self.workloads[workload].speed(p)
+        if site is None or site not in self.power_oversub:
+            return gross
+        return gross * (1.0 - self.oversub_lost_frac(rack, site, workload, cap))
+
+    def basis_rack_kw(self, rack: str, workload: str, cap: float | None = None) -> float:
+        """Power one rack serving ``workload`` at cap ``cap`` counts at the power basis [kW].
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        workload : str
+            Workload id.
+        cap : float, optional
+            Cap level [-]; None: uncapped.
+
+        Returns
+        -------
+        float
+            ``power_at_cap_kw`` (capped basis, rack offered caps), ``it_power_max_kw``
+            (nameplate, or capped without caps), else the operating point's
+            ``power_kw`` [kW].
+        """
+        if self.capped_peak and rack in self.cap_levels:
+            return self.peak_rack_kw(rack, cap)
+        if self.nameplate_peak:
+            return self.racks[rack].it_power_max_kw
+        return self.perf_at(rack, workload, cap).power_kw
+
+    def oversub_lost_frac(self, rack: str, site: str, workload: str,
+                          cap: float | None = None) -> float:
+        """Expected share of a rack's goodput lost to capping at an oversubscribed site [-].
+
+        :func:`dcplan.planner.power_oversub.lost_fraction` of the rack's operating
+        point against ``factor x`` :meth:`basis_rack_kw`: linear in the racks (the
+        factor is given), so the MILP derates goodput by it.
+
+        Parameters
+        ----------
+        rack : str
+            Rack type id.
+        site : str
+            Site id.
+        workload : str
+            Workload id.
+        cap : float, optional
+            Cap level [-]; None: uncapped.
+
+        Returns
+        -------
+        float
+            In [0, 1]; 0 at a site not oversubscribed [-].
+        """
+        f = self.power_oversub.get(site)
+        if f is None:
+            return 0.0
+        cache = self.__dict__.setdefault("_oversub_lost", {})
+        key = (rack, site, workload, cap)
+        if key not in cache:
+            from dcplan.planner.power_oversub import lost_fraction
+
+            pf = self.perf_at(rack, workload, cap)
+            cache[key] = lost_fraction(pf.power_kw, pf.power_p99_kw,
+                                       self.racks[rack].it_power_idle_kw,
+                                       f * self.basis_rack_kw(rack, workload, cap))
+        return cache[key]
 
     def caps(self, rack: str) -> tuple:
         """Cap levels of ``rack`` in the model's keys: ``(None,)`` when it runs uncapped.
@@ -1200,7 +1276,7 @@ class PlanInputs:
             (rack, workload, cap) in self.perf_at_cap
 
     def peak_rack_kw(self, rack: str, cap: float | None = None) -> float:
-        """Rack IT power a rack at cap level ``cap`` counts in a nameplate or capped peak [kW].
+        """Rack IT power a rack at cap level ``cap`` counts in a capped peak [kW].
 
         Parameters
         ----------
@@ -1871,6 +1947,7 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         nameplate_peak=scn.peak_power in ("nameplate", "capped"), spare_racks=spares,
         capped_peak=scn.peak_power == "capped", cap_levels=cap_levels,
         perf_at_cap=perf_at_cap, power_at_cap_kw=power_at_cap,
+        power_oversub=_power_oversub(scn, racks, perf, cap_levels, power_at_cap, rack_site),
         carbon_usd_per_kg=tuple(c / 1000.0 for c in econ.carbon_prices(periods))
         if econ.carbon_price_usd_per_t is not None else (),
         carbon_cap_kg=tuple(cap.get(i) for i in range(len(periods))) if cap else (),
@@ -1880,6 +1957,89 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         api_offers=api_offers(catalog, wl_ids), **_supply_offers(scn, catalog, periods))
     check_servable(inputs, scn)
     return inputs, scale_of
+
+
+def _power_oversub(scn: Scenario, racks: dict[str, RackData],
+                   perf: dict[tuple[str, str], PerfData],
+                   cap_levels: dict[str, tuple[float, ...]],
+                   power_at_cap: dict[tuple[str, float], float],
+                   rack_site: dict[tuple[str, str], RackSiteData]) -> dict[str, float]:
+    """Sites' power oversubscription factors below 1, checked against the cap's power.
+
+    A site provisioning ``factor x`` a rack's power at the basis must still hold the
+    rack at the lowest power capping can bring it to: ``power_at_cap_kw`` at its lowest
+    offered cap, or its idle power without caps. Below that capping cannot protect the
+    site, and the factor is refused.
+
+    Parameters
+    ----------
+    scn : Scenario
+        The scenario (``power_oversubscription``, ``peak_power``).
+    racks : dict
+        Rack id -> :class:`RackData` of the plan's rack types.
+    perf : dict
+        (rack, workload) -> :class:`PerfData` at the uncapped operating point.
+    cap_levels : dict
+        Rack id -> cap levels offered, highest first [-].
+    power_at_cap : dict
+        (rack, cap) -> rack IT power at that cap [kW].
+    rack_site : dict
+        (rack, site) -> :class:`RackSiteData` (rack types a site cannot host are not
+        checked there).
+
+    Returns
+    -------
+    dict
+        Site id -> factor [-], only sites with a factor below 1.
+
+    Raises
+    ------
+    InputError
+        Naming the scenario's line and field for each site whose factor is below the
+        share of the basis power its racks draw at their lowest cap (or at idle).
+    """
+    po = scn.power_oversubscription
+    if po is None:
+        return {}
+    out = {s: po.factor_of(s) for s in scn.sites if po.factor_of(s) < 1.0}
+    problems = []
+    for s, f in out.items():
+        worst = None  # (share needed, rack, floor kW, basis kW, what the floor is)
+        for r, rk in racks.items():
+            if not getattr(rack_site.get((r, s)), "allowed", False):
+                continue
+            if r in cap_levels:
+                low = min(cap_levels[r])
+                floor, what = power_at_cap[r, low], f"at its lowest offered cap ({low:g})"
+            else:
+                floor, what = rk.it_power_idle_kw, "at idle (no power_caps offered)"
+            if scn.peak_power == "capped" and r in cap_levels:
+                basis = power_at_cap[r, max(cap_levels[r])]
+            elif scn.peak_power in ("nameplate", "capped"):
+                basis = rk.it_power_max_kw
+            else:
+                basis = max((pf.power_kw for (r2, _w), pf in perf.items() if r2 == r),
+                            default=0.0)
+            if basis <= 0:
+                continue
+            need = floor / basis
+            if f < need - 1e-9 and (worst is None or need > worst[0]):
+                worst = (need, r, floor, basis, what)
+        if worst is None:
+            continue
+        need, r, floor, basis, what = worst
+        path = f"power_oversubscription.sites.{s}" if s in po.sites else \
+            "power_oversubscription.factor"
+        hint = "offer lower power_caps or " if r in cap_levels else "offer power_caps or "
+        problems.append(scn.problem(
+            path, f"site '{s}': a factor of {f:g} provisions {f * basis:,.1f} kW for a rack "
+            f"of '{r}' ({basis:,.1f} kW at peak_power: {scn.peak_power}), below the "
+            f"{floor:,.1f} kW it draws {what}: capping could not bring the site under its "
+            f"provision; {hint}use a factor of at least {math.ceil(need * 1000) / 1000:g}",
+            field=path))
+    if problems:
+        raise InputError(problems)
+    return out
 
 
 def _supply_offers(scn: Scenario, catalog: Any, periods: list[Period]) -> dict:

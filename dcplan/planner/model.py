@@ -376,10 +376,10 @@ def add_demand(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         The variables, expressions and rows built so far, updated in place.
     """
     by_wkp = defaultdict(list)
-    for (r, _s, w, key, p, c), var in mv.racks_allocated.items():
+    for (r, s, w, key, p, c), var in mv.racks_allocated.items():
         base, j = d.pool_of(w, key, p)
         sch = d.schedules(w, p)
-        coef = d.rate(r, w, key, p, c)
+        coef = d.rate(r, w, key, p, c, site=s)
         if len(sch) > 1:
             coef /= sch[j].peak_factor
         by_wkp[w, base, p].append((var, coef))
@@ -416,21 +416,25 @@ def _site_power_parts(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
     terms = []
     schedules: dict = {}
     nameplate = d.nameplate_peak and not average
+    # power oversubscription: the peak provisions this share of the racks' power
+    share = 1.0 if average else d.power_oversub.get(s, 1.0)
     for r in d.racks:
         if (r, s, p) not in mv.racks_in_service:
             continue
         rs, rk = d.rack_site[r, s], d.racks[r]
-        cool = rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak
+        cool = (rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak)
         gain = (1 + rs.loss_frac)
-        by_cap = nameplate and r in d.cap_levels  # each level at its cap's power
+        racks_kw = share * (1 + cool)  # facility kW before losses per rack IT kW
+        # capped: each level at its cap's power; nameplate: every rack at it_power_max_kw
+        by_cap = nameplate and d.capped_peak and r in d.cap_levels
         base = 0.0 if by_cap else rk.it_power_max_kw if nameplate else rk.it_power_idle_kw
         tiered = mv.network_terms(r, s, p, 0)
         net = 0.0 if tiered is not None or not d.linear_network(r) else rs.network_kw(p)
-        terms.append((None, mv.racks_in_service[r, s, p], gain * ((1 + cool) * base + net)))
+        terms.append((None, mv.racks_in_service[r, s, p], gain * (racks_kw * base + net)))
         terms += [(None, v, gain * kw) for v, kw in tiered or ()]
         if by_cap:
             terms += [(None, mv.racks_at_cap[r, s, p, c],
-                       gain * (1 + cool) * d.peak_rack_kw(r, c)) for c in d.cap_levels[r]]
+                       gain * racks_kw * d.peak_rack_kw(r, c)) for c in d.cap_levels[r]]
         if nameplate:
             continue
         for w, wd in d.workloads.items():
@@ -441,7 +445,7 @@ def _site_power_parts(d: PlanInputs, mv: ModelVars, s: str, p: int, average: boo
                         continue
                     extra = max(0.0, d.perf_at(r, w, c).power_kw - rk.it_power_idle_kw)
                     schedules[w, key] = (d.schedules(w, p)[j], wd.target_utilisation)
-                    terms.append(((w, key), var, gain * (1 + cool) * extra))
+                    terms.append(((w, key), var, gain * racks_kw * extra))
     terms += [(None, v, c) for v, c in fabric_power_terms(d, mv, s, p)]
     return terms, schedules
 
@@ -604,7 +608,7 @@ def recharge_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
     for r in d.racks:
         var = mv.racks_in_service.get((r, s, p))
         k = d.rack_site[r, s].recharge_kw_per_it_kw if var is not None else 0.0
-        if k and d.nameplate_peak and r in d.cap_levels:
+        if k and d.capped_peak and r in d.cap_levels:
             out += [(mv.racks_at_cap[r, s, p, c], k * d.peak_rack_kw(r, c))
                     for c in d.cap_levels[r]]
         elif k:

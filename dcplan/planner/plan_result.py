@@ -18,9 +18,9 @@ TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network"
           "cashflow", "build_vs_buy", "requests", "unserved", "shadow_prices", "binding",
           "bom", "sizing", "equipment", "grid", "hours", "schedules")
 #: Tables only some plans have, after :data:`TABLES` (``caps``: a scenario with
-#: ``power_caps``; ``sources`` and ``dispatch``: one with ``storage`` or
-#: ``onsite_generation``).
-OPTIONAL_TABLES = ("caps", "sources", "dispatch")
+#: ``power_caps``; ``power_oversubscription``: one with ``power_oversubscription``;
+#: ``sources`` and ``dispatch``: one with ``storage`` or ``onsite_generation``).
+OPTIONAL_TABLES = ("caps", "power_oversubscription", "sources", "dispatch")
 
 
 @dataclass
@@ -122,13 +122,27 @@ class PlanResult:
         return getattr(scn, "peak_power", None)
 
     @property
+    def power_oversub(self) -> dict[str, float]:
+        """Site -> power oversubscription factor below 1 [-] (empty: none).
+
+        From the planner's inputs, else the saved ``power_oversubscription`` table.
+        """
+        if self.inputs is not None:
+            return dict(getattr(self.inputs, "power_oversub", None) or {})
+        t = self.tables.get("power_oversubscription")
+        if t is None or not len(t):
+            return {}
+        return {str(site): float(f) for site, f in
+                zip(t.site, t.oversubscription_factor, strict=True)}
+
+    @property
     def power_basis(self) -> str:
         """The plan's power basis in words (:func:`power_basis_text`)."""
         try:
             margin = self.kpi("power_p99_margin_frac")
         except KeyError:
             margin = None
-        return power_basis_text(self.peak_power, margin)
+        return power_basis_text(self.peak_power, margin, self.power_oversub)
 
     def kpi(self, name: str) -> float | None:
         """Value of one KPI (see the ``kpis`` table).
@@ -211,6 +225,7 @@ class PlanResult:
             "cooling": records("cooling"), "network": records("network"),
             "costs": records("costs"), "cashflow": records("cashflow"),
             "build_vs_buy": records("build_vs_buy"), "power_caps": records("caps"),
+            "power_oversubscription": records("power_oversubscription"),
             "requests": records("requests"), "demand": records("demand"),
             "bill_of_materials": records("bom"),
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),
@@ -224,7 +239,8 @@ class PlanResult:
 POWER_BASIS_LABEL = "Power basis"
 
 
-def power_basis_text(peak_power: str | None, margin: float | None) -> str:
+def power_basis_text(peak_power: str | None, margin: float | None,
+                     oversub: dict[str, float] | None = None) -> str:
     """What rack IT power the plan's peaks (grid, building, PUE at the peak) are sized at.
 
     Parameters
@@ -235,12 +251,40 @@ def power_basis_text(peak_power: str | None, margin: float | None) -> str:
         The high-percentile rack power over the serving power of the racks allocated at
         the facility peak, minus 1 (KPI ``power_p99_margin_frac``) [-]; None: the
         performance model reported none.
+    oversub : dict, optional
+        Site -> power oversubscription factor below 1 [-]: the sentence then says those
+        sites provision that share of it.
 
     Returns
     -------
     str
         One sentence, e.g. "operating point (serving power from the performance model;
         margin 3.5%: its high-percentile (p99) power ... is that much higher; ...)".
+    """
+    text = _basis_text(peak_power, margin)
+    if not oversub:
+        return text
+    sites = ", ".join(f"{s} by {f:g}" for s, f in oversub.items())
+    return (f"{text}; power oversubscribed at {sites} (the site provisions that share of "
+            "its racks' power at this basis, power capping keeps the draw under it and the "
+            "tokens capping is expected to cost are counted against demand; scenario "
+            "power_oversubscription)")
+
+
+def _basis_text(peak_power: str | None, margin: float | None) -> str:
+    """The power basis sentence without oversubscription (:func:`power_basis_text`).
+
+    Parameters
+    ----------
+    peak_power : str or None
+        ``operating_point``, ``nameplate``, ``capped`` or None (not known).
+    margin : float or None
+        KPI ``power_p99_margin_frac`` [-]; None: not reported.
+
+    Returns
+    -------
+    str
+        One sentence.
     """
     if peak_power == "nameplate":
         return ("nameplate (the catalog's full-load rack IT power, it_power_max_kw, for "

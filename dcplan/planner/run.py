@@ -14,6 +14,7 @@ from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
 from dcplan.planner.cashflow import cashflow_kpis, cashflow_table
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model import build_model, unserved_total
+from dcplan.planner.oversub_table import power_oversub_table
 from dcplan.planner.plan_result import PlanResult
 from dcplan.planner.prepare import prepare_inputs
 from dcplan.planner.solver import (
@@ -90,6 +91,8 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
             "unserved": unserved_table(d, sol), "grid": grid_table(d, sol, power),
             "hours": hours_table(d, sol), "schedules": schedules_table(d, sol),
             **({"caps": caps_table(d, sol, power)} if d.cap_levels else {}),
+            **({"power_oversubscription": power_oversub_table(d, sol)}
+               if d.power_oversub else {}),
             **_supply_tables(d, sol, power)}
 
 

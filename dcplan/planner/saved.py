@@ -221,6 +221,11 @@ OPTIONAL_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "caps": ("period", "site", "rack", "power_cap_frac", "racks", "power_at_cap_kw",
              "tokens_per_s", "site_facility_kw_peak", "site_racks_per_mw",
              "site_tokens_per_s_per_mw"),
+    "power_oversubscription": (
+        "period", "site", "oversubscription_factor", "basis_it_kw", "provisioned_it_kw",
+        "draw_it_kw_peak", "draw_sigma_kw_peak", "exceed_prob", "exceed_prob_peak_hour",
+        "excess_mwh_per_year", "tokens_lost_per_s_avg", "tokens_lost_frac",
+        "tokens_counted_per_s_avg"),
     "dispatch": ("period", "site", "hour", "weight_frac", "facility_kw", "served_kw",
                  "battery_charge_kw", "battery_discharge_kw", "battery_soc_kwh", "onsite_kw",
                  "grid_kw"),

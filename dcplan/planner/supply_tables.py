@@ -54,7 +54,7 @@ def dispatch_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     rows = []
     for (s, p) in sorted(sol.grid_peak_kw, key=lambda k: (k[1], k[0])):
         for h in supply_hours(d, p):
-            fac = _site_power(d, sol, s, p, False, h)["facility"]
+            fac = _site_power(d, sol, s, p, False, h, provisioned=True)["facility"]
             served = _site_power(d, sol, s, p, True, h)["facility"]
             ch = sum(sol.storage_charge_kw.get((s, b.id, p, h), 0.0) for b in d.storage.get(s, ()))
             dis = sum(sol.storage_discharge_kw.get((s, b.id, p, h), 0.0)

@@ -263,7 +263,7 @@ def allocation_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
         pool, _ = d.pool_of(w, key, p)
         rows.append(dict(period=d.periods[p].label, site=s, rack=r, workload=w, pool=pool,
                          schedule=d.schedule_of(w, key, p).name, racks=x,
-                         tokens_per_s=x * d.rate(r, w, key, p, c),
+                         tokens_per_s=x * d.rate(r, w, key, p, c, site=s),
                          it_kw=x * d.perf_at(r, w, c).power_kw,
                          **({} if not d.cap_levels else {"power_cap_frac": c or 1.0})))
     return _frame(rows, {"racks": "racks", "tokens_per_s": "tokens/s (peak)", "it_kw": "kW"},
@@ -301,7 +301,7 @@ def caps_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
             "site_tokens_per_s_per_mw"]
     tokens = defaultdict(float)
     for (r, s, w, key, p, c), x in sol.racks_allocated.items():
-        tokens[r, s, p, c] += x * d.rate(r, w, key, p, c)
+        tokens[r, s, p, c] += x * d.rate(r, w, key, p, c, site=s)
     peak = {(str(row.period), row.site): row.facility_kw_peak for row in power.itertuples()} \
         if len(power) else {}
     rows = []
@@ -359,10 +359,10 @@ def demand_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """
     served_avg = defaultdict(float)
     by_hour = defaultdict(float)
-    for (r, _s, w, key, p, c), x in sol.racks_allocated.items():
+    for (r, s, w, key, p, c), x in sol.racks_allocated.items():
         pool, _ = d.pool_of(w, key, p)
         sch = d.schedule_of(w, key, p)
-        rate = d.rate(r, w, key, p, c)
+        rate = d.rate(r, w, key, p, c, site=s)
         served_avg[w, pool, p] += x * rate / sch.peak_factor
         for h in d.rep_hours(p):
             by_hour[w, pool, p, h] += x * rate * sch.frac(h)
@@ -409,7 +409,7 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
     """
     rk = d.racks[r]
     if d.nameplate_peak and not average:
-        if r in d.cap_levels:
+        if d.capped_peak and r in d.cap_levels:
             return sum(d.peak_rack_kw(r, c) * sol.racks_at_cap.get((r, s, p, c), 0.0)
                        for c in d.cap_levels[r])
         return rk.it_power_max_kw * sol.installed(d, r, s, p)
@@ -424,16 +424,24 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
     return it
 
 
-def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hour=None
-                ) -> dict[str, float]:
-    """IT, cooling, network and loss power of site s in p [kW]."""
+def _site_power(d: PlanInputs, sol: Solution, s: str, p: int, average: bool, hour=None,
+                provisioned: bool = False) -> dict[str, float]:
+    """IT, cooling, network and loss power of site s in p [kW].
+
+    ``provisioned``: at a power-oversubscribed site the racks' IT power (and with it
+    their cooling and losses) at the factor the site provisions, as the MILP's peak
+    (the network is not capped and counts in full).
+    """
     acc = defaultdict(float)
+    share = d.power_oversub.get(s, 1.0) if provisioned and not average else 1.0
     for r in d.racks:
         n = sol.installed(d, r, s, p)
         if n == 0:
             continue
         rs = d.rack_site[r, s]
         it = _rack_it_kw(d, sol, r, s, p, average, hour)
+        if share != 1.0:
+            it *= share
         cool = it * (rs.cooling_kw_per_it_kw_avg if average else rs.cooling_kw_per_it_kw_peak)
         net = n * rs.network_kw(p, n) if d.linear_network(r) else \
             rack_network(d, r, n)["kw"]
@@ -463,11 +471,11 @@ def recharge_kw(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
     -------
     float
         ``recharge_kw_per_it_kw x it_power_max_kw x racks in service`` (on nameplate
-        IT power; with a nameplate or capped peak, a rack offered caps counts at
+        IT power; with a capped peak, a rack offered caps counts at
         ``power_at_cap_kw`` of the level it runs at) [kW].
     """
     def rack_kw(r: str) -> float:
-        if d.nameplate_peak and r in d.cap_levels:  # each cap level at its cap's power
+        if d.capped_peak and r in d.cap_levels:  # each cap level at its cap's power
             return sum(d.peak_rack_kw(r, c) * sol.racks_at_cap.get((r, s, p, c), 0.0)
                        for c in d.cap_levels[r])
         return d.racks[r].it_power_max_kw * sol.installed(d, r, s, p)
@@ -567,7 +575,7 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
         for p, per in enumerate(d.periods):
             built += sol.capacity_built_kw.get((s, p), 0.0)
             h = peak_hour(d, sol, s, p)
-            pk = _site_power(d, sol, s, p, False, h)
+            pk = _site_power(d, sol, s, p, False, h, provisioned=True)
             av = _site_power(d, sol, s, p, True)
             energy = av["facility"] * d.hours(p)
             grid = sol.connected_kw(d, s, p)
@@ -641,6 +649,9 @@ PUE_UNITS = {"pue_annual": f"- (facility / IT energy, IT = {IT_MEANS})",
 def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     """Facility power of each site in each representative hour [kW]: the peak of the sum.
 
+    As the plan sizes it (the power basis; at a power-oversubscribed site the racks'
+    part at the site's factor, as the ``power`` table's peak).
+
     Parameters
     ----------
     d : PlanInputs
@@ -661,7 +672,7 @@ def hours_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
         for p, per in enumerate(d.periods):
             hours = (None,) if d.nameplate_peak else d.rep_hours(p)
             for h in hours:
-                pw = _site_power(d, sol, s, p, False, h)
+                pw = _site_power(d, sol, s, p, False, h, provisioned=True)
                 if pw["facility"] <= 0:
                     continue
                 rows.append(dict(period=per.label, site=s, hour=hour_label(h, d.day_names),
@@ -696,12 +707,12 @@ def schedules_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     from dcplan.planner.profiles import hour_label
 
     served = defaultdict(float)
-    for (r, _s, w, key, p, c), x in sol.racks_allocated.items():
+    for (r, s, w, key, p, c), x in sol.racks_allocated.items():
         pool, j = d.pool_of(w, key, p)
         if pool == "decode":
             continue
         sch = d.schedules(w, p)[j]
-        served[w, p, j] += x * d.rate(r, w, key, p, c) / sch.peak_factor / \
+        served[w, p, j] += x * d.rate(r, w, key, p, c, site=s) / sch.peak_factor / \
             d.workloads[w].pool_share(pool)
     rows = []
     for p, per in enumerate(d.periods):

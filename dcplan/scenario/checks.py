@@ -136,6 +136,13 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
                 at(f"power_caps.{r}", f"rack '{r}' is not one of this scenario's racks "
                    f"({', '.join(scn.racks)}); add it to 'racks' or remove this entry",
                    field="power_caps")
+    if scn.power_oversubscription is not None:
+        for site_id in scn.power_oversubscription.sites:
+            if site_id not in scn.sites:
+                at(f"power_oversubscription.sites.{site_id}",
+                   f"site '{site_id}' is not one of this scenario's sites "
+                   f"({', '.join(scn.sites)}); add it to 'sites' or remove this entry",
+                   field="power_oversubscription.sites")
     for kind in ("storage", "onsite_generation"):
         offer = getattr(scn, kind)
         known = catalog.entries.get(kind, {})

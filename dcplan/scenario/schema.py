@@ -614,6 +614,37 @@ Utilisation = Annotated[float, NOT_BOOL, Field(ge=MIN_TARGET_UTILISATION, le=1)]
 Availability = Annotated[float, NOT_BOOL, AfterValidator(_availability)]
 
 
+class PowerOversubscription(_Strict):
+    """Power oversubscription: a site provisions less than its racks' power at the basis.
+
+    Attributes
+    ----------
+    factor : float, optional
+        Share of the racks' power at the plan's basis (``peak_power``) that every site
+        provisions (grid, building, demand charge), in (0, 1] [-]; 1: not
+        oversubscribed. Capping is the safety net: the tokens it is expected to cost
+        are counted against demand (docs/planner.md, *Power oversubscription*).
+    sites : dict
+        Site id -> its own factor [-] (over ``factor``).
+    """
+
+    factor: CapFrac | None = None
+    sites: dict[Id, CapFrac] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> PowerOversubscription:
+        """Refuse an entry without any factor (it would silently do nothing)."""
+        if self.factor is None and not self.sites:
+            raise ValueError("gives no factor; give 'factor' (every site, e.g. 0.85) or "
+                             "'sites' ({site: factor}), or leave 'power_oversubscription' out")
+        return self
+
+    def factor_of(self, site: str) -> float:
+        """Oversubscription factor of ``site`` [-] (1: not oversubscribed)."""
+        f = self.sites.get(site, self.factor)
+        return 1.0 if f is None else float(f)
+
+
 class Serving(_Strict):
     """Serving headroom and availability: how much installed capacity serves the peak.
 
@@ -1053,13 +1084,16 @@ class Scenario(_Strict):
         racks (racks are power-capped at their operating point), or every rack at
         ``it_power_max_kw`` (``nameplate``), or at the power it can draw at its cap
         (``capped``: ``power_at_cap_kw`` of the cap level it runs at, nameplate for
-        rack types without ``power_caps``). With caps offered, ``nameplate`` also
-        counts a capped rack at its cap's power. Energy always uses the operating point.
+        rack types without ``power_caps``). ``nameplate`` counts every rack at
+        ``it_power_max_kw`` whatever cap it runs at. Energy always uses the operating point.
     power_caps : list of float or dict, optional
         Board power cap levels offered, fractions of the accelerators' ``max_power_w``
         in (0, 1] [-]: one list for every rack type, or rack id -> list. The plan
         chooses per site, rack type and period how many racks run at each level
         (goodput and power from the performance model at that cap). None: no caps.
+    power_oversubscription : PowerOversubscription, optional
+        Sites provisioning less than their racks' power at the basis, with capping as
+        the safety net (the tokens it costs counted against demand). None: none.
     storage : list of str or dict, optional
         Battery storage (``storage`` catalog ids) the plan may build: one list for every
         site, or site id -> list. The plan decides per site and period the energy [kWh]
@@ -1122,6 +1156,7 @@ class Scenario(_Strict):
     paths: Paths = Field(default_factory=Paths)
     peak_power: Literal["operating_point", "nameplate", "capped"] = "operating_point"
     power_caps: list[CapFrac] | dict[Id, list[CapFrac]] | None = None
+    power_oversubscription: PowerOversubscription | None = None
 
     @field_validator("power_caps")
     @classmethod
