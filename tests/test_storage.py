@@ -63,6 +63,10 @@ def test_battery_shaves_the_one_peak_hour_under_a_grid_limit():
         load = 21.5 if h == 23 else 9.5
         assert load - dis[h] + ch[h] <= 15.0 + 1e-6
     assert src.grid_kw_peak <= 15.0 + 1e-6
+    # the sources at the grid's peak: the peak hour (23), not a charging hour at 15 kW too
+    assert src.grid_peak_hour == "h23"
+    assert src.facility_kw_at_grid_peak == pytest.approx(21.5)
+    assert src.battery_discharge_kw_at_grid_peak == pytest.approx(6.5, abs=1e-6)
     assert src.battery_loss_mwh == pytest.approx(
         (6.5 / ETA - 6.5) / 24 * HOURS_PER_YEAR / 1000, rel=1e-6)
     # energy bought: the facility's 23 x 9.5 + 21.5 = 240 kWh a day plus the loss
@@ -186,3 +190,28 @@ def test_each_representative_day_cycles_on_its_own():
     assert hour_weight(d, 30) == pytest.approx(2 / 7 / 24)
     assert sum(hour_weight(d, h) for h in range(48)) == pytest.approx(1.0)
     assert hour_weight(d, None) == 1.0
+
+
+def test_power_sources_chart_stacks_the_sources_table():
+    import matplotlib.pyplot as plt
+
+    from dcplan.export.charts import OPTIONAL_PLAN_CHARTS, plan_figures
+
+    res = _solve(peaky(15.0, storage=True))
+    figs = plan_figures(res)
+    try:
+        ax = figs[OPTIONAL_PLAN_CHARTS[0]].axes[0]
+        heights = [p.get_height() for p in ax.patches]  # grid, battery, on-site (one period)
+        src = res.tables["sources"].iloc[0]
+        assert heights == pytest.approx([src.grid_kw_peak / 1000,
+                                         src.battery_discharge_kw_at_grid_peak / 1000,
+                                         src.onsite_kw_at_grid_peak / 1000])
+        # the peak hour: 15 kW from the grid and 6.5 kW from the battery
+        assert heights[0] + heights[1] == pytest.approx(21.5 / 1000, rel=1e-6)
+    finally:
+        for fig in figs.values():
+            plt.close(fig)
+    figs = plan_figures(_solve(peaky(30.0, storage=False)))
+    assert OPTIONAL_PLAN_CHARTS[0] not in figs
+    for fig in figs.values():
+        plt.close(fig)

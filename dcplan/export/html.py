@@ -461,7 +461,7 @@ def _pivot_costs(result: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 def build_html(result: Any, sources: Any = None) -> str:
     """The HTML report of one plan (see :func:`write_html`)."""
-    from dcplan.export.charts import PLAN_CHARTS, figure_png, plan_figures
+    from dcplan.export.charts import OPTIONAL_PLAN_CHARTS, PLAN_CHARTS, figure_png, plan_figures
 
     t = result.tables
     name = result.name
@@ -501,9 +501,13 @@ def build_html(result: Any, sources: Any = None) -> str:
                         "at the end) is shown apart.",
         PLAN_CHARTS[3]: "Cash cost per million tokens served in each period; dotted: the "
                         "plan's levelised cost.",
+        OPTIONAL_PLAN_CHARTS[0]: "Where the power comes from at the grid's peak hour of each "
+                                 "site with storage or on-site generation (summed over "
+                                 "them): the grid, the battery's net discharge and the "
+                                 "on-site generation.",
     }
     body.append("<h2>Charts</h2>")
-    for fname in PLAN_CHARTS:
+    for fname in [*PLAN_CHARTS, *(n for n in OPTIONAL_PLAN_CHARTS if n in figs)]:
         body.append(figure_html(figure_png(figs.pop(fname), dpi=120),
                                 fname.removesuffix(".png").replace("_", " "),
                                 captions[fname]))

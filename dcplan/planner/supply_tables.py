@@ -17,6 +17,8 @@ from dcplan.planner.profiles import hour_label
 from dcplan.planner.supply import hour_weight, supply_hours
 from dcplan.planner.tables import Solution, _frame, _site_power
 
+#: Hours whose grid power is within this of the grid's peak tie with it [kW].
+GRID_PEAK_TIE_KW = 1e-6
 #: Units of the ``dispatch`` table.
 DISPATCH_UNITS = {"weight_frac": "- (share of the year)", "facility_kw": "kW",
                   "served_kw": "kW",
@@ -88,7 +90,8 @@ def sources_table(d: PlanInputs, sol: Solution, dispatch: pd.DataFrame,
     Returns
     -------
     DataFrame
-        period, site, grid_peak_hour; the sources at that hour [kW]; capacity in
+        period, site, grid_peak_hour (the hour of the grid's peak; of several at it, the
+        one of the largest facility load); the sources at that hour [kW]; capacity in
         service [kWh], [kW]; energy over the period [MWh] (the grid's: the facility's
         annual-average energy plus charge less discharge and generation); on-site carbon [tCO2] and
         fuel with variable O&M [USD]; hours the generation ran above 0 and below its
@@ -98,7 +101,10 @@ def sources_table(d: PlanInputs, sol: Solution, dispatch: pd.DataFrame,
     energy = {(r.period, r.site): r.energy_kwh / 1000.0 for r in power.itertuples()}
     for (period, s), part in dispatch.groupby(["period", "site"], sort=False):
         p = next(i for i, per in enumerate(d.periods) if per.label == period)
-        top = part.loc[part.grid_kw.idxmax()]
+        # the grid's peak hour; among hours at that peak, the one of the largest load
+        # (a battery charging up to the peak before it discharges ties with it)
+        near = part[part.grid_kw >= part.grid_kw.max() - GRID_PEAK_TIE_KW]
+        top = near.loc[near.facility_kw.idxmax()]
         hours = d.hours(p)
 
         def mwh(col: str, part=part, hours=hours) -> float:
