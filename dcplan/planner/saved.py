@@ -230,8 +230,9 @@ OPTIONAL_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
                  "battery_charge_kw", "battery_discharge_kw", "battery_soc_kwh", "onsite_kw",
                  "grid_kw"),
     "sources": ("period", "site", "grid_peak_hour", "grid_kw_peak", "facility_kw_at_grid_peak",
-                "battery_discharge_kw_at_grid_peak", "onsite_kw_at_grid_peak", "battery_kwh",
-                "battery_kw", "onsite_capacity_kw", "facility_mwh", "grid_mwh",
+                "served_kw_at_grid_peak", "battery_discharge_kw_at_grid_peak",
+                "onsite_kw_at_grid_peak", "battery_kwh", "battery_kw", "onsite_capacity_kw",
+                "facility_mwh", "grid_mwh",
                 "battery_discharge_mwh", "battery_loss_mwh", "onsite_mwh", "onsite_carbon_t",
                 "onsite_fuel_usd", "onsite_hours_below_min_load"),
 }

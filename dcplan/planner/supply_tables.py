@@ -26,7 +26,7 @@ DISPATCH_UNITS = {"weight_frac": "- (share of the year)", "facility_kw": "kW",
                   "battery_soc_kwh": "kWh", "onsite_kw": "kW", "grid_kw": "kW"}
 #: Units of the ``sources`` table.
 SOURCES_UNITS = {
-    "grid_kw_peak": "kW", "facility_kw_at_grid_peak": "kW",
+    "grid_kw_peak": "kW", "facility_kw_at_grid_peak": "kW", "served_kw_at_grid_peak": "kW",
     "battery_discharge_kw_at_grid_peak": "kW", "onsite_kw_at_grid_peak": "kW",
     "battery_kwh": "kWh (usable)", "battery_kw": "kW", "onsite_capacity_kw": "kW",
     "facility_mwh": "MWh", "grid_mwh": "MWh", "battery_discharge_mwh": "MWh",
@@ -91,7 +91,9 @@ def sources_table(d: PlanInputs, sol: Solution, dispatch: pd.DataFrame,
     -------
     DataFrame
         period, site, grid_peak_hour (the hour of the grid's peak; of several at it, the
-        one of the largest facility load); the sources at that hour [kW]; capacity in
+        one of the largest facility load); the facility load then as the peak rows count
+        it and the load served, and the sources then (grid, battery net discharge and
+        generation, which add up to the load served) [kW]; capacity in
         service [kWh], [kW]; energy over the period [MWh] (the grid's: the facility's
         annual-average energy plus charge less discharge and generation); on-site carbon [tCO2] and
         fuel with variable O&M [USD]; hours the generation ran above 0 and below its
@@ -125,6 +127,7 @@ def sources_table(d: PlanInputs, sol: Solution, dispatch: pd.DataFrame,
         rows.append(dict(
             period=period, site=s, grid_peak_hour=top.hour,
             grid_kw_peak=sol.grid_peak_kw[s, p], facility_kw_at_grid_peak=top.facility_kw,
+            served_kw_at_grid_peak=top.served_kw,
             battery_discharge_kw_at_grid_peak=top.battery_discharge_kw - top.battery_charge_kw,
             onsite_kw_at_grid_peak=top.onsite_kw,
             battery_kwh=sum(sol.storage_energy_kwh.get((s, b.id, p), 0.0)
