@@ -244,6 +244,11 @@ def test_time_to_power_example_serves_two_years_before_the_grid(tmp_path):
     assert first_served(bridged_plan) == "2027"
     src = bridged_plan.tables["sources"].set_index("period")
     assert src.loc["2027", "onsite_capacity_kw"] > 0 and src.loc["2027", "grid_kw_peak"] < 1e-6
+    # the terminal says when the site serves its first tokens
+    from dcplan.export.terminal import _sources_section
+
+    assert "First tokens served (time to power): gangwon_chuncheon 2027" in " ".join(
+        _sources_section(bridged_plan, 200))
     # a saved plan keeps its sources and dispatch tables
     back = dcplan.load_plan(dcplan.api.Plan(bridged_plan).save(tmp_path / "t.plan"))
     for name in ("sources", "dispatch"):

@@ -141,6 +141,14 @@ def _sources_section(result: Any, width: int) -> list[str]:
             "on-site tCO2": f"{r.onsite_carbon_t:,.0f}"})
     out.append(format_table(rows, ["period", "site", "peak MW", "GWh", "battery",
                                    "on-site MW", "on-site tCO2"], width=width))
+    alloc = result.tables.get("allocation")
+    if alloc is not None and len(alloc):
+        served = alloc[alloc.tokens_per_s > 0]
+        first = {s: min(served[served.site == s].period.astype(str))  # labels sort by time
+                 for s in dict.fromkeys(src.site) if (served.site == s).any()}
+        if first:
+            out.append("First tokens served (time to power): " + "; ".join(
+                f"{s} {p}" for s, p in first.items()))
     return out
 
 
