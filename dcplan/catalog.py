@@ -28,7 +28,8 @@ def singular(kind: str) -> str:
     """Singular noun of a catalog kind (``racks`` -> ``rack``)."""
     return {"heat_rejection": "heat-rejection entry", "switches": "switch",
             "staffing": "staffing role", "salaries": "salary", "api_prices": "API price",
-            "software": "software entry", "ups": "UPS", "profiles": "demand profile"}.get(
+            "software": "software entry", "ups": "UPS", "profiles": "demand profile",
+            "storage": "storage entry", "onsite_generation": "on-site generator"}.get(
         kind, kind[:-1] if kind.endswith("s") else kind
     )
 

@@ -50,4 +50,6 @@ KIND_FILES: dict[str, str] = {
     "ups": "ups.yaml",
     "generators": "generators.yaml",
     "profiles": "profiles.yaml",
+    "storage": "storage.yaml",
+    "onsite_generation": "onsite_generation.yaml",
 }

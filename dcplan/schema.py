@@ -1048,6 +1048,122 @@ class Generator(Entry):
     capex_usd: Pos
 
 
+#: A share that must be above 0 and at most 1 (efficiencies, availabilities) [-].
+PosFrac = Annotated[float, NOT_BOOL, Field(gt=0, le=1)]
+
+
+class Storage(Entry):
+    """Battery energy storage (BESS) offered to sites as a decision (scenario ``storage``).
+
+    The plan buys energy capacity [kWh] and power capacity [kW] separately, so the
+    price is split into a part per kWh (cells, racks, containers, their share of the
+    balance of system) and a part per kW (power conversion, transformer, grid tie).
+
+    Attributes
+    ----------
+    vendor : str
+    chemistry : str
+        E.g. ``LFP`` (lithium iron phosphate).
+    capex_usd_per_kwh : float
+        Energy part of the installed price, per kWh of nameplate energy [USD/kWh].
+    capex_usd_per_kw : float
+        Power part of the installed price, per kW of inverter rating [USD/kW].
+    round_trip_efficiency_frac : float
+        AC energy out over AC energy in over one cycle (0, 1] [-]; the planner
+        counts the whole loss on charge.
+    depth_of_discharge_frac : float
+        Usable share of the nameplate energy (0, 1] [-].
+    calendar_life_years : float
+        Life before replacement [years].
+    degradation_frac_per_year : float
+        Usable energy lost per year of age, as a share of the new capacity [-/yr].
+    fixed_om_usd_per_kw_year : float
+        Fixed operation and maintenance per kW of power capacity [USD/(kW yr)].
+    """
+
+    vendor: str = "generic"
+    chemistry: str = "LFP"
+    capex_usd_per_kwh: Pos
+    capex_usd_per_kw: NonNeg
+    round_trip_efficiency_frac: PosFrac
+    depth_of_discharge_frac: PosFrac
+    calendar_life_years: Pos
+    degradation_frac_per_year: Annotated[float, NOT_BOOL, Field(ge=0, lt=1)] = 0.0
+    fixed_om_usd_per_kw_year: NonNeg = 0.0
+
+
+class OnsiteGenerator(Entry):
+    """On-site (bridge or prime) generation offered to sites (scenario ``onsite_generation``).
+
+    Supply counted in the site's power balance, energy, carbon and cost; not the
+    standby generator plant of the facility model (``generators``), which backs the
+    load in an outage and supplies nothing otherwise.
+
+    Attributes
+    ----------
+    vendor : str
+    technology : str
+        ``gas_turbine``, ``reciprocating_engine`` or ``fuel_cell``.
+    fuel : str
+    capex_usd_per_kw : float
+        Installed price per kW of net rating [USD/kW].
+    heat_rate_mmbtu_per_mwh : float
+        Fuel energy in per electrical energy out, higher heating value
+        [MMBtu/MWh] (= 1000 x Btu/kWh / 1e6; 1 MMBtu = 1.055 GJ).
+    fuel_price_usd_per_mmbtu : float
+        Delivered fuel price at the start of the plan [USD/MMBtu, HHV].
+    fuel_price_annual_change_frac : float
+        Change of the fuel price per year, compounded from the start of the plan [-/yr].
+    emissions_kg_per_mwh : float
+        CO2 emitted per MWh generated [kgCO2/MWh].
+    availability_frac : float
+        Share of the rating available on average (forced and planned outages) (0, 1] [-].
+    permitting_lead_time_months : float
+        From the start of the plan to the first period the generation can run
+        (permits, delivery, installation) [months].
+    min_stable_load_frac : float
+        Lowest stable output as a share of the running rating [-] (reported; the
+        planner's linear dispatch does not enforce it, see docs/planner.md).
+    lifetime_years : float
+        [years].
+    fixed_om_usd_per_kw_year : float
+        [USD/(kW yr)].
+    variable_om_usd_per_mwh : float
+        [USD/MWh].
+    """
+
+    vendor: str = "generic"
+    technology: Literal["gas_turbine", "reciprocating_engine", "fuel_cell"]
+    fuel: str = "natural_gas"
+    capex_usd_per_kw: Pos
+    heat_rate_mmbtu_per_mwh: Pos
+    fuel_price_usd_per_mmbtu: NonNeg
+    fuel_price_annual_change_frac: Annotated[float, NOT_BOOL, Field(gt=-1, le=1)] = 0.0
+    emissions_kg_per_mwh: NonNeg
+    availability_frac: PosFrac
+    permitting_lead_time_months: NonNeg
+    min_stable_load_frac: Frac = 0.0
+    lifetime_years: Pos
+    fixed_om_usd_per_kw_year: NonNeg = 0.0
+    variable_om_usd_per_mwh: NonNeg = 0.0
+
+    def fuel_usd_per_kwh(self, years: float) -> float:
+        """Fuel cost of one kWh generated ``years`` after the start of the plan [USD/kWh].
+
+        Parameters
+        ----------
+        years : float
+            Time from the start of the plan [years].
+
+        Returns
+        -------
+        float
+            ``heat rate x fuel price x (1 + change) ** years / 1000`` [USD/kWh].
+        """
+        price = self.fuel_price_usd_per_mmbtu * (1 + self.fuel_price_annual_change_frac) ** years
+        return self.heat_rate_mmbtu_per_mwh * price / 1000.0
+
+
 #: Hours in a day of a demand profile.
 HOURS_PER_DAY = 24
 #: How far the (day-weighted) mean of a demand profile may be from 1 [-]; within it the
@@ -1187,6 +1303,8 @@ _ENTRY_CLASSES: dict[str, type[Entry]] = {
     "ups": Ups,
     "generators": Generator,
     "profiles": DemandProfile,
+    "storage": Storage,
+    "onsite_generation": OnsiteGenerator,
 }
 #: Catalog kinds: kind -> (file name in the catalog dir, entry schema); the file names
 #: have their one definition in :data:`dcplan.defaults.KIND_FILES`.
@@ -1198,4 +1316,4 @@ KINDS: dict[str, tuple[str, type[Entry]]] = {
 #: facility models say so when they are absent). Not needed to plan a fleet.
 OPTIONAL_KINDS: frozenset[str] = frozenset(
     {"tokenizers", "api_prices", "staffing", "salaries", "software", "ups", "generators",
-     "profiles"})
+     "profiles", "storage", "onsite_generation"})

@@ -108,8 +108,10 @@ def test_scenario_demand_comes_from_the_forecast(name):
 
 def test_every_example_is_listed():
     # minimal: the quick start; stochastic: tests/test_stochastic.py; requests (minimal
-    # with demand in characters and requests): tests/test_demand_units.py
-    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {"minimal", "stochastic", "requests"}
+    # with demand in characters and requests): tests/test_demand_units.py; time_to_power
+    # and time_to_power_grid_only (one campus, its own demand): tests/test_onsite_gen.py
+    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {
+        "minimal", "stochastic", "requests", "time_to_power", "time_to_power_grid_only"}
     assert shipped == set(gen.EXAMPLES)
     assert set(EXPECTED["examples"]) == set(gen.EXAMPLES)
 

@@ -169,7 +169,7 @@ def test_catalog_show_and_list_completion():
     assert len(expected) >= 2
     assert sorted(got) == sorted(expected)
     got, _ = _complete("dcplan catalog list s")
-    assert sorted(got) == ["salaries", "sites", "software", "staffing", "switches"]
+    assert sorted(got) == ["salaries", "sites", "software", "staffing", "storage", "switches"]
 
 
 def test_scenario_completion_in_the_repository():

@@ -53,6 +53,11 @@ LIST_COLUMNS = {
             "square_loss_frac", "runtime_min", "capex_usd"],
     "generators": ["id", "vendor", "fuel", "rated_kw", "standby_kw", "capex_usd"],
     "profiles": ["id", "region", "timezone", "traffic", "as_of"],
+    "storage": ["id", "chemistry", "capex_usd_per_kwh", "capex_usd_per_kw",
+                "round_trip_efficiency_frac", "depth_of_discharge_frac", "calendar_life_years"],
+    "onsite_generation": ["id", "technology", "capex_usd_per_kw", "heat_rate_mmbtu_per_mwh",
+                          "fuel_price_usd_per_mmbtu", "emissions_kg_per_mwh",
+                          "permitting_lead_time_months"],
 }
 
 #: Columns of ``catalog list`` left out first when the table does not fit the terminal,

@@ -35,6 +35,9 @@ from dcplan.units import HOURS_PER_YEAR  # noqa: E402
 #: File names of the plan charts.
 PLAN_CHARTS = ("facility_mw_by_site.png", "racks_by_type.png", "cost_stack.png",
                "usd_per_million_tokens.png")
+#: File names of the plan charts only some plans have (``power_sources.png``: a plan
+#: offered storage or on-site generation, its ``sources`` table).
+OPTIONAL_PLAN_CHARTS = ("power_sources.png",)
 #: File names of the comparison charts.
 COMPARISON_CHARTS = ("npv_cost_stack.png", "facility_mw_by_site.png",
                      "usd_per_million_tokens.png")
@@ -73,7 +76,9 @@ def figure_png(fig: Any, dpi: int = _DPI) -> bytes:
 #: Colour of each cost category (same in every chart).
 #: One distinct colour per cost category (tab20: more categories than tab10 has colours,
 #: so that no two categories in one stack share a colour; the credit is drawn apart).
-CATEGORY_COLORS = {c: matplotlib.colormaps["tab20"](i % 20) for i, c in enumerate(CATEGORIES)}
+CATEGORY_COLORS = {c: (matplotlib.colormaps["tab20"](i) if i < 20
+                       else matplotlib.colormaps["tab20b"](4 * (i - 20) % 20))
+                   for i, c in enumerate(CATEGORIES)}
 CATEGORY_COLORS["terminal_value"] = "dimgray"
 #: Room above the highest load on a facility-power axis.
 HEADROOM = 1.3
@@ -384,8 +389,43 @@ def plot_unit_cost(ax: Any, results: Sequence[Any], names: Sequence[str] | None 
               borderaxespad=0.0)
 
 
+#: Series of the power-sources chart: sources-table column -> label.
+SOURCE_SERIES = {"grid_kw_peak": "Grid", "battery_discharge_kw_at_grid_peak": "Battery (net)",
+                 "onsite_kw_at_grid_peak": "On-site generation"}
+
+
+def plot_power_sources(ax: Any, result: Any) -> None:
+    """Power sources at the grid's peak hour by period (stacked bars, all sites) [MW].
+
+    Each site at its own grid peak hour (the ``sources`` table): the grid, the battery's
+    net discharge and the on-site generation then, summed over the sites.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+        Where to draw.
+    result : PlanResult
+        A plan; an empty chart says so without a ``sources`` table.
+    """
+    src = result.tables.get("sources")
+    periods = _periods(result)
+    ax.set_title(_txt(f"Power sources at the grid's peak hour: {result.name}"))
+    ax.set_ylabel("Power [MW]")
+    ax.set_xlabel("Period")
+    if src is None or not len(src):
+        _empty(ax, "no storage or on-site generation")
+        return
+    table = (src.assign(period=src.period.astype(str))
+             .groupby("period", sort=False)[list(SOURCE_SERIES)].sum() / 1000.0)
+    _stacked(ax, table, periods, labels=SOURCE_SERIES)
+    _legend_right(ax, "Source")
+
+
 def plan_figures(result: Any) -> dict[str, Any]:
-    """The plan's charts as matplotlib figures, by file name (see :data:`PLAN_CHARTS`)."""
+    """The plan's charts as matplotlib figures, by file name.
+
+    :data:`PLAN_CHARTS`, and :data:`OPTIONAL_PLAN_CHARTS` where the plan has their table.
+    """
     figs = {}
     fig, ax = plt.subplots(figsize=(9, 5))
     plot_facility_mw(ax, result)
@@ -399,6 +439,11 @@ def plan_figures(result: Any) -> dict[str, Any]:
     fig, ax = plt.subplots(figsize=(9, 5))
     plot_unit_cost(ax, [result])
     figs[PLAN_CHARTS[3]] = fig
+    src = result.tables.get("sources")
+    if src is not None and len(src):
+        fig, ax = plt.subplots(figsize=(9, 5))
+        plot_power_sources(ax, result)
+        figs[OPTIONAL_PLAN_CHARTS[0]] = fig
     return figs
 
 
@@ -413,7 +458,7 @@ def write_plan_charts(result: Any, outdir: Path | str) -> list[Path]:
     out = []
     figs = plan_figures(result)
     try:
-        for name in PLAN_CHARTS:
+        for name in [*PLAN_CHARTS, *(n for n in OPTIONAL_PLAN_CHARTS if n in figs)]:
             out.append(_save(figs.pop(name), outdir / name))
     finally:
         for fig in figs.values():

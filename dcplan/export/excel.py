@@ -195,6 +195,19 @@ OPTIONAL_SHEETS: tuple[SheetSpec, ...] = (
               "rack can draw at that cap, the tokens/s its allocations serve at peak, and "
               "per site the racks and tokens/s per MW of facility peak (the plan's power "
               "basis).", (), 4),
+    SheetSpec("Power sources", "sources", "Power sources by site and period",
+              "Where each site's power comes from when the scenario offers storage or "
+              "on-site generation: the grid's peak (the grid row and demand charge use it) "
+              "and, in that hour, the facility load (as the peak is sized: design-day "
+              "cooling, headroom racks at serving power) and the load served, which the "
+              "grid, the battery's net discharge and the on-site generation add up to; "
+              "battery energy (usable) and power and on-site capacity in service; energy "
+              "over the period from the grid (the facility's energy plus charge less "
+              "discharge and generation), the battery and on-site generation; the "
+              "generation's carbon and fuel with variable O&M, and the representative hours "
+              "it ran below its minimum stable load (not enforced by the plan's linear "
+              "dispatch).", ("grid_mwh", "onsite_mwh", "onsite_carbon_t", "onsite_fuel_usd"),
+              3),
     SheetSpec("Power oversubscription", "power_oversubscription",
               "Power oversubscription by site and period: provision, risk and tokens lost",
               "Each oversubscribed site provisions its factor times its racks' IT power at "

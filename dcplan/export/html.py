@@ -461,7 +461,7 @@ def _pivot_costs(result: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 def build_html(result: Any, sources: Any = None) -> str:
     """The HTML report of one plan (see :func:`write_html`)."""
-    from dcplan.export.charts import PLAN_CHARTS, figure_png, plan_figures
+    from dcplan.export.charts import OPTIONAL_PLAN_CHARTS, PLAN_CHARTS, figure_png, plan_figures
 
     t = result.tables
     name = result.name
@@ -501,9 +501,13 @@ def build_html(result: Any, sources: Any = None) -> str:
                         "at the end) is shown apart.",
         PLAN_CHARTS[3]: "Cash cost per million tokens served in each period; dotted: the "
                         "plan's levelised cost.",
+        OPTIONAL_PLAN_CHARTS[0]: "Where the power comes from at the grid's peak hour of each "
+                                 "site with storage or on-site generation (summed over "
+                                 "them): the grid, the battery's net discharge and the "
+                                 "on-site generation.",
     }
     body.append("<h2>Charts</h2>")
-    for fname in PLAN_CHARTS:
+    for fname in [*PLAN_CHARTS, *(n for n in OPTIONAL_PLAN_CHARTS if n in figs)]:
         body.append(figure_html(figure_png(figs.pop(fname), dpi=120),
                                 fname.removesuffix(".png").replace("_", " "),
                                 captions[fname]))
@@ -543,7 +547,10 @@ def build_html(result: Any, sources: Any = None) -> str:
                                  formats={"Total facility [MW]": "#,##0.0"},
                                  right=[c for c in pw.columns if c != "period"],
                                  caption="Facility power at peak / grid limit, by site "
-                                         "hosting racks [MW]."))
+                                         "hosting racks [MW]."
+                                 + (" Storage and on-site generation carry part of it: "
+                                    "what the grid carries is under Power sources."
+                                    if "sources" in t and len(t["sources"]) else "")))
     if "caps" in t and len(t["caps"]):
         body.append("<h2>Power caps chosen</h2>"
                     + table_html(t["caps"], table="caps",
@@ -552,6 +559,14 @@ def build_html(result: Any, sources: Any = None) -> str:
                                          "can draw there, the tokens/s served at peak, and "
                                          "per site the racks and tokens/s per MW of facility "
                                          "peak."))
+    if "sources" in t and len(t["sources"]):
+        body.append("<h2>Power sources: grid, battery and on-site generation</h2>"
+                    + table_html(t["sources"], table="sources",
+                                 caption="Per site and period: the grid's peak and, in that "
+                                         "hour, the facility load, the battery's net "
+                                         "discharge and the on-site generation; capacity in "
+                                         "service; energy over the period; the generation's "
+                                         "carbon and fuel."))
     if "power_oversubscription" in t and len(t["power_oversubscription"]):
         body.append("<h2>Power oversubscription</h2>"
                     + table_html(t["power_oversubscription"], table="power_oversubscription",

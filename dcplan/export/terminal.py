@@ -90,12 +90,65 @@ def _power_section(result: Any, width: int) -> list[str]:
                 row[r.site] = f"{r.facility_kw_peak / 1000:.1f} / {r.grid_kw / 1000:.1f}"
         rows.append(row)
     out.append(format_table(rows, ["period", *sites], width=width))
+    src = result.tables.get("sources")
+    if src is not None and len(src):
+        out.append("Storage and on-site generation carry part of the facility peak at "
+                   f"{', '.join(dict.fromkeys(src.site))}: what the grid carries is under "
+                   "Power sources.")
     idle = [s for s in dict.fromkeys(power.site) if s not in sites]
     if idle:
         out.append(f"Sites hosting nothing: {', '.join(idle)}")
     out += _grid_requests(result, width)
     out += _caps_section(result, width)
     out += _oversub_section(result, width)
+    out += _sources_section(result, width)
+    return out
+
+
+def _sources_section(result: Any, width: int) -> list[str]:
+    """Power sources per site and period: at the grid's peak hour and in energy.
+
+    Parameters
+    ----------
+    result : PlanResult
+        A plan; nothing is printed without a ``sources`` table (no ``storage`` or
+        ``onsite_generation`` offered).
+    width : int
+        Terminal width [characters].
+
+    Returns
+    -------
+    list of str
+        Lines of the section.
+    """
+    src = result.tables.get("sources")
+    if src is None or not len(src):
+        return []
+    out = ["", "Power sources (MW at the grid's peak hour: grid + battery + on-site; energy "
+               "GWh: grid / on-site; battery MWh / MW and on-site MW in service):"]
+    rows = []
+    def mw(kw: float) -> float:
+        """MW of a kW figure, without a negative zero [MW]."""
+        return kw / 1000 + 0.0
+    for r in src.itertuples():
+        rows.append({
+            "period": str(r.period), "site": r.site,
+            "peak MW": f"{mw(r.grid_kw_peak):.1f} + {mw(r.battery_discharge_kw_at_grid_peak):.1f}"
+                       f" + {mw(r.onsite_kw_at_grid_peak):.1f}",
+            "GWh": f"{max(0.0, mw(r.grid_mwh)):,.1f} / {mw(r.onsite_mwh):,.1f}",
+            "battery": f"{mw(r.battery_kwh):,.1f} / {mw(r.battery_kw):,.1f}",
+            "on-site MW": f"{mw(r.onsite_capacity_kw):,.1f}",
+            "on-site tCO2": f"{r.onsite_carbon_t:,.0f}"})
+    out.append(format_table(rows, ["period", "site", "peak MW", "GWh", "battery",
+                                   "on-site MW", "on-site tCO2"], width=width))
+    alloc = result.tables.get("allocation")
+    if alloc is not None and len(alloc):
+        served = alloc[alloc.tokens_per_s > 0]
+        first = {s: min(served[served.site == s].period.astype(str))  # labels sort by time
+                 for s in dict.fromkeys(src.site) if (served.site == s).any()}
+        if first:
+            out.append("First tokens served (time to power): " + "; ".join(
+                f"{s} {p}" for s, p in first.items()))
     return out
 
 

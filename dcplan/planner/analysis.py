@@ -280,7 +280,8 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
         unused = row.facility_kw_peak <= ZERO
         if row.headroom_kw < step_kw and not (row.grid_kw <= ZERO and unused):
             rows.append(dict(limit="grid", site=s, period=p_label, value=row.grid_kw,
-                             used=row.facility_kw_peak + getattr(row, "recharge_kw", 0.0),
+                             used=row.facility_kw_peak + getattr(row, "recharge_kw", 0.0)
+                             if (s, p) not in sol.grid_peak_kw else sol.grid_peak_kw[s, p],
                              unit="kW",
                              **_prices(sp.get(("grid", s, p_label))),
                              shadow_unit=DUAL_UNITS["grid"]))

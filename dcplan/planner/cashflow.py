@@ -40,7 +40,7 @@ from dcplan.planner.inputs import PlanInputs
 
 #: Opex as the outputs and docs define it: what running the fleet costs in energy,
 #: demand charges, carbon price and maintenance contracts.
-OPEX_CATEGORIES = ("energy", "demand_charge", "carbon", "maintenance")
+OPEX_CATEGORIES = ("energy", "demand_charge", "carbon", "maintenance", "onsite_fuel")
 #: Operations staff and software licences: their own KPI (``staff_software_usd``).
 STAFF_SOFTWARE_CATEGORIES = ("staff", "software")
 #: Above this share of the NPV resting on the terminal credit, the outputs say so [-].

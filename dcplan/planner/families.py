@@ -5,7 +5,8 @@
 registry lists each family with the ``add_*`` function that writes it and its row in
 one line (the notation of ``docs/planner.md``, "Formulation"). Most families appear
 only with a feature switched on (spare racks, network tiers, the integer fabric,
-daily profiles, grid connections, CDUs, staff, caps and budgets).
+daily profiles, grid connections, storage and on-site generation, CDUs, staff, caps
+and budgets).
 
 ``tests/golden/`` holds one small LP file per family and ``tests/test_golden_lp.py``
 checks that the registry, the golden files and the families the model writes agree:
@@ -97,7 +98,27 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
     "assessment": _F("add_grid_connections",
                      "sum_q req[s,q] <= threshold - 1 - max committed"),
     "grid": _F("add_grid_limit",
-               "facility_peak[s,p] + recharge[s,p] (- connected[s,p]) <= grid_kw[s,p] (0)"),
+               "facility_peak[s,p] + recharge[s,p] (- connected[s,p]) <= grid_kw[s,p] (0); "
+               "gpk[s,p] (- connected) <= grid_kw (0) with storage or generation"),
+    # storage and on-site generation (time to power)
+    "bess_e_stock": _F("add_supply",
+                       "bess_e[s,b,p] - sum_{q alive} DoD (1 - deg)^age bess_e_new[s,b,q] = 0"),
+    "bess_p_stock": _F("add_supply", "bess_p[s,b,p] - sum_{q alive} bess_p_new[s,b,q] = 0"),
+    "bess_power": _F("add_supply", "bess_ch[h] + bess_dis[h] - bess_p <= 0"),
+    "bess_soc": _F("add_supply",
+                   "bess_soc[h] - bess_soc[h-1 in the day, cyclic] - eta bess_ch[h] "
+                   "+ bess_dis[h] = 0"),
+    "bess_energy": _F("add_supply", "bess_soc[h] - bess_e <= 0"),
+    "gen_stock": _F("add_supply", "gen_cap[s,g,p] - sum_{q alive} gen_new[s,g,q] = 0"),
+    "gen_run": _F("add_supply", "gen[h] - availability gen_cap <= 0"),
+    "grid_hour": _F("add_supply",
+                    "peak(h) + sum_b ch - sum_b dis - sum_g avail gen_cap - gpk[s,p] <= 0"),
+    "grid_served": _F("add_supply",
+                      "served(h) + sum_b ch - sum_b dis - sum_g gen - gpk[s,p] <= 0"),
+    "supply_firm": _F("add_supply",
+                      "peak(h) + recharge + sum_b ch - sum_b dis - sum_g avail gen_cap "
+                      "- connected[s,p] <= 0"),
+    "no_export": _F("add_supply", "served(h) + sum_b ch - sum_b dis - sum_g gen >= 0"),
     # cooling, space and building
     "cdu_keep": _F("add_cdus", "on[s,c,p] - on[s,c,p-1] >= 0"),
     "cdu_heat": _F("add_cdus", "cap cdu - red cap on - sum_r liquid_kw inst >= 0"),

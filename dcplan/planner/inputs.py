@@ -115,6 +115,76 @@ class GridData:
 
 
 @dataclass(frozen=True)
+class StorageData:
+    """A battery storage entry offered at a site (catalog kind ``storage``).
+
+    Attributes
+    ----------
+    id : str
+    capex_usd_per_kwh, capex_usd_per_kw : float
+        Price of energy [USD/kWh] and power [USD/kW] capacity.
+    efficiency : float
+        Round-trip efficiency, counted on charge [-].
+    depth_of_discharge : float
+        Usable share of the energy bought [-].
+    life_years : float
+        Calendar life [years].
+    degradation_per_year : float
+        Usable energy lost per year of age [-/yr].
+    fixed_om_usd_per_kw_year : float
+        [USD/(kW yr)].
+    """
+
+    id: str
+    capex_usd_per_kwh: float
+    capex_usd_per_kw: float
+    efficiency: float
+    depth_of_discharge: float
+    life_years: float
+    degradation_per_year: float = 0.0
+    fixed_om_usd_per_kw_year: float = 0.0
+
+
+@dataclass(frozen=True)
+class OnsiteData:
+    """An on-site generation entry offered at a site (catalog kind ``onsite_generation``).
+
+    Attributes
+    ----------
+    id : str
+    capex_usd_per_kw : float
+        [USD/kW].
+    fuel_usd_per_kwh : tuple of float
+        Fuel cost per kWh generated in each period (heat rate x fuel price path) [USD/kWh].
+    variable_om_usd_per_kwh : float
+        [USD/kWh].
+    fixed_om_usd_per_kw_year : float
+        [USD/(kW yr)].
+    carbon_kg_per_kwh : float
+        [kgCO2/kWh].
+    availability : float
+        Share of the rating available in every hour [-].
+    first_period : int
+        First period it can run (its permitting lead time from the start of the plan).
+    life_years : float
+        [years].
+    min_stable_load : float
+        Lowest stable output as a share of the rating [-] (reported, not enforced).
+    """
+
+    id: str
+    capex_usd_per_kw: float
+    fuel_usd_per_kwh: tuple[float, ...]
+    carbon_kg_per_kwh: float
+    availability: float
+    first_period: int
+    life_years: float
+    variable_om_usd_per_kwh: float = 0.0
+    fixed_om_usd_per_kw_year: float = 0.0
+    min_stable_load: float = 0.0
+
+
+@dataclass(frozen=True)
 class SiteData:
     """Per site, with money already in USD.
 
@@ -657,6 +727,11 @@ class PlanInputs:
         ``power_oversubscription``): the site provisions that share of its racks' power
         at the basis, and its racks' goodput is derated by the tokens capping is
         expected to cost (:meth:`oversub_lost_frac`). Empty: none.
+    storage : dict
+        Site id -> battery storage offered there (scenario ``storage``); sites without
+        an entry have none.
+    onsite : dict
+        Site id -> on-site generation offered there (scenario ``onsite_generation``).
     """
 
     periods: list[Period]
@@ -694,6 +769,8 @@ class PlanInputs:
     power_at_cap_kw: dict[tuple[str, float], float] = field(default_factory=dict)
     capped_peak: bool = False
     power_oversub: dict[str, float] = field(default_factory=dict)
+    storage: dict[str, tuple[StorageData, ...]] = field(default_factory=dict)
+    onsite: dict[str, tuple[OnsiteData, ...]] = field(default_factory=dict)
 
     # --- time and money ------------------------------------------------------------
 
@@ -1877,7 +1954,7 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         day_names=day_names, day_weights=day_weights, fabrics=fabrics,
         network_rack_units=int(network_rack_units()),
         operations=operations_inputs(case, rack_ids) if econ.operations_costs else None,
-        api_offers=api_offers(catalog, wl_ids))
+        api_offers=api_offers(catalog, wl_ids), **_supply_offers(scn, catalog, periods))
     check_servable(inputs, scn)
     return inputs, scale_of
 
@@ -1963,6 +2040,53 @@ def _power_oversub(scn: Scenario, racks: dict[str, RackData],
     if problems:
         raise InputError(problems)
     return out
+
+
+def _supply_offers(scn: Scenario, catalog: Any, periods: list[Period]) -> dict:
+    """Storage and on-site generation offered at each site (``storage``, ``onsite``).
+
+    Parameters
+    ----------
+    scn : Scenario
+    catalog : Catalog
+    periods : list of Period
+
+    Returns
+    -------
+    dict
+        ``storage``: site -> tuple of :class:`StorageData`; ``onsite``: site -> tuple of
+        :class:`OnsiteData` (sites with nothing offered are absent).
+    """
+    storage, onsite = {}, {}
+    for s in scn.sites:
+        bats = []
+        for b in scn.supply_at("storage", s):
+            e = catalog.get("storage", b)
+            bats.append(StorageData(
+                id=b, capex_usd_per_kwh=e.capex_usd_per_kwh, capex_usd_per_kw=e.capex_usd_per_kw,
+                efficiency=e.round_trip_efficiency_frac,
+                depth_of_discharge=e.depth_of_discharge_frac, life_years=e.calendar_life_years,
+                degradation_per_year=e.degradation_frac_per_year,
+                fixed_om_usd_per_kw_year=e.fixed_om_usd_per_kw_year))
+        gens = []
+        for g in scn.supply_at("onsite_generation", s):
+            e = catalog.get("onsite_generation", g)
+            ready = _add_months(periods[0].start, e.permitting_lead_time_months)
+            gens.append(OnsiteData(
+                id=g, capex_usd_per_kw=e.capex_usd_per_kw,
+                fuel_usd_per_kwh=tuple(e.fuel_usd_per_kwh(p.offset_years) for p in periods),
+                carbon_kg_per_kwh=e.emissions_kg_per_mwh / 1000.0,
+                availability=e.availability_frac,
+                first_period=_first_period_from(periods, ready) if scn.lead_time else 0,
+                life_years=e.lifetime_years,
+                variable_om_usd_per_kwh=e.variable_om_usd_per_mwh / 1000.0,
+                fixed_om_usd_per_kw_year=e.fixed_om_usd_per_kw_year,
+                min_stable_load=e.min_stable_load_frac))
+        if bats:
+            storage[s] = tuple(bats)
+        if gens:
+            onsite[s] = tuple(gens)
+    return {"storage": storage, "onsite": onsite}
 
 
 def _check_fabrics(case: Any, rack_ids: list[str]) -> None:

@@ -25,6 +25,7 @@ from dcplan.planner.network_rows import (
     fabric_power_terms,
     item_lifetime,
 )
+from dcplan.planner.supply import add_supply, onsite_emission_terms, supply_cost_terms
 
 #: Cost categories and when they are paid ("capex": period start, "opex": middle,
 #: "end": end of the horizon).
@@ -32,9 +33,10 @@ CATEGORIES = {
     "rack_capex": "capex", "network_capex": "capex", "cooling_capex": "capex",
     "cdu_capex": "capex", "redundancy_capex": "capex", "building_shell": "capex",
     "building_electrical": "capex", "building_mechanical": "capex", "building_capex": "capex",
-    "grid_connection": "capex",
+    "grid_connection": "capex", "storage_capex": "capex", "onsite_capex": "capex",
     "maintenance": "opex", "staff": "opex", "software": "opex", "energy": "opex",
-    "demand_charge": "opex", "carbon": "opex", "unserved_penalty": "opex", "terminal_value": "end",
+    "onsite_fuel": "opex", "demand_charge": "opex", "carbon": "opex",
+    "unserved_penalty": "opex", "terminal_value": "end",
 }
 #: Models with at least this many (rack, site, period) keys use the sparse stock recursion.
 SPARSE_STOCK_MIN = 5_000
@@ -74,6 +76,7 @@ def build_model(d: PlanInputs, elastic: bool = False,
     add_demand(prob, d, mv)
     add_power_expressions(prob, d, mv)
     add_grid_connections(prob, d, mv)
+    add_supply(prob, d, mv, _site_power_parts, recharge_terms)
     add_grid_limit(prob, d, mv)
     add_cdus(prob, d, mv)
     add_network_space(prob, d, mv)
@@ -633,7 +636,11 @@ def add_grid_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     for (s, p), expr in mv.facility_peak_kw.items():
         if not len(expr):
             continue
-        expr = expr + _lin(recharge_terms(d, mv, s, p))
+        gpk = mv.grid_peak_kw.get((s, p))
+        if gpk is not None:  # storage or generation: the grid's own peak (recharge: rows
+            expr = _lin([(gpk, 1.0)])  # supply_firm, dcplan.planner.supply)
+        else:
+            expr = expr + _lin(recharge_terms(d, mv, s, p))
         conn = mv.grid_connected_kw.get((s, p))
         if conn is None:
             mv.add(prob, "grid", (s, d.periods[p].label), expr <= d.sites[s].grid_kw[p])
@@ -840,13 +847,18 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
             (var, rk.maintenance_frac_per_year * rk.capex_usd * d.periods[p].years))
     for (s, p), expr in mv.facility_avg_kw.items():
         f = d.hours(p) * d.energy_price(s, p)
-        cost["energy", p] += [(v, f * c) for v, c in expr.items()]
+        items = list(expr.items()) + list(mv.grid_net_avg_kw.get((s, p), _lin([])).items())
+        cost["energy", p] += [(v, f * c) for v, c in items]
         cf = d.hours(p) * d.sites[s].carbon_kg_per_kwh * d.carbon_price(p)
         if cf:
-            cost["carbon", p] += [(v, cf * c) for v, c in expr.items()]
+            cost["carbon", p] += [(v, cf * c) for v, c in items]
     for (s, p), expr in mv.facility_peak_kw.items():
         f = d.months(p) * d.demand_charge(s, p)
-        cost["demand_charge", p] += [(v, f * c) for v, c in expr.items()]
+        gpk = mv.grid_peak_kw.get((s, p))
+        items = expr.items() if gpk is None else [(gpk, 1.0)]
+        cost["demand_charge", p] += [(v, f * c) for v, c in items]
+    for key, terms in supply_cost_terms(d, mv).items():
+        cost[key] += terms
     for (w, k, p), var in mv.unserved_tokens_per_s.items():
         cost["unserved_penalty", p].append(
             (var, d.unserved_usd_per_token * mv.demand_row_tokens[w, k, p]))
@@ -956,7 +968,9 @@ def add_carbon_cap(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         for s, sd in d.sites.items():
             f = d.hours(p) * sd.carbon_kg_per_kwh
             terms += [(v, f * c) for v, c in mv.facility_avg_kw.get((s, p), _lin([])).items()]
-        mv.add(prob, "carbon_cap", (per.label,), _lin(terms) <= cap)
+            terms += [(v, f * c) for v, c in mv.grid_net_avg_kw.get((s, p), _lin([])).items()]
+        terms += onsite_emission_terms(d, mv, p)
+        mv.add(prob, "carbon_cap", (per.label,), _lin(_merged(terms)) <= cap)
 
 
 def add_water_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:

@@ -114,6 +114,32 @@ class ModelVars:
     #: (r, s, p) -> [(tier, on, racks, bought)] of a linear network with tiers (see above).
     network_tier_vars: dict = field(default_factory=dict)
 
+    #: (s, b, q) -> storage energy bought in period q [kWh nameplate] ("bess_e_new").
+    storage_energy_bought_kwh: dict = field(default_factory=dict)
+    #: (s, b, q) -> storage power bought in period q [kW] ("bess_p_new").
+    storage_power_bought_kw: dict = field(default_factory=dict)
+    #: (s, b, p) -> usable storage energy in service [kWh] ("bess_e").
+    storage_energy_kwh: dict = field(default_factory=dict)
+    #: (s, b, p) -> storage power in service [kW] ("bess_p").
+    storage_power_kw: dict = field(default_factory=dict)
+    #: (s, b, p, h) -> storage charge in hour h [kW] ("bess_ch").
+    storage_charge_kw: dict = field(default_factory=dict)
+    #: (s, b, p, h) -> storage discharge in hour h [kW] ("bess_dis").
+    storage_discharge_kw: dict = field(default_factory=dict)
+    #: (s, b, p, h) -> storage state of charge at the end of hour h [kWh] ("bess_soc").
+    storage_soc_kwh: dict = field(default_factory=dict)
+    #: (s, g, q) -> on-site generation bought in period q [kW] ("gen_new").
+    onsite_bought_kw: dict = field(default_factory=dict)
+    #: (s, g, p) -> on-site generation in service [kW] ("gen_cap").
+    onsite_capacity_kw: dict = field(default_factory=dict)
+    #: (s, g, p, h) -> on-site generation in hour h [kW] ("gen").
+    onsite_kw: dict = field(default_factory=dict)
+    #: (s, p) -> grid peak of a site with storage or generation [kW] ("gpk").
+    grid_peak_kw: dict = field(default_factory=dict)
+    #: (s, p) -> what storage and generation add to the site's annual-average grid
+    #: power (charge - discharge - generation) [kW] (expressions).
+    grid_net_avg_kw: dict = field(default_factory=dict)
+
     def add(self, prob: pulp.LpProblem, family: str, keys: tuple, constraint) -> None:
         """Add ``constraint`` to ``prob`` named ``lp_name(family, *keys)`` and record it.
 

@@ -18,8 +18,9 @@ TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network"
           "cashflow", "build_vs_buy", "requests", "unserved", "shadow_prices", "binding",
           "bom", "sizing", "equipment", "grid", "hours", "schedules")
 #: Tables only some plans have, after :data:`TABLES` (``caps``: a scenario with
-#: ``power_caps``).
-OPTIONAL_TABLES = ("caps", "power_oversubscription")
+#: ``power_caps``; ``power_oversubscription``: one with ``power_oversubscription``;
+#: ``sources`` and ``dispatch``: one with ``storage`` or ``onsite_generation``).
+OPTIONAL_TABLES = ("caps", "power_oversubscription", "sources", "dispatch")
 
 
 @dataclass
@@ -229,6 +230,8 @@ class PlanResult:
             "bill_of_materials": records("bom"),
             "binding": records("binding"), "shadow_prices": records("shadow_prices"),
             "timings_s": self.timings_s, "model_size": self.model_size, "notes": self.notes,
+            **({"power_sources": records("sources"), "dispatch": records("dispatch")}
+               if "sources" in self.tables else {}),
         }
 
 

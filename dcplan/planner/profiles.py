@@ -84,6 +84,30 @@ class Schedule:
         return v / top
 
 
+def served_share(sch: Schedule, h: int | None) -> float:
+    """Share of a schedule's power at peak drawn serving its load in hour ``h`` [-].
+
+    ``values[h] / M`` (the hour's demand over the peak), or the mean ``1 / M`` for a
+    schedule without hourly values (``peak``) or the single flat hour (``h`` None). The
+    day-weighted mean over the hours is ``1 / M``, the share the annual-average power
+    counts.
+
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule.
+    h : int or None
+        Hour index into its values (None: the single flat hour) [-].
+
+    Returns
+    -------
+    float
+        [-].
+    """
+    v = sch.values[h] if sch.values is not None and h is not None else 1.0
+    return v / sch.peak_factor  # (as the tables compute it: extra x v / M)
+
+
 def peak_schedule(peak_factor: float) -> Schedule:
     """The schedule of a workload without a profile.
 

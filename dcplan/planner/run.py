@@ -92,7 +92,19 @@ def _tables(d: PlanInputs, sol: Solution) -> dict[str, pd.DataFrame]:
             "hours": hours_table(d, sol), "schedules": schedules_table(d, sol),
             **({"caps": caps_table(d, sol, power)} if d.cap_levels else {}),
             **({"power_oversubscription": power_oversub_table(d, sol)}
-               if d.power_oversub else {})}
+               if d.power_oversub else {}),
+            **_supply_tables(d, sol, power)}
+
+
+def _supply_tables(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> dict:
+    """``dispatch`` and ``sources`` of a plan offered storage or generation (else none)."""
+    from dcplan.planner.supply import has_supply
+    from dcplan.planner.supply_tables import dispatch_table, sources_table
+
+    if not has_supply(d) or not sol.grid_peak_kw:
+        return {}
+    dispatch = dispatch_table(d, sol)
+    return {"dispatch": dispatch, "sources": sources_table(d, sol, dispatch, power)}
 
 
 def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,

@@ -215,7 +215,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
 }
 #: Columns of the result tables only some plans have (``caps``: a scenario with
-#: ``power_caps``); plans saved before such a table existed simply lack it.
+#: ``power_caps``; ``dispatch`` and ``sources``: one with ``storage`` or
+#: ``onsite_generation``); plans saved before such a table existed simply lack it.
 OPTIONAL_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "caps": ("period", "site", "rack", "power_cap_frac", "racks", "power_at_cap_kw",
              "tokens_per_s", "site_facility_kw_peak", "site_racks_per_mw",
@@ -225,6 +226,15 @@ OPTIONAL_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "draw_it_kw_peak", "draw_sigma_kw_peak", "exceed_prob", "exceed_prob_peak_hour",
         "excess_mwh_per_year", "tokens_lost_per_s_avg", "tokens_lost_frac",
         "tokens_counted_per_s_avg"),
+    "dispatch": ("period", "site", "hour", "weight_frac", "facility_kw", "served_kw",
+                 "battery_charge_kw", "battery_discharge_kw", "battery_soc_kwh", "onsite_kw",
+                 "grid_kw"),
+    "sources": ("period", "site", "grid_peak_hour", "grid_kw_peak", "facility_kw_at_grid_peak",
+                "served_kw_at_grid_peak", "battery_discharge_kw_at_grid_peak",
+                "onsite_kw_at_grid_peak", "battery_kwh", "battery_kw", "onsite_capacity_kw",
+                "facility_mwh", "grid_mwh",
+                "battery_discharge_mwh", "battery_loss_mwh", "onsite_mwh", "onsite_carbon_t",
+                "onsite_fuel_usd", "onsite_hours_below_min_load"),
 }
 #: Tables whose every numeric column a plan writes finite (other tables hold NaN where
 #: a figure does not exist: a KPI without tokens, a PUE without load, the switches of a
@@ -312,11 +322,13 @@ def input_classes() -> dict[str, type]:
     from dcplan.planner.inputs import (
         ExistingData,
         GridData,
+        OnsiteData,
         PerfData,
         PlanInputs,
         RackData,
         RackSiteData,
         SiteData,
+        StorageData,
         WorkloadData,
     )
     from dcplan.planner.operations import ApiOffer, OperationsData
@@ -325,7 +337,7 @@ def input_classes() -> dict[str, type]:
     classes = (PlanInputs, Period, RackData, SiteData, RackSiteData, GridData, PerfData,
                WorkloadData, ExistingData, FabricData, OperationsData, ApiOffer,
                PerfDefaults, Calibration, HardwareParams, PhysicsParams, ServingParams,
-               SoftwareFit, SoftwareSpec, DemandConversion)
+               SoftwareFit, SoftwareSpec, DemandConversion, StorageData, OnsiteData)
     return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
 
 

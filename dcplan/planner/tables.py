@@ -22,6 +22,12 @@ from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.network_rows import network_owned
 from dcplan.units import SECONDS_PER_MONTH
 
+#: Fields of :class:`Solution` (and ModelVars) that storage and on-site generation fill.
+SUPPLY_FIELDS = ("storage_energy_bought_kwh", "storage_power_bought_kw", "storage_energy_kwh",
+                 "storage_power_kw", "storage_charge_kw", "storage_discharge_kw",
+                 "storage_soc_kwh", "onsite_bought_kw", "onsite_capacity_kw", "onsite_kw",
+                 "grid_peak_kw")
+
 
 @dataclass
 class Solution:
@@ -41,6 +47,17 @@ class Solution:
     spares_kept: dict = field(default_factory=dict)
     grid_requested_kw: dict = field(default_factory=dict)
     grid_requested_assessed_kw: dict = field(default_factory=dict)
+    storage_energy_bought_kwh: dict = field(default_factory=dict)
+    storage_power_bought_kw: dict = field(default_factory=dict)
+    storage_energy_kwh: dict = field(default_factory=dict)
+    storage_power_kw: dict = field(default_factory=dict)
+    storage_charge_kw: dict = field(default_factory=dict)
+    storage_discharge_kw: dict = field(default_factory=dict)
+    storage_soc_kwh: dict = field(default_factory=dict)
+    onsite_bought_kw: dict = field(default_factory=dict)
+    onsite_capacity_kw: dict = field(default_factory=dict)
+    onsite_kw: dict = field(default_factory=dict)
+    grid_peak_kw: dict = field(default_factory=dict)
 
     @classmethod
     def from_model(cls, mv: ModelVars) -> Solution:
@@ -72,7 +89,8 @@ class Solution:
                    cdus_bought=vals(mv.cdus_bought), capacity_built_kw=vals(mv.capacity_built_kw),
                    spares_kept=vals(mv.spares_kept, True),
                    grid_requested_kw=vals(mv.grid_requested_kw),
-                   grid_requested_assessed_kw=vals(mv.grid_requested_assessed_kw))
+                   grid_requested_assessed_kw=vals(mv.grid_requested_assessed_kw),
+                   **{f: vals(getattr(mv, f)) for f in SUPPLY_FIELDS})
 
     def spares(self, d: PlanInputs, r: str, s: str, p: int) -> float:
         """Spare racks kept of type ``r`` at ``s`` in ``p`` [racks].
@@ -384,7 +402,10 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
                 hour=None) -> float:
     """IT power of rack type r at s in p [kW], as in the MILP.
 
-    Annual average, or in representative hour ``hour`` (headroom racks at serving power).
+    Annual average, or in representative hour ``hour`` (headroom racks at serving power);
+    ``average`` with an ``hour``: the power serving the load in that hour
+    (:func:`~dcplan.planner.profiles.served_share`; its mean over the hours is the
+    average).
     """
     rk = d.racks[r]
     if d.nameplate_peak and not average:
@@ -397,7 +418,8 @@ def _rack_it_kw(d: PlanInputs, sol: Solution, r: str, s: str, p: int, average: b
         if r2 == r and s2 == s and p2 == p:
             sch = d.schedule_of(w, key, p)
             extra = max(0.0, d.perf_at(r, w, c).power_kw - rk.it_power_idle_kw) * x
-            it += extra / sch.peak_factor if average else \
+            v = sch.values[hour] if average and hour is not None and sch.values else 1.0
+            it += extra * v / sch.peak_factor if average else \
                 extra * sch.frac(hour) / d.workloads[w].target_utilisation
     return it
 
@@ -540,7 +562,9 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
     DataFrame
         period, site, peak_hour; power columns ``*_kw*`` [kW] (``_peak``: design-day
         cooling at the peak hour, operating point or nameplate as the plan sizes;
-        ``_avg``: annual average); energy_kwh [kWh]; carbon_t [tCO2];
+        ``_avg``: annual average); energy_kwh [kWh] (the facility's); carbon_t [tCO2]
+        (the grid's emission factor on the energy bought, plus the on-site
+        generation's emissions at a site with storage or generation);
         network_positions [positions].
     """
     from dcplan.planner.profiles import hour_label
@@ -563,11 +587,45 @@ def power_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
                 recharge_kw=recharge, power_redundancy=sd.power_redundancy,
                 network_positions=network_racks(d, sol, s, p),
                 grid_kw=grid, connectable_kw=sd.grid_kw[p],
-                headroom_kw=grid - pk["facility"] - recharge,
+                headroom_kw=grid - pk["facility"] - recharge if (s, p) not in sol.grid_peak_kw
+                else grid - sol.grid_peak_kw[s, p],
                 built_kw=built, it_kw_avg=av["it"], facility_kw_avg=av["facility"],
-                energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0,
+                energy_kwh=energy, carbon_t=energy * sd.carbon_kg_per_kwh / 1000.0
+                if (s, p) not in sol.grid_peak_kw else supply_carbon_t(d, sol, s, p, energy),
                 it_total_kw_peak=pk["it"] + pk["net"], it_total_kw_avg=av["it"] + av["net"]))
     return _frame(rows, POWER_UNITS)
+
+
+def supply_carbon_t(d: PlanInputs, sol: Solution, s: str, p: int, energy_kwh: float) -> float:
+    """Emissions of a site with storage or on-site generation in period p [tCO2].
+
+    The grid's factor on the energy bought (the facility's energy plus charge less
+    discharge and generation) plus the generation's own emissions.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+    energy_kwh : float
+        The facility's energy in the period [kWh].
+
+    Returns
+    -------
+    float
+        [tCO2].
+    """
+    from dcplan.planner.supply import net_avg_terms, onsite_emission_terms
+
+    net = sum(v * c for v, c in net_avg_terms(d, sol, s, p)) * d.hours(p)
+    grid = (energy_kwh + net) * d.sites[s].carbon_kg_per_kwh
+    own = sum(v * c for v, c in onsite_emission_terms(d, sol, p, sites=(s,)))
+    return (grid + own) / 1000.0
 
 
 #: What "IT power" means in every table, KPI and PUE of a plan.
@@ -681,7 +739,9 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
     ``requested_assessed_kw`` are requested in the period (energised after the lead
     time, with the assessment's extra months), ``energised_kw`` the requests that
     arrive in it, ``used_kw`` what the connection carries: the facility peak plus the
-    UPS recharge (as in the grid rows and the ``binding`` table).
+    UPS recharge (as in the grid rows and the ``binding`` table); at a site with storage
+    or on-site generation the grid's own peak (the recharge is carried by the grid and
+    the generation together, rows ``supply_firm``).
 
     Parameters
     ----------
@@ -717,7 +777,8 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
                              requested_kw=sol.grid_requested_kw.get((s, p), 0.0),
                              requested_assessed_kw=sol.grid_requested_assessed_kw.get((s, p), 0.0),
                              energised_kw=arriving, connected_kw=conn,
-                             used_kw=float(peak.get((per.label, s), 0.0)),
+                             used_kw=float(peak.get((per.label, s), 0.0)) if (s, p)
+                             not in sol.grid_peak_kw else sol.grid_peak_kw[s, p],
                              lead_time_months=g.lead_time_months,
                              assessment_months=g.assessment_months))
     cols = ["period", "site", "connectable_kw", "committed_kw", "requested_kw",
@@ -1129,9 +1190,58 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame,
         cost["carbon", p] += row.energy_kwh * sd.carbon_kg_per_kwh * d.carbon_price(p)
         cost["demand_charge", p] += (row.facility_kw_peak * d.months(p)
                                      * d.demand_charge(row.site, p))
+    supply_cost_values(d, sol, power, cost, rec)
     for (w, _k, p), x in sol.unserved_tokens_per_s.items():
         cost["unserved_penalty", p] += x * d.demand_row_tokens(w, p) * d.unserved_usd_per_token
     return cost
+
+
+def supply_cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame, cost: dict,
+                       rec) -> None:
+    """Add storage and on-site generation to ``cost`` [USD], as the MILP counts them.
+
+    The grid energy changes by what storage and generation add to its average
+    (energy and carbon), the demand charge is on the grid peak instead of the facility
+    peak, and :func:`~dcplan.planner.supply.supply_cost_terms` gives the rest.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    power : DataFrame
+        The plan's :func:`power_table` (its ``facility_kw_peak`` [kW]).
+    cost : dict
+        ``(category, period index)`` -> cost [USD], updated in place.
+    rec : callable
+        ``rec(category, period, usd, life)`` records a purchase [USD], [years].
+    """
+    from dcplan.planner.supply import has_supply, net_avg_terms, supply_cost_terms
+
+    if not has_supply(d):
+        return
+    peak = {(row.site, row.period): row.facility_kw_peak for row in power.itertuples()}
+    for (s, p), gpk in sol.grid_peak_kw.items():
+        sd = d.sites[s]
+        net = sum(v * c for v, c in net_avg_terms(d, sol, s, p)) * d.hours(p)
+        cost["energy", p] += net * d.energy_price(s, p)
+        cost["carbon", p] += net * sd.carbon_kg_per_kwh * d.carbon_price(p)
+        cost["demand_charge", p] += (gpk - peak[s, d.periods[p].label]) * d.months(p) \
+            * d.demand_charge(s, p)
+    for (cat, p), terms in supply_cost_terms(d, sol).items():
+        cost[cat, p] += sum(v * c for v, c in terms)
+    for s, bats in d.storage.items():
+        for b in bats:
+            for q in range(len(d.periods)):
+                usd = (sol.storage_energy_bought_kwh.get((s, b.id, q), 0.0) * b.capex_usd_per_kwh
+                       + sol.storage_power_bought_kw.get((s, b.id, q), 0.0) * b.capex_usd_per_kw)
+                rec("storage_capex", q, usd, b.life_years)
+    for s, gens in d.onsite.items():
+        for g in gens:
+            for q in range(len(d.periods)):
+                rec("onsite_capex", q, sol.onsite_bought_kw.get((s, g.id, q), 0.0)
+                    * g.capex_usd_per_kw, g.life_years)
 
 
 def operations_cost_values(d: PlanInputs, sol: Solution, cost: dict) -> None:

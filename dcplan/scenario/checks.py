@@ -143,6 +143,19 @@ def check_scenario(scn: Scenario, catalog: Catalog, sites: dict[str, Any]) -> li
                    f"site '{site_id}' is not one of this scenario's sites "
                    f"({', '.join(scn.sites)}); add it to 'sites' or remove this entry",
                    field="power_oversubscription.sites")
+    for kind in ("storage", "onsite_generation"):
+        offer = getattr(scn, kind)
+        known = catalog.entries.get(kind, {})
+        lists = ([(kind, offer)] if isinstance(offer, list)
+                 else [(f"{kind}.{s_}", ids) for s_, ids in (offer or {}).items()])
+        if isinstance(offer, dict):
+            for s_ in offer:
+                if s_ not in sites or s_ not in scn.sites:
+                    at(f"{kind}.{s_}", _not_in_scenario(s_, scn, sites), field=kind)
+        for fld, ids in lists:
+            for ident in ids:
+                if ident not in known:
+                    at(fld, unknown_message(kind, ident, known), field=kind)
     for key in scn.budget_usd:
         probs += _check_label(scn, key, labels, years, f"budget_usd.{key}", "budget_usd")
     first = scn.period_list()[0]

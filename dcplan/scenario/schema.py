@@ -1094,6 +1094,17 @@ class Scenario(_Strict):
     power_oversubscription : PowerOversubscription, optional
         Sites provisioning less than their racks' power at the basis, with capping as
         the safety net (the tokens it costs counted against demand). None: none.
+    storage : list of str or dict, optional
+        Battery storage (``storage`` catalog ids) the plan may build: one list for every
+        site, or site id -> list. The plan decides per site and period the energy [kWh]
+        and power [kW] capacity and the hourly charge and discharge within the
+        representative days (the grid carries load minus discharge plus charge). None:
+        no storage (the default).
+    onsite_generation : list of str or dict, optional
+        On-site generation (``onsite_generation`` catalog ids) the plan may build, one
+        list for every site or site id -> list: capacity per site and period from the
+        entry's permitting lead time on, dispatched per representative hour in the
+        site's power balance, with its fuel, carbon and cost. None: none (the default).
     overrides : list of Override
     allow_unserved : bool
         Accept a plan that leaves demand unserved (priced at
@@ -1157,6 +1168,8 @@ class Scenario(_Strict):
         if isinstance(v, dict) and not v:
             raise ValueError("is empty; leave 'power_caps' out (no caps) or name a rack type")
         return v
+    storage: list[Id] | dict[Id, list[Id]] | None = None
+    onsite_generation: list[Id] | dict[Id, list[Id]] | None = None
     overrides: list[Override] = Field(default_factory=list)
     allow_unserved: bool = False
     unserved_policy: Literal[UNSERVED_POLICIES] = "least_first"
@@ -1241,6 +1254,25 @@ class Scenario(_Strict):
         caps = self.power_caps
         levels = caps if isinstance(caps, list) else (caps or {}).get(rack, [])
         return tuple(sorted(set(levels), reverse=True))
+
+    def supply_at(self, kind: str, site: str) -> tuple[str, ...]:
+        """Catalog ids of ``kind`` (``storage``, ``onsite_generation``) offered at ``site``.
+
+        Parameters
+        ----------
+        kind : str
+            ``storage`` or ``onsite_generation`` (the scenario field of that name).
+        site : str
+            Site id.
+
+        Returns
+        -------
+        tuple of str
+            Distinct ids in the order given (empty: none offered).
+        """
+        offer = getattr(self, kind)
+        ids = offer if isinstance(offer, list) else (offer or {}).get(site, [])
+        return tuple(dict.fromkeys(ids))
 
     def workload_ids(self) -> list[str]:
         """Workloads to serve."""

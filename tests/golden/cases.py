@@ -141,6 +141,37 @@ def budget():
                 rack_sites={("ra", "sa"): rack_site(cool_capex=50.0, **FAC)})
 
 
+def storage():
+    """One period, ``wa`` 100 tokens/s on average, 2.15 x the mean in hour 23 and 0.95 x in
+    the other 23 (rack ``ra``: 0 kW idle, 10 kW serving, no losses or cooling), ``sa``'s
+    grid 15 kW; battery ``bat`` offered: 85 % round trip, 90 % usable, 2 %/yr fade, 10
+    years."""
+    from dcplan.planner.inputs import StorageData
+
+    shape = tuple([0.95] * 23 + [2.15])
+    w = dataclasses.replace(workload(demand=(100.0,), peak=max(shape)), profile=shape)
+    bat = StorageData("bat", capex_usd_per_kwh=1.0, capex_usd_per_kw=1.0, efficiency=0.85,
+                      depth_of_discharge=0.9, life_years=10.0, degradation_per_year=0.02)
+    return make_inputs(n=1, racks=[rack(kw_idle=0.0, kw_max=10.0, capex=1000.0)],
+                       workloads=[w], sites=[site(n=1, grid_kw=15.0)],
+                       rack_sites={("ra", "sa"): rack_site()}, storage={"sa": (bat,)})
+
+
+def onsite():
+    """Three periods, ``sa``'s grid 0 kW until 2028 (then 100 kW), rack ``ra`` (2 kW idle,
+    10 kW serving) with 10 % losses and 0.2 kW cooling per IT kW on the design day, its UPS
+    recharging at 0.1 kW per IT kW; generation ``gt`` offered from 2027 (its lead time):
+    90 % available, 20-year life."""
+    from dcplan.planner.inputs import OnsiteData
+
+    gt = OnsiteData("gt", capex_usd_per_kw=100.0, fuel_usd_per_kwh=(0.08,) * 3,
+                    carbon_kg_per_kwh=0.5, availability=0.9, first_period=1, life_years=20.0)
+    rs = dataclasses.replace(rack_site(**FAC), recharge_kw_per_it_kw=0.1)
+    return make_inputs(n=3, racks=[rack(**RACK)], sites=[site(n=3, grid_kw=[0.0, 0.0, 100.0])],
+                       rack_sites={("ra", "sa"): rs}, onsite={"sa": (gt,)},
+                       workloads=[workload(demand=(0.0, 100.0, 100.0))])
+
+
 #: A hand-made fabric: radix 8, 2 links per rack on one rail, leaves of 4 down and 4 up
 #: ports (1:1), one switch up to 4 racks, two tiers up to 16, three up to 24; spine
 #: balancing steps (3 -> 4, 5 -> 8); one spine more at 6 and at 10 racks.
@@ -246,6 +277,24 @@ CASES: dict[str, Case] = {c.family: c for c in (
          "request would arrive after the horizon)"),
     Case("grid", base, "idle 1.1 x 1.2 x 2 = 2.64 kW per rack in service, serving "
          "1.1 x 1.2 x (10 - 2) = 10.56 kW more per allocated rack <= 50 kW"),
+    Case("bess_e_stock", storage, "2026 (one year): bess_e - 0.9 usable x 0.98 fade after "
+         "the year = 0.882 bess_e_new = 0"),
+    Case("bess_p_stock", storage, "bess_p - bess_p_new = 0"),
+    Case("bess_power", storage, "h23: bess_ch + bess_dis - bess_p <= 0"),
+    Case("bess_soc", storage, "h00: soc h00 - soc h23 (the day cycles) - 0.85 ch h00 + "
+         "dis h00 = 0"),
+    Case("bess_energy", storage, "h23: soc - bess_e <= 0"),
+    Case("gen_stock", onsite, "2027: gen_cap - gen_new 2027 = 0; 2028: gen_cap - gen_new "
+         "2027 - gen_new 2028 = 0 (none in 2026, before the lead time)"),
+    Case("gen_run", onsite, "gen - 0.9 gen_cap <= 0 (90 % available)"),
+    Case("grid_hour", storage, "h23: (10 kW x 2.15 / 2.15 = 10) alloc + ch - dis - gpk "
+         "<= 0; h00: (10 x 0.95 / 2.15 = 4.4186) alloc + ch - dis - gpk <= 0"),
+    Case("no_export", onsite, "2027: served load: idle 1.1 x 1.1 (average cooling) x 2 = "
+         "2.42 inst + 1.1 x 1.1 x 8 = 9.68 alloc - gen >= 0"),
+    Case("supply_firm", onsite, "2027: peak 2.64 inst + 10.56 alloc + UPS recharge 0.1 x "
+         "10 kW = 1 inst - 0.9 gen_cap <= 0 kW of grid"),
+    Case("grid_served", onsite, "2027: 2.42 inst + 9.68 alloc - gen - gpk <= 0 (the served "
+         "load, average cooling)"),
     Case("cdu_keep", liquid, "on 2027 - on 2026 >= 0"),
     Case("cdu_heat", liquid, "20 cdu - 1 x 20 on - 8 inst >= 0 (N+1, 20 kW CDUs, 8 kW "
          "per rack)"),
