@@ -148,12 +148,6 @@ def test_earlier_date_never_predicts_more_shipped(d1, d2, engine, rack):
         * (1 + 1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the batch search tries ~2 % steps above 64 (goodput._batch_grid: ..., 110, 113, ...): "
-    "MI355X chat with trt is TTFT-bound at batch 113 in 2026-05 (275,359 tokens/s) but at "
-    "110 from 2026-06 (274,521), although batch 112 would give 276,392; the best batch "
-    "over the grid is a sawtooth in date. Fix: refine between the best grid batch and "
-    "its neighbours (moves every plan's figures slightly)"))
 def test_the_batch_grid_counterexample_of_the_date_property():
     assert _goodput(SHIPPED, "2026-05", "trt", "mi355x_rack") \
         <= _goodput(SHIPPED, "2026-06", "trt", "mi355x_rack") * (1 + 1e-9)
