@@ -812,8 +812,11 @@ def _refine_batch(su: Setup, inst, tr, pre, bmax, g, coarse, grid, rate_all, at,
     if pick_l == li0 and pick_b == float(b[at]):
         ttft, tpot = lat
     else:
-        _, tt, tp = meets(np.array([pick_l]), np.array([0]), (pt, shp))
-        ttft, tpot = float(tt[0]), float(tp[0])
+        # both percentiles at the point (the search compared them with their limits by
+        # the distribution at the limit; the bisected values agree to ~1e-12)
+        sub = take_point(pt, shp, np.array([pick_l]), np.array([0]))
+        ttft = float(sub.ttft_quantile(su.workload.percentile)[0])
+        tpot = float(sub.tpot_quantile(su.workload.percentile, su.physics.tpot_cv_frac)[0])
     return pt, (pick_l, 0), ttft, tpot
 
 
