@@ -8,8 +8,6 @@ the answer by brute force over every integer batch and check what stops the batc
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import pytest
 
@@ -22,13 +20,12 @@ from dcplan.perf.software import as_of
 
 SHIPPED = load_perf_inputs()
 CAT = load_catalog()
-rack_performance = partial(perf.rack_performance, defaults=SHIPPED.defaults)
 
 #: (rack, workload, date, engine): the counterexample of the date property, and
 #: TTFT-, TPOT- and memory-bound shipped cases.
 CASES = [("mi355x_rack", "chat", "2026-06", "trt"), ("gb200_nvl72", "chat", None, None),
          ("hgx_h200", "chat", None, None), ("hgx_b200", "rag", None, None),
-         ("gb300_nvl72", "batch", None, None)]
+         ("gb300_nvl72", "batch", None, None), ("gb200_nvl72", "chat offline", None, None)]
 
 
 def _answer(monkeypatch, rack, wl, date, engine, *, every_integer=False, refine=True):
@@ -40,8 +37,16 @@ def _answer(monkeypatch, rack, wl, date, engine, *, every_integer=False, refine=
                 1.0, np.floor(float(np.max(bmax))) + 1.0)[None, :])
         if not refine:
             m.setattr(goodput, "_REFINE_TOL", np.inf)      # the loop never runs
-        return rack_performance(CAT, rack, None, wl,
-                                calibration=as_of(SHIPPED.calibration, date, engine))
+        workload = _workload(wl)
+        return perf.workload_performance(CAT, rack, None, workload, defaults=SHIPPED.defaults,
+                                         calibration=as_of(SHIPPED.calibration, date, engine))
+
+
+def _workload(name: str):
+    """A shipped workload by id; '<id> offline': the same with no latency limits."""
+    ident, _, offline = name.partition(" ")
+    wl = CAT.get("workloads", ident)
+    return wl.model_copy(update={"offline": True}) if offline else wl
 
 
 def test_grid_has_every_small_batch_and_2_percent_steps():
@@ -56,7 +61,7 @@ def test_grid_has_every_small_batch_and_2_percent_steps():
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
 def test_refined_answer_beats_every_integer_batch_and_binds(monkeypatch, case):
     rack, wl_id, date, engine = case
-    wl = CAT.get("workloads", wl_id)
+    wl = _workload(wl_id)
     ans = _answer(monkeypatch, rack, wl_id, date, engine)
     coarse = _answer(monkeypatch, rack, wl_id, date, engine, refine=False)
     ints = _answer(monkeypatch, rack, wl_id, date, engine, every_integer=True, refine=False)
