@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from dcplan import perf
 from dcplan.catalog import load_catalog
 from dcplan.perf import goodput
 from dcplan.perf.goodput import _batch_grid, _layout_batch_grid
+from dcplan.perf.latency import tpot_quantile, ttft_quantile
 from dcplan.perf.params import load_perf_inputs
 from dcplan.perf.software import as_of
 
@@ -115,3 +118,30 @@ def test_every_integer_alone_is_a_sawtooth_in_the_date(monkeypatch):
             .goodput_tokens_per_s
             < _answer(monkeypatch, "mi355x_rack", "chat", "2026-04-18", "trt")
             .goodput_tokens_per_s)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.floats(0.0, 0.95), st.floats(0.0, 0.9), st.floats(0.0, 0.5), st.floats(0.0, 1.0),
+       st.floats(50.0, 99.9), st.floats(0.0, 8.0), st.booleans())
+def test_within_a_limit_is_the_percentile_compared_with_it(rho, slot_p, share, s1, p,
+                                                           limit, one_node):
+    # the refinement compares each percentile with its limit by the distribution at the
+    # limit (no bisection): the same verdict as the bisected percentile, except within
+    # the bisection's own tolerance of the limit
+    nodes = (np.array(0.1),) if one_node else (np.array(0.1), np.array(0.1 + s1))
+    w = (1.0,) if one_node else (0.5, 0.5)
+    kw = dict(burst_share=0.0 if one_node else share, burst_span_s=5.0,
+              slot_p=0.0 if one_node else slot_p, slot_tail_s=2.0)
+    t = float(ttft_quantile(0.05, nodes, w, rho, 1.0, p, **kw))
+    within = bool(ttft_quantile(0.05, nodes, w, rho, 1.0, p, within_s=limit, **kw))
+    assume(abs(t - limit) > 1e-9 * max(1.0, limit))
+    assert within == (t <= limit)
+    # TPOT: a mixture over output-length nodes, and one node (the closed form)
+    out = (np.array([0.25, 1.75]), np.array([0.5, 0.5]))
+    lim_s = 0.02 + limit * 1e-3
+    for o_nodes in (out, None):
+        q = float(tpot_quantile(0.02, 0.1, 2.0 * rho, 100.0, 0.05, p, o_nodes))
+        ok = bool(tpot_quantile(0.02, 0.1, 2.0 * rho, 100.0, 0.05, p, o_nodes,
+                                within_s=lim_s))
+        if abs(q - lim_s) > 1e-12:
+            assert ok == (q <= lim_s)

@@ -276,7 +276,7 @@ def normal_mixture_within(mean, sds, weights, percentile, limit) -> np.ndarray:
     Returns
     -------
     ndarray
-        bool, broadcast over the inputs.
+        Whether the percentile is at most ``limit`` [bool], broadcast over the inputs.
     """
     p = float(percentile)
     mean = np.asarray(mean, dtype=float)
