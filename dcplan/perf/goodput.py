@@ -747,7 +747,8 @@ def _refine_batch(su: Setup, inst, tr, pre, bmax, g, coarse, grid, rate_all, at,
     lat : tuple of float
         Its TTFT and TPOT at the percentile [s].
     meets : callable
-        ``meets(li, bi, (Point, shape))``: (SLO met, TTFT [s], TPOT [s]) at points.
+        ``meets(li, bi, (Point, shape), within)``: (SLO met, TTFT [s], TPOT [s]) at the
+        points; ``within=True``: only whether met, by the distributions at the limits.
 
     Returns
     -------
@@ -843,7 +844,7 @@ def _feasible_at(su: Setup, inst, tr, pre, bmax, g, cand, pts, meets
     pts : ndarray
         (C, k) batches to try [sequences].
     meets : callable
-        As in :func:`_refine_batch`.
+        As in :func:`_refine_batch` (called with ``within=True``).
 
     Returns
     -------
