@@ -693,9 +693,13 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         phases=phases, steps=steps)
 
 
-#: Points tried per layout and round when refining the batch between grid points
-#: (_refine_batch): each round narrows the interval (_REFINE_POINTS + 1)-fold.
+#: Points tried per layout in the first round of refining the batch between grid points
+#: (_refine_batch), and at least in every later one: a round of k points narrows the
+#: interval (k + 1)-fold.
 _REFINE_POINTS = 15
+
+#: Points per round after the first, over all layouts left (at most 255 each).
+_REFINE_BUDGET = 4096
 
 #: Relative width of the batch interval at which the refinement stops [-]: the rate
 #: found is within about this share of the supremum.
@@ -712,8 +716,9 @@ def _refine_batch(su: Setup, inst, tr, pre, bmax, g, coarse, grid, rate_all, at,
     largest feasible. Every grid point whose rate beats the best feasible grid point
     ``at`` was found infeasible, so only the interval below a layout's first such point
     ``b_j`` can hold a better answer: ``(b_{j-1}, b_j)``. In each of those, the largest
-    feasible batch is found by a search of :data:`_REFINE_POINTS` points a round,
-    vectorised over the layouts, to a relative width of :data:`_REFINE_TOL`.
+    feasible batch is found by a search of :data:`_REFINE_POINTS` points a round (up to
+    255 when few layouts are left), vectorised over the layouts, to a relative width of
+    :data:`_REFINE_TOL`.
 
     Why real batches: the open-loop batch is the time-average number of sequences
     decoding. At a later date (faster software) the same batch serves more requests,
@@ -783,9 +788,16 @@ def _refine_batch(su: Setup, inst, tr, pre, bmax, g, coarse, grid, rate_all, at,
     k = _REFINE_POINTS
     steps = np.arange(0, k) / k
     first = True
+    ctx = (inst, pre, bmax, g)           # the instances evaluated (local: cand's rows)
+    local = cand
     while cand.size and np.any(hi - lo > _REFINE_TOL * hi):
+        if not first:
+            # after the first round only the layouts left are evaluated (usually one),
+            # with more points a round: a round costs about the same at any size
+            k = int(np.clip(_REFINE_BUDGET // cand.size, _REFINE_POINTS, 255))
+            steps = np.arange(1, k + 1) / (k + 1)
         pts = lo[:, None] + (hi - lo)[:, None] * steps[None, :]
-        ok, r = _feasible_at(su, inst, tr, pre, bmax, g, cand, pts, meets)
+        ok, r = _feasible_at(su, ctx[0], tr, ctx[1], ctx[2], ctx[3], local, pts, meets)
         last = np.where(ok.any(axis=1), k - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
         rows = np.arange(cand.size)
         at_last, at_next = np.maximum(last, 0), np.minimum(last + 1, k - 1)
@@ -800,11 +812,16 @@ def _refine_batch(su: Setup, inst, tr, pre, bmax, g, coarse, grid, rate_all, at,
             pick = (int(cand[kk]), float(found[kk]), float(hi[kk]), float(found_rate[kk]))
         incumbent = pick[3]
         keep = (hi_rate > incumbent) | (found_rate >= incumbent)
-        if first:
-            keep &= last >= 0
-            steps, first = np.arange(1, k + 1) / (k + 1), False
         cand, lo, hi, hi_rate = cand[keep], lo[keep], hi[keep], hi_rate[keep]
         found, found_rate = found[keep], found_rate[keep]
+        if first:
+            keep = found_rate > -1.0                 # infeasible at the lower end: none
+            cand, lo, hi, hi_rate = cand[keep], lo[keep], hi[keep], hi_rate[keep]
+            found, found_rate = found[keep], found_rate[keep]
+            sub = _instance_rows(inst, cand)
+            ctx = (sub, prefill(sub, tr), bmax[cand], g[cand])
+            first = False
+        local = np.arange(cand.size)
     pick_l, pick_b, pick_next, _ = pick
     col = np.ones((n_l, 2))
     col[pick_l] = (pick_b, pick_next)
@@ -819,6 +836,16 @@ def _refine_batch(su: Setup, inst, tr, pre, bmax, g, coarse, grid, rate_all, at,
         ttft = float(sub.ttft_quantile(su.workload.percentile)[0])
         tpot = float(sub.tpot_quantile(su.workload.percentile, su.physics.tpot_cv_frac)[0])
     return pt, (pick_l, 0), ttft, tpot
+
+
+def _instance_rows(inst: Instance, rows: np.ndarray) -> Instance:
+    """The instances (layouts x drafts) at ``rows`` of ``inst`` [index from 0]."""
+    par = inst.par
+    n = np.asarray(inst.draft_tokens, float)
+    return dataclasses.replace(
+        inst, par=Parallel(*(np.asarray(getattr(par, f), float)[rows]
+                             for f in ("attn_tp", "attn_dp", "ep"))),
+        draft_tokens=n[rows] if n.ndim else n)
 
 
 def _feasible_at(su: Setup, inst, tr, pre, bmax, g, cand, pts, meets
