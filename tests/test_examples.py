@@ -308,9 +308,11 @@ def test_a_linear_networks_horizon_total_is_within_8_percent_of_the_exact_sizing
 @pytest.mark.slow
 def test_tiered_network_on_the_minimal_example_is_within_a_few_percent_of_its_sizing():
     """network_model tiered from a shipped example: every site-period's network kW and
-    capex within 6 % of the exact sizing of the plan's own fleet (the tier's figure is
-    one count's; the last leaf's fill moves the exact network by a few per cent: at most
-    5.4 % on 2026-12-03, Seoul's 6 GB200 racks of 2031), and
+    capex within 9 % of the exact sizing of the plan's own fleet (the tier's figure is
+    one count's; the last leaf's fill moves the exact network by a few per cent, most
+    where a site has few racks: 8.6 % on 2026-12-04, Seoul's 4 GB200 racks of 2032,
+    18.9 kW tiered against 17.3 kW exact, since the batch search's refinement between
+    grid points (+0.02..0.6 % goodput) took Seoul's 2032 fleet from 12 racks to 4), and
     each linear row of the network table priced at the tier of its racks."""
     from dcplan.planner import solve_case
 
@@ -320,7 +322,7 @@ def test_tiered_network_on_the_minimal_example_is_within_a_few_percent_of_its_si
     sz = result.tables["sizing"]
     for q in ("network_kw", "network_capex_usd"):
         rows = sz[sz.quantity == q]
-        assert len(rows) and (rows.diff_frac.abs() <= 0.06).all(), rows
+        assert len(rows) and (rows.diff_frac.abs() <= 0.09).all(), rows
     net = result.tables["network"]
     d = result.inputs
     for row in net.itertuples():

@@ -317,3 +317,23 @@ def test_validate_without_calibration_through_the_cli(fixture):
     assert b["calibration"] == "none" and f["calibration"] != "none"
     # The same rows, predicted without the fitted values.
     assert len(b["rows"]) == len(f["rows"]) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [
+    ("--rack", "gb200_nvl72", "--workload", "chat"),
+    ("frontier", "--rack", "hgx_h200", "--model", "llama3_70b", "--input-tokens", "1024",
+     "--output-tokens", "1024"),
+    ("power-curve", "--rack", "hgx_h200", "--workload", "chat")])
+def test_calibration_none_on_every_prediction_command(args):
+    """`--calibration none` answers (exit 0) on perf, frontier and power-curve too, with
+    the a-priori defaults: a different answer from the shipped fit's (issue 28)."""
+    shipped = runner.invoke(app, ["perf", *args, "--json"])
+    bare = runner.invoke(app, ["perf", *args, "--calibration", "none", "--json"])
+    assert shipped.exit_code == 0, shipped.output
+    assert bare.exit_code == 0, bare.output
+    b, f = json.loads(bare.stdout), json.loads(shipped.stdout)
+    assert b != f
+    if "software" in b:
+        assert b["software"]["basis"] == "a-priori defaults"
+        assert f["software"]["basis"] != "a-priori defaults"

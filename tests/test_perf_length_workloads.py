@@ -116,14 +116,20 @@ def test_rack_performance_reports_the_mixture_percentile(small, monkeypatch):
     su = build_setup(small, "track8", None, wl, **PERF_KW)
     lay = Layout(tp=perf.attention_tp)
     inst = Instance(su.hw, lay.parallel(), su.shape, su.physics, su.serving)
-    pt = aggregated(inst, _traffic(su, 1.0), np.array([float(perf.batch)]))
-    assert perf.tpot_ms == pytest.approx(
-        float(pt.tpot_quantile(wl.percentile, su.physics.tpot_cv_frac)[0]) * 1e3, rel=1e-6)
-    # and the spread is wider than with every request of the mean length
+    # the search's batch is real (a time-average), reported rounded: the reported p99
+    # TPOT lies between the mixture percentiles half a sequence either side of it (TPOT
+    # rises with the batch)
+    around = np.array([perf.batch - 0.5, perf.batch + 0.5])
+    pt = aggregated(inst, _traffic(su, 1.0), around)
+    lo, hi = pt.tpot_quantile(wl.percentile, su.physics.tpot_cv_frac) * 1e3
+    assert lo < perf.tpot_ms <= hi
+    assert hi / lo < 1.01                     # so the bracket is narrow
+    # and the spread is wider than with every request of the mean length, even at the
+    # larger batch
     fixed = aggregated(inst, _traffic(su.__class__(**{**su.__dict__, "workload": _workload(
-        small, "chat")}), 1.0), np.array([float(perf.batch)]))
+        small, "chat")}), 1.0), around)
     assert (perf.tpot_ms > float(fixed.tpot_quantile(wl.percentile,
-                                                     su.physics.tpot_cv_frac)[0]) * 1e3)
+                                                     su.physics.tpot_cv_frac)[1]) * 1e3)
 
 
 # --------------------------------------------------------------- the workload field

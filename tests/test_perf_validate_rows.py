@@ -53,6 +53,20 @@ def test_dp_attention_width_in_decode_tp_is_accepted(tmp_path):
         raise AssertionError("TP 24 without DP attention was accepted")
 
 
+def test_perf_validate_predicts_a_wide_dp_attention_row(tmp_path):
+    """Through the CLI: a DEP48 decode row (decode_tp 48 is the attention-DP width, 48
+    does not divide 128 heads) is validated, not refused or skipped (issue 28)."""
+    from dcplan.cli import app
+
+    wide = _row(gpus="52", prefill_gpus="4", decode_gpus="48", decode_tp="48",
+                decode_ep="48")
+    res = runner.invoke(app, ["perf", "validate", str(_csv(tmp_path, _row(), wide)), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert not data.get("skipped_rows")
+    assert len(data["rows"]) == 2
+
+
 def test_a_bad_row_is_named_and_the_others_are_validated(tmp_path):
     from dcplan.cli import app
 

@@ -25,10 +25,10 @@ from dcplan.lengths import FIXED, LengthDist
 from dcplan.perf.goodput import (
     _RHO_GRID,
     Layout,
-    _batch_grid,
     _drafts,
     _fit_problem,
     _label,
+    _layout_batch_grid,
     _stack,
     _traffic,
     best_rate_within,
@@ -210,7 +210,7 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     tr = _traffic(su, 1.0)
     ph, sv = su.physics, su.serving
     bmax = max_batch(su.hw, par, su.shape, sv, tr.decode_context)
-    grid = _batch_grid(int(max(1.0, float(bmax.max()))))[None, :]
+    grid = _layout_batch_grid(bmax)      # the search's grid: every layout's limit too
     inst = Instance(su.hw, par, su.shape, ph, sv, n, acc, cost)
     check_cap_input(su, power_cap_frac, power_curve)
     if power_cap_frac < 1.0:

@@ -593,9 +593,23 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     valid = np.broadcast_to(valid, shape)
     rate_all = np.where(valid, pt.requests_per_s / g, -1.0)
 
-    def meets(li, bi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """SLO met at the points (li, bi); their TTFT [s] and TPOT [s] at the percentile."""
-        sub = take_point(pt, shape, li, bi)
+    def meets(li, bi, at_pt=None, within=False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """SLO met at the points (li, bi); their TTFT [s] and TPOT [s] at the percentile.
+
+        ``at_pt``: (Point, shape) to read the points from (default: the coarse grid's).
+        ``within``: only whether the SLO is met (each percentile compared with its limit
+        by one evaluation of the distribution there, no bisection); TTFT and TPOT None.
+        """
+        sub = take_point(*(at_pt or (pt, shape)), li, bi)
+        if within:
+            ok = np.asarray(sub.tpot_quantile(wl.percentile, ph.tpot_cv_frac,
+                                              within_s=wl.tpot_ms / 1e3), bool).copy()
+            if wl.offline:
+                return np.ones(ok.shape, bool), None, None
+            if ok.any():
+                ok[ok] = take_point(sub, ok.shape, np.flatnonzero(ok), None).ttft_quantile(
+                    wl.percentile, within_s=wl.ttft_s)
+            return ok, None, None
         tp = sub.tpot_quantile(wl.percentile, ph.tpot_cv_frac)
         if wl.offline:
             return np.ones(tp.shape, bool), sub.ttft_quantile(wl.percentile), tp
@@ -627,11 +641,21 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         bt = float(np.min(tt_v, initial=np.inf))
         bp = float(np.min(tp_v, initial=np.inf))
         return _no_fit(su, _slo_reason(su, bt, bp), bottleneck="slo")
+    if not closed:
+        # between the grid's batches: the largest feasible batch of every layout that
+        # could beat the best grid point (see _refine_batch); the answer is re-evaluated
+        # at that batch and the next one tried (li, 0) and (li, 1)
+        pt, at, ttft_at, tpot_at = _refine_batch(
+            su, inst, tr, pre, bmax, g, pt, grid, rate_all, at, (ttft_at, tpot_at), meets)
+        shape = np.shape(pt.requests_per_s)
+        valid = ((pt.batch <= bmax) & (pt.batch >= 1) & (pt.utilisation < 1.0) & (bmax >= 1))
+        rate_all = np.where(valid, pt.requests_per_s / g, -1.0)
     li, bi = at
     rate = np.where(valid, rate_all, -1.0)
 
     def ok_at(point) -> bool:
-        return bool(valid[point] and meets(np.array([point[0]]), np.array([point[1]]))[0][0])
+        return bool(valid[point] and meets(np.array([point[0]]), np.array([point[1]]),
+                                           (pt, shape))[0][0])
     parts = {k: np.broadcast_to(v, rate.shape)[at] for k, v in pt.parts.items()}
     bound = bottleneck_label(parts)
     bottleneck = bound
@@ -667,6 +691,208 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         utilisation=float(pt.utilisation[at]),
         concurrency=b_here + float(pt.requests_per_s[at] * pt.ttft_mean_s[at]),
         phases=phases, steps=steps)
+
+
+#: Points tried per layout in the first round of refining the batch between grid points
+#: (_refine_batch), and at least in every later one: a round of k points narrows the
+#: interval (k + 1)-fold.
+_REFINE_POINTS = 15
+
+#: Points per round after the first, over all layouts left (at most 255 each).
+_REFINE_BUDGET = 4096
+
+#: Relative width of the batch interval at which the refinement stops [-]: the rate
+#: found is within about this share of the supremum.
+_REFINE_TOL = 1e-10
+
+
+def _refine_batch(su: Setup, inst, tr, pre, bmax, g, coarse, grid, rate_all, at, lat,
+                  meets):
+    """Aggregated, open loop: the best batch of all real batches, not only the grid's.
+
+    The grid (:func:`_layout_batch_grid`) has every integer up to 64 and ~2 % steps
+    above. A layout's request rate rises with its batch and so do its TPOT, TTFT and
+    utilisation, so its feasible batches are an interval from 1 and its best one is the
+    largest feasible. Every grid point whose rate beats the best feasible grid point
+    ``at`` was found infeasible, so only the interval below a layout's first such point
+    ``b_j`` can hold a better answer: ``(b_{j-1}, b_j)``. In each of those, the largest
+    feasible batch is found by a search of :data:`_REFINE_POINTS` points a round (up to
+    255 when few layouts are left), vectorised over the layouts, to a relative width of
+    :data:`_REFINE_TOL`.
+
+    Why real batches: the open-loop batch is the time-average number of sequences
+    decoding. At a later date (faster software) the same batch serves more requests,
+    which loads the prefill queue more, so a batch feasible earlier can miss the TTFT
+    later; the best *integer* batch then drops by one and the rate can fall (a
+    sawtooth in the date). Over real batches a later date reaches the earlier rate at a
+    smaller batch with no longer steps and no more load, so its best is never lower.
+
+    Parameters
+    ----------
+    su : Setup
+        The resolved setup.
+    inst : Instance
+        The instances (layouts x drafts as rows).
+    tr : Traffic
+        The workload's traffic.
+    pre : Prefill
+        Prefill times of ``tr`` on ``inst``.
+    bmax : ndarray
+        (L, 1) running-request limit of every layout [sequences].
+    g : ndarray
+        (L, 1) GPUs per instance [count].
+    coarse : Point
+        The coarse pass's points (L, n).
+    grid : ndarray
+        (1, n) batches of the coarse pass [sequences].
+    rate_all : ndarray
+        (L, n) requests/s per GPU of the coarse points, -1 where invalid [1/s].
+    at : tuple of int
+        (layout, grid index) of the best feasible grid point.
+    lat : tuple of float
+        Its TTFT and TPOT at the percentile [s].
+    meets : callable
+        ``meets(li, bi, (Point, shape), within)``: (SLO met, TTFT [s], TPOT [s]) at the
+        points; ``within=True``: only whether met, by the distributions at the limits.
+
+    Returns
+    -------
+    tuple
+        (Point over (L, 2) batches, (layout, 0), TTFT [s], TPOT [s]): column 0 holds the
+        best batch of the answer's layout, column 1 the next batch tried above it (the
+        interval's upper end), so that the caller can say what stopped the batch there.
+    """
+    n_l, n_b = rate_all.shape
+    b = np.broadcast_to(grid, rate_all.shape)
+    limit = np.floor(bmax)
+    best_rate = float(rate_all[at])
+    # every layout's first grid batch (within its limit) whose rate beats the best;
+    # rates rise with the batch, so higher grid points are infeasible as well
+    raw = np.where((b <= limit) & (b >= 1),
+                   np.broadcast_to(coarse.requests_per_s / g, rate_all.shape), -1.0)
+    beats = raw > best_rate
+    j = np.argmax(beats, axis=1)
+    cand = np.flatnonzero(beats.any(axis=1) & (j >= 1))
+    lo = b[cand, j[cand] - 1].astype(float)
+    hi = b[cand, j[cand]].astype(float)
+    # The first round tries the interval's lower end too: a layout infeasible there has
+    # no feasible batch in it (feasibility falls with the batch) and is dropped; so is
+    # a layout whose rate at its interval's upper end cannot beat the best found.
+    hi_rate = raw[cand, j[cand]]
+    # the answer so far: (layout, batch, next batch tried above it, rate)
+    li0, bi0 = at
+    pick = (li0, float(b[at]), float(b[li0, bi0 + 1]) if bi0 + 1 < n_b else float(b[at]) + 1.0,
+            best_rate)
+    found = np.full(cand.size, np.nan)
+    found_rate = np.full(cand.size, -1.0)
+    k = _REFINE_POINTS
+    steps = np.arange(0, k) / k
+    first = True
+    ctx = (inst, pre, bmax, g)           # the instances evaluated (local: cand's rows)
+    local = cand
+    while cand.size and np.any(hi - lo > _REFINE_TOL * hi):
+        if not first:
+            # after the first round only the layouts left are evaluated (usually one),
+            # with more points a round: a round costs about the same at any size
+            k = int(np.clip(_REFINE_BUDGET // cand.size, _REFINE_POINTS, 255))
+            steps = np.arange(1, k + 1) / (k + 1)
+        pts = lo[:, None] + (hi - lo)[:, None] * steps[None, :]
+        ok, r = _feasible_at(su, ctx[0], tr, ctx[1], ctx[2], ctx[3], local, pts, meets)
+        last = np.where(ok.any(axis=1), k - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
+        rows = np.arange(cand.size)
+        at_last, at_next = np.maximum(last, 0), np.minimum(last + 1, k - 1)
+        up = last < k - 1
+        found = np.where(last >= 0, pts[rows, at_last], found)
+        found_rate = np.where(last >= 0, r[rows, at_last], found_rate)
+        lo = np.where(last >= 0, found, lo)
+        hi_rate = np.where(up, r[rows, at_next], hi_rate)
+        hi = np.where(up, pts[rows, at_next], hi)
+        kk = int(np.argmax(found_rate))
+        if found_rate[kk] > pick[3]:
+            pick = (int(cand[kk]), float(found[kk]), float(hi[kk]), float(found_rate[kk]))
+        incumbent = pick[3]
+        keep = (hi_rate > incumbent) | (found_rate >= incumbent)
+        cand, lo, hi, hi_rate = cand[keep], lo[keep], hi[keep], hi_rate[keep]
+        found, found_rate = found[keep], found_rate[keep]
+        if first:
+            keep = found_rate > -1.0                 # infeasible at the lower end: none
+            cand, lo, hi, hi_rate = cand[keep], lo[keep], hi[keep], hi_rate[keep]
+            found, found_rate = found[keep], found_rate[keep]
+            sub = _instance_rows(inst, cand)
+            ctx = (sub, prefill(sub, tr), bmax[cand], g[cand])
+            first = False
+        local = np.arange(cand.size)
+    pick_l, pick_b, pick_next, _ = pick
+    col = np.ones((n_l, 2))
+    col[pick_l] = (pick_b, pick_next)
+    pt = aggregated(inst, tr, col, pre, slots=None if su.workload.offline else bmax)
+    shp = np.shape(pt.requests_per_s)
+    if pick_l == li0 and pick_b == float(b[at]):
+        ttft, tpot = lat
+    else:
+        # both percentiles at the point (the search compared them with their limits by
+        # the distribution at the limit; the bisected values agree to ~1e-12)
+        sub = take_point(pt, shp, np.array([pick_l]), np.array([0]))
+        ttft = float(sub.ttft_quantile(su.workload.percentile)[0])
+        tpot = float(sub.tpot_quantile(su.workload.percentile, su.physics.tpot_cv_frac)[0])
+    return pt, (pick_l, 0), ttft, tpot
+
+
+def _instance_rows(inst: Instance, rows: np.ndarray) -> Instance:
+    """The instances (layouts x drafts) at ``rows`` of ``inst`` [index from 0]."""
+    par = inst.par
+    n = np.asarray(inst.draft_tokens, float)
+    return dataclasses.replace(
+        inst, par=Parallel(*(np.asarray(getattr(par, f), float)[rows]
+                             for f in ("attn_tp", "attn_dp", "ep"))),
+        draft_tokens=n[rows] if n.ndim else n)
+
+
+def _feasible_at(su: Setup, inst, tr, pre, bmax, g, cand, pts, meets
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Layouts ``cand`` at batches ``pts`` (C, k): valid and meeting the SLO, and rate.
+
+    Parameters
+    ----------
+    su : Setup
+        The resolved setup.
+    inst : Instance
+        The instances (L rows).
+    tr : Traffic
+        The workload's traffic.
+    pre : Prefill
+        Prefill times of ``tr`` on ``inst``.
+    bmax : ndarray
+        (L, 1) running-request limits [sequences].
+    g : ndarray
+        (L, 1) GPUs per instance [count].
+    cand : ndarray
+        C layout indices [index from 0].
+    pts : ndarray
+        (C, k) batches to try [sequences].
+    meets : callable
+        As in :func:`_refine_batch` (called with ``within=True``).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        (C, k): whether each point is feasible, and its requests/s per GPU [1/s].
+    """
+    n_l = np.shape(bmax)[0]
+    full = np.ones((n_l, pts.shape[1]))
+    full[cand] = pts
+    pt = aggregated(inst, tr, full, pre, slots=None if su.workload.offline else bmax)
+    shp = np.shape(pt.requests_per_s)
+    valid = np.broadcast_to((pt.batch <= np.floor(bmax)) & (pt.batch >= 1)
+                            & (pt.utilisation < 1.0), shp)
+    pts_l = np.repeat(cand, pts.shape[1])
+    pts_b = np.tile(np.arange(pts.shape[1]), cand.size)
+    ok = valid[pts_l, pts_b]
+    if ok.any():
+        m, _, _ = meets(pts_l[ok], pts_b[ok], (pt, shp), within=True)
+        ok[ok] = m
+    rate = np.broadcast_to(pt.requests_per_s / g, shp)[pts_l, pts_b]
+    return ok.reshape(pts.shape), rate.reshape(pts.shape)
 
 
 def _capped_phases(su: Setup, act: float, phases: tuple[float, float, float]

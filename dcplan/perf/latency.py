@@ -131,8 +131,8 @@ def normal_z(percentile) -> float:
 
 
 def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv_frac,
-                  percentile, output_nodes=None, prefill_m2_frac=1.0, mix_sd_s=0.0
-                  ) -> np.ndarray:
+                  percentile, output_nodes=None, prefill_m2_frac=1.0, mix_sd_s=0.0,
+                  within_s=None) -> np.ndarray:
     """``percentile`` of per-request TPOT [s].
 
     A request of ``O x`` output tokens (``x`` its length over the mean ``O``) has
@@ -170,11 +170,14 @@ def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv
         Second moment of the prefill time over its mean squared [-] (1: fixed prompts).
     mix_sd_s : array
         Standard deviation of a request's mean step time from the batch mix [s].
+    within_s : array, optional
+        A limit [s]: return whether the percentile is within it (one evaluation of the
+        distribution at the limit, no bisection) instead of the percentile.
 
     Returns
     -------
     ndarray
-        Per-request TPOT at ``percentile`` [s].
+        Per-request TPOT at ``percentile`` [s] (with ``within_s``: bool, at most it).
     """
     mean = np.asarray(tpot_mean_s, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
@@ -183,6 +186,8 @@ def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv
              * np.asarray(arrivals_per_s) * mean / o)
     x, w = (np.ones(1), np.ones(1)) if output_nodes is None else output_nodes
     sds = [np.sqrt(base + inter / xk) for xk in x]
+    if within_s is not None:
+        return normal_mixture_within(mean, sds, w, percentile, within_s)
     return normal_mixture_quantile(mean, sds, w, percentile)
 
 # ------------------------------------------------------------ length distributions
@@ -248,6 +253,44 @@ def normal_mixture_quantile(mean, sds, weights, percentile) -> np.ndarray:
     return _bisect_quantile(survival, lo, hi, q)
 
 
+def normal_mixture_within(mean, sds, weights, percentile, limit) -> np.ndarray:
+    """Whether the ``percentile`` of a normal mixture is at most ``limit``.
+
+    The same answer as ``normal_mixture_quantile(...) <= limit`` from one evaluation of
+    the survival function at ``limit``: the quantile is at most ``limit`` exactly when
+    ``P(X > limit) <= 1 - percentile / 100``.
+
+    Parameters
+    ----------
+    mean : array
+        Common mean of the components [any unit, e.g. s].
+    sds : sequence of arrays
+        Standard deviation of each component [unit of mean].
+    weights : sequence of float
+        Component weights, summing to 1 [-].
+    percentile : float
+        Percentile of the mixture [%], 50..100.
+    limit : array
+        The limit [unit of mean].
+
+    Returns
+    -------
+    ndarray
+        Whether the percentile is at most ``limit`` [bool], broadcast over the inputs.
+    """
+    p = float(percentile)
+    mean = np.asarray(mean, dtype=float)
+    lim = np.asarray(limit, dtype=float)
+    sds = [np.asarray(s, dtype=float) for s in sds]
+    z = normal_z(p)
+    if len(sds) == 1 or z <= 0:
+        return normal_mixture_quantile(mean, sds, weights, p) <= lim
+    q = 1.0 - p / 100.0
+    surv = sum(w * ndtr(-(lim - mean) / np.maximum(s, 1e-300)) for w, s in
+               zip(weights, sds, strict=True))
+    return surv <= q
+
+
 def _wait_survival(x, p1, m1, p2, m2):
     """``P(W1 + W2 > x)`` for ``x >= 0``, two independent waits.
 
@@ -265,8 +308,8 @@ def _wait_survival(x, p1, m1, p2, m2):
 
 
 def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
-                  burst_share=0.0, burst_span_s=0.0, slot_p=0.0, slot_tail_s=0.0
-                  ) -> np.ndarray:
+                  burst_share=0.0, burst_span_s=0.0, slot_p=0.0, slot_tail_s=0.0,
+                  within_s=None) -> np.ndarray:
     """``percentile`` of TTFT = fixed + own prefill + queue wait (+ ramp-up burst).
 
     Parameters
@@ -293,12 +336,15 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
     slot_p, slot_tail_s : array
         Admission: probability of waiting for a running-request slot [0..1] and the mean
         wait given a wait [s] (:func:`slot_wait`); the slot wait adds to the queue wait.
+    within_s : array, optional
+        A limit [s]: return whether the percentile is within it (one evaluation of the
+        survival function at the limit, no bisection) instead of the percentile.
 
     Returns
     -------
     ndarray
         TTFT at ``percentile`` [s]; inf where the prefill queue (or the slot queue) is
-        unstable.
+        unstable (with ``within_s``: bool, at most it; False where unstable).
 
     Notes
     -----
@@ -322,7 +368,8 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
     if len(ss) == 1 and not np.any(f > 0) and not slots:
         with np.errstate(divide="ignore", invalid="ignore"):
             w = np.where(rho <= q, 0.0, tail * np.log(np.maximum(rho, 1e-300) / q))
-        return c + ss[0] + w
+        out = c + ss[0] + w
+        return out if within_s is None else out <= np.asarray(within_s, dtype=float)
 
     def survival(t):
         out = 0.0
@@ -338,6 +385,10 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
             out = out + wk * ((1.0 - f) * queue + f * burst)
         return out
 
+    finite = (rho < 1.0) & (~slots | np.isfinite(st) | (sp <= 0))
+    if within_s is not None:
+        # the quantile is at most the limit exactly when P(T > limit) <= q
+        return finite & (survival(np.asarray(within_s, dtype=float)) <= q)
     s_lo = np.minimum.reduce(np.broadcast_arrays(*ss))
     s_hi = np.maximum.reduce(np.broadcast_arrays(*ss))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -348,7 +399,6 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
     hi = (c + s_hi + np.where(np.isfinite(w_hi), w_hi, 0.0) + span
           + np.where(np.isfinite(s_hi_w), s_hi_w, 0.0))
     out = _bisect_quantile(survival, c + s_lo, hi, q)
-    finite = (rho < 1.0) & (~slots | np.isfinite(st) | (sp <= 0))
     return np.where(finite, out, np.inf)
 
 

@@ -393,8 +393,8 @@ class Point:
         """Generated tokens/s per GPU of the deployment [tokens/s]."""
         return self.requests_per_s * self.output_tokens / self.gpus
 
-    def ttft_quantile(self, percentile) -> np.ndarray:
-        """TTFT at ``percentile`` [s].
+    def ttft_quantile(self, percentile, within_s=None) -> np.ndarray:
+        """TTFT at ``percentile`` [s] (or whether it is within ``within_s``).
 
         Its own prompt's prefill (a node of the input distribution) + the prefill queue
         wait + an open loop's slot wait + the closed loop's opening burst + fixed parts
@@ -404,11 +404,13 @@ class Point:
         ----------
         percentile : float or array
             Percentile [%] (e.g. 50, 99).
+        within_s : float or array, optional
+            A limit [s]: return whether the percentile is at most it (no bisection).
 
         Returns
         -------
         ndarray
-            Time to first token [s].
+            Time to first token [s] (with ``within_s``: bool).
         """
         tail = wait_tail_mean(self.utilisation, self.prefill_alone_s, self.arrival_cv2,
                               self.service_cv2)
@@ -417,10 +419,10 @@ class Point:
         return ttft_quantile(fixed, self.prefill_nodes or (self.prefill_alone_s,),
                              self.node_w, self.utilisation, tail, percentile,
                              self.burst_share, self.burst_span_s, self.slot_p,
-                             self.slot_tail_s)
+                             self.slot_tail_s, within_s)
 
-    def tpot_quantile(self, percentile, tpot_cv_frac) -> np.ndarray:
-        """TPOT at ``percentile`` [s] (a mixture over output lengths).
+    def tpot_quantile(self, percentile, tpot_cv_frac, within_s=None) -> np.ndarray:
+        """TPOT at ``percentile`` [s] (a mixture over output lengths; or whether within).
 
         Parameters
         ----------
@@ -428,16 +430,18 @@ class Point:
             Percentile [%] (e.g. 50, 99).
         tpot_cv_frac : float or array
             Base coefficient of variation of a request's time per output token [-].
+        within_s : float or array, optional
+            A limit [s]: return whether the percentile is at most it (no bisection).
 
         Returns
         -------
         ndarray
-            Time per output token [s].
+            Time per output token [s] (with ``within_s``: bool).
         """
         arrivals = np.where(self.interrupt_s > 0, self.requests_per_s, 0.0)
         return tpot_quantile(self.tpot_mean_s, self.interrupt_s, arrivals, self.output_tokens,
                              tpot_cv_frac, percentile, self.output_nodes,
-                             self.prefill_m2_frac, self.mix_sd_s)
+                             self.prefill_m2_frac, self.mix_sd_s, within_s)
 
 
 def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = None,
