@@ -1,0 +1,79 @@
+"""Flexible (curtailable) grid connections, checked by hand on tiny instances.
+
+See :mod:`dcplan.planner.flexgrid`: flexible MW count in the connected capacity except
+in the representative curtailment event, when they are cut by the site file's depth and
+the site must still carry its load (a battery, generation, flexible work).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from test_planner_helpers import make_inputs, rack, rack_site, site, workload
+from test_storage import BAT, SHAPE
+
+from dcplan.planner import solve_inputs
+from dcplan.planner.inputs import FlexData, GridData
+from dcplan.scenario import SolverOptions
+
+
+def flex(depth=0.25, arrival=(0,), cost=1.0, hours=(23,), max_kw=None):
+    """A flexible part: energised from ``arrival``, ``cost`` USD/kW, cut by ``depth`` in
+    the event's ``hours`` of the day, 200 h a year."""
+    return FlexData(arrival=arrival, cost_usd_per_kw=cost, max_kw=max_kw, depth=depth,
+                    hours_per_year=200.0, event_hours=hours)
+
+
+def peaky(fx, storage=False, bat_capex=0.1):
+    """:func:`test_storage.peaky` (9.5 kW for 23 hours, 21.5 kW in hour 23) at a site
+    whose connection is a decision: nothing committed, a firm request never energised
+    within the one period, the flexible part ``fx``; energy free (no loss cost)."""
+    g = GridData(committed_kw=(0.0,), arrival=(1,), arrival_assessed=(1,),
+                 cost_usd_per_kw=1000.0, flexible=fx)
+    s = dataclasses.replace(site(n=1, grid_kw=100.0, price=0.0), connection=g)
+    w = dataclasses.replace(workload(demand=(100.0,), peak=max(SHAPE)), profile=SHAPE)
+    bat = dataclasses.replace(BAT, capex_usd_per_kwh=bat_capex, capex_usd_per_kw=bat_capex)
+    return make_inputs(n=1, racks=[rack(kw_idle=0.0, kw_max=10.0)], workloads=[w],
+                       sites=[s], rack_sites={("ra", "sa"): rack_site()},
+                       storage={"sa": (bat,)} if storage else {})
+
+
+def _solve(d):
+    return solve_inputs(d, SolverOptions(time_limit_s=60, gap=1e-9), explain=False)
+
+
+def test_without_storage_the_event_derates_the_flexible_part():
+    # 21.5 kW in the event hour (23) must fit in 0.75 x flexible: 28.67 kW requested
+    res = _solve(peaky(flex()))
+    assert not res.unserved
+    grid = res.tables["grid"].iloc[0]
+    assert grid.flexible_kw == pytest.approx(21.5 / 0.75, rel=1e-6)
+    assert grid.connected_kw == pytest.approx(21.5 / 0.75, rel=1e-6)
+    assert grid.curtailed_kw == pytest.approx(0.25 * 21.5 / 0.75, rel=1e-6)
+    assert grid.curtailment_hours == pytest.approx(200.0)
+    costs = res.tables["costs"].set_index("category").cost_usd
+    assert costs["grid_connection"] == pytest.approx(21.5 / 0.75, rel=1e-6)
+
+
+def test_event_outside_the_peak_costs_nothing():
+    # an event in hour 3 (9.5 kW): the 21.5 kW peak sets the request, 0.75 x 21.5 > 9.5
+    res = _solve(peaky(flex(hours=(3,))))
+    assert res.tables["grid"].iloc[0].flexible_kw == pytest.approx(21.5, rel=1e-6)
+
+
+def test_a_battery_absorbs_the_curtailment_event():
+    # the battery (0.1 USD per kWh and per kW) discharges d = 21.5 - 0.75 f in hour 23
+    # and recharges d / 0.85 over the other 23 hours within f - 9.5 kW each:
+    # f - 9.5 = (21.5 - 0.75 f) / (0.85 x 23)  ->  f = 207.225 / 20.3
+    res = _solve(peaky(flex(), storage=True))
+    assert not res.unserved
+    f = (9.5 * 0.85 * 23 + 21.5) / (0.85 * 23 + 0.75)
+    assert f == pytest.approx(207.225 / 20.3)
+    grid = res.tables["grid"].iloc[0]
+    assert grid.flexible_kw == pytest.approx(f, rel=1e-6)
+    hourly = res.tables["dispatch"]
+    dis = list(hourly.battery_discharge_kw)
+    assert dis[23] == pytest.approx(21.5 - 0.75 * f, rel=1e-6)
+    # in the event the grid carries at most the flexible part less its depth
+    assert 21.5 - dis[23] + hourly.battery_charge_kw.iloc[23] <= 0.75 * f + 1e-6
