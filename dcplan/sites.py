@@ -304,8 +304,10 @@ class FlexibleConnection(BaseModel):
         Most hours a year the flexible part may be curtailed [h/yr], at most 8,760.
     curtailment_depth : float
         Share of the flexible MW that may be cut in a curtailment hour [-], 0-1.
-    max_mw : float, optional
-        Most flexible MW the site is offered in all (None: up to the connectable MW) [MW].
+    max_mw : float
+        Most flexible MW the site is offered in all [MW], on top of the firm MW
+        ``grid_mw`` allows (the operator offers it where the grid has room outside its
+        peak hours, before reinforcement makes it firm).
     event_start_hour : int
         Local hour of the day the representative event starts [h], 0-23.
     event_hours : int
@@ -318,7 +320,7 @@ class FlexibleConnection(BaseModel):
     cost_usd_per_mw: NonNeg
     curtailment_hours_per_year: Annotated[float, Field(ge=0, le=HOURS_PER_YEAR)]
     curtailment_depth: Frac
-    max_mw: Pos | None = None
+    max_mw: Pos
     event_start_hour: Annotated[int, Field(ge=0, le=23)] = 17
     event_hours: Annotated[int, Field(ge=1, le=24)] = 4
 

@@ -18,7 +18,7 @@ from dcplan.planner.inputs import FlexData, GridData
 from dcplan.scenario import SolverOptions
 
 
-def flex(depth=0.25, arrival=(0,), cost=1.0, hours=(23,), max_kw=None):
+def flex(depth=0.25, arrival=(0,), cost=1.0, hours=(23,), max_kw=100.0):
     """A flexible part: energised from ``arrival``, ``cost`` USD/kW, cut by ``depth`` in
     the event's ``hours`` of the day, 200 h a year."""
     return FlexData(arrival=arrival, cost_usd_per_kw=cost, max_kw=max_kw, depth=depth,
@@ -77,3 +77,58 @@ def test_a_battery_absorbs_the_curtailment_event():
     assert dis[23] == pytest.approx(21.5 - 0.75 * f, rel=1e-6)
     # in the event the grid carries at most the flexible part less its depth
     assert 21.5 - dis[23] + hourly.battery_charge_kw.iloc[23] <= 0.75 * f + 1e-6
+
+
+# --- bad input ---------------------------------------------------------------------------
+
+FLEX_BLOCK = """  flexible:
+    lead_time_months: 12
+    cost_usd_per_mw: 200000
+    curtailment_hours_per_year: {hours}
+    curtailment_depth: {depth}
+    max_mw: 20
+"""
+
+
+@pytest.mark.parametrize(("hours", "depth", "field", "words"), [
+    (9000, 0.25, "grid_connection.flexible.curtailment_hours_per_year", ["8760", "9000"]),
+    (200, 1.5, "grid_connection.flexible.curtailment_depth", ["1", "1.5"]),
+    (200, -0.1, "grid_connection.flexible.curtailment_depth", ["0", "-0.1"]),
+])
+def test_bad_curtailment_allowance_names_file_entry_and_field(tmp_path, hours, depth, field,
+                                                             words):
+    from pathlib import Path
+
+    from dcplan.errors import InputError
+    from dcplan.sites import load_sites
+
+    src = (Path(__file__).parents[1] / "sites" / "gangwon_chuncheon.yaml").read_text()
+    anchor = "  assessment_months: 6\n"
+    assert anchor in src
+    path = tmp_path / "flex_site.yaml"
+    path.write_text(src.replace(anchor, anchor + FLEX_BLOCK.format(hours=hours, depth=depth),
+                                1))
+    with pytest.raises(InputError) as info:
+        load_sites(files=[path])
+    (p,) = info.value.problems
+    assert p.file.endswith("flex_site.yaml")
+    assert (p.entry, p.field) == ("gangwon_chuncheon", field)
+    assert p.line is not None
+    for w in words:
+        assert w in p.message, p.message
+
+
+def test_a_good_flexible_block_loads_and_its_event_wraps_past_midnight(tmp_path):
+    from pathlib import Path
+
+    from dcplan.sites import load_sites
+
+    src = (Path(__file__).parents[1] / "sites" / "gangwon_chuncheon.yaml").read_text()
+    anchor = "  assessment_months: 6\n"
+    block = FLEX_BLOCK.format(hours=200, depth=0.25) + "    event_start_hour: 22\n"
+    path = tmp_path / "flex_site.yaml"
+    path.write_text(src.replace(anchor, anchor + block, 1))
+    (site_,) = load_sites(files=[path]).values()
+    fx = site_.grid_connection.flexible
+    assert fx.event_hours_of_day() == (22, 23, 0, 1)
+    assert (fx.curtailment_hours_per_year, fx.curtailment_depth) == (200, 0.25)

@@ -165,7 +165,11 @@ SHEETS: tuple[SheetSpec, ...] = (
               "already committed, requested in the period (with or without the Distributed "
               "Energy Act assessment), energised when the lead time has passed, connected, and "
               "used (facility peak plus UPS recharge); empty when no site's connection is a "
-              "decision.", ("requested_kw", "requested_assessed_kw"), 2),
+              "decision. Where a site offers a flexible (curtailable) part: flexible MW "
+              "requested and energised (counted in the connected MW), the MW a curtailment "
+              "event cuts (depth x flexible), the allowance in hours a year (all of it "
+              "assumed used) and the energy it may withhold.",
+              ("requested_kw", "requested_assessed_kw"), 2),
     SheetSpec("Shadow prices", "shadow_prices", "Shadow prices of the limits",
               "What one more unit of a limit would save (grid [USD per MW], space) or what one "
               "more million tokens of demand would cost; 'integers fixed' keeps the chosen "

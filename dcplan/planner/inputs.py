@@ -127,8 +127,8 @@ class FlexData:
         included where the site has a threshold: a conservative reading).
     cost_usd_per_kw : float
         Paid per flexible kW requested [USD/kW].
-    max_kw : float or None
-        Most flexible kW in all [kW]; None: up to the connectable capacity.
+    max_kw : float
+        Most flexible kW in all [kW] (on top of the firm connectable capacity).
     depth : float
         Share of the flexible kW cut in a curtailment hour [-].
     hours_per_year : float
@@ -141,7 +141,7 @@ class FlexData:
 
     arrival: tuple[int, ...]
     cost_usd_per_kw: float
-    max_kw: float | None
+    max_kw: float
     depth: float
     hours_per_year: float
     event_hours: tuple[int, ...]
@@ -1599,7 +1599,7 @@ def _flex_data(fx: Any, extra: float, periods: list[Period]) -> FlexData | None:
                                                               fx.lead_time_months + extra))
                       for p in periods),
         cost_usd_per_kw=fx.cost_usd_per_mw / 1000.0,
-        max_kw=None if fx.max_mw is None else fx.max_mw * 1000.0,
+        max_kw=fx.max_mw * 1000.0,
         depth=fx.curtailment_depth, hours_per_year=fx.curtailment_hours_per_year,
         event_hours=fx.event_hours_of_day(), lead_time_months=fx.lead_time_months)
 

@@ -546,10 +546,10 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     that any connection reaching it needs one). Requests are paid when made
     (``grid_connection`` capex, terminal value over the building life).
     A site offered a flexible part also gets ``req_flex[s,q]`` (its own lead time and
-    price), energised into ``connected`` like the firm requests and into
-    ``flexible[s,p]`` (curtailed in the events of
-    :func:`~dcplan.planner.flexgrid.add_curtailment`); ``flex_max``:
-    ``sum_q req_flex[s,q] <= max``.
+    price), energised into ``connected`` like the firm requests (but not in
+    ``connectable``, which bounds the firm MW) and into ``flexible[s,p]`` (curtailed in
+    the events of :func:`~dcplan.planner.flexgrid.add_curtailment`); ``flex_max``:
+    ``sum_q req_flex[s,q] <= max`` (the flexible MW offered).
 
     Parameters
     ----------
@@ -579,17 +579,17 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
                      and g.arrival[q[1]] <= p]
             terms += [(v, 1.0) for q, v in mv.grid_requested_assessed_kw.items() if q[0] == s
                       and g.arrival_assessed[q[1]] <= p]
+            flex = []
             if g.flexible is not None:
                 flex = [(v, 1.0) for q, v in mv.grid_requested_flex_kw.items() if q[0] == s
                         and g.flexible.arrival[q[1]] <= p]
                 mv.grid_flexible_kw[s, p] = _lin(flex)
-                terms += flex
-            mv.grid_connected_kw[s, p] = _lin(terms) + g.committed_kw[p]
+            mv.grid_connected_kw[s, p] = _lin(terms + flex) + g.committed_kw[p]
             if terms:
                 mv.add(prob, "connectable", (s, per.label),
                        _lin(terms) <= max(0.0, sd.grid_kw[p] - g.committed_kw[p]))
         flex = [(v, 1.0) for q, v in mv.grid_requested_flex_kw.items() if q[0] == s]
-        if flex and g.flexible.max_kw is not None:
+        if flex:
             mv.add(prob, "flex_max", (s,), _lin(flex) <= g.flexible.max_kw)
         if g.threshold_kw is not None:
             fast = [(v, 1.0) for q, v in mv.grid_requested_kw.items() if q[0] == s]

@@ -762,7 +762,7 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
     Only sites whose connection is a decision. ``requested_kw`` /
     ``requested_assessed_kw`` are requested in the period (energised after the lead
     time, with the assessment's extra months), ``energised_kw`` the requests that
-    arrive in it, ``used_kw`` what the connection carries: the facility peak plus the
+    arrive in it (flexible ones included), ``used_kw`` what the connection carries: the facility peak plus the
     UPS recharge (as in the grid rows and the ``binding`` table); at a site with storage
     or on-site generation the grid's own peak (the recharge is carried by the grid and
     the generation together, rows ``supply_firm``).
@@ -795,6 +795,9 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
                            if s2 == s and g.arrival[q] == p)
             arriving += sum(x for (s2, q), x in sol.grid_requested_assessed_kw.items()
                             if s2 == s and g.arrival_assessed[q] == p)
+            if g.flexible is not None:
+                arriving += sum(x for (s2, q), x in sol.grid_requested_flex_kw.items()
+                                if s2 == s and g.flexible.arrival[q] == p)
             conn = sol.connected_kw(d, s, p)
             rows.append(dict(period=per.label, site=s, connectable_kw=sd.grid_kw[p],
                              committed_kw=g.committed_kw[p],
