@@ -132,3 +132,70 @@ def test_a_good_flexible_block_loads_and_its_event_wraps_past_midnight(tmp_path)
     fx = site_.grid_connection.flexible
     assert fx.event_hours_of_day() == (22, 23, 0, 1)
     assert (fx.curtailment_hours_per_year, fx.curtailment_depth) == (200, 0.25)
+
+
+# --- properties ---------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def three_years(first_flex, depth=0.25, cost=50.0, hour=23, offered=True,
+                demand=(100.0,) * 3):
+    """2026-2028, ``wa`` ``demand`` tokens/s (100 each year) with :data:`SHAPE` (9.5 kW for 23 hours, 21.5
+    kW in hour 23: rack ``ra`` 0 kW idle, 10 kW serving); ``sa``'s firm requests arrive
+    two periods later (a 2026 request serves from 2028) at 50 USD/kW, up to 100 kW; the
+    flexible part (if ``offered``) from period ``first_flex`` on (requests made then or
+    before), ``cost`` USD/kW, up to 100 kW, cut by ``depth`` in hour ``hour``."""
+    fx = FlexData(arrival=tuple(max(q, first_flex) for q in range(3)), cost_usd_per_kw=cost,
+                  max_kw=100.0, depth=depth, hours_per_year=200.0, event_hours=(hour,))
+    g = GridData(committed_kw=(0.0,) * 3, arrival=(2, 3, 3), arrival_assessed=(3, 3, 3),
+                 cost_usd_per_kw=50.0, flexible=fx if offered else None)
+    s = dataclasses.replace(site(n=3, grid_kw=100.0, price=0.1), connection=g)
+    w = dataclasses.replace(workload(demand=demand, peak=max(SHAPE)), profile=SHAPE)
+    return make_inputs(n=3, racks=[rack(kw_idle=0.0, kw_max=10.0)], workloads=[w],
+                       sites=[s], rack_sites={("ra", "sa"): rack_site()})
+
+
+def _first(res) -> int:
+    from dcplan.planner.plan_result import first_tokens
+
+    first = first_tokens(res.tables)
+    return int(first["sa"]) if "sa" in first else 9999
+
+
+def test_a_flexible_connection_serves_before_the_firm_one():
+    # firm: 2028 at the earliest; flexible from 2027: 2027's 21.5 kW peak hour needs
+    # 21.5 / 0.75 = 28.67 kW flexible (the event at 23:00)
+    assert _first(_solve(three_years(1, offered=False))) == 2028
+    res = _solve(three_years(1))
+    assert _first(res) == 2027
+    grid = res.tables["grid"].set_index("period")
+    assert grid.loc["2027", "flexible_kw"] == pytest.approx(21.5 / 0.75, rel=1e-6)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(early=st.integers(0, 3), later=st.integers(0, 3), depth=st.floats(0.0, 1.0),
+       hour=st.sampled_from([3, 23]), cost=st.floats(1.0, 500.0))
+def test_an_earlier_flexible_connection_never_delays_the_first_token(early, later, depth,
+                                                                     hour, cost):
+    early, later = min(early, later), max(early, later)
+    a = _solve(three_years(early, depth=depth, cost=cost, hour=hour))
+    b = _solve(three_years(later, depth=depth, cost=cost, hour=hour))
+    assert _first(a) <= _first(b)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=st.integers(0, 3), depth=st.floats(0.0, 1.0),
+       hour=st.sampled_from([3, 23]), cost=st.floats(1.0, 500.0))
+def test_offering_a_flexible_connection_never_makes_a_plan_dearer(first, depth, hour, cost):
+    # the demand of 2026-2027 cannot be served by the firm grid alone (2028 at the
+    # earliest): compare the plans that serve 2028 only, demand from 2028
+    def inputs(offered):
+        return three_years(first, depth=depth, cost=cost, hour=hour, offered=offered,
+                           demand=(0.0, 0.0, 100.0))
+    without, offered = _solve(inputs(False)), _solve(inputs(True))
+    assert not without.unserved and not offered.unserved
+    assert offered.objective_usd <= without.objective_usd * (1 + 1e-7) + 1e-6
