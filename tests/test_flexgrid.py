@@ -199,3 +199,25 @@ def test_offering_a_flexible_connection_never_makes_a_plan_dearer(first, depth, 
     without, offered = _solve(inputs(False)), _solve(inputs(True))
     assert not without.unserved and not offered.unserved
     assert offered.objective_usd <= without.objective_usd * (1 + 1e-7) + 1e-6
+
+
+def test_bad_curtailment_from_the_cli_exits_1_without_a_traceback(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from dcplan.cli import app
+
+    sites = tmp_path / "sites"
+    shutil.copytree(Path(__file__).parents[1] / "sites", sites)
+    path = sites / "gangwon_chuncheon.yaml"
+    anchor = "  assessment_months: 6\n"
+    path.write_text(path.read_text().replace(
+        anchor, anchor + FLEX_BLOCK.format(hours=9000, depth=0.25), 1))
+    res = CliRunner().invoke(app, ["--sites-dir", str(sites), "catalog", "list", "sites"])
+    assert res.exit_code == 1
+    assert "Traceback" not in res.output
+    for w in ("gangwon_chuncheon.yaml", "gangwon_chuncheon",
+              "grid_connection.flexible.curtailment_hours_per_year", "8760"):
+        assert w in res.output, res.output

@@ -71,7 +71,7 @@ from dcplan.export.printing import (
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import binding_rows, no_grid_sites
 from dcplan.planner.cashflow import api_return_text, terminal_note
-from dcplan.planner.plan_result import POWER_BASIS_LABEL
+from dcplan.planner.plan_result import POWER_BASIS_LABEL, time_to_power_line
 from dcplan.planner.sizing import OWN
 from dcplan.tableio import FORMULA_START, NOT_FORMULAS, is_year_column, tidy_table
 
@@ -1277,6 +1277,10 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
     if no_grid:
         put(ws, r, 1, "Sites with no grid yet (not ranked): " + "; ".join(
             f"{s} ({', '.join(ps)})" for s, ps in no_grid.items()), font=NOTE_FONT)
+        r += 1
+    line = time_to_power_line(result.tables)
+    if line:
+        put(ws, r, 1, line, font=NOTE_FONT)
         r += 1
     if b is None or not len(b):
         put(ws, r, 1, "None: no site limit has a positive shadow price.")

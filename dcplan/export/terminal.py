@@ -19,7 +19,7 @@ from dcplan.export.text import WIDTH, fit_lines, format_table
 from dcplan.export.views import operations_counted
 from dcplan.planner.analysis import binding_rows, no_grid_sites, not_buildable_sites
 from dcplan.planner.cashflow import ANNUALISED_TEXT, api_return_text, terminal_note
-from dcplan.planner.plan_result import POWER_BASIS_LABEL, first_tokens
+from dcplan.planner.plan_result import POWER_BASIS_LABEL, time_to_power_line
 from dcplan.planner.tables import IT_MEANS, LEVELISED_TEXT
 
 
@@ -141,11 +141,9 @@ def _sources_section(result: Any, width: int) -> list[str]:
             "on-site tCO2": f"{r.onsite_carbon_t:,.0f}"})
     out.append(format_table(rows, ["period", "site", "peak MW", "GWh", "battery",
                                    "on-site MW", "on-site tCO2"], width=width))
-    first = first_tokens(result.tables)
-    first = {s: first[s] for s in dict.fromkeys(src.site) if s in first}
-    if first:
-        out.append("First tokens served (time to power): " + "; ".join(
-            f"{s} {p}" for s, p in first.items()))
+    line = time_to_power_line(result.tables)
+    if line:
+        out.append(line)
     return out
 
 
@@ -244,7 +242,12 @@ def _grid_requests(result: Any, width: int) -> list[str]:
     if flex:
         head += ("; flexible = curtailable MW in the connected MW, cut by the curtailed MW "
                  "for up to the hours a year")
-    return ["", head + "):", format_table(rows, width=width)]
+    out = ["", head + "):", format_table(rows, width=width)]
+    src = result.tables.get("sources")
+    line = time_to_power_line(result.tables)
+    if flex and line and (src is None or not len(src)):  # else under Power sources
+        out.append(line)
+    return out
 
 
 def _by_year_section(result: Any, width: int) -> list[str]:

@@ -50,6 +50,32 @@ def first_tokens(tables: dict) -> dict[str, str]:
     return out
 
 
+def time_to_power_line(tables: dict) -> str:
+    """"First tokens served (time to power): site period; ..." for time-to-power plans.
+
+    Parameters
+    ----------
+    tables : dict
+        A plan's tables.
+
+    Returns
+    -------
+    str
+        The line for a plan with a ``sources`` table (storage or on-site generation
+        offered) or a flexible connection (``grid`` with ``flexible_kw``), over the sites
+        those tables name; '' for any other plan or when none of them serves.
+    """
+    sites: list = []
+    src, grid = tables.get("sources"), tables.get("grid")
+    if src is not None and len(src):
+        sites += list(src.site)
+    if grid is not None and "flexible_kw" in grid.columns:
+        sites += list(grid[grid.flexible_kw > 0].site)
+    first = first_tokens(tables)
+    shown = [f"{s} {first[s]}" for s in dict.fromkeys(sites) if s in first]
+    return "First tokens served (time to power): " + "; ".join(shown) if shown else ""
+
+
 @dataclass
 class PlanResult:
     """A solved (or diagnosed) plan.
