@@ -221,3 +221,40 @@ def test_bad_curtailment_from_the_cli_exits_1_without_a_traceback(tmp_path):
     for w in ("gangwon_chuncheon.yaml", "gangwon_chuncheon",
               "grid_connection.flexible.curtailment_hours_per_year", "8760"):
         assert w in res.output, res.output
+
+
+@pytest.mark.slow
+def test_time_to_power_flexible_example_serves_in_2027_and_holds_through_the_events():
+    from pathlib import Path
+
+    from dcplan.case import load_case
+    from dcplan.planner import solve_case
+
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    res = solve_case(load_case(ex / "time_to_power_flexible.yaml"), size=False)
+    summary = res.summary()
+    # the firm grid arrives in 2029; a flexible request made in 2026 serves from 2027
+    assert summary["first_tokens"] == {"gangwon_chuncheon": "2027"}
+    grid = res.tables["grid"].set_index("period")
+    assert grid.loc["2026", "flexible_kw"] == 0.0
+    assert grid.loc["2027", "flexible_kw"] > 0
+    assert {r["period"] for r in summary["grid_connections"]} == set(grid.index)
+    # the event (17:00-21:00, 25 % of the flexible MW cut) holds in every representative
+    # day, recomputed from the dispatch: load as the grid rows count it, plus charge,
+    # less discharge, within the connection less the cut (no generation offered)
+    hourly = res.tables["dispatch"]
+    event = hourly[hourly.hour.str[-2:].astype(int).isin([17, 18, 19, 20])]
+    assert len(event) == 6 * 2 * 4  # periods x days x hours
+    slack = {}
+    for r in event.itertuples():
+        g = grid.loc[r.period]
+        limit = g.connected_kw - 0.25 * g.flexible_kw
+        load = r.facility_kw + r.battery_charge_kw - r.battery_discharge_kw
+        assert load <= limit + 1e-3
+        slack[r.period] = min(slack.get(r.period, limit), limit - load)
+    # before the firm grid (2027-2028) the event is what sizes the flexible request
+    assert slack["2027"] == pytest.approx(0.0, abs=1e-2)
+    assert slack["2028"] == pytest.approx(0.0, abs=1e-2)
+    # the tables' costs are the solver's objective (flexible requests included)
+    assert res.tables["costs"].cost_usd_discounted.sum() == pytest.approx(
+        res.objective_usd, rel=1e-6)
