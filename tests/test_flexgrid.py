@@ -79,6 +79,36 @@ def test_a_battery_absorbs_the_curtailment_event():
     assert 21.5 - dis[23] + hourly.battery_charge_kw.iloc[23] <= 0.75 * f + 1e-6
 
 
+def with_batch(flexible, depth=0.25):
+    """:func:`peaky`'s site and ``wa`` (no battery) and ``wb``: 50 tokens/s arriving flat,
+    flexible (24-hour deadline) or not."""
+    d = peaky(flex(depth=depth))
+    wb = dataclasses.replace(workload(id="wb", demand=(50.0,), peak=1.0), profile=(1.0,) * 24,
+                             flexible=flexible, deadline_hours=24.0)
+    return make_inputs(n=1, racks=[rack(kw_idle=0.0, kw_max=10.0)],
+                       workloads=[d.workloads["wa"], wb], sites=list(d.sites.values()),
+                       rack_sites={("ra", "sa"): rack_site()})
+
+
+def test_a_flexible_workload_absorbs_the_curtailment_event():
+    # wb served as it arrives adds 5 kW in every hour: 26.5 kW in hour 23, the event
+    # needs 26.5 / 0.75 = 35.33 kW flexible (26.5 without the event)
+    fixed = _solve(with_batch(False))
+    assert fixed.tables["grid"].iloc[0].flexible_kw == pytest.approx(26.5 / 0.75, rel=1e-6)
+    assert _solve(with_batch(False, depth=0.0)).tables["grid"].iloc[0].flexible_kw == \
+        pytest.approx(26.5, rel=1e-6)
+    # flexible, wb fills wa's valley (hours 0-22, at most 9.5 + 5 x 1.0625 = 14.8 kW) and
+    # leaves hour 23 to wa: 21.5 / 0.75 = 28.67 kW, the batch work deferred out of the event
+    res = _solve(with_batch(True))
+    assert not res.unserved
+    assert res.tables["grid"].iloc[0].flexible_kw == pytest.approx(21.5 / 0.75, rel=1e-6)
+    sch = res.tables["schedules"].set_index(["workload", "schedule"]).share_frac
+    assert sch["wb", "valley"] == pytest.approx(1.0)
+    valley = next(x for x in res.inputs.schedules("wb", 0) if x.name == "valley")
+    assert valley.values[23] == pytest.approx(0.0, abs=1e-9)
+    assert max(9.5 + 5.0 * v for v in valley.values[:23]) <= 21.5 * 0.75
+
+
 # --- bad input ---------------------------------------------------------------------------
 
 FLEX_BLOCK = """  flexible:
