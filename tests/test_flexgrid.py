@@ -172,11 +172,12 @@ from hypothesis import strategies as st  # noqa: E402
 
 def three_years(first_flex, depth=0.25, cost=50.0, hour=23, offered=True,
                 demand=(100.0,) * 3):
-    """2026-2028, ``wa`` ``demand`` tokens/s (100 each year) with :data:`SHAPE` (9.5 kW for 23 hours, 21.5
-    kW in hour 23: rack ``ra`` 0 kW idle, 10 kW serving); ``sa``'s firm requests arrive
-    two periods later (a 2026 request serves from 2028) at 50 USD/kW, up to 100 kW; the
-    flexible part (if ``offered``) from period ``first_flex`` on (requests made then or
-    before), ``cost`` USD/kW, up to 100 kW, cut by ``depth`` in hour ``hour``."""
+    """2026-2028, ``wa`` ``demand`` tokens/s (100 each year) with :data:`SHAPE` (9.5 kW for
+    23 hours, 21.5 kW in hour 23: rack ``ra`` 0 kW idle, 10 kW serving); ``sa``'s firm
+    requests arrive two periods later (a 2026 request serves from 2028) at 50 USD/kW, up to
+    100 kW; the flexible part (if ``offered``) from period ``first_flex`` on (requests made
+    then or before), ``cost`` USD/kW, up to 100 kW, cut by ``depth`` in hour
+    ``hour``."""
     fx = FlexData(arrival=tuple(max(q, first_flex) for q in range(3)), cost_usd_per_kw=cost,
                   max_kw=100.0, depth=depth, hours_per_year=200.0, event_hours=(hour,))
     g = GridData(committed_kw=(0.0,) * 3, arrival=(2, 3, 3), arrival_assessed=(3, 3, 3),

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 import pulp
 
+from dcplan.planner.flexgrid import add_curtailment
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model_vars import ModelVars, _lin, _merged
 from dcplan.planner.names import cap_label, lp_name
@@ -25,7 +26,6 @@ from dcplan.planner.network_rows import (
     fabric_power_terms,
     item_lifetime,
 )
-from dcplan.planner.flexgrid import add_curtailment
 from dcplan.planner.supply import add_supply, onsite_emission_terms, supply_cost_terms
 
 #: Cost categories and when they are paid ("capex": period start, "opex": middle,

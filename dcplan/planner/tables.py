@@ -759,13 +759,13 @@ def schedules_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
     """Grid connections per (period, site): connectable, requested, connected and used [kW].
 
-    Only sites whose connection is a decision. ``requested_kw`` /
-    ``requested_assessed_kw`` are requested in the period (energised after the lead
-    time, with the assessment's extra months), ``energised_kw`` the requests that
-    arrive in it (flexible ones included), ``used_kw`` what the connection carries: the facility peak plus the
-    UPS recharge (as in the grid rows and the ``binding`` table); at a site with storage
-    or on-site generation the grid's own peak (the recharge is carried by the grid and
-    the generation together, rows ``supply_firm``).
+    Only sites whose connection is a decision. ``requested_kw`` / ``requested_assessed_kw``
+    are requested in the period (energised after the lead time, with the assessment's extra
+    months), ``energised_kw`` the requests that arrive in it (flexible ones included),
+    ``used_kw`` what the connection carries: the facility peak plus the UPS recharge (as in
+    the grid rows and the ``binding`` table); at a site with storage or on-site generation
+    the grid's own peak (the recharge is carried by the grid and the generation together,
+    rows ``supply_firm``).
 
     Parameters
     ----------
