@@ -255,9 +255,11 @@ def test_bad_curtailment_from_the_cli_exits_1_without_a_traceback(tmp_path):
 
 
 @pytest.mark.slow
-def test_time_to_power_flexible_example_serves_in_2027_and_holds_through_the_events():
+def test_time_to_power_flexible_example_serves_in_2027_and_holds_through_the_events(
+        tmp_path):
     from pathlib import Path
 
+    import dcplan
     from dcplan.case import load_case
     from dcplan.planner import solve_case
 
@@ -286,6 +288,12 @@ def test_time_to_power_flexible_example_serves_in_2027_and_holds_through_the_eve
     # before the firm grid (2027-2028) the event is what sizes the flexible request
     assert slack["2027"] == pytest.approx(0.0, abs=1e-2)
     assert slack["2028"] == pytest.approx(0.0, abs=1e-2)
+    # a saved plan keeps the flexible columns and its inputs' flexible part
+    back = dcplan.load_plan(dcplan.api.Plan(res).save(tmp_path / "f.plan"))
+    assert list(back.tables["grid"].columns) == list(res.tables["grid"].columns)
+    assert back.tables["grid"].flexible_kw.tolist() == res.tables["grid"].flexible_kw.tolist()
+    assert back.inputs.sites["gangwon_chuncheon"].connection.flexible.event_hours == (
+        17, 18, 19, 20)
     # the tables' costs are the solver's objective (flexible requests included)
     assert res.tables["costs"].cost_usd_discounted.sum() == pytest.approx(
         res.objective_usd, rel=1e-6)
