@@ -297,3 +297,13 @@ def test_time_to_power_flexible_example_serves_in_2027_and_holds_through_the_eve
     # the tables' costs are the solver's objective (flexible requests included)
     assert res.tables["costs"].cost_usd_discounted.sum() == pytest.approx(
         res.objective_usd, rel=1e-6)
+
+
+def test_flexible_requests_are_first_stage_decisions_of_a_stochastic_plan():
+    from dcplan.planner import build_model
+    from dcplan.planner.stochastic import _first_stage_vars
+
+    _prob, mv = build_model(three_years(1))
+    first = _first_stage_vars(mv, 1)  # decisions of 2026, before the cases part
+    assert ("req_flex", ("sa", 0)) in first
+    assert ("req_flex", ("sa", 1)) not in first
