@@ -285,7 +285,8 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              unit="kW",
                              **_prices(sp.get(("grid", s, p_label))),
                              shadow_unit=DUAL_UNITS["grid"]))
-        firm = row.grid_kw - sol.flexible_kw(d, s, p)  # the connectable row bounds firm MW
+        # the connectable row bounds the firm MW (connected less flexible)
+        firm = row.grid_kw - (sol.flexible_kw(d, s, p) if sol is not None else 0.0)
         if sd.connection is not None and row.connectable_kw - firm < step_kw \
                 and firm > sd.connection.committed_kw[p] + ZERO:
             rows.append(dict(limit="grid_request", site=s, period=p_label,
