@@ -69,7 +69,6 @@ LABELS: dict[str, str] = {
     "lead_time_months": "Lead time", "assessment_months": "Assessment time", "hour": "Hour",
     "requested_flex_kw": "Flexible grid requested", "flexible_kw": "Flexible grid connected",
     "curtailed_kw": "Cut in a curtailment event", "curtailment_hours": "Curtailment allowance",
-    "curtailment_mwh": "Energy curtailable",
     "facility_kw": "Facility power", "flexible": "Flexible",
     "peak_to_average": "Peak to average", "share_frac": "Share",
     "api": "API price", "provider": "Provider", "api_model": "API model",

@@ -823,7 +823,7 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
 
 #: Columns of the ``grid`` table a plan offered a flexible connection adds.
 FLEX_UNITS = {"requested_flex_kw": "kW", "flexible_kw": "kW", "curtailed_kw": "kW",
-              "curtailment_hours": "h/yr", "curtailment_mwh": "MWh/yr"}
+              "curtailment_hours": "h/yr"}
 
 
 def _flexible_columns(d: PlanInputs, sol: Solution, s: str, p: int) -> dict:
@@ -846,8 +846,7 @@ def _flexible_columns(d: PlanInputs, sol: Solution, s: str, p: int) -> dict:
         ``requested_flex_kw`` (requested in p), ``flexible_kw`` (energised by p),
         ``curtailed_kw`` (depth x flexible: what an event cuts) [kW];
         ``curtailment_hours`` (the allowance, all of it assumed used where flexible MW
-        are energised) [h/yr]; ``curtailment_mwh`` (curtailed x hours: the grid energy
-        an event year may withhold at most) [MWh/yr].
+        are energised) [h/yr].
     """
     fx = d.sites[s].connection.flexible
     if fx is None:
@@ -856,8 +855,7 @@ def _flexible_columns(d: PlanInputs, sol: Solution, s: str, p: int) -> dict:
     cut = fx.depth * flexible
     hours = fx.hours_per_year if cut > 1e-9 else 0.0
     return dict(requested_flex_kw=sol.grid_requested_flex_kw.get((s, p), 0.0),
-                flexible_kw=flexible, curtailed_kw=cut, curtailment_hours=hours,
-                curtailment_mwh=cut * hours / 1000.0)
+                flexible_kw=flexible, curtailed_kw=cut, curtailment_hours=hours)
 
 
 def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
