@@ -11,12 +11,15 @@ import datetime as dt
 import random
 
 from dcplan.planner.inputs import (
+    FlexData,
     GridData,
+    OnsiteData,
     PerfData,
     PlanInputs,
     RackData,
     RackSiteData,
     SiteData,
+    StorageData,
     WorkloadData,
 )
 from dcplan.scenario import Period
@@ -86,6 +89,45 @@ def with_features(d: PlanInputs, seed: int = 0, max_hours: int | None = None) ->
         max_hours=max_hours, name="generated_features")
 
 
+def with_supply(d: PlanInputs) -> PlanInputs:
+    """``d`` (with grid connections as decisions) with the time-to-power options on.
+
+    At every site: a 4-hour battery (the figures of ``lfp_container_4h``), gas engines
+    (``recip_engine_gas`` at 0.09 USD/kWh of fuel, from the second period: a year's
+    lead time) and a flexible part of its connection (up to half its first grid step,
+    energised a year after the request, at the firm request's price, cut by 25 % for up
+    to 200 h a year in a 4-hour event from 17:00). Benchmark ``--supply``.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        Instance with grid connections (:func:`with_features`).
+
+    Returns
+    -------
+    PlanInputs
+    """
+    n = len(d.periods)
+    step = d.periods[0].years
+    q_year = max(1, int(round(1 / step)))
+    bat = StorageData("lfp", capex_usd_per_kwh=300.0, capex_usd_per_kw=250.0, efficiency=0.85,
+                      depth_of_discharge=0.9, life_years=15.0, degradation_per_year=0.02,
+                      fixed_om_usd_per_kw_year=35.0)
+    gen = OnsiteData("engine", capex_usd_per_kw=2000.0, fuel_usd_per_kwh=(0.09,) * n,
+                     carbon_kg_per_kwh=0.44, availability=0.95, first_period=min(q_year, n),
+                     life_years=25.0, variable_om_usd_per_kwh=0.007,
+                     fixed_om_usd_per_kw_year=35.0, min_stable_load=0.3)
+    sites = {}
+    for s, sd in d.sites.items():
+        g = sd.connection
+        fx = FlexData(arrival=tuple(min(q + q_year, n) for q in range(n)),
+                      cost_usd_per_kw=g.cost_usd_per_kw, max_kw=0.5 * max(sd.grid_kw[0], 1.0),
+                      depth=0.25, hours_per_year=200.0, event_hours=(17, 18, 19, 20))
+        sites[s] = dataclasses.replace(sd, connection=dataclasses.replace(g, flexible=fx))
+    return dataclasses.replace(d, sites=sites, storage={s: (bat,) for s in d.sites},
+                               onsite={s: (gen,) for s in d.sites}, name="generated_supply")
+
+
 #: Catalog rack whose fabric a generated rack of this IT power [kW] takes (``--fabric``).
 FABRIC_OF_KW = {40.0: "hgx_b300", 60.0: "hgx_b300", 120.0: "gb200_nvl72",
                 135.0: "gb300_nvl72", 190.0: "vera_rubin_nvl72", 600.0: "rubin_ultra_nvl576"}
@@ -121,11 +163,14 @@ def with_fabrics(d: PlanInputs, exact: bool = True) -> PlanInputs:
 
 def generate(n_sites: int, n_periods: int, n_racks: int, n_workloads: int, quarterly: bool,
              seed: int = 0, features: bool = False, max_hours: int | None = None,
-             fabric: bool = False, fabric_exact: bool = True) -> PlanInputs:
+             fabric: bool = False, fabric_exact: bool = True,
+             supply: bool = False) -> PlanInputs:
     """A random but well-posed instance with growing demand (``features``: see
-    :func:`with_features`; ``fabric``: :func:`with_fabrics`)."""
+    :func:`with_features`; ``fabric``: :func:`with_fabrics`; ``supply``: the features
+    and :func:`with_supply`)."""
     d = _generate(n_sites, n_periods, n_racks, n_workloads, quarterly, seed)
-    d = with_features(d, seed, max_hours) if features else d
+    d = with_features(d, seed, max_hours) if features or supply else d
+    d = with_supply(d) if supply else d
     return with_fabrics(d, fabric_exact) if fabric else d
 
 

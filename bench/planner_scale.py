@@ -1,7 +1,7 @@
 """Planner scale benchmark: model size, build time and solve time to 0.5 % gap.
 
 Usage: python bench/planner_scale.py [--quick] [--time-limit S] [--no-cbc] [--no-start]
-                                    [--max-sites N] [--features] [--max-hours N]
+                                    [--max-sites N] [--features] [--supply] [--max-hours N]
                                     [--fabric]
 
 Prints one row per (instance, solver). Instances are generated (see planner_gen.py),
@@ -48,6 +48,9 @@ def main() -> None:
     ap.add_argument("--features", action="store_true",
                     help="every planning feature on (profiles, flexible work, headroom, "
                          "spares, paths, carbon, grid connections; see planner_gen)")
+    ap.add_argument("--supply", action="store_true",
+                    help="--features plus a battery, gas engines and a flexible grid "
+                         "connection at every site (time to power; see planner_gen)")
     ap.add_argument("--max-hours", type=int, default=None,
                     help="merge the representative hours into at most N groups")
     ap.add_argument("--min-sites", type=int, default=None, help="skip smaller instances")
@@ -67,7 +70,7 @@ def main() -> None:
             continue
         d = generate(n_s, n_p, n_r, n_w, quarterly, features=args.features,
                      max_hours=args.max_hours, fabric=args.fabric,
-                     fabric_exact=not args.fabric_rounded)
+                     fabric_exact=not args.fabric_rounded, supply=args.supply)
         solvers = ["highs"] + ([] if args.no_cbc or n_s > args.cbc_max_sites else ["cbc"])
         for solver in solvers:
             t0 = time.perf_counter()

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from dcplan.catalog import unknown_message, validate_entries
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
-from dcplan.schema import Entry, Id, NonNeg, Pos, PosInt
+from dcplan.schema import Entry, Frac, Id, NonNeg, Pos, PosInt
 from dcplan.units import HOURS_PER_YEAR
 from dcplan.yamlio import KEY_LINES, LINE_KEY, read_yaml
 
@@ -281,6 +281,54 @@ def monthly_to_bins(months: list[ClimateMonth]) -> list[ClimateBin]:
 # --- the site -------------------------------------------------------------------------
 
 
+class FlexibleConnection(BaseModel):
+    """The curtailable ("flexible") part a site may be offered per connection request.
+
+    Flexible MW are energised sooner (``lead_time_months``, typically shorter than the
+    firm request's) or cheaper, and count toward the site's grid limit except in
+    curtailment events, when the grid operator may cut them by ``curtailment_depth``
+    for up to ``curtailment_hours_per_year`` hours (demand-response agreements for ML
+    workloads; Emerald AI cut a cluster's power by 25 % for three hours, arXiv
+    2507.00909). The planner models one representative event a day, ``event_hours``
+    hours from ``event_start_hour`` of every representative day (the grid's evening
+    peak by default, an assumption), and requires the site to serve its load through it
+    (:mod:`dcplan.planner.flexgrid`).
+
+    Attributes
+    ----------
+    lead_time_months : float
+        From request to energised flexible capacity [months].
+    cost_usd_per_mw : float
+        Paid per flexible MW requested [USD/MW].
+    curtailment_hours_per_year : float
+        Most hours a year the flexible part may be curtailed [h/yr], at most 8,760.
+    curtailment_depth : float
+        Share of the flexible MW that may be cut in a curtailment hour [-], 0-1.
+    max_mw : float
+        Most flexible MW the site is offered in all [MW], on top of the firm MW
+        ``grid_mw`` allows (the operator offers it where the grid has room outside its
+        peak hours, before reinforcement makes it firm).
+    event_start_hour : int
+        Local hour of the day the representative event starts [h], 0-23.
+    event_hours : int
+        Length of the representative event [h], 1-24 (wrapping past midnight).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    lead_time_months: NonNeg
+    cost_usd_per_mw: NonNeg
+    curtailment_hours_per_year: Annotated[float, Field(ge=0, le=HOURS_PER_YEAR)]
+    curtailment_depth: Frac
+    max_mw: Pos
+    event_start_hour: Annotated[int, Field(ge=0, le=23)] = 17
+    event_hours: Annotated[int, Field(ge=1, le=24)] = 4
+
+    def event_hours_of_day(self) -> tuple[int, ...]:
+        """Hours of the day [0-23] in the representative curtailment event [h]."""
+        return tuple((self.event_start_hour + i) % 24 for i in range(self.event_hours))
+
+
 class GridConnection(BaseModel):
     """A site's grid connection as a decision: what is committed, what a request costs.
 
@@ -306,6 +354,8 @@ class GridConnection(BaseModel):
     assessment_months : float
         Extra lead time of a request that takes the connection to the threshold or
         above [months].
+    flexible : FlexibleConnection, optional
+        A curtailable part offered sooner or cheaper (None: firm requests only).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -315,6 +365,7 @@ class GridConnection(BaseModel):
     cost_usd_per_mw: NonNeg
     assessment_threshold_mw: Pos | None = None
     assessment_months: NonNeg = 0.0
+    flexible: FlexibleConnection | None = None
 
     def committed_mw_in(self, year: int | float) -> float:
         """MW committed in ``year`` [MW]: the latest step at or before it, else 0."""

@@ -109,9 +109,11 @@ def test_scenario_demand_comes_from_the_forecast(name):
 def test_every_example_is_listed():
     # minimal: the quick start; stochastic: tests/test_stochastic.py; requests (minimal
     # with demand in characters and requests): tests/test_demand_units.py; time_to_power
-    # and time_to_power_grid_only (one campus, its own demand): tests/test_onsite_gen.py
+    # and time_to_power_grid_only (one campus, its own demand): tests/test_onsite_gen.py;
+    # time_to_power_flexible: tests/test_flexgrid.py
     shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {
-        "minimal", "stochastic", "requests", "time_to_power", "time_to_power_grid_only"}
+        "minimal", "stochastic", "requests", "time_to_power", "time_to_power_grid_only",
+        "time_to_power_flexible"}
     assert shipped == set(gen.EXAMPLES)
     assert set(EXPECTED["examples"]) == set(gen.EXAMPLES)
 

@@ -71,7 +71,7 @@ from dcplan.export.printing import (
 from dcplan.export.sources import assumptions_table, equipment_ids
 from dcplan.planner.analysis import binding_rows, no_grid_sites
 from dcplan.planner.cashflow import api_return_text, terminal_note
-from dcplan.planner.plan_result import POWER_BASIS_LABEL
+from dcplan.planner.plan_result import POWER_BASIS_LABEL, time_to_power_line
 from dcplan.planner.sizing import OWN
 from dcplan.tableio import FORMULA_START, NOT_FORMULAS, is_year_column, tidy_table
 
@@ -165,7 +165,11 @@ SHEETS: tuple[SheetSpec, ...] = (
               "already committed, requested in the period (with or without the Distributed "
               "Energy Act assessment), energised when the lead time has passed, connected, and "
               "used (facility peak plus UPS recharge); empty when no site's connection is a "
-              "decision.", ("requested_kw", "requested_assessed_kw"), 2),
+              "decision. Where a site offers a flexible (curtailable) part: flexible MW "
+              "requested and energised (counted in the connected MW), the MW a curtailment "
+              "event cuts (depth x flexible) and the allowance in hours a year (all of it "
+              "assumed used).",
+              ("requested_kw", "requested_assessed_kw"), 2),
     SheetSpec("Shadow prices", "shadow_prices", "Shadow prices of the limits",
               "What one more unit of a limit would save (grid [USD per MW], space) or what one "
               "more million tokens of demand would cost; 'integers fixed' keeps the chosen "
@@ -1273,6 +1277,10 @@ def _write_binding(ws: Worksheet, r: int, result: Any) -> int:
     if no_grid:
         put(ws, r, 1, "Sites with no grid yet (not ranked): " + "; ".join(
             f"{s} ({', '.join(ps)})" for s, ps in no_grid.items()), font=NOTE_FONT)
+        r += 1
+    line = time_to_power_line(result.tables)
+    if line:
+        put(ws, r, 1, line, font=NOTE_FONT)
         r += 1
     if b is None or not len(b):
         put(ws, r, 1, "None: no site limit has a positive shadow price.")

@@ -44,7 +44,7 @@ from dcplan.export.views import (
 )
 from dcplan.planner.analysis import binding_rows
 from dcplan.planner.cashflow import api_return_text, terminal_note
-from dcplan.planner.plan_result import POWER_BASIS_LABEL
+from dcplan.planner.plan_result import POWER_BASIS_LABEL, time_to_power_line
 from dcplan.planner.sizing import IN_RACK, OWN
 from dcplan.planner.solver import format_gap
 from dcplan.planner.tables import IT_MEANS
@@ -567,6 +567,22 @@ def build_html(result: Any, sources: Any = None) -> str:
                                          "discharge and the on-site generation; capacity in "
                                          "service; energy over the period; the generation's "
                                          "carbon and fuel."))
+    grid = t.get("grid")
+    if grid is not None and "flexible_kw" in grid.columns and len(grid):
+        body.append("<h2>Grid connections: firm and flexible</h2>"
+                    + table_html(grid[["period", "site", "connectable_kw", "connected_kw",
+                                       "used_kw", "requested_flex_kw", "flexible_kw",
+                                       "curtailed_kw", "curtailment_hours"]], table="grid",
+                                 caption="Per site and period: the MW the grid can give "
+                                         "firm (connectable), connected (firm and flexible) "
+                                         "and used; the flexible (curtailable) MW requested "
+                                         "and connected, the MW a curtailment event cuts, "
+                                         "and the allowance in hours a year (all of it "
+                                         "assumed used). Every column: the workbook's Grid "
+                                         "sheet."))
+    line = time_to_power_line(t)
+    if line:
+        body.append(f"<p>{esc(line)}.</p>")
     if "power_oversubscription" in t and len(t["power_oversubscription"]):
         body.append("<h2>Power oversubscription</h2>"
                     + table_html(t["power_oversubscription"], table="power_oversubscription",

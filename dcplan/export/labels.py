@@ -67,6 +67,8 @@ LABELS: dict[str, str] = {
     "requested_kw": "Grid requested", "requested_assessed_kw": "Grid requested with assessment",
     "energised_kw": "Grid energised", "connected_kw": "Grid connected", "used_kw": "Grid used",
     "lead_time_months": "Lead time", "assessment_months": "Assessment time", "hour": "Hour",
+    "requested_flex_kw": "Flexible grid requested", "flexible_kw": "Flexible grid connected",
+    "curtailed_kw": "Cut in a curtailment event", "curtailment_hours": "Curtailment allowance",
     "facility_kw": "Facility power", "flexible": "Flexible",
     "peak_to_average": "Peak to average", "share_frac": "Share",
     "api": "API price", "provider": "Provider", "api_model": "API model",

@@ -19,7 +19,7 @@ from dcplan.export.text import WIDTH, fit_lines, format_table
 from dcplan.export.views import operations_counted
 from dcplan.planner.analysis import binding_rows, no_grid_sites, not_buildable_sites
 from dcplan.planner.cashflow import ANNUALISED_TEXT, api_return_text, terminal_note
-from dcplan.planner.plan_result import POWER_BASIS_LABEL
+from dcplan.planner.plan_result import POWER_BASIS_LABEL, time_to_power_line
 from dcplan.planner.tables import IT_MEANS, LEVELISED_TEXT
 
 
@@ -141,14 +141,9 @@ def _sources_section(result: Any, width: int) -> list[str]:
             "on-site tCO2": f"{r.onsite_carbon_t:,.0f}"})
     out.append(format_table(rows, ["period", "site", "peak MW", "GWh", "battery",
                                    "on-site MW", "on-site tCO2"], width=width))
-    alloc = result.tables.get("allocation")
-    if alloc is not None and len(alloc):
-        served = alloc[alloc.tokens_per_s > 0]
-        first = {s: min(served[served.site == s].period.astype(str))  # labels sort by time
-                 for s in dict.fromkeys(src.site) if (served.site == s).any()}
-        if first:
-            out.append("First tokens served (time to power): " + "; ".join(
-                f"{s} {p}" for s, p in first.items()))
+    line = time_to_power_line(result.tables)
+    if line:
+        out.append(line)
     return out
 
 
@@ -223,19 +218,36 @@ def _grid_requests(result: Any, width: int) -> list[str]:
     grid = result.tables.get("grid")
     if grid is None or not len(grid):
         return []
+    flex = "flexible_kw" in grid.columns
     asked = grid[(grid.requested_kw > 0) | (grid.requested_assessed_kw > 0)
-                 | (grid.energised_kw > 0)]
+                 | (grid.energised_kw > 0)
+                 | ((grid.requested_flex_kw > 0) | (grid.flexible_kw > 0) if flex else False)]
     if not len(asked):
         return ["", "Grid connections: none requested"]
-    rows = [{"period": str(r.period), "site": r.site,
-             "requested\n[MW]": f"{(r.requested_kw + r.requested_assessed_kw) / 1000:,.1f}",
-             "energised\n[MW]": f"{r.energised_kw / 1000:,.1f}",
-             "connected\n[MW]": f"{r.connected_kw / 1000:,.1f}",
-             "used\n[MW]": f"{r.used_kw / 1000:,.1f}",
-             "connectable\n[MW]": f"{r.connectable_kw / 1000:,.1f}"}
-            for r in asked.itertuples()]
-    return ["", "Grid connections requested (energised after the lead time; used = facility "
-                "peak + UPS recharge):", format_table(rows, width=width)]
+    rows = []
+    for r in asked.itertuples():
+        req = r.requested_kw + r.requested_assessed_kw + (r.requested_flex_kw if flex else 0.0)
+        row = {"period": str(r.period), "site": r.site, "requested\n[MW]": f"{req / 1000:,.1f}",
+               "energised\n[MW]": f"{r.energised_kw / 1000:,.1f}",
+               "connected\n[MW]": f"{r.connected_kw / 1000:,.1f}",
+               "used\n[MW]": f"{r.used_kw / 1000:,.1f}",
+               "connectable\n[MW]": f"{r.connectable_kw / 1000:,.1f}"}
+        if flex:
+            row["flexible\n[MW]"] = f"{r.flexible_kw / 1000:,.1f}"
+            row["curtailed\n[MW x h/yr]"] = (f"{r.curtailed_kw / 1000:,.1f} x "
+                                             f"{r.curtailment_hours:,.0f}")
+        rows.append(row)
+    head = ("Grid connections requested (energised after the lead time; used = facility "
+            "peak + UPS recharge")
+    if flex:
+        head += ("; flexible = curtailable MW in the connected MW, cut by the curtailed MW "
+                 "for up to the hours a year")
+    out = ["", head + "):", format_table(rows, width=width)]
+    src = result.tables.get("sources")
+    line = time_to_power_line(result.tables)
+    if flex and line and (src is None or not len(src)):  # else under Power sources
+        out.append(line)
+    return out
 
 
 def _by_year_section(result: Any, width: int) -> list[str]:

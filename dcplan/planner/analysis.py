@@ -285,10 +285,12 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              unit="kW",
                              **_prices(sp.get(("grid", s, p_label))),
                              shadow_unit=DUAL_UNITS["grid"]))
-        if sd.connection is not None and row.connectable_kw - row.grid_kw < step_kw \
-                and row.grid_kw > sd.connection.committed_kw[p] + ZERO:
+        # the connectable row bounds the firm MW (connected less flexible)
+        firm = row.grid_kw - (sol.flexible_kw(d, s, p) if sol is not None else 0.0)
+        if sd.connection is not None and row.connectable_kw - firm < step_kw \
+                and firm > sd.connection.committed_kw[p] + ZERO:
             rows.append(dict(limit="grid_request", site=s, period=p_label,
-                             value=row.connectable_kw, used=row.grid_kw,
+                             value=row.connectable_kw, used=firm,
                              unit="kW connectable (used: connected)",
                              **_prices(sp.get(("connectable", s, p_label))),
                              shadow_unit=DUAL_UNITS["connectable"]))

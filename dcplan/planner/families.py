@@ -97,6 +97,10 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
                       "sum_{q energised by p} req[s,q] <= grid_kw[s,p] - committed[s,p]"),
     "assessment": _F("add_grid_connections",
                      "sum_q req[s,q] <= threshold - 1 - max committed"),
+    "flex_max": _F("add_grid_connections", "sum_q req_flex[s,q] <= flexible MW offered"),
+    "curtail": _F("add_curtailment",
+                  "peak(h) + sum_b ch - sum_b dis - sum_g avail gen_cap + depth flexible[s,p] "
+                  "- connected[s,p] <= 0 (h in the curtailment event)"),
     "grid": _F("add_grid_limit",
                "facility_peak[s,p] + recharge[s,p] (- connected[s,p]) <= grid_kw[s,p] (0); "
                "gpk[s,p] (- connected) <= grid_kw (0) with storage or generation"),

@@ -112,6 +112,40 @@ class GridData:
     threshold_kw: float | None = None
     lead_time_months: float = 0.0
     assessment_months: float = 0.0
+    flexible: FlexData | None = None
+
+
+@dataclass(frozen=True)
+class FlexData:
+    """The curtailable part of a site's connection (see :class:`dcplan.sites.FlexibleConnection`).
+
+    Attributes
+    ----------
+    arrival : tuple of int
+        Per request period: index of the first period a flexible request made then
+        serves (``len(periods)`` = not within the horizon; the assessment's months
+        included where the site has a threshold: a conservative reading).
+    cost_usd_per_kw : float
+        Paid per flexible kW requested [USD/kW].
+    max_kw : float
+        Most flexible kW in all [kW] (on top of the firm connectable capacity).
+    depth : float
+        Share of the flexible kW cut in a curtailment hour [-].
+    hours_per_year : float
+        Curtailment allowance [h/yr].
+    event_hours : tuple of int
+        Hours of the day [0-23] of the representative event [h].
+    lead_time_months : float
+        As given, for reporting [months].
+    """
+
+    arrival: tuple[int, ...]
+    cost_usd_per_kw: float
+    max_kw: float
+    depth: float
+    hours_per_year: float
+    event_hours: tuple[int, ...]
+    lead_time_months: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -1538,7 +1572,36 @@ def _grid_data(scn: Scenario, site: Any, periods: list[Period]) -> GridData | No
         cost_usd_per_kw=gc.cost_usd_per_mw / 1000.0,
         threshold_kw=(gc.assessment_threshold_mw * 1000.0
                       if gc.assessment_threshold_mw is not None else None),
-        lead_time_months=gc.lead_time_months, assessment_months=extra)
+        lead_time_months=gc.lead_time_months, assessment_months=extra,
+        flexible=_flex_data(gc.flexible, extra, periods))
+
+
+def _flex_data(fx: Any, extra: float, periods: list[Period]) -> FlexData | None:
+    """The flexible part of a connection (None when the site offers none).
+
+    Parameters
+    ----------
+    fx : FlexibleConnection or None
+        The site file's ``grid_connection.flexible``.
+    extra : float
+        The assessment's months (0 without a threshold) [months].
+    periods : list of Period
+        The plan's periods.
+
+    Returns
+    -------
+    FlexData or None
+    """
+    if fx is None:
+        return None
+    return FlexData(
+        arrival=tuple(_first_period_from(periods, _add_months(p.start,
+                                                              fx.lead_time_months + extra))
+                      for p in periods),
+        cost_usd_per_kw=fx.cost_usd_per_mw / 1000.0,
+        max_kw=fx.max_mw * 1000.0,
+        depth=fx.curtailment_depth, hours_per_year=fx.curtailment_hours_per_year,
+        event_hours=fx.event_hours_of_day(), lead_time_months=fx.lead_time_months)
 
 
 def _site_data(scn: Scenario, site: Any, periods: list[Period]) -> SiteData:

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 import pulp
 
+from dcplan.planner.flexgrid import add_curtailment
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model_vars import ModelVars, _lin, _merged
 from dcplan.planner.names import cap_label, lp_name
@@ -77,6 +78,7 @@ def build_model(d: PlanInputs, elastic: bool = False,
     add_power_expressions(prob, d, mv)
     add_grid_connections(prob, d, mv)
     add_supply(prob, d, mv, _site_power_parts, recharge_terms)
+    add_curtailment(prob, d, mv, _site_power_parts)
     add_grid_limit(prob, d, mv)
     add_cdus(prob, d, mv)
     add_network_space(prob, d, mv)
@@ -543,6 +545,11 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     below the threshold avoids the assessment; a conservative reading of the rule
     that any connection reaching it needs one). Requests are paid when made
     (``grid_connection`` capex, terminal value over the building life).
+    A site offered a flexible part also gets ``req_flex[s,q]`` (its own lead time and
+    price), energised into ``connected`` like the firm requests (but not in
+    ``connectable``, which bounds the firm MW) and into ``flexible[s,p]`` (curtailed in
+    the events of :func:`~dcplan.planner.flexgrid.add_curtailment`); ``flex_max``:
+    ``sum_q req_flex[s,q] <= max`` (the flexible MW offered).
 
     Parameters
     ----------
@@ -564,15 +571,26 @@ def add_grid_connections(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
             if g.threshold_kw is not None and g.arrival_assessed[q] < n:
                 mv.grid_requested_assessed_kw[s, q] = prob.add_variable(lp_name("req_assessed", s,
                                                                   per.label), 0)
+            if g.flexible is not None and g.flexible.arrival[q] < n:
+                mv.grid_requested_flex_kw[s, q] = prob.add_variable(lp_name("req_flex", s,
+                                                                    per.label), 0)
         for p, per in enumerate(d.periods):
             terms = [(v, 1.0) for q, v in mv.grid_requested_kw.items() if q[0] == s
                      and g.arrival[q[1]] <= p]
             terms += [(v, 1.0) for q, v in mv.grid_requested_assessed_kw.items() if q[0] == s
                       and g.arrival_assessed[q[1]] <= p]
-            mv.grid_connected_kw[s, p] = _lin(terms) + g.committed_kw[p]
+            flex = []
+            if g.flexible is not None:
+                flex = [(v, 1.0) for q, v in mv.grid_requested_flex_kw.items() if q[0] == s
+                        and g.flexible.arrival[q[1]] <= p]
+                mv.grid_flexible_kw[s, p] = _lin(flex)
+            mv.grid_connected_kw[s, p] = _lin(terms + flex) + g.committed_kw[p]
             if terms:
                 mv.add(prob, "connectable", (s, per.label),
                        _lin(terms) <= max(0.0, sd.grid_kw[p] - g.committed_kw[p]))
+        flex = [(v, 1.0) for q, v in mv.grid_requested_flex_kw.items() if q[0] == s]
+        if flex:
+            mv.add(prob, "flex_max", (s,), _lin(flex) <= g.flexible.max_kw)
         if g.threshold_kw is not None:
             fast = [(v, 1.0) for q, v in mv.grid_requested_kw.items() if q[0] == s]
             if fast:
@@ -841,6 +859,11 @@ def add_costs(d: PlanInputs, mv: ModelVars) -> None:
             cost["grid_connection", q].append((var, price))
             cost["terminal_value", n - 1].append(
                 (var, -price * d.remaining_frac(d.building_lifetime_years, q)))
+    for (s, q), var in mv.grid_requested_flex_kw.items():
+        price = d.sites[s].connection.flexible.cost_usd_per_kw
+        cost["grid_connection", q].append((var, price))
+        cost["terminal_value", n - 1].append(
+            (var, -price * d.remaining_frac(d.building_lifetime_years, q)))
     for (r, _s, p), var in mv.racks_in_service.items():
         rk = d.racks[r]
         cost["maintenance", p].append(

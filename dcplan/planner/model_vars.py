@@ -87,6 +87,10 @@ class ModelVars:
     grid_requested_kw: dict = field(default_factory=dict)
     #: (s, q) -> grid capacity requested in period q with the assessment [kW] ("req_assessed").
     grid_requested_assessed_kw: dict = field(default_factory=dict)
+    #: (s, q) -> curtailable grid capacity requested in period q [kW] ("req_flex").
+    grid_requested_flex_kw: dict = field(default_factory=dict)
+    #: (s, p) -> curtailable grid capacity energised by period p [kW] (expressions).
+    grid_flexible_kw: dict = field(default_factory=dict)
     #: (s, p) -> grid capacity connected in period p [kW] (expressions).
     grid_connected_kw: dict = field(default_factory=dict)
     #: (w, k, p) -> tokens in period p per unit of the demand row [tokens per token/s].

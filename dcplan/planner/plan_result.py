@@ -23,6 +23,59 @@ TABLES = ("kpis", "fleet", "allocation", "demand", "power", "cooling", "network"
 OPTIONAL_TABLES = ("caps", "power_oversubscription", "sources", "dispatch")
 
 
+def first_tokens(tables: dict) -> dict[str, str]:
+    """First period each site serves tokens in (time to power), in site order of use.
+
+    Parameters
+    ----------
+    tables : dict
+        A plan's tables (``allocation``: tokens/s per rack type, site and period;
+        ``power``: the periods in plan order).
+
+    Returns
+    -------
+    dict
+        Site id -> label of the first period with tokens served [-]; sites that never
+        serve are left out.
+    """
+    alloc, power = tables.get("allocation"), tables.get("power")
+    if alloc is None or not len(alloc) or power is None:
+        return {}
+    order = {str(p): i for i, p in enumerate(dict.fromkeys(power.period))}
+    served = alloc[alloc.tokens_per_s > 0]
+    out: dict[str, str] = {}
+    for s in dict.fromkeys(served.site):
+        periods = [str(p) for p in served[served.site == s].period]
+        out[s] = min(periods, key=lambda p: order.get(p, len(order)))
+    return out
+
+
+def time_to_power_line(tables: dict) -> str:
+    """"First tokens served (time to power): site period; ..." for time-to-power plans.
+
+    Parameters
+    ----------
+    tables : dict
+        A plan's tables.
+
+    Returns
+    -------
+    str
+        The line for a plan with a ``sources`` table (storage or on-site generation
+        offered) or a flexible connection (``grid`` with ``flexible_kw``), over the sites
+        those tables name; '' for any other plan or when none of them serves.
+    """
+    sites: list = []
+    src, grid = tables.get("sources"), tables.get("grid")
+    if src is not None and len(src):
+        sites += list(src.site)
+    if grid is not None and "flexible_kw" in grid.columns:
+        sites += list(grid[grid.flexible_kw > 0].site)
+    first = first_tokens(tables)
+    shown = [f"{s} {first[s]}" for s in dict.fromkeys(sites) if s in first]
+    return "First tokens served (time to power): " + "; ".join(shown) if shown else ""
+
+
 @dataclass
 class PlanResult:
     """A solved (or diagnosed) plan.
@@ -199,7 +252,9 @@ class PlanResult:
         ``optimal`` (within the requested gap); ``proven_optimal`` and ``status_text``
         say whether the gap is actually closed and word the outcome for people;
         ``no_grid_yet`` maps sites to the periods in which they have no grid capacity
-        (and host nothing).
+        (and host nothing); ``first_tokens`` each site to the first period it serves
+        tokens in (time to power, :func:`first_tokens`); ``grid_connections`` the
+        ``grid`` table where a site offers a flexible connection.
         """
         def records(name: str) -> list[dict]:
             df = self.tables.get(name)
@@ -232,6 +287,9 @@ class PlanResult:
             "timings_s": self.timings_s, "model_size": self.model_size, "notes": self.notes,
             **({"power_sources": records("sources"), "dispatch": records("dispatch")}
                if "sources" in self.tables else {}),
+            "first_tokens": first_tokens(self.tables),
+            **({"grid_connections": records("grid")}
+               if "flexible_kw" in getattr(self.tables.get("grid"), "columns", ()) else {}),
         }
 
 

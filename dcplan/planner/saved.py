@@ -321,6 +321,7 @@ def input_classes() -> dict[str, type]:
     from dcplan.planner.fabric import FabricData
     from dcplan.planner.inputs import (
         ExistingData,
+        FlexData,
         GridData,
         OnsiteData,
         PerfData,
@@ -337,7 +338,8 @@ def input_classes() -> dict[str, type]:
     classes = (PlanInputs, Period, RackData, SiteData, RackSiteData, GridData, PerfData,
                WorkloadData, ExistingData, FabricData, OperationsData, ApiOffer,
                PerfDefaults, Calibration, HardwareParams, PhysicsParams, ServingParams,
-               SoftwareFit, SoftwareSpec, DemandConversion, StorageData, OnsiteData)
+               SoftwareFit, SoftwareSpec, DemandConversion, StorageData, OnsiteData,
+               FlexData)
     return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
 
 

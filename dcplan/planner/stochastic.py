@@ -69,11 +69,13 @@ from dcplan.scenario.schema import DEFAULT_CVAR_ALPHA
 #: is the period. (The labels are the LP variable names; the non-anticipativity rows are
 #: numbered in the order of the keys.)
 FIRST_STAGE = {"new": "racks_bought", "built": "capacity_built_kw",
-               "req": "grid_requested_kw", "req_assessed": "grid_requested_assessed_kw"}
+               "req": "grid_requested_kw", "req_assessed": "grid_requested_assessed_kw",
+               "req_flex": "grid_requested_flex_kw"}
 #: Words for the labels of :data:`FIRST_STAGE` (tables).
 FIRST_STAGE_WORDS = {"new": "racks bought", "built": "facility capacity built [kW]",
                      "req": "grid requested [kW]",
-                     "req_assessed": "grid requested, with assessment [kW]"}
+                     "req_assessed": "grid requested, with assessment [kW]",
+                     "req_flex": "flexible grid requested [kW]"}
 #: First-stage values below this count as zero [racks, kW].
 ZERO = 1e-6
 #: Name of the deterministic plan of the scenario as written.

@@ -26,7 +26,7 @@ from dcplan.units import SECONDS_PER_MONTH
 SUPPLY_FIELDS = ("storage_energy_bought_kwh", "storage_power_bought_kw", "storage_energy_kwh",
                  "storage_power_kw", "storage_charge_kw", "storage_discharge_kw",
                  "storage_soc_kwh", "onsite_bought_kw", "onsite_capacity_kw", "onsite_kw",
-                 "grid_peak_kw")
+                 "grid_peak_kw", "grid_requested_flex_kw")
 
 
 @dataclass
@@ -58,6 +58,7 @@ class Solution:
     onsite_capacity_kw: dict = field(default_factory=dict)
     onsite_kw: dict = field(default_factory=dict)
     grid_peak_kw: dict = field(default_factory=dict)
+    grid_requested_flex_kw: dict = field(default_factory=dict)
 
     @classmethod
     def from_model(cls, mv: ModelVars) -> Solution:
@@ -137,7 +138,30 @@ class Solution:
         return g.committed_kw[p] + sum(x for (s2, q), x in self.grid_requested_kw.items()
                                        if s2 == s and g.arrival[q] <= p) + sum(
             x for (s2, q), x in self.grid_requested_assessed_kw.items()
-            if s2 == s and g.arrival_assessed[q] <= p)
+            if s2 == s and g.arrival_assessed[q] <= p) + self.flexible_kw(d, s, p)
+
+    def flexible_kw(self, d: PlanInputs, s: str, p: int) -> float:
+        """Curtailable grid capacity energised at ``s`` by ``p`` [kW] (0 without any).
+
+        Parameters
+        ----------
+        d : PlanInputs
+            The plan's coefficient tables.
+        s : str
+            Site id.
+        p : int
+            Period index (0-based) [-].
+
+        Returns
+        -------
+        float
+            The flexible requests energised by ``p`` [kW].
+        """
+        g = d.sites[s].connection
+        if g is None or g.flexible is None:
+            return 0.0
+        return sum(x for (s2, q), x in self.grid_requested_flex_kw.items()
+                   if s2 == s and g.flexible.arrival[q] <= p)
 
     def installed(self, d: PlanInputs, r: str, s: str, p: int) -> float:
         """Racks in service recomputed from purchases and the existing fleet [racks].
@@ -735,13 +759,13 @@ def schedules_table(d: PlanInputs, sol: Solution) -> pd.DataFrame:
 def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
     """Grid connections per (period, site): connectable, requested, connected and used [kW].
 
-    Only sites whose connection is a decision. ``requested_kw`` /
-    ``requested_assessed_kw`` are requested in the period (energised after the lead
-    time, with the assessment's extra months), ``energised_kw`` the requests that
-    arrive in it, ``used_kw`` what the connection carries: the facility peak plus the
-    UPS recharge (as in the grid rows and the ``binding`` table); at a site with storage
-    or on-site generation the grid's own peak (the recharge is carried by the grid and
-    the generation together, rows ``supply_firm``).
+    Only sites whose connection is a decision. ``requested_kw`` / ``requested_assessed_kw``
+    are requested in the period (energised after the lead time, with the assessment's extra
+    months), ``energised_kw`` the requests that arrive in it (flexible ones included),
+    ``used_kw`` what the connection carries: the facility peak plus the UPS recharge (as in
+    the grid rows and the ``binding`` table); at a site with storage or on-site generation
+    the grid's own peak (the recharge is carried by the grid and the generation together,
+    rows ``supply_firm``).
 
     Parameters
     ----------
@@ -771,6 +795,9 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
                            if s2 == s and g.arrival[q] == p)
             arriving += sum(x for (s2, q), x in sol.grid_requested_assessed_kw.items()
                             if s2 == s and g.arrival_assessed[q] == p)
+            if g.flexible is not None:
+                arriving += sum(x for (s2, q), x in sol.grid_requested_flex_kw.items()
+                                if s2 == s and g.flexible.arrival[q] == p)
             conn = sol.connected_kw(d, s, p)
             rows.append(dict(period=per.label, site=s, connectable_kw=sd.grid_kw[p],
                              committed_kw=g.committed_kw[p],
@@ -780,12 +807,55 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
                              used_kw=float(peak.get((per.label, s), 0.0)) if (s, p)
                              not in sol.grid_peak_kw else sol.grid_peak_kw[s, p],
                              lead_time_months=g.lead_time_months,
-                             assessment_months=g.assessment_months))
+                             assessment_months=g.assessment_months,
+                             **_flexible_columns(d, sol, s, p)))
     cols = ["period", "site", "connectable_kw", "committed_kw", "requested_kw",
             "requested_assessed_kw", "energised_kw", "connected_kw", "used_kw",
             "lead_time_months", "assessment_months"]
-    return _frame(rows, {**{c: "kW" for c in cols[2:9]}, "lead_time_months": "months",
-                         "assessment_months": "months"}, cols)
+    units = {**{c: "kW" for c in cols[2:9]}, "lead_time_months": "months",
+             "assessment_months": "months"}
+    if any(sd.connection is not None and sd.connection.flexible is not None
+           for sd in d.sites.values()):
+        units.update(FLEX_UNITS)
+        cols += list(FLEX_UNITS)
+    return _frame(rows, units, cols)
+
+
+#: Columns of the ``grid`` table a plan offered a flexible connection adds.
+FLEX_UNITS = {"requested_flex_kw": "kW", "flexible_kw": "kW", "curtailed_kw": "kW",
+              "curtailment_hours": "h/yr"}
+
+
+def _flexible_columns(d: PlanInputs, sol: Solution, s: str, p: int) -> dict:
+    """The flexible part of site s's connection in period p (empty without one).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    dict
+        ``requested_flex_kw`` (requested in p), ``flexible_kw`` (energised by p),
+        ``curtailed_kw`` (depth x flexible: what an event cuts) [kW];
+        ``curtailment_hours`` (the allowance, all of it assumed used where flexible MW
+        are energised) [h/yr].
+    """
+    fx = d.sites[s].connection.flexible
+    if fx is None:
+        return dict.fromkeys(FLEX_UNITS, 0.0)
+    flexible = sol.flexible_kw(d, s, p)
+    cut = fx.depth * flexible
+    hours = fx.hours_per_year if cut > 1e-9 else 0.0
+    return dict(requested_flex_kw=sol.grid_requested_flex_kw.get((s, p), 0.0),
+                flexible_kw=flexible, curtailed_kw=cut, curtailment_hours=hours)
 
 
 def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
@@ -1176,6 +1246,12 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame,
             cost["terminal_value", n - 1] -= x * price * d.remaining_frac(
                 d.building_lifetime_years, q)
             rec("grid_connection", q, x * price, d.building_lifetime_years)
+    for (s, q), x in sol.grid_requested_flex_kw.items():
+        price = d.sites[s].connection.flexible.cost_usd_per_kw
+        cost["grid_connection", q] += x * price
+        cost["terminal_value", n - 1] -= x * price * d.remaining_frac(
+            d.building_lifetime_years, q)
+        rec("grid_connection", q, x * price, d.building_lifetime_years)
     for s in d.sites:
         for r in d.racks:
             rk = d.racks[r]

@@ -157,6 +157,21 @@ def storage():
                        rack_sites={("ra", "sa"): rack_site()}, storage={"sa": (bat,)})
 
 
+def flexible():
+    """``storage`` at a site whose grid is a decision: nothing committed, a firm request
+    never energised within the one period, a flexible part energised at once (up to 20
+    kW, 1 USD/kW), cut by 25 % in a one-hour event at 23:00."""
+    from dcplan.planner.inputs import FlexData
+
+    fx = FlexData(arrival=(0,), cost_usd_per_kw=1.0, max_kw=20.0, depth=0.25,
+                  hours_per_year=200.0, event_hours=(23,))
+    g = GridData(committed_kw=(0.0,), arrival=(1,), arrival_assessed=(1,),
+                 cost_usd_per_kw=50.0, flexible=fx)
+    d = storage()
+    return dataclasses.replace(d, sites={"sa": dataclasses.replace(d.sites["sa"],
+                                                                   connection=g)})
+
+
 def onsite():
     """Three periods, ``sa``'s grid 0 kW until 2028 (then 100 kW), rack ``ra`` (2 kW idle,
     10 kW serving) with 10 % losses and 0.2 kW cooling per IT kW on the design day, its UPS
@@ -295,6 +310,9 @@ CASES: dict[str, Case] = {c.family: c for c in (
          "10 kW = 1 inst - 0.9 gen_cap <= 0 kW of grid"),
     Case("grid_served", onsite, "2027: 2.42 inst + 9.68 alloc - gen - gpk <= 0 (the served "
          "load, average cooling)"),
+    Case("curtail", flexible, "h23: (10 kW x 2.15 / 2.15 = 10) alloc + ch - dis + 0.25 "
+         "req_flex - req_flex (connected) <= 0 kW: the event cuts a quarter of it"),
+    Case("flex_max", flexible, "req_flex 2026 <= 20 kW offered"),
     Case("cdu_keep", liquid, "on 2027 - on 2026 >= 0"),
     Case("cdu_heat", liquid, "20 cdu - 1 x 20 on - 8 inst >= 0 (N+1, 20 kW CDUs, 8 kW "
          "per rack)"),
