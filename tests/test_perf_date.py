@@ -149,11 +149,12 @@ def _date_property(d1, d2, engine, rack, workload):
         <= _goodput(SHIPPED, late, engine, rack, workload) * (1 + 1e-9)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=20, deadline=None, derandomize=True)
 @given(d1=MONTHS, d2=MONTHS, engine=st.sampled_from([None, "trt", "atom"]),
        rack=st.sampled_from(DATE_RACKS), workload=st.sampled_from(DATE_WORKLOADS))
 def test_earlier_date_never_predicts_more_shipped(d1, d2, engine, rack, workload):
-    # derandomized: the same cases on every run (a failure names a case that stays)
+    # derandomized: the same 20 cases on every run (a failure names a case that stays);
+    # the slow suite adds 200 new ones below
     _date_property(d1, d2, engine, rack, workload)
 
 

@@ -128,6 +128,7 @@ def test_oversubscribed_site_serves_more_in_the_same_grid_with_the_loss_counted(
     assert "power oversubscribed at sa by 0.8" in res.power_basis
 
 
+@pytest.mark.slow
 def test_factor_one_is_no_oversubscription(tmp_path):
     """A factor of 1 (or none) builds the same inputs: nothing oversubscribed, and a
     hand-made plan without the entry has no table and the same objective."""
