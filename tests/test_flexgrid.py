@@ -107,6 +107,11 @@ def test_a_flexible_workload_absorbs_the_curtailment_event():
     valley = next(x for x in res.inputs.schedules("wb", 0) if x.name == "valley")
     assert valley.values[23] == pytest.approx(0.0, abs=1e-9)
     assert max(9.5 + 5.0 * v for v in valley.values[:23]) <= 21.5 * 0.75
+    # the event hour's 50 tokens/s of wb all wait: 50 x 3600 s in each of the 200 event
+    # hours a year; served as it arrives (or with no event) nothing is deferred
+    assert res.tables["grid"].iloc[0].deferred_tokens == pytest.approx(50.0 * 3600 * 200,
+                                                                       rel=1e-6)
+    assert fixed.tables["grid"].iloc[0].deferred_tokens == pytest.approx(0.0, abs=1e-6)
 
 
 # --- bad input ---------------------------------------------------------------------------
