@@ -312,3 +312,18 @@ def test_flexible_requests_are_first_stage_decisions_of_a_stochastic_plan():
     first = _first_stage_vars(mv, 1)  # decisions of 2026, before the cases part
     assert ("req_flex", ("sa", 0)) in first
     assert ("req_flex", ("sa", 1)) not in first
+
+
+def test_deferred_tokens_reach_the_console_json_and_html():
+    """The tokens deferred in the hand-computed event (50 tokens/s x 3600 s x 200 h) in
+    the console text, --json's grid_connections and the HTML grid section."""
+    from dcplan.export.html import build_html
+    from dcplan.export.terminal import plan_text
+
+    res = _solve(with_batch(True))
+    want = 50.0 * 3600 * 200
+    text = " ".join(plan_text(res).split())  # the line wraps
+    assert f"{want / 1e6:,.1f} M a year" in text and "none dropped" in text
+    rec = res.summary()["grid_connections"][0]
+    assert rec["deferred_tokens"] == pytest.approx(want, rel=1e-6)
+    assert "Tokens deferred by curtailment" in build_html(res)

@@ -167,8 +167,9 @@ SHEETS: tuple[SheetSpec, ...] = (
               "used (facility peak plus UPS recharge); empty when no site's connection is a "
               "decision. Where a site offers a flexible (curtailable) part: flexible MW "
               "requested and energised (counted in the connected MW), the MW a curtailment "
-              "event cuts (depth x flexible) and the allowance in hours a year (all of it "
-              "assumed used).",
+              "event cuts (depth x flexible), the allowance in hours a year (all of it "
+              "assumed used) and the tokens a year flexible work defers out of the events "
+              "(served later within its deadline; none dropped, the rows are hard).",
               ("requested_kw", "requested_assessed_kw"), 2),
     SheetSpec("Shadow prices", "shadow_prices", "Shadow prices of the limits",
               "What one more unit of a limit would save (grid [USD per MW], space) or what one "

@@ -69,6 +69,7 @@ LABELS: dict[str, str] = {
     "lead_time_months": "Lead time", "assessment_months": "Assessment time", "hour": "Hour",
     "requested_flex_kw": "Flexible grid requested", "flexible_kw": "Flexible grid connected",
     "curtailed_kw": "Cut in a curtailment event", "curtailment_hours": "Curtailment allowance",
+    "deferred_tokens": "Tokens deferred by curtailment",
     "facility_kw": "Facility power", "flexible": "Flexible",
     "peak_to_average": "Peak to average", "share_frac": "Share",
     "api": "API price", "provider": "Provider", "api_model": "API model",

@@ -243,6 +243,12 @@ def _grid_requests(result: Any, width: int) -> list[str]:
         head += ("; flexible = curtailable MW in the connected MW, cut by the curtailed MW "
                  "for up to the hours a year")
     out = ["", head + "):", format_table(rows, width=width)]
+    if flex and "deferred_tokens" in asked.columns and (asked.deferred_tokens > 0).any():
+        moved = asked[asked.deferred_tokens > 0]
+        out.append("Tokens flexible work defers out of the curtailment events (served later "
+                   "within its deadline, none dropped): " + "; ".join(
+                       f"{r.period} {r.site} {r.deferred_tokens / 1e6:,.1f} M a year"
+                       for r in moved.itertuples()))
     src = result.tables.get("sources")
     line = time_to_power_line(result.tables)
     if flex and line and (src is None or not len(src)):  # else under Power sources
