@@ -108,6 +108,7 @@ TABLE_LABELS: dict[str, dict[str, str]] = {
              "site_racks_per_mw": "Site racks per MW",
              "site_tokens_per_s_per_mw": "Site tokens per MW"},
     "sources": {"grid_peak_hour": "Grid peak hour", "grid_kw_peak": "Grid peak",
+                "grid_flexible_kw_at_grid_peak": "Of which flexible grid",
                 "facility_kw_at_grid_peak": "Facility load then (peak basis)",
                 "served_kw_at_grid_peak": "Load served then",
                 "battery_discharge_kw_at_grid_peak": "Battery net discharge then",
