@@ -327,3 +327,22 @@ def test_deferred_tokens_reach_the_console_json_and_html():
     rec = res.summary()["grid_connections"][0]
     assert rec["deferred_tokens"] == pytest.approx(want, rel=1e-6)
     assert "Tokens deferred by curtailment" in build_html(res)
+
+
+def test_sources_split_the_grid_peak_into_firm_and_flexible():
+    # 10 kW committed firm; the event (hour 23, 21.5 kW) needs 10 + 0.75 f >= 21.5:
+    # f = 11.5 / 0.75; at the grid's 21.5 kW peak the firm 10 kW carry 10, the flexible
+    # MW the other 11.5 (a battery offered, too dear to use, so the sources table exists)
+    from dcplan.export.terminal import plan_text
+
+    d = peaky(flex(), storage=True, bat_capex=1e6)
+    s = d.sites["sa"]
+    g = dataclasses.replace(s.connection, committed_kw=(10.0,))
+    d = dataclasses.replace(d, sites={"sa": dataclasses.replace(s, connection=g)})
+    res = _solve(d)
+    assert res.tables["grid"].iloc[0].flexible_kw == pytest.approx(11.5 / 0.75, rel=1e-6)
+    src = res.tables["sources"].iloc[0]
+    assert src.grid_kw_peak == pytest.approx(21.5, rel=1e-6)
+    assert src.grid_flexible_kw_at_grid_peak == pytest.approx(11.5, rel=1e-6)
+    text = " ".join(plan_text(res).split())
+    assert "grid firm + grid flexible" in text and "0.0 + 0.0 + 0.0 + 0.0" in text
