@@ -346,3 +346,18 @@ def test_sources_split_the_grid_peak_into_firm_and_flexible():
     assert src.grid_flexible_kw_at_grid_peak == pytest.approx(11.5, rel=1e-6)
     text = " ".join(plan_text(res).split())
     assert "grid firm + grid flexible" in text and "0.0 + 0.0 + 0.0 + 0.0" in text
+
+
+def test_the_curtailment_event_binds_with_its_shadow_price():
+    # the event sets the flexible MW (21.5 kW in hour 23 <= 0.75 f): one more kW in the
+    # event saves 1 / 0.75 kW of flexible MW at 1 USD/kW, 1,333.33 USD per MW
+    res = solve_inputs(peaky(flex()), SolverOptions(time_limit_s=60, gap=1e-9), explain=True)
+    sp = res.tables["shadow_prices"].set_index("family")
+    assert sp.loc["curtail", "shadow_price"] == pytest.approx(1000 / 0.75, rel=1e-6)
+    b = res.tables["binding"].set_index("limit").loc["curtailment"]
+    assert b.site == "sa" and b.value == pytest.approx(21.5, rel=1e-6)
+    assert b.shadow_price == pytest.approx(1000 / 0.75, rel=1e-6)
+    # an event off the peak does not bind: no curtailment row
+    off = solve_inputs(peaky(flex(hours=(3,))), SolverOptions(time_limit_s=60, gap=1e-9),
+                       explain=True)
+    assert "curtailment" not in set(off.tables["binding"].limit)
