@@ -371,7 +371,7 @@ def _curtailment_limit(d: PlanInputs, sol: Solution, s: str, p: int,
         return []
     value = sol.connected_kw(d, s, p) - g.flexible.depth * flexible
     return [dict(limit="curtailment", site=s, period=d.periods[p].label, value=value,
-                 used=value, unit="kW in a curtailment event", **_prices(prices),
+                 used=value, unit="kW in an event", **_prices(prices),
                  shadow_unit=DUAL_UNITS["curtail"])]
 
 
