@@ -212,7 +212,8 @@ OPTIONAL_SHEETS: tuple[SheetSpec, ...] = (
               "generation's carbon and fuel with variable O&M, and the representative hours "
               "it ran below its minimum stable load (not enforced by the plan's linear "
               "dispatch). Where a site is offered a flexible grid connection: the part of "
-              "the grid's peak above the firm MW connected (carried by the flexible MW).", ("grid_mwh", "onsite_mwh", "onsite_carbon_t", "onsite_fuel_usd"),
+              "the grid's peak above the firm MW connected (carried by the flexible MW).",
+              ("grid_mwh", "onsite_mwh", "onsite_carbon_t", "onsite_fuel_usd"),
               3),
     SheetSpec("Power oversubscription", "power_oversubscription",
               "Power oversubscription by site and period: provision, risk and tokens lost",
