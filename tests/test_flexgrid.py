@@ -107,6 +107,11 @@ def test_a_flexible_workload_absorbs_the_curtailment_event():
     valley = next(x for x in res.inputs.schedules("wb", 0) if x.name == "valley")
     assert valley.values[23] == pytest.approx(0.0, abs=1e-9)
     assert max(9.5 + 5.0 * v for v in valley.values[:23]) <= 21.5 * 0.75
+    # the event hour's 50 tokens/s of wb all wait: 50 x 3600 s in each of the 200 event
+    # hours a year; served as it arrives (or with no event) nothing is deferred
+    assert res.tables["grid"].iloc[0].deferred_tokens == pytest.approx(50.0 * 3600 * 200,
+                                                                       rel=1e-6)
+    assert fixed.tables["grid"].iloc[0].deferred_tokens == pytest.approx(0.0, abs=1e-6)
 
 
 # --- bad input ---------------------------------------------------------------------------
@@ -307,3 +312,52 @@ def test_flexible_requests_are_first_stage_decisions_of_a_stochastic_plan():
     first = _first_stage_vars(mv, 1)  # decisions of 2026, before the cases part
     assert ("req_flex", ("sa", 0)) in first
     assert ("req_flex", ("sa", 1)) not in first
+
+
+def test_deferred_tokens_reach_the_console_json_and_html():
+    """The tokens deferred in the hand-computed event (50 tokens/s x 3600 s x 200 h) in
+    the console text, --json's grid_connections and the HTML grid section."""
+    from dcplan.export.html import build_html
+    from dcplan.export.terminal import plan_text
+
+    res = _solve(with_batch(True))
+    want = 50.0 * 3600 * 200
+    text = " ".join(plan_text(res).split())  # the line wraps
+    assert f"{want / 1e6:,.1f} M a year" in text and "none dropped" in text
+    rec = res.summary()["grid_connections"][0]
+    assert rec["deferred_tokens"] == pytest.approx(want, rel=1e-6)
+    assert "Tokens deferred by curtailment" in build_html(res)
+
+
+def test_sources_split_the_grid_peak_into_firm_and_flexible():
+    # 10 kW committed firm; the event (hour 23, 21.5 kW) needs 10 + 0.75 f >= 21.5:
+    # f = 11.5 / 0.75; at the grid's 21.5 kW peak the firm 10 kW carry 10, the flexible
+    # MW the other 11.5 (a battery offered, too dear to use, so the sources table exists)
+    from dcplan.export.terminal import plan_text
+
+    d = peaky(flex(), storage=True, bat_capex=1e6)
+    s = d.sites["sa"]
+    g = dataclasses.replace(s.connection, committed_kw=(10.0,))
+    d = dataclasses.replace(d, sites={"sa": dataclasses.replace(s, connection=g)})
+    res = _solve(d)
+    assert res.tables["grid"].iloc[0].flexible_kw == pytest.approx(11.5 / 0.75, rel=1e-6)
+    src = res.tables["sources"].iloc[0]
+    assert src.grid_kw_peak == pytest.approx(21.5, rel=1e-6)
+    assert src.grid_flexible_kw_at_grid_peak == pytest.approx(11.5, rel=1e-6)
+    text = " ".join(plan_text(res).split())
+    assert "grid firm + grid flexible" in text and "0.0 + 0.0 + 0.0 + 0.0" in text
+
+
+def test_the_curtailment_event_binds_with_its_shadow_price():
+    # the event sets the flexible MW (21.5 kW in hour 23 <= 0.75 f): one more kW in the
+    # event saves 1 / 0.75 kW of flexible MW at 1 USD/kW, 1,333.33 USD per MW
+    res = solve_inputs(peaky(flex()), SolverOptions(time_limit_s=60, gap=1e-9), explain=True)
+    sp = res.tables["shadow_prices"].set_index("family")
+    assert sp.loc["curtail", "shadow_price"] == pytest.approx(1000 / 0.75, rel=1e-6)
+    b = res.tables["binding"].set_index("limit").loc["curtailment"]
+    assert b.site == "sa" and b.value == pytest.approx(21.5, rel=1e-6)
+    assert b.shadow_price == pytest.approx(1000 / 0.75, rel=1e-6)
+    # an event off the peak does not bind: no curtailment row
+    off = solve_inputs(peaky(flex(hours=(3,))), SolverOptions(time_limit_s=60, gap=1e-9),
+                       explain=True)
+    assert "curtailment" not in set(off.tables["binding"].limit)

@@ -392,6 +392,8 @@ def plot_unit_cost(ax: Any, results: Sequence[Any], names: Sequence[str] | None 
 #: Series of the power-sources chart: sources-table column -> label.
 SOURCE_SERIES = {"grid_kw_peak": "Grid", "battery_discharge_kw_at_grid_peak": "Battery (net)",
                  "onsite_kw_at_grid_peak": "On-site generation"}
+#: The ``sources`` column of the grid's flexible part at its peak (flexible connections).
+FLEX_SERIES = "grid_flexible_kw_at_grid_peak"
 
 
 def plot_power_sources(ax: Any, result: Any) -> None:
@@ -417,7 +419,16 @@ def plot_power_sources(ax: Any, result: Any) -> None:
         return
     table = (src.assign(period=src.period.astype(str))
              .groupby("period", sort=False)[list(SOURCE_SERIES)].sum() / 1000.0)
-    _stacked(ax, table, periods, labels=SOURCE_SERIES)
+    labels = SOURCE_SERIES
+    if FLEX_SERIES in src.columns and (src[FLEX_SERIES] > 0).any():
+        # the grid split into firm and flexible (the part above the firm MW)
+        flex = (src.assign(period=src.period.astype(str))
+                .groupby("period", sort=False)[FLEX_SERIES].sum() / 1000.0)
+        table = table.assign(grid_kw_peak=table.grid_kw_peak - flex)
+        table.insert(1, FLEX_SERIES, flex)
+        labels = {"grid_kw_peak": "Grid, firm", FLEX_SERIES: "Grid, flexible",
+                  **{k: v for k, v in SOURCE_SERIES.items() if k != "grid_kw_peak"}}
+    _stacked(ax, table, periods, labels=labels)
     _legend_right(ax, "Source")
 
 

@@ -167,8 +167,9 @@ SHEETS: tuple[SheetSpec, ...] = (
               "used (facility peak plus UPS recharge); empty when no site's connection is a "
               "decision. Where a site offers a flexible (curtailable) part: flexible MW "
               "requested and energised (counted in the connected MW), the MW a curtailment "
-              "event cuts (depth x flexible) and the allowance in hours a year (all of it "
-              "assumed used).",
+              "event cuts (depth x flexible), the allowance in hours a year (all of it "
+              "assumed used) and the tokens a year flexible work defers out of the events "
+              "(served later within its deadline; none dropped, the rows are hard).",
               ("requested_kw", "requested_assessed_kw"), 2),
     SheetSpec("Shadow prices", "shadow_prices", "Shadow prices of the limits",
               "What one more unit of a limit would save (grid [USD per MW], space) or what one "
@@ -210,7 +211,9 @@ OPTIONAL_SHEETS: tuple[SheetSpec, ...] = (
               "discharge and generation), the battery and on-site generation; the "
               "generation's carbon and fuel with variable O&M, and the representative hours "
               "it ran below its minimum stable load (not enforced by the plan's linear "
-              "dispatch).", ("grid_mwh", "onsite_mwh", "onsite_carbon_t", "onsite_fuel_usd"),
+              "dispatch). Where a site is offered a flexible grid connection: the part of "
+              "the grid's peak above the firm MW connected (carried by the flexible MW).",
+              ("grid_mwh", "onsite_mwh", "onsite_carbon_t", "onsite_fuel_usd"),
               3),
     SheetSpec("Power oversubscription", "power_oversubscription",
               "Power oversubscription by site and period: provision, risk and tokens lost",

@@ -572,13 +572,17 @@ def build_html(result: Any, sources: Any = None) -> str:
         body.append("<h2>Grid connections: firm and flexible</h2>"
                     + table_html(grid[["period", "site", "connectable_kw", "connected_kw",
                                        "used_kw", "requested_flex_kw", "flexible_kw",
-                                       "curtailed_kw", "curtailment_hours"]], table="grid",
+                                       "curtailed_kw", "curtailment_hours",
+                                       *(["deferred_tokens"] if "deferred_tokens"
+                                         in grid.columns else [])]], table="grid",
                                  caption="Per site and period: the MW the grid can give "
                                          "firm (connectable), connected (firm and flexible) "
                                          "and used; the flexible (curtailable) MW requested "
                                          "and connected, the MW a curtailment event cuts, "
-                                         "and the allowance in hours a year (all of it "
-                                         "assumed used). Every column: the workbook's Grid "
+                                         "the allowance in hours a year (all of it "
+                                         "assumed used) and the tokens a year flexible "
+                                         "work waits out of the events (served later, "
+                                         "none dropped). Every column: the workbook's Grid "
                                          "sheet."))
     line = time_to_power_line(t)
     if line:

@@ -124,7 +124,10 @@ def _sources_section(result: Any, width: int) -> list[str]:
     src = result.tables.get("sources")
     if src is None or not len(src):
         return []
-    out = ["", "Power sources (MW at the grid's peak hour: grid + battery + on-site; energy "
+    col = "grid_flexible_kw_at_grid_peak"
+    flex = col in src.columns and bool((src[col] > 0).any())
+    grid = "grid firm + grid flexible" if flex else "grid"
+    out = ["", f"Power sources (MW at the grid's peak hour: {grid} + battery + on-site; energy "
                "GWh: grid / on-site; battery MWh / MW and on-site MW in service):"]
     rows = []
     def mw(kw: float) -> float:
@@ -133,7 +136,9 @@ def _sources_section(result: Any, width: int) -> list[str]:
     for r in src.itertuples():
         rows.append({
             "period": str(r.period), "site": r.site,
-            "peak MW": f"{mw(r.grid_kw_peak):.1f} + {mw(r.battery_discharge_kw_at_grid_peak):.1f}"
+            "peak MW": (f"{mw(r.grid_kw_peak - getattr(r, col)):.1f} + "
+                        f"{mw(getattr(r, col)):.1f}" if flex else f"{mw(r.grid_kw_peak):.1f}")
+                       + f" + {mw(r.battery_discharge_kw_at_grid_peak):.1f}"
                        f" + {mw(r.onsite_kw_at_grid_peak):.1f}",
             "GWh": f"{max(0.0, mw(r.grid_mwh)):,.1f} / {mw(r.onsite_mwh):,.1f}",
             "battery": f"{mw(r.battery_kwh):,.1f} / {mw(r.battery_kw):,.1f}",
@@ -243,6 +248,12 @@ def _grid_requests(result: Any, width: int) -> list[str]:
         head += ("; flexible = curtailable MW in the connected MW, cut by the curtailed MW "
                  "for up to the hours a year")
     out = ["", head + "):", format_table(rows, width=width)]
+    if flex and "deferred_tokens" in asked.columns and (asked.deferred_tokens > 0).any():
+        moved = asked[asked.deferred_tokens > 0]
+        out.append("Tokens flexible work defers out of the curtailment events (served later "
+                   "within its deadline, none dropped): " + "; ".join(
+                       f"{r.period} {r.site} {r.deferred_tokens / 1e6:,.1f} M a year"
+                       for r in moved.itertuples()))
     src = result.tables.get("sources")
     line = time_to_power_line(result.tables)
     if flex and line and (src is None or not len(src)):  # else under Power sources

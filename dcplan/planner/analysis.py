@@ -43,11 +43,13 @@ DUAL_UNITS = {
     "connectable": "USD per MW (present value)",
     "assessment": "USD per MW (present value)",
     "carbon_cap": "USD per tCO2 (present value)",
+    "curtail": "USD per MW (present value)",
 }
 #: Limit names of :func:`binding_limits` in words, for messages.
 LIMIT_WORDS = {"grid": "grid", "grid_request": "grid request", "space": "space",
                "lead_time": "building lead time", "carbon_cap": "carbon cap (all sites)",
-               "budget": "capex budget (all sites)"}
+               "budget": "capex budget (all sites)",
+               "curtailment": "grid in a curtailment event"}
 #: Below this a capacity [kW or positions] counts as zero.
 ZERO = 1e-6
 
@@ -77,13 +79,21 @@ def fix_integers(mv: ModelVars, sol: Solution) -> None:
 
 
 def _duals(d: PlanInputs, mv: ModelVars) -> dict[tuple, float]:
-    """Reported duals of a solved LP: (family, keys) -> value in :data:`DUAL_UNITS`."""
+    """Reported duals of a solved LP: (family, keys) -> value in :data:`DUAL_UNITS`.
+
+    The ``curtail`` rows of a site-period (one per event hour) are summed into one
+    price under (site, period): what one more MW in every hour of the event would save.
+    """
     pidx = {per.label: i for i, per in enumerate(d.periods)}
     out = {}
     for family in DUAL_UNITS:
         for keys, con in mv.constraints.get(family, {}).items():
             pi = con.pi
             if pi is None:
+                continue
+            if family == "curtail":
+                key = (family, keys[:2])
+                out[key] = round(out.get(key, 0.0) - pi * 1000.0, 9) + 0.0
                 continue
             if family in ("grid", "connectable", "assessment", "carbon_cap"):
                 value = -pi * 1000.0
@@ -152,7 +162,7 @@ def shadow_prices(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars, sol: Solut
                    period=None if family == "assessment" else keys[-1],
                    shadow_price=value, shadow_price_relaxed=relaxed.get((family, keys)),
                    unit=DUAL_UNITS[family])
-        if family in ("grid", "space", "building", "connectable", "assessment"):
+        if family in ("grid", "space", "building", "connectable", "assessment", "curtail"):
             row["site"] = keys[0]
         elif family == "demand":
             row.update(workload=keys[0], pool=keys[1])
@@ -264,7 +274,7 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
     sp = {}
     if shadow is not None and len(shadow):
         for r in shadow.itertuples():
-            if r.family in ("grid", "space", "building", "connectable"):
+            if r.family in ("grid", "space", "building", "connectable", "curtail"):
                 sp[r.family, r.site, r.period] = (r.shadow_price, r.shadow_price_relaxed)
     used_pos = fleet.groupby(["period", "site"]).rack_positions.sum() if len(fleet) else {}
     # the space row of the MILP holds the CDUs it priced
@@ -294,6 +304,7 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              unit="kW connectable (used: connected)",
                              **_prices(sp.get(("connectable", s, p_label))),
                              shadow_unit=DUAL_UNITS["connectable"]))
+        rows += _curtailment_limit(d, sol, s, p, sp.get(("curtail", s, p_label)))
         pos = float(used_pos.get((p_label, s), 0.0)) + float(cdu_pos.get((p_label, s), 0.0)) \
             + float(getattr(row, "network_positions", 0.0))
         step_pos = min(d.racks[r].rack_positions for r in allowed)
@@ -309,8 +320,8 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              **_prices(sp.get(("building", s, p_label))),
                              shadow_unit=DUAL_UNITS["building"]))
     rows += _fleet_limits(d, power, costs, shadow)
-    order = {"grid": 0, "grid_request": 1, "space": 2, "lead_time": 3, "carbon_cap": 4,
-             "budget": 5}
+    order = {"grid": 0, "grid_request": 1, "curtailment": 2, "space": 3, "lead_time": 4,
+             "carbon_cap": 5, "budget": 6}
     rows.sort(key=lambda r: (order[r["limit"]], -max(r["shadow_price"] or 0.0,
                                                       r["shadow_price_relaxed"] or 0.0),
                              r["period"], r["site"]))
@@ -320,6 +331,48 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                          "shadow_price": "see shadow_unit"},
                   ["rank", "limit", "site", "period", "value", "used", "unit", "shadow_price",
                    "shadow_price_relaxed", "shadow_unit"])
+
+
+def _curtailment_limit(d: PlanInputs, sol: Solution, s: str, p: int,
+                       prices: tuple | None) -> list[dict]:
+    """The ``curtailment`` row of :func:`binding_limits` for site s in period p.
+
+    Listed where flexible MW are energised and a price of the site-period's ``curtail``
+    rows (summed over the event's hours) is positive: the grid in an event (connected
+    less depth x flexible) then limits the plan. ``used`` equals ``value`` where the
+    fixed-fleet price is positive (the row is tight); with only the relaxed price
+    positive, the plan's draw in the event is not recomputed and ``used`` is the value
+    too (the relaxation fills it).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model (None: no rows).
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+    prices : tuple or None
+        (shadow_price, shadow_price_relaxed) of the site-period's ``curtail`` rows
+        [USD per MW, present value]; None: none reported.
+
+    Returns
+    -------
+    list of dict
+        No row or one (limit, site, period, value, used [kW], unit, prices).
+    """
+    g = d.sites[s].connection
+    if sol is None or g is None or g.flexible is None or prices is None:
+        return []
+    flexible = sol.flexible_kw(d, s, p)
+    if flexible <= ZERO or max(x or 0.0 for x in prices) <= ZERO:
+        return []
+    value = sol.connected_kw(d, s, p) - g.flexible.depth * flexible
+    return [dict(limit="curtailment", site=s, period=d.periods[p].label, value=value,
+                 used=value, unit="kW in an event", **_prices(prices),
+                 shadow_unit=DUAL_UNITS["curtail"])]
 
 
 def binding_rows(binding: pd.DataFrame | None) -> pd.DataFrame | None:

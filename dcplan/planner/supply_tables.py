@@ -97,7 +97,10 @@ def sources_table(d: PlanInputs, sol: Solution, dispatch: pd.DataFrame,
         service [kWh], [kW]; energy over the period [MWh] (the grid's: the facility's
         annual-average energy plus charge less discharge and generation); on-site carbon [tCO2] and
         fuel with variable O&M [USD]; hours the generation ran above 0 and below its
-        minimum stable load [representative hours].
+        minimum stable load [representative hours]. Where a site is offered a flexible
+        connection, ``grid_flexible_kw_at_grid_peak``: the part of the grid's peak above
+        the firm MW connected (connected less flexible), carried by the flexible MW [kW]
+        (the rest of ``grid_kw_peak`` is firm).
     """
     rows = []
     energy = {(r.period, r.site): r.energy_kwh / 1000.0 for r in power.itertuples()}
@@ -141,5 +144,41 @@ def sources_table(d: PlanInputs, sol: Solution, dispatch: pd.DataFrame,
             battery_discharge_mwh=mwh("battery_discharge_kw"),
             battery_loss_mwh=mwh("battery_charge_kw") - mwh("battery_discharge_kw"),
             onsite_mwh=mwh("onsite_kw"), onsite_carbon_t=carbon, onsite_fuel_usd=fuel,
-            onsite_hours_below_min_load=below))
-    return _frame(rows, SOURCES_UNITS, ["period", "site", "grid_peak_hour", *SOURCES_UNITS])
+            onsite_hours_below_min_load=below, **_flexible_at_peak(d, sol, s, p)))
+    cols = ["period", "site", "grid_peak_hour", *SOURCES_UNITS]
+    if any(sd.connection is not None and sd.connection.flexible is not None
+           for sd in d.sites.values()):
+        cols.insert(cols.index("grid_kw_peak") + 1, FLEX_AT_PEAK)
+    return _frame(rows, {**SOURCES_UNITS, FLEX_AT_PEAK: "kW"}, cols)
+
+
+#: Column of the ``sources`` table a plan offered a flexible connection adds.
+FLEX_AT_PEAK = "grid_flexible_kw_at_grid_peak"
+
+
+def _flexible_at_peak(d: PlanInputs, sol: Solution, s: str, p: int) -> dict:
+    """The flexible MW's part of site s's grid peak in period p (empty without an offer).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id.
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    dict
+        ``{FLEX_AT_PEAK: kW}``: the grid's peak above the firm MW connected, at most
+        the flexible MW [kW]; 0 where the site is offered no flexible part.
+    """
+    g = d.sites[s].connection
+    if g is None or g.flexible is None:
+        return {FLEX_AT_PEAK: 0.0}
+    flexible = sol.flexible_kw(d, s, p)
+    firm = sol.connected_kw(d, s, p) - flexible
+    return {FLEX_AT_PEAK: min(flexible, max(0.0, sol.grid_peak_kw[s, p] - firm))}

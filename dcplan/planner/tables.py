@@ -823,7 +823,7 @@ def grid_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFram
 
 #: Columns of the ``grid`` table a plan offered a flexible connection adds.
 FLEX_UNITS = {"requested_flex_kw": "kW", "flexible_kw": "kW", "curtailed_kw": "kW",
-              "curtailment_hours": "h/yr"}
+              "curtailment_hours": "h/yr", "deferred_tokens": "tokens/yr"}
 
 
 def _flexible_columns(d: PlanInputs, sol: Solution, s: str, p: int) -> dict:
@@ -846,7 +846,8 @@ def _flexible_columns(d: PlanInputs, sol: Solution, s: str, p: int) -> dict:
         ``requested_flex_kw`` (requested in p), ``flexible_kw`` (energised by p),
         ``curtailed_kw`` (depth x flexible: what an event cuts) [kW];
         ``curtailment_hours`` (the allowance, all of it assumed used where flexible MW
-        are energised) [h/yr].
+        are energised) [h/yr]; ``deferred_tokens`` (:func:`deferred_tokens`)
+        [tokens/yr].
     """
     fx = d.sites[s].connection.flexible
     if fx is None:
@@ -855,7 +856,64 @@ def _flexible_columns(d: PlanInputs, sol: Solution, s: str, p: int) -> dict:
     cut = fx.depth * flexible
     hours = fx.hours_per_year if cut > 1e-9 else 0.0
     return dict(requested_flex_kw=sol.grid_requested_flex_kw.get((s, p), 0.0),
-                flexible_kw=flexible, curtailed_kw=cut, curtailment_hours=hours)
+                flexible_kw=flexible, curtailed_kw=cut, curtailment_hours=hours,
+                deferred_tokens=deferred_tokens(d, sol, s, p) if hours else 0.0)
+
+
+def deferred_tokens(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
+    """Tokens a year that site s's flexible workloads defer out of the curtailment events.
+
+    For every flexible workload served at s (its schedule mix there, from the
+    allocation, as the ``schedules`` table counts tokens), what arrives in the event's
+    hours of each representative day less what is served in them (at least 0 per day),
+    averaged over the days with their weights, per event hour, times the allowance
+    (``hours_per_year``, all of it assumed used). Work deferred is served later within
+    its deadline; none is dropped (the ``curtail`` rows are hard). Without profiles
+    (one flat hour) nothing is deferred.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    sol : Solution
+        Variable values of the solved model.
+    s : str
+        Site id (its connection offers a flexible part).
+    p : int
+        Period index (0-based) [-].
+
+    Returns
+    -------
+    float
+        Tokens deferred per year [tokens/yr].
+    """
+    from dcplan.planner.flexgrid import event_hours
+    from dcplan.schema import HOURS_PER_DAY
+
+    fx = d.sites[s].connection.flexible
+    hours = event_hours(d, s, p)
+    if hours == (None,) or not hours:
+        return 0.0
+    served = defaultdict(float)  # (w, j) -> mean tokens/s served at s
+    for (r, s2, w, key, p2, c), x in sol.racks_allocated.items():
+        if s2 != s or p2 != p or not d.workloads[w].flexible:
+            continue
+        pool, j = d.pool_of(w, key, p)
+        if pool == "decode":
+            continue
+        sch = d.schedules(w, p)[j]
+        served[w, j] += x * d.rate(r, w, key, p, c, site=s) / sch.peak_factor / \
+            d.workloads[w].pool_share(pool)
+    per_day = defaultdict(float)  # day -> tokens/s x h deferred in its event
+    for (w, j), tps in served.items():
+        arrive = d.schedules(w, p)[0].values
+        vals = d.schedules(w, p)[j].values
+        if arrive is None or vals is None:
+            continue
+        for h in hours:
+            per_day[w, h // HOURS_PER_DAY] += tps * (arrive[h] - vals[h])
+    per_hour = sum(d.day_weights[day] * max(0.0, x) for (_w, day), x in per_day.items())
+    return per_hour / len(fx.event_hours) * fx.hours_per_year * 3600.0
 
 
 def cooling_table(d: PlanInputs, sol: Solution, power: pd.DataFrame) -> pd.DataFrame:
