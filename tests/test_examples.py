@@ -175,14 +175,27 @@ def test_example_plans_and_matches_expected(name):
 @pytest.mark.parametrize("name", gen.EXPECT_UNSERVED)
 @pytest.mark.slow
 def test_demand_goes_unserved_only_where_a_limit_binds(name):
-    """A shortfall is never reported without a limit reached in its period (or a plain
-    statement that the plan chose it): the examples plan with ``unserved_policy:
-    least_first``, so each period short of demand has a row in ``binding``."""
+    """A shortfall is never reported without a limit reached in its period, or in a
+    later period while the racks bought for it are still in service, which the message
+    then names (or a plain statement that the plan chose it): the examples plan with
+    ``unserved_policy: least_first``, so each period short of demand has a row in
+    ``binding`` or a later one within the longest rack life."""
+    from dcplan.planner.inputs import label_offset_years
+
     result, _ = solved(name)
     assert result.unserved and result.inputs.unserved_policy == "least_first"
+    d = result.inputs
     short = set(result.tables["unserved"].period.astype(str))
     limited = set(result.tables["binding"].period.astype(str))
-    assert short and short <= limited, sorted(short - limited)
+    assert short
+    life = max(rk.lifetime_years for rk in d.racks.values())
+    for per in sorted(short - limited):
+        at = label_offset_years(d.periods, per)
+        later = [x for x in limited
+                 if at < label_offset_years(d.periods, x) < at + life]
+        assert later, (per, sorted(limited))
+        assert f"{per}: no limit of its own binds, but racks bought then would still be in " \
+               f"service in {min(later)}" in result.message, result.message
     assert "least shortfall the limits allow" in result.message
     assert "by choice" not in result.message
     if name == "carbon_cap":

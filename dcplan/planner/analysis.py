@@ -26,7 +26,7 @@ from __future__ import annotations
 import pandas as pd
 import pulp
 
-from dcplan.planner.inputs import PlanInputs
+from dcplan.planner.inputs import PlanInputs, label_offset_years
 from dcplan.planner.model import build_model
 from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.solver import SolverError, SolveStatus, solve
@@ -513,6 +513,10 @@ def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame,
             f"{LIMIT_WORDS.get(lim_, lim_)}{'' if site == 'all sites' else ' at ' + site} in "
             f"{', '.join(sorted(ps, key=lambda x: order.get(x, 0)))}"
             for (lim_, site), ps in seen.items())
+        carried = _carried_over(d, sorted(periods - set(lim.period),
+                                          key=lambda x: order.get(x, 0)), binding, order)
+        if carried:
+            limits += "; " + carried
     else:
         # sites that can have no power in the short periods: no limit "binds" there, as
         # nothing can run, but they are why the demand is short
@@ -549,6 +553,50 @@ def diagnosis(d: PlanInputs, unserved: pd.DataFrame, binding: pd.DataFrame,
                 + limits + ".")
     return ("demand cannot be met: " + "; ".join(parts) + " (the least shortfall the limits "
             "allow). Binding limits: " + limits + ".")
+
+
+def _carried_over(d: PlanInputs, periods: list, binding: pd.DataFrame, order: dict
+                  ) -> str:
+    """Why short ``periods`` with no binding limit of their own are short [text].
+
+    Racks bought in a period stay in service for their life: a limit that binds in a
+    later period within the longest rack life limits the fleet of the earlier one too
+    (one more rack then would still draw power, or take space, when that limit binds).
+    '' when ``periods`` is empty or no later limit binds.
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables (periods, rack lifetimes).
+    periods : list of str
+        Short period labels without a binding row of their own, in order.
+    binding : DataFrame
+        :func:`binding_limits` [see unit column].
+    order : dict
+        Period label -> index [-].
+
+    Returns
+    -------
+    str
+        One clause per such period, or ''.
+    """
+    life = max((rk.lifetime_years for rk in d.racks.values()), default=0.0)
+    texts = []
+    for per in periods:
+        start = label_offset_years(d.periods, per)
+        later = binding[[order.get(x, -1) > order.get(per, -1)
+                         and label_offset_years(d.periods, x) < start + life - 1e-9
+                         for x in binding.period]]
+        if not len(later):
+            continue
+        first = min(later.period, key=lambda x: order.get(x, 0))
+        rows = later[later.period == first]
+        what = ", ".join(dict.fromkeys(
+            f"{LIMIT_WORDS.get(r.limit, r.limit)}"
+            f"{'' if r.site == 'all sites' else ' at ' + r.site}" for r in rows.itertuples()))
+        texts.append(f"{per}: no limit of its own binds, but racks bought then would still "
+                     f"be in service in {first}, when the {what} binds")
+    return "; ".join(texts)
 
 
 def _no_power_yet(d: PlanInputs, sd, p: int) -> str:
