@@ -100,6 +100,7 @@ def test_comparison_workbook_recalculates_in_libreoffice(run):
     assert ws["C3"].value == "minimal" and ws["D3"].value == EVIL
 
 
+@pytest.mark.slow
 def test_compare_json_and_bad_command_lines(run, tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, ["compare", str(MINIMAL)])

@@ -464,6 +464,7 @@ def test_higher_percentile_never_raises_goodput(cat, p1, p2, workload):
 @PROP
 @given(bw=st.floats(20.0, 2000.0), factor=st.floats(1.0, 4.0),
        workload=st.sampled_from(["moe_chat", "moe_mtp"]))
+@pytest.mark.slow
 def test_more_scaleup_bandwidth_never_lowers_moe_throughput(cat, bw, factor, workload):
     lo = rack_performance(cat.replace("accelerators", "tgpu", scaleup_gb_per_s=bw), "track8",
                           None, workload)

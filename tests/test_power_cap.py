@@ -264,6 +264,7 @@ def _cli(*args, cat=None):
     return runner.invoke(app, [*pre, "perf", *args])
 
 
+@pytest.mark.slow
 def test_cli_perf_power_cap_fraction_and_kw():
     r = _cli("--rack", "hgx_h200", "--workload", "chat", "--power-cap", "0.8", "--json")
     assert r.exit_code == 0, r.output

@@ -78,6 +78,7 @@ def test_schema_and_reference_problems_together(bad):
     assert "economics.exchange_rates_usd_per_unit" not in got
 
 
+@pytest.mark.slow
 def test_validate_and_plan_report_everything_once(bad):
     for args in (["validate", str(bad)], ["plan", "-q", str(bad)]):
         result = runner.invoke(app, args)
