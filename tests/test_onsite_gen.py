@@ -249,6 +249,11 @@ def test_time_to_power_example_serves_two_years_before_the_grid(tmp_path):
 
     assert "First tokens served (time to power): gangwon_chuncheon 2027" in " ".join(
         _sources_section(bridged_plan, 200))
+    # the report's facility chart says why the facility stands above the grid limit
+    from dcplan.export.html import build_html
+
+    note = "the facility may stand above the grid limit"
+    assert note in build_html(bridged_plan) and note not in build_html(grid_only)
     # a saved plan keeps its sources and dispatch tables
     back = dcplan.load_plan(dcplan.api.Plan(bridged_plan).save(tmp_path / "t.plan"))
     for name in ("sources", "dispatch"):

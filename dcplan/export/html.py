@@ -494,7 +494,11 @@ def build_html(result: Any, sources: Any = None) -> str:
     captions = {
         PLAN_CHARTS[0]: "Facility power (IT + cooling + network + losses) at the peak hour of "
                         "each site that hosts racks; dashed: the site's grid limit (a triangle "
-                        "at the top edge: a limit above the axis, with its value in MW).",
+                        "at the top edge: a limit above the axis, with its value in MW)."
+                        + (" Where storage or on-site generation carry part of the peak, the "
+                           "facility may stand above the grid limit: the chart Power sources "
+                           "shows what the grid carries."
+                           if len(result.tables.get("sources", ())) else ""),
         PLAN_CHARTS[1]: "Racks in service by type, all sites.",
         PLAN_CHARTS[2]: "Capex and opex as paid in each period (undiscounted), by category; "
                         "the terminal-value credit (book value of the assets still in service "
