@@ -226,3 +226,14 @@ def test_plan_json_reports_the_oversubscription(tmp_path):
         assert r["provisioned_it_kw"] == pytest.approx(0.85 * r["basis_it_kw"])
         assert 0.0 <= r["exceed_prob"] <= 1.0 and r["tokens_lost_per_s_avg"] >= 0.0
     assert "power oversubscribed at seoul_metro by 0.85" in data["power_basis"]
+
+
+def test_tokens_lost_share_shows_its_hundredths_of_a_per_cent():
+    """Capping's losses are 0.01-0.3 %: the workbook and HTML format must not round
+    them to 0.0 % (seoul_oversub 2029: 0.227 %)."""
+    from dcplan.export.labels import format_number, number_format
+    from dcplan.planner.oversub_table import TABLE_UNITS
+
+    fmt = number_format(TABLE_UNITS["tokens_lost_frac"], "tokens_lost_frac")
+    assert format_number(0.00227, fmt) == "0.227%"
+    assert format_number(0.00013, fmt) == "0.013%"

@@ -368,6 +368,8 @@ def number_format(unit: str, col: str = "", integer: bool = False) -> str:
         return "0.0000"
     if col == "rank":
         return "0"
+    if col == "tokens_lost_frac":  # capping's losses are hundredths of a per cent
+        return "0.000%"
     if u.startswith("usd per million") or u.startswith("usd/mtok"):
         return "#,##0.0000"
     if u.startswith("usd per mw") or u.startswith("usd"):
