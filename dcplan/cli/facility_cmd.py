@@ -30,6 +30,11 @@ def _supply_in_range(value: float | None) -> float | None:
     return value
 
 
+def _fleet_text(mix: dict[str, int]) -> str:
+    """``{a: 12, b: 4}`` -> ``12 x a + 4 x b`` (racks with a count above 0)."""
+    return " + ".join(f"{n:,} x {r}" for r, n in mix.items() if n)
+
+
 def _n(value) -> str:
     """Whole number with thousand separators (``3384`` -> ``3,384``)."""
     return f"{value:,.0f}"
@@ -156,14 +161,70 @@ def _fits_a_site(catalog, rack_id: str, n_racks: int) -> None:
             f"them; use at most {big.rack_positions // per:,} racks"))
 
 
+def parse_fleet(text: str) -> dict[str, int]:
+    """``"gb200_nvl72=12,hgx_b200=4"`` -> {rack id: count} (``--fleet`` of ``dcplan cooling``).
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated ``rack=count`` pairs; counts are whole numbers >= 0 [racks].
+
+    Returns
+    -------
+    dict of str to int
+        Rack id -> racks, in the order given.
+
+    Raises
+    ------
+    InputError
+        A pair without ``=``, a count that is not a whole number >= 0, a rack named
+        twice, or no rack at all (each problem named, all at once).
+    """
+    problems, out = [], {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        rack, sep, count = (x.strip() for x in part.partition("="))
+        if not sep or not rack:
+            problems.append(Problem("--fleet", f"'{part}' is not RACK=COUNT; write e.g. "
+                                    "--fleet gb200_nvl72=12,hgx_b200=4", field=part))
+            continue
+        try:
+            n = int(count)
+        except ValueError:
+            n = -1
+        if n < 0:
+            problems.append(Problem("--fleet", f"the count of '{rack}' must be a whole number "
+                                    f">= 0, not '{count}'", field=rack))
+        elif rack in out:
+            problems.append(Problem("--fleet", f"'{rack}' is named twice; give each rack "
+                                    "type once with its total count", field=rack))
+        else:
+            out[rack] = n
+    if not problems and not any(out.values()):
+        problems.append(Problem("--fleet", "no racks: give at least one RACK=COUNT with a "
+                                "count above 0"))
+    if problems:
+        raise InputError(problems)
+    return out
+
+
 @app.command("cooling")
 @handle_errors
 def cooling_cmd(
-    rack: Annotated[str, typer.Option("--rack", help="Rack id.",
-                                      autocompletion=ids_of("racks"))],
-    racks: Annotated[int, typer.Option("--racks", help="Number of racks.", min=1)],
     site: Annotated[str, typer.Option("--site", help="Site id (see sites/).",
                                       autocompletion=ids_of("sites"))],
+    rack: Annotated[str | None, typer.Option(
+        "--rack", help="Rack id (with --racks; or give a mixed fleet with --fleet).",
+        autocompletion=ids_of("racks"))] = None,
+    racks: Annotated[int | None, typer.Option("--racks", help="Number of racks of --rack.",
+                                              min=1)] = None,
+    fleet: Annotated[str | None, typer.Option(
+        "--fleet", help="A fleet of several rack types, RACK=COUNT pairs: "
+        "gb200_nvl72=12,hgx_b200=4 (instead of --rack and --racks).")] = None,
+    cdu: Annotated[str | None, typer.Option(
+        "--cdu", help="Force this CDU model (catalog cdus; default: the cooling model's "
+        "choice for the fleet).", autocompletion=ids_of("cdus"))] = None,
     supply_water_c: Annotated[float | None, typer.Option(
         "--supply-water-c", callback=_supply_in_range,
         help="Facility-water supply of the liquid loop [C] "
@@ -176,20 +237,27 @@ def cooling_cmd(
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Cooling, power and water of N racks at a site: CDUs, heat rejection, UPS, PUE, WUE.
+    """Cooling, power and water of a fleet at a site: CDUs, heat rejection, UPS, PUE, WUE.
 
+    The fleet is --rack R --racks N, or --fleet R1=N1,R2=N2 for several rack types.
     UPS and generators are sized for the site's redundancy topology.
     """
-    from dcplan.cli.catalog_cmd import lookup_site
+    from dcplan.cli.catalog_cmd import lookup_all, lookup_site
     from dcplan.facility import size_fleet
     from dcplan.facility.cooling import check_racks_fit, check_supply_water
     from dcplan.sites import load_sites
     from dcplan.units import HOURS_PER_YEAR
 
     catalog = STATE.catalog()
+    if fleet is not None and (rack is not None or racks is not None):
+        fail("give either --fleet or --rack with --racks, not both")
+    if fleet is None and (rack is None or racks is None):
+        fail("give --rack and --racks (one rack type), or --fleet RACK=COUNT,... "
+             "(e.g. --fleet gb200_nvl72=12,hgx_b200=4)")
+    mix = parse_fleet(fleet) if fleet is not None else {rack: racks}
     problems = []
     try:
-        _ids(catalog, racks=rack, optics=optics)
+        lookup_all(catalog, [*(("racks", r) for r in mix), ("optics", optics), ("cdus", cdu)])
     except InputError as exc:
         problems += exc.problems
     try:
@@ -200,21 +268,25 @@ def cooling_cmd(
         raise InputError(problems)
     if supply_water_c is not None:
         check_supply_water(catalog, the_site, supply_water_c)
-    model = check_racks_fit(catalog, the_site, [rack])[0]
-    needed = racks * model.rack_positions
+    models = dict(zip(mix, check_racks_fit(catalog, the_site, list(mix)), strict=True))
+    needed = sum(n * models[r].rack_positions for r, n in mix.items())
     if needed > the_site.rack_positions:
-        it_mw = racks * model.it_power_max_kw / 1e3
+        it_mw = sum(n * models[r].it_power_max_kw for r, n in mix.items()) / 1e3
         grid_mw = max(the_site.grid_mw.values())
         grid = (f"; their IT load alone ({it_mw:,.1f} MW) is also over the site's grid "
                 f"capacity (at most {grid_mw:,.4g} MW)" if it_mw > grid_mw else "")
+        if len(mix) == 1:
+            per = next(iter(models.values())).rack_positions
+            fix = f"use at most {the_site.rack_positions // per:,} racks or another site"
+        else:
+            fix = "use fewer racks or another site"
         raise InputError(Problem(
-            f"site {the_site.id}", f"{racks:,} x {rack} need {needed:,} rack positions but "
-            f"the site has {the_site.rack_positions:,}{grid}; use at most "
-            f"{the_site.rack_positions // model.rack_positions:,} racks or another site",
+            f"site {the_site.id}", f"{_fleet_text(mix)} need {needed:,} rack positions but "
+            f"the site has {the_site.rack_positions:,}{grid}; {fix}",
             field="rack_positions"))
-    sized = size_fleet(catalog, the_site, {rack: racks}, optics=optics,
+    sized = size_fleet(catalog, the_site, mix, optics=optics,
                        supply_water_c=supply_water_c, cdu_redundancy=redundancy,
-                       linear=False)
+                       cdu_id=cdu, linear=False)
     res, red = sized.cooling, sized.redundancy
     peak, avg = sized.power_peak, sized.power_avg
     net_kw = res.network_kw
@@ -253,7 +325,7 @@ def cooling_cmd(
         emit_json(out)
         return
     pos = sized.positions
-    typer.echo(f"{racks:,} x {rack} at {the_site.id} ({the_site.name}), full IT load; "
+    typer.echo(f"{_fleet_text(mix)} at {the_site.id} ({the_site.name}), full IT load; "
                f"{pos['total']:,.0f} of {the_site.rack_positions:,} rack positions "
                f"({pos['compute']:,.0f} racks, {pos['network']:,.0f} network racks, "
                f"{pos['cdu']:,.0f} CDU positions)")

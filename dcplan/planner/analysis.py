@@ -71,6 +71,15 @@ def fix_integers(mv: ModelVars, sol: Solution) -> None:
             var.lowBound = var.upBound = vals.get(k, 0.0)
     for k, var in mv.cdu_model_used.items():
         on = 1.0 if sol.cdus_in_service.get(k, 0.0) > 0 else 0.0
+        if mv.cdu_site_model:  # cdu_choice: milp: on from the first period with CDUs on
+            s, c, p = k
+            on = 1.0 if any(sol.cdus_in_service.get((s, c, q), 0.0) > 0
+                            for q in range(p + 1)) else 0.0
+        var.cat = pulp.LpContinuous
+        var.lowBound = var.upBound = on
+    for (s, c), var in mv.cdu_site_model.items():  # cdu_choice: milp, the model with CDUs
+        on = 1.0 if any(n > 0 for (s2, c2, _p), n in sol.cdus_in_service.items()
+                        if (s2, c2) == (s, c)) else 0.0
         var.cat = pulp.LpContinuous
         var.lowBound = var.upBound = on
     for k, var in mv.spares_kept.items():

@@ -9,6 +9,12 @@ one answer, the cooling model's (:func:`dcplan.facility.cooling.fleet_cdus`, the
 function ``dcplan cooling`` uses), for the racks in service at each site and period;
 what the MILP priced stays beside it (``milp_*`` columns) with the difference in USD,
 and a note per site says what the difference is worth in present value.
+
+With ``cdu_choice: milp`` the MILP chooses one CDU model per site for the horizon and
+holds the least count of it (:mod:`dcplan.planner.cdu_choice`); the tables show the
+cooling model's count for that model (``fleet_cdus(..., cdu_id=model)``, as
+``dcplan cooling --cdu MODEL``), which is the MILP's, and one note says where the
+cooling model's own choice for a single period's fleet would differ, with its USD.
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ def fleet_mix(fleet: pd.DataFrame, site: str, period: Any) -> dict[str, int]:
             if n > 0}
 
 
-def cdu_answers(case: Any, d: PlanInputs, fleet: pd.DataFrame) -> dict[tuple[str, Any], Any]:
+def cdu_answers(case: Any, d: PlanInputs, fleet: pd.DataFrame,
+                models: dict[str, str] | None = None) -> dict[tuple[str, Any], Any]:
     """The cooling model's CDUs for the plan's fleet at every site and period.
 
     Parameters
@@ -64,6 +71,9 @@ def cdu_answers(case: Any, d: PlanInputs, fleet: pd.DataFrame) -> dict[tuple[str
         The plan's inputs (its ``cdu_redundancy`` [count]).
     fleet : DataFrame
         The plan's ``fleet`` table (``installed_racks`` [racks]).
+    models : dict, optional
+        Site -> CDU model to force there (``fleet_cdus``'s ``cdu_id``); sites not in it
+        get the cooling model's own choice.
 
     Returns
     -------
@@ -75,13 +85,14 @@ def cdu_answers(case: Any, d: PlanInputs, fleet: pd.DataFrame) -> dict[tuple[str
 
     out = {}
     memo: dict[tuple, Any] = {}
+    models = models or {}
     for s in d.sites:
         for per in d.periods:
             mix = fleet_mix(fleet, s, per.label)
             key = (s, tuple(sorted(mix.items())))
             if key not in memo:
                 memo[key] = fleet_cdus(case.catalog, case.sites[s], mix,
-                                       redundancy=d.cdu_redundancy)
+                                       redundancy=d.cdu_redundancy, cdu_id=models.get(s))
             out[s, per.label] = memo[key]
     return out
 
@@ -203,6 +214,121 @@ def cdu_notes(cooling: pd.DataFrame, d: PlanInputs, answers: dict[tuple[str, Any
     return notes
 
 
+def chosen_models(cooling: pd.DataFrame) -> dict[str, str]:
+    """Site -> the CDU model the MILP holds there (``cdu_choice: milp``).
+
+    Parameters
+    ----------
+    cooling : DataFrame
+        The plan's cooling table (``milp_cdus_by_model``, "model: count").
+
+    Returns
+    -------
+    dict of str to str
+        The model of the first period with CDUs of each site that has any (one model
+        per site under ``cdu_choice: milp``).
+    """
+    out: dict[str, str] = {}
+    for r in cooling.itertuples():
+        for c, n in _by_model(r.milp_cdus_by_model).items():
+            if n > 0:
+                out.setdefault(r.site, c)
+    return out
+
+
+def choice_notes(cooling: pd.DataFrame, d: PlanInputs, free: dict[tuple[str, Any], Any],
+                 catalog: Any) -> list[str]:
+    """One note on where the cooling model alone would choose other CDUs (``milp``).
+
+    The plan holds one model per site over the horizon; for a single period's fleet the
+    cooling model (``dcplan cooling`` without ``--cdu``) may choose another, cheaper
+    for that snapshot. The note names, per site, the periods where it differs and the
+    period of the largest difference (both choices, USD), and the present value of the
+    CDU purchases of the per-period choices (a model switch buys the new model's
+    units in full) against the plan's.
+
+    Parameters
+    ----------
+    cooling : DataFrame
+        The cooling table after :func:`apply_cdu_answer` with the plan's models
+        [units, USD].
+    d : PlanInputs
+        The plan's inputs (periods and discount factors).
+    free : dict
+        :func:`cdu_answers` without forced models (the cooling model's own choices).
+    catalog : Catalog
+        For the CDUs' unit prices [USD].
+
+    Returns
+    -------
+    list of str
+        Empty, or one note.
+    """
+    labels = [p.label for p in d.periods]
+    price = {c: e.capex_usd for c, e in catalog.entries.get("cdus", {}).items()}
+    parts = []
+    for s in d.sites:
+        sub = cooling[cooling.site == s].set_index("period")
+        if not len(sub):
+            continue
+        differs = [p for p in labels if p in sub.index and free[s, p].cdu_id and
+                   free[s, p].cdu_id != sub.cdu_ids[p]]
+        if not differs:
+            continue
+        worst = max(differs, key=lambda p: (abs(free[s, p].capex_usd - sub.cdu_capex_usd[p]),
+                                            -labels.index(p)))
+        a = free[s, worst]
+        plan = [_by_model(sub.milp_cdus_by_model[p]) if p in sub.index else {}
+                for p in labels]
+        own = [{free[s, p].cdu_id: float(free[s, p].count)} if free[s, p].cdu_id else {}
+               for p in labels]
+        pv_plan = sum(usd * d.df_capex(i) for i, usd in enumerate(_purchases(plan, price)))
+        pv_own = sum(usd * d.df_capex(i) for i, usd in enumerate(_purchases(own, price)))
+        parts.append(
+            f"{s} in {len(differs)} period(s), e.g. {worst}: {a.label}, "
+            f"{_usd(a.capex_usd)} USD, vs the plan's {sub.cdus[worst]:g} x "
+            f"{sub.cdu_ids[worst]}, {_usd(sub.cdu_capex_usd[worst])} USD "
+            f"({_usd(a.capex_usd - sub.cdu_capex_usd[worst], True)} USD); CDU purchases, "
+            f"present value: {_usd(pv_own)} USD with the per-period choices vs "
+            f"{_usd(pv_plan)} USD with the plan's model ({_usd(pv_own - pv_plan, True)} USD)")
+    if not parts:
+        return []
+    return ["CDUs (cdu_choice: milp): the plan holds one CDU model per site over the "
+            "horizon, chosen with the whole plan's cost; for a single period's fleet the "
+            "cooling model alone ('dcplan cooling' without --cdu) would choose another "
+            "model at " + "; ".join(parts) + ". The tables show the plan's model"]
+
+
+def milp_count_notes(cooling: pd.DataFrame) -> list[str]:
+    """Periods where the plan keeps more CDUs than the cooling model counts for its model.
+
+    After :func:`~dcplan.planner.cdu_choice.polish_cdus` the two agree until the site's
+    liquid heat falls; then the plan keeps the CDUs it bought (they are never retired),
+    where the cooling model counts those the fleet in service needs.
+
+    Parameters
+    ----------
+    cooling : DataFrame
+        The cooling table after :func:`apply_cdu_answer` [units].
+
+    Returns
+    -------
+    list of str
+        One note per site with such periods.
+    """
+    notes = []
+    for s, sub in cooling.groupby("site", sort=False):
+        off = [r for r in sub.itertuples() if abs(float(r.cdus) - float(r.milp_cdus)) > 1e-9]
+        if off:
+            r = off[0]
+            notes.append(f"CDUs at {s}: in {len(off)} period(s), e.g. {r.period}, the plan "
+                         f"keeps the CDUs it bought ({r.milp_cdus_by_model or 'none'}; CDUs "
+                         f"are never retired) where the fleet in service needs {r.cdus:g} "
+                         f"(the cooling model's count, shown in the cdus column; the "
+                         "plan's in milp_cdus)")
+    return notes
+
+
 def space_notes(tables: dict[str, pd.DataFrame], d: PlanInputs) -> list[str]:
     """Sites where the cooling model's in-row CDUs need more positions than the site has.
 
@@ -254,10 +380,19 @@ def cdu_answer(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame]
     Returns
     -------
     cooling : DataFrame
-        :func:`apply_cdu_answer` of the plan's cooling table [units, positions, USD].
+        :func:`apply_cdu_answer` of the plan's cooling table [units, positions, USD];
+        with ``cdu_choice: milp`` the cooling model's counts of each site's chosen model.
     notes : list of str
-        :func:`cdu_notes` and :func:`space_notes`.
+        :func:`cdu_notes` and :func:`space_notes`; with ``cdu_choice: milp``
+        :func:`choice_notes`, :func:`milp_count_notes` and :func:`space_notes`.
     """
+    if d.cdu_choice == "milp":
+        models = chosen_models(tables["cooling"])
+        cooling = apply_cdu_answer(tables["cooling"],
+                                   cdu_answers(case, d, tables["fleet"], models))
+        free = cdu_answers(case, d, tables["fleet"])
+        notes = choice_notes(cooling, d, free, case.catalog) + milp_count_notes(cooling)
+        return cooling, notes + space_notes({**tables, "cooling": cooling}, d)
     answers = cdu_answers(case, d, tables["fleet"])
     cooling = apply_cdu_answer(tables["cooling"], answers)
     notes = cdu_notes(cooling, d, answers, case.catalog)

@@ -278,6 +278,35 @@ class SiteData:
 
 
 @dataclass(frozen=True)
+class CduData:
+    """A CDU model the MILP may choose for a site (scenario ``cdu_choice: milp``).
+
+    Its fields carry the names of :class:`RackSiteData`'s CDU fields, so the rows that
+    price and place CDUs read either (:meth:`PlanInputs.cdu_data`).
+
+    Attributes
+    ----------
+    cdu_id : str
+        Catalog id (``cdus``).
+    cdu_capacity_kw : float
+        Heat one CDU moves [kW].
+    cdu_capex_usd : float
+        Price of one CDU, installed [USD].
+    cdu_positions : float
+        Rack positions per CDU [positions] (0 for plant-room units).
+    pump_power_kw : float
+        Rated pump power of one CDU [kW] (reported; the power rows keep each rack
+        type's cooling coefficients).
+    """
+
+    cdu_id: str
+    cdu_capacity_kw: float
+    cdu_capex_usd: float
+    cdu_positions: float = 0.0
+    pump_power_kw: float = 0.0
+
+
+@dataclass(frozen=True)
 class RackSiteData:
     """Linear facility coefficients of one rack type at one site.
 
@@ -709,6 +738,14 @@ class PlanInputs:
         ``unserved_policy``, :data:`dcplan.scenario.schema.UNSERVED_POLICIES`).
     cdu_redundancy : int
         Spare CDUs per site and CDU model in use.
+    cdu_choice : {"per_rack_type", "milp"}
+        The scenario's ``cdu_choice``: each rack type's CDU model fixed
+        (``RackSiteData.cdu_id``), or one model per site chosen by the MILP among
+        :attr:`cdu_options`.
+    cdu_options : dict
+        Site id -> the CDU models the MILP may choose there (:class:`CduData`, sorted
+        by id); filled with ``cdu_choice: milp`` for the sites that can host a
+        liquid-cooled rack type, empty otherwise.
     name : str
     notes : list of str
         Warnings from preparation (e.g. racks a site cannot host).
@@ -783,6 +820,8 @@ class PlanInputs:
     unserved_usd_per_token: float = 1e-4
     unserved_policy: str = "least_first"
     cdu_redundancy: int = field(default_factory=default_cdu_redundancy)
+    cdu_choice: str = "per_rack_type"
+    cdu_options: dict[str, tuple[CduData, ...]] = field(default_factory=dict)
     name: str = "plan"
     notes: list[str] = field(default_factory=list)
     nameplate_peak: bool = False
@@ -1417,7 +1456,11 @@ class PlanInputs:
         return cache
 
     def cdu_models(self, site: str) -> list[str]:
-        """CDU models used by liquid-cooled racks at ``site``.
+        """CDU models the MILP may hold at ``site``.
+
+        ``cdu_choice: per_rack_type``: the models of the liquid-cooled rack types there
+        (``RackSiteData.cdu_id``); ``milp``: every model of :attr:`cdu_options` at a
+        site that can host a liquid-cooled rack type.
 
         Parameters
         ----------
@@ -1429,10 +1472,16 @@ class PlanInputs:
         list of str
             Sorted CDU model ids.
         """
+        if self.cdu_choice == "milp":
+            return [c.cdu_id for c in self.cdu_options.get(site, ())] \
+                if self._cdu_index()[2].get(site) else []
         return list(self._cdu_index()[2].get(site, []))
 
-    def cdu_data(self, site: str, cdu: str) -> RackSiteData:
-        """Coefficients of one rack type at ``site`` that uses CDU model ``cdu``.
+    def cdu_racks(self, site: str, cdu: str) -> list[str]:
+        """Rack types at ``site`` whose liquid heat CDU model ``cdu`` may move.
+
+        ``per_rack_type``: those whose ``cdu_id`` is ``cdu``; ``milp``: every rack type
+        at the site with liquid heat (the site's one model moves it all).
 
         Parameters
         ----------
@@ -1443,14 +1492,49 @@ class PlanInputs:
 
         Returns
         -------
-        RackSiteData
-            Of the first such rack type (sorted by rack id).
+        list of str
+            Rack ids, in the order of :attr:`racks`.
+        """
+        out = []
+        for r in self.racks:
+            rs = self.rack_site.get((r, site))
+            if rs is None or not rs.cdu_id:
+                continue
+            if self.cdu_choice == "milp":
+                if rs.liquid_heat_kw_per_rack > 0:
+                    out.append(r)
+            elif rs.cdu_id == cdu:
+                out.append(r)
+        return out
+
+    def cdu_data(self, site: str, cdu: str) -> RackSiteData | CduData:
+        """Capacity, price and positions of CDU model ``cdu`` at ``site``.
+
+        Parameters
+        ----------
+        site : str
+            Site id.
+        cdu : str
+            CDU model id.
+
+        Returns
+        -------
+        RackSiteData or CduData
+            ``per_rack_type``: the coefficients of the first rack type (sorted by rack
+            id) that uses ``cdu``; ``milp``: the option of :attr:`cdu_options`. Either
+            has ``cdu_capacity_kw`` [kW], ``cdu_capex_usd`` [USD] and ``cdu_positions``
+            [positions].
 
         Raises
         ------
         StopIteration
-            When no rack type at ``site`` uses ``cdu``.
+            When ``cdu`` is not a model of the site.
         """
+        if self.cdu_choice == "milp":
+            for c in self.cdu_options.get(site, ()):
+                if c.cdu_id == cdu:
+                    return c
+            raise StopIteration
         try:
             return self._cdu_index()[1][site][cdu]
         except KeyError:
@@ -2007,6 +2091,8 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         unserved_policy=scn.unserved_policy,
         cdu_redundancy=(default_cdu_redundancy() if scn.cdu_redundancy is None
                         else scn.cdu_redundancy), name=scn.name, notes=notes, facility=fac_objs,
+        cdu_choice=scn.cdu_choice,
+        cdu_options=cdu_options(catalog, rack_site) if scn.cdu_choice == "milp" else {},
         nameplate_peak=scn.peak_power in ("nameplate", "capped"), spare_racks=spares,
         capped_peak=scn.peak_power == "capped", cap_levels=cap_levels,
         perf_at_cap=perf_at_cap, power_at_cap_kw=power_at_cap,
@@ -2020,6 +2106,40 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         api_offers=api_offers(catalog, wl_ids), **_supply_offers(scn, catalog, periods))
     check_servable(inputs, scn)
     return inputs, scale_of
+
+
+def cdu_options(catalog: Any, rack_site: dict[tuple[str, str], RackSiteData]
+                ) -> dict[str, tuple[CduData, ...]]:
+    """The CDU models the MILP may choose at each site (``cdu_choice: milp``).
+
+    The models :func:`dcplan.facility.cooling.choose_cdu` chooses among: every in-row
+    and facility CDU of the catalog (in-rack units serve one rack, not a site), at every
+    site where some rack type with liquid heat is allowed. As there, the facility-water
+    supply is lowered to what a model's approach allows, so no model is ruled out by
+    the racks' coolant limit.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The loaded catalogs (``cdus``).
+    rack_site : dict
+        (rack, site) -> :class:`RackSiteData` (``liquid_heat_kw_per_rack`` [kW]).
+
+    Returns
+    -------
+    dict
+        Site id -> :class:`CduData` options sorted by id [kW, USD, positions, kW].
+    """
+    from dcplan.schema import CduPlacement
+
+    models = tuple(
+        CduData(c.id, float(c.capacity_kw), float(c.capex_usd), float(c.positions),
+                float(c.pump_power_kw))
+        for c in sorted(catalog.entries.get("cdus", {}).values(), key=lambda c: c.id)
+        if c.placement is not CduPlacement.in_rack)
+    sites = sorted({s for (_r, s), rs in rack_site.items()
+                    if rs.allowed and rs.liquid_heat_kw_per_rack > 0})
+    return {s: models for s in sites} if models else {}
 
 
 def _power_oversub(scn: Scenario, racks: dict[str, RackData],

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 import pulp
 
+from dcplan.facility.cooling import cdu_count
 from dcplan.planner.flexgrid import add_curtailment
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model_vars import ModelVars, _lin, _merged
@@ -688,6 +689,9 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     mv : ModelVars
         The variables, expressions and rows built so far, updated in place.
     """
+    if d.cdu_choice == "milp":
+        add_cdu_choice(prob, d, mv)
+        return
     for s in d.sites:
         for c in d.cdu_models(s):
             racks = [r for r in d.racks if (r, s) in d.rack_site
@@ -723,6 +727,126 @@ def add_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                 if p > 0:
                     terms.append((mv.cdus_in_service[s, c, p - 1], 1.0))
                 mv.add(prob, "cdu_buy", key, _lin(terms) >= rhs)
+
+
+def cdu_heat_bound_kw(d: PlanInputs, s: str, racks: list[str]) -> float:
+    """Most liquid heat site ``s`` can hold [kW]: its positions full of the densest racks.
+
+    ``positions_s x max_r liquid_kw[r] / pos[r]`` over ``racks`` (the space row keeps
+    the racks in service within the positions), and at least the liquid heat of the
+    existing fleet in any period (which is in service whatever the space).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    s : str
+        Site id.
+    racks : list of str
+        Rack types with liquid heat at ``s``.
+
+    Returns
+    -------
+    float
+        [kW].
+    """
+    dense = max(d.rack_site[r, s].liquid_heat_kw_per_rack / max(d.racks[r].rack_positions, 1e-9)
+                for r in racks)
+    existing = max(sum(d.rack_site[r, s].liquid_heat_kw_per_rack * d.existing_count(r, s, p)
+                       for r in racks) for p in range(len(d.periods)))
+    return max(dense * d.sites[s].rack_positions, existing)
+
+
+def add_cdu_choice(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+    """One CDU model per site chosen by the MILP (``cdu_choice: milp``).
+
+    Per site s with liquid-cooled rack types and each model c of ``d.cdu_options[s]``:
+    binary ``pick[s,c]`` (the site's model over the whole horizon), binary
+    ``on[s,c,p]``, integer ``cdu[s,c,p]``, continuous ``kw[s,c,p] >= 0`` (the liquid
+    heat model c moves) and ``cdu_new[s,c,p] >= 0``. Rows (the hull of the disjunction
+    "the site's heat goes to model c", one heat variable per model instead of a big-M
+    on the heat row):
+
+    * ``cdu_model_one``: ``sum_c pick[s,c] <= 1`` (``= 1`` when the existing fleet has
+      liquid-cooled racks at s);
+    * ``cdu_model_on``: ``on[s,c,last] - pick[s,c] <= 0`` (with ``cdu_keep``,
+      ``on[s,c,p] >= on[s,c,p-1]``, so every period's ``on`` is at most ``pick``);
+    * ``cdu_model_split``: ``sum_c kw[s,c,p] - sum_r liquid_kw[r,s] inst[r,s,p] = 0``;
+    * ``cdu_model_use``: ``kw[s,c,p] - H_s on[s,c,p] <= 0``, ``H_s`` the most liquid
+      heat the site holds (:func:`cdu_heat_bound_kw`);
+    * ``cdu_model_heat``: ``cap_c cdu[s,c,p] - red cap_c on[s,c,p] - kw[s,c,p] >= 0``,
+      so at the optimum ``cdu = ceil(heat / cap_c) + red`` of the chosen model;
+    * ``cdu_model_buy``: ``cdu_new[s,c,p] - cdu[s,c,p] + cdu[s,c,p-1] >= 0``; in the
+      first period ``+ owned_c pick[s,c]`` instead of ``cdu[s,c,p-1]``, ``owned_c =
+      ceil(existing heat / cap_c) + red`` (the existing fleet's CDUs are taken to be
+      of the model chosen).
+
+    The CDUs' prices, terminal value and positions enter the cost and space rows as
+    with ``per_rack_type`` (keys (s, c, p) of ``mv.cdus_in_service`` and
+    ``mv.cdus_bought``). Pump power stays in each rack type's cooling coefficients
+    (the model the cooling model picks for it alone).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    d : PlanInputs
+        The plan's coefficient tables (``cdu_options``).
+    mv : ModelVars
+        The variables, expressions and rows built so far, updated in place
+        (``cdu_site_model``, ``cdu_heat_kw`` and the CDU fields).
+    """
+    last = len(d.periods) - 1
+    for s in d.sites:
+        models = d.cdu_models(s)
+        racks = [r for r in (d.cdu_racks(s, models[0]) if models else [])
+                 if (r, s, 0) in mv.racks_in_service]
+        if not racks:
+            continue
+        heat_max = cdu_heat_bound_kw(d, s, racks)
+        heat0 = sum(d.rack_site[r, s].liquid_heat_kw_per_rack * d.existing_count(r, s, 0)
+                    for r in racks)
+        existing = any(d.existing_count(r, s, p) > 0 for r in racks
+                       for p in range(len(d.periods)))
+        picks = []
+        for c in models:
+            pick = mv.cdu_site_model[s, c] = prob.add_variable(
+                lp_name("cdu_pick", s, c), 0, 1, cat=pulp.LpBinary)
+            picks.append((pick, 1.0))
+        one = _lin(picks)
+        mv.add(prob, "cdu_model_one", (s,), one == 1 if existing else one <= 1)
+        for p, per in enumerate(d.periods):
+            heat = [(mv.racks_in_service[r, s, p], -d.rack_site[r, s].liquid_heat_kw_per_rack)
+                    for r in racks]
+            split = []
+            for c in models:
+                key = (s, c, per.label)
+                cd = d.cdu_data(s, c)
+                cap = cd.cdu_capacity_kw
+                cdu = mv.cdus_in_service[s, c, p] = prob.add_variable(
+                    lp_name("cdu", *key), 0, cat=pulp.LpInteger)
+                on = mv.cdu_model_used[s, c, p] = prob.add_variable(
+                    lp_name("cdu_on", *key), 0, 1, cat=pulp.LpBinary)
+                kw = mv.cdu_heat_kw[s, c, p] = prob.add_variable(lp_name("cdu_kw", *key), 0)
+                buy = mv.cdus_bought[s, c, p] = prob.add_variable(lp_name("cdu_new", *key), 0)
+                split.append((kw, 1.0))
+                if p > 0:
+                    mv.add(prob, "cdu_keep", key,
+                           _lin([(on, 1.0), (mv.cdu_model_used[s, c, p - 1], -1.0)]) >= 0)
+                if p == last:
+                    mv.add(prob, "cdu_model_on", key,
+                           _lin([(on, 1.0), (mv.cdu_site_model[s, c], -1.0)]) <= 0)
+                mv.add(prob, "cdu_model_use", key, _lin([(kw, 1.0), (on, -heat_max)]) <= 0)
+                mv.add(prob, "cdu_model_heat", key,
+                       _lin([(cdu, cap), (on, -d.cdu_redundancy * cap), (kw, -1.0)]) >= 0)
+                terms = [(buy, 1.0), (cdu, -1.0)]
+                if p > 0:
+                    terms.append((mv.cdus_in_service[s, c, p - 1], 1.0))
+                elif heat0 > 0:
+                    owned = cdu_count(heat0, cap, d.cdu_redundancy)
+                    terms.append((mv.cdu_site_model[s, c], float(owned)))
+                mv.add(prob, "cdu_model_buy", key, _lin(terms) >= 0)
+            mv.add(prob, "cdu_model_split", (s, per.label), _lin([*split, *heat]) == 0)
 
 
 def add_space_limit(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:

@@ -71,6 +71,12 @@ class ModelVars:
     cdu_model_used: dict = field(default_factory=dict)
     #: (s, c, p) -> CDUs bought in period p [CDUs] ("cdu_new").
     cdus_bought: dict = field(default_factory=dict)
+    #: (s, c) -> 1 when site s's CDUs are of model c, the same in every period
+    #: (``cdu_choice: milp``) [0/1] ("cdu_pick"); a facility integer, like the CDUs.
+    cdu_site_model: dict = field(default_factory=dict)
+    #: (s, c, p) -> liquid heat at full load that model c moves at s (``cdu_choice:
+    #: milp``; 0 unless c is the site's model) [kW] ("cdu_kw").
+    cdu_heat_kw: dict = field(default_factory=dict)
     #: (s, p) -> facility capacity built in period p [kW] ("build").
     capacity_built_kw: dict = field(default_factory=dict)
     #: (s, p) -> facility power on the design day at peak load [kW] (expressions).
@@ -167,7 +173,8 @@ class ModelVars:
         """All integer and binary variables."""
         return [*self.racks_bought.values(), *self.racks_at_cap.values(),
                 *self.cdus_in_service.values(),
-                *self.cdu_model_used.values(), *self.spares_kept.values(),
+                *self.cdu_model_used.values(), *self.cdu_site_model.values(),
+                *self.spares_kept.values(),
                 *self.site_staffed.values(), *self.fleet_staffed.values(),
                 *self.fabric_integers,
                 *(t[1] for ts in self.network_tier_vars.values() for t in ts if t[1] is not None)]

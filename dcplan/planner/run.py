@@ -333,9 +333,11 @@ def _polish(prob, d: PlanInputs, mv, info) -> None:
     The objective becomes that of the polished plan, and the gap shrinks with it (the
     solver's bound is unchanged).
     """
+    from dcplan.planner.cdu_choice import polish_cdus
     from dcplan.planner.network_rows import polish_fabric
 
     obj = polish_fabric(prob, d, mv)
+    obj = polish_cdus(prob, d, mv) or obj  # cdu_choice: milp, the least CDUs of each model
     if obj is None or info.objective is None or obj > info.objective:
         return
     if info.gap is not None and info.objective:

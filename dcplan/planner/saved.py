@@ -320,6 +320,7 @@ def input_classes() -> dict[str, type]:
     )
     from dcplan.planner.fabric import FabricData
     from dcplan.planner.inputs import (
+        CduData,
         ExistingData,
         FlexData,
         GridData,
@@ -339,7 +340,7 @@ def input_classes() -> dict[str, type]:
                WorkloadData, ExistingData, FabricData, OperationsData, ApiOffer,
                PerfDefaults, Calibration, HardwareParams, PhysicsParams, ServingParams,
                SoftwareFit, SoftwareSpec, DemandConversion, StorageData, OnsiteData,
-               FlexData)
+               FlexData, CduData)
     return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
 
 

@@ -147,6 +147,12 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
             [sub.loc[sub.it_kw_peak.idxmax(), "period"]]
         chosen += [(site, p) for p in labels]
     off_by: dict[tuple, list] = {}
+    # cdu_choice: milp: each site's CDUs are of the model the MILP chose (the cooling
+    # table's cdu_ids); per_rack_type: the cooling model chooses for the fleet
+    forced: dict = {}
+    cool = tables.get("cooling")
+    if d.cdu_choice == "milp" and cool is not None and "cdu_ids" in cool:
+        forced = {(r.site, r.period): r.cdu_ids for r in cool.itertuples() if r.cdu_ids}
     for site, period in chosen:
         sub = fleet[(fleet.site == site) & (fleet.period == period)]
         mix = {r: int(round(n)) for r, n in zip(sub.rack, sub.installed_racks, strict=True)
@@ -164,11 +170,13 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
                                           network_capex_usd_per_rack=capex / mix[r])
         try:
             # CDUs free: the cooling model's own choice for this fleet (the cooling
-            # table's, and what 'dcplan cooling' gives)
+            # table's, and what 'dcplan cooling' gives); with cdu_choice: milp the
+            # site's model (the cooling table's, 'dcplan cooling --cdu MODEL')
             sized = facility.size_fleet(catalog, sites[site], mix, optics=scn.optics,
                                         oversubscription=scn.oversubscription,
                                         coefficients_used=used or None,
-                                        cdu_redundancy=d.cdu_redundancy)
+                                        cdu_redundancy=d.cdu_redundancy,
+                                        cdu_id=forced.get((site, period)) or None)
         except Exception as exc:  # noqa: BLE001 - report, keep the plan
             notes.append(f"exact sizing of {site} in {period} failed: {exc}")
             continue
@@ -179,7 +187,8 @@ def sizing_table(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame],
             plan.update({q: net[q] for q in (*COUNTS, "network_positions")})
         # CDUs the MILP's rows need for this fleet (those it keeps may be more: a CDU
         # bought is kept when the liquid heat falls; the cooling table's milp_cdus)
-        plan["cdu_count"], plan["cdu_capex_usd"] = planner_cdus(d, site, mix)
+        plan["cdu_count"], plan["cdu_capex_usd"] = planner_cdus(
+            d, site, mix, forced.get((site, period)) or None)
         exact = dict(sized.exact)
         if integer:
             exact.update(_exact_network(sized))
@@ -329,7 +338,8 @@ def set_apart_in_rack(df: pd.DataFrame, inside: pd.Series, also: tuple[str, ...]
     return out
 
 
-def planner_cdus(d: PlanInputs, site: str, mix: dict[str, int]) -> tuple[float, float]:
+def planner_cdus(d: PlanInputs, site: str, mix: dict[str, int], cdu_id: str | None = None
+                 ) -> tuple[float, float]:
     """CDUs the planner's constraint needs for ``mix`` at ``site``, and their capex.
 
     Per CDU model c: ``ceil(sum_r liquid_heat_kw_per_rack[r] x n_r / capacity_c) +
@@ -341,6 +351,9 @@ def planner_cdus(d: PlanInputs, site: str, mix: dict[str, int]) -> tuple[float, 
     site : str
     mix : dict
         Rack id -> racks in service [racks].
+    cdu_id : str, optional
+        ``cdu_choice: milp``: the site's model, which moves all the liquid heat
+        (default: each rack type's ``cdu_id``).
 
     Returns
     -------
@@ -353,7 +366,8 @@ def planner_cdus(d: PlanInputs, site: str, mix: dict[str, int]) -> tuple[float, 
     for r, n in mix.items():
         rs = d.rack_site.get((r, site))
         if rs is not None and rs.cdu_id and rs.liquid_heat_kw_per_rack > 0:
-            heat[rs.cdu_id] = heat.get(rs.cdu_id, 0.0) + rs.liquid_heat_kw_per_rack * n
+            c = cdu_id or rs.cdu_id
+            heat[c] = heat.get(c, 0.0) + rs.liquid_heat_kw_per_rack * n
     count = capex = 0.0
     for c, kw in heat.items():
         if kw <= 0:

@@ -12,7 +12,9 @@ relaxation gives one at once:
    (``new = max(0, ceil(inst_LP[p]) - racks still in service)``): every rounded
    count exceeds the LP's by less than about one rack per type, which the margins
    leave room for, and the LP's allocation stays valid because capacity only grows;
-3. CDUs: ``ceil(liquid heat / capacity) + redundancy`` where any rack is liquid-cooled.
+3. CDUs: ``ceil(liquid heat / capacity) + redundancy`` where any rack is liquid-cooled
+   (with ``cdu_choice: milp``, of the model of least present cost for the rounded
+   fleet, :func:`~dcplan.planner.cdu_choice.cheapest_model`).
 
 Only the integer values are handed to HiGHS, which fixes them, solves the LP for
 the rest and keeps the plan as its first incumbent if it is feasible (otherwise it
@@ -108,8 +110,10 @@ def rounding_start(d: PlanInputs, mv: ModelVars) -> RoundingStart:
         kw = sum(_rack_peak_kw(d, r, s) for r in racks)
         pos = float(sum(d.racks[r].rack_positions + _network_positions(d, r, s)
                         for r in racks))
-        for c in d.cdu_models(s):
-            pos += (d.cdu_redundancy + 2) * d.cdu_data(s, c).cdu_positions
+        cdu_pos = [(d.cdu_redundancy + 2) * d.cdu_data(s, c).cdu_positions
+                   for c in d.cdu_models(s)]
+        # cdu_choice: milp holds one of the models, so the largest is the margin
+        pos += max(cdu_pos, default=0.0) if d.cdu_choice == "milp" else sum(cdu_pos)
         for p, per in enumerate(d.periods):
             con = mv.constraints.get("grid", {}).get((s, per.label))
             if con is not None:
@@ -179,7 +183,11 @@ def rounded_values(d: PlanInputs, mv: ModelVars) -> dict:
                               if s2 == s and p2 == p) else 0.0
     for p, var in mv.fleet_staffed.items():
         out[var] = max((out[v] for (_s, q), v in mv.site_staffed.items() if q == p), default=0.0)
-    for (s, c, p), var in mv.cdus_in_service.items():
+    if d.cdu_choice == "milp":
+        from dcplan.planner.cdu_choice import cdu_start_values
+
+        out.update(cdu_start_values(d, mv, inst_int))
+    for (s, c, p), var in mv.cdus_in_service.items() if d.cdu_choice != "milp" else ():
         heat = sum(d.rack_site[r, s].liquid_heat_kw_per_rack * inst_int.get((r, s, p), 0)
                    for r in d.racks if (r, s) in d.rack_site and d.rack_site[r, s].cdu_id == c)
         any_rack = any(inst_int.get((r, s, p), 0) > 0 for r in d.racks

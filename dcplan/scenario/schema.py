@@ -1026,6 +1026,11 @@ _INSTEAD = {
 #: shortfall first, or unserved demand priced against the cost of serving it.
 UNSERVED_POLICIES = ("least_first", "priced")
 
+#: The scenario's ``cdu_choice`` choices (see :class:`Scenario`), the default first:
+#: each rack type's CDU model fixed before the solve, or one model per site chosen by
+#: the MILP.
+CDU_CHOICES = ("per_rack_type", "milp")
+
 
 class Scenario(_Strict):
     """A planning scenario (see ``docs/planner.md`` for the file format).
@@ -1065,6 +1070,12 @@ class Scenario(_Strict):
         Spare CDUs per site and CDU model that has liquid-cooled racks (1 = N+1);
         default: the facility model's assumption (``default_cdu_redundancy`` in
         ``dcplan/facility/assumptions.yaml``).
+    cdu_choice : {"per_rack_type", "milp"}
+        ``per_rack_type`` (default): each rack type's CDU model is the one the cooling
+        model picks for that type alone at its planning scale, fixed before the solve;
+        ``milp``: the MILP chooses one CDU model per site for all its liquid-cooled
+        racks, among the catalog's in-row and facility CDUs, fixed over the horizon
+        (:data:`CDU_CHOICES`).
     lead_time : bool
         Enforce each site's ``lead_time_months``: facility capacity beyond
         ``existing_built_mw`` is in service only from the first period starting at
@@ -1150,6 +1161,7 @@ class Scenario(_Strict):
     oversubscription: Annotated[float, NOT_BOOL, Field(ge=1)] = DEFAULT_OVERSUBSCRIPTION
     cdu_redundancy: Annotated[int, NOT_BOOL, Field(ge=0)] | None = None
     network_model: Literal["integer", "linear", "tiered"] = "integer"
+    cdu_choice: Literal[CDU_CHOICES] = CDU_CHOICES[0]
     lead_time: bool = True
     grid_requests: bool = True
     serving: Serving = Field(default_factory=Serving)

@@ -29,7 +29,7 @@ from test_planner_helpers import make_inputs, rack, rack_site, site, workload  #
 from dcplan.planner import build_model  # noqa: E402
 from dcplan.planner.fabric import FabricData  # noqa: E402
 from dcplan.planner.families import family_of  # noqa: E402
-from dcplan.planner.inputs import GridData  # noqa: E402
+from dcplan.planner.inputs import CduData, GridData  # noqa: E402
 from dcplan.planner.operations import OperationsData  # noqa: E402
 
 # --- inputs builders (small numbers, easy to check by hand) ----------------------------
@@ -110,6 +110,13 @@ def liquid():
     return base(racks=[rack(liquid=True, **RACK)], redundancy=1,
                 rack_sites={("ra", "sa"): rack_site(liquid_kw=8.0, cdu_id="c1", cdu_kw=20.0,
                                                     cdu_capex=50.0, cdu_pos=0.5, **FAC)})
+
+
+def liquid_choice():
+    """``liquid`` with ``cdu_choice: milp``: the MILP chooses ``sa``'s CDU model between
+    ``c1`` (20 kW, 50 USD, 0.5 positions) and ``c2`` (50 kW, 100 USD, no position)."""
+    opts = (CduData("c1", 20.0, 50.0, 0.5), CduData("c2", 50.0, 100.0, 0.0))
+    return dataclasses.replace(liquid(), cdu_choice="milp", cdu_options={"sa": opts})
 
 
 def staff():
@@ -320,6 +327,15 @@ CASES: dict[str, Case] = {c.family: c for c in (
     Case("cdu_buy", liquid, "2026: cdu_new - cdu >= -(ceil(2 x 8 / 20) + 1 = 2) owned "
          "with the existing racks"),
     Case("space", liquid, "inst + 0.5 cdu <= 10 positions"),
+    Case("cdu_model_one", liquid_choice, "pick c1 + pick c2 = 1 (the existing racks are "
+         "liquid-cooled)"),
+    Case("cdu_model_on", liquid_choice, "on c1 2027 - pick c1 <= 0 (the last period)"),
+    Case("cdu_model_split", liquid_choice, "kw c1 + kw c2 - 8 inst = 0 (8 kW per rack)"),
+    Case("cdu_model_use", liquid_choice, "kw c1 - 80 on c1 <= 0 (10 positions x 8 kW "
+         "per one-position rack)"),
+    Case("cdu_model_heat", liquid_choice, "c2: 50 cdu - 1 x 50 on - kw c2 >= 0 (N+1)"),
+    Case("cdu_model_buy", liquid_choice, "2026, c1: cdu_new - cdu + (ceil(2 x 8 / 20) + 1 "
+         "= 2) pick c1 >= 0; c2: + (ceil(16 / 50) + 1 = 2) pick c2"),
     Case("building", base, "build 2026 - facility peak (2.64 inst + 10.56 alloc) >= 0"),
     Case("staffed", staff, "inst - 10 staffed <= 0 (10 positions)"),
     Case("fleet_on", staff, "fleet_on - staffed[sa] >= 0, and the same for sb"),
