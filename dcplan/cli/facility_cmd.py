@@ -248,13 +248,13 @@ def cooling_cmd(
     from dcplan.sites import load_sites
     from dcplan.units import HOURS_PER_YEAR
 
-    catalog = STATE.catalog()
     if fleet is not None and (rack is not None or racks is not None):
         fail("give either --fleet or --rack with --racks, not both")
     if fleet is None and (rack is None or racks is None):
         fail("give --rack and --racks (one rack type), or --fleet RACK=COUNT,... "
              "(e.g. --fleet gb200_nvl72=12,hgx_b200=4)")
     mix = parse_fleet(fleet) if fleet is not None else {rack: racks}
+    catalog = STATE.catalog()
     problems = []
     try:
         lookup_all(catalog, [*(("racks", r) for r in mix), ("optics", optics), ("cdus", cdu)])
