@@ -92,7 +92,20 @@ def _owned(d: PlanInputs, s: str, c: str) -> int:
 
 
 def purchases(counts: list[int], owned: int) -> list[int]:
-    """CDUs bought per period: the increases of ``counts`` over what was owned [units]."""
+    """CDUs bought per period: the increases of ``counts`` over what was owned.
+
+    Parameters
+    ----------
+    counts : list of int
+        CDUs in service per period [units].
+    owned : int
+        CDUs owned before the first period [units].
+
+    Returns
+    -------
+    list of int
+        ``max(0, counts[p] - counts[p-1])``, ``counts[-1]`` read as ``owned`` [units].
+    """
     out, prev = [], owned
     for n in counts:
         out.append(max(0, n - prev))

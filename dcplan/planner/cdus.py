@@ -220,7 +220,7 @@ def chosen_models(cooling: pd.DataFrame) -> dict[str, str]:
     Parameters
     ----------
     cooling : DataFrame
-        The plan's cooling table (``milp_cdus_by_model``, "model: count").
+        The plan's cooling table (``milp_cdus_by_model``, "model: count") [units].
 
     Returns
     -------
