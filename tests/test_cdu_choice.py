@@ -109,6 +109,35 @@ def test_falling_heat_keeps_the_cdus_bought():
     assert _cdus(alone) == (["c1: 4", "c1: 4"], [4.0, 4.0])
 
 
+def test_rounded_start_holds_the_cheapest_model_at_its_least_counts():
+    """The MIP start of a rounded fleet of 2 then 5 racks: c2 (36 against 38.18 USD),
+    2 and 2 CDUs, on from 2026; c1 none."""
+    from dcplan.planner import build_model
+    from dcplan.planner.start import rounded_values
+
+    d = _inputs("milp")
+    prob, mv = build_model(d)
+    for p, n in enumerate((2.0, 5.0)):
+        mv.racks_in_service["ra", "sa", p].varValue = n
+    out = rounded_values(d, mv)
+    assert out[mv.cdu_site_model["sa", "c2"]] == 1 and out[mv.cdu_site_model["sa", "c1"]] == 0
+    assert [out[mv.cdus_in_service["sa", "c2", p]] for p in (0, 1)] == [2, 2]
+    assert [out[mv.cdu_model_used["sa", "c2", p]] for p in (0, 1)] == [1, 1]
+    assert [out[mv.cdus_in_service["sa", "c1", p]] for p in (0, 1)] == [0, 0]
+
+
+def test_large_model_path_finds_the_same_choice(monkeypatch):
+    """The rounded-relaxation start and sub-MIP (forced on) reach the same plan."""
+    import importlib
+
+    solve_mod = importlib.import_module("dcplan.planner.solver")
+    plain = solve_inputs(_inputs("milp"), EXACT)
+    monkeypatch.setattr(solve_mod, "MIP_START_MIN_VARIABLES", 0)
+    fast = solve_inputs(_inputs("milp"), EXACT)
+    assert _cdus(fast) == _cdus(plain) == (["c2: 2", "c2: 2"], [2.0, 2.0])
+    assert fast.objective_usd == pytest.approx(plain.objective_usd, abs=1e-3)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(caps=st.lists(st.integers(20, 200), min_size=2, max_size=3, unique=True),
        prices=st.lists(st.integers(5, 60), min_size=3, max_size=3),
