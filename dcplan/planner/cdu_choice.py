@@ -170,7 +170,7 @@ def cdu_start_values(d: PlanInputs, mv: ModelVars, inst: dict) -> dict:
         Variable -> value: the choice and ``on`` binaries [-], CDUs [units].
     """
     out = {}
-    for s in {s for s, _c in mv.cdu_site_model}:
+    for s in sorted({s for s, _c in mv.cdu_site_model}):
         heat = site_heat_kw(d, s, inst)
         chosen = cheapest_model(d, s, heat)
         for c in d.cdu_models(s):
@@ -235,7 +235,7 @@ def polish_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | N
     inst = {k: int(round(v.value() or 0.0)) for k, v in mv.racks_in_service.items()}
     chosen = chosen_models(mv)
     n = len(d.periods)
-    for s in {s for s, _c in mv.cdu_site_model}:
+    for s in sorted({s for s, _c in mv.cdu_site_model}):
         heat = site_heat_kw(d, s, inst)
         if s not in chosen:
             continue

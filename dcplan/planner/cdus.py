@@ -214,7 +214,7 @@ def cdu_notes(cooling: pd.DataFrame, d: PlanInputs, answers: dict[tuple[str, Any
     return notes
 
 
-def chosen_models(cooling: pd.DataFrame) -> dict[str, str]:
+def table_models(cooling: pd.DataFrame) -> dict[str, str]:
     """Site -> the CDU model the MILP holds there (``cdu_choice: milp``).
 
     Parameters
@@ -387,7 +387,7 @@ def cdu_answer(case: Any, d: PlanInputs, tables: dict[str, pd.DataFrame]
         :func:`choice_notes`, :func:`milp_count_notes` and :func:`space_notes`.
     """
     if d.cdu_choice == "milp":
-        models = chosen_models(tables["cooling"])
+        models = table_models(tables["cooling"])
         cooling = apply_cdu_answer(tables["cooling"],
                                    cdu_answers(case, d, tables["fleet"], models))
         free = cdu_answers(case, d, tables["fleet"])
