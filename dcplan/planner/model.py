@@ -14,7 +14,6 @@ from collections import defaultdict
 
 import pulp
 
-from dcplan.facility.cooling import cdu_count
 from dcplan.planner.flexgrid import add_curtailment
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model_vars import ModelVars, _lin, _merged
@@ -796,6 +795,8 @@ def add_cdu_choice(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         The variables, expressions and rows built so far, updated in place
         (``cdu_site_model``, ``cdu_heat_kw`` and the CDU fields).
     """
+    from dcplan.facility.cooling import cdu_count  # not at import: saved plans load without it
+
     last = len(d.periods) - 1
     for s in d.sites:
         models = d.cdu_models(s)
