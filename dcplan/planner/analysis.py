@@ -77,6 +77,11 @@ def fix_integers(mv: ModelVars, sol: Solution) -> None:
                             for q in range(p + 1)) else 0.0
         var.cat = pulp.LpContinuous
         var.lowBound = var.upBound = on
+    for (s, p), var in mv.cdu_site_used.items():  # cdu_choice: milp, CDUs at s by p
+        on = 1.0 if any(n > 0 for (s2, _c, q), n in sol.cdus_in_service.items()
+                        if s2 == s and q <= p) else 0.0
+        var.cat = pulp.LpContinuous
+        var.lowBound = var.upBound = on
     for (s, c), var in mv.cdu_site_model.items():  # cdu_choice: milp, the model with CDUs
         on = 1.0 if any(n > 0 for (s2, c2, _p), n in sol.cdus_in_service.items()
                         if (s2, c2) == (s, c)) else 0.0

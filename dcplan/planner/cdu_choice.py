@@ -167,7 +167,7 @@ def cdu_start_values(d: PlanInputs, mv: ModelVars, inst: dict) -> dict:
     Returns
     -------
     dict
-        Variable -> value: the choice and ``on`` binaries [-], CDUs [units].
+        Variable -> value: the choice and ``use`` binaries and ``on`` [-], CDUs [units].
     """
     out = {}
     for s in sorted({s for s, _c in mv.cdu_site_model}):
@@ -177,6 +177,9 @@ def cdu_start_values(d: PlanInputs, mv: ModelVars, inst: dict) -> dict:
             counts, on = least_cdus(d, s, c, heat) if c == chosen else ([0] * len(heat),
                                                                         [0] * len(heat))
             out[mv.cdu_site_model[s, c]] = float(c == chosen)
+            if c == chosen or chosen is None:
+                for p in range(len(d.periods)):
+                    out[mv.cdu_site_used[s, p]] = float(on[p])
             for p in range(len(d.periods)):
                 out[mv.cdus_in_service[s, c, p]] = float(counts[p])
                 out[mv.cdu_model_used[s, c, p]] = float(on[p])
@@ -247,6 +250,8 @@ def polish_cdus(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float | N
                 counts, on, kw = [0] * n, [0] * n, [0.0] * n
             buys = purchases(counts, _owned(d, s, c) if c == chosen[s] else 0)
             for p in range(n):
+                if c == chosen[s]:
+                    mv.cdu_site_used[s, p].varValue = float(on[p])
                 mv.cdus_in_service[s, c, p].varValue = float(counts[p])
                 mv.cdu_model_used[s, c, p].varValue = float(on[p])
                 mv.cdu_heat_kw[s, c, p].varValue = float(kw[p])

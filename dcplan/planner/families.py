@@ -124,14 +124,16 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
                       "- connected[s,p] <= 0"),
     "no_export": _F("add_supply", "served(h) + sum_b ch - sum_b dis - sum_g gen >= 0"),
     # cooling, space and building
-    "cdu_keep": _F("add_cdus", "on[s,c,p] - on[s,c,p-1] >= 0 (both CDU choices)"),
+    "cdu_keep": _F("add_cdus", "on[s,c,p] - on[s,c,p-1] >= 0"),
     "cdu_heat": _F("add_cdus", "cap cdu - red cap on - sum_r liquid_kw inst >= 0"),
     "cdu_on": _F("add_cdus", "sum_r inst - positions on <= 0"),
     "cdu_buy": _F("add_cdus", "cdu_new[p] - cdu[p] + cdu[p-1] >= -owned (p = 0)"),
     # one CDU model per site chosen by the MILP (cdu_choice: milp)
     "cdu_model_one": _F("add_cdu_choice",
                         "sum_c pick[s,c] <= 1 (= 1 with existing liquid-cooled racks)"),
-    "cdu_model_on": _F("add_cdu_choice", "on[s,c,last] - pick[s,c] <= 0"),
+    "cdu_model_keep": _F("add_cdu_choice", "use[s,p] - use[s,p-1] >= 0"),
+    "cdu_model_any": _F("add_cdu_choice", "sum_c on[s,c,p] - use[s,p] = 0"),
+    "cdu_model_on": _F("add_cdu_choice", "on[s,c,p] - pick[s,c] <= 0"),
     "cdu_model_split": _F("add_cdu_choice", "sum_c kw[s,c,p] - sum_r liquid_kw inst = 0"),
     "cdu_model_use": _F("add_cdu_choice", "kw[s,c,p] - H_s on[s,c,p] <= 0"),
     "cdu_model_heat": _F("add_cdu_choice", "cap_c cdu - red cap_c on - kw[s,c,p] >= 0"),

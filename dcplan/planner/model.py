@@ -760,16 +760,22 @@ def add_cdu_choice(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     """One CDU model per site chosen by the MILP (``cdu_choice: milp``).
 
     Per site s with liquid-cooled rack types and each model c of ``d.cdu_options[s]``:
-    binary ``pick[s,c]`` (the site's model over the whole horizon), binary
-    ``on[s,c,p]``, integer ``cdu[s,c,p]``, continuous ``kw[s,c,p] >= 0`` (the liquid
-    heat model c moves) and ``cdu_new[s,c,p] >= 0``. Rows (the hull of the disjunction
-    "the site's heat goes to model c", one heat variable per model instead of a big-M
-    on the heat row):
+    binary ``pick[s,c]`` (the site's model over the whole horizon); per period binary
+    ``use[s,p]`` (the site has had liquid-cooled racks by p: its CDUs, spares included,
+    are kept from then on); continuous ``on[s,c,p]`` in [0, 1], equal to ``use x pick``
+    at any integer point; integer ``cdu[s,c,p]``, continuous ``kw[s,c,p] >= 0`` (the
+    liquid heat model c moves) and ``cdu_new[s,c,p] >= 0``. Rows (the hull of the
+    disjunction "the site's heat goes to model c", one heat variable per model instead
+    of a big-M on the heat row; one ``use`` binary per site and period instead of one
+    ``on`` binary per model, so that branching on it prices the spare units of whichever
+    model is chosen):
 
     * ``cdu_model_one``: ``sum_c pick[s,c] <= 1`` (``= 1`` when the existing fleet has
       liquid-cooled racks at s);
-    * ``cdu_model_on``: ``on[s,c,last] - pick[s,c] <= 0`` (with ``cdu_keep``,
-      ``on[s,c,p] >= on[s,c,p-1]``, so every period's ``on`` is at most ``pick``);
+    * ``cdu_model_keep``: ``use[s,p] - use[s,p-1] >= 0`` (CDUs are never retired; as
+      ``cdu_keep``, it makes the big-M below a choice of the first period of use);
+    * ``cdu_model_any``: ``sum_c on[s,c,p] - use[s,p] = 0``;
+    * ``cdu_model_on``: ``on[s,c,p] - pick[s,c] <= 0``;
     * ``cdu_model_split``: ``sum_c kw[s,c,p] - sum_r liquid_kw[r,s] inst[r,s,p] = 0``;
     * ``cdu_model_use``: ``kw[s,c,p] - H_s on[s,c,p] <= 0``, ``H_s`` the most liquid
       heat the site holds (:func:`cdu_heat_bound_kw`);
@@ -793,11 +799,10 @@ def add_cdu_choice(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         The plan's coefficient tables (``cdu_options``).
     mv : ModelVars
         The variables, expressions and rows built so far, updated in place
-        (``cdu_site_model``, ``cdu_heat_kw`` and the CDU fields).
+        (``cdu_site_model``, ``cdu_site_used``, ``cdu_heat_kw`` and the CDU fields).
     """
     from dcplan.facility.cooling import cdu_count  # not at import: saved plans load without it
 
-    last = len(d.periods) - 1
     for s in d.sites:
         models = d.cdu_models(s)
         racks = [r for r in (d.cdu_racks(s, models[0]) if models else [])
@@ -819,24 +824,24 @@ def add_cdu_choice(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         for p, per in enumerate(d.periods):
             heat = [(mv.racks_in_service[r, s, p], -d.rack_site[r, s].liquid_heat_kw_per_rack)
                     for r in racks]
-            split = []
+            use = mv.cdu_site_used[s, p] = prob.add_variable(
+                lp_name("cdu_use", s, per.label), 0, 1, cat=pulp.LpBinary)
+            if p > 0:
+                mv.add(prob, "cdu_model_keep", (s, per.label),
+                       _lin([(use, 1.0), (mv.cdu_site_used[s, p - 1], -1.0)]) >= 0)
+            split, ons = [], []
             for c in models:
                 key = (s, c, per.label)
-                cd = d.cdu_data(s, c)
-                cap = cd.cdu_capacity_kw
+                cap = d.cdu_data(s, c).cdu_capacity_kw
                 cdu = mv.cdus_in_service[s, c, p] = prob.add_variable(
                     lp_name("cdu", *key), 0, cat=pulp.LpInteger)
-                on = mv.cdu_model_used[s, c, p] = prob.add_variable(
-                    lp_name("cdu_on", *key), 0, 1, cat=pulp.LpBinary)
+                on = mv.cdu_model_used[s, c, p] = prob.add_variable(lp_name("cdu_on", *key), 0, 1)
                 kw = mv.cdu_heat_kw[s, c, p] = prob.add_variable(lp_name("cdu_kw", *key), 0)
                 buy = mv.cdus_bought[s, c, p] = prob.add_variable(lp_name("cdu_new", *key), 0)
                 split.append((kw, 1.0))
-                if p > 0:
-                    mv.add(prob, "cdu_keep", key,
-                           _lin([(on, 1.0), (mv.cdu_model_used[s, c, p - 1], -1.0)]) >= 0)
-                if p == last:
-                    mv.add(prob, "cdu_model_on", key,
-                           _lin([(on, 1.0), (mv.cdu_site_model[s, c], -1.0)]) <= 0)
+                ons.append((on, 1.0))
+                mv.add(prob, "cdu_model_on", key,
+                       _lin([(on, 1.0), (mv.cdu_site_model[s, c], -1.0)]) <= 0)
                 mv.add(prob, "cdu_model_use", key, _lin([(kw, 1.0), (on, -heat_max)]) <= 0)
                 mv.add(prob, "cdu_model_heat", key,
                        _lin([(cdu, cap), (on, -d.cdu_redundancy * cap), (kw, -1.0)]) >= 0)
@@ -847,6 +852,7 @@ def add_cdu_choice(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
                     owned = cdu_count(heat0, cap, d.cdu_redundancy)
                     terms.append((mv.cdu_site_model[s, c], float(owned)))
                 mv.add(prob, "cdu_model_buy", key, _lin(terms) >= 0)
+            mv.add(prob, "cdu_model_any", (s, per.label), _lin([*ons, (use, -1.0)]) == 0)
             mv.add(prob, "cdu_model_split", (s, per.label), _lin([*split, *heat]) == 0)
 
 

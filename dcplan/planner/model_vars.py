@@ -67,13 +67,18 @@ class ModelVars:
     unserved_tokens_per_s: dict = field(default_factory=dict)
     #: (s, c, p) -> integer CDUs in service [CDUs] ("cdu").
     cdus_in_service: dict = field(default_factory=dict)
-    #: (s, c, p) -> 1 when the site uses CDU model c in period p [0/1] ("cdu_on").
+    #: (s, c, p) -> 1 when the site uses CDU model c in period p [0/1] ("cdu_on"; binary,
+    #: continuous with ``cdu_choice: milp``).
     cdu_model_used: dict = field(default_factory=dict)
     #: (s, c, p) -> CDUs bought in period p [CDUs] ("cdu_new").
     cdus_bought: dict = field(default_factory=dict)
     #: (s, c) -> 1 when site s's CDUs are of model c, the same in every period
     #: (``cdu_choice: milp``) [0/1] ("cdu_pick"); a facility integer, like the CDUs.
     cdu_site_model: dict = field(default_factory=dict)
+    #: (s, p) -> 1 when site s has had liquid-cooled racks by period p, so its CDUs are
+    #: kept (``cdu_choice: milp``; ``cdu_model_used`` is then ``use x pick``, continuous)
+    #: [0/1] ("cdu_use"); a facility integer.
+    cdu_site_used: dict = field(default_factory=dict)
     #: (s, c, p) -> liquid heat at full load that model c moves at s (``cdu_choice:
     #: milp``; 0 unless c is the site's model) [kW] ("cdu_kw").
     cdu_heat_kw: dict = field(default_factory=dict)
@@ -173,7 +178,8 @@ class ModelVars:
         """All integer and binary variables."""
         return [*self.racks_bought.values(), *self.racks_at_cap.values(),
                 *self.cdus_in_service.values(),
-                *self.cdu_model_used.values(), *self.cdu_site_model.values(),
+                *(v for v in self.cdu_model_used.values() if v.cat != pulp.LpContinuous),
+                *self.cdu_site_model.values(), *self.cdu_site_used.values(),
                 *self.spares_kept.values(),
                 *self.site_staffed.values(), *self.fleet_staffed.values(),
                 *self.fabric_integers,

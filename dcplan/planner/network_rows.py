@@ -590,7 +590,7 @@ def fix_at_exact_fabric(d: PlanInputs, mv: ModelVars) -> None:
         var.lowBound = var.upBound = var.varValue = float(value)
 
     for group in (mv.racks_bought, mv.cdus_in_service, mv.cdu_model_used, mv.cdu_site_model,
-                  mv.spares_kept, mv.site_staffed, mv.fleet_staffed):
+                  mv.cdu_site_used, mv.spares_kept, mv.site_staffed, mv.fleet_staffed):
         for var in group.values():
             fix(var, round(var.value() or 0.0))
     for fv in mv.fabric_vars.values():

@@ -329,7 +329,9 @@ CASES: dict[str, Case] = {c.family: c for c in (
     Case("space", liquid, "inst + 0.5 cdu <= 10 positions"),
     Case("cdu_model_one", liquid_choice, "pick c1 + pick c2 = 1 (the existing racks are "
          "liquid-cooled)"),
-    Case("cdu_model_on", liquid_choice, "on c1 2027 - pick c1 <= 0 (the last period)"),
+    Case("cdu_model_keep", liquid_choice, "use 2027 - use 2026 >= 0"),
+    Case("cdu_model_any", liquid_choice, "on c1 + on c2 - use = 0 (each period)"),
+    Case("cdu_model_on", liquid_choice, "on c1 - pick c1 <= 0 (each period)"),
     Case("cdu_model_split", liquid_choice, "kw c1 + kw c2 - 8 inst = 0 (8 kW per rack)"),
     Case("cdu_model_use", liquid_choice, "kw c1 - 80 on c1 <= 0 (10 positions x 8 kW "
          "per one-position rack)"),
