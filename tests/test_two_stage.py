@@ -149,12 +149,16 @@ def test_bounds_are_never_above_the_optimum(n_sites, n_periods, n_racks, seed):
     if direct.status is not SolveStatus.OPTIMAL:
         return  # demand the instance cannot meet: no optimum to compare with
     opt = direct.objective
-    # the envelope relaxation on its own: its optimum and its bound are below
-    prob_e, _mv_e = build_model(d, fabric_envelope=True)
-    env = solve(prob_e, EXACT)
-    assert env.status is SolveStatus.OPTIMAL
-    assert env.objective <= opt * (1 + TOL)
-    assert env.bound is not None and env.bound <= opt * (1 + TOL)
+    # each envelope relaxation on its own: its optimum and its bound are below, and the
+    # cut into pieces is no looser than one piece per regime
+    env = {}
+    for kind in ("regimes", "pieces"):
+        prob_e, _mv_e = build_model(d, fabric_envelope=kind)
+        env[kind] = solve(prob_e, EXACT)
+        assert env[kind].status is SolveStatus.OPTIMAL
+        assert env[kind].objective <= opt * (1 + TOL)
+        assert env[kind].bound is not None and env[kind].bound <= opt * (1 + TOL)
+    assert env["pieces"].objective >= env["regimes"].objective * (1 - TOL)
     # the two-stage solve: the bound it reports, and its plan no better than the optimum
     two = solve_inputs(d, EXACT.updated(strategy="two_stage", gap=1e-3), explain=False)
     assert two.status.has_solution
@@ -163,3 +167,19 @@ def test_bounds_are_never_above_the_optimum(n_sites, n_periods, n_racks, seed):
     # the gap it reports is the plan's against that bound
     assert two.gap == pytest.approx((two.objective_usd - two.bound_usd) / two.objective_usd,
                                     abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ["baseline", "kyber"])
+def test_exact_examples_are_their_twins_with_the_integer_fabric(name):
+    from dcplan.scenario import load_scenario
+
+    root = Path(__file__).resolve().parent.parent / "examples"
+    twin = load_scenario(root / f"{name}.yaml")
+    exact = load_scenario(root / f"{name}_exact.yaml")
+    assert (twin.network_model, exact.network_model) == ("linear", "integer")
+    assert exact.solver.time_limit_s == 300 and exact.solver.strategy == "auto"
+    skip = {"name", "network_model", "solver", "source_file", "line_map", "description",
+            "extends"}
+    a, b = twin.model_dump(), exact.model_dump()
+    assert {k: v for k, v in a.items() if k not in skip} == \
+        {k: v for k, v in b.items() if k not in skip}

@@ -47,7 +47,7 @@ CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
 
 def build_model(d: PlanInputs, elastic: bool = False,
                 unserved_limit: float | None = None,
-                fabric_envelope: bool = False) -> tuple[pulp.LpProblem, ModelVars]:
+                fabric_envelope: str | None = None) -> tuple[pulp.LpProblem, ModelVars]:
     """Build the fleet-planning MILP.
 
     Parameters
@@ -59,10 +59,11 @@ def build_model(d: PlanInputs, elastic: bool = False,
         Elastic model only: at most this many tokens unserved over the horizon (row
         ``unserved_total``, :func:`add_unserved_limit`) [million tokens, of each demand
         row's kind: input, output or both].
-    fabric_envelope : bool
-        Integer fabrics as the regime envelopes of
-        :func:`~dcplan.planner.network_rows.add_fabric_envelope`: a relaxation of the
-        exact model, for its lower bound (:mod:`dcplan.planner.two_stage`).
+    fabric_envelope : {None, "regimes", "pieces"}
+        Integer fabrics as the envelopes of
+        :func:`~dcplan.planner.network_rows.add_fabric_envelope` (one per regime, or
+        per piece of a regime): a relaxation of the exact model, for its lower bound
+        (:mod:`dcplan.planner.two_stage`).
 
     Returns
     -------

@@ -139,7 +139,7 @@ class FabricVars:
 
 
 def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars,
-                envelope: bool = False) -> None:
+                envelope: str | None = None) -> None:
     """Switches and links of every rack type's fabrics as exact step functions [count].
 
     For racks in service ``n = inst[r,s,p]`` (integral: existing plus integer
@@ -169,7 +169,9 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars,
     :func:`~dcplan.planner.fabric.fabric_counts` of its own fleet.
 
     With ``envelope`` the rows are a relaxation of these instead
-    (:func:`add_fabric_envelope`), for a valid lower bound on the exact model.
+    (:func:`add_fabric_envelope`), for a valid lower bound on the exact model:
+    ``"regimes"`` one piece per regime, ``"pieces"`` the regimes cut into pieces
+    (:func:`regime_hulls`).
 
     Parameters
     ----------
@@ -179,9 +181,8 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars,
         The plan's coefficient tables.
     mv : ModelVars
         The variables, expressions and rows built so far, updated in place.
-    envelope : bool
-        Write the regime envelopes of :func:`add_fabric_envelope` instead of the
-        exact rows.
+    envelope : {None, "regimes", "pieces"}
+        Write the envelopes of :func:`add_fabric_envelope` instead of the exact rows.
     """
     hulls: dict = {}
     for (r, s, p), n in mv.racks_in_service.items():
@@ -196,7 +197,8 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars,
             key = (r, s, fd.fabric, label)
             if envelope:
                 if (r, s, fd.fabric) not in hulls:
-                    hulls[r, s, fd.fabric] = regime_hulls(d, fd, cap)
+                    hulls[r, s, fd.fabric] = regime_hulls(d, fd, cap,
+                                                          pieces=envelope == "pieces")
                 mv.fabric_vars[r, s, fd.fabric, p] = add_fabric_envelope(
                     prob, mv, fd, n, hulls[r, s, fd.fabric], key)
             else:
@@ -376,12 +378,46 @@ class RegimeHull:
     segments: dict
 
 
-def regime_hulls(d: PlanInputs, fd, cap: int) -> list[RegimeHull]:
-    """Regimes of a fabric and the lower convex envelope of each count in each [count].
+#: Rack counts up to which a regime is cut into pieces whose envelope stays within
+#: :data:`PIECE_TOL_SWITCHES` of the counts [racks] (beyond, one piece per regime: the
+#: rounding of large fabrics is small against their cost).
+PIECE_MAX_RACKS = 64
+#: Largest gap between a piece's envelope and its counts, in switches' worth of capex
+#: (switch price per switch, link price per link) [switches].
+PIECE_TOL_SWITCHES = 4.0
+
+
+def _hull_segments(counts: list[dict], lo: int, hi: int) -> dict:
+    """Envelope segments of every count over ``lo .. hi`` (a flat one for one count)."""
+    xs = list(range(lo, hi + 1))
+    return {t: _lower_hull(xs, [counts[x][t] for x in xs]) if hi > lo
+            else [(0.0, counts[lo][t])] for t in COUNT_KINDS}
+
+
+def _hull_error(fd, counts: list[dict], lo: int, hi: int, segs: dict) -> float:
+    """Largest capex [USD] by which the envelope of ``lo .. hi`` is below the counts."""
+    price = {t: fd.switch_capex_usd for t in ("leaf", "spine", "core")}
+    price.update({t: fd.link_capex_usd.get(t, 0.0) for t in ("nic_leaf", "leaf_spine",
+                                                               "spine_core")})
+    worst = 0.0
+    for n in range(lo, hi + 1):
+        err = sum(price[t] * (counts[n][t] - max(a * n + b for a, b in segs[t]))
+                  for t in COUNT_KINDS)
+        worst = max(worst, err)
+    return worst
+
+
+def regime_hulls(d: PlanInputs, fd, cap: int, pieces: bool = True) -> list[RegimeHull]:
+    """Pieces of a fabric's regimes and the lower convex envelope of each count [count].
 
     The regimes are the rack counts with one switch (``1 .. one_switch_max``), two
     tiers (to ``two_tier_max``) and three (to the largest count the rows allow), each
-    cut to the counts the site holds; counts are :func:`least_counts`.
+    cut to the counts the site holds; counts are :func:`least_counts`. Up to
+    :data:`PIECE_MAX_RACKS` racks a regime is cut further, greedily from its first
+    count, into the longest pieces whose envelope is within
+    :data:`PIECE_TOL_SWITCHES` switches' worth of capex of the counts (small fabrics
+    round their switches the most per rack; Rubin Ultra NVL576's spines jump from 60
+    to 72 between 14 and 15 racks).
 
     Parameters
     ----------
@@ -391,27 +427,45 @@ def regime_hulls(d: PlanInputs, fd, cap: int) -> list[RegimeHull]:
         The fabric.
     cap : int
         Racks of the type the site holds [racks].
+    pieces : bool
+        Cut the regimes into pieces (else one piece per regime).
 
     Returns
     -------
     list of RegimeHull
-        The non-empty regimes in order of rack count.
+        The non-empty pieces in order of rack count.
     """
     counts = least_counts(d, fd, cap)
     top = len(counts) - 1
     one = min(fd.one_switch_max, top) if cap > fd.one_switch_max else top
     bounds = [(1, one), (one + 1, min(fd.two_tier_max, top)),
               (max(one, fd.two_tier_max) + 1, top)]
+    tol = PIECE_TOL_SWITCHES * fd.switch_capex_usd
     out = []
     for lo, hi in bounds:
-        if lo > hi:
+        if not pieces:
+            if lo <= hi:
+                out.append(RegimeHull(lo, hi, _hull_segments(counts, lo, hi)))
             continue
-        xs = list(range(lo, hi + 1))
-        segs = {}
-        for t in COUNT_KINDS:
-            ys = [counts[x][t] for x in xs]
-            segs[t] = _lower_hull(xs, ys) if hi > lo else [(0.0, ys[0])]
-        out.append(RegimeHull(lo, hi, segs))
+        start = lo
+        while start <= hi:
+            if start > PIECE_MAX_RACKS:
+                out.append(RegimeHull(start, hi, _hull_segments(counts, start, hi)))
+                break
+            end = start
+            segs = _hull_segments(counts, start, end)
+            while end < min(hi, PIECE_MAX_RACKS):
+                nxt = _hull_segments(counts, start, end + 1)
+                if _hull_error(fd, counts, start, end + 1, nxt) > tol:
+                    break
+                end, segs = end + 1, nxt
+            if end == PIECE_MAX_RACKS and end < hi:  # the rest of the regime: one piece
+                segs_all = _hull_segments(counts, start, hi)
+                if _hull_error(fd, counts, start, min(hi, 2 * PIECE_MAX_RACKS),
+                               segs_all) <= tol:
+                    end, segs = hi, segs_all
+            out.append(RegimeHull(start, end, segs))
+            start = end + 1
     return out
 
 

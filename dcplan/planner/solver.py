@@ -289,9 +289,14 @@ def _progress_callback(solver: Any, report: Callable[[SolveProgress], None] | No
     def finite(x: float) -> float | None:
         return x if x is not None and math.isfinite(x) else None
 
+    import highspy
+
+    kinds = highspy.cb.HighsCallbackType
+    improving_kind = int(kinds.kCallbackMipImprovingSolution)
+
     def callback(cb_type, message, data_out, data_in, user_data):  # noqa: ARG001
         t = float(data_out.running_time)
-        improving = "Improving" in str(cb_type)
+        improving = int(cb_type) == improving_kind
         if improving and on_incumbent is not None:
             try:
                 import numpy as np
@@ -302,18 +307,18 @@ def _progress_callback(solver: Any, report: Callable[[SolveProgress], None] | No
                     on_incumbent(x * cs)
             except Exception:  # noqa: BLE001 - a listener must never stop the solver
                 pass
-        if report is None:
-            return
         if not improving and t - state["last"] < PROGRESS_INTERVAL_S:
             return
         state["last"] = t
         osc = getattr(solver, "_osc", 1.0) or 1.0  # the driver's objective scale
         inc, bound = finite(data_out.mip_primal_bound), finite(data_out.mip_dual_bound)
         gap = finite(data_out.mip_gap)
-        try:
-            report(SolveProgress(t, None if inc is None else inc / osc,
+        progress = SolveProgress(t, None if inc is None else inc / osc,
                                  None if bound is None else bound / osc,
-                                 gap if inc is not None else None))
+                                 gap if inc is not None else None)
+        try:
+            if report is not None:
+                report(progress)
         except Exception:  # noqa: BLE001 - a display must never stop the solver
             pass
 

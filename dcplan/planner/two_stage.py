@@ -14,10 +14,11 @@ in stages, each inside the solver's time limit:
 3. **bound**: the exact model with each fabric's rows replaced by the convex envelope
    of its counts in each regime (one switch, two tiers, three:
    :func:`~dcplan.planner.network_rows.add_fabric_envelope`), a relaxation, solved
-   from the best plan for most of the time left; HiGHS's dual bound on it is a lower
-   bound on the exact optimum;
+   from the best plan; HiGHS's dual bound on it is a lower bound on the exact optimum;
 4. **the relaxation's fleets**: the fleets of the last plans HiGHS found for the
    relaxation (:data:`MAX_FLEETS`), each with its exact facility as in stage 2;
+   stages 3 and 4 run for each relaxation of :data:`ENVELOPES` in turn (one piece per
+   regime, then the regimes cut into pieces) while the plan is not proven;
 5. **neighbourhood**: the exact model with racks in service within :data:`FLEET_BOX`
    of the best plan's, started from it;
 6. **full model**: the exact MILP started from the best plan for the time left; its
@@ -54,14 +55,18 @@ FLEET_BOX = 1
 #: Shares of the time limit each stage may take at most [-]: fleet (linear network),
 #: each exact facility, neighbourhood. The envelope relaxation gets what is left but
 #: :data:`RESERVE`; the full model what is left after the others.
-STAGE_SHARES = {"fleet": 0.2, "facility": 0.05, "neighbourhood": 0.1}
+STAGE_SHARES = {"fleet": 0.2, "facility": 0.05, "neighbourhood": 0.05}
 #: Share of the time limit the envelope relaxation leaves to the stages after it [-].
-RESERVE = 0.15
+RESERVE = 0.1
 #: The envelope relaxation's own relative gap, as a share of the requested one [-]
 #: (its plans are a relaxation's: the exact plan of their fleet costs a little more).
 BOUND_GAP_FRAC = 0.3
 #: The relaxation's plans whose fleets get their exact facility, newest first [count].
 MAX_FLEETS = 6
+#: The envelope relaxations in turn (``build_model(fabric_envelope=...)``) and the share
+#: of the time limit each may take at most [-]: one piece per regime solves fast and
+#: proved the baseline; the pieces give kyber plans within its gap.
+ENVELOPES = (("regimes", 0.35), ("pieces", 1.0))
 #: Shortest time worth starting a stage with [s].
 MIN_STAGE_S = 2.0
 
@@ -81,12 +86,35 @@ class TwoStageReport:
         Seconds per stage [s].
     stage1_objective : float or None
         Objective of the linear-network plan (its own model's, not exact) [USD].
+    timeline : list of (float, float or None, float or None)
+        Seconds into the solve [s], best exact plan and best bound so far [USD], at
+        each change of either.
     """
 
     plans: list = field(default_factory=list)
     bounds: list = field(default_factory=list)
     stage_s: dict = field(default_factory=dict)
     stage1_objective: float | None = None
+    timeline: list = field(default_factory=list)
+
+    def seconds_to(self, gap: float) -> float | None:
+        """Seconds into the solve at which the plan was first proven within ``gap`` [s].
+
+        Parameters
+        ----------
+        gap : float
+            Relative gap ``(plan - bound) / plan`` [-].
+
+        Returns
+        -------
+        float or None
+            None when it never was.
+        """
+        for t, plan, bound in self.timeline:
+            if plan is not None and bound is not None and plan > 0 and \
+                    (plan - bound) / plan <= gap:
+                return t
+        return None
 
     @property
     def best_bound(self) -> tuple[str, float] | None:
@@ -241,6 +269,14 @@ def solve_two_stage(d: PlanInputs, first: PlanInputs, opt: SolverOptions,
     prob, mv = model if model is not None else build_model(d)
     best: dict = {"objective": math.inf, "values": None}
 
+    def mark(bound: float | None = None) -> None:
+        b = report.best_bound
+        top = max(x for x in (bound, b[1] if b else None) if x is not None) \
+            if bound is not None or b else None
+        plan = best["objective"] if math.isfinite(best["objective"]) else None
+        if not report.timeline or report.timeline[-1][1:] != (plan, top):
+            report.timeline.append((time.perf_counter() - t0, plan, top))
+
     def keep(stage: str, info: SolveInfo) -> None:
         if info.status.has_solution and info.objective is not None:
             report.plans.append((stage, info.objective))
@@ -250,6 +286,7 @@ def solve_two_stage(d: PlanInputs, first: PlanInputs, opt: SolverOptions,
                 best["start"] = _integer_start(mv)
         if best["values"] is not None:
             _restore(best["values"])
+        mark()
 
     def sub_opt(stage: str, gap: float | None = None) -> SolverOptions:
         return opt.updated(time_limit_s=budget(stage), gap=gap if gap is not None else opt.gap,
@@ -278,45 +315,58 @@ def solve_two_stage(d: PlanInputs, first: PlanInputs, opt: SolverOptions,
         keep(stage, info)
         return info
 
-    # 3. the envelope relaxation: the bound, and the fleets of its plans as candidates
-    fleets: list = []
-    if left() > MIN_STAGE_S and math.isfinite(best["objective"]):
+    # 3-4. the envelope relaxations: the bound, and the fleets of their plans as
+    # candidates, each given its exact facility; one piece per regime first (fast), then
+    # the regimes cut into pieces while the plan is not proven
+    tried = [fleet]
+    for kind, share in ENVELOPES:
+        g = gap_now()
+        if (g is not None and g <= opt.gap) or left() <= MIN_STAGE_S or \
+                not math.isfinite(best["objective"]):
+            break
         t = time.perf_counter()
-        prob_e, mv_e = build_model(d, fabric_envelope=True)
+        fleets: list = []
+        prob_e, mv_e = build_model(d, fabric_envelope=kind)
         cols = [(group, key, var) for group in FLEET_GROUPS
                 for key, var in getattr(mv_e, group).items()]
 
-        def incumbent(x) -> None:
+        def incumbent(x, cols=cols, fleets=fleets) -> None:
             fleets.append({(g, k): float(round(x[v.index])) for g, k, v in cols})
 
-        info4 = solve(prob_e, opt.updated(time_limit_s=max(1.0, left() - RESERVE * limit),
+        # HiGHS's bounds during the solve are not used: those its callbacks report while
+        # it completes the start (a sub-MIP) are not bounds on the model; its final one is
+        seconds = max(1.0, min(left() - RESERVE * limit, share * limit))
+        info4 = solve(prob_e, opt.updated(time_limit_s=seconds,
                                           gap=opt.gap * BOUND_GAP_FRAC, fallback=False),
-                      start=_envelope_start(mv_e, mv), on_incumbent=incumbent,
-                      on_progress=on_solve)
-        report.stage_s["bound"] = time.perf_counter() - t
+                      start=_envelope_start(mv_e, mv), on_incumbent=incumbent)
+        name = f"bound ({kind})"
+        report.stage_s[name] = time.perf_counter() - t
         if info4.bound is not None:
-            report.bounds.append(("HiGHS branch and bound on the fabric-envelope "
+            report.bounds.append((f"HiGHS branch and bound on the fabric-envelope ({kind}) "
                                   f"relaxation of the exact model, "
-                                  f"{report.stage_s['bound']:.0f} s", info4.bound,
+                                  f"{report.stage_s[name]:.0f} s", info4.bound,
                                   time.perf_counter() - t0))
+            mark()
             say(f"two-stage: lower bound {info4.bound / 1e6:,.1f} M USD from the "
-                f"fabric-envelope relaxation in {report.stage_s['bound']:.1f} s")
+                f"fabric-envelope relaxation ({kind}) in {report.stage_s[name]:.1f} s")
         if info4.status.has_solution:
             fleets.append(fleet_values(mv_e))
-    # 4. the exact facility of the relaxation's last plans
-    t = time.perf_counter()
-    seen = [fleet]
-    for fl in reversed(fleets):
-        if len(seen) > MAX_FLEETS or left() <= MIN_STAGE_S:
-            break
-        if fl in seen:
-            continue
-        seen.append(fl)
-        facility("relaxation's fleet", fl)
-    if len(seen) > 1:
-        report.stage_s["relaxation fleets"] = time.perf_counter() - t
-        say(f"two-stage: exact facility for {len(seen) - 1} of the relaxation's fleets: "
-            f"best plan {best['objective'] / 1e6:,.1f} M USD")
+        t = time.perf_counter()
+        done = 0
+        for fl in reversed(fleets):
+            if done >= MAX_FLEETS or left() <= MIN_STAGE_S:
+                break
+            if fl in tried:
+                continue
+            tried.append(fl)
+            done += 1
+            facility(f"relaxation's fleet ({kind})", fl)
+        if done:
+            report.stage_s[f"fleets ({kind})"] = time.perf_counter() - t
+            own = (f" (its own plan {info4.objective / 1e6:,.1f} M USD)"
+                   if info4.status.has_solution and info4.objective is not None else "")
+            say(f"two-stage: exact facility for {done} of the relaxation's "
+                f"fleets{own}: best plan {best['objective'] / 1e6:,.1f} M USD")
 
     # 5. neighbourhood of the best plan's fleet
     g = gap_now()
@@ -336,13 +386,13 @@ def solve_two_stage(d: PlanInputs, first: PlanInputs, opt: SolverOptions,
     if (g is None or g > opt.gap) and left() > MIN_STAGE_S:
         t = time.perf_counter()
         info6 = solve(prob, opt.updated(time_limit_s=max(1.0, left()), fallback=False),
-                      start=best.get("start"))
+                      start=best.get("start"), on_progress=on_solve)
         report.stage_s["full"] = time.perf_counter() - t
-        keep("full model", info6)
         if info6.bound is not None:
             report.bounds.append((f"HiGHS branch and bound on the full exact model, "
                                   f"{report.stage_s['full']:.0f} s", info6.bound,
                                   time.perf_counter() - t0))
+        keep("full model", info6)
         say(f"two-stage: full exact model from the best plan: {_usd(info6)}"
             + (f", bound {info6.bound / 1e6:,.1f} M USD" if info6.bound is not None else ""))
     runtime = time.perf_counter() - t0
