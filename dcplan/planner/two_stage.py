@@ -263,7 +263,8 @@ def solve_two_stage(d: PlanInputs, first: PlanInputs, opt: SolverOptions,
         return None, None, None, report
     report.stage1_objective = info1.objective
     fleet = fleet_values(mv1)
-    say(f"two-stage: fleet from the linear network, {info1.objective / 1e6:,.1f} M USD "
+    kind = "tiered" if any(rs.network_tiers for rs in first.rack_site.values()) else "linear"
+    say(f"two-stage: fleet from the {kind} network, {info1.objective / 1e6:,.1f} M USD "
         f"in {report.stage_s['fleet']:.1f} s")
 
     prob, mv = model if model is not None else build_model(d)
