@@ -504,6 +504,13 @@ def add_fabric_envelope(prob: pulp.LpProblem, mv: ModelVars, fd, n,
     FabricVars
         With ``counts`` (continuous count variables) only.
     """
+    def row(family: str, constraint) -> None:
+        # the relaxation's rows are not families of the planner's MILP (families.py):
+        # named like them, but not recorded in ``mv.constraints``
+        name = lp_name(family, *key)
+        constraint.name = name
+        prob.addConstraint(constraint, name)
+
     fv = FabricVars(fd=fd, n=n)
     split, ons = [(n, 1.0)], []
     parts: dict = {t: [] for t in COUNT_KINDS}
@@ -511,8 +518,8 @@ def add_fabric_envelope(prob: pulp.LpProblem, mv: ModelVars, fd, n,
         on = prob.add_variable(lp_name(f"fenv_on{j}", *key), 0, 1, cat=pulp.LpBinary)
         mv.fabric_integers.append(on)
         nj = prob.add_variable(lp_name(f"fenv_n{j}", *key), 0)
-        mv.add(prob, f"fenv_low{j}", key, _lin([(nj, 1.0), (on, -float(h.lo))]) >= 0)
-        mv.add(prob, f"fenv_high{j}", key, _lin([(nj, 1.0), (on, -float(h.hi))]) <= 0)
+        row(f"fenv_low{j}", _lin([(nj, 1.0), (on, -float(h.lo))]) >= 0)
+        row(f"fenv_high{j}", _lin([(nj, 1.0), (on, -float(h.hi))]) <= 0)
         ons.append((on, 1.0))
         split.append((nj, -1.0))
         for t in COUNT_KINDS:
@@ -521,11 +528,10 @@ def add_fabric_envelope(prob: pulp.LpProblem, mv: ModelVars, fd, n,
                 continue
             c = prob.add_variable(lp_name(f"fenv_{t}{j}", *key), 0)
             for k, (a, b) in enumerate(segs):
-                mv.add(prob, f"fenv_{t}{j}_{k}", key,
-                       _lin([(c, 1.0), (nj, -a), (on, -b)]) >= 0)
+                row(f"fenv_{t}{j}_{k}", _lin([(c, 1.0), (nj, -a), (on, -b)]) >= 0)
             parts[t].append((c, 1.0))
-    mv.add(prob, "fenv_one", key, _lin(ons) <= 1)
-    mv.add(prob, "fenv_split", key, _lin(split) == 0)
+    row("fenv_one", _lin(ons) <= 1)
+    row("fenv_split", _lin(split) == 0)
     fv.counts = {t: _lin(parts[t]) for t in COUNT_KINDS}
     return fv
 

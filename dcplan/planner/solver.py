@@ -490,7 +490,9 @@ def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool 
     if opt.name == "cbc":
         return _cbc(prob, opt, mip)
     try:
-        info = _highs(prob, opt, mip, rounding, on_progress, start, on_incumbent)
+        extra = {k: v for k, v in (("start", start), ("on_incumbent", on_incumbent))
+                 if v is not None}
+        info = _highs(prob, opt, mip, rounding, on_progress, **extra)
     except SolverError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as what it is

@@ -108,7 +108,7 @@ class TwoStageReport:
         Returns
         -------
         float or None
-            None when it never was.
+            Seconds into the solve [s]; None when it never was.
         """
         for t, plan, bound in self.timeline:
             if plan is not None and bound is not None and plan > 0 and \
