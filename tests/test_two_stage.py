@@ -118,6 +118,11 @@ def test_two_stage_plan_equals_the_direct_optimum():
     assert any("two-stage solve" in n for n in two.notes)
     summary = two.summary()
     assert summary["bound_usd"] == two.bound_usd and summary["bound_source"]
+    from dcplan.export.terminal import plan_text
+
+    text = plan_text(two, width=None)
+    assert f"Lower bound: {two.bound_usd:,.0f} USD (HiGHS" in text and "(proven)" in text
+    assert "Lower bound" not in plan_text(direct, width=None)
     # the exact tables of the plan: its fleet is the direct plan's
     a = direct.tables["fleet"].set_index(["rack", "site", "period"]).installed_racks
     b = two.tables["fleet"].set_index(["rack", "site", "period"]).installed_racks

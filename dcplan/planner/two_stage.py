@@ -270,10 +270,9 @@ def solve_two_stage(d: PlanInputs, first: PlanInputs, opt: SolverOptions,
     prob, mv = model if model is not None else build_model(d)
     best: dict = {"objective": math.inf, "values": None}
 
-    def mark(bound: float | None = None) -> None:
+    def mark() -> None:
         b = report.best_bound
-        top = max(x for x in (bound, b[1] if b else None) if x is not None) \
-            if bound is not None or b else None
+        top = b[1] if b else None
         plan = best["objective"] if math.isfinite(best["objective"]) else None
         if not report.timeline or report.timeline[-1][1:] != (plan, top):
             report.timeline.append((time.perf_counter() - t0, plan, top))
@@ -322,8 +321,7 @@ def solve_two_stage(d: PlanInputs, first: PlanInputs, opt: SolverOptions,
     tried = [fleet]
     for kind, share in ENVELOPES:
         g = gap_now()
-        if (g is not None and g <= opt.gap) or left() <= MIN_STAGE_S or \
-                not math.isfinite(best["objective"]):
+        if (g is not None and g <= opt.gap) or left() <= MIN_STAGE_S:
             break
         t = time.perf_counter()
         fleets: list = []
@@ -339,7 +337,8 @@ def solve_two_stage(d: PlanInputs, first: PlanInputs, opt: SolverOptions,
         seconds = max(1.0, min(left() - RESERVE * limit, share * limit))
         info4 = solve(prob_e, opt.updated(time_limit_s=seconds,
                                           gap=opt.gap * BOUND_GAP_FRAC, fallback=False),
-                      start=_envelope_start(mv_e, mv), on_incumbent=incumbent)
+                      start=_envelope_start(mv_e, mv) if best["values"] is not None
+                      else None, on_incumbent=incumbent)
         name = f"bound ({kind})"
         report.stage_s[name] = time.perf_counter() - t
         if info4.bound is not None:
