@@ -175,6 +175,22 @@ class Case:
                     self.perf_defaults, self.calibration, self.path, self.files,
                     self.changes + done)
 
+    def with_network_model(self, network_model: str) -> Case:
+        """The same case with another ``network_model`` (nothing else is resolved again).
+
+        Parameters
+        ----------
+        network_model : {"integer", "linear", "tiered"}
+
+        Returns
+        -------
+        Case
+        """
+        scn = self.scenario.model_copy(update={"network_model": network_model})
+        return Case(scn, self.catalog, self.sites, self.base_catalog, self.base_sites,
+                    self.perf_defaults, self.calibration, self.path, self.files,
+                    self.changes)
+
     def with_calibration(self, calibration: Any) -> Case:
         """The same case planned with another performance-model calibration (or None)."""
         return Case(self.scenario, self.catalog, self.sites, self.base_catalog,

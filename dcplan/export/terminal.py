@@ -436,6 +436,11 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
            f"{timing_text(result)})"]
     if result.message:
         out.append(result.message)
+    if getattr(result, "bound_usd", None) is not None and result.gap is not None:
+        from dcplan.planner.solver import format_gap
+
+        out.append(f"Lower bound: {result.bound_usd:,.0f} USD ({result.bound_source}); "
+                   f"gap {format_gap(result.gap)} (proven)")
     if not result.status.has_solution:
         return fit_lines("\n".join(out), width)
     t = result.tables

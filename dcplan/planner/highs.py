@@ -425,7 +425,7 @@ class HighsDirect(pulp.HiGHS):
                     data_in.user_interrupt = True
 
         h.setCallback(callback, None)
-        for kind in stops:
+        for kind in {*stops, *active}:
             h.startCallback(kind)
 
     def findSolutionValues(self, lp: pulp.LpProblem):  # noqa: N802 - pulp API

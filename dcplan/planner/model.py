@@ -46,7 +46,8 @@ CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
 
 
 def build_model(d: PlanInputs, elastic: bool = False,
-                unserved_limit: float | None = None) -> tuple[pulp.LpProblem, ModelVars]:
+                unserved_limit: float | None = None,
+                fabric_envelope: str | None = None) -> tuple[pulp.LpProblem, ModelVars]:
     """Build the fleet-planning MILP.
 
     Parameters
@@ -58,6 +59,11 @@ def build_model(d: PlanInputs, elastic: bool = False,
         Elastic model only: at most this many tokens unserved over the horizon (row
         ``unserved_total``, :func:`add_unserved_limit`) [million tokens, of each demand
         row's kind: input, output or both].
+    fabric_envelope : {None, "regimes", "pieces"}
+        Integer fabrics as the envelopes of
+        :func:`~dcplan.planner.network_rows.add_fabric_envelope` (one per regime, or
+        per piece of a regime): a relaxation of the exact model, for its lower bound
+        (:mod:`dcplan.planner.two_stage`).
 
     Returns
     -------
@@ -71,7 +77,7 @@ def build_model(d: PlanInputs, elastic: bool = False,
     add_network_tiers(prob, d, mv)
     add_spare_racks(prob, d, mv)
     add_cap_levels(prob, d, mv)
-    add_fabrics(prob, d, mv)
+    add_fabrics(prob, d, mv, envelope=fabric_envelope)
     add_fabric_purchases(prob, d, mv)
     add_allocation_limit(prob, d, mv)
     add_demand(prob, d, mv)

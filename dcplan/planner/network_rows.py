@@ -138,7 +138,8 @@ class FabricVars:
     over: list = field(default_factory=list)
 
 
-def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
+def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars,
+                envelope: str | None = None) -> None:
     """Switches and links of every rack type's fabrics as exact step functions [count].
 
     For racks in service ``n = inst[r,s,p]`` (integral: existing plus integer
@@ -167,6 +168,11 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
     are exact for two tiers (and for one), so the plan's switch and link counts are
     :func:`~dcplan.planner.fabric.fabric_counts` of its own fleet.
 
+    With ``envelope`` the rows are a relaxation of these instead
+    (:func:`add_fabric_envelope`), for a valid lower bound on the exact model:
+    ``"regimes"`` one piece per regime, ``"pieces"`` the regimes cut into pieces
+    (:func:`regime_hulls`).
+
     Parameters
     ----------
     prob : pulp.LpProblem
@@ -175,7 +181,10 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
         The plan's coefficient tables.
     mv : ModelVars
         The variables, expressions and rows built so far, updated in place.
+    envelope : {None, "regimes", "pieces"}
+        Write the envelopes of :func:`add_fabric_envelope` instead of the exact rows.
     """
+    hulls: dict = {}
     for (r, s, p), n in mv.racks_in_service.items():
         fabrics = d.fabrics.get(r)
         if not fabrics:
@@ -185,8 +194,15 @@ def add_fabrics(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
             continue
         label = d.periods[p].label
         for fd in fabrics:
-            mv.fabric_vars[r, s, fd.fabric, p] = _fabric_rows(prob, d, mv, fd, n, cap,
-                                                         (r, s, fd.fabric, label))
+            key = (r, s, fd.fabric, label)
+            if envelope:
+                if (r, s, fd.fabric) not in hulls:
+                    hulls[r, s, fd.fabric] = regime_hulls(d, fd, cap,
+                                                          pieces=envelope == "pieces")
+                mv.fabric_vars[r, s, fd.fabric, p] = add_fabric_envelope(
+                    prob, mv, fd, n, hulls[r, s, fd.fabric], key)
+            else:
+                mv.fabric_vars[r, s, fd.fabric, p] = _fabric_rows(prob, d, mv, fd, n, cap, key)
 
 
 def _whole(x: float) -> bool:
@@ -290,6 +306,233 @@ def _fabric_rows(prob, d, mv, fd, n, cap: int, key: tuple) -> FabricVars:
         mv.add(prob, "fab_max", key, _lin([(n, 1.0)]) <= fd.three_tier_max)
     fv.counts = dict(leaf=_lin(leaf_terms), spine=_lin([(fv.spines, 1.0)]), core=core,
                      nic_leaf=_lin([(n, float(P))]), leaf_spine=up, spine_core=core_links)
+    return fv
+
+
+#: The count expressions of a fabric: switches per tier, then links per tier.
+COUNT_KINDS = ("leaf", "spine", "core", "nic_leaf", "leaf_spine", "spine_core")
+
+
+def least_counts(d: PlanInputs, fd, cap: int) -> list[dict]:
+    """The least switch and link counts the exact rows allow at each rack count [count].
+
+    The rows of :func:`add_fabrics` for one fabric are written into a scratch model and
+    evaluated at :func:`fabric_start_values` for ``n = 0 .. N`` (``N`` the largest count
+    the rows allow: ``cap``, or ``three_tier_max`` when smaller). Those values are each
+    count's least over the rows' binaries (``tests/test_two_stage.py`` checks it by
+    minimising each count over the rows).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    fd : FabricData
+        The fabric.
+    cap : int
+        Racks of the type the site holds [racks].
+
+    Returns
+    -------
+    list of dict
+        Item ``n``: :data:`COUNT_KINDS` -> count at ``n`` racks [switches] or [links].
+    """
+    scratch = pulp.LpProblem("least_counts", pulp.LpMinimize)
+    n_var = scratch.add_variable("n", 0)
+    fv = _fabric_rows(scratch, d, ModelVars(), fd, n_var, cap, ("x",))
+    top = min(cap, fd.three_tier_max) if fd.three_tier_max < cap else cap
+    out = []
+    for n in range(top + 1):
+        vals = fabric_start_values(fv, n)
+        vals[n_var] = float(n)
+        out.append({t: sum(c * vals.get(v, 0.0) for v, c in fv.counts[t].items())
+                    for t in COUNT_KINDS})
+    return out
+
+
+def _lower_hull(xs: list[int], ys: list[float]) -> list[tuple[float, float]]:
+    """Segments ``(slope, intercept)`` of the lower convex hull of points (x, y)."""
+    pts: list[tuple[int, float]] = []
+    for x, y in zip(xs, ys, strict=True):
+        while len(pts) >= 2:
+            (x1, y1), (x2, y2) = pts[-2], pts[-1]
+            if (y2 - y1) * (x - x1) >= (y - y1) * (x2 - x1):  # pts[-1] on or above
+                pts.pop()
+            else:
+                break
+        pts.append((x, y))
+    return [((y2 - y1) / (x2 - x1), y1 - (y2 - y1) / (x2 - x1) * x1)
+            for (x1, y1), (x2, y2) in zip(pts, pts[1:], strict=False)]
+
+
+@dataclass
+class RegimeHull:
+    """One regime of a fabric (one switch, two tiers or three) and its count envelopes.
+
+    ``segments[t]``: ``(slope, intercept)`` pairs whose maximum is the lower convex
+    envelope of count ``t`` over the regime's rack counts ``lo .. hi`` [count per rack],
+    [count]; a regime of one count has one flat segment at its value.
+    """
+
+    lo: int
+    hi: int
+    segments: dict
+
+
+#: Rack counts up to which a regime is cut into pieces whose envelope stays within
+#: :data:`PIECE_TOL_SWITCHES` of the counts [racks] (beyond, one piece per regime: the
+#: rounding of large fabrics is small against their cost).
+PIECE_MAX_RACKS = 64
+#: Largest gap between a piece's envelope and its counts, in switches' worth of capex
+#: (switch price per switch, link price per link) [switches].
+PIECE_TOL_SWITCHES = 4.0
+
+
+def _hull_segments(counts: list[dict], lo: int, hi: int) -> dict:
+    """Envelope segments of every count over ``lo .. hi`` (a flat one for one count)."""
+    xs = list(range(lo, hi + 1))
+    return {t: _lower_hull(xs, [counts[x][t] for x in xs]) if hi > lo
+            else [(0.0, counts[lo][t])] for t in COUNT_KINDS}
+
+
+def _hull_error(fd, counts: list[dict], lo: int, hi: int, segs: dict) -> float:
+    """Largest capex [USD] by which the envelope of ``lo .. hi`` is below the counts."""
+    price = {t: fd.switch_capex_usd for t in ("leaf", "spine", "core")}
+    price.update({t: fd.link_capex_usd.get(t, 0.0) for t in ("nic_leaf", "leaf_spine",
+                                                               "spine_core")})
+    worst = 0.0
+    for n in range(lo, hi + 1):
+        err = sum(price[t] * (counts[n][t] - max(a * n + b for a, b in segs[t]))
+                  for t in COUNT_KINDS)
+        worst = max(worst, err)
+    return worst
+
+
+def regime_hulls(d: PlanInputs, fd, cap: int, pieces: bool = True) -> list[RegimeHull]:
+    """Pieces of a fabric's regimes and the lower convex envelope of each count [count].
+
+    The regimes are the rack counts with one switch (``1 .. one_switch_max``), two
+    tiers (to ``two_tier_max``) and three (to the largest count the rows allow), each
+    cut to the counts the site holds; counts are :func:`least_counts`. Up to
+    :data:`PIECE_MAX_RACKS` racks a regime is cut further, greedily from its first
+    count, into the longest pieces whose envelope is within
+    :data:`PIECE_TOL_SWITCHES` switches' worth of capex of the counts (small fabrics
+    round their switches the most per rack; Rubin Ultra NVL576's spines jump from 60
+    to 72 between 14 and 15 racks).
+
+    Parameters
+    ----------
+    d : PlanInputs
+        The plan's coefficient tables.
+    fd : FabricData
+        The fabric.
+    cap : int
+        Racks of the type the site holds [racks].
+    pieces : bool
+        Cut the regimes into pieces (else one piece per regime).
+
+    Returns
+    -------
+    list of RegimeHull
+        The non-empty pieces in order of rack count.
+    """
+    counts = least_counts(d, fd, cap)
+    top = len(counts) - 1
+    one = min(fd.one_switch_max, top) if cap > fd.one_switch_max else top
+    bounds = [(1, one), (one + 1, min(fd.two_tier_max, top)),
+              (max(one, fd.two_tier_max) + 1, top)]
+    tol = PIECE_TOL_SWITCHES * fd.switch_capex_usd
+    out = []
+    for lo, hi in bounds:
+        if not pieces:
+            if lo <= hi:
+                out.append(RegimeHull(lo, hi, _hull_segments(counts, lo, hi)))
+            continue
+        start = lo
+        while start <= hi:
+            if start > PIECE_MAX_RACKS:
+                out.append(RegimeHull(start, hi, _hull_segments(counts, start, hi)))
+                break
+            end = start
+            segs = _hull_segments(counts, start, end)
+            while end < min(hi, PIECE_MAX_RACKS):
+                nxt = _hull_segments(counts, start, end + 1)
+                if _hull_error(fd, counts, start, end + 1, nxt) > tol:
+                    break
+                end, segs = end + 1, nxt
+            if end == PIECE_MAX_RACKS and end < hi:  # the rest of the regime: one piece
+                segs_all = _hull_segments(counts, start, hi)
+                if _hull_error(fd, counts, start, min(hi, 2 * PIECE_MAX_RACKS),
+                               segs_all) <= tol:
+                    end, segs = hi, segs_all
+            out.append(RegimeHull(start, end, segs))
+            start = end + 1
+    return out
+
+
+def add_fabric_envelope(prob: pulp.LpProblem, mv: ModelVars, fd, n,
+                        hulls: list[RegimeHull], key: tuple) -> FabricVars:
+    """A relaxation of one fabric's rows: each count above its regime's convex envelope.
+
+    For regimes ``j`` (:func:`regime_hulls`) with counts ``lo_j .. hi_j``: binaries
+    ``on_j`` (at most one), racks ``n_j`` with ``lo_j on_j <= n_j <= hi_j on_j`` and
+    ``n = sum_j n_j``; each count ``c_t = sum_j c_tj`` with ``c_tj >= a n_j + b on_j``
+    for every segment ``(a, b)`` of the envelope of ``t`` in regime ``j`` (the
+    perspective of the envelope: the convex hull of the regime's points). Every plan of
+    the exact rows satisfies these rows with the same counts (the regime of its ``n``
+    on, its counts at or above their least values, which are on or above the
+    envelope), and the costs, power and positions are the same expressions of the
+    counts, so the model's optimum, and any bound a solver proves on it, is a lower
+    bound on the exact model's optimum.
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The model the rows are added to.
+    mv : ModelVars
+        The variables built so far; the regime binaries join ``fabric_integers``.
+    fd : FabricData
+        The fabric.
+    n : pulp.LpVariable
+        Racks in service on the fabric [racks].
+    hulls : list of RegimeHull
+        The fabric's regimes.
+    key : tuple
+        (rack, site, fabric, period label): the rows' and variables' name.
+
+    Returns
+    -------
+    FabricVars
+        With ``counts`` (continuous count variables) only.
+    """
+    def row(family: str, constraint) -> None:
+        # the relaxation's rows are not families of the planner's MILP (families.py):
+        # named like them, but not recorded in ``mv.constraints``
+        name = lp_name(family, *key)
+        constraint.name = name
+        prob.addConstraint(constraint, name)
+
+    fv = FabricVars(fd=fd, n=n)
+    split, ons = [(n, 1.0)], []
+    parts: dict = {t: [] for t in COUNT_KINDS}
+    for j, h in enumerate(hulls):
+        on = prob.add_variable(lp_name(f"fenv_on{j}", *key), 0, 1, cat=pulp.LpBinary)
+        mv.fabric_integers.append(on)
+        nj = prob.add_variable(lp_name(f"fenv_n{j}", *key), 0)
+        row(f"fenv_low{j}", _lin([(nj, 1.0), (on, -float(h.lo))]) >= 0)
+        row(f"fenv_high{j}", _lin([(nj, 1.0), (on, -float(h.hi))]) <= 0)
+        ons.append((on, 1.0))
+        split.append((nj, -1.0))
+        for t in COUNT_KINDS:
+            segs = h.segments[t]
+            if all(abs(a) < 1e-12 and abs(b) < 1e-12 for a, b in segs):
+                continue
+            c = prob.add_variable(lp_name(f"fenv_{t}{j}", *key), 0)
+            for k, (a, b) in enumerate(segs):
+                row(f"fenv_{t}{j}_{k}", _lin([(c, 1.0), (nj, -a), (on, -b)]) >= 0)
+            parts[t].append((c, 1.0))
+    row("fenv_one", _lin(ons) <= 1)
+    row("fenv_split", _lin(split) == 0)
+    fv.counts = {t: _lin(parts[t]) for t in COUNT_KINDS}
     return fv
 
 

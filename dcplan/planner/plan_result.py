@@ -112,6 +112,12 @@ class PlanResult:
     saved_from : dict or None
         For a plan read from a file: path, dcplan version, creation time and input
         digest (see :mod:`dcplan.planner.saved`).
+    bound_usd : float or None
+        The best valid lower bound on the objective the gap is taken against, where the
+        solve reports one of its own (two-stage solve of the exact facility) [USD,
+        present value].
+    bound_source : str
+        Where ``bound_usd`` comes from (solver, model and seconds) [-].
     """
 
     name: str
@@ -129,6 +135,8 @@ class PlanResult:
     inputs: PlanInputs | None = None
     case: Any = None
     saved_from: dict[str, Any] | None = None
+    bound_usd: float | None = None
+    bound_source: str = ""
 
     def __iter__(self) -> Iterator[tuple[str, pd.DataFrame]]:
         """Iterate over ``(name, table)`` in :data:`TABLES` order, then the optional ones."""
@@ -251,6 +259,8 @@ class PlanResult:
         ``status`` is the :class:`SolveStatus` value and ``optimal`` whether it is
         ``optimal`` (within the requested gap); ``proven_optimal`` and ``status_text``
         say whether the gap is actually closed and word the outcome for people;
+        ``bound_usd`` and ``bound_source`` the lower bound the gap is proven against
+        and where it comes from, when the solve reports one (two-stage solve);
         ``no_grid_yet`` maps sites to the periods in which they have no grid capacity
         (and host nothing); ``first_tokens`` each site to the first period it serves
         tokens in (time to power, :func:`first_tokens`); ``grid_connections`` the
@@ -275,7 +285,8 @@ class PlanResult:
             "proven_optimal": self.proven_optimal, "unserved": self.unserved,
             "no_grid_yet": no_grid_sites(self.tables.get("power")),
             "objective_usd": self.objective_usd,
-            "gap": self.gap, "solver": self.solver, "message": self.message, "kpis": kpis,
+            "gap": self.gap, "bound_usd": self.bound_usd, "bound_source": self.bound_source,
+            "solver": self.solver, "message": self.message, "kpis": kpis,
             "fleet": fleet, "power": power, "unserved_demand": records("unserved"),
             "cooling": records("cooling"), "network": records("network"),
             "costs": records("costs"), "cashflow": records("cashflow"),

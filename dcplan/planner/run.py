@@ -111,7 +111,9 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
                  explain: bool = True, write_lp: Path | str | None = None,
                  write_mps: Path | str | None = None,
                  progress: Callable[[str], None] | None = None,
-                 on_solve: Callable[[SolveProgress], None] | None = None) -> PlanResult:
+                 on_solve: Callable[[SolveProgress], None] | None = None,
+                 first_stage: PlanInputs | Callable[[], PlanInputs] | None = None
+                 ) -> PlanResult:
     """Build, solve and explain the plan for precomputed inputs.
 
     If the demand cannot be met, the elastic model (priced unserved demand) is solved
@@ -135,6 +137,11 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     on_solve : callable, optional
         Receives :class:`~dcplan.planner.solver.SolveProgress` while HiGHS solves the
         MIP (elapsed time, best plan, bound).
+    first_stage : PlanInputs or callable, optional
+        The same case with the linear network (or a function that prepares it), for
+        the two-stage solve of integer fabrics (:mod:`dcplan.planner.two_stage`, when
+        :func:`use_two_stage` says so); without it the inputs with their fabrics
+        removed are the first stage.
 
     Returns
     -------
@@ -161,7 +168,11 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         say(f"wrote {raw} (as built) and {scaled} (scaled as HiGHS receives models of "
             f"{MIP_START_MIN_VARIABLES:,} variables or more)")
     say(f"solving with {opt.name} (time limit {opt.time_limit_s:g} s, gap {opt.gap:g})")
-    info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
+    two = None
+    if use_two_stage(opt, mv):
+        two, prob, mv, info = _two_stage(d, opt, prob, mv, first_stage, say, on_solve)
+    if two is None:
+        info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
     t["solve"] = info.runtime_s
     say(f"solver: {info.status.value} in {info.runtime_s:.2f} s"
         + (f", gap {info.gap:.3%}" if info.gap is not None else "")
@@ -208,6 +219,9 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     result = PlanResult(d.name, info.status, info.objective, info.gap, info.solver,
                         unserved=unserved, message=message, model_size=size,
                         notes=notes, inputs=d)
+    if two is not None and two.best_bound is not None and not unserved:
+        result.bound_source, result.bound_usd = two.best_bound
+        result.notes.append(two_stage_note(two))
     if not info.status.has_solution:
         t["total"] = sum(t.values())
         result.timings_s = t
@@ -240,6 +254,70 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     result.tables = tables
     result.timings_s = t
     return result
+
+
+#: Strategy ``auto`` solves integer fabrics in two stages from this many fabric integers
+#: (the minimal example, 600-odd, solves directly in seconds; the baseline's 6,186 do
+#: not prove 1 % in 300 s directly, docs/planner.md "Exact facility: two-stage solve").
+TWO_STAGE_MIN_FABRIC_INTEGERS = 2_000
+
+
+def use_two_stage(opt: SolverOptions, mv) -> bool:
+    """Whether to solve a model in two stages (:mod:`dcplan.planner.two_stage`).
+
+    Parameters
+    ----------
+    opt : SolverOptions
+        ``strategy``: ``two_stage``, ``direct`` or ``auto`` (two stages from
+        :data:`TWO_STAGE_MIN_FABRIC_INTEGERS` fabric integers); HiGHS only.
+    mv : ModelVars
+        The exact model's variables.
+
+    Returns
+    -------
+    bool
+        False without integer fabrics or with CBC.
+    """
+    if not mv.fabric_vars or opt.name != "highs" or opt.strategy == "direct":
+        return False
+    return opt.strategy == "two_stage" or len(mv.fabric_integers) >= \
+        TWO_STAGE_MIN_FABRIC_INTEGERS
+
+
+def _two_stage(d: PlanInputs, opt: SolverOptions, prob, mv, first_stage, say, on_solve):
+    """The two-stage solve, or ``(None, prob, mv, None)`` when its first stage has no plan."""
+    import dataclasses
+
+    from dcplan.planner.two_stage import solve_two_stage
+
+    if first_stage is None:
+        first = dataclasses.replace(d, fabrics={})
+    else:
+        first = first_stage() if callable(first_stage) else first_stage
+    say("two-stage solve: the fleet from the linear network, then the exact facility")
+    p2, mv2, info, report = solve_two_stage(d, first, opt, say, on_solve, model=(prob, mv))
+    if info is None:
+        return None, prob, mv, None
+    return report, p2, mv2, info
+
+
+def two_stage_note(report) -> str:
+    """The plan's note on a two-stage solve: plans found, bound and its source.
+
+    Parameters
+    ----------
+    report : TwoStageReport
+        What :func:`~dcplan.planner.two_stage.solve_two_stage` did.
+
+    Returns
+    -------
+    str
+    """
+    plans = ", ".join(f"{stage} {obj / 1e6:,.1f}" for stage, obj in report.plans)
+    src, bound = report.best_bound
+    return (f"two-stage solve of the exact facility: plans [M USD] {plans}; lower bound "
+            f"{bound / 1e6:,.1f} M USD ({src}); stage times "
+            + ", ".join(f"{k} {v:.0f} s" for k, v in report.stage_s.items()))
 
 
 #: Slack of the second stage's shortfall row over the first stage's least shortfall:
@@ -530,8 +608,14 @@ def solve_case(scenario: Any, *, catalog_dir: Path | str | None = None,
                                        threads=threads, log=solver_log)
     d = prepare_inputs(case, progress=progress, solver=opt)
     prep = time.perf_counter() - t0
+
+    def first_stage() -> PlanInputs:
+        say("preparing the linear network's first stage")
+        return prepare_inputs(case.with_network_model("linear"), progress=progress,
+                              solver=opt)
+
     result = solve_inputs(d, opt, explain=explain, write_lp=write_lp, write_mps=write_mps,
-                          progress=progress, on_solve=on_solve)
+                          progress=progress, on_solve=on_solve, first_stage=first_stage)
     result.name = case.name
     result.case = case
     result.unserved_accepted = case.scenario.allow_unserved

@@ -100,6 +100,10 @@ class SolveInfo:
         Human-readable detail (fallback used, time limit hit...).
     time_limit_hit : bool
         The solver stopped at its time limit (with or without a plan).
+    bound : float or None
+        HiGHS's best proven lower bound on the objective of ``prob`` [USD, present
+        value] (its MIP dual bound, in the model's units); None when unknown (CBC, no
+        plan).
     """
 
     status: SolveStatus
@@ -109,6 +113,7 @@ class SolveInfo:
     runtime_s: float
     message: str = ""
     time_limit_hit: bool = False
+    bound: float | None = None
 
     @property
     def proven_optimal(self) -> bool:
@@ -272,26 +277,48 @@ class SolveProgress:
 PROGRESS_INTERVAL_S = 0.25
 
 
-def _progress_callback(solver: Any, report: Callable[[SolveProgress], None]) -> tuple:
-    """A HiGHS callback (and its user data) that reports :class:`SolveProgress`."""
+def _progress_callback(solver: Any, report: Callable[[SolveProgress], None] | None,
+                       on_incumbent: Callable[[Any], None] | None = None) -> tuple:
+    """A HiGHS callback (and its user data) that reports :class:`SolveProgress`.
+
+    ``on_incumbent`` receives each improving plan's column values in the model's units
+    (indexed by the variables' ``index``, which the bulk driver sets).
+    """
     state = {"last": -1.0}
 
     def finite(x: float) -> float | None:
         return x if x is not None and math.isfinite(x) else None
 
+    import highspy
+
+    kinds = highspy.cb.HighsCallbackType
+    improving_kind = int(kinds.kCallbackMipImprovingSolution)
+
     def callback(cb_type, message, data_out, data_in, user_data):  # noqa: ARG001
         t = float(data_out.running_time)
-        improving = "Improving" in str(cb_type)
+        improving = int(cb_type) == improving_kind
+        if improving and on_incumbent is not None:
+            try:
+                import numpy as np
+
+                x = np.array(data_out.mip_solution, dtype=float)
+                cs = getattr(solver, "_cs", None)
+                if cs is not None and len(cs) == len(x):
+                    on_incumbent(x * cs)
+            except Exception:  # noqa: BLE001 - a listener must never stop the solver
+                pass
         if not improving and t - state["last"] < PROGRESS_INTERVAL_S:
             return
         state["last"] = t
         osc = getattr(solver, "_osc", 1.0) or 1.0  # the driver's objective scale
         inc, bound = finite(data_out.mip_primal_bound), finite(data_out.mip_dual_bound)
         gap = finite(data_out.mip_gap)
-        try:
-            report(SolveProgress(t, None if inc is None else inc / osc,
+        progress = SolveProgress(t, None if inc is None else inc / osc,
                                  None if bound is None else bound / osc,
-                                 gap if inc is not None else None))
+                                 gap if inc is not None else None)
+        try:
+            if report is not None:
+                report(progress)
         except Exception:  # noqa: BLE001 - a display must never stop the solver
             pass
 
@@ -299,7 +326,9 @@ def _progress_callback(solver: Any, report: Callable[[SolveProgress], None]) -> 
 
 
 def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None,
-           on_progress: Callable[[SolveProgress], None] | None = None) -> SolveInfo:
+           on_progress: Callable[[SolveProgress], None] | None = None,
+           start: dict | None = None,
+           on_incumbent: Callable[[Any], None] | None = None) -> SolveInfo:
     import highspy
 
     from dcplan.planner.highs import HighsDirect
@@ -308,16 +337,16 @@ def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None,
     # regression values were recorded with); large ones get the scaled bulk driver.
     direct = opt.scale and prob.numVariables() >= MIP_START_MIN_VARIABLES
     extra: dict[str, Any] = {}
-    if on_progress is not None and mip:
+    if (on_progress is not None or on_incumbent is not None) and mip:
         kinds = highspy.cb.HighsCallbackType
         extra["callbacksToActivate"] = [kinds.kCallbackMipImprovingSolution,
                                         kinds.kCallbackMipInterrupt]
     solver = HighsDirect(mip=mip, msg=opt.log, gapRel=opt.gap, timeLimit=opt.time_limit_s,
                          threads=opt.threads, random_seed=0, scale=direct, bulk=direct,
                          rounding=rounding if _use_start(prob, opt, rounding) else None,
-                         **extra, **opt.highs_options)
+                         start=start if mip else None, **extra, **opt.highs_options)
     if extra:
-        solver.callbackTuple = _progress_callback(solver, on_progress)
+        solver.callbackTuple = _progress_callback(solver, on_progress, on_incumbent)
     t0 = time.perf_counter()
     with quiet_stdout(not opt.log):
         prob.solve(solver)
@@ -328,8 +357,10 @@ def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None,
     S = highspy.HighsModelStatus
     has_int = mip and any(v.cat == pulp.LpInteger for v in prob.variables())
     gap = mip_gap if has_int else 0.0
+    bound = _dual_bound(solver, prob, has_sol) if has_int else None
     if name == "Optimal":
-        return SolveInfo(SolveStatus.OPTIMAL, pulp.value(prob.objective), gap, "highs", dt)
+        return SolveInfo(SolveStatus.OPTIMAL, pulp.value(prob.objective), gap, "highs", dt,
+                         bound=bound)
     if ms in (S.kInfeasible,):
         return SolveInfo(SolveStatus.INFEASIBLE, None, None, "highs", dt)
     if ms in (S.kUnbounded, S.kUnboundedOrInfeasible):
@@ -345,13 +376,33 @@ def _highs(prob: pulp.LpProblem, opt: SolverOptions, mip: bool, rounding=None,
     if ms in (*limits, S.kIterationLimit, S.kSolutionLimit) and has_int and has_sol:
         return SolveInfo(SolveStatus.FEASIBLE, pulp.value(prob.objective), gap, "highs", dt,
                          f"stopped by the time limit at gap {format_gap(gap)}",
-                         time_limit_hit=True)
+                         time_limit_hit=True, bound=bound)
     if ms in limits:
         return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", dt,
                          f"HiGHS reached the time limit ({opt.time_limit_s:g} s) without a "
                          "plan; raise the time limit", time_limit_hit=True)
     return SolveInfo(SolveStatus.NOT_SOLVED, None, None, "highs", dt,
                      f"HiGHS stopped: {name}")
+
+
+def _dual_bound(solver: Any, prob: pulp.LpProblem, has_sol: bool) -> float | None:
+    """HiGHS's MIP dual bound in the model's units [USD], or None.
+
+    Taken as the plan's objective less HiGHS's own primal-dual difference, so that it
+    holds whatever objective constant or scale the interface passed to HiGHS.
+    """
+    final = getattr(solver, "_final", None)
+    osc = getattr(solver, "_osc", 1.0) or 1.0
+    obj = pulp.value(prob.objective) if has_sol else None
+    if obj is None:
+        return None
+    if final:
+        return obj - (final["objective"] - final["bound"]) / osc
+    info = prob.solverModel.getInfo()
+    primal, dual = float(info.objective_function_value), float(info.mip_dual_bound)
+    if not (math.isfinite(primal) and math.isfinite(dual)):
+        return None
+    return obj - max(0.0, primal - dual) / osc
 
 
 def _cbc(prob: pulp.LpProblem, opt: SolverOptions, mip: bool) -> SolveInfo:
@@ -390,8 +441,9 @@ def _cbc(prob: pulp.LpProblem, opt: SolverOptions, mip: bool) -> SolveInfo:
 
 
 def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool = True,
-          rounding=None, on_progress: Callable[[SolveProgress], None] | None = None
-          ) -> SolveInfo:
+          rounding=None, on_progress: Callable[[SolveProgress], None] | None = None,
+          start: dict | None = None,
+          on_incumbent: Callable[[Any], None] | None = None) -> SolveInfo:
     """Solve ``prob`` in place (variable values and duals are set on it).
 
     Parameters
@@ -405,6 +457,14 @@ def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool 
     on_progress : callable, optional
         Called with a :class:`SolveProgress` when HiGHS finds a better plan and about
         every :data:`PROGRESS_INTERVAL_S` seconds while it works on the MIP (HiGHS only).
+    start : dict, optional
+        ``pulp.LpVariable -> value``: a (partial) MIP start for HiGHS, which fixes the
+        given integers, solves for the rest and keeps the plan as its first incumbent if
+        it is feasible (ignored by CBC and with ``rounding``).
+    on_incumbent : callable, optional
+        Called with the column values of each improving plan HiGHS finds, in the
+        model's units, indexed by the variables' ``index`` (set by the bulk driver,
+        :class:`~dcplan.planner.highs.HighsDirect`: with ``start`` or a large model).
 
     Returns
     -------
@@ -430,7 +490,9 @@ def solve(prob: pulp.LpProblem, options: SolverOptions | None = None, mip: bool 
     if opt.name == "cbc":
         return _cbc(prob, opt, mip)
     try:
-        info = _highs(prob, opt, mip, rounding, on_progress)
+        extra = {k: v for k, v in (("start", start), ("on_incumbent", on_incumbent))
+                 if v is not None}
+        info = _highs(prob, opt, mip, rounding, on_progress, **extra)
     except SolverError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported as what it is

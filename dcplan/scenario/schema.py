@@ -540,6 +540,11 @@ class SolverOptions(_Strict):
         only for large models.
     highs_options : dict
         Extra HiGHS options by name.
+    strategy : {"auto", "two_stage", "direct"}
+        How integer fabrics (``network_model: integer``) are solved: ``two_stage``
+        (fleet from the linear network, then the exact facility, with a proven bound:
+        :mod:`dcplan.planner.two_stage`), ``direct`` (the exact MILP at once) or ``auto``
+        (two stages for large models, direct for small ones).
     """
 
     name: Literal[SOLVERS] = DEFAULT_SOLVER
@@ -552,6 +557,7 @@ class SolverOptions(_Strict):
     scale: bool = True
     mip_start: bool | None = None
     highs_options: dict[str, Any] = Field(default_factory=dict)
+    strategy: Literal["auto", "two_stage", "direct"] = "auto"
 
     @field_validator("highs_options")
     @classmethod
