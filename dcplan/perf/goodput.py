@@ -55,7 +55,6 @@ from dcplan.perf.roofline import (
 )
 from dcplan.perf.serving import (
     Instance,
-    Point,
     Traffic,
     aggregated,
     bottleneck_label,
@@ -64,6 +63,7 @@ from dcplan.perf.serving import (
     mix_sd_s,
     prefill,
     solve_closed_loop,
+    take_point,
 )
 from dcplan.schema import (
     BYTES_PER_ELEMENT,
@@ -972,49 +972,6 @@ _RHO_STRIDE = 8
 
 #: Operating points whose latency percentiles are evaluated at once (see _aggregated).
 _CHUNK = 256
-
-#: Point fields that are not per-point arrays (kept whole by :func:`take_point`).
-_POINT_WHOLE = ("node_w", "output_nodes", "parts")
-
-
-def take_point(pt: Point, shape: tuple, li: np.ndarray, bi: np.ndarray | None) -> Point:
-    """The operating points ``(li[k], bi[k])`` of ``pt`` (layout x batch), as 1-D arrays.
-
-    ``bi`` None: ``pt`` is 1-D already (of ``shape``) and ``li`` indexes it.
-
-    Every array field is broadcast to ``shape`` and indexed; the prompt-length nodes
-    are indexed each; node weights, output-length nodes and the parts dict stay whole.
-
-    Parameters
-    ----------
-    pt : Point
-        Operating points over layouts x batches (or 1-D).
-    shape : tuple
-        Shape the array fields are broadcast to [count per axis].
-    li : ndarray
-        Layout indices [index from 0] (1-D ``pt``: point indices).
-    bi : ndarray or None
-        Batch indices [index from 0]; None when ``pt`` is 1-D.
-
-    Returns
-    -------
-    Point
-        The selected points.
-    """
-    def one(v):
-        if not np.ndim(v):
-            return v
-        a = np.broadcast_to(np.asarray(v, float), shape)
-        return a[li] if bi is None else a[li, bi]
-
-    changes = {}
-    for f in dataclasses.fields(pt):
-        v = getattr(pt, f.name)
-        if f.name in _POINT_WHOLE:
-            continue
-        changes[f.name] = tuple(one(a) for a in v) if f.name == "prefill_nodes" else one(v)
-    return dataclasses.replace(pt, **changes)
-
 
 def _phase_activities(su: Setup, pre, pt, at, li: int) -> tuple[float, float, float]:
     """Aggregated: (prefill activity, decode activity, prefill time share) at ``at``.

@@ -25,6 +25,7 @@ concurrencies as arrays) and over batches.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -442,6 +443,49 @@ class Point:
         return tpot_quantile(self.tpot_mean_s, self.interrupt_s, arrivals, self.output_tokens,
                              tpot_cv_frac, percentile, self.output_nodes,
                              self.prefill_m2_frac, self.mix_sd_s, within_s)
+
+
+#: Point fields that are not per-point arrays (kept whole by :func:`take_point`).
+_POINT_WHOLE = ("node_w", "output_nodes", "parts")
+
+
+def take_point(pt: Point, shape: tuple, li: np.ndarray, bi: np.ndarray | None) -> Point:
+    """The operating points ``(li[k], bi[k])`` of ``pt`` (layout x batch), as 1-D arrays.
+
+    ``bi`` None: ``pt`` is 1-D already (of ``shape``) and ``li`` indexes it.
+
+    Every array field is broadcast to ``shape`` and indexed; the prompt-length nodes
+    are indexed each; node weights, output-length nodes and the parts dict stay whole.
+
+    Parameters
+    ----------
+    pt : Point
+        Operating points over layouts x batches (or 1-D).
+    shape : tuple
+        Shape the array fields are broadcast to [count per axis].
+    li : ndarray
+        Layout indices [index from 0] (1-D ``pt``: point indices).
+    bi : ndarray or None
+        Batch indices [index from 0]; None when ``pt`` is 1-D.
+
+    Returns
+    -------
+    Point
+        The selected points.
+    """
+    def one(v):
+        if not np.ndim(v):
+            return v
+        a = np.broadcast_to(np.asarray(v, float), shape)
+        return a[li] if bi is None else a[li, bi]
+
+    changes = {}
+    for f in dataclasses.fields(pt):
+        v = getattr(pt, f.name)
+        if f.name in _POINT_WHOLE:
+            continue
+        changes[f.name] = tuple(one(a) for a in v) if f.name == "prefill_nodes" else one(v)
+    return dataclasses.replace(pt, **changes)
 
 
 def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = None,
