@@ -173,7 +173,7 @@ def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv
         Standard deviation of a request's mean step time from the batch mix [s].
     within_s : array, optional
         A limit [s]: return whether the percentile is within it (one evaluation of the
-        distribution at the limit, no bisection) instead of the percentile.
+        distribution at the limit, no root finding) instead of the percentile.
 
     Returns
     -------
@@ -243,20 +243,15 @@ def _root_in_bracket(survival, lo, hi, q, args=()) -> np.ndarray:
     todo = np.flatnonzero(~done & (hi > lo))
     out[~done & (hi <= lo)] = lo[~done & (hi <= lo)]
     if todo.size:
-        a, b = lo[todo], hi[todo]
-        sub = [x[todo] for x in args]
-        f_a = survival(a, *sub) - q
-        f_b = survival(b, *sub) - q
-        res = np.where(f_a > 0, b, a)             # no sign change: an end of the bracket
-        inner = np.flatnonzero((f_a > 0) & (f_b <= 0))
-        if inner.size:
-            def fun(t, *p):
-                return survival(t, *p) - q
-            sol = find_root(fun, (a[inner], b[inner]), args=tuple(x[inner] for x in sub),
-                            tolerances={"xrtol": QUANTILE_RTOL, "xatol": QUANTILE_ATOL})
-            # a non-finite value on the way (none expected): the bracket's midpoint
-            res[inner] = np.where(np.isfinite(sol.x), sol.x, 0.5 * (sol.bracket[0]
-                                                                     + sol.bracket[1]))
+        def fun(t, *p):
+            return survival(t, *p) - q
+        sol = find_root(fun, (lo[todo], hi[todo]), args=tuple(x[todo] for x in args),
+                        tolerances={"xrtol": QUANTILE_RTOL, "xatol": QUANTILE_ATOL})
+        f_lo = sol.f_bracket[0]
+        res = np.where(np.isfinite(sol.x), sol.x, 0.5 * (sol.bracket[0] + sol.bracket[1]))
+        # no sign change (status -1): an end of the bracket, as a bisection gives
+        res = np.where(sol.status == -1, np.where(f_lo > 0, sol.bracket[1], sol.bracket[0]),
+                       res)
         out[todo] = res
     return out.reshape(shape)
 
@@ -351,14 +346,28 @@ def _wait_survival(x, p1, m1, p2, m2):
     ``Wi`` is 0 with probability ``1 - pi``, else exponential with mean ``mi``; when
     both wait the sum is hypoexponential.
     """
+    return _wait_survival_of(_WaitSum(p1, m1, p2, m2), x)
+
+
+class _WaitSum:
+    """The parts of :func:`_wait_survival` that do not depend on ``x``, computed once."""
+
+    def __init__(self, p1, m1, p2, m2):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            self.m1, self.m2 = m1, m2
+            self.m1_s, self.m2_s = np.maximum(m1, 1e-300), np.maximum(m2, 1e-300)
+            d = m1 - m2
+            self.same = np.abs(d) <= 1e-9 * np.maximum(m1, m2)
+            self.d = np.where(self.same, 1.0, d)
+            self.c1, self.c2, self.c12 = p1 * (1 - p2), p2 * (1 - p1), p1 * p2
+
+
+def _wait_survival_of(ws: _WaitSum, x):
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        e1 = np.exp(-x / np.maximum(m1, 1e-300))
-        e2 = np.exp(-x / np.maximum(m2, 1e-300))
-        d = m1 - m2
-        same = np.abs(d) <= 1e-9 * np.maximum(m1, m2)
-        hypo = np.where(same, e1 * (1.0 + x / np.maximum(m1, 1e-300)),
-                        (m1 * e1 - m2 * e2) / np.where(same, 1.0, d))
-    return p1 * (1 - p2) * e1 + p2 * (1 - p1) * e2 + p1 * p2 * hypo
+        e1 = np.exp(-x / ws.m1_s)
+        e2 = np.exp(-x / ws.m2_s)
+        hypo = np.where(ws.same, e1 * (1.0 + x / ws.m1_s), (ws.m1 * e1 - ws.m2 * e2) / ws.d)
+    return ws.c1 * e1 + ws.c2 * e2 + ws.c12 * hypo
 
 
 def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
@@ -392,7 +401,7 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
         wait given a wait [s] (:func:`slot_wait`); the slot wait adds to the queue wait.
     within_s : array, optional
         A limit [s]: return whether the percentile is within it (one evaluation of the
-        survival function at the limit, no bisection) instead of the percentile.
+        survival function at the limit, no root finding) instead of the percentile.
 
     Returns
     -------
@@ -434,19 +443,29 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
     # the queue's P(W > 0)) and is continuous between these points
     starts = [c + s for s in ss]
 
+    burst = bool(np.any(f > 0))
+
     def survival(t, rho, tail, f, span, sp, st, *starts, left=False):
         """``P(T > t)``; ``left``: its limit from the left (a wait starting at ``t``)."""
         out = 0.0
-        for wk, b in zip(weights, starts, strict=True):
-            x = t - b
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            no_tail = ~np.isfinite(tail)              # an unstable queue: every request waits
+            if slots:
+                ws = _WaitSum(rho, tail, sp, st)
+            else:
+                tail_s = np.maximum(tail, 1e-300)
+            if burst:
+                span_s = np.maximum(span, 1e-300)
+            for wk, b in zip(weights, starts, strict=True):
+                x = t - b
                 xp = np.maximum(x, 0.0)
-                sw = (_wait_survival(xp, rho, tail, sp, st) if slots else
-                      rho * np.exp(-xp / np.maximum(tail, 1e-300)))
-                queue = np.where(x <= 0 if left else x < 0, 1.0, sw)
-                burst = np.clip(1.0 - x / np.maximum(span, 1e-300), 0.0, 1.0)
-            queue = np.where(np.isfinite(tail), queue, 1.0)
-            out = out + wk * ((1.0 - f) * queue + f * burst)
+                sw = _wait_survival_of(ws, xp) if slots else rho * np.exp(-xp / tail_s)
+                queue = np.where(((x <= 0) if left else (x < 0)) | no_tail, 1.0, sw)
+                if burst:
+                    u = np.minimum(np.maximum(1.0 - x / span_s, 0.0), 1.0)
+                    out = out + wk * ((1.0 - f) * queue + f * u)
+                else:                             # f = 0: the burst term is 0
+                    out = out + wk * queue
         return out
 
     finite = (rho < 1.0) & ((not slots) | np.isfinite(st) | (sp <= 0))

@@ -13,7 +13,7 @@ first, as vLLM, SGLang and TensorRT-LLM schedule by default), for a decode batch
 
 Open loop (Poisson arrivals): ``lambda`` follows from ``B``. Closed loop at ``C``
 requests in flight (AIPerf, InferenceX): Little's law ``C = lambda (TTFT + O TPOT)``
-fixes ``B``, found by bisection.
+fixes ``B``, found by a bracketed root finder (:func:`solve_closed_loop`).
 
 Disaggregated serving: ``n_p`` prefill instances (queue utilisation
 ``lambda t_pre / n_p``) hand the KV cache over the scale-out network to ``n_d``
@@ -407,7 +407,7 @@ class Point:
         percentile : float or array
             Percentile [%] (e.g. 50, 99).
         within_s : float or array, optional
-            A limit [s]: return whether the percentile is at most it (no bisection).
+            A limit [s]: return whether the percentile is at most it (no root finding).
 
         Returns
         -------
@@ -433,7 +433,7 @@ class Point:
         tpot_cv_frac : float or array
             Base coefficient of variation of a request's time per output token [-].
         within_s : float or array, optional
-            A limit [s]: return whether the percentile is at most it (no bisection).
+            A limit [s]: return whether the percentile is at most it (no root finding).
 
         Returns
         -------
