@@ -340,17 +340,13 @@ def normal_mixture_within(mean, sds, weights, percentile, limit) -> np.ndarray:
     return surv <= q
 
 
-def _wait_survival(x, p1, m1, p2, m2):
-    """``P(W1 + W2 > x)`` for ``x >= 0``, two independent waits.
-
-    ``Wi`` is 0 with probability ``1 - pi``, else exponential with mean ``mi``; when
-    both wait the sum is hypoexponential.
-    """
-    return _wait_survival_of(_WaitSum(p1, m1, p2, m2), x)
-
-
 class _WaitSum:
-    """The parts of :func:`_wait_survival` that do not depend on ``x``, computed once."""
+    """Two independent waits ``W1 + W2``: the parts of ``P(W1 + W2 > x)`` free of ``x``.
+
+    ``Wi`` is 0 with probability ``1 - pi``, else exponential with mean ``mi`` [s]; when
+    both wait the sum is hypoexponential. Computed once per survival
+    evaluation (:func:`_wait_survival_of` then needs only ``x``).
+    """
 
     def __init__(self, p1, m1, p2, m2):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -363,6 +359,7 @@ class _WaitSum:
 
 
 def _wait_survival_of(ws: _WaitSum, x):
+    """``P(W1 + W2 > x)`` [-] for ``x >= 0`` [s] (:class:`_WaitSum`)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         e1 = np.exp(-x / ws.m1_s)
         e2 = np.exp(-x / ws.m2_s)
