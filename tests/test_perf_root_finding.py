@@ -35,7 +35,7 @@ def _smallest_within(within, t):
     return bool(within(up)) and not bool(within(down))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.floats(0.0, 0.99), st.floats(0.0, 0.9), st.floats(0.0, 0.5),
        st.floats(0.01, 3.0), st.floats(0.0, 2.0), st.floats(0.5, 10.0),
        st.floats(50.0, 99.9), st.integers(0, 2**31 - 1))
@@ -54,7 +54,7 @@ def test_ttft_percentile_is_the_smallest_time_within(rho, slot_p, share, tail, s
     assert _smallest_within(within, t)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(1e-4, 1.0), min_size=2, max_size=10), st.floats(50.5, 99.9))
 def test_mixture_percentile_is_the_smallest_value_within(sds, p):
     w = [1.0 / len(sds)] * len(sds)
