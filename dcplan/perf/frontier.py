@@ -37,7 +37,6 @@ from dcplan.perf.goodput import (
     capped_setup,
     check_cap_input,
     slot_wait_quantile,
-    take_point,
     workload_lengths,
 )
 from dcplan.perf.latency import slot_wait, tpot_quantile, ttft_quantile, wait_tail_mean
@@ -51,6 +50,7 @@ from dcplan.perf.serving import (
     kv_transfer_s,
     mix_sd_s,
     prefill,
+    take_point,
 )
 from dcplan.schema import FRONTIER_PERCENTILE, Workload
 

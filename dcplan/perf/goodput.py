@@ -55,7 +55,6 @@ from dcplan.perf.roofline import (
 )
 from dcplan.perf.serving import (
     Instance,
-    Point,
     Traffic,
     aggregated,
     bottleneck_label,
@@ -64,6 +63,7 @@ from dcplan.perf.serving import (
     mix_sd_s,
     prefill,
     solve_closed_loop,
+    take_point,
 )
 from dcplan.schema import (
     BYTES_PER_ELEMENT,
@@ -598,7 +598,8 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
 
         ``at_pt``: (Point, shape) to read the points from (default: the coarse grid's).
         ``within``: only whether the SLO is met (each percentile compared with its limit
-        by one evaluation of the distribution there, no bisection); TTFT and TPOT None.
+        by one evaluation of the distribution there, no root finding); TTFT and TPOT
+        None.
         """
         sub = take_point(*(at_pt or (pt, shape)), li, bi)
         if within:
@@ -621,19 +622,22 @@ def _aggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
                                    ).ttft_quantile(wl.percentile)
         return ok_tp & (tt <= wl.ttft_s), tt, tp
 
-    # The percentiles are mixtures solved by bisection: evaluate them on the points in
-    # order of falling rate, a chunk at a time, and stop at the first chunk with a
-    # point that meets the SLO (the best one; the same as evaluating every point).
+    # Whether the points meet the SLO (each percentile's distribution evaluated at its
+    # limit), in order of falling rate, a chunk at a time, up to the first chunk with a
+    # point that meets it (the best one; the same as evaluating every point); the
+    # percentiles themselves (root finding) only at that point.
     order = np.argsort(-rate_all, axis=None, kind="stable")
     order = order[rate_all.ravel()[order] > 0]
     at = None
     for start in range(0, order.size, _CHUNK):
         li_c, bi_c = np.unravel_index(order[start:start + _CHUNK], shape)
-        ok_c, tt_c, tp_c = meets(li_c, bi_c)
+        ok_c, _, _ = meets(li_c, bi_c, within=True)
         if ok_c.any():
             k = int(np.argmax(ok_c))
             at = (int(li_c[k]), int(bi_c[k]))
-            ttft_at, tpot_at = float(tt_c[k]), float(tp_c[k])
+            one = take_point(pt, shape, li_c[k:k + 1], bi_c[k:k + 1])
+            ttft_at = float(one.ttft_quantile(wl.percentile)[0])
+            tpot_at = float(one.tpot_quantile(wl.percentile, ph.tpot_cv_frac)[0])
             break
     if at is None:
         li_v, bi_v = np.nonzero(valid)
@@ -831,7 +835,7 @@ def _refine_batch(su: Setup, inst, tr, pre, bmax, g, coarse, grid, rate_all, at,
         ttft, tpot = lat
     else:
         # both percentiles at the point (the search compared them with their limits by
-        # the distribution at the limit; the bisected values agree to ~1e-12)
+        # the distribution at the limit; the root-found values agree to ~1e-12)
         sub = take_point(pt, shp, np.array([pick_l]), np.array([0]))
         ttft = float(sub.ttft_quantile(su.workload.percentile)[0])
         tpot = float(sub.tpot_quantile(su.workload.percentile, su.physics.tpot_cv_frac)[0])
@@ -936,8 +940,8 @@ def _largest_feasible_rho(cand, ttft_k, shape, wl: Workload) -> np.ndarray:
     cand : tuple of ndarray
         K decode points (layout, batch indices).
     ttft_k : callable
-        ``ttft_k(cand, r_idx)``: exact TTFT [s] at utilisation indices ``r_idx``
-        (K, P, n).
+        ``ttft_k(cand, r_idx)``: whether the exact TTFT meets the limit at utilisation
+        indices ``r_idx`` (K, P, n) [bool].
     shape : tuple
         (P prefill layouts, R utilisations).
     wl : Workload
@@ -955,12 +959,12 @@ def _largest_feasible_rho(cand, ttft_k, shape, wl: Workload) -> np.ndarray:
     # _RHO_STRIDE-th index, then the indices between the last feasible one and the next
     coarse = np.arange(0, r, _RHO_STRIDE)
     idx = np.broadcast_to(coarse, (k, p, coarse.size))
-    ok = ttft_k(cand, idx) <= wl.ttft_s
+    ok = ttft_k(cand, idx)
     n_ok = np.where(ok.any(axis=2), coarse.size - np.argmax(ok[:, :, ::-1], axis=2), 0)
     # TTFT rises with the index: the feasible ones are a prefix; n_ok of them
     base = np.where(n_ok > 0, coarse[np.maximum(n_ok - 1, 0)], -1)
     fine = base[:, :, None] + np.arange(1, _RHO_STRIDE)[None, None, :]
-    ok_f = (ttft_k(cand, np.clip(fine, 0, r - 1)) <= wl.ttft_s) & (fine < r)
+    ok_f = ttft_k(cand, np.clip(fine, 0, r - 1)) & (fine < r)
     # the fine ones are a prefix too
     n_f = np.where(ok_f.any(axis=2), _RHO_STRIDE - 1 - np.argmax(ok_f[:, :, ::-1], axis=2), 0)
     return base + n_f
@@ -972,49 +976,6 @@ _RHO_STRIDE = 8
 
 #: Operating points whose latency percentiles are evaluated at once (see _aggregated).
 _CHUNK = 256
-
-#: Point fields that are not per-point arrays (kept whole by :func:`take_point`).
-_POINT_WHOLE = ("node_w", "output_nodes", "parts")
-
-
-def take_point(pt: Point, shape: tuple, li: np.ndarray, bi: np.ndarray | None) -> Point:
-    """The operating points ``(li[k], bi[k])`` of ``pt`` (layout x batch), as 1-D arrays.
-
-    ``bi`` None: ``pt`` is 1-D already (of ``shape``) and ``li`` indexes it.
-
-    Every array field is broadcast to ``shape`` and indexed; the prompt-length nodes
-    are indexed each; node weights, output-length nodes and the parts dict stay whole.
-
-    Parameters
-    ----------
-    pt : Point
-        Operating points over layouts x batches (or 1-D).
-    shape : tuple
-        Shape the array fields are broadcast to [count per axis].
-    li : ndarray
-        Layout indices [index from 0] (1-D ``pt``: point indices).
-    bi : ndarray or None
-        Batch indices [index from 0]; None when ``pt`` is 1-D.
-
-    Returns
-    -------
-    Point
-        The selected points.
-    """
-    def one(v):
-        if not np.ndim(v):
-            return v
-        a = np.broadcast_to(np.asarray(v, float), shape)
-        return a[li] if bi is None else a[li, bi]
-
-    changes = {}
-    for f in dataclasses.fields(pt):
-        v = getattr(pt, f.name)
-        if f.name in _POINT_WHOLE:
-            continue
-        changes[f.name] = tuple(one(a) for a in v) if f.name == "prefill_nodes" else one(v)
-    return dataclasses.replace(pt, **changes)
-
 
 def _phase_activities(su: Setup, pre, pt, at, li: int) -> tuple[float, float, float]:
     """Aggregated: (prefill activity, decode activity, prefill time share) at ``at``.
@@ -1147,7 +1108,10 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     rate_p_all = np.where(pbm >= 1, rho / (pre.batched_s * gp), -1.0)
 
     def prefill_ttft_k(cand, r_idx):
-        """Exact TTFT [s]: decode candidates ``cand`` (K) x prefill layouts at ``r_idx``."""
+        """TTFT within the limit: decode candidates ``cand`` x prefill layouts at ``r_idx``.
+
+        By the exact TTFT distribution at the limit (no root finding) [bool].
+        """
         extra = (None,) * (np.ndim(r_idx) - 1)           # r_idx: (K, P) or (K, P, n)
         p_idx = np.arange(tail.shape[0])[(None, slice(None)) + extra[1:]]
 
@@ -1159,7 +1123,8 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         return ttft_quantile(at_r(fixed_p) + per_k(step_half),
                              tuple(at_r(x) for x in pre.nodes), pre.node_w,
                              at_r(rho), at_r(tail), wl.percentile,
-                             slot_p=per_k(slot_p), slot_tail_s=per_k(slot_t))
+                             slot_p=per_k(slot_p), slot_tail_s=per_k(slot_t),
+                             within_s=wl.ttft_s)
 
     def prefill_ttft(at, percentile, pr=None):
         """TTFT at ``percentile`` [s], prefill grid (or its point ``pr``) with ``at``."""

@@ -33,6 +33,7 @@ with Erlang C).
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize.elementwise import find_root
 from scipy.special import gammaincc, gammaln, ndtr
 from scipy.stats import norm
 
@@ -172,7 +173,7 @@ def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv
         Standard deviation of a request's mean step time from the batch mix [s].
     within_s : array, optional
         A limit [s]: return whether the percentile is within it (one evaluation of the
-        distribution at the limit, no bisection) instead of the percentile.
+        distribution at the limit, no root finding) instead of the percentile.
 
     Returns
     -------
@@ -196,18 +197,63 @@ def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv
 LENGTH_BINS = np.asarray(_LENGTH_BINS)
 
 
-def _bisect_quantile(survival, lo, hi, q, iterations: int = 40) -> np.ndarray:
-    """Smallest ``t`` in ``[lo, hi]`` with ``survival(t) <= q`` (vectorised bisection)."""
-    lo = np.asarray(lo, dtype=float)
-    hi = np.asarray(hi, dtype=float)
-    lo, hi = np.broadcast_arrays(lo, hi)
-    lo, hi = lo.copy(), hi.copy()
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        above = survival(mid) > q
-        lo = np.where(above, mid, lo)
-        hi = np.where(above, hi, mid)
-    return 0.5 * (lo + hi)
+#: Relative tolerance of a percentile found by root finding [-]: the bracket around the
+#: root is narrowed to at most this fraction of the root (plus :data:`QUANTILE_ATOL`).
+QUANTILE_RTOL = 1e-13
+#: Absolute tolerance of a percentile found by root finding [unit of the percentile].
+QUANTILE_ATOL = 1e-300
+
+
+def _root_in_bracket(survival, lo, hi, q, args=()) -> np.ndarray:
+    """Smallest ``t`` in ``[lo, hi]`` with ``survival(t, *args) <= q`` (vectorised).
+
+    ``survival`` is non-increasing in ``t`` and continuous inside each bracket (a jump
+    at ``lo`` or ``hi`` is allowed): the root is found by Chandrupatla's method (inverse
+    quadratic interpolation safeguarded by bisection, so it always converges;
+    :func:`scipy.optimize.elementwise.find_root`) and stops when the bracket is within
+    :data:`QUANTILE_RTOL` of the root, not after a fixed number of steps.
+
+    Parameters
+    ----------
+    survival : callable
+        ``survival(t, *args)`` -> ``P(X > t)`` [-], elementwise in ``t`` and ``args``.
+    lo, hi : array
+        Bracket ``lo <= hi`` [unit of t].
+    q : float
+        Tail probability ``1 - percentile / 100`` [-].
+    args : tuple of array
+        Parameters of ``survival``, broadcast with ``lo`` and ``hi``.
+
+    Returns
+    -------
+    ndarray
+        The root [unit of t]: ``lo`` where ``survival(lo) <= q`` or the bracket is
+        empty, ``hi`` where ``survival(hi) > q`` (the bracket misses the root), the
+        bracket's midpoint where it is not finite (as a bisection gives).
+    """
+    lo, hi, *args = np.broadcast_arrays(np.asarray(lo, dtype=float),
+                                        np.asarray(hi, dtype=float),
+                                        *(np.asarray(a, dtype=float) for a in args))
+    shape = lo.shape
+    lo, hi = lo.ravel(), hi.ravel()
+    args = [a.ravel() for a in args]
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = 0.5 * (lo + hi)
+    done = ~(np.isfinite(lo) & np.isfinite(hi))
+    todo = np.flatnonzero(~done & (hi > lo))
+    out[~done & (hi <= lo)] = lo[~done & (hi <= lo)]
+    if todo.size:
+        def fun(t, *p):
+            return survival(t, *p) - q
+        sol = find_root(fun, (lo[todo], hi[todo]), args=tuple(x[todo] for x in args),
+                        tolerances={"xrtol": QUANTILE_RTOL, "xatol": QUANTILE_ATOL})
+        f_lo = sol.f_bracket[0]
+        res = np.where(np.isfinite(sol.x), sol.x, 0.5 * (sol.bracket[0] + sol.bracket[1]))
+        # no sign change (status -1): an end of the bracket, as a bisection gives
+        res = np.where(sol.status == -1, np.where(f_lo > 0, sol.bracket[1], sol.bracket[0]),
+                       res)
+        out[todo] = res
+    return out.reshape(shape)
 
 
 def normal_mixture_quantile(mean, sds, weights, percentile) -> np.ndarray:
@@ -231,9 +277,9 @@ def normal_mixture_quantile(mean, sds, weights, percentile) -> np.ndarray:
 
     Notes
     -----
-    ``P(X > t) = sum_k w_k Q((t - mean) / sd_k)``, solved by bisection between the
-    smallest and largest component quantile (a mixture quantile above the median lies
-    between them).
+    ``P(X > t) = sum_k w_k Q((t - mean) / sd_k)``, solved by a bracketed root finder
+    (:func:`_root_in_bracket`) between the smallest and largest component quantile (a
+    mixture quantile above the median lies between them).
     """
     p = float(percentile)
     mean = np.asarray(mean, dtype=float)
@@ -246,11 +292,14 @@ def normal_mixture_quantile(mean, sds, weights, percentile) -> np.ndarray:
     lo = mean + z * np.minimum.reduce(np.broadcast_arrays(*sds))
     hi = mean + z * np.maximum.reduce(np.broadcast_arrays(*sds))
     q = 1.0 - p / 100.0
+    weights = tuple(float(w) for w in weights)
+    if len(weights) != len(sds):
+        raise ValueError(f"{len(sds)} components but {len(weights)} weights")
 
-    def survival(t):
+    def survival(t, mean, *sds):
         return sum(w * ndtr(-(t - mean) / np.maximum(s, 1e-300)) for w, s in
                    zip(weights, sds, strict=True))
-    return _bisect_quantile(survival, lo, hi, q)
+    return _root_in_bracket(survival, lo, hi, q, (mean, *sds))
 
 
 def normal_mixture_within(mean, sds, weights, percentile, limit) -> np.ndarray:
@@ -291,20 +340,31 @@ def normal_mixture_within(mean, sds, weights, percentile, limit) -> np.ndarray:
     return surv <= q
 
 
-def _wait_survival(x, p1, m1, p2, m2):
-    """``P(W1 + W2 > x)`` for ``x >= 0``, two independent waits.
+class _WaitSum:
+    """Two independent waits ``W1 + W2``: the parts of ``P(W1 + W2 > x)`` free of ``x``.
 
-    ``Wi`` is 0 with probability ``1 - pi``, else exponential with mean ``mi``; when
-    both wait the sum is hypoexponential.
+    ``Wi`` is 0 with probability ``1 - pi``, else exponential with mean ``mi`` [s]; when
+    both wait the sum is hypoexponential. Computed once per survival
+    evaluation (:func:`_wait_survival_of` then needs only ``x``).
     """
+
+    def __init__(self, p1, m1, p2, m2):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            self.m1, self.m2 = m1, m2
+            self.m1_s, self.m2_s = np.maximum(m1, 1e-300), np.maximum(m2, 1e-300)
+            d = m1 - m2
+            self.same = np.abs(d) <= 1e-9 * np.maximum(m1, m2)
+            self.d = np.where(self.same, 1.0, d)
+            self.c1, self.c2, self.c12 = p1 * (1 - p2), p2 * (1 - p1), p1 * p2
+
+
+def _wait_survival_of(ws: _WaitSum, x):
+    """``P(W1 + W2 > x)`` [-] for ``x >= 0`` [s] (:class:`_WaitSum`)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        e1 = np.exp(-x / np.maximum(m1, 1e-300))
-        e2 = np.exp(-x / np.maximum(m2, 1e-300))
-        d = m1 - m2
-        same = np.abs(d) <= 1e-9 * np.maximum(m1, m2)
-        hypo = np.where(same, e1 * (1.0 + x / np.maximum(m1, 1e-300)),
-                        (m1 * e1 - m2 * e2) / np.where(same, 1.0, d))
-    return p1 * (1 - p2) * e1 + p2 * (1 - p1) * e2 + p1 * p2 * hypo
+        e1 = np.exp(-x / ws.m1_s)
+        e2 = np.exp(-x / ws.m2_s)
+        hypo = np.where(ws.same, e1 * (1.0 + x / ws.m1_s), (ws.m1 * e1 - ws.m2 * e2) / ws.d)
+    return ws.c1 * e1 + ws.c2 * e2 + ws.c12 * hypo
 
 
 def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
@@ -338,7 +398,7 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
         wait given a wait [s] (:func:`slot_wait`); the slot wait adds to the queue wait.
     within_s : array, optional
         A limit [s]: return whether the percentile is within it (one evaluation of the
-        survival function at the limit, no bisection) instead of the percentile.
+        survival function at the limit, no root finding) instead of the percentile.
 
     Returns
     -------
@@ -352,8 +412,10 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
     ``S_W(x) = 1`` for ``x < 0``, else ``rho exp(-x / tail_mean)`` (the queue of
     :func:`wait_quantile`; with a slot wait, the survival of the sum of the two waits)
     and ``S_U(x) = clip(1 - x / span, 0, 1)`` (the burst).
-    Solved by bisection; with one node and no burst it is ``c + s +``
-    :func:`wait_quantile`.
+    ``P(T > t)`` jumps where a node's wait starts (``c + s_k``) and is continuous between:
+    the root is found by a search over those points, then a bracketed root finder
+    (:func:`_root_in_bracket`) between two of them; with one node, no burst and no slot
+    wait it is ``c + s +`` :func:`wait_quantile`.
     """
     q = 1.0 - float(percentile) / 100.0
     c = np.asarray(fixed_s, dtype=float)
@@ -371,25 +433,43 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
         out = c + ss[0] + w
         return out if within_s is None else out <= np.asarray(within_s, dtype=float)
 
-    def survival(t):
+    weights = tuple(float(w) for w in service_w)
+    if len(weights) != len(ss):
+        raise ValueError(f"{len(ss)} prompt-length nodes but {len(weights)} weights")
+    # node k's request starts waiting at c + s_k: P(T > t) jumps down there (from 1 to
+    # the queue's P(W > 0)) and is continuous between these points
+    starts = [c + s for s in ss]
+
+    burst = bool(np.any(f > 0))
+
+    def survival(t, rho, tail, f, span, sp, st, *starts, left=False):
+        """``P(T > t)``; ``left``: its limit from the left (a wait starting at ``t``)."""
         out = 0.0
-        for wk, s in zip(service_w, ss, strict=True):
-            x = t - c - s
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            no_tail = ~np.isfinite(tail)              # an unstable queue: every request waits
+            if slots:
+                ws = _WaitSum(rho, tail, sp, st)
+            else:
+                tail_s = np.maximum(tail, 1e-300)
+            if burst:
+                span_s = np.maximum(span, 1e-300)
+            for wk, b in zip(weights, starts, strict=True):
+                x = t - b
                 xp = np.maximum(x, 0.0)
-                sw = (_wait_survival(xp, rho, tail, sp, st) if slots else
-                      rho * np.exp(-xp / np.maximum(tail, 1e-300)))
-                queue = np.where(x < 0, 1.0, sw)
-                burst = np.clip(1.0 - x / np.maximum(span, 1e-300), 0.0, 1.0)
-            queue = np.where(np.isfinite(tail), queue, 1.0)
-            out = out + wk * ((1.0 - f) * queue + f * burst)
+                sw = _wait_survival_of(ws, xp) if slots else rho * np.exp(-xp / tail_s)
+                queue = np.where(((x <= 0) if left else (x < 0)) | no_tail, 1.0, sw)
+                if burst:
+                    u = np.minimum(np.maximum(1.0 - x / span_s, 0.0), 1.0)
+                    out = out + wk * ((1.0 - f) * queue + f * u)
+                else:                             # f = 0: the burst term is 0
+                    out = out + wk * queue
         return out
 
-    finite = (rho < 1.0) & (~slots | np.isfinite(st) | (sp <= 0))
+    finite = (rho < 1.0) & ((not slots) | np.isfinite(st) | (sp <= 0))
+    args = (rho, tail, f, span, sp, st, *starts)
     if within_s is not None:
         # the quantile is at most the limit exactly when P(T > limit) <= q
-        return finite & (survival(np.asarray(within_s, dtype=float)) <= q)
-    s_lo = np.minimum.reduce(np.broadcast_arrays(*ss))
+        return finite & (survival(np.asarray(within_s, dtype=float), *args) <= q)
     s_hi = np.maximum.reduce(np.broadcast_arrays(*ss))
     with np.errstate(divide="ignore", invalid="ignore"):
         # each wait at its q/2 quantile: P(W1 + W2 > a + b) <= q/2 + q/2
@@ -398,8 +478,49 @@ def ttft_quantile(fixed_s, service_s, service_w, rho, tail_mean_s, percentile,
         s_hi_w = np.where(sp <= h, 0.0, st * np.log(np.maximum(sp, 1e-300) / h))
     hi = (c + s_hi + np.where(np.isfinite(w_hi), w_hi, 0.0) + span
           + np.where(np.isfinite(s_hi_w), s_hi_w, 0.0))
-    out = _bisect_quantile(survival, c + s_lo, hi, q)
-    return np.where(finite, out, np.inf)
+    hi, finite, *args = np.broadcast_arrays(hi, finite, *args)
+    out = np.full(hi.shape, np.inf)
+    at = np.flatnonzero(finite.ravel())
+    if at.size:
+        out.ravel()[at] = _ttft_root(survival, hi.ravel()[at], q,
+                                     tuple(x.ravel()[at] for x in args), len(starts))
+    return out
+
+
+def _ttft_root(survival, hi, q, args, n_nodes: int) -> np.ndarray:
+    """Smallest ``t`` with ``P(T > t) <= q``, 1-D (:func:`ttft_quantile`).
+
+    ``P(T > t)`` jumps down where a node's wait starts (``args[-n_nodes:]``) and is
+    continuous between: a search over those points (sorted) finds the first at or
+    beyond the root; the root is that point where the jump crosses ``q``, else it lies
+    in the continuous stretch before it (or after the last one, up to ``hi``), where
+    :func:`_root_in_bracket` finds it.
+    """
+    starts = np.sort(np.stack(args[-n_nodes:]), axis=0)          # (nodes, N)
+    n, size = starts.shape
+    below, above = np.full(size, -1), np.full(size, n)        # S > q at below, <= q at above
+    while True:
+        act = np.flatnonzero(above - below > 1)
+        if not act.size:
+            break
+        mid = (below[act] + above[act]) // 2
+        ok = survival(starts[mid, act], *(x[act] for x in args)) <= q
+        above[act] = np.where(ok, mid, above[act])
+        below[act] = np.where(ok, below[act], mid)
+    j = above
+    out = starts[0].copy()                                    # j == 0: the first start
+    mid = np.flatnonzero((j > 0) & (j < n))
+    jumps = np.zeros(size, bool)
+    if mid.size:
+        left = survival(starts[j[mid], mid], *(x[mid] for x in args), left=True)
+        jumps[mid] = left > q
+        out[mid] = starts[j[mid], mid]
+    rest = np.flatnonzero((j > 0) & ~jumps)
+    if rest.size:
+        a = starts[j[rest] - 1, rest]
+        b = np.where(j[rest] < n, starts[np.minimum(j[rest], n - 1), rest], hi[rest])
+        out[rest] = _root_in_bracket(survival, a, b, q, tuple(x[rest] for x in args))
+    return out
 
 
 def erlang_c(servers, offered) -> np.ndarray:

@@ -75,6 +75,7 @@ from dcplan.perf.serving import (
     disaggregated,
     prefill,
     solve_closed_loop,
+    take_point,
     with_admission,
 )
 
@@ -711,12 +712,14 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
     rate = np.broadcast_to(pt.requests_per_s * float(m.output_tokens), shp)
     ok = np.ones(shp, dtype=bool)
     pct = sv.phase_rows_percentile
-    ttft_p = np.broadcast_to(pt.ttft_quantile(pct), shp)
-    tpot_p = np.broadcast_to(pt.tpot_quantile(pct, ph.tpot_cv_frac), shp)
+    # Whether each batch meets the limits: each percentile compared with its limit by
+    # one evaluation of its distribution there; the percentiles themselves only at the
+    # batch chosen per parameter set (below).
     if m.ttft_s is not None:
-        ok &= ttft_p <= m.ttft_s
+        ok &= np.broadcast_to(pt.ttft_quantile(pct, within_s=m.ttft_s), shp)
     if m.tpot_ms is not None:
-        ok &= tpot_p * 1e3 <= m.tpot_ms
+        ok &= np.broadcast_to(pt.tpot_quantile(pct, ph.tpot_cv_frac,
+                                               within_s=m.tpot_ms / 1e3), shp)
     ok &= np.broadcast_to(pt.utilisation, shp) < 1.0
     any_ok = ok.any(axis=1)
     i = np.argmax(np.where(ok, rate, -1.0), axis=1)
@@ -725,19 +728,30 @@ def phase_arrays(m: Measurement, catalog: Catalog, params: HardwareParams,
     def pick(x):
         return np.where(any_ok, np.broadcast_to(x, shp)[r, i], np.nan)
 
+    chosen = take_point(pt, shp, r, i)          # the chosen batch of every set, (K,)
+    cv = np.ravel(physics.tpot_cv_frac) if np.ndim(physics.tpot_cv_frac) else (
+        physics.tpot_cv_frac)
+
+    def when_ok(x):
+        return np.where(any_ok, x, np.nan)
+
     out.update(
         ok=any_ok, tokens_per_s=pick(rate), batch=pick(batches),
-        median_tpot_ms=pick(pt.tpot_quantile(50.0, ph.tpot_cv_frac)) * 1e3,
-        p99_tpot_ms=pick(pt.tpot_quantile(99.0, ph.tpot_cv_frac)) * 1e3,
-        median_ttft_s=pick(pt.ttft_quantile(50.0)), p99_ttft_s=pick(pt.ttft_quantile(99.0)))
+        median_tpot_ms=when_ok(chosen.tpot_quantile(50.0, cv)) * 1e3,
+        p99_tpot_ms=when_ok(chosen.tpot_quantile(99.0, cv)) * 1e3,
+        median_ttft_s=when_ok(chosen.ttft_quantile(50.0)),
+        p99_ttft_s=when_ok(chosen.ttft_quantile(99.0)))
     pw = power(np.broadcast_to(pt.compute_util, shp)[r, i][:, None],
                np.broadcast_to(pt.memory_util, shp)[r, i][:, None], out["tokens_per_s"])
     out.update({k: np.where(any_ok, v, np.nan) for k, v in pw.items()})
     if not any_ok[0]:
+        first = take_point(pt, shp, np.zeros(shp[1], int), np.arange(shp[1]))
+        cv0 = float(np.ravel(physics.tpot_cv_frac)[0])
         out["flag"] = (
             f"no batch up to {m.batch} meets the row's limits at p{pct:g} (TTFT "
             f"{m.ttft_s} s, TPOT {m.tpot_ms} ms): best reachable TTFT "
-            f"{float(ttft_p[0].min()):.3g} s, TPOT {float(tpot_p[0].min()) * 1e3:.3g} ms")
+            f"{float(first.ttft_quantile(pct).min()):.3g} s, TPOT "
+            f"{float(first.tpot_quantile(pct, cv0).min()) * 1e3:.3g} ms")
     return out
 
 

@@ -13,7 +13,7 @@ first, as vLLM, SGLang and TensorRT-LLM schedule by default), for a decode batch
 
 Open loop (Poisson arrivals): ``lambda`` follows from ``B``. Closed loop at ``C``
 requests in flight (AIPerf, InferenceX): Little's law ``C = lambda (TTFT + O TPOT)``
-fixes ``B``, found by bisection.
+fixes ``B``, found by a bracketed root finder (:func:`solve_closed_loop`).
 
 Disaggregated serving: ``n_p`` prefill instances (queue utilisation
 ``lambda t_pre / n_p``) hand the KV cache over the scale-out network to ``n_d``
@@ -25,9 +25,11 @@ concurrencies as arrays) and over batches.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize.elementwise import find_root
 
 from dcplan.lengths import FIXED, LengthDist
 from dcplan.perf.latency import (
@@ -405,7 +407,7 @@ class Point:
         percentile : float or array
             Percentile [%] (e.g. 50, 99).
         within_s : float or array, optional
-            A limit [s]: return whether the percentile is at most it (no bisection).
+            A limit [s]: return whether the percentile is at most it (no root finding).
 
         Returns
         -------
@@ -431,7 +433,7 @@ class Point:
         tpot_cv_frac : float or array
             Base coefficient of variation of a request's time per output token [-].
         within_s : float or array, optional
-            A limit [s]: return whether the percentile is at most it (no bisection).
+            A limit [s]: return whether the percentile is at most it (no root finding).
 
         Returns
         -------
@@ -442,6 +444,49 @@ class Point:
         return tpot_quantile(self.tpot_mean_s, self.interrupt_s, arrivals, self.output_tokens,
                              tpot_cv_frac, percentile, self.output_nodes,
                              self.prefill_m2_frac, self.mix_sd_s, within_s)
+
+
+#: Point fields that are not per-point arrays (kept whole by :func:`take_point`).
+_POINT_WHOLE = ("node_w", "output_nodes", "parts")
+
+
+def take_point(pt: Point, shape: tuple, li: np.ndarray, bi: np.ndarray | None) -> Point:
+    """The operating points ``(li[k], bi[k])`` of ``pt`` (layout x batch), as 1-D arrays.
+
+    ``bi`` None: ``pt`` is 1-D already (of ``shape``) and ``li`` indexes it.
+
+    Every array field is broadcast to ``shape`` and indexed; the prompt-length nodes
+    are indexed each; node weights, output-length nodes and the parts dict stay whole.
+
+    Parameters
+    ----------
+    pt : Point
+        Operating points over layouts x batches (or 1-D).
+    shape : tuple
+        Shape the array fields are broadcast to [count per axis].
+    li : ndarray
+        Layout indices [index from 0] (1-D ``pt``: point indices).
+    bi : ndarray or None
+        Batch indices [index from 0]; None when ``pt`` is 1-D.
+
+    Returns
+    -------
+    Point
+        The selected points.
+    """
+    def one(v):
+        if not np.ndim(v):
+            return v
+        a = np.broadcast_to(np.asarray(v, float), shape)
+        return a[li] if bi is None else a[li, bi]
+
+    changes = {}
+    for f in dataclasses.fields(pt):
+        v = getattr(pt, f.name)
+        if f.name in _POINT_WHOLE:
+            continue
+        changes[f.name] = tuple(one(a) for a in v) if f.name == "prefill_nodes" else one(v)
+    return dataclasses.replace(pt, **changes)
 
 
 def aggregated(inst: Instance, traffic: Traffic, batch, pre: Prefill | None = None,
@@ -645,25 +690,30 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
 # ---------------------------------------------------------------- closed loop
 
 
-def solve_closed_loop(point_of_batch, concurrency, batch_max, iterations: int = 32):
+#: Tolerance of the closed-loop batch in log space [-]: the solved batch is within this
+#: relative error of the one where Little's law holds.
+CLOSED_LOOP_LOG_TOL = 1e-11
+
+
+def solve_closed_loop(point_of_batch, concurrency, batch_max):
     """Decode batch at which Little's law holds for ``concurrency`` requests in flight.
 
     ``C = lambda * (TTFT_mean + O * TPOT_mean)``; with ``B = lambda O TPOT`` this is
-    ``g(B) = B_total + lambda TTFT_mean - C = 0``, increasing in ``B``. Bisection in
-    log space between a tiny batch and ``min(C, batch_max)``. Where even the largest
-    batch leaves ``g < 0`` (the KV cache is full), the remaining requests wait for a
-    slot and the batch stays at its maximum.
+    ``g(B) = B_total + lambda TTFT_mean - C = 0``, increasing in ``B``. Solved in log
+    space between a tiny batch and ``min(C, batch_max)`` by a bracketed root finder
+    (Chandrupatla's: interpolation safeguarded by bisection,
+    :func:`scipy.optimize.elementwise.find_root`) to :data:`CLOSED_LOOP_LOG_TOL`. Where
+    even the largest batch leaves ``g < 0`` (the KV cache is full), the remaining
+    requests wait for a slot and the batch stays at its maximum.
 
     Parameters
     ----------
     point_of_batch : callable
-        ``B -> (Point, sequences decoding in the deployment)``.
+        ``B -> (Point, sequences decoding in the deployment)``, elementwise in ``B``.
     concurrency : array
         Requests in flight [requests].
     batch_max : array
         Largest batch per (decode) instance [sequences].
-    iterations : int
-        Bisection steps [count].
 
     Returns
     -------
@@ -678,18 +728,36 @@ def solve_closed_loop(point_of_batch, concurrency, batch_max, iterations: int = 
         pt, seqs = point_of_batch(b)
         with np.errstate(invalid="ignore"):
             val = seqs + pt.requests_per_s * pt.ttft_mean_s - c
-        return np.where(np.isfinite(val), val, np.inf), pt
+        return np.where(np.isfinite(val), val, np.inf)
 
-    g_hi, pt_hi = gap(hi)
+    g_hi = gap(hi)
     capped = g_hi < 0
-    llo, lhi = np.log(lo), np.log(hi)
-    for _ in range(iterations):
-        mid = 0.5 * (llo + lhi)
-        g_mid, _ = gap(np.exp(mid))
-        up = g_mid < 0
-        llo = np.where(up, mid, llo)
-        lhi = np.where(up, lhi, mid)
-    b = np.where(capped, hi, np.exp(0.5 * (llo + lhi)))
+    shape = np.broadcast_shapes(hi.shape, g_hi.shape)
+    g_hi = np.broadcast_to(g_hi, shape)
+    b_hi = np.broadcast_to(hi, shape).ravel()
+    g_lo = np.broadcast_to(gap(np.broadcast_to(lo, shape)), shape)
+    b = np.where(g_lo >= 0, np.broadcast_to(lo, shape), b_hi.reshape(shape)).ravel()
+    at = np.flatnonzero(((g_lo < 0) & (g_hi >= 0)).ravel())
+    if at.size:
+        u_lo, u_hi = np.log(lo.ravel()[0]) + np.zeros(at.size), np.log(b_hi[at])
+        ends = ((u_lo, g_lo.ravel()[at]), (u_hi, g_hi.ravel()[at]))
+
+        def fun(u, idx):
+            # the bracket's ends are evaluated already; other points: every element of
+            # the deployment at once (the model is vectorised over them), those not
+            # asked for at their largest batch
+            for u_end, g_end in ends:
+                if u.shape == u_end.shape and np.array_equal(u, u_end):
+                    return g_end
+            full = b_hi.copy()
+            full[idx] = np.exp(u)
+            return gap(full.reshape(shape)).ravel()[idx]
+
+        sol = find_root(fun, (u_lo, u_hi), args=(at,),
+                        tolerances={"xatol": CLOSED_LOOP_LOG_TOL, "xrtol": 0.0})
+        u = np.where(np.isfinite(sol.x), sol.x, 0.5 * (sol.bracket[0] + sol.bracket[1]))
+        b[at] = np.exp(u)
+    b = b.reshape(shape)
     pt, seqs = point_of_batch(b)
     if pt.burst_share:
         # Ramp-up: every client sends its first request at once; the prefill pool
