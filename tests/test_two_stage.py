@@ -182,9 +182,10 @@ def test_exact_examples_are_their_twins_with_the_integer_fabric(name):
     twin = load_scenario(root / f"{name}.yaml")
     exact = load_scenario(root / f"{name}_exact.yaml")
     assert (twin.network_model, exact.network_model) == ("linear", "integer")
+    assert (twin.cdu_choice, exact.cdu_choice) == ("per_rack_type", "milp")
     assert exact.solver.time_limit_s == 300 and exact.solver.strategy == "auto"
-    skip = {"name", "network_model", "solver", "source_file", "line_map", "description",
-            "extends"}
+    skip = {"name", "network_model", "cdu_choice", "solver", "source_file", "line_map",
+            "description", "extends"}
     a, b = twin.model_dump(), exact.model_dump()
     assert {k: v for k, v in a.items() if k not in skip} == \
         {k: v for k, v in b.items() if k not in skip}

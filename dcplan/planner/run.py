@@ -490,10 +490,12 @@ def _exact_cost(result: PlanResult, tables: dict) -> None:
         bound = obj * (1 - result.gap)
         result.gap = max(0.0, (exact - bound) / exact) if exact else 0.0
     result.notes.append(
-        f"three-tier fabrics are a lower bound in the MILP: the plan's exact cost is "
-        f"{exact - obj:,.0f} USD ({(exact - obj) / exact:.3%}) above the solver's objective; "
-        f"NPV and gap are the exact ones (gap {result.gap:.3%})" if result.gap is not None
-        else "three-tier fabrics are a lower bound in the MILP: NPV is the exact cost")
+        f"the plan's cost recomputed from its fleet (the costs table: switches and links at "
+        f"their exact counts, three-tier pods included) is {exact - obj:,.0f} USD "
+        f"({(exact - obj) / exact:.3%}) above the solver's objective; NPV and gap are the "
+        f"recomputed ones (gap {result.gap:.3%})" if result.gap is not None
+        else "the plan's cost recomputed from its fleet (the costs table) is above the "
+        "solver's objective: NPV is the recomputed cost")
     result.objective_usd = exact
 
 
