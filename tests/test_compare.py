@@ -134,6 +134,7 @@ def test_compare_results_baseline_and_names():
     json.dumps(cmp.summary())
 
 
+@pytest.mark.slow
 def test_comparison_workbook_prints_kpis_with_values(run):
     """Page 1 of the comparison (the Comparison sheet, one page wide) holds the KPI names
     in words next to every scenario's value; every sheet has a page setup."""
