@@ -123,6 +123,11 @@ def test_two_stage_plan_equals_the_direct_optimum():
     text = plan_text(two, width=None)
     assert f"Lower bound: {two.bound_usd:,.0f} USD (HiGHS" in text and "(proven)" in text
     assert "Lower bound" not in plan_text(direct, width=None)
+    # the workbook's and the HTML report's outcome sentence say the same
+    from dcplan.export.views import outcome_sentence
+
+    assert f"Lower bound: {two.bound_usd:,.0f} USD (HiGHS" in outcome_sentence(two)
+    assert "Lower bound" not in outcome_sentence(direct)
     # the exact tables of the plan: its fleet is the direct plan's
     a = direct.tables["fleet"].set_index(["rack", "site", "period"]).installed_racks
     b = two.tables["fleet"].set_index(["rack", "site", "period"]).installed_racks

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from dcplan.export.text import WIDTH, fit_lines, format_table
-from dcplan.export.views import operations_counted
+from dcplan.export.views import bound_sentence, operations_counted
 from dcplan.planner.analysis import binding_rows, no_grid_sites, not_buildable_sites
 from dcplan.planner.cashflow import ANNUALISED_TEXT, api_return_text, terminal_note
 from dcplan.planner.plan_result import POWER_BASIS_LABEL, time_to_power_line
@@ -436,11 +436,8 @@ def plan_text(result: Any, width: int | None = WIDTH) -> str:
            f"{timing_text(result)})"]
     if result.message:
         out.append(result.message)
-    if getattr(result, "bound_usd", None) is not None and result.gap is not None:
-        from dcplan.planner.solver import format_gap
-
-        out.append(f"Lower bound: {result.bound_usd:,.0f} USD ({result.bound_source}); "
-                   f"gap {format_gap(result.gap)} (proven)")
+    if bound_sentence(result):
+        out.append(bound_sentence(result))
     if not result.status.has_solution:
         return fit_lines("\n".join(out), width)
     t = result.tables

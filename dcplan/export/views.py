@@ -77,6 +77,29 @@ def operations_counted(costs: pd.DataFrame | None) -> bool:
     return bool(len(sub)) and float(sub.cost_usd.abs().sum()) > 0.0
 
 
+def bound_sentence(result: Any) -> str:
+    """The lower bound a plan's gap is proven against, with its source ("" without one).
+
+    Parameters
+    ----------
+    result : PlanResult
+        ``bound_usd`` [USD], ``bound_source`` and ``gap`` [-] (the two-stage solve of the
+        exact facility sets them).
+
+    Returns
+    -------
+    str
+        E.g. ``Lower bound: 1,096,379,629 USD (HiGHS branch and bound on ...); gap 0.510%
+        (proven)``.
+    """
+    if getattr(result, "bound_usd", None) is None or result.gap is None:
+        return ""
+    from dcplan.planner.solver import format_gap
+
+    return (f"Lower bound: {result.bound_usd:,.0f} USD ({result.bound_source}); "
+            f"gap {format_gap(result.gap)} (proven)")
+
+
 def outcome_sentence(result: Any) -> str:
     """What the solver outcome means, in words that never overstate it."""
     if not result.status.has_solution:
@@ -91,4 +114,5 @@ def outcome_sentence(result: Any) -> str:
         head += " All token demand is served in every period."
     else:
         head += " All token demand is served in every period."
-    return head
+    bound = bound_sentence(result)
+    return f"{head} {bound}." if bound else head
