@@ -77,7 +77,7 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
     "fab_core_links": _F("add_fabrics", "core_links - U - M three >= -M"),
     "fab_max": _F("add_fabrics", "n <= three_tier_max"),
     "net_buy": _F("add_fabric_purchases",
-                  "net_buy[s,i,p] - item[s,i,p] + item[s,i,p-1] >= -owned (p = 0)"),
+                  "sum_{q<=p} net_buy[s,i,q] - item[s,i,p] >= -owned"),
     "net_racks": _F("add_network_space",
                     "units_per_rack * net_racks[s,p] - sum switch_units * switches >= 0"),
     # serving

@@ -540,8 +540,8 @@ def fabric_items(d: PlanInputs, mv: ModelVars) -> dict:
     """Network items per site and period: (s, item, p) -> (expression, unit price [USD]).
 
     Items are switch models (count of switches, priced per switch) and each rack
-    type's links (their value in USD, priced 1): what a period adds over the one
-    before is bought (:func:`add_fabric_purchases`).
+    type's links (their value in USD, priced 1): what a period's items exceed
+    everything owned before is bought (:func:`add_fabric_purchases`).
 
     Parameters
     ----------
@@ -624,10 +624,13 @@ def item_lifetime(d: PlanInputs, item: str) -> float:
 
 
 def add_fabric_purchases(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> None:
-    """Network bought: ``net_buy[s,i,p] >= item[s,i,p] - item[s,i,p-1]`` (existing owned).
+    """Network bought: ``owned + sum_{q<=p} net_buy[s,i,q] >= item[s,i,p]``.
 
-    Switches and links are bought when a period needs more than the one before and
-    kept when fewer are needed (like CDUs); the network capex is ``price x net_buy``.
+    Switches and links bought are owned from then on (like CDUs, never retired): a
+    period needs to buy only what its items in service exceed everything owned before,
+    so items no longer needed after a dip in the racks are kept (unpowered: the power
+    rows count the items in service) and serve again when the racks return; the network
+    capex is ``price x net_buy``. ``owned`` is the existing fleet's network.
 
     Parameters
     ----------
@@ -641,15 +644,37 @@ def add_fabric_purchases(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> 
     items = fabric_items(d, mv)
     mv.network_items = items
     owned = {s: fabric_existing(d, s) for s in d.sites}
-    for (s, i, p), (expr, _price) in items.items():
+    bought: dict = defaultdict(list)  # (s, i) -> net_buy of the periods so far
+    for (s, i, p), (expr, _price) in sorted(items.items(), key=lambda kv: kv[0][2]):
         label = d.periods[p].label
         buy = mv.network_bought[s, i, p] = prob.add_variable(lp_name("net_buy", s, i, label), 0)
-        before = items.get((s, i, p - 1)) if p > 0 else None
-        rhs = -owned[s].get(i, 0.0) if p == 0 else 0.0
-        row = [(buy, 1.0), *[(v, -c) for v, c in expr.items()]]
-        if before is not None:
-            row += list(before[0].items())
-        mv.add(prob, "net_buy", (s, i, label), _lin(row) >= rhs)
+        bought[s, i].append(buy)
+        row = [(b, 1.0) for b in bought[s, i]] + [(v, -c) for v, c in expr.items()]
+        mv.add(prob, "net_buy", (s, i, label), _lin(row) >= -owned[s].get(i, 0.0))
+
+
+def network_stock(owned: float, in_service: list[float]) -> list[float]:
+    """Items to buy in each period when what is bought is kept [count] or [USD].
+
+    Parameters
+    ----------
+    owned : float
+        Items owned before the first period (the existing fleet's) [count] or [USD].
+    in_service : list of float
+        Items in service per period [count] or [USD].
+
+    Returns
+    -------
+    list of float
+        Items bought per period: what the period's items in service exceed everything
+        owned before (the least ``net_buy`` of :func:`add_fabric_purchases`) [count] or
+        [USD].
+    """
+    out, stock = [], owned
+    for x in in_service:
+        out.append(max(0.0, x - stock))
+        stock = max(stock, x)
+    return out
 
 
 def fabric_power_terms(d: PlanInputs, mv: ModelVars, s: str, p: int) -> list:
@@ -881,8 +906,11 @@ def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float |
     its rows allow (it only costs money). With the fleet fixed, the least values are
     the step functions of the racks in service (:func:`fabric_start_values`), network
     racks ``ceil(units / units per rack)`` and purchases the increases: the same plan,
-    feasible and no dearer (less network power and positions). Returns the objective of
-    the polished values (None without fabrics).
+    feasible and no dearer (less network power and positions; what is bought is kept,
+    :func:`network_stock`, so fewer items in service never buy more). The caller still
+    compares the objective returned with the solved one and keeps the solved values if
+    it is higher (:func:`dcplan.planner.run._polish`). Returns the objective of the
+    polished values (None without fabrics).
 
     Parameters
     ----------
@@ -913,10 +941,12 @@ def polish_fabric(prob: pulp.LpProblem, d: PlanInputs, mv: ModelVars) -> float |
     for key, var in mv.facility_peak_over_hours_kw.items():
         var.varValue = peak[key]
     owned = {s: fabric_existing(d, s) for s in d.sites}
-    for (s, i, p), var in mv.network_bought.items():
-        now = pulp.value(mv.network_items[s, i, p][0]) or 0.0
-        before = mv.network_items.get((s, i, p - 1)) if p > 0 else None
-        prev = (pulp.value(before[0]) or 0.0) if before is not None else \
-            (owned[s].get(i, 0.0) if p == 0 else 0.0)
-        var.varValue = max(0.0, now - prev)
+    series: dict = defaultdict(dict)
+    for (s, i, p) in mv.network_bought:
+        series[s, i][p] = pulp.value(mv.network_items[s, i, p][0]) or 0.0
+    for (s, i), by_p in series.items():
+        periods = sorted(by_p)
+        for p, x in zip(periods, network_stock(owned[s].get(i, 0.0),
+                                               [by_p[q] for q in periods]), strict=True):
+            mv.network_bought[s, i, p].varValue = x
     return pulp.value(prob.objective)

@@ -409,14 +409,31 @@ def _polish(prob, d: PlanInputs, mv, info) -> None:
     """Fabric counts at their step functions (:func:`~dcplan.planner.network_rows.polish_fabric`).
 
     The objective becomes that of the polished plan, and the gap shrinks with it (the
-    solver's bound is unchanged).
+    solver's bound is unchanged). Each polish (fabric counts, then CDUs) is kept only
+    where it is not dearer than the plan as solved: the least counts of a period can
+    cost more over the horizon, e.g. core links the solver kept in service through a
+    dip in the racks, which the least counts drop and the next period buys again
+    (``net_buy >= items[p] - items[p-1]``); the solved values then stand.
     """
+    import pulp
+
     from dcplan.planner.cdu_choice import polish_cdus
     from dcplan.planner.network_rows import polish_fabric
 
-    obj = polish_fabric(prob, d, mv)
-    obj = polish_cdus(prob, d, mv) or obj  # cdu_choice: milp, the least CDUs of each model
-    if obj is None or info.objective is None or obj > info.objective:
+    if info.objective is None:
+        return
+    obj = pulp.value(prob.objective)  # the solved values' cost, as each step returns it
+    for step in (polish_fabric, polish_cdus):  # polish_cdus: cdu_choice: milp only
+        saved = {v: v.varValue for v in prob.variables()}
+        new = step(prob, d, mv)
+        if new is None:
+            continue
+        if new > obj + 1e-9 * abs(obj) + 1e-6:
+            for v, x in saved.items():
+                v.varValue = x
+            continue
+        obj = new
+    if obj is None or obj >= info.objective:
         return
     if info.gap is not None and info.objective:
         bound = info.objective * (1 - info.gap)

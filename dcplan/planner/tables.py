@@ -1264,22 +1264,23 @@ def cost_values(d: PlanInputs, sol: Solution, power: pd.DataFrame,
             rec("network_capex", p, more, d.racks[r].lifetime_years)
             prev = value
     if d.fabrics:
-        from dcplan.planner.network_rows import fabric_existing, item_lifetime
+        from dcplan.planner.network_rows import fabric_existing, item_lifetime, network_stock
 
         for s in d.sites:
-            prev = fabric_existing(d, s)
-            for p in range(n):
-                now = network_items(d, sol, s, p)
-                for i, x in now.items():
-                    price = 1.0 if i.startswith("links_") else next(
-                        fd.switch_capex_usd for fs in d.fabrics.values() for fd in fs
-                        if fd.switch_id == i)
-                    buy = max(0.0, x - prev.get(i, 0.0)) * price
+            owned = fabric_existing(d, s)
+            per = [network_items(d, sol, s, p) for p in range(n)]
+            for i in sorted({i for now in per for i in now}):
+                price = 1.0 if i.startswith("links_") else next(
+                    fd.switch_capex_usd for fs in d.fabrics.values() for fd in fs
+                    if fd.switch_id == i)
+                # what is bought is kept: a period buys what it needs beyond all owned
+                for p, x in enumerate(network_stock(owned.get(i, 0.0),
+                                                    [now.get(i, 0.0) for now in per])):
+                    buy = x * price
                     cost["network_capex", p] += buy
                     cost["terminal_value", n - 1] -= buy * d.remaining_frac(
                         item_lifetime(d, i), p)
                     rec("network_capex", p, buy, item_lifetime(d, i))
-                prev = now
     for (r, s, p), x in sol.racks_bought.items():
         extra = d.rack_site[r, s].redundancy_capex_usd_per_kw * d.racks[r].it_power_max_kw
         cost["redundancy_capex", p] += x * extra
