@@ -55,7 +55,10 @@ REPO = Path(__file__).resolve().parent.parent
 #: Folder of the shipped measurement files; every ``*.csv`` in it is used, as the
 #: documented ``dcplan perf calibrate catalogs/measurements/*.csv`` fits them all.
 MEASUREMENTS = REPO / "catalogs" / "measurements"
-TARGET_MEDIAN, TARGET_P90 = 15.0, 40.0
+#: Leave-one-hardware-out targets per model family, median and p90 |error| of output
+#: tokens/s per GPU [%]: MoE from issue 28 ("Rack-scale truth", done-when on the
+#: shipped data); dense keeps the earlier 15 / 40 (issue 28 names none for it).
+TARGETS = {"MoE": (12.0, 35.0), "dense": (15.0, 40.0)}
 #: GPUs of a board-scale scale-up domain; a larger platform domain (NVL72) is rack-scale.
 BOARD_DOMAIN = 8
 #: Bands of requests in flight of serving rows: (largest concurrency in the band or None
@@ -623,9 +626,10 @@ def main(argv: list[str] | None = None) -> int:
         if fam in lo:
             med = lo[fam]["leave-one-hardware-out median"]
             p90 = lo[fam]["leave-one-hardware-out p90"]
-            ok = med is not None and med <= TARGET_MEDIAN and p90 <= TARGET_P90
-            print(f"target, {fam}: leave-one-hardware-out median <= {TARGET_MEDIAN:g}% and "
-                  f"p90 <= {TARGET_P90:g}%: {'met' if ok else 'NOT met'} "
+            t_med, t_p90 = TARGETS[fam]
+            ok = med is not None and med <= t_med and p90 <= t_p90
+            print(f"target, {fam}: leave-one-hardware-out median <= {t_med:g}% and "
+                  f"p90 <= {t_p90:g}%: {'met' if ok else 'NOT met'} "
                   f"({_fmt(med)}%, {_fmt(p90)}%)")
     print(f"\ntime: fit {t1 - t0:.0f} s, leave-out folds {t2 - t1:.0f} s")
     if args.json:

@@ -281,6 +281,11 @@ HOSTILE = {  # name -> (build(good, dst), words the message must hold)
         objective_usd=float("nan"))), ["field 'objective_usd'", "finite number"]),
     "string_objective": (lambda g, d: rewrite(g, d, manifest=manifest_edit(
         objective_usd="1e9")), ["field 'objective_usd'"]),
+    "bound_above_plan": (lambda g, d: rewrite(g, d, manifest=lambda m: m.update(
+        bound_usd=m["objective_usd"] * 1.01, bound_source="edited")),
+        ["manifest.json", "bound_usd", "above objective_usd", "cannot exceed"]),
+    "nan_bound": (lambda g, d: rewrite(g, d, manifest=manifest_edit(
+        bound_usd=float("nan"))), ["field 'bound_usd'", "finite number"]),
     "nan_npv_kpi": (lambda g, d: with_table(g, d, "kpis", set_cell("value", float("nan"))),
                     ["tables/kpis.parquet", "npv_cost_usd"]),
     "negative_racks": (lambda g, d: with_table(g, d, "fleet", set_cell("installed_racks", -3.0)),

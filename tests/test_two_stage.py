@@ -134,6 +134,37 @@ def test_two_stage_plan_equals_the_direct_optimum():
     assert a.sum() == b.sum()
 
 
+@pytest.mark.slow
+def test_a_saved_two_stage_plan_keeps_its_bound(tmp_path):
+    # through the CLI, as a user saves and reopens a plan: the bound and its source
+    # travel in the saved plan and 'dcplan show' prints them as 'dcplan plan' did
+    import json
+
+    from typer.testing import CliRunner
+
+    from dcplan.cli import app
+
+    root = Path(__file__).resolve().parent.parent
+    scn = tmp_path / "exact.yaml"
+    scn.write_text(f"extends: {root / 'examples' / 'minimal.yaml'}\nname: minimal_two\n"
+                   "network_model: integer\n"
+                   "solver: {time_limit_s: 120, gap: 0.01, strategy: two_stage}\n")
+    runner = CliRunner()
+    plan = tmp_path / "p.plan"
+    res = runner.invoke(app, ["plan", str(scn), "--save", str(plan), "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["bound_usd"] is not None and summary["bound_source"].startswith("HiGHS")
+    shown = runner.invoke(app, ["show", str(plan), "--json"])
+    assert shown.exit_code == 0, shown.output
+    again = json.loads(shown.stdout)
+    assert (again["bound_usd"], again["bound_source"]) == (summary["bound_usd"],
+                                                           summary["bound_source"])
+    text = runner.invoke(app, ["show", str(plan)])
+    assert f"Lower bound: {summary['bound_usd']:,.0f} USD (HiGHS" in " ".join(
+        text.stdout.split())
+
+
 def test_strategy_auto_keeps_small_models_direct():
     d = _tiny(2, 2, 1, seed=0)
     _prob, mv = build_model(d)

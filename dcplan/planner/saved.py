@@ -48,7 +48,14 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.planner.plan_result import PlanResult
@@ -410,7 +417,8 @@ def _manifest(result: PlanResult) -> dict[str, Any]:
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "scenario": result.name, "input_digest": case.digest if case is not None else None,
         "status": result.status.value, "objective_usd": result.objective_usd,
-        "gap": result.gap, "solver": result.solver, "unserved": result.unserved,
+        "gap": result.gap, "bound_usd": result.bound_usd, "bound_source": result.bound_source,
+        "solver": result.solver, "unserved": result.unserved,
         "unserved_accepted": result.unserved_accepted, "message": result.message,
         "notes": list(result.notes), "timings_s": result.timings_s,
         "model_size": result.model_size,
@@ -495,6 +503,12 @@ class Manifest(BaseModel):
     gap : float or None
         Relative MIP gap [-]: not negative, not NaN (infinite when the solver had no
         bound).
+    bound_usd : float or None
+        The lower bound the gap is proven against [USD, present value] (two-stage solve
+        of the exact facility), finite and not above ``objective_usd``; absent in plans
+        saved before it was written.
+    bound_source : str
+        Where ``bound_usd`` comes from [-].
     timings_s : dict
         [s], finite and not negative.
     tables : dict
@@ -512,6 +526,8 @@ class Manifest(BaseModel):
     status: SolveStatus
     objective_usd: FiniteFloat | None = None
     gap: Annotated[float, Field(ge=0)] | None = None
+    bound_usd: FiniteFloat | None = None
+    bound_source: str = ""
     solver: str = ""
     unserved: bool = False
     unserved_accepted: bool = False
@@ -521,6 +537,16 @@ class Manifest(BaseModel):
         Field(default_factory=dict)
     model_size: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     tables: dict[TableName, TableEntry]
+
+    @model_validator(mode="after")
+    def _bound_below_plan(self) -> Manifest:
+        if self.bound_usd is not None and self.objective_usd is not None and \
+                self.bound_usd > self.objective_usd + 1e-9 * abs(self.objective_usd) + 1e-6:
+            raise ValueError(
+                f"bound_usd {self.bound_usd:,.2f} is above objective_usd "
+                f"{self.objective_usd:,.2f}: a lower bound cannot exceed the plan's cost; "
+                "the file was altered or damaged: plan the scenario again")
+        return self
 
 
 class _UnknownClass(ValueError):
@@ -1433,7 +1459,8 @@ def load_result(path: Path | str) -> PlanResult:
                      "plan the scenario again for the cooling model's CDUs everywhere")
     result = PlanResult(
         name=m.scenario, status=m.status, objective_usd=m.objective_usd, gap=m.gap,
-        solver=m.solver, unserved=m.unserved, unserved_accepted=m.unserved_accepted,
+        bound_usd=m.bound_usd, bound_source=m.bound_source, solver=m.solver,
+        unserved=m.unserved, unserved_accepted=m.unserved_accepted,
         message=m.message, tables={n: tables[n] for n in m.tables},
         timings_s=dict(m.timings_s), model_size=dict(m.model_size), notes=notes,
         inputs=inputs, case=case)
