@@ -105,10 +105,11 @@ def main() -> None:
                         "optimal" else "unknown" if info.gap is None else f"{info.gap:.3%}"),
                 "objective_musd": None if info.objective is None else info.objective / 1e6,
             })
-            print(format_table(rows[-1:]), flush=True) if len(rows) == 1 else \
-                print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+            # as wide as they need: a row cut to the terminal loses its columns
+            print(format_table(rows[-1:], width=None), flush=True) if len(rows) == 1 else \
+                print(format_table(rows[-1:], width=None).splitlines()[-1], flush=True)
     print()
-    print(format_table(rows))
+    print(format_table(rows, width=None))
 
 
 def exact_rows(args) -> None:
@@ -154,10 +155,11 @@ def exact_rows(args) -> None:
                 "bound from": src.split(",")[0].replace("HiGHS branch and bound on the ", ""),
                 "load": f"{os.getloadavg()[0]:.1f}",
             })
-            print(format_table(rows[-1:]), flush=True) if len(rows) == 1 else \
-                print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+            # as wide as they need: a row cut to the terminal loses its columns
+            print(format_table(rows[-1:], width=None), flush=True) if len(rows) == 1 else \
+                print(format_table(rows[-1:], width=None).splitlines()[-1], flush=True)
     print()
-    print(format_table(rows))
+    print(format_table(rows, width=None))
 
 
 if __name__ == "__main__":

@@ -86,7 +86,8 @@ def main() -> None:
             walls = ", ".join(
                 f">{cap:.0f}" if cap is not None and r["status"] != "optimal"
                 else f"{r['wall_s']:.1f}" for r in runs)
-            gaps = ", ".join(f"{(r['gap'] or 0) * 100:.2f} %" for r in runs)
+            gaps = ", ".join("-" if r["gap"] is None else f"{r['gap'] * 100:.2f} %"
+                             for r in runs)
             npvs = ", ".join(f"{(r['npv_usd'] or 0) / 1e6:,.1f}" for r in runs)
             print(f"| {path.stem} | {threads} | {walls} | "
                   f"{statistics.median(r['wall_s'] for r in runs):.1f} | "

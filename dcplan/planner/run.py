@@ -410,10 +410,11 @@ def _polish(prob, d: PlanInputs, mv, info) -> None:
 
     The objective becomes that of the polished plan, and the gap shrinks with it (the
     solver's bound is unchanged). Each polish (fabric counts, then CDUs) is kept only
-    where it is not dearer than the plan as solved: the least counts of a period can
-    cost more over the horizon, e.g. core links the solver kept in service through a
-    dip in the racks, which the least counts drop and the next period buys again
-    (``net_buy >= items[p] - items[p-1]``); the solved values then stand.
+    if it is not dearer than the plan as solved, else the solved values stand. With
+    purchases counted against everything owned (``add_fabric_purchases``) the least
+    counts are never dearer; the check keeps it so if a row ever lets them be (under
+    ``net_buy >= items[p] - items[p-1]``, the least counts of a dip dropped core links
+    the solver had kept, and the next period bought them again).
     """
     import pulp
 
@@ -423,7 +424,9 @@ def _polish(prob, d: PlanInputs, mv, info) -> None:
     if info.objective is None:
         return
     obj = pulp.value(prob.objective)  # the solved values' cost, as each step returns it
-    for step in (polish_fabric, polish_cdus):  # polish_cdus: cdu_choice: milp only
+    for step, used in ((polish_fabric, mv.fabric_vars), (polish_cdus, mv.cdu_site_model)):
+        if not used:  # no integer fabric / no CDU choice (cdu_choice: milp)
+            continue
         saved = {v: v.varValue for v in prob.variables()}
         new = step(prob, d, mv)
         if new is None:
