@@ -27,6 +27,7 @@ as soon as it returns, before any further stage.
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,35 @@ def equilibrate(start: np.ndarray, index: np.ndarray, value: np.ndarray, n_col: 
         has = np.isfinite(hi) & scalable
         c[has] *= np.exp2(np.round(-(hi[has] + lo[has]) / 2))
     return r, c
+
+
+#: The ``threads`` option of the last HiGHS run in each thread of this process.
+_LAST_THREADS = threading.local()
+
+
+def _scheduler_for(h) -> None:
+    """Let HiGHS run with its ``threads`` option even if an earlier run used another.
+
+    HiGHS starts one task scheduler per calling thread at its first run, sized by that
+    run's ``threads``; a later run asking for another count fails at once (model status
+    "Not Set", "global scheduler has already been initialized"), which the solver
+    driver would report as a HiGHS failure and answer with CBC. When the count differs
+    from the last run's in this thread, the thread's scheduler is shut down first
+    (``Highs.resetGlobalScheduler``) and the next run starts one of the size asked.
+    Runs in the same thread are sequential, so no run is in flight when it is reset.
+
+    Parameters
+    ----------
+    h : highspy.Highs
+        The instance about to run (its ``threads`` option is read).
+    """
+    import highspy
+
+    _status, threads = h.getOptionValue("threads")
+    last = getattr(_LAST_THREADS, "value", None)
+    if last is not None and last != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    _LAST_THREADS.value = threads
 
 
 class HighsDirect(pulp.HiGHS):
@@ -386,6 +416,7 @@ class HighsDirect(pulp.HiGHS):
             (or what the signal's handler raises) once HiGHS has stopped.
         """
         self.wall_limit_hit = False
+        _scheduler_for(h)
         with interruptible():
             h.run()
 
