@@ -35,7 +35,7 @@ def run_one(path: Path, threads: int, seed: int, time_limit_s: float | None = No
     -------
     dict
         ``wall_s`` and ``cpu_s`` [s] (this process and its waited-for children), ``gap`` [-],
-        ``npv_usd`` [USD], ``status``.
+        ``npv_usd`` [USD], ``status``, ``solver`` (``cbc`` when HiGHS failed and CBC answered).
     """
     from dcplan.planner import highs
     from dcplan.planner.run import solve_case
@@ -57,7 +57,7 @@ def run_one(path: Path, threads: int, seed: int, time_limit_s: float | None = No
         highs.HighsDirect.__init__ = init
     cpu = sum(b - a for a, b in zip(c0[:4], c1[:4], strict=True))  # self + children
     return {"wall_s": wall, "cpu_s": cpu, "gap": res.gap, "npv_usd": res.objective_usd,
-            "status": res.status.value}
+            "status": res.status.value, "solver": res.solver}
 
 
 def main() -> None:
@@ -83,9 +83,11 @@ def main() -> None:
             runs = [run_one(path, threads, seed, cap) for seed in range(args.seeds)]
             if threads == 1:
                 one = statistics.median(r["wall_s"] for r in runs)
+            # a run HiGHS did not finish itself (CBC's fallback) is no HiGHS timing
             walls = ", ".join(
-                f">{cap:.0f}" if cap is not None and r["status"] != "optimal"
-                else f"{r['wall_s']:.1f}" for r in runs)
+                (f">{cap:.0f}" if cap is not None and r["status"] != "optimal"
+                 else f"{r['wall_s']:.1f}")
+                + ("" if r["solver"] == "highs" else f" ({r['solver']})") for r in runs)
             gaps = ", ".join("-" if r["gap"] is None else f"{r['gap'] * 100:.2f} %"
                              for r in runs)
             npvs = ", ".join(f"{(r['npv_usd'] or 0) / 1e6:,.1f}" for r in runs)
