@@ -135,11 +135,16 @@ def apply_cdu_answer(cooling: pd.DataFrame, answers: dict[tuple[str, Any], Any]
     return out
 
 
-def _purchases(counts: list[dict[str, float]], price: dict[str, float]) -> list[float]:
-    """USD bought in each period: the growth of each model's count x its price."""
-    out, prev = [], {}
-    for now in counts:
-        out.append(sum(max(0.0, n - prev.get(c, 0.0)) * price[c] for c, n in now.items()))
+def _purchases_pv(d, counts: list[dict[str, float]], price: dict[str, float]) -> float:
+    """Present value of the CDUs bought [USD].
+
+    Each period's growth of each model's count x its price, discounted as capex
+    (``d.df_capex``).
+    """
+    out, prev = 0.0, {}
+    for i, now in enumerate(counts):
+        out += d.df_capex(i) * sum(max(0.0, n - prev.get(c, 0.0)) * price[c]
+                                   for c, n in now.items())
         prev = now
     return out
 
@@ -199,8 +204,8 @@ def cdu_notes(cooling: pd.DataFrame, d: PlanInputs, answers: dict[tuple[str, Any
         mine = [_by_model(sub.cdus_by_model[p]) if p in sub.index else {} for p in labels]
         theirs = [_by_model(sub.milp_cdus_by_model[p]) if p in sub.index else {}
                   for p in labels]
-        pv_mine = sum(usd * d.df_capex(i) for i, usd in enumerate(_purchases(mine, price)))
-        pv_milp = sum(usd * d.df_capex(i) for i, usd in enumerate(_purchases(theirs, price)))
+        pv_mine = _purchases_pv(d, mine, price)
+        pv_milp = _purchases_pv(d, theirs, price)
         notes.append(
             f"CDUs at {s}: for the plan's fleet the cooling model (as 'dcplan cooling') "
             f"chooses {a.label}, {_usd(sub.cdu_capex_usd[worst])} USD in {worst}, where "
@@ -282,8 +287,8 @@ def choice_notes(cooling: pd.DataFrame, d: PlanInputs, free: dict[tuple[str, Any
                 for p in labels]
         own = [{free[s, p].cdu_id: float(free[s, p].count)} if free[s, p].cdu_id else {}
                for p in labels]
-        pv_plan = sum(usd * d.df_capex(i) for i, usd in enumerate(_purchases(plan, price)))
-        pv_own = sum(usd * d.df_capex(i) for i, usd in enumerate(_purchases(own, price)))
+        pv_plan = _purchases_pv(d, plan, price)
+        pv_own = _purchases_pv(d, own, price)
         parts.append(
             f"{s} in {len(differs)} period(s), e.g. {worst}: {a.label}, "
             f"{_usd(a.capex_usd)} USD, vs the plan's {sub.cdus[worst]:g} x "
