@@ -532,3 +532,66 @@ def test_serving_rows_whose_measurements_contradict_each_other_are_refused(tmp_p
         ("total_tokens_per_s_per_gpu", "10"), ("p99_ttft_s", "0.01"), ("p99_tpot_ms", "0.5"))))
     assert got == {("row 1", "total_tokens_per_s_per_gpu"), ("row 2", "p99_ttft_s"),
                    ("row 3", "p99_tpot_ms")}
+
+
+def test_engine_the_fit_never_saw_takes_the_median_fitted_engine():
+    """An unfitted engine is a typical fitted engine (median per knob of the engines,
+    frameworks left out), not offset 0; a row without a framework keeps 0, and a
+    framework on an unfitted engine takes the typical one too."""
+    sw = SoftwareFit(knobs=(("efficiency", ("hbm_eff_frac",)), ("overhead", ("step_overhead_s",))),
+                     engines=(("atom", (("efficiency", -0.1), ("overhead", -0.1))),
+                              ("dynamo-trt", (("efficiency", 0.5), ("overhead", 0.5))),
+                              ("sglang", (("efficiency", -0.2), ("overhead", 0.1))),
+                              ("trt", (("efficiency", 0.1), ("overhead", 0.3)))),
+                     base_engine=(("dynamo-trt", "trt"), ("dynamo-vllm", "vllm")),
+                     reference_date="2026-01-01", planning_engine=(("NVIDIA", "trt"),))
+    # median of atom, sglang, trt (dynamo-trt is a framework): -0.1 and 0.1 (the mean
+    # would be -0.067 and 0.1; with the framework -0.0 and 0.2)
+    assert sw.typical_offset() == pytest.approx({"efficiency": -0.1, "overhead": 0.1})
+    assert sw.offset("vllm") == sw.offset("dynamo-vllm") == sw.typical_offset()
+    assert sw.offset("") == {}
+    assert sw.offset("dynamo-trt") == {"efficiency": 0.5, "overhead": 0.5}
+    # relative to the planning engine trt at the reference date: -0.1 - 0.1
+    f = sw.log_factors("NVIDIA", "vllm", "2026-01-01")
+    assert f["hbm_eff_frac"] == pytest.approx(-0.2)
+    assert f["step_overhead_s"] == pytest.approx(-0.2)
+    assert sw.log_factors("NVIDIA", "", "2026-01-01")["hbm_eff_frac"] == pytest.approx(-0.1)
+
+
+def test_a_level_needs_rows_inside_one_domain():
+    """Levels with fewer than MIN_LEVEL_ROWS rows inside one scale-up domain are not fitted:
+    GB200's three MLPerf rows, H100's three (its 29 serving rows are TP16 over two
+    boards); B200's are;
+    the cross-domain level counts its spanning rows. Held out, B200 then takes NVIDIA's
+    values, not a Blackwell level set by GB200's three rows alone."""
+    from dcplan.perf.calibration import (
+        LEVEL_PRIOR,
+        MIN_LEVEL_ROWS,
+        PRIOR_WEIGHT,
+        THROUGHPUT_PARAMS,
+        _Space,
+    )
+    from dcplan.perf.measurements import spans_scaleup
+
+    catalog = load_catalog(ROOT / "catalogs")
+    defaults = SHIPPED_PERF.defaults
+    rows = load_measurement_files(sorted((ROOT / "catalogs" / "measurements").glob("*.csv")),
+                                  catalog)
+    assert 3 < MIN_LEVEL_ROWS < len(THROUGHPUT_PARAMS)
+    inside = {h: sum(1 for m in rows if m.hardware == h and not spans_scaleup(m, catalog))
+              for h in {m.hardware for m in rows}}
+    assert inside["gb200_gpu"] == 3 and inside["h100_sxm"] == 3 and inside["b200"] > 400
+
+    def levels(rs, per_hardware=True):
+        return set(_Space(rs, catalog, defaults, True, per_hardware, True, PRIOR_WEIGHT,
+                          LEVEL_PRIOR).level)
+
+    full = levels(rows)
+    assert ("hardware", "b200") in full and ("hardware", "h200_sxm") in full
+    assert ("hardware", "gb200_gpu") not in full and ("hardware", "h100_sxm") not in full
+    assert ("cross_domain", "all") in full and ("architecture", "blackwell") in full
+    no_b200 = levels([m for m in rows if m.hardware != "b200"], per_hardware=False)
+    assert ("architecture", "blackwell") not in no_b200 and ("vendor", "NVIDIA") in no_b200
+    no_h200 = levels([m for m in rows if m.hardware != "h200_sxm"], per_hardware=False)
+    assert ("architecture", "hopper") not in no_h200
+    assert ("cross_domain", "all") in no_h200

@@ -126,6 +126,18 @@ FIT_BOUNDS = {
 #: Weight of the pull of the pooled and physics values towards the defaults (per unit of
 #: ln parameter).
 PRIOR_WEIGHT = 0.3
+#: Fewest rows inside one scale-up domain a vendor, architecture or accelerator level
+#: needs to be fitted (the cross-domain level counts its spanning rows); a level with
+#: fewer fits nothing of its own, its rows fit the level above. Three rows cannot speak
+#: for a part's 14 offsets, yet they did for a sibling held out: with B200 held out the
+#: three GB200 MLPerf rows (dense Llama) alone set the Blackwell level, with step and
+#: layer overheads 1.3-1.5x NVIDIA's where B200's own are 0.7-0.8x (held-out B200 20 %
+#: slow); with H200 held out, H100's rows (3 MLPerf rows, 29 serving rows TP16 across two
+#: boards) set the Hopper level and their cross-domain penalty with it (held-out H200
+#: 14 % slow). One row per offset (14) would leave a calibration on the MLPerf file
+#: alone (3-6 rows per accelerator) without any accelerator level: 16 % off its own rows
+#: against 6.7 % with 4 (docs/perf.md, Calibration).
+MIN_LEVEL_ROWS = 4
 #: Weight of the pull of each level's offsets towards zero (per unit of ln parameter;
 #: trend: per unit of ln change per year). The accelerator level is held tighter than
 #: the architecture level: siblings of one architecture (H100/H200, MI300X/MI325X,
@@ -730,8 +742,14 @@ class _Space:
         # nested levels; a level whose rows equal its parent's is not fitted
         self.level: dict[tuple[str, str], dict[str, int]] = {}
 
+        # rows whose TP/EP group spans scale-up domains (collectives over scale-out)
+        self.spans = np.array([spans_scaleup(m, catalog) for m in self.rows])
+
         def level(kind, key, mask, parent_mask):
-            if not mask.any() or (mask == parent_mask).all():
+            # the cross-domain level is all spanning rows; any other level counts the
+            # rows inside one domain, which alone tell its speed from that penalty
+            own = mask if kind == "cross_domain" else mask & ~self.spans
+            if own.sum() < MIN_LEVEL_ROWS or (mask == parent_mask).all():
                 return
             self.level[(kind, key)] = {
                 p: add(f"{kind}:{key}:{p}", -OFFSET_BOUND, OFFSET_BOUND, 0.0,
@@ -758,7 +776,6 @@ class _Space:
         # rows whose TP/EP group spans scale-up domains: one shared offset level, so
         # the cross-domain penalty (which the scale-out physics under-predicts) is not
         # taken up by the architecture or accelerator of the rows that happen to have it
-        self.spans = np.array([spans_scaleup(m, catalog) for m in self.rows])
         level("cross_domain", "all", self.spans, all_rows)
         # software: engine and framework offsets per knob, trend per knob
         self.knobs = list(spec.knobs)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
@@ -416,7 +417,10 @@ class SoftwareFit:
     earliest_date: str = ""
 
     def offset(self, framework: str) -> dict[str, float]:
-        """Knob -> log offset of ``framework`` (its engine's when it has none; 0 unknown).
+        """Knob -> log offset of ``framework`` (its engine's when it has none).
+
+        A framework whose engine was not fitted takes :meth:`typical_offset`; no
+        framework (``''``, as MLPerf rows are fitted) offset 0, the pooled engine.
 
         Parameters
         ----------
@@ -432,7 +436,28 @@ class SoftwareFit:
         if framework in eng:
             return dict(eng[framework])
         base = dict(self.base_engine).get(framework, framework)
-        return dict(eng.get(base, ()))
+        if base in eng:
+            return dict(eng[base])
+        if not framework:
+            return {}
+        return self.typical_offset()
+
+    def typical_offset(self) -> dict[str, float]:
+        """Knob -> median log offset of the fitted engines (an engine the fit never saw).
+
+        The engines' offsets and the pooled values are split only by their pulls
+        towards zero, so offset 0 is no engine in particular; the median of the fitted
+        engines (frameworks excluded) is a typical one.
+
+        Returns
+        -------
+        dict
+            Knob -> log offset [ln] (empty without fitted engines).
+        """
+        bases = dict(self.base_engine)
+        own = [dict(o) for e, o in self.engines if bases.get(e, e) == e]
+        return {k: float(statistics.median([o.get(k, 0.0) for o in own])) for k, _ in self.knobs
+                } if own else {}
 
     def planning(self, vendor: str | None) -> str:
         """The engine the planner's values of ``vendor`` assume.
