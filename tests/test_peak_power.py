@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from openpyxl import load_workbook
@@ -54,10 +55,17 @@ def check_written_power(outdir: Path) -> None:
         if row.facility_kw_peak <= 1.0:
             assert pd.isna(co.pue_peak[key]) or row.it_total_kw_peak > 0, key
             continue
-        # the peak is the busiest representative hour, its IT the peak IT
-        top = hrs.loc[hrs.facility_kw.idxmax()]
-        assert row.facility_kw_peak == pytest.approx(top.facility_kw, rel=1e-6, abs=0.01), key
-        assert row.it_total_kw_peak == pytest.approx(top.it_total_kw, rel=1e-6, abs=0.01), key
+        # the peak is the busiest representative hour, its IT the peak IT; hours can tie
+        # in facility power with IT 0.07 kW apart, cooling making up the difference
+        # (high_demand, Chuncheon 2034: three hours at 10,695.334 kW), so the peak IT is
+        # that of one of the tied hours
+        fmax = hrs.facility_kw.max()
+        tied = hrs[(fmax - hrs.facility_kw) <= max(0.01, 1e-6 * fmax)]
+        assert row.facility_kw_peak == pytest.approx(fmax, rel=1e-6, abs=0.01), key
+        match = tied[(tied.it_total_kw - row.it_total_kw_peak).abs()
+                     <= np.maximum(0.01, 1e-6 * tied.it_total_kw)]
+        assert len(match), (key, row.it_total_kw_peak, list(tied.it_total_kw))
+        top = match.iloc[0]
         assert (top.it_total_kw - top.it_kw) == pytest.approx(row.network_kw, rel=1e-6,
                                                               abs=0.01), key
         # facility peak = peak IT x PUE at the peak hour; annual PUE from the averages

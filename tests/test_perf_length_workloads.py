@@ -269,7 +269,9 @@ def test_frontier_ttft_is_per_point_and_bounded(shipped):
     for p in dis:
         bound = 0.1 / 0.9 * 1024 / p["tokens_per_s_per_user"]
         assert p["median_ttft_s"] <= bound * (1 + 1e-6)
-    assert max(ttfts) < 10.0
+    # well below the one TTFT every point showed before (21.6 s); the slowest point's
+    # bound is about 10 s (0.1 / 0.9 x 1,024 tokens at ~11 tokens/s per user)
+    assert max(ttfts) < 0.5 * 21.6
     assert fr.as_dict()["ttft_bound"].startswith("median TTFT at most 10%")
 
 
