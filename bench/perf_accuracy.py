@@ -27,7 +27,7 @@ aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
 * power error per vendor, on the rows that measured power.
 
 Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--json FILE] [--markdown]
-[--fill-doc docs/perf.md] (about 30 minutes on a shared 2-core machine; ``--quick``
+[--fill-doc docs/perf.md] (14-30 minutes on a shared 2-core machine; ``--quick``
 fits on one row per configuration and takes a few). ``--markdown`` prints every table
 between ``<!-- perf_accuracy:NAME -->`` and ``<!-- /perf_accuracy:NAME -->`` markers,
 the ones the "Accuracy" section of docs/perf.md holds; ``--fill-doc`` writes them
