@@ -556,6 +556,19 @@ def test_engine_the_fit_never_saw_takes_the_median_fitted_engine():
     assert f["hbm_eff_frac"] == pytest.approx(-0.2)
     assert f["step_overhead_s"] == pytest.approx(-0.2)
     assert sw.log_factors("NVIDIA", "", "2026-01-01")["hbm_eff_frac"] == pytest.approx(-0.1)
+    assert (sw.unfitted_engine("vllm"), sw.unfitted_engine("dynamo-vllm")) == ("vllm", "vllm")
+    assert sw.unfitted_engine("dynamo-trt") == sw.unfitted_engine("") == ""
+
+
+def test_a_row_on_an_unfitted_engine_says_so():
+    """perf validate's notes name the engine the calibration lacks; a fitted one has none."""
+    catalog = load_catalog(ROOT / "catalogs")
+    row = next(m for m in load_measurements(INFERENCEX, catalog)
+               if m.framework == "sglang" and not m.disaggregated)
+    res = evaluate_rows([row, replace(row, framework="vllm")], catalog, SHIPPED_PERF.defaults,
+                        SHIPPED_PERF.calibration, benchmarks=BENCH)
+    assert "not in the calibration" not in res[0].pred.notes
+    assert "engine 'vllm' is not in the calibration" in res[1].pred.notes
 
 
 def test_a_level_needs_rows_inside_one_domain():

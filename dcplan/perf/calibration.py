@@ -44,7 +44,7 @@ predicts many parameter sets at once).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -499,7 +499,16 @@ def evaluate_rows(rows: Iterable, catalog: Catalog, defaults: PerfDefaults,
     pr = Predictor(rows, catalog, defaults, benchmarks=benchmarks)
     preds = pr.predictions(run_params(rows, catalog, defaults, calibration),
                            physics_params(defaults, calibration))
-    return [RowResult(m, p) for m, p in zip(rows, preds, strict=True)]
+    sw = getattr(calibration, "software", None) if calibration else None
+    out = []
+    for m, p in zip(rows, preds, strict=True):
+        new = sw.unfitted_engine(getattr(m, "framework", "") or "") if sw else ""
+        if new:
+            note = (f"engine '{new}' is not in the calibration: the fitted engines' median "
+                    "offsets are used")
+            p = replace(p, notes=f"{p.notes}; {note}" if p.notes else note)
+        out.append(RowResult(m, p))
+    return out
 
 
 #: A serving row measured below this share of the median of its configuration's runs

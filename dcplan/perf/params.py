@@ -442,6 +442,23 @@ class SoftwareFit:
             return {}
         return self.typical_offset()
 
+    def unfitted_engine(self, framework: str) -> str:
+        """The engine of ``framework`` when the fit never saw it ('' when it did, or none).
+
+        Parameters
+        ----------
+        framework : str
+            Measurement ``framework`` or engine.
+
+        Returns
+        -------
+        str
+            The engine that takes :meth:`typical_offset` [-], or ''.
+        """
+        eng = dict(self.engines)
+        base = dict(self.base_engine).get(framework, framework)
+        return "" if not framework or framework in eng or base in eng else base
+
     def typical_offset(self) -> dict[str, float]:
         """Knob -> median log offset of the fitted engines (an engine the fit never saw).
 
