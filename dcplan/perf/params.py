@@ -432,18 +432,15 @@ class SoftwareFit:
         dict
             Knob -> log offset [ln].
         """
+        if self.unfitted_engine(framework):
+            return self.typical_offset()
         eng = dict(self.engines)
         if framework in eng:
             return dict(eng[framework])
-        base = dict(self.base_engine).get(framework, framework)
-        if base in eng:
-            return dict(eng[base])
-        if not framework:
-            return {}
-        return self.typical_offset()
+        return dict(eng.get(dict(self.base_engine).get(framework, framework), ()))
 
     def unfitted_engine(self, framework: str) -> str:
-        """The engine of ``framework`` when the fit never saw it ('' when it did, or none).
+        """The engine of ``framework`` the fit never saw ('' when it did, or no framework).
 
         Parameters
         ----------
@@ -453,7 +450,7 @@ class SoftwareFit:
         Returns
         -------
         str
-            The engine that takes :meth:`typical_offset` [-], or ''.
+            The engine, read as :meth:`offset` reads it, that takes :meth:`typical_offset`.
         """
         eng = dict(self.engines)
         base = dict(self.base_engine).get(framework, framework)
