@@ -27,7 +27,16 @@ from dcplan.perf.roofline import (
     forward_step,
     max_batch,
 )
-from dcplan.perf.serving import Instance, Traffic, aggregated, decode, solve_closed_loop
+from dcplan.perf.serving import (
+    Instance,
+    Traffic,
+    aggregated,
+    decode,
+    disaggregated,
+    kv_transfer_s,
+    prefill,
+    solve_closed_loop,
+)
 from dcplan.perf.speculative import expected_tokens
 from dcplan.schema import Precision
 
@@ -46,7 +55,8 @@ P = HardwareParams(
     compute_eff_frac=0.5, decode_compute_eff_frac=0.4, attention_eff_frac=0.5,
     mla_attention_eff_frac=0.5,
     hbm_eff_frac=0.8, scaleup_eff_frac=0.5, moe_comm_eff_frac=0.25,
-    moe_prefill_comm_eff_frac=0.75, scaleout_eff_frac=0.5, step_overhead_s=0.002,
+    moe_prefill_comm_eff_frac=0.75, scaleout_eff_frac=0.5, kv_handover_token_s=0.0,
+    step_overhead_s=0.002,
     layer_overhead_s=0.0, collective_latency_s=1e-5, scaleout_latency_s=3e-5,
     alltoall_latency_s=2e-5, comm_overlap_frac=0.0, ttft_overhead_s=0.0,
     power_base_frac=0.3, power_compute_weight=0.5, power_memory_weight=0.4,
@@ -298,6 +308,70 @@ def test_closed_loop_obeys_littles_law(cat, serving):
     assert not capped[0]
     # one request in flight decodes less than one sequence on average (it also prefills)
     assert 0 < pt.batch[0] < 1
+
+
+def test_kv_handover_is_per_token_within_the_links(cat, serving):
+    """Hand-over time = max(KV bytes / (gpus x NIC x scale-out eff), tokens x per-token time)."""
+    shape = ModelShape.build(cat.get("models", "dense70"), "fp8", serving)
+    tr = Traffic(1000.0, 250.0)
+    # dense70: 80 layers x (K, V) x 8 KV heads x 128 x 1 B = 163,840 B per token
+    kv = 1000 * 80 * 2 * 8 * 128
+    assert float(shape.kv_bytes_seq(1000.0)) == kv
+    nic = 400e9 / 8                                   # 400 Gb/s -> 5e10 B/s
+
+    def handover(token_s, tp):
+        hw = Hardware.build(cat.get("accelerators", "tgpu"), shape,
+                            replace(P, kv_handover_token_s=token_s), serving, 400.0, 8)
+        return float(kv_transfer_s(Instance(hw, Parallel(tp, 1, 1), shape, PH, serving), tr,
+                                   hw.scaleout_bytes_per_s))
+    # no per-token time: the links (x 0.5), faster with more GPUs
+    assert handover(0.0, 1) == pytest.approx(kv / (nic * 0.5))
+    assert handover(0.0, 4) == pytest.approx(kv / (4 * nic * 0.5))
+    # 1e-5 s per token (0.01 s) is slower than four GPUs' links (1.6 ms), not than one's
+    # (6.6 ms): the slower of the two
+    assert handover(1e-5, 4) == pytest.approx(1000 * 1e-5)
+    assert kv / (nic * 0.5) < 1000 * 1e-5
+    assert handover(1e-5, 1) == pytest.approx(1000 * 1e-5)
+    assert handover(1e-6, 1) == pytest.approx(kv / (nic * 0.5))
+
+
+def test_a_slow_kv_handover_caps_the_prefill_pool(cat, serving):
+    """Disaggregated: the prefill queue's server is busy for max(prefill, hand-over).
+
+    Hand-over 1,000 tokens x 3.2768 ms = 3.2768 s, slower than the prefill (0.14 s):
+    the utilisation is lambda x 3.2768 / n_p, so a closed loop never completes more
+    than n_p / 3.2768 requests/s and approaches it as more requests are in flight,
+    waiting in the prefill queue.
+    """
+    shape = ModelShape.build(cat.get("models", "dense70"), "fp8", serving)
+    hw = Hardware.build(cat.get("accelerators", "tgpu"), shape,
+                        replace(P, kv_handover_token_s=3.2768e-3), serving, 400.0, 8)
+    inst = Instance(hw, Parallel(1, 1, 1), shape, PH, serving)
+    tr = Traffic(1000.0, 250.0, 0.0, 0.5)
+    pre = prefill(inst, tr)
+    t_kv = 1000 * 3.2768e-3
+    assert float(kv_transfer_s(inst, tr, hw.scaleout_bytes_per_s)) == pytest.approx(t_kv)
+    assert float(pre.batched_s) < t_kv
+    n_p = 2.0
+    pt = disaggregated(inst, inst, tr, np.array([1.0]), n_p, 3.0, pre)
+    assert float(pt.utilisation[0]) == pytest.approx(
+        float(pt.requests_per_s[0]) * t_kv / n_p)
+    cap = n_p / t_kv
+    conc = np.array([4.0, 16.0, 64.0, 256.0])
+    pt, _ = solve_closed_loop(lambda b: (disaggregated(inst, inst, tr, b, n_p, 3.0, pre),
+                                         b * 3.0), conc, conc / 3.0)
+    rate = pt.requests_per_s
+    assert np.all(rate < cap) and np.all(np.diff(rate) > 0)
+    assert rate[-1] > 0.99 * cap
+    # the prefill GPUs compute only while prefilling: their busy share is
+    # lambda x t_prefill / n_p, not the queue's utilisation (near 1 here)
+    busy = rate[-1] * float(pre.batched_s) / n_p
+    ps = pre.batched
+    dec = decode(inst, pt.batch[-1:], tr.decode_context)
+    want = (n_p * busy * float(ps.compute_s) / float(ps.total_s)
+            + 3.0 * float(dec.step.compute_s[0]) / float(dec.step_s[0])) / (n_p + 3.0)
+    assert float(pt.utilisation[-1]) > 0.99 and busy < 0.05
+    assert float(pt.compute_util[-1]) == pytest.approx(want, rel=1e-9)
 
 
 def test_one_request_in_flight_is_served(cat):

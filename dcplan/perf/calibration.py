@@ -89,7 +89,7 @@ THROUGHPUT_PARAMS = ("compute_eff_frac", "decode_compute_eff_frac", "attention_e
                      "hbm_eff_frac", "step_overhead_s", "layer_overhead_s",
                      "alltoall_latency_s", "collective_latency_s", "scaleout_latency_s",
                      "comm_overlap_frac", "moe_comm_eff_frac", "moe_prefill_comm_eff_frac",
-                     "ttft_overhead_s")
+                     "ttft_overhead_s", "kv_handover_token_s")
 #: Accelerator parameters fitted in addition where rows carry power (accelerator level).
 POWER_PARAMS = ("power_base_frac", "power_compute_weight", "power_memory_weight")
 #: Physics parameters, each fitted only when some row depends on it.
@@ -121,6 +121,7 @@ FIT_BOUNDS = {
     "mtp_draft_cost_frac": (0.005, 0.3),
     "closed_loop_arrival_cv2": (0.01, 2.0),
     "ttft_overhead_s": (0.001, 2.0),
+    "kv_handover_token_s": (1e-7, 5e-4),
     "tpot_cv_frac": (0.005, 1.0),
 }
 #: Weight of the pull of the pooled and physics values towards the defaults (per unit of

@@ -50,6 +50,7 @@ from dcplan.perf.serving import (
     kv_transfer_s,
     mix_sd_s,
     prefill,
+    prefill_service_s,
     take_point,
 )
 from dcplan.schema import FRONTIER_PERCENTILE, Workload
@@ -351,11 +352,12 @@ def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
     kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
     rho = _RHO_GRID[None, :]
-    tail = wait_tail_mean(rho, pre.alone_s, 1.0, pre.service_cv2(ph.prefill_service_cv2))
+    serve_b, serve_a = prefill_service_s(pre, kvt)
+    tail = wait_tail_mean(rho, serve_a, 1.0, pre.service_cv2(ph.prefill_service_cv2))
     fixed_p = kvt + su.hw.params.ttft_overhead_s
     pct = percentile if ttft_s else 50.0
     ttft_scr = ttft_quantile(fixed_p, pre.nodes, pre.node_w, rho, tail, pct)
-    rate_p = np.where(pbm >= 1, rho / (pre.batched_s * np.asarray(ppar.gpus, float)), -1.0)
+    rate_p = np.where(pbm >= 1, rho / (serve_b * np.asarray(ppar.gpus, float)), -1.0)
     limit = (np.full(shape, float(ttft_s)) if ttft_s else k_ttft * o * tpot)
     budget = limit - step_half - slot_wait_quantile(slot_p, slot_t, pct)
     rp, idx = best_rate_within(np.where(np.isfinite(ttft_scr), ttft_scr, np.inf), rate_p,

@@ -62,6 +62,7 @@ from dcplan.perf.serving import (
     kv_transfer_s,
     mix_sd_s,
     prefill,
+    prefill_service_s,
     solve_closed_loop,
     take_point,
 )
@@ -130,7 +131,9 @@ class RackPerf:
         ``slo`` (a larger batch would break the TTFT/TPOT limit), ``memory_capacity``
         (the KV cache is full), ``batch_limit`` (the scheduler cap), else the ceiling
         that takes most time per request (``compute``, ``memory_bandwidth``,
-        ``interconnect``, ``overhead``).
+        ``interconnect``, ``overhead``; a disaggregated prefill pool also
+        ``kv_handover``: its instances hand KV caches over more slowly than they
+        prefill).
     step_bound : str
         The ceiling that takes most time per request at the operating point.
     replica_gpus : int
@@ -1102,10 +1105,11 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         return _no_fit(su, _slo_reason(su, ttft0, best_tpot), bottleneck="slo")
     rho = _RHO_GRID[None, :]
     cs2 = pre.service_cv2(ph.prefill_service_cv2)
-    tail = wait_tail_mean(rho, pre.alone_s, tr.arrival_cv2, cs2)
+    serve_b, serve_a = prefill_service_s(pre, kvt)
+    tail = wait_tail_mean(rho, serve_a, tr.arrival_cv2, cs2)
     fixed_p = kvt + su.hw.params.ttft_overhead_s
     gp = np.asarray(ppar.gpus, float)
-    rate_p_all = np.where(pbm >= 1, rho / (pre.batched_s * gp), -1.0)
+    rate_p_all = np.where(pbm >= 1, rho / (serve_b * gp), -1.0)
 
     def prefill_ttft_k(cand, r_idx):
         """TTFT within the limit: decode candidates ``cand`` x prefill layouts at ``r_idx``.
@@ -1193,15 +1197,18 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     share_p = (1 / rp) / (1 / rp + 1 / rd)
     blended = 1.0 / (1.0 / rp + 1.0 / rd)
     pst = pre.batched
-    u = float(_RHO_GRID[ri])
     t_p = float(np.asarray(pst.total_s).ravel()[pi])
-    act_p = float(activity(su.params, u * float(np.asarray(pst.compute_s).ravel()[pi]) / t_p,
-                           u * float(np.asarray(pst.memory_s).ravel()[pi]) / t_p))
+    # the share of time the prefill GPUs compute: the queue's utilisation, less the time
+    # an instance waits on a KV hand-over slower than its prefill
+    u = float(_RHO_GRID[ri])
+    busy = u * t_p / float(np.asarray(serve_b).ravel()[pi])
+    act_p = float(activity(su.params, busy * float(np.asarray(pst.compute_s).ravel()[pi]) / t_p,
+                           busy * float(np.asarray(pst.memory_s).ravel()[pi]) / t_p))
     ds = dec.step
     t_d = float(dec.step_s[at])
     act_d = float(activity(su.params, float(np.broadcast_to(ds.compute_s, rate_d.shape)[at]) / t_d,
                            float(np.broadcast_to(ds.memory_s, rate_d.shape)[at]) / t_d))
-    # the activity of a prefill step (the pool is busy a share u of the time)
+    # the activity of a prefill step (the pool computes a share ``busy`` of the time)
     t_pb = float(np.asarray(pst.total_s).ravel()[pi])
     act_pb = float(activity(su.params, float(np.asarray(pst.compute_s).ravel()[pi]) / t_pb,
                             float(np.asarray(pst.memory_s).ravel()[pi]) / t_pb))
@@ -1209,15 +1216,15 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     if su.power_cap_frac < 1.0:
         k = cap_activity(su.acc, su.power_cap_frac)
         e_pb = float(capped_activity(act_pb, su.prefill_power_scale, k))
-        act_p = max(act_p - u * (act_pb - e_pb), 0.0)
+        act_p = max(act_p - busy * (act_pb - e_pb), 0.0)
         act_pb = e_pb
         act_d = float(capped_activity(act_d, su.decode_power_scale, k))
     power = (share_p * float(rack_power_kw(rack, su.acc, act_p))
              + (1 - share_p) * float(rack_power_kw(rack, su.acc, act_d)))
-    # high percentile: the prefill pool's instances each busy a share u of the time at
-    # the activity of a prefill step, the decode pool steady
+    # high percentile: the prefill pool's instances each computing a share ``busy`` of
+    # the time at the activity of a prefill step, the decode pool steady
     p99_p = rack_power_percentile_kw(rack, su.acc, act_pb, float(activity(su.params, 0.0, 0.0)),
-                                     u, n_rack / float(gp[pi, 0]))
+                                     busy, n_rack / float(gp[pi, 0]))
     power_p99 = share_p * p99_p + (1 - share_p) * float(rack_power_kw(rack, su.acc, act_d))
     act = share_p * act_p + (1 - share_p) * act_d
     comp = float(np.asarray(pst.compute_s).ravel()[pi])
@@ -1225,6 +1232,8 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     bound_p = "compute" if comp >= mem else "memory_bandwidth"
     if float(np.asarray(pst.comm_s).ravel()[pi]) > max(comp, mem):
         bound_p = "interconnect"
+    if float(np.asarray(kvt).ravel()[pi]) > t_p:
+        bound_p = "kv_handover"
     dparts = {"compute": 0.0, "memory_bandwidth": 0.0, "interconnect": 0.0, "overhead": 0.0}
     c_at = float(np.broadcast_to(ds.compute_s, rate_d.shape)[at])
     m_at = float(np.broadcast_to(ds.memory_s, rate_d.shape)[at])

@@ -414,8 +414,11 @@ class Point:
         ndarray
             Time to first token [s] (with ``within_s``: bool).
         """
-        tail = wait_tail_mean(self.utilisation, self.prefill_alone_s, self.arrival_cv2,
-                              self.service_cv2)
+        # the queue's server is busy for the longer of the prefill and the KV hand-over
+        # (disaggregated; aggregated points hand nothing over)
+        tail = wait_tail_mean(self.utilisation,
+                              np.maximum(self.prefill_alone_s, self.kv_transfer_s),
+                              self.arrival_cv2, self.service_cv2)
         fixed = (self.kv_transfer_s + self.step_s / 2.0 + self.slot_wait_s + self.fixed_s
                  + self.admission_s)
         return ttft_quantile(fixed, self.prefill_nodes or (self.prefill_alone_s,),
@@ -600,10 +603,13 @@ def bottleneck_label(parts: dict, i=None) -> str:
 
 
 def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s) -> np.ndarray:
-    """Time to move one prompt's KV cache from a prefill to a decode instance [s].
+    """Time a prefill instance takes to hand one prompt's KV cache to a decode instance [s].
 
-    Over the prefill instance's scale-out links (``gpus x scale-out`` at the scale-out
-    efficiency).
+    The hand-over runs one request after another per prefill instance, at
+    ``kv_handover_token_s`` per prompt (input) token, and never faster than the
+    instance's links carry the KV bytes (``gpus x scale-out`` at the scale-out
+    efficiency). Measured disaggregated runs hand over far below the links' rate
+    (page-wise copies, the decode side's slot reservation).
 
     Parameters
     ----------
@@ -617,12 +623,35 @@ def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s
     Returns
     -------
     ndarray
-        Transfer time of the prompt's (input tokens') KV cache [s].
+        Hand-over time of the prompt's (input tokens') KV cache [s].
     """
-    kv = prefill_inst.shape.kv_bytes_seq(traffic.input_tokens)
-    link = (np.asarray(prefill_inst.par.gpus, float) * scaleout_bytes_per_s
-            * prefill_inst.hw.params.scaleout_eff_frac)
-    return kv / link
+    i_tok = np.asarray(traffic.input_tokens, dtype=float)
+    kv = prefill_inst.shape.kv_bytes_seq(i_tok)
+    p = prefill_inst.hw.params
+    link = np.asarray(prefill_inst.par.gpus, float) * scaleout_bytes_per_s * p.scaleout_eff_frac
+    return np.maximum(kv / link, i_tok * np.asarray(p.kv_handover_token_s, float))
+
+
+def prefill_service_s(pre: Prefill, handover_s) -> tuple[np.ndarray, np.ndarray]:
+    """Batched and alone service times of a disaggregated prefill instance [s].
+
+    The instance is busy with a request for the longer of its prefill and its KV
+    hand-over (the hand-over of one request overlaps the next one's prefill), so the
+    hand-over bounds the pool's request rate when it is the slower.
+
+    Parameters
+    ----------
+    pre : Prefill
+        Prefill times of the traffic on the prefill instance [s].
+    handover_s : array
+        :func:`kv_transfer_s` [s].
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``max(batched prefill, hand-over)`` and ``max(alone prefill, hand-over)`` [s].
+    """
+    return np.maximum(pre.batched_s, handover_s), np.maximum(pre.alone_s, handover_s)
 
 
 def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batch,
@@ -631,7 +660,8 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
 
     ``batch`` is the decode batch per decode instance; the request rate is the decode
     pool's, ``lambda = n_d B / (O t_tok)``; the prefill queue runs at
-    ``rho = lambda t_pre / n_p``.
+    ``rho = lambda max(t_pre, t_kv) / n_p``, where ``t_kv`` is the KV hand-over
+    (:func:`kv_transfer_s`, :func:`prefill_service_s`).
 
     Parameters
     ----------
@@ -663,11 +693,12 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     dec = decode(dec_inst, b, traffic.decode_context)
     pre = prefill(pre_inst, traffic) if pre is None else pre
     lam = n_d * b / (o * dec.token_s)
-    rho = lam * pre.batched_s / n_p
-    cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
     kvt = kv_transfer_s(pre_inst, traffic, pre_inst.hw.scaleout_bytes_per_s) + 0 * b
+    serve_b, serve_a = prefill_service_s(pre, kvt)
+    rho = lam * serve_b / n_p
+    cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
     cs2 = pre.service_cv2(pre_inst.phys.prefill_service_cv2)
-    w = wait_mean(rho, pre.alone_s, cv2, cs2)
+    w = wait_mean(rho, serve_a, cv2, cs2)
     ttft = pre.alone_mean_s + w + kvt + dec.step_s / 2.0 + pre_inst.hw.params.ttft_overhead_s
     g_p = np.asarray(pre_inst.par.gpus, float) * n_p
     g_d = np.asarray(dec_inst.par.gpus, float) * n_d
@@ -675,7 +706,7 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     ps, ds = pre.batched, dec.step
     pre_t = np.maximum(ps.total_s, 1e-30)
     dec_t = np.maximum(dec.step_s, 1e-30)
-    busy_p = np.minimum(rho, 1.0)
+    busy_p = np.minimum(lam * pre.batched_s / n_p, 1.0)   # prefill compute, not hand-over
     u_c = (g_p * busy_p * ps.compute_s / pre_t + g_d * ds.compute_s / dec_t) / g
     u_m = (g_p * busy_p * ps.memory_s / pre_t + g_d * ds.memory_s / dec_t) / g
     parts = _parts(ps, 1.0, ds, o / dec.tokens_per_step / b, dec.draft_s)
@@ -761,10 +792,12 @@ def solve_closed_loop(point_of_batch, concurrency, batch_max):
     pt, seqs = point_of_batch(b)
     if pt.burst_share:
         # Ramp-up: every client sends its first request at once; the prefill pool
-        # drains the burst of C requests at its throughput, one batched prefill each.
+        # drains the burst of C requests at its throughput, one batched prefill (or KV
+        # hand-over, where that is the slower) each.
         from dataclasses import replace
 
-        pt = replace(pt, burst_span_s=c * pt.prefill_s / np.maximum(pt.prefill_servers, 1.0))
+        pt = replace(pt, burst_span_s=c * np.maximum(pt.prefill_s, pt.kv_transfer_s)
+                     / np.maximum(pt.prefill_servers, 1.0))
     if np.any(capped):
         # Requests beyond the KV capacity queue for a slot: Little's law gives TTFT.
         wait = np.where(capped, (c - seqs) / np.maximum(pt.requests_per_s, 1e-30), 0.0)
