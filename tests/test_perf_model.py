@@ -374,6 +374,40 @@ def test_a_slow_kv_handover_caps_the_prefill_pool(cat, serving):
     assert float(pt.compute_util[-1]) == pytest.approx(want, rel=1e-9)
 
 
+def test_the_prefill_server_spread_is_the_prompt_lengths(cat, serving):
+    """The server is busy for max(prefill, hand-over); its spread is the lengths' own.
+
+    The hand-over is proportional to the prompt, and a prefill's fixed overheads only
+    narrow its spread, so the lengths' CV^2 bounds the server's from above, whichever
+    part is the slower, and does not move with the software's speed.
+    """
+    from dcplan.lengths import length_dist
+    from dcplan.perf.serving import prefill_server
+
+    shape = ModelShape.build(cat.get("models", "dense70"), "fp8", serving)
+    dist = length_dist({"kind": "uniform", "min_frac": 0.5})
+    tr = Traffic(1000.0, 250.0, 0.0, 1.0, dist)
+    x, w = dist.nodes("input")
+    mean = float(np.sum(np.asarray(w) * x))
+    cv2 = float(np.sum(np.asarray(w) * x * x)) / mean ** 2 - 1.0
+    # uniform on [0.5, 1] around its mean 0.75: variance 0.5^2 / 12, CV^2 = 0.0370; the
+    # length nodes are a quadrature of it (0.0348)
+    assert cv2 == pytest.approx((0.5 ** 2 / 12) / 0.75 ** 2, rel=0.1)
+    for token_s, handover_binds in ((1e-3, True), (0.0, False)):
+        hw = Hardware.build(cat.get("accelerators", "tgpu"), shape,
+                            replace(P, kv_handover_token_s=token_s), serving, 400.0, 8)
+        inst = Instance(hw, Parallel(1, 1, 1), shape, PH, serving)
+        pre = prefill(inst, tr)
+        kvt = float(kv_transfer_s(inst, tr, hw.scaleout_bytes_per_s))
+        srv = prefill_server(pre, kvt, tr)
+        assert (kvt > float(pre.alone_s)) == handover_binds
+        assert float(srv.alone_s) == pytest.approx(max(float(pre.alone_s), kvt))
+        assert float(srv.batched_s) == pytest.approx(max(float(pre.batched_s), kvt))
+        assert float(srv.service_cv2(0.0)) == pytest.approx(cv2)
+        # the prefill alone has a smaller spread (its overheads do not scale)
+        assert float(pre.service_cv2(0.0)) < cv2
+
+
 def test_one_request_in_flight_is_served(cat):
     """Closed loop at concurrency 1 (as InferenceX and AIPerf run it) answers, within the SLO."""
     from dcplan.perf.goodput import workload_performance

@@ -50,7 +50,7 @@ from dcplan.perf.serving import (
     kv_transfer_s,
     mix_sd_s,
     prefill,
-    prefill_service_s,
+    prefill_server,
     take_point,
 )
 from dcplan.schema import FRONTIER_PERCENTILE, Workload
@@ -352,8 +352,9 @@ def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
     kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
     rho = _RHO_GRID[None, :]
-    serve_b, serve_a = prefill_service_s(pre, kvt)
-    tail = wait_tail_mean(rho, serve_a, 1.0, pre.service_cv2(ph.prefill_service_cv2))
+    srv = prefill_server(pre, kvt, tr)
+    serve_b = srv.batched_s
+    tail = wait_tail_mean(rho, srv.alone_s, 1.0, srv.service_cv2(ph.prefill_service_cv2))
     fixed_p = kvt + su.hw.params.ttft_overhead_s
     pct = percentile if ttft_s else 50.0
     ttft_scr = ttft_quantile(fixed_p, pre.nodes, pre.node_w, rho, tail, pct)

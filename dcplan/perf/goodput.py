@@ -62,7 +62,7 @@ from dcplan.perf.serving import (
     kv_transfer_s,
     mix_sd_s,
     prefill,
-    prefill_service_s,
+    prefill_server,
     solve_closed_loop,
     take_point,
 )
@@ -1104,9 +1104,10 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
                                         np.inf)))
         return _no_fit(su, _slo_reason(su, ttft0, best_tpot), bottleneck="slo")
     rho = _RHO_GRID[None, :]
-    cs2 = pre.service_cv2(ph.prefill_service_cv2)
-    serve_b, serve_a = prefill_service_s(pre, kvt)
-    tail = wait_tail_mean(rho, serve_a, tr.arrival_cv2, cs2)
+    srv = prefill_server(pre, kvt, tr)
+    serve_b = srv.batched_s
+    tail = wait_tail_mean(rho, srv.alone_s, tr.arrival_cv2,
+                          srv.service_cv2(ph.prefill_service_cv2))
     fixed_p = kvt + su.hw.params.ttft_overhead_s
     gp = np.asarray(ppar.gpus, float)
     rate_p_all = np.where(pbm >= 1, rho / (serve_b * gp), -1.0)

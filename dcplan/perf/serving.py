@@ -632,26 +632,44 @@ def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s
     return np.maximum(kv / link, i_tok * np.asarray(p.kv_handover_token_s, float))
 
 
-def prefill_service_s(pre: Prefill, handover_s) -> tuple[np.ndarray, np.ndarray]:
-    """Batched and alone service times of a disaggregated prefill instance [s].
+def prefill_server(pre: Prefill, handover_s, traffic: Traffic) -> Prefill:
+    """The prefill queue's server of a disaggregated instance: prefill, then hand-over.
 
     The instance is busy with a request for the longer of its prefill and its KV
     hand-over (the hand-over of one request overlaps the next one's prefill), so the
-    hand-over bounds the pool's request rate when it is the slower.
+    hand-over bounds the pool's request rate when it is the slower. The server's
+    spread is taken as the prompt lengths' own: the hand-over is proportional to the
+    prompt (:func:`kv_transfer_s`), and a prefill's fixed overheads only narrow its
+    spread, so this bounds it from above whichever part is the slower. (Taking at each
+    length node the longer part instead let faster software widen the spread at a
+    fixed utilisation, and an earlier software date then predicted more throughput.)
 
     Parameters
     ----------
     pre : Prefill
         Prefill times of the traffic on the prefill instance [s].
     handover_s : array
-        :func:`kv_transfer_s` [s].
+        :func:`kv_transfer_s` at the mean prompt [s].
+    traffic : Traffic
+        The request shape (its input-length distribution gives the nodes).
 
     Returns
     -------
-    (ndarray, ndarray)
-        ``max(batched prefill, hand-over)`` and ``max(alone prefill, hand-over)`` [s].
+    Prefill
+        ``pre`` with the batched and alone times the longer of prefill and hand-over
+        [s], and nodes in proportion to the prompt lengths, so that
+        :meth:`Prefill.service_cv2` gives the lengths' spread.
     """
-    return np.maximum(pre.batched_s, handover_s), np.maximum(pre.alone_s, handover_s)
+    from dataclasses import replace
+
+    kvt = np.asarray(handover_s, float)
+    alone = np.maximum(pre.alone_s, kvt)
+    nodes = ()
+    if pre.alone_nodes:
+        x, _ = traffic.lengths.nodes("input")
+        nodes = tuple(alone * xk for xk in x)
+    return replace(pre, batched_s=np.maximum(pre.batched_s, kvt), alone_s=alone,
+                   alone_nodes=nodes)
 
 
 def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batch,
@@ -661,7 +679,7 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     ``batch`` is the decode batch per decode instance; the request rate is the decode
     pool's, ``lambda = n_d B / (O t_tok)``; the prefill queue runs at
     ``rho = lambda max(t_pre, t_kv) / n_p``, where ``t_kv`` is the KV hand-over
-    (:func:`kv_transfer_s`, :func:`prefill_service_s`).
+    (:func:`kv_transfer_s`, :func:`prefill_server`).
 
     Parameters
     ----------
@@ -694,11 +712,11 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     pre = prefill(pre_inst, traffic) if pre is None else pre
     lam = n_d * b / (o * dec.token_s)
     kvt = kv_transfer_s(pre_inst, traffic, pre_inst.hw.scaleout_bytes_per_s) + 0 * b
-    serve_b, serve_a = prefill_service_s(pre, kvt)
-    rho = lam * serve_b / n_p
+    srv = prefill_server(pre, kvt, traffic)
+    rho = lam * srv.batched_s / n_p
     cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
-    cs2 = pre.service_cv2(pre_inst.phys.prefill_service_cv2)
-    w = wait_mean(rho, serve_a, cv2, cs2)
+    cs2 = srv.service_cv2(pre_inst.phys.prefill_service_cv2)
+    w = wait_mean(rho, srv.alone_s, cv2, cs2)
     ttft = pre.alone_mean_s + w + kvt + dec.step_s / 2.0 + pre_inst.hw.params.ttft_overhead_s
     g_p = np.asarray(pre_inst.par.gpus, float) * n_p
     g_d = np.asarray(dec_inst.par.gpus, float) * n_d
