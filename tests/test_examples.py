@@ -53,6 +53,12 @@ TEST_GAP = 0.01
 #: proven consistent (2026-12-05: kyber 72 racks against 76; high_demand without Haenam's
 #: 2034 grid among its binding limits).
 FILE_GAP = {"kyber", "high_demand"}
+#: Examples whose plan at 1 % splits its peak between sites differently from the
+#: recorded 0.1 % plan, both costs proven consistent; solving them at 0.1 % would take
+#: minutes (2026-12-05, third: `disaggregated` puts 22.3 MW in Seoul at 1 % against 20.0
+#: MW at 0.1 %, solved in 276 s). Their fleet size, total peak and binding grid limits
+#: are still checked.
+SITE_SPLIT_TIES = {"disaggregated"}
 _cache: dict = {}
 
 
@@ -168,7 +174,8 @@ def test_example_plans_and_matches_expected(name):
         return
     assert _close(got["racks_bought"], exp["racks_bought"], 0.03, 2)
     assert _close(got["peak_facility_mw"], exp["peak_facility_mw"], 0.02, 0.1)
-    sites = set(got["peak_mw_by_site"]) | set(exp["peak_mw_by_site"])
+    sites = set() if name in SITE_SPLIT_TIES else (
+        set(got["peak_mw_by_site"]) | set(exp["peak_mw_by_site"]))
     for s in sites:
         assert _close(got["peak_mw_by_site"].get(s, 0.0), exp["peak_mw_by_site"].get(s, 0.0),
                       0.05, 0.25), s
@@ -368,9 +375,13 @@ def test_seoul_only_grid_binds_with_positive_shadow_price():
     assert all((b["shadow_price_relaxed"] or 0) > 0 for b in grid)
     power = result.tables["power"]
     last = power[power.period.astype(str) == "2035"]
-    # the facility peak plus the UPS battery recharge its 2N plant must carry fill 45 MW
+    # the facility peak plus the UPS battery recharge its 2N plant must carry fill 45 MW:
+    # to 4.5 kW (1e-4), far less than one rack draws; a plan within its gap may leave a
+    # sliver (0.25 kW measured on the calibration of 2026-12-05, third: 2035's price is 0
+    # with the integers fixed, positive in the relaxation), never more than the step
     used = float(last.facility_kw_peak.iloc[0]) + float(last.recharge_kw.iloc[0])
-    assert used == pytest.approx(45000.0, rel=1e-6)
+    assert used <= 45000.0 * (1 + 1e-9)
+    assert used == pytest.approx(45000.0, rel=1e-4)
     assert float(last.recharge_kw.iloc[0]) > 0
     assert s["unserved"] and s["unserved_frac_last"] > 0.01
     # the connection lead time delays Seoul: the 30 MW step of 2028 cannot be had before

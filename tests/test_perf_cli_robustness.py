@@ -89,3 +89,31 @@ def test_missing_input_files_exit_1(tmp_path):
     result = run("perf", "validate", "catalogs/measurements/mlperf_inference.csv",
                  "--calibration", str(tmp_path))
     assert result.exit_code == 1, result.output
+
+
+@pytest.mark.parametrize("token_s, bound", [(5e-4, True), (0.0, False)])
+def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, token_s, bound):
+    """The fitted hand-over comes from 8-GPU boards; where it bounds a point, perf says so.
+
+    A calibration with a hand-over of 5e-4 s per prompt token (2,000 tokens/s per
+    prefill instance, far below any prefill) makes it the prefill pool's bound; with 0
+    only the links bound it and the line is absent.
+    """
+    import re
+
+    from dcplan.cli.perf_cmd import KV_HANDOVER_CAVEAT
+    from dcplan.paths import data_dir
+    from dcplan.perf.params import CALIBRATION_FILE
+
+    text = re.sub(r"(kv_handover_token_s: ).*", rf"\g<1>{token_s}",
+                  (data_dir("catalogs") / CALIBRATION_FILE).read_text())
+    cal = tmp_path / "cal.yaml"
+    cal.write_text(text)
+    args = ["perf", "--rack", "gb200_nvl72", "--model", "deepseek_r1", "--input-tokens",
+            "8192", "--output-tokens", "1024", "--precision", "fp4", "--mode",
+            "disaggregated", "--concurrency", "256", "--calibration", str(cal)]
+    out = run(*args)
+    assert out.exit_code == 0, out.output
+    assert ("prefill pool (" in out.stdout
+            and ("): kv_handover; decode pool" in out.stdout) == bound)
+    assert (KV_HANDOVER_CAVEAT in out.stdout.replace("\n", "")) == bound

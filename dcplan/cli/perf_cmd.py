@@ -409,6 +409,14 @@ def _limit(value: float, unit: str) -> str:
     return "none" if value >= _NO_LIMIT else f"{value:g} {unit}"
 
 
+#: Printed under a disaggregated point whose prefill pool the KV hand-over bounds.
+KV_HANDOVER_CAVEAT = ("bounds the prefill pool; its time per prompt token is fitted on "
+                      "DeepSeek-R1 runs with 1-8k-token prompts on 8-GPU boards over RDMA, "
+                      "so on an NVLink rack domain, another model or longer prompts it is "
+                      "an extrapolation (docs/perf.md, Serving; kv_handover_token_s in a "
+                      "calibration file changes it)")
+
+
 def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
                  lengths: dict[str, Any] | None = None) -> None:
     loop = (f"closed loop, {wl.concurrency} in flight per instance"
@@ -468,6 +476,10 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
             ("decode pool", f"{p.decode_tokens_per_s:,.0f} output tokens/s per rack"),
             ("prefill:decode racks", f"{p.prefill_racks_per_decode_rack:.3g} : 1"),
         ]
+        from dcplan.perf.goodput import KV_HANDOVER
+
+        if p.prefill_bottleneck == KV_HANDOVER:
+            lines.append(("KV hand-over", KV_HANDOVER_CAVEAT))
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         typer.echo(f"  {k.ljust(width)}  {v}")

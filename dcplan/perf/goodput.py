@@ -78,6 +78,10 @@ from dcplan.schema import (
     Workload,
 )
 
+#: Bottleneck label of a disaggregated prefill pool whose instances hand KV caches over
+#: more slowly than they prefill (``kv_handover_token_s``).
+KV_HANDOVER = "kv_handover"
+
 
 @dataclass(frozen=True)
 class RackPerf:
@@ -1234,7 +1238,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     if float(np.asarray(pst.comm_s).ravel()[pi]) > max(comp, mem):
         bound_p = "interconnect"
     if float(np.asarray(kvt).ravel()[pi]) > t_p:
-        bound_p = "kv_handover"
+        bound_p = KV_HANDOVER
     dparts = {"compute": 0.0, "memory_bandwidth": 0.0, "interconnect": 0.0, "overhead": 0.0}
     c_at = float(np.broadcast_to(ds.compute_s, rate_d.shape)[at])
     m_at = float(np.broadcast_to(ds.memory_s, rate_d.shape)[at])
