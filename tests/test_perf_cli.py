@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from dcplan.cli import app
@@ -162,6 +163,12 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     r = run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(out))
     assert r.exit_code == 0, r.output
     assert out.exists() and "median |error|" in r.output and "before" in r.output
+    # the file says how the fit stopped, within its evaluation budget
+    from dcplan.perf.calibration import MAX_NFEV
+
+    fit = yaml.safe_load(out.read_text())["fit"]
+    assert 0 < fit["evaluations"] <= MAX_NFEV and fit["termination"]
+    assert fit["first_order_optimality"] >= 0 and fit["columns"] > 0
     r = run("validate", str(FIX / "good_measurements.csv"), "--calibration", str(out), "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)

@@ -823,6 +823,10 @@ def calibrate_cmd(
         "tpot_median_abs_pct_after": _r(rep_after["tpot"]["median_abs_pct"]),
         "ttft_median_abs_pct_after": _r(rep_after["ttft"]["median_abs_pct"]),
         "power_rows": rep_after["power"]["rows"],
+        # how the least-squares fit stopped (an evaluation limit, or a step or cost
+        # change below its tolerance) and the gradient's size there
+        **{k: (_r(v) if isinstance(v, float) else v) for k, v in dict(cal.meta).items()
+           if k in ("columns", "evaluations", "termination", "first_order_optimality")},
     }
     save_calibration(cal, output, per_hw, fit)
     table = []

@@ -1057,7 +1057,11 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     -------
     Calibration
         ``default`` = pooled values, ``vendor``/``architecture``/``hardware`` = each
-        level's values (all at the planning engine and date), ``physics``, ``software``.
+        level's values (all at the planning engine and date), ``physics``, ``software``;
+        its ``meta`` says how the fit went: ``rows``, ``columns``, ``evaluations``
+        [count], ``termination`` (the least-squares solver's message: the evaluation
+        limit, or a step or cost change below tolerance) and
+        ``first_order_optimality`` (the gradient's largest component there [-]).
     """
     weights = balance_weights(rows, catalog, hardware_balance)
     use_power = any(m.power_w for m in rows) and per_hardware
@@ -1066,6 +1070,7 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
                    {**LEVEL_PRIOR, **(level_prior or {})})
     x, sol = _fit(space, pr, max_nfev)
     meta = {"rows": len(rows), "columns": len(space.cols), "evaluations": int(sol.nfev),
+            "termination": str(sol.message), "first_order_optimality": float(sol.optimality),
             "rows_per_hardware": {h: int((space.hw == h).sum()) for h in sorted(set(space.hw))}}
     return _calibration(space, x, source, meta)
 
