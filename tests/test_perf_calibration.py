@@ -94,6 +94,28 @@ def test_calibration_recovers_known_parameters(cat):
         assert got[name] == pytest.approx(TRUE[name], rel=0.03), name
 
 
+@pytest.mark.slow
+def test_a_perturbed_start_finds_the_same_identified_parameters(cat):
+    """On rows made by the model from known values, a fit started away from the prior
+    (bench/calibration_starts.py) recovers the same values; with no noise it is the
+    prior start's fit exactly."""
+    defaults = load_perf_defaults()
+    rows = _synthetic(cat, defaults)
+    kw = {"prior_weight": 0.0, "max_nfev": 200, "benchmarks": BENCH}
+    cal = calibrate(rows, cat, defaults, start_seed=1, start_sd=0.3, **kw)
+    got = dict(dict(cal.hardware)["tgpu"])
+    for name in ("compute_eff_frac", "decode_compute_eff_frac", "hbm_eff_frac"):
+        assert got[name] == pytest.approx(TRUE[name], rel=0.03), name
+    assert dict(cal.meta)["cost"] >= 0.0 and dict(cal.meta)["termination"]
+    same = calibrate(rows, cat, defaults, start_seed=1, start_sd=0.0, max_nfev=3,
+                     prior_weight=0.0, benchmarks=BENCH)
+    prior = calibrate(rows, cat, defaults, max_nfev=3, prior_weight=0.0, benchmarks=BENCH)
+    moved = calibrate(rows, cat, defaults, start_seed=1, start_sd=0.3, max_nfev=3,
+                      prior_weight=0.0, benchmarks=BENCH)
+    assert dict(same.hardware) == dict(prior.hardware)
+    assert dict(moved.hardware) != dict(prior.hardware)
+
+
 def test_calibration_with_prior_stays_close(cat):
     defaults = load_perf_defaults()
     rows = _synthetic(cat, defaults)

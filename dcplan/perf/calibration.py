@@ -888,8 +888,14 @@ class _Space:
         return [cols for cols, _ in groups]
 
 
-def _fit(space: _Space, pr: Predictor, max_nfev: int):
-    """Robust least squares over the space's columns with a grouped, batched Jacobian."""
+def _fit(space: _Space, pr: Predictor, max_nfev: int, start_seed: int | None = None,
+         start_sd: float = 0.0):
+    """Robust least squares over the space's columns with a grouped, batched Jacobian.
+
+    The search starts at the prior (``space.x0``), or, with ``start_seed``, there plus
+    normal noise of ``start_sd`` per column [ln units] (the prior pull stays at
+    ``space.x0``): how far equally good fits lie apart (bench/calibration_starts.py).
+    """
     groups = space.groups()
     owner_support = space.support[:, pr.owner]          # columns x residual entries
     cache: dict[bytes, np.ndarray] = {}
@@ -919,7 +925,10 @@ def _fit(space: _Space, pr: Predictor, max_nfev: int):
         jm[len(r0) + np.arange(len(x)), np.arange(len(x))] = space.w
         return jm
 
-    x0 = np.clip(space.x0, space.lo + 1e-9, space.hi - 1e-9)
+    x0 = space.x0
+    if start_seed is not None:
+        x0 = x0 + np.random.default_rng(start_seed).normal(0.0, start_sd, size=x0.shape)
+    x0 = np.clip(x0, space.lo + 1e-9, space.hi - 1e-9)
     sol = least_squares(fun, x0, jac=jac, bounds=(space.lo, space.hi), method="trf",
                         loss="soft_l1", f_scale=LOSS_SCALE, max_nfev=max_nfev)
     return sol.x, sol
@@ -1022,8 +1031,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
               prior_weight: float = PRIOR_WEIGHT, per_hardware: bool = True,
               max_nfev: int = MAX_NFEV, per_vendor: bool = True,
               level_prior: dict[str, float] | None = None,
-              hardware_balance: float = HARDWARE_BALANCE, *, benchmarks: Benchmarks
-              ) -> Calibration:
+              hardware_balance: float = HARDWARE_BALANCE, *, benchmarks: Benchmarks,
+              start_seed: int | None = None, start_sd: float = 0.15) -> Calibration:
     """Fit the parameters to ``rows`` (phase-level and/or serving rows).
 
     Parameters
@@ -1052,6 +1061,12 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         Row-balance exponent (:func:`balance_weights`) [-].
     benchmarks : Benchmarks
         What the rows' benchmarks ran (:class:`Predictor`).
+    start_seed : int, optional
+        Start the search away from the prior: each column plus normal noise of
+        ``start_sd`` [ln units] drawn with this seed (the pull stays at the prior).
+        None (default): start at the prior, as the shipped calibration does.
+    start_sd : float
+        Spread of that noise [ln units].
 
     Returns
     -------
@@ -1068,9 +1083,10 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     pr = Predictor(rows, catalog, defaults, weights, use_power=use_power, benchmarks=benchmarks)
     space = _Space(rows, catalog, defaults, per_vendor, per_hardware, use_power, prior_weight,
                    {**LEVEL_PRIOR, **(level_prior or {})})
-    x, sol = _fit(space, pr, max_nfev)
+    x, sol = _fit(space, pr, max_nfev, start_seed, start_sd)
     meta = {"rows": len(rows), "columns": len(space.cols), "evaluations": int(sol.nfev),
             "termination": str(sol.message), "first_order_optimality": float(sol.optimality),
+            "cost": float(sol.cost),
             "rows_per_hardware": {h: int((space.hw == h).sum()) for h in sorted(set(space.hw))}}
     return _calibration(space, x, source, meta)
 
