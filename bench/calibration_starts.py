@@ -91,7 +91,9 @@ def one_fit(seed: int | None, sd: float, folder: str, plans: bool) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--starts", type=int, default=4, help="perturbed starts (seeds 1..K)")
-    ap.add_argument("--sd", type=float, default=0.15, help="start noise per column [ln]")
+    from dcplan.perf.calibration import START_SD
+
+    ap.add_argument("--sd", type=float, default=START_SD, help="start noise per column [ln]")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--plans", action="store_true", help="also plan examples/baseline.yaml")
     ap.add_argument("--json", type=Path, help="write the records here")

@@ -172,6 +172,9 @@ P99_TPOT_WEIGHT = 0.3
 LOSS_SCALE = 0.15
 #: Function evaluations of a fit (the shipped calibration is fitted with these) [-].
 MAX_NFEV = 60
+#: Spread of the noise added to each column of a fit's start with ``start_seed``
+#: (bench/calibration_starts.py) [ln units].
+START_SD = 0.15
 #: Exponent of the per-accelerator row balance: a family's rows of an accelerator with
 #: ``n`` rows weigh ``n^-HARDWARE_BALANCE`` each (squared weights; 0: every row alike, 1:
 #: every accelerator alike).
@@ -889,7 +892,7 @@ class _Space:
 
 
 def _fit(space: _Space, pr: Predictor, max_nfev: int, start_seed: int | None = None,
-         start_sd: float = 0.0):
+         start_sd: float = START_SD):
     """Robust least squares over the space's columns with a grouped, batched Jacobian.
 
     The search starts at the prior (``space.x0``), or, with ``start_seed``, there plus
@@ -1032,7 +1035,7 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
               max_nfev: int = MAX_NFEV, per_vendor: bool = True,
               level_prior: dict[str, float] | None = None,
               hardware_balance: float = HARDWARE_BALANCE, *, benchmarks: Benchmarks,
-              start_seed: int | None = None, start_sd: float = 0.15) -> Calibration:
+              start_seed: int | None = None, start_sd: float = START_SD) -> Calibration:
     """Fit the parameters to ``rows`` (phase-level and/or serving rows).
 
     Parameters
@@ -1076,7 +1079,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         its ``meta`` says how the fit went: ``rows``, ``columns``, ``evaluations``
         [count], ``termination`` (the least-squares solver's message: the evaluation
         limit, or a step or cost change below tolerance) and
-        ``first_order_optimality`` (the gradient's largest component there [-]).
+        ``first_order_optimality`` (the gradient's largest component there [-]),
+        ``cost`` (the robust loss there [-]).
     """
     weights = balance_weights(rows, catalog, hardware_balance)
     use_power = any(m.power_w for m in rows) and per_hardware
