@@ -244,9 +244,16 @@ def _root_in_bracket(survival, lo, hi, q, args=()) -> np.ndarray:
     out[~done & (hi <= lo)] = lo[~done & (hi <= lo)]
     if todo.size:
         def fun(t, *p):
-            return survival(t, *p) - q
+            # ``survival = q`` on a stretch (a survival that rounds to q, e.g. where
+            # the nodes still to wait weigh q exactly) is no root: the smallest t with
+            # survival <= q is that stretch's left end, so an exact 0 counts as below
+            d = survival(t, *p) - q
+            return np.where(d > 0, d, np.minimum(d, -np.finfo(float).tiny))
         sol = find_root(fun, (lo[todo], hi[todo]), args=tuple(x[todo] for x in args),
-                        tolerances={"xrtol": QUANTILE_RTOL, "xatol": QUANTILE_ATOL})
+                        tolerances={"xrtol": QUANTILE_RTOL, "xatol": QUANTILE_ATOL,
+                                    # stop on the bracket only: a tiny survival - q is
+                                    # no root (its default tolerance is)
+                                    "fatol": 0.0, "frtol": 0.0})
         f_lo = sol.f_bracket[0]
         res = np.where(np.isfinite(sol.x), sol.x, 0.5 * (sol.bracket[0] + sol.bracket[1]))
         # no sign change (status -1): an end of the bracket, as a bisection gives

@@ -660,16 +660,14 @@ def prefill_server(pre: Prefill, handover_s, traffic: Traffic) -> Prefill:
         [s], and nodes in proportion to the prompt lengths, so that
         :meth:`Prefill.service_cv2` gives the lengths' spread.
     """
-    from dataclasses import replace
-
     kvt = np.asarray(handover_s, float)
     alone = np.maximum(pre.alone_s, kvt)
     nodes = ()
     if pre.alone_nodes:
         x, _ = traffic.lengths.nodes("input")
         nodes = tuple(alone * xk for xk in x)
-    return replace(pre, batched_s=np.maximum(pre.batched_s, kvt), alone_s=alone,
-                   alone_nodes=nodes)
+    return dataclasses.replace(pre, batched_s=np.maximum(pre.batched_s, kvt),
+                               alone_s=alone, alone_nodes=nodes)
 
 
 def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batch,
@@ -812,10 +810,9 @@ def solve_closed_loop(point_of_batch, concurrency, batch_max):
         # Ramp-up: every client sends its first request at once; the prefill pool
         # drains the burst of C requests at its throughput, one batched prefill (or KV
         # hand-over, where that is the slower) each.
-        from dataclasses import replace
-
-        pt = replace(pt, burst_span_s=c * np.maximum(pt.prefill_s, pt.kv_transfer_s)
-                     / np.maximum(pt.prefill_servers, 1.0))
+        span = c * np.maximum(pt.prefill_s, pt.kv_transfer_s) / np.maximum(
+            pt.prefill_servers, 1.0)
+        pt = dataclasses.replace(pt, burst_span_s=span)
     if np.any(capped):
         # Requests beyond the KV capacity queue for a slot: Little's law gives TTFT.
         wait = np.where(capped, (c - seqs) / np.maximum(pt.requests_per_s, 1e-30), 0.0)
@@ -854,8 +851,6 @@ def with_admission(pt: Point, poll_interval_steps, balance_timeout_steps, dp_ran
     Point
         ``ttft_mean_s`` and :attr:`Point.admission_s` raised by the wait [s].
     """
-    from dataclasses import replace
-
     step = np.asarray(pt.step_s, float)
     n = np.maximum(np.asarray(poll_interval_steps, float), 1.0)
     poll = (n - 1.0) / 2.0 * step
@@ -866,11 +861,10 @@ def with_admission(pt: Point, poll_interval_steps, balance_timeout_steps, dp_ran
         gather = np.where(lam > 0, (d - 1.0) / (2.0 * lam), np.inf)
     balance = np.where((t > 0) & (d > 1), np.minimum(gather, t * step), 0.0)
     wait = poll + balance
-    return replace(pt, ttft_mean_s=pt.ttft_mean_s + wait, admission_s=pt.admission_s + wait)
+    return dataclasses.replace(pt, ttft_mean_s=pt.ttft_mean_s + wait,
+                               admission_s=pt.admission_s + wait)
 
 
 def _with_extra_wait(pt: Point, wait) -> Point:
-    from dataclasses import replace
-
     extra = np.maximum(wait - pt.ttft_mean_s, 0.0)
-    return replace(pt, ttft_mean_s=pt.ttft_mean_s + extra, slot_wait_s=extra)
+    return dataclasses.replace(pt, ttft_mean_s=pt.ttft_mean_s + extra, slot_wait_s=extra)
