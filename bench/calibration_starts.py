@@ -58,16 +58,22 @@ def one_fit(seed: int | None, sd: float, folder: str, plans: bool) -> dict:
 
     catalog = load_catalog()
     pin = load_perf_inputs(catalog, NO_CALIBRATION, benchmarks=True)
-    rows = load_measurement_files(sorted((REPO / "catalogs" / "measurements").glob("*.csv")),
-                                  catalog)
+    files = sorted((REPO / "catalogs" / "measurements").glob("*.csv"))
+    rows = load_measurement_files(files, catalog)
     t0 = time.process_time()
     cal = calibrate(rows, catalog, pin.defaults, benchmarks=pin.benchmarks,
+                    source=", ".join(f"catalogs/measurements/{f.name}" for f in files),
                     start_seed=seed, start_sd=sd)
     fit_cpu = time.process_time() - t0
     rep = report(evaluate_rows(rows, catalog, pin.defaults, cal, benchmarks=pin.benchmarks))
     meta = dict(cal.meta)
     path = Path(folder) / f"calibration_{'prior' if seed is None else seed}.yaml"
-    save_calibration(cal, path)
+    fit = {"rows": len(rows),
+           "throughput_median_abs_pct_after": round(rep["throughput"]["median_abs_pct"], 3),
+           "throughput_p90_abs_pct_after": round(rep["throughput"]["p90_abs_pct"], 3),
+           **{k: meta[k] for k in ("columns", "evaluations", "termination",
+                                   "first_order_optimality", "cost", "start") if k in meta}}
+    save_calibration(cal, path, dict(meta.get("rows_per_hardware", {})), fit)
     nv = dict(dict(cal.vendor).get("NVIDIA", ()))
     out = {"start": "prior" if seed is None else f"seed {seed}",
            "evaluations": meta.get("evaluations"), "cost": meta.get("cost"),

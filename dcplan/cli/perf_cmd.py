@@ -826,7 +826,8 @@ def calibrate_cmd(
         # how the least-squares fit stopped (an evaluation limit, or a step or cost
         # change below its tolerance) and the gradient's size there
         **{k: (_r(v) if isinstance(v, float) else v) for k, v in dict(cal.meta).items()
-           if k in ("columns", "evaluations", "termination", "first_order_optimality")},
+           if k in ("columns", "evaluations", "termination", "first_order_optimality",
+                    "start")},
     }
     save_calibration(cal, output, per_hw, fit)
     table = []

@@ -37,6 +37,7 @@ from dcplan.sweep.summary import (  # noqa: E402
     SweepSummary,
     load_sweep,
     summarize,
+    unordered,
 )
 
 #: File names of the sweep charts (in ``DIR/charts``).
@@ -429,6 +430,10 @@ def plot_sensitivity(ax: Any, summary: SweepSummary) -> None:
 
         ax.barh(y, rho.value[order], color=["#c8553d" if v > 0 else "#7fa7cf"
                                             for v in rho.value[order]])
+        for yi, n in zip(y, order, strict=True):
+            if unordered(data, n):       # calibration files: no order to rank
+                ax.text(0.02, yi, "no rank correlation: its values have no order (see the "
+                        "tornado)", va="center", fontsize="small", color="#555555")
         ax.legend(handles=[Patch(color="#c8553d", label="higher value, higher output"),
                            Patch(color="#7fa7cf", label="higher value, lower output")],
                   fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),

@@ -1080,7 +1080,7 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         [count], ``termination`` (the least-squares solver's message: the evaluation
         limit, or a step or cost change below tolerance) and
         ``first_order_optimality`` (the gradient's largest component there [-]),
-        ``cost`` (the robust loss there [-]).
+        ``cost`` (the robust loss there [-]), ``start`` (where the search started).
     """
     weights = balance_weights(rows, catalog, hardware_balance)
     use_power = any(m.power_w for m in rows) and per_hardware
@@ -1091,6 +1091,9 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     meta = {"rows": len(rows), "columns": len(space.cols), "evaluations": int(sol.nfev),
             "termination": str(sol.message), "first_order_optimality": float(sol.optimality),
             "cost": float(sol.cost),
+            "start": ("the a-priori values" if start_seed is None else
+                      f"the a-priori values plus normal noise of sd {start_sd:g} ln units "
+                      f"(seed {start_seed})"),
             "rows_per_hardware": {h: int((space.hw == h).sum()) for h in sorted(set(space.hw))}}
     return _calibration(space, x, source, meta)
 

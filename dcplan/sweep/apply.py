@@ -2,9 +2,10 @@
 
 :func:`sample_case` turns ``{parameter name: value}`` into
 :meth:`~dcplan.case.Case.with_changes` (scenario paths and override entries) and, for
-performance-model parameters, :meth:`~dcplan.case.Case.with_calibration`; no file is
-read. :func:`check_against_case` tries each parameter's extreme values on the base case
-and reports what the case refuses, in the sweep file's terms.
+performance-model parameters and calibration files (read with the sweep file),
+:meth:`~dcplan.case.Case.with_calibration`; no file is read. :func:`check_against_case`
+tries each parameter's extreme values on the base case and reports what the case
+refuses, in the sweep file's terms.
 """
 
 from __future__ import annotations
@@ -213,8 +214,31 @@ def sample_changes(case: Any, spec: SweepSpec, values: Mapping[str, Any]
     return changes, overrides, cal
 
 
+def chosen_calibration(spec: SweepSpec, values: Mapping[str, Any]) -> Any:
+    """The calibration a ``calibration_file`` parameter's value names, or None.
+
+    The files were read with the sweep file (:attr:`SweepSpec.calibrations`).
+
+    Raises
+    ------
+    ValueError
+        For a value that is not one of the files the sweep file lists.
+    """
+    for p in spec.parameters:
+        if p.calibration_file and p.name in values:
+            value = values[p.name]
+            if value not in spec.calibrations:
+                raise ValueError(f"{value!r} is not one of the calibration files of "
+                                 f"parameter '{p.name}'")
+            return spec.calibrations[value]
+    return None
+
+
 def sample_case(case: Any, spec: SweepSpec, values: Mapping[str, Any]) -> Any:
     """The base ``case`` with one sample's parameter ``values`` applied (no file read).
+
+    A ``calibration_file`` parameter replaces the case's calibration first; sampled
+    ``calibration`` parameters then change that calibration's values.
 
     Raises
     ------
@@ -223,12 +247,14 @@ def sample_case(case: Any, spec: SweepSpec, values: Mapping[str, Any]) -> Any:
         applied (file ``<sample>``, field the parameter name).
     """
     try:
-        changes, overrides, cal = sample_changes(case, spec, values)
-        calibration = _calibration(case, cal) if cal else None
+        chosen = chosen_calibration(spec, values)
+        base = case.with_calibration(chosen) if chosen is not None else case
+        changes, overrides, cal = sample_changes(base, spec, values)
+        calibration = _calibration(base, cal) if cal else None
     except (KeyError, TypeError, ValueError) as exc:
         msg = exc.args[0] if exc.args else str(exc)
         raise InputError(Problem("<sample>", str(msg))) from None
-    out = case.with_changes(changes, overrides=overrides) if (changes or overrides) else case
+    out = base.with_changes(changes, overrides=overrides) if (changes or overrides) else base
     return out.with_calibration(calibration) if calibration is not None else out
 
 

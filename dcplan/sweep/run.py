@@ -237,7 +237,7 @@ def base_values(plan: SweepPlan) -> dict[str, Any]:
                 plan.case.catalog.entries.get(o.kind, {}).get(o.id)
             v = getattr(src, o.field, None)
             out[p.name] = v if isinstance(v, int | float | str | bool) else None
-        elif p.calibration:
+        elif p.calibration or p.calibration_file:
             out[p.name] = None
     return out
 

@@ -23,10 +23,11 @@ A sweep file (``kind: dcplan_sweep``, examples in ``examples/sweeps/``)::
         mode: 1.0
         high: 1.4
 
-Each parameter names one target (``path``, ``override``, ``grid_step`` or
-``calibration``, see :class:`Parameter`) and either a distribution or, for the grid
-method, a ``grid`` of values. :func:`load_sweep_spec` reads and validates a file and
-reports every problem at once with file, line, entry (the parameter) and field;
+Each parameter names one target (``path``, ``override``, ``grid_step``,
+``calibration`` or ``calibration_file``, see :class:`Parameter`) and either a
+distribution or, for the grid method, a ``grid`` of values. :func:`load_sweep_spec`
+reads and validates a file (and the calibration files it names) and reports every
+problem at once with file, line, entry (the parameter) and field;
 :func:`check_against_case` tries every parameter's extreme values on the base case so
 that a wrong path or an impossible value is reported before anything is solved.
 """
@@ -99,6 +100,9 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 Scalar = float | int | str | bool
 
+#: What a parameter can change, one per parameter (see :class:`Parameter`).
+TARGETS = ("path", "override", "grid_step", "calibration", "calibration_file")
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -149,6 +153,13 @@ class Parameter(_Strict):
         years (positive: later).
     calibration : CalibrationTarget, optional
         A performance-model efficiency or overhead (``hbm_eff_frac``, ...).
+    calibration_file : True, optional
+        The whole performance-model calibration: each value names a calibration file
+        (``dcplan perf calibrate``, relative to the sweep file), read once when the
+        sweep file is loaded. Alternative fits of the same rows keep their parameters'
+        joint values, which sampling each parameter alone would not (docs/perf.md,
+        "How well the data pin the fit"). A choice or a grid; no ``apply``. A
+        ``calibration`` parameter in the same sweep changes the chosen file's values.
     apply : {"set", "scale", "add", "grow"}
         How the sampled value changes the target: replaces it, multiplies it, is added
         to it, or (year-keyed tables such as ``demand.table.chat``) multiplies the
@@ -172,6 +183,7 @@ class Parameter(_Strict):
     override: OverrideTarget | None = None
     grid_step: GridStepTarget | None = None
     calibration: CalibrationTarget | None = None
+    calibration_file: Literal[True] | None = None
     apply: Literal["set", "scale", "add", "grow"] | None = None
     integer: bool = False
     distribution: Literal["uniform", "normal", "lognormal", "triangular", "choice"] | None = None
@@ -188,8 +200,8 @@ class Parameter(_Strict):
 
     @property
     def target(self) -> str:
-        """Which kind of target: ``path``, ``override``, ``grid_step`` or ``calibration``."""
-        for t in ("path", "override", "grid_step", "calibration"):
+        """Which target the parameter changes (one of :data:`TARGETS`)."""
+        for t in TARGETS:
             if getattr(self, t) is not None:
                 return t
         return ""
@@ -220,6 +232,8 @@ class Parameter(_Strict):
         if self.calibration:
             c = self.calibration
             return f"perf {c.param} of {c.accelerator or 'every accelerator'} ({self.op})"
+        if self.calibration_file:
+            return "performance-model calibration file (set)"
         return ""
 
 
@@ -263,6 +277,9 @@ class SweepSpec(_Strict):
     parameters : list of Parameter
     file : str
         The sweep file as shown in messages (set by :func:`load_sweep_spec`).
+    calibrations : dict
+        Value of a ``calibration_file`` parameter (as written) -> the calibration its
+        file holds (read by :func:`load_sweep_spec`).
     """
 
     kind: Literal["dcplan_sweep"]
@@ -279,6 +296,7 @@ class SweepSpec(_Strict):
     file: str = Field(default="<sweep>", exclude=True)
     folder: str = Field(default=".", exclude=True)
     lines: dict[str, int] = Field(default_factory=dict, exclude=True)
+    calibrations: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     def base_path(self) -> Path:
         """The base scenario file."""
@@ -335,6 +353,8 @@ def default_name(p: Parameter) -> str:
         text = f"grid_step_{p.grid_step.site}_{p.grid_step.year}"
     elif p.calibration:
         text = f"{p.calibration.param}_{p.calibration.accelerator or 'all'}"
+    elif p.calibration_file:
+        text = "calibration_file"
     else:
         text = "parameter"
     text = re.sub(r"[^a-z0-9_]", "_", text.lower()).strip("_") or "parameter"
@@ -398,9 +418,42 @@ def load_sweep_spec(path: Path | str) -> SweepSpec:
     base = _base_problem(spec, path)
     if base is not None:
         problems.append(base)
+    calibrations, cal_problems = _calibration_files(spec)
+    problems += cal_problems
     if problems:
         raise InputError(problems)
-    return spec
+    return spec.model_copy(update={"calibrations": calibrations})
+
+
+def _calibration_files(spec: SweepSpec) -> tuple[dict[str, Any], list[Problem]]:
+    """Read the files of the ``calibration_file`` parameters, once each.
+
+    Returns the calibrations by value as written, and the problems: a file that is not
+    there (in this sweep file, at the parameter) and each problem of a file that is not
+    a valid calibration (in that file).
+    """
+    from dcplan.perf.params import load_calibration
+
+    out: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for i, p in enumerate(spec.parameters):
+        if not p.calibration_file:
+            continue
+        fld = "values" if p.values is not None else "grid"
+        for v in (p.values or []) + (p.grid or []):
+            if not isinstance(v, str) or v in out:
+                continue
+            f = Path(v) if Path(v).is_absolute() else Path(spec.folder) / v
+            if not f.is_file():
+                problems.append(spec.problem(
+                    f"no calibration file {display_path(f)}; name files written by 'dcplan "
+                    "perf calibrate', relative to this sweep file", i, fld))
+                continue
+            try:
+                out[v] = load_calibration(f)
+            except InputError as exc:
+                problems += exc.problems
+    return out, problems
 
 
 def _base_problem(spec: SweepSpec, path: Path) -> Problem | None:
@@ -464,10 +517,10 @@ def spec_problems(spec: SweepSpec) -> list[Problem]:
             bad(f"the name '{name}' is also parameter {seen[name] + 1}'s; names must differ",
                 "name")
         seen.setdefault(name, i)
-        given = [t for t in ("path", "override", "grid_step", "calibration")
-                 if getattr(p, t) is not None]
+        given = [t for t in TARGETS if getattr(p, t) is not None]
         if len(given) != 1:
-            bad("give exactly one of path, override, grid_step or calibration"
+            bad("give exactly one of path, override, grid_step, calibration or "
+                "calibration_file"
                 + (f" (got {', '.join(given)})" if given else ""), given[1] if len(given) > 1
                 else None)
         else:
@@ -481,6 +534,18 @@ def spec_problems(spec: SweepSpec) -> list[Problem]:
                 "remove 'apply'", "apply")
         if p.calibration is not None and p.op not in ("set", "scale"):
             bad(f"a calibration parameter is set or scaled, not '{p.op}'", "apply")
+        if p.calibration_file and p.apply is not None:
+            bad("a calibration_file parameter chooses a whole calibration; remove 'apply'",
+                "apply")
+        if p.calibration_file and p.distribution not in (None, "choice"):
+            bad("a calibration_file parameter takes a choice of files (distribution: "
+                f"choice) or a grid, not a {p.distribution} distribution", "distribution")
+        if p.calibration_file:
+            for v in (p.values or []) + (p.grid or []):
+                if not isinstance(v, str) or not v.strip():
+                    bad(f"{v!r} is not a file name; list calibration files (dcplan perf "
+                        "calibrate), relative to this sweep file",
+                        "values" if p.values else "grid")
         if p.override is not None and p.op == "grow":
             bad("'grow' applies to year-keyed scenario tables given by path; use set, "
                 "scale or add", "apply")
@@ -512,6 +577,8 @@ def _target_key(p: Parameter) -> str:
         return f"override:{o.kind}/{o.id}/{o.field}/{o.from_year}"
     if p.grid_step:
         return f"grid:{p.grid_step.site}/{p.grid_step.year}"
+    if p.calibration_file:
+        return "calfile"
     c = p.calibration
     return f"cal:{c.param}/{c.accelerator}" if c else ""
 

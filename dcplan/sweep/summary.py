@@ -311,6 +311,16 @@ def param_values(data: SweepData, name: str, frame: pd.DataFrame) -> np.ndarray:
     return np.array([rank.get(str(v), np.nan) for v in col], dtype=float)
 
 
+def unordered(data: SweepData, name: str) -> bool:
+    """Whether parameter ``name``'s values have no order (calibration files).
+
+    Such a parameter gets no rank correlation, and its tornado compares the values with
+    the lowest and the highest mean instead of its first and last value.
+    """
+    p = next((q for q in data.spec.parameters if q.name == name), None)
+    return bool(p is not None and p.calibration_file)
+
+
 def _y(data: SweepData, output: str, frame: pd.DataFrame) -> np.ndarray:
     return pd.to_numeric(frame[output], errors="coerce").to_numpy(dtype=float) \
         if output in frame else np.full(len(frame), np.nan)
@@ -390,6 +400,8 @@ def sensitivity_table(data: SweepData) -> pd.DataFrame:
             x = param_values(data, nm, solved)
             ok = np.isfinite(x) & np.isfinite(y)
             rho = math.nan
+            if unordered(data, nm):
+                ok &= False              # no rank correlation without an order
             if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
                 from scipy.stats import spearmanr
 
@@ -405,7 +417,8 @@ def tornado_table(data: SweepData, output: str | None = None) -> pd.DataFrame:
     """Mean of ``output`` with each parameter in its lowest and highest fifth of samples.
 
     A parameter with at most five distinct values is split at its lowest and highest
-    value instead. Sorted by the swing (largest first).
+    value instead; one without order (:func:`unordered`) at its values with the lowest
+    and highest mean (shown by file name). Sorted by the swing (largest first).
 
     Returns
     -------
@@ -433,7 +446,13 @@ def tornado_table(data: SweepData, output: str | None = None) -> pd.DataFrame:
         distinct = np.unique(xv)
         if len(distinct) < 2:
             continue
-        if len(distinct) <= 5:
+        if unordered(data, nm):
+            means = {v: _mean(yv[xv == v], wv[xv == v] if wv is not None else None)
+                     for v in distinct}
+            v_lo, v_hi = min(means, key=means.get), max(means, key=means.get)
+            lo_m, hi_m = xv == v_lo, xv == v_hi
+            lo_t, hi_t = (Path(str(raw[lo_m][0])).name, Path(str(raw[hi_m][0])).name)
+        elif len(distinct) <= 5:
             lo_m, hi_m = xv == distinct[0], xv == distinct[-1]
             lo_t, hi_t = (_fmt(raw[lo_m][0]), _fmt(raw[hi_m][0]))
         else:
