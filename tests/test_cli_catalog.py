@@ -138,6 +138,20 @@ def test_validate_classifies_folders_by_content():
     assert "forecast in examples/forecasts" in out
     assert "7 sites in sites" in out
     assert "measurement rows in catalogs/measurements/mlperf_inference.csv" in out
+    assert "4 performance calibrations in catalogs/perf_calibration_alternatives" in out
+
+
+def test_validate_checks_calibration_files_by_their_kind(tmp_path):
+    good = ROOT / "catalogs" / "perf_calibration_alternatives" / "start_seed_1.yaml"
+    (tmp_path / "fit_a.yaml").write_text(good.read_text())
+    (tmp_path / "fit_b.yaml").write_text(good.read_text().replace(
+        "physics:", "phisics: {}\nphysics:", 1))
+    result = run("validate", str(tmp_path))
+    assert result.exit_code == 1, result.output
+    assert "fit_b.yaml" in result.stderr and "field 'phisics'" in result.stderr
+    assert "did you mean 'physics'" in result.stderr
+    assert "fit_a.yaml" not in result.stderr
+    assert run("validate", str(tmp_path / "fit_a.yaml")).exit_code == 0
 
 
 def test_validate_measurement_csv_and_forecast_files():

@@ -457,11 +457,12 @@ def _validate_perf_defaults(folder: Path, checked: list[str]) -> list[Problem]:
     return problems
 
 
-_PLURAL = {"scenario": "scenarios", "forecast": "forecasts", "sweep": "sweeps"}
+_PLURAL = {"scenario": "scenarios", "forecast": "forecasts", "sweep": "sweeps",
+           "calibration": "performance calibrations"}
 
 
 def _classify(path: Path) -> tuple[str | None, list[Problem]]:
-    """What ``path`` holds: ``site``, ``scenario``, ``forecast``, ``sweep`` or measurements.
+    """What ``path`` holds: a site, scenario, forecast, sweep, calibration or measurements.
 
     ``measurements``: a CSV of rows; ``measurement_support``: a YAML file the model reads
     beside the CSVs (:data:`dcplan.perf.measurements.SUPPORT_FILES`), known by its name.
@@ -484,8 +485,12 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
     except InputError as exc:
         return None, exc.problems
     if isinstance(raw, dict):
+        from dcplan.perf.params import CALIBRATION_KIND
+
         if raw.get("kind") == "dcplan_sweep":
             return "sweep", []
+        if raw.get("kind") == CALIBRATION_KIND:
+            return "calibration", []
         if "grid_mw" in raw:
             return "site", []
         if "cases" in raw:
@@ -496,7 +501,8 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
                           "are named after their kind "
                           f"({', '.join(KIND_FILES.values())}), site files have "
                           "'grid_mw', scenario files have 'periods', forecast files have "
-                          "'cases', sweep files start with 'kind: dcplan_sweep', measurement "
+                          "'cases', sweep files start with 'kind: dcplan_sweep', calibration "
+                          "files with 'kind: dcplan_perf_calibration', measurement "
                           "files end in .csv (beside them: "
                           f"{', '.join(_support_files())})")]
 
@@ -541,6 +547,13 @@ def _validate_file(path: Path, checked: list[str], kind: str | None = None) -> l
             if not problems:
                 checked.append(f"forecast {shown}")
             return problems
+        if kind == "calibration":
+            from dcplan.perf.params import load_calibration
+
+            cat = STATE.catalog()
+            load_calibration(path, list(cat.entries.get("accelerators", {})))
+            checked.append(f"performance calibration {shown}")
+            return []
         if kind == "sweep":
             # as `dcplan sweep` checks it: the file, then every parameter on its base case
             from dcplan.sweep import load_sweep_spec, prepare_sweep
