@@ -63,6 +63,12 @@ def test_the_files_are_read_with_the_sweep_file(tmp_path):
     assert "calibration file" in p.describe()
 
 
+def test_a_file_name_with_a_nul_byte_is_reported_not_raised(tmp_path):
+    bad = sweep_file(tmp_path, REPO / "examples" / "minimal.yaml", ['"a\\0b.yaml"'])
+    with pytest.raises(InputError, match="no calibration file"):
+        load_sweep_spec(bad)
+
+
 def test_bad_calibration_file_parameters_are_all_reported(tmp_path):
     (tmp_path / "notes.yaml").write_text("kind: something_else\n")
     bad = tmp_path / "bad.yaml"
@@ -151,3 +157,10 @@ def test_dcplan_sweep_plans_each_calibration_file(tmp_path, minimal_linear):
     assert (row["low"], row["high"]) == (SHIPPED.name, "slow.yaml")
     assert row["low_mean"] == pytest.approx(npv[str(SHIPPED)])
     assert row["high_mean"] == pytest.approx(npv["slow.yaml"])
+    # a file changed since: --resume refuses to mix its samples with the new file's
+    slower_fit(tmp_path / "mid.yaml", 0.7)
+    again = subprocess.run([sys.executable, "-m", "dcplan", "sweep", str(path), "-o",
+                            str(out), "--resume"], capture_output=True, text=True,
+                           timeout=600, cwd=REPO)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "holds another sweep: the calibration files changed" in again.stderr

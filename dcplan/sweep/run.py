@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as dt
+import hashlib
 import json
 import logging
 import math
@@ -322,6 +323,7 @@ def _manifest(plan: SweepPlan) -> dict[str, Any]:
         "method": spec.method, "seed": spec.seed, "levels": plan.design.levels,
         "requested": plan.design.requested, "samples": plan.design.size,
         "design_digest": plan.design.digest(),
+        "calibrations_digest": calibrations_digest(spec),
         "parameters": [{"name": p.name, "title": p.title, "label": p.label or p.name,
                         "unit": p.unit or "", "target": p.describe(),
                         "distribution": p.distribution or "grid"}
@@ -368,6 +370,14 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
+def calibrations_digest(spec: SweepSpec) -> str | None:
+    """SHA-256 of the fitted values of the sweep's calibration files (None: it has none)."""
+    if not spec.calibrations:
+        return None
+    data = sorted((name, repr(cal.key)) for name, cal in spec.calibrations.items())
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()
+
+
 def _check_resume(plan: SweepPlan, folder: Path, resume: bool) -> dict[str, Any] | None:
     """The folder's manifest when resuming the same sweep; refuse anything else."""
     taken = (folder / MANIFEST).exists() or (folder / SAMPLES_FILE).exists()
@@ -380,7 +390,8 @@ def _check_resume(plan: SweepPlan, folder: Path, resume: bool) -> dict[str, Any]
     new = _manifest(plan)
     why = [what for key, what in (("design_digest", "the samples (parameters, method, "
                                    "seed or count)"),
-                                  ("case_digest", "the base scenario, catalogs or sites"))
+                                  ("case_digest", "the base scenario, catalogs or sites"),
+                                  ("calibrations_digest", "the calibration files"))
            if old.get(key) != new[key]]
     if why:
         raise InputError(Problem(str(folder), f"holds another sweep: {' and '.join(why)} "

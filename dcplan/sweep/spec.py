@@ -444,7 +444,7 @@ def _calibration_files(spec: SweepSpec) -> tuple[dict[str, Any], list[Problem]]:
             if not isinstance(v, str) or v in out:
                 continue
             f = Path(v) if Path(v).is_absolute() else Path(spec.folder) / v
-            if not f.is_file():
+            if not f.is_file():     # False also for a name with a NUL byte
                 problems.append(spec.problem(
                     f"no calibration file {display_path(f)}; name files written by 'dcplan "
                     "perf calibrate', relative to this sweep file", i, fld))
