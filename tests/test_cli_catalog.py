@@ -152,6 +152,10 @@ def test_validate_checks_calibration_files_by_their_kind(tmp_path):
     assert "did you mean 'physics'" in result.stderr
     assert "fit_a.yaml" not in result.stderr
     assert run("validate", str(tmp_path / "fit_a.yaml")).exit_code == 0
+    (tmp_path / "listed.yaml").write_text("- a\n- b\n")       # not a mapping at all
+    listed = run("validate", str(tmp_path / "listed.yaml"))
+    assert listed.exit_code == 1 and "cannot tell what this file is" in listed.stderr
+    assert "kind: dcplan_perf_calibration" in listed.stderr
 
 
 def test_validate_measurement_csv_and_forecast_files():

@@ -169,6 +169,7 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     fit = yaml.safe_load(out.read_text())["fit"]
     assert 0 < fit["evaluations"] <= MAX_NFEV and fit["termination"]
     assert fit["first_order_optimality"] >= 0 and fit["columns"] > 0
+    assert fit["start"] == "the a-priori values"   # where the search started
     r = run("validate", str(FIX / "good_measurements.csv"), "--calibration", str(out), "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)

@@ -484,9 +484,9 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
         raw = read_yaml(path)
     except InputError as exc:
         return None, exc.problems
-    if isinstance(raw, dict):
-        from dcplan.perf.params import CALIBRATION_KIND
+    from dcplan.perf.params import CALIBRATION_KIND
 
+    if isinstance(raw, dict):
         if raw.get("kind") == "dcplan_sweep":
             return "sweep", []
         if raw.get("kind") == CALIBRATION_KIND:
@@ -502,7 +502,7 @@ def _classify(path: Path) -> tuple[str | None, list[Problem]]:
                           f"({', '.join(KIND_FILES.values())}), site files have "
                           "'grid_mw', scenario files have 'periods', forecast files have "
                           "'cases', sweep files start with 'kind: dcplan_sweep', calibration "
-                          "files with 'kind: dcplan_perf_calibration', measurement "
+                          f"files with 'kind: {CALIBRATION_KIND}', measurement "
                           "files end in .csv (beside them: "
                           f"{', '.join(_support_files())})")]
 
