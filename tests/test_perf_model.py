@@ -172,8 +172,12 @@ def test_moe_decode_step_with_expert_parallelism(cat, serving):
     hits = e / 8 * hit                                 # of the 8 local experts
     per_expert = b * k / e / hit
     imb = 1 + 0.2 * (1 - 1 / 8) + math.sqrt(2 * math.log(8) / (b * k / 8))
-    c4 = hits * 2 * expert * (per_expert * imb + 8) / (FP8 * 0.4)
-    m4 = hits * expert / BW
+    # the busiest of 8 ranks: mean + sqrt(2 ln 8) binomial standard deviations of its
+    # distinct experts (at 128 sequences nearly every expert is hit: hardly any spread)
+    busy = min(hits + math.sqrt(2 * math.log(8)) * math.sqrt(8 * hit * (1 - hit)), 8)
+    assert hits < busy < hits + 0.05
+    c4 = 2 * expert * (hits * per_expert * imb + busy * 8) / (FP8 * 0.4)
+    m4 = busy * expert / BW
     roof = max(c1, m1) + max(c2, m2) + max(c3, m3) + max(c4, m4)
     a2a = (b / 8) * imb * k * 4096 * (1 + 2)           # fp8 dispatch + bf16 combine
     comm = 10 * (a2a * 7 / 8 / (400e9 * 0.25) + 2 * 2e-5)   # at moe_comm_eff_frac
@@ -182,6 +186,53 @@ def test_moe_decode_step_with_expert_parallelism(cat, serving):
     assert float(st_.roof_s) == pytest.approx(roof)
     assert float(st_.comm_s) == pytest.approx(comm)
     assert float(st_.total_s) == pytest.approx(roof + comm + 0.002)
+
+
+def test_expert_parallel_under_tp_attention_sums_by_all_reduce(cat, serving):
+    """TP8 EP8: every GPU holds every token, so no dispatch/combine all-to-all.
+
+    Each GPU runs its own experts on all 16 tokens and one all-reduce of the MoE output
+    (16 x 4096 bf16 values, at moe_comm_eff_frac 0.25) sums them, beside attention's
+    all-reduce (at scaleup_eff_frac 0.5): the same communication as TP8 with experts
+    sliced (EP 1). Under DEP8 the same tokens are dispatched by all-to-alls instead.
+    """
+    shape, hw = _parts(cat, serving, "moe")
+    b = 16.0
+    serving = replace(serving, two_batch_overlap=False)
+    msg = b * 4096 * 2.0
+    moe_ar = 2 * 7 / 8 * msg / (400e9 * 0.25) + 1e-5
+    attn_ar = 2 * 7 / 8 * msg / (400e9 * 0.5) + 1e-5
+    steps = {}
+    for name, par in (("TP8 EP8", Parallel(8, 1, 8)), ("TP8", Parallel(8, 1, 1)),
+                      ("DEP8", Parallel(1, 8, 8))):
+        dp = float(par.attn_dp)
+        steps[name] = forward_step(hw, par, shape, PH, serving, b, b / dp, shape.attended(0),
+                                   0.0, "decode")
+    assert float(steps["TP8 EP8"].comm_s) == pytest.approx(10 * (moe_ar + attn_ar))
+    assert float(steps["TP8"].comm_s) == pytest.approx(10 * (moe_ar + attn_ar))
+    imb = 1 + 0.2 * (1 - 1 / 8) + math.sqrt(2 * math.log(8) / (b * 4 / 8))
+    a2a = (b / 8) * imb * 4 * 4096 * (1 + 2) * 7 / 8 / (400e9 * 0.25) + 2 * 2e-5
+    assert float(steps["DEP8"].comm_s) == pytest.approx(10 * a2a)
+
+
+def test_busiest_expert_parallel_rank_reads_more_expert_weights(cat, serving):
+    """4 tokens x 4 of 64 experts: EP8 ranks read unevenly, EP 1 slices evenly.
+
+    P(an expert is hit) = 1 - (60/64)^4. With experts sliced over 8 GPUs (EP 1) each
+    reads 1/8 of the 64 p experts hit; with EP8 a rank owns 8 experts, hits Binomial(8,
+    p) of them, and the busiest of 8 ranks is taken as mean + sqrt(2 ln 8) standard
+    deviations: 1.82 + 2.04 x 1.19 = 4.24 experts, 2.3 times the mean.
+    """
+    shape, hw = _parts(cat, serving, "moe")
+    expert = (70e9 - 10e9) / (64 - 4)
+    hit = 1 - (60 / 64) ** 4
+    busy = 8 * hit + math.sqrt(2 * math.log(8)) * math.sqrt(8 * hit * (1 - hit))
+    assert busy == pytest.approx(4.24, abs=0.01)
+    ep8 = forward_step(hw, Parallel(8, 1, 8), shape, PH, serving, 4.0, 4.0, 0.0, 0.0, "decode")
+    ep1 = forward_step(hw, Parallel(8, 1, 1), shape, PH, serving, 4.0, 4.0, 0.0, 0.0, "decode")
+    # everything but the routed experts' weight read is the same in both layouts
+    assert float(ep8.memory_s) - float(ep1.memory_s) == pytest.approx(
+        10 * (busy - 64 * hit / 8) * (expert / 10) / BW)
 
 
 def test_grouped_gemm_padding_charges_few_tokens_per_expert(cat, serving):

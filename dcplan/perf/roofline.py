@@ -16,8 +16,10 @@ larger of its compute and memory time) plus communication and fixed overheads:
 - dense FFN, shared experts and head (non-expert precision),
 - routed experts: grouped GEMMs over ``m`` tokens per expert, charged as ``m + pad``
   rows, on the busiest expert-parallel rank (load imbalance), against the weights of
-  the distinct experts hit,
-- all-reduces (attention TP, MoE TP) and dispatch/combine all-to-alls (EP) over the
+  the distinct experts that rank's tokens hit (the busiest rank's count, above the mean
+  by the binomial spread, so few tokens over many EP ranks read unevenly),
+- all-reduces (attention TP; the MoE output where attention is tensor-parallel, EP or
+  not) and dispatch/combine all-to-alls (EP under data-parallel attention) over the
   scale-up domain, or partly over scale-out when the group spans domains.
 
 Every function is vectorised: hardware parameters, parallel sizes and token counts
@@ -635,17 +637,31 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
         lam = np.maximum(T * k / ep, 1e-9)        # token-expert pairs per EP rank
         imb = np.minimum(1.0 + phys.moe_imbalance_frac * (1.0 - 1.0 / ep)
                          + np.sqrt(2.0 * np.log(ep) / lam), ep)
-        c4 = (hits * 2.0 * shape.expert_params * lf / moe_tp
-              * (per_expert * imb + phys.grouped_gemm_pad_tokens) / (gemm_flops * gemm_eff))
-        m4 = hits * shape.expert_params * lf * shape.expert_bytes_per_param / moe_tp / bw
+        # the busiest EP rank reads the weights of its own distinct experts: per rank a
+        # binomial count over its e/ep experts, the largest of ep ranks about
+        # sqrt(2 ln ep) standard deviations above the mean (EP 1: every GPU reads a
+        # slice of every expert hit, no spread)
+        local = e / ep
+        spread = np.sqrt(np.maximum(local * hit_p * (1.0 - hit_p), 0.0))
+        hits_busy = np.minimum(hits + np.sqrt(2.0 * np.log(ep)) * spread, local)
+        c4 = (2.0 * shape.expert_params * lf / moe_tp
+              * (hits * per_expert * imb + hits_busy * phys.grouped_gemm_pad_tokens)
+              / (gemm_flops * gemm_eff))
+        m4 = hits_busy * shape.expert_params * lf * shape.expert_bytes_per_param / moe_tp / bw
         compute = compute + c4
         memory = memory + m4
         roof = roof + np.maximum(c4, m4)
-        # MoE layers: dispatch + combine all-to-all over EP (prefill: the throughput
-        # kernels; decode: the low-latency kernels), or an all-reduce (EP 1)
+        # MoE layers: with data-parallel attention each rank holds its own tokens, so
+        # they are dispatched to their experts and combined back by all-to-alls over EP
+        # (prefill: the throughput kernels; decode: the low-latency kernels). With
+        # tensor-parallel attention every GPU already holds every token: each runs its
+        # own experts (EP) or expert slices (EP 1) and one all-reduce sums the outputs
+        # (SGLang --ep-size without an all-to-all backend, TensorRT-LLM EP under TP
+        # attention).
         per_token = shape.hidden_size * (serving.dispatch_bytes + serving.activation_bytes)
         a2a_eff = p.moe_prefill_comm_eff_frac if prefill else p.moe_comm_eff_frac
-        moe_comm = np.where(ep > 1, moe_alltoall_time(hw, ep, T / g * imb, shape.experts_active,
+        a2a = (ep > 1) & (np.asarray(par.attn_dp, dtype=float) > 1)
+        moe_comm = np.where(a2a, moe_alltoall_time(hw, ep, T / g * imb, shape.experts_active,
                                                       per_token, a2a_eff, forward=prefill),
                             allreduce_time(hw, g, T * shape.hidden_size
                                            * serving.activation_bytes, p.moe_comm_eff_frac))
