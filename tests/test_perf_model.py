@@ -235,6 +235,29 @@ def test_busiest_expert_parallel_rank_reads_more_expert_weights(cat, serving):
         10 * (busy - 64 * hit / 8) * (expert / 10) / BW)
 
 
+@given(tokens=st.floats(1.0, 4096.0), ep=st.sampled_from([2, 4, 8, 16]))
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_expert_parallel_weight_read_bounds(cat, serving, tokens, ep):
+    """Whole experts (EP) read at least what sliced ones (EP 1) do, at most all local ones.
+
+    Same GPUs, same tensor-parallel attention: only the routed experts' weight read
+    differs. Sliced, each GPU reads 1/ep of every expert hit; whole, the busiest rank
+    reads its own hits, never fewer than the mean share, never more than its E/ep experts.
+    """
+    shape, hw = _parts(cat, serving, "moe")
+    serving = replace(serving, two_batch_overlap=False)   # one pass: weights read once
+    expert = (70e9 - 10e9) / (64 - 4) / 10          # per layer [parameters], fp8
+    whole = forward_step(hw, Parallel(ep, 1, ep), shape, PH, serving, tokens, tokens, 0.0,
+                         0.0, "decode")
+    sliced = forward_step(hw, Parallel(ep, 1, 1), shape, PH, serving, tokens, tokens, 0.0,
+                          0.0, "decode")
+    extra = float(whole.memory_s) - float(sliced.memory_s)
+    mean_share = 64 * (1 - (1 - 4 / 64) ** tokens) / ep
+    assert extra >= -1e-15
+    assert extra <= 10 * (64 / ep - mean_share) * expert / BW * (1 + 1e-9) + 1e-15
+
+
 def test_grouped_gemm_padding_charges_few_tokens_per_expert(cat, serving):
     shape, hw = _parts(cat, serving, "moe")
     par = Parallel(1, 8, 8)
