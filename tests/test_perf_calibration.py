@@ -283,7 +283,7 @@ def test_good_serving_rows_predicted_at_their_configuration(cat):
     res = evaluate_rows(rows, cat, load_perf_defaults(), benchmarks=BENCH)
     cfg = [r.pred.configuration for r in res]
     assert cfg[0] == "TP8 EP8" and cfg[1].startswith("DEP8, mtp")
-    assert cfg[2] == "prefill 1 x TP8 EP8 / decode 2 x DEP8"
+    assert cfg[2] == "prefill 1 x DEP8 / decode 2 x DEP8"
     assert cfg[3] == "TP2"
     assert "spans 2 scale-up domains" in res[4].pred.notes
     for r in res:

@@ -112,3 +112,31 @@ def test_measurement_files_are_bounded_and_odd_bytes_named(tmp_path, monkeypatch
     nul.write_text(HEADER + "\n" + _row(precision="fp\x004") + "\n")
     res = runner.invoke(app, ["perf", "validate", str(nul)])
     assert res.exit_code == 1 and "NUL byte" in res.stderr and "nul.csv:2" in res.stderr
+
+
+def test_expert_parallel_prefill_pool_runs_dp_attention(tmp_path):
+    """The serving files record DP attention for the decode pool only; a disaggregated
+    prefill pool with EP runs its attention data parallel (every InferenceX recipe with
+    an expert-parallel prefill worker enables it), so its TP column is the DP width and
+    24 is accepted although it does not divide the 128 heads; without EP the prefill
+    pool runs TP attention and the heads must split evenly."""
+    from dcplan.perf.calibration import evaluate_rows
+    from dcplan.perf.measurements import prefill_dp_attention
+    from dcplan.perf.params import load_perf_inputs
+
+    assert prefill_dp_attention(True, 8, False) is True
+    assert prefill_dp_attention(True, 1, True) is False
+    assert prefill_dp_attention(False, 8, False) is False   # aggregated: the decode flag
+    assert prefill_dp_attention(False, 1, True) is True
+    cat = load_catalog()
+    wide = _row(gpus="32", prefill_gpus="24", decode_gpus="8", prefill_tp="24",
+                prefill_ep="24")
+    (m,) = load_measurements(_csv(tmp_path, wide), cat)
+    assert m.prefill_dp_attention and (m.prefill_tp, m.prefill_ep) == (24, 24)
+    pin = load_perf_inputs(cat, benchmarks=True)
+    (r,) = evaluate_rows([m], cat, pin.defaults, pin.calibration, benchmarks=pin.benchmarks)
+    assert r.pred.configuration.startswith("prefill 1 x DEP24 / decode 1 x DEP8")
+    tp_only = _row(gpus="14", prefill_gpus="6", decode_gpus="8", prefill_tp="6",
+                   prefill_ep="1")
+    with pytest.raises(InputError, match="tensor parallelism 6 does not divide the 128"):
+        load_measurements(_csv(tmp_path, tp_only), cat)

@@ -79,6 +79,7 @@ from dcplan.perf.predict import (
     phase_arrays,
     physics_params,
 )
+from dcplan.perf.software import faster_sign
 
 #: Accelerator parameters fitted from throughput and latency. The all-reduce (scale-up)
 #: and scale-out efficiencies stay at their a-priori values: fitted together with the MoE
@@ -947,9 +948,13 @@ def _planning(space: _Space, x: np.ndarray) -> tuple[dict[str, str], dict[str, d
             own = {k: own[k] + float(x[space.engine_cols[base][k]]) for k in own}
         offsets[e] = own
 
+    # a knob's offset counts towards faster serving by the sign of its parameters
+    # (overheads and hand-over times: smaller is faster; efficiencies: larger)
+    sign = {k: float(faster_sign(names[0]) or 1) for k, names in space.knobs}
+
     def score(e: str) -> float:
         o = offsets.get(e, {})
-        return sum(o.get(k, 0.0) * (-1.0 if k == "overhead" else 1.0) for k, _ in space.knobs)
+        return sum(o.get(k, 0.0) * sign[k] for k, _ in space.knobs)
 
     plan: dict[str, str] = {}
     bases = [e for e in sorted(set(space.engine) - {""})]

@@ -167,6 +167,38 @@ class Measurement:
         return self.prompt_tokens is not None
 
 
+def prefill_dp_attention(disaggregated: bool, prefill_ep: int, decode_dp_attention: bool
+                         ) -> bool:
+    """Whether a row's prefill instances run data-parallel attention.
+
+    Aggregated rows prefill on the decode instances (``decode_dp_attention``). A
+    disaggregated prefill pool with expert parallelism runs its attention data parallel:
+    the serving files record DP attention for the decode pool only, and every
+    disaggregated recipe behind them with an expert-parallel prefill worker enables it
+    (InferenceX ``benchmarks/multi_node``: TensorRT-LLM ``enable_attention_dp: true`` on
+    the B200, H100 and H200 prefill workers, SGLang ``--enable-dp-attention`` on B200
+    and on H200's DEP prefill, the MI355X ``server_sglang.sh`` with prefill EP and DP
+    both on by default); a prefill pool without EP runs TP attention.
+
+    Parameters
+    ----------
+    disaggregated : bool
+        Separate prefill and decode pools.
+    prefill_ep : int
+        Expert parallelism of a prefill instance [GPUs].
+    decode_dp_attention : bool
+        The decode pool's DP attention flag.
+
+    Returns
+    -------
+    bool
+        DP attention on the prefill instances.
+    """
+    if not disaggregated:
+        return bool(decode_dp_attention)
+    return prefill_ep > 1
+
+
 @dataclass(frozen=True)
 class ServingMeasurement:
     """One validated serving-measurement row (one benchmark run).
@@ -232,6 +264,12 @@ class ServingMeasurement:
     framework: str = ""
     date: str = ""
     source: str = ""
+
+    @property
+    def prefill_dp_attention(self) -> bool:
+        """DP attention on the prefill instances (:func:`prefill_dp_attention`)."""
+        return prefill_dp_attention(self.disaggregated, self.prefill_ep,
+                                    self.decode_dp_attention)
 
     kind = "serving"
 
@@ -826,10 +864,10 @@ def _check_serving_config(rec: dict, v: dict, flags: dict, spec: str, catalog: C
     pools = [("prefill", "prefill_tp", "prefill_ep"), ("decode", "decode_tp", "decode_ep")]
     for pool, tp_col, ep_col in pools:
         tp, ep = int(v[tp_col]), int(v[ep_col] or 1)
-        # DP attention is recorded for the decode pool; aggregated rows run prefill on
-        # the same instances.
-        dp_attn = flags["decode_dp_attention"] and (pool == "decode"
-                                                    or not flags["disaggregated"])
+        # DP attention is recorded for the decode pool; the prefill pool's follows from
+        # it and the prefill EP (prefill_dp_attention)
+        dp_attn = (flags["decode_dp_attention"] if pool == "decode" else
+                   prefill_dp_attention(flags["disaggregated"], ep, flags["decode_dp_attention"]))
         if ep > 1 and not model.is_moe:
             bad(ep_col, f"expert parallelism {ep} on dense model {model.id}; use 1 or empty")
             ok = False

@@ -12,7 +12,8 @@ re-predict every row thousands of times.
   predicted.
 * Disaggregated rows: ``prefill_gpus / max(prefill_tp, prefill_ep)`` prefill instances
   and ``decode_gpus / max(decode_tp, decode_ep)`` decode instances share the
-  concurrency; per-GPU figures divide by all GPUs.
+  concurrency; per-GPU figures divide by all GPUs. An expert-parallel prefill pool runs
+  DP attention (:func:`dcplan.perf.measurements.prefill_dp_attention`).
 * Lengths: the benchmark draws each request between 80% and 100% of the nominal
   lengths; rows are predicted at the mean, ``measurement_length_frac`` (0.9) of them,
   with the distribution (latency percentiles, prefill service spread) and the opening
@@ -342,7 +343,7 @@ class ServingRows:
                 pd = Parallel.from_engine(m.decode_tp, m.decode_ep, m.decode_dp_attention)
                 pars_d.append(pd)
                 if m.disaggregated:
-                    pp = Parallel.from_engine(m.prefill_tp, m.prefill_ep, False)
+                    pp = Parallel.from_engine(m.prefill_tp, m.prefill_ep, m.prefill_dp_attention)
                     pars_p.append(pp)
                     n_p.append(m.prefill_gpus // pp.gpus)
                     n_d.append(m.decode_gpus // pd.gpus)
