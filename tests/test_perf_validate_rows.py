@@ -116,8 +116,8 @@ def test_measurement_files_are_bounded_and_odd_bytes_named(tmp_path, monkeypatch
 
 def test_expert_parallel_prefill_pool_runs_dp_attention(tmp_path):
     """The serving files record DP attention for the decode pool only; a disaggregated
-    prefill pool with EP runs its attention data parallel (every InferenceX recipe with
-    an expert-parallel prefill worker enables it), so its TP column is the DP width and
+    prefill pool with EP is taken to run its attention data parallel (as most InferenceX
+    recipes with an expert-parallel prefill worker do), so its TP column is the DP width and
     24 is accepted although it does not divide the 128 heads; without EP the prefill
     pool runs TP attention and the heads must split evenly."""
     from dcplan.perf.calibration import evaluate_rows

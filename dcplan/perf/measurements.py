@@ -171,14 +171,16 @@ def prefill_dp_attention(disaggregated: bool, prefill_ep: int, decode_dp_attenti
                          ) -> bool:
     """Whether a row's prefill instances run data-parallel attention.
 
-    Aggregated rows prefill on the decode instances (``decode_dp_attention``). A
-    disaggregated prefill pool with expert parallelism runs its attention data parallel:
-    the serving files record DP attention for the decode pool only, and every
-    disaggregated recipe behind them with an expert-parallel prefill worker enables it
+    Aggregated rows prefill on the decode instances (``decode_dp_attention``). The
+    serving files record DP attention for the decode pool only; a disaggregated prefill
+    pool with expert parallelism is taken to run its attention data parallel, one
+    without EP tensor parallel. This is how most recipes behind the rows run them
     (InferenceX ``benchmarks/multi_node``: TensorRT-LLM ``enable_attention_dp: true`` on
-    the B200, H100 and H200 prefill workers, SGLang ``--enable-dp-attention`` on B200
-    and on H200's DEP prefill, the MI355X ``server_sglang.sh`` with prefill EP and DP
-    both on by default); a prefill pool without EP runs TP attention.
+    every B200, H100 and H200 prefill worker; SGLang on B200 fp4 and on H200's DEP
+    prefill; the MI355X ``server_sglang.sh`` with prefill EP and DP both on by default),
+    not all: B200 SGLang fp8's 1k/1k low-latency recipes prefill ``TP8 EP8`` without DP
+    attention, and its 8k/1k ones with DP attention and EP 1 (docs/perf.md, "DP
+    attention of the prefill pool").
 
     Parameters
     ----------
