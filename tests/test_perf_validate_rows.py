@@ -140,3 +140,38 @@ def test_expert_parallel_prefill_pool_runs_dp_attention(tmp_path):
                    prefill_ep="1")
     with pytest.raises(InputError, match="tensor parallelism 6 does not divide the 128"):
         load_measurements(_csv(tmp_path, tp_only), cat)
+
+
+def test_prefill_dp_attention_column_overrides_the_rule(tmp_path):
+    """The optional prefill_dp_attention column says what the rule cannot (B200 SGLang
+    fp8's low-latency 1k/1k recipes prefill TP8 EP8 without DP attention); empty leaves
+    the rule; a bad value or one contradicting an aggregated row's decode flag is named."""
+    from dcplan.perf.calibration import evaluate_rows
+    from dcplan.perf.params import load_perf_inputs
+
+    cat = load_catalog()
+    header = HEADER + ",prefill_dp_attention"
+    dis = _row(gpus="16", prefill_gpus="8", decode_gpus="8", prefill_tp="8", prefill_ep="8")
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([header, dis + ",false", dis + ",", dis + ",true"]) + "\n",
+                    encoding="utf-8")
+    rows = load_measurements(path, cat)
+    assert [m.prefill_dp_attention for m in rows] == [False, True, True]
+    pin = load_perf_inputs(cat, benchmarks=True)
+    res = evaluate_rows(rows, cat, pin.defaults, pin.calibration, benchmarks=pin.benchmarks)
+    assert [r.pred.configuration.split(" / ")[0] for r in res] == [
+        "prefill 1 x TP8 EP8", "prefill 1 x DEP8", "prefill 1 x DEP8"]
+    # TP attention must split the heads: 24 without DP attention is refused
+    wide = _row(gpus="32", prefill_gpus="24", decode_gpus="8", prefill_tp="24",
+                prefill_ep="24")
+    agg = _row(gpus="8", disaggregated="false", prefill_gpus="", decode_gpus="",
+               prefill_tp="8", prefill_ep="8")
+    path.write_text("\n".join([header, dis + ",maybe", wide + ",false", agg + ",false"])
+                    + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        load_measurements(path, cat)
+    msg = str(exc.value)
+    assert "entry 'row 1', field 'prefill_dp_attention': 'maybe' is not true or false" in msg
+    assert "entry 'row 2', field 'prefill_tp': tensor parallelism 24 does not divide" in msg
+    assert ("entry 'row 3', field 'prefill_dp_attention': differs from decode_dp_attention "
+            "on an aggregated row") in msg

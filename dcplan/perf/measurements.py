@@ -73,6 +73,9 @@ SERVING_COLUMNS = (
     "total_tokens_per_s_per_gpu", "median_tokens_per_s_per_user", "median_ttft_s", "p99_ttft_s",
     "median_tpot_ms", "p99_tpot_ms", "power_w_per_gpu", "framework", "date", "source",
 )
+#: Optional column of a serving-measurement file: the prefill pool's DP attention
+#: (true/false; empty or absent: :func:`prefill_dp_attention` infers it).
+SERVING_OPTIONAL_COLUMNS = ("prefill_dp_attention",)
 SPECULATIVE = ("none", "mtp", "draft")
 #: Most GPUs a measurement row may count (``gpus``, ``prefill_gpus``, ``decode_gpus``)
 #: [GPUs]: five times the largest single systems built (about 200,000 GPUs in 2025);
@@ -167,9 +170,12 @@ class Measurement:
         return self.prompt_tokens is not None
 
 
-def prefill_dp_attention(disaggregated: bool, prefill_ep: int, decode_dp_attention: bool
-                         ) -> bool:
+def prefill_dp_attention(disaggregated: bool, prefill_ep: int, decode_dp_attention: bool,
+                         given: bool | None = None) -> bool:
     """Whether a row's prefill instances run data-parallel attention.
+
+    ``given`` (the optional ``prefill_dp_attention`` column) decides when set; the rule
+    below applies where it is empty or absent.
 
     Aggregated rows prefill on the decode instances (``decode_dp_attention``). The
     serving files record DP attention for the decode pool only; a disaggregated prefill
@@ -190,12 +196,16 @@ def prefill_dp_attention(disaggregated: bool, prefill_ep: int, decode_dp_attenti
         Expert parallelism of a prefill instance [GPUs].
     decode_dp_attention : bool
         The decode pool's DP attention flag.
+    given : bool or None
+        The row's own ``prefill_dp_attention`` (None: not given).
 
     Returns
     -------
     bool
         DP attention on the prefill instances.
     """
+    if given is not None:
+        return bool(given)
     if not disaggregated:
         return bool(decode_dp_attention)
     return prefill_ep > 1
@@ -266,12 +276,13 @@ class ServingMeasurement:
     framework: str = ""
     date: str = ""
     source: str = ""
+    prefill_dp_attention_given: bool | None = None
 
     @property
     def prefill_dp_attention(self) -> bool:
         """DP attention on the prefill instances (:func:`prefill_dp_attention`)."""
         return prefill_dp_attention(self.disaggregated, self.prefill_ep,
-                                    self.decode_dp_attention)
+                                    self.decode_dp_attention, self.prefill_dp_attention_given)
 
     kind = "serving"
 
@@ -763,7 +774,8 @@ def _check_tp(tp: int, col: str, hw: str, model_id: str, catalog: Catalog, bad,
 
 def _load_serving(shown: str, header: list[str], rows, catalog: Catalog,
                   skipped: list[Problem] | None = None) -> list[ServingMeasurement]:
-    _check_header(shown, header, SERVING_COLUMNS, SERVING_COLUMNS, "serving")
+    _check_header(shown, header, SERVING_COLUMNS, SERVING_COLUMNS + SERVING_OPTIONAL_COLUMNS,
+                  "serving")
     return _parse_rows(shown, header, rows, partial(_serving_row, catalog=catalog), skipped)
 
 
@@ -793,6 +805,24 @@ def _serving_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog
         else:
             bad(col, f"'{rec[col]}' is not true or false")
             ok = False
+    # the prefill pool's DP attention, optional: empty or absent leaves it to the rule
+    pre_text = rec.get("prefill_dp_attention", "").lower()
+    flags["prefill_dp_attention"] = None
+    if pre_text in ("true", "1", "yes"):
+        flags["prefill_dp_attention"] = True
+    elif pre_text in ("false", "0", "no"):
+        flags["prefill_dp_attention"] = False
+    elif pre_text:
+        bad("prefill_dp_attention", f"'{rec['prefill_dp_attention']}' is not true or false; "
+                                    "leave it empty to infer it from prefill_ep")
+        ok = False
+    if (flags["prefill_dp_attention"] is not None and flags.get("disaggregated") is False
+            and flags.get("decode_dp_attention") is not None
+            and flags["prefill_dp_attention"] != flags["decode_dp_attention"]):
+        bad("prefill_dp_attention", "differs from decode_dp_attention on an aggregated row, "
+                                    "whose prefill runs on the decode instances; make them "
+                                    "equal or leave prefill_dp_attention empty")
+        ok = False
     dis_text = rec["disaggregated"].lower()
     if v["prefill_tp"] is None and v["decode_tp"] is not None:
         if dis_text in ("true", "1", "yes"):
@@ -843,6 +873,7 @@ def _serving_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog
             median_tpot_ms=v["median_tpot_ms"], p99_tpot_ms=v["p99_tpot_ms"],
             power_w_per_gpu=v["power_w_per_gpu"], framework=rec["framework"],
             date=rec["date"], source=rec["source"],
+            prefill_dp_attention_given=flags["prefill_dp_attention"],
         )
     return None
 
@@ -869,7 +900,8 @@ def _check_serving_config(rec: dict, v: dict, flags: dict, spec: str, catalog: C
         # DP attention is recorded for the decode pool; the prefill pool's follows from
         # it and the prefill EP (prefill_dp_attention)
         dp_attn = (flags["decode_dp_attention"] if pool == "decode" else
-                   prefill_dp_attention(flags["disaggregated"], ep, flags["decode_dp_attention"]))
+                   prefill_dp_attention(flags["disaggregated"], ep, flags["decode_dp_attention"],
+                                        flags["prefill_dp_attention"]))
         if ep > 1 and not model.is_moe:
             bad(ep_col, f"expert parallelism {ep} on dense model {model.id}; use 1 or empty")
             ok = False
