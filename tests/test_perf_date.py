@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -221,3 +222,46 @@ def test_cli_date_engine_and_refusals():
     assert none.exit_code == 1 and "a-priori defaults" in none.output
     bad = r.invoke(app, [*base, "--software-trend", "up"])
     assert bad.exit_code == 2
+
+
+def test_kv_handover_per_rank_follows_the_engine_a_prediction_assumes():
+    """TensorRT-LLM (and Dynamo on it) hands KV over per DP rank; SGLang per instance.
+
+    The planner takes each vendor's planning engine (NVIDIA: trt), ``--engine`` another,
+    and the a-priori defaults (no calibration) no engine: per instance.
+    """
+    from dcplan.perf.goodput import build_setup
+
+    spec = SHIPPED_PERF.defaults.software
+    assert spec.kv_handover_per_dp_rank == ("trt",)
+    assert spec.handover_per_rank("trt") and spec.handover_per_rank("dynamo-trt")
+    for f in ("sglang", "dynamo-sglang", "mori-sglang", "atom", ""):
+        assert not spec.handover_per_rank(f)
+    assert SHIPPED.software.planning("NVIDIA") == "trt"
+
+    def per_rank(rack, cal):
+        return build_setup(CAT, rack, None, "chat", defaults=SHIPPED_PERF.defaults,
+                           calibration=cal).handover_per_rank
+    assert per_rank("gb200_nvl72", SHIPPED)
+    assert not per_rank("gb200_nvl72", as_of(SHIPPED, None, engine="dynamo-sglang"))
+    assert per_rank("gb200_nvl72", as_of(SHIPPED, None, engine="dynamo-trt"))
+    assert not per_rank("gb200_nvl72", None)
+    assert not per_rank("mi355x_rack", SHIPPED)          # AMD plans on atom
+
+
+def test_a_bad_per_rank_engine_is_named(tmp_path):
+    """``kv_handover_per_dp_rank`` must list engines of ``base_engine``."""
+    import yaml
+
+    from dcplan.perf.params import load_perf_defaults
+
+    src = Path(__file__).parents[1] / "catalogs" / "perf_defaults.yaml"
+    dst = tmp_path / "perf_defaults.yaml"
+    raw = yaml.safe_load(src.read_text())
+    raw["software"]["kv_handover_per_dp_rank"] = ["tensorrt", "trt"]
+    dst.write_text(yaml.safe_dump(raw))
+    with pytest.raises(InputError) as e:
+        load_perf_defaults(dst)
+    msg = str(e.value)
+    assert "kv_handover_per_dp_rank" in msg and "'tensorrt' is not an engine" in msg
+    assert "give one of atom, sglang, trt, vllm" in msg

@@ -409,6 +409,39 @@ def test_kv_handover_is_per_token_within_the_links(cat, serving):
     assert handover(1e-6, 1) == pytest.approx(kv / (nic * 0.5))
 
 
+def test_kv_handover_runs_per_dp_rank_where_the_engine_does(cat, serving):
+    """Per-rank engines hand over as many prompts at once as the instance has DP ranks.
+
+    dense70 at 1,000 prompt tokens and 1e-4 s per token: 0.1 s per stream; an instance
+    of 8 attention-DP ranks handing over per rank takes 0.1 / 8 = 12.5 ms, still above
+    its links' 163.84 MB / (8 x 5e10 B/s x 0.5) = 0.82 ms; one of TP 8 has one stream.
+    """
+    from dcplan.perf.serving import handover_streams
+
+    shape = ModelShape.build(cat.get("models", "dense70"), "fp8", serving)
+    hw = Hardware.build(cat.get("accelerators", "tgpu"), shape,
+                        replace(P, kv_handover_token_s=1e-4), serving, 400.0, 8)
+    tr = Traffic(1000.0, 250.0)
+    dep8, tp8 = Parallel(1, 8, 8), Parallel(8, 1, 8)
+    assert float(handover_streams(dep8, True)) == 8.0
+    assert float(handover_streams(dep8, False)) == 1.0
+    assert float(handover_streams(tp8, True)) == 1.0
+    np.testing.assert_array_equal(handover_streams(dep8, np.array([True, False])), [8.0, 1.0])
+
+    def t(par, per_rank):
+        inst = Instance(hw, par, shape, PH, serving,
+                        handover_streams=handover_streams(par, per_rank))
+        return float(kv_transfer_s(inst, tr, hw.scaleout_bytes_per_s))
+    assert t(dep8, False) == pytest.approx(0.1)
+    assert t(dep8, True) == pytest.approx(0.0125)
+    assert t(tp8, True) == pytest.approx(0.1)
+    # never faster than the links carry the bytes, however many streams
+    assert 1000 * 80 * 2 * 8 * 128 / (8 * 5e10 * 0.5) == pytest.approx(8.192e-4)
+    hw0 = replace(hw, params=replace(hw.params, kv_handover_token_s=1e-7))
+    inst = Instance(hw0, dep8, shape, PH, serving, handover_streams=8.0)
+    assert float(kv_transfer_s(inst, tr, hw0.scaleout_bytes_per_s)) == pytest.approx(8.192e-4)
+
+
 def test_a_slow_kv_handover_caps_the_prefill_pool(cat, serving):
     """Disaggregated: the prefill queue's server is busy for max(prefill, hand-over).
 

@@ -410,7 +410,9 @@ def _limit(value: float, unit: str) -> str:
 
 
 #: Printed under a disaggregated point whose prefill pool the KV hand-over bounds.
-KV_HANDOVER_CAVEAT = ("bounds the prefill pool; its time per prompt token is fitted on "
+KV_HANDOVER_CAVEAT = ("bounds the prefill pool; its time per prompt token (one stream per "
+                      "prefill instance, or per attention-DP rank for the engines of "
+                      "perf_defaults.yaml software.kv_handover_per_dp_rank) is fitted on "
                       "DeepSeek-R1 runs with 1-8k-token prompts on 8-GPU boards over RDMA, "
                       "so on an NVLink rack domain, another model or longer prompts it is "
                       "an extrapolation (docs/perf.md, Serving; kv_handover_token_s in a "

@@ -47,6 +47,7 @@ from dcplan.perf.serving import (
     Instance,
     aggregated,
     decode,
+    handover_streams,
     kv_transfer_s,
     mix_sd_s,
     prefill,
@@ -347,7 +348,8 @@ def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
     slot_p, slot_t = np.broadcast_to(slot_p, shape), np.broadcast_to(slot_t, shape)
     step_half = np.broadcast_to(dec.step_s / 2.0, shape)
     ppar = _stack(layouts)
-    pinst = Instance(su.hw, ppar, su.shape, ph, sv)
+    pinst = Instance(su.hw, ppar, su.shape, ph, sv,
+                     handover_streams=handover_streams(ppar, su.handover_per_rank))
     pre = prefill(pinst, tr)
     kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)

@@ -59,6 +59,7 @@ from dcplan.perf.serving import (
     aggregated,
     bottleneck_label,
     decode,
+    handover_streams,
     kv_transfer_s,
     mix_sd_s,
     prefill,
@@ -66,6 +67,7 @@ from dcplan.perf.serving import (
     solve_closed_loop,
     take_point,
 )
+from dcplan.perf.software import engine_at
 from dcplan.schema import (
     BYTES_PER_ELEMENT,
     LLM,
@@ -310,6 +312,9 @@ class Setup:
     Under a power cap (:func:`capped_setup`), ``hw`` carries the phases' throttled
     clocks and ``prefill_power_scale`` / ``decode_power_scale`` the phases' dynamic-power
     scales (:func:`dcplan.perf.power.phase_clocks`); all 1 uncapped.
+    ``handover_per_rank``: the calibration's engine for the accelerator hands KV caches
+    over per attention-DP rank of a prefill instance
+    (:meth:`dcplan.perf.params.SoftwareSpec.handover_per_rank`).
     """
 
     rack: Rack
@@ -325,6 +330,7 @@ class Setup:
     power_cap_frac: float = 1.0
     prefill_power_scale: float = 1.0
     decode_power_scale: float = 1.0
+    handover_per_rank: bool = False
 
 
 def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Workload,
@@ -373,7 +379,9 @@ def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Wor
     hw = (Hardware.build(acc, shape, params, defaults.serving,
                          rack.scaleout_gbps_per_accelerator, rack.scaleup_domain)
           if acc.dense_tflops(prec) is not None else None)
-    return Setup(rack, acc, model, wl, prec, params, physics, defaults.serving, shape, hw)
+    per_rank = defaults.software.handover_per_rank(engine_at(cal, acc.vendor))
+    return Setup(rack, acc, model, wl, prec, params, physics, defaults.serving, shape, hw,
+                 handover_per_rank=per_rank)
 
 
 def candidate_layouts(rack: Rack, model: LLM, serving: ServingParams,
@@ -1098,7 +1106,8 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     # Prefill pool: layouts x utilisation; TTFT at the percentile from the prompt-length
     # nodes, the queue (with the prompts' service spread) and the fixed parts.
     ppar = _stack(layouts)
-    pinst = Instance(su.hw, ppar, su.shape, ph, sv)
+    pinst = Instance(su.hw, ppar, su.shape, ph, sv,
+                     handover_streams=handover_streams(ppar, su.handover_per_rank))
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
     pre = prefill(pinst, tr)
     kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)

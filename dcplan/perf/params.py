@@ -350,11 +350,31 @@ class SoftwareSpec:
         per knob, and the run date one log trend per knob per year.
     reference_date : str
         Date at which the fitted trend is zero (the middle of the data) [YYYY-MM-DD].
+    kv_handover_per_dp_rank : tuple of str
+        Engines whose disaggregated prefill instances hand KV caches over per
+        attention-DP rank, every rank its own requests at once; the others hand over one
+        request at a time per instance (:func:`dcplan.perf.serving.kv_transfer_s`).
     """
 
     base_engine: tuple[tuple[str, str], ...] = ()
     knobs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     reference_date: str = ""
+    kv_handover_per_dp_rank: tuple[str, ...] = ()
+
+    def handover_per_rank(self, framework: str) -> bool:
+        """Whether ``framework``'s prefill instances hand KV caches over per DP rank.
+
+        Parameters
+        ----------
+        framework : str
+            Measurement ``framework`` or engine ('' for none: per instance).
+
+        Returns
+        -------
+        bool
+            True when its engine is in ``kv_handover_per_dp_rank``.
+        """
+        return bool(framework) and self.engine_of(framework) in self.kv_handover_per_dp_rank
 
     def engine_of(self, framework: str) -> str:
         """The engine ``framework`` runs on (itself when not mapped).
@@ -1057,11 +1077,12 @@ def _parse_software_spec(raw: Any, file: str, problems: list[Problem]) -> Softwa
         return SoftwareSpec()
     if not isinstance(raw, dict):
         problems.append(Problem(file, "must be a mapping with base_engine, knobs, "
-                                      "reference_date", field="software"))
+                                      "reference_date, kv_handover_per_dp_rank",
+                                field="software"))
         return SoftwareSpec()
-    for key in sorted(set(raw) - {"base_engine", "knobs", "reference_date"}):
-        problems.append(Problem(file, "unknown field" + suggest(key, ["base_engine", "knobs",
-                                                                       "reference_date"]),
+    fields = ["base_engine", "knobs", "reference_date", "kv_handover_per_dp_rank"]
+    for key in sorted(set(raw) - set(fields)):
+        problems.append(Problem(file, "unknown field" + suggest(key, fields),
                                 entry="software", field=key))
     base = raw.get("base_engine") or {}
     if not isinstance(base, dict) or not all(isinstance(v, str) for v in base.values()):
@@ -1094,8 +1115,21 @@ def _parse_software_spec(raw: Any, file: str, problems: list[Problem]) -> Softwa
     if year_fraction(ref) is None:
         problems.append(Problem(file, f"must be a date YYYY-MM-DD (got {ref!r})",
                                 entry="software", field="reference_date"))
+    per_rank = raw.get("kv_handover_per_dp_rank") or []
+    engines = set(base.values())
+    if not isinstance(per_rank, list) or not all(isinstance(e, str) for e in per_rank):
+        problems.append(Problem(file, "must be a list of engine names (values of "
+                                      "base_engine), e.g. [trt]", entry="software",
+                                field="kv_handover_per_dp_rank"))
+        per_rank = []
+    for e in per_rank:
+        if e not in engines:
+            problems.append(Problem(file, f"'{e}' is not an engine of base_engine; give "
+                                    f"one of {', '.join(sorted(engines)) or '(none)'}",
+                                    entry="software", field="kv_handover_per_dp_rank"))
     return SoftwareSpec(tuple(sorted((str(k), str(v)) for k, v in base.items())),
-                        tuple(parsed_knobs), ref)
+                        tuple(parsed_knobs), ref,
+                        tuple(sorted(e for e in per_rank if e in engines)))
 
 
 def _parse_serving(raw: Any, file: str, problems: list[Problem]) -> ServingParams | None:

@@ -74,6 +74,7 @@ from dcplan.perf.serving import (
     aggregated,
     decode,
     disaggregated,
+    handover_streams,
     prefill,
     solve_closed_loop,
     take_point,
@@ -408,6 +409,8 @@ class ServingRows:
                                   for i in np.array(idx)[sel]], float),
                 max_running=np.array([self.admission[i].max_running_requests or np.inf
                                       for i in np.array(idx)[sel]], float),
+                handover_per_rank=np.array([defaults.software.handover_per_rank(
+                    self.rows[i].framework or "") for i in np.array(idx)[sel]], bool),
             ))
 
     def row_params(self, params: Mapping[str, HardwareParams]) -> HardwareParams:
@@ -509,7 +512,9 @@ class ServingRows:
                     return with_admission(pt, poll, balance, dp), b
                 n_dec = 1.0
             else:
-                inst_p = Instance(hw, _take(grp["par_p"], ix), shape, ph, sv)
+                par_p = _take(grp["par_p"], ix)
+                inst_p = Instance(hw, par_p, shape, ph, sv, handover_streams=handover_streams(
+                    par_p, grp["handover_per_rank"][ix]))
                 pre = prefill(inst_p, tr)
                 n_p, n_dec = grp["n_p"][ix], grp["n_d"][ix]
 

@@ -61,6 +61,9 @@ class Instance:
         Per-token acceptance probability of drafted tokens [0..1].
     draft_cost_frac : float or array
         One draft pass as a share of a plain decode step [-].
+    handover_streams : float or array
+        KV hand-overs a prefill instance runs at once [count]: its attention-DP ranks
+        where the engine hands over per rank, else 1 (:func:`handover_streams`).
     """
 
     hw: Hardware
@@ -71,6 +74,7 @@ class Instance:
     draft_tokens: float = 0.0
     acceptance: float = 0.0
     draft_cost_frac: float = 0.0
+    handover_streams: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -605,11 +609,13 @@ def bottleneck_label(parts: dict, i=None) -> str:
 def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s) -> np.ndarray:
     """Time a prefill instance takes to hand one prompt's KV cache to a decode instance [s].
 
-    The hand-over runs one request after another per prefill instance, at
-    ``kv_handover_token_s`` per prompt (input) token, and never faster than the
-    instance's links carry the KV bytes (``gpus x scale-out`` at the scale-out
-    efficiency). Measured disaggregated runs hand over far below the links' rate
-    (page-wise copies, the decode side's slot reservation).
+    The hand-over runs one request after another per hand-over stream of the prefill
+    instance (``Instance.handover_streams``: one per instance, or one per attention-DP
+    rank where the engine hands over per rank), at ``kv_handover_token_s`` per prompt
+    (input) token, and never faster than the instance's links carry the KV bytes
+    (``gpus x scale-out`` at the scale-out efficiency). Measured disaggregated runs
+    hand over far below the links' rate (page-wise copies, the decode side's slot
+    reservation).
 
     Parameters
     ----------
@@ -629,7 +635,27 @@ def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s
     kv = prefill_inst.shape.kv_bytes_seq(i_tok)
     p = prefill_inst.hw.params
     link = np.asarray(prefill_inst.par.gpus, float) * scaleout_bytes_per_s * p.scaleout_eff_frac
-    return np.maximum(kv / link, i_tok * np.asarray(p.kv_handover_token_s, float))
+    streams = np.asarray(prefill_inst.handover_streams, float)
+    return np.maximum(kv / link, i_tok * np.asarray(p.kv_handover_token_s, float) / streams)
+
+
+def handover_streams(par: Parallel, per_rank) -> np.ndarray:
+    """KV hand-overs a prefill instance of layout ``par`` runs at once [count].
+
+    Parameters
+    ----------
+    par : Parallel
+        The prefill instance's layout (attention-DP ranks).
+    per_rank : bool or array of bool
+        Whether its engine hands over per attention-DP rank [-]
+        (:meth:`dcplan.perf.params.SoftwareSpec.handover_per_rank`).
+
+    Returns
+    -------
+    ndarray
+        Hand-over streams [count]: the attention-DP ranks where ``per_rank``, else 1.
+    """
+    return np.where(per_rank, np.asarray(par.attn_dp, float), 1.0)
 
 
 def prefill_server(pre: Prefill, handover_s, traffic: Traffic) -> Prefill:

@@ -327,6 +327,27 @@ def level_log_factors(cal: Calibration, vendor: str | None
     return out, held
 
 
+def engine_at(cal: Calibration | None, vendor: str | None) -> str:
+    """The serving engine ``cal`` predicts ``vendor``'s accelerators with.
+
+    Parameters
+    ----------
+    cal : Calibration or None
+        A calibration (dated: its level's engine, else the vendor's planning engine).
+    vendor : str or None
+        Accelerator vendor.
+
+    Returns
+    -------
+    str
+        The engine; '' without a calibration or without a dated software section.
+    """
+    if cal is None or cal.software is None or not cal.software.reference_date:
+        return ""
+    level = cal.level if isinstance(cal, DatedCalibration) else SoftwareLevel()
+    return level.engine or cal.software.planning(vendor)
+
+
 def describe(cal: Calibration | None, vendor: str | None = None) -> dict[str, Any]:
     """What software ``cal``'s predictions for ``vendor``'s racks assume.
 
@@ -359,7 +380,7 @@ def describe(cal: Calibration | None, vendor: str | None = None) -> dict[str, An
                 "text": "as fitted (the calibration records no serving engine or run date)"}
     level = cal.level if isinstance(cal, DatedCalibration) else SoftwareLevel()
     requested = cal.requested if isinstance(cal, DatedCalibration) else ""
-    engine = level.engine or sw.planning(vendor)
+    engine = engine_at(cal, vendor)
     date = level.date or sw.reference_date
     ref, first = sw.reference_date, sw.earliest_date
     if not requested:
