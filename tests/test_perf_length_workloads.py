@@ -269,9 +269,10 @@ def test_frontier_ttft_is_per_point_and_bounded(shipped):
     for p in dis:
         bound = 0.1 / 0.9 * 1024 / p["tokens_per_s_per_user"]
         assert p["median_ttft_s"] <= bound * (1 + 1e-6)
-    # well below the one TTFT every point showed before (21.6 s); the slowest point's
-    # bound is about 10 s (0.1 / 0.9 x 1,024 tokens at ~11 tokens/s per user)
-    assert max(ttfts) < 0.5 * 21.6
+    # below the one TTFT every point showed before (21.6 s): the slowest points' bounds
+    # are about 12 s (0.1 / 0.9 x 1,024 tokens at ~9.4 tokens/s per user since the
+    # seventh refit; ~11 tokens/s and 10 s before), most points' far lower
+    assert max(ttfts) < 0.6 * 21.6 and float(np.median(ttfts)) < 0.5 * 21.6
     assert fr.as_dict()["ttft_bound"].startswith("median TTFT at most 10%")
 
 
