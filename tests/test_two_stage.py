@@ -219,6 +219,7 @@ def test_network_bought_is_kept_through_a_dip():
     assert network_stock(5.0, [3.0, 7.0, 6.0, 9.0]) == [0.0, 2.0, 0.0, 2.0]
 
 
+@pytest.mark.slow  # 1.8-2.1 s per seed: outside the fast set (README)
 @pytest.mark.parametrize("seed", [0, 3])
 def test_milp_costs_are_the_tables_costs_with_integer_fabrics(seed):
     # the MILP's cost of each category and period, evaluated at the solved (and
