@@ -117,3 +117,27 @@ def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, toke
     assert ("prefill pool (" in out.stdout
             and ("): kv_handover; decode pool" in out.stdout) == bound)
     assert (KV_HANDOVER_CAVEAT in out.stdout.replace("\n", "")) == bound
+
+
+@pytest.mark.parametrize("engine, per_rank", [("", True), ("dynamo-trt", True),
+                                               ("dynamo-sglang", False)])
+def test_perf_says_on_how_many_streams_a_prefill_replica_hands_over(engine, per_rank):
+    """TensorRT-LLM (NVIDIA's planning engine) hands KV over per attention-DP rank, so a
+    DEP prefill replica has as many streams as DP ranks; SGLang one per replica. The
+    text and --json say which the point assumes."""
+    import json
+    import re
+
+    args = ["perf", "--rack", "gb200_nvl72", "--workload", "coding_agent_disagg"]
+    args += ["--engine", engine] if engine else []
+    out = run(*args, "--json")
+    assert out.exit_code == 0, out.output
+    cfg = json.loads(out.stdout)
+    cfg = cfg.get("configuration", cfg)
+    layout, streams = cfg["prefill_parallel"], cfg["prefill_handover_streams"]
+    dp = re.match(r"DEP(\d+)$", layout) or re.search(r"DP(\d+)", layout)
+    assert streams == (int(dp.group(1)) if per_rank and dp else 1), (layout, streams)
+    text = run(*args)
+    assert text.exit_code == 0, text.output
+    assert (f"KV hand-over on {streams} stream{'s' if streams != 1 else ''} per replica"
+            in text.stdout.replace("\n", " "))

@@ -392,7 +392,8 @@ def _configuration(p) -> dict[str, Any]:
     return {"parallel": p.parallel, "replica_gpus": p.replica_gpus,
             "attention_tp": p.attention_tp, "attention_dp": p.attention_dp,
             "expert_parallel": p.expert_parallel, "prefill_parallel": p.prefill_parallel,
-            "prefill_replica_gpus": p.prefill_replica_gpus, "batch": p.batch,
+            "prefill_replica_gpus": p.prefill_replica_gpus,
+            "prefill_handover_streams": p.prefill_handover_streams, "batch": p.batch,
             "speculative": p.speculative, "draft_tokens": p.draft_tokens,
             "acceptance_frac": p.acceptance_frac, "mode": p.mode, "precision": p.precision}
 
@@ -474,7 +475,9 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
         lines += [
             ("prefill pool", f"{p.prefill_tokens_per_s:,.0f} input tokens/s per rack, "
                              f"replicas of {p.prefill_replica_gpus} ({p.prefill_parallel}), "
-                             f"queue at {p.prefill_utilisation:.0%}"),
+                             f"queue at {p.prefill_utilisation:.0%}, KV hand-over on "
+                             f"{p.prefill_handover_streams} stream"
+                             f"{'s' if p.prefill_handover_streams != 1 else ''} per replica"),
             ("decode pool", f"{p.decode_tokens_per_s:,.0f} output tokens/s per rack"),
             ("prefill:decode racks", f"{p.prefill_racks_per_decode_rack:.3g} : 1"),
         ]

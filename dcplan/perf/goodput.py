@@ -170,6 +170,9 @@ class RackPerf:
         Disaggregated: layout of the prefill instances.
     prefill_replica_gpus : int
         Disaggregated: accelerators per prefill instance (0 otherwise).
+    prefill_handover_streams : int
+        Disaggregated: KV hand-overs a prefill instance runs at once [count] (its
+        attention-DP ranks where the engine hands over per rank, else 1; 0 otherwise).
     prefill_racks_per_decode_rack : float
         Disaggregated: prefill:decode capacity ratio in racks (0 otherwise).
     prefill_bottleneck, decode_bottleneck : str
@@ -245,6 +248,7 @@ class RackPerf:
     expert_parallel: int = 0
     prefill_parallel: str = ""
     prefill_replica_gpus: int = 0
+    prefill_handover_streams: int = 0
     prefill_racks_per_decode_rack: float = 0.0
     prefill_bottleneck: str = ""
     decode_bottleneck: str = ""
@@ -1280,8 +1284,9 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         utilisation=u, concurrency=b_here, prefill_tps=rp * wl.input_tokens_mean,
         decode_tps=rd * o_tok, prefill_gpus=int(gp[pi, 0]), ratio=rd / rp, power_kw=power,
         prefill_parallel=plabel, power_p99_kw=power_p99, steps=steps)
+    streams = np.ravel(np.broadcast_to(pinst.handover_streams, np.shape(ppar.attn_dp)))
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
-                               prefill_share=share_p)
+                               prefill_share=share_p, prefill_handover_streams=int(streams[pi]))
 
 
 def best_rate_within(ttft, rate, budget, index: bool = False):
