@@ -428,18 +428,23 @@ def test_kv_handover_runs_per_dp_rank_where_the_engine_does(cat, serving):
     assert float(handover_streams(tp8, True)) == 1.0
     np.testing.assert_array_equal(handover_streams(dep8, np.array([True, False])), [8.0, 1.0])
 
-    def t(par, per_rank):
+    from dcplan.perf.serving import kv_handover_share_s
+
+    def t(par, per_rank, f=kv_handover_share_s):
         inst = Instance(hw, par, shape, PH, serving,
                         handover_streams=handover_streams(par, per_rank))
-        return float(kv_transfer_s(inst, tr, hw.scaleout_bytes_per_s))
+        return float(f(inst, tr, hw.scaleout_bytes_per_s))
     assert t(dep8, False) == pytest.approx(0.1)
     assert t(dep8, True) == pytest.approx(0.0125)
     assert t(tp8, True) == pytest.approx(0.1)
+    # one request's own hand-over (what its TTFT adds) is one stream's, however many
+    assert t(dep8, True, kv_transfer_s) == pytest.approx(0.1)
     # never faster than the links carry the bytes, however many streams
     assert 1000 * 80 * 2 * 8 * 128 / (8 * 5e10 * 0.5) == pytest.approx(8.192e-4)
     hw0 = replace(hw, params=replace(hw.params, kv_handover_token_s=1e-7))
     inst = Instance(hw0, dep8, shape, PH, serving, handover_streams=8.0)
-    assert float(kv_transfer_s(inst, tr, hw0.scaleout_bytes_per_s)) == pytest.approx(8.192e-4)
+    assert float(kv_handover_share_s(inst, tr, hw0.scaleout_bytes_per_s)) == pytest.approx(
+        8.192e-4)
 
 
 def test_a_slow_kv_handover_caps_the_prefill_pool(cat, serving):

@@ -48,6 +48,7 @@ from dcplan.perf.serving import (
     aggregated,
     decode,
     handover_streams,
+    kv_handover_share_s,
     kv_transfer_s,
     mix_sd_s,
     prefill,
@@ -354,7 +355,7 @@ def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
     kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
     rho = _RHO_GRID[None, :]
-    srv = prefill_server(pre, kvt, tr)
+    srv = prefill_server(pre, kv_handover_share_s(pinst, tr, su.hw.scaleout_bytes_per_s), tr)
     serve_b = srv.batched_s
     tail = wait_tail_mean(rho, srv.alone_s, 1.0, srv.service_cv2(ph.prefill_service_cv2))
     fixed_p = kvt + su.hw.params.ttft_overhead_s

@@ -60,6 +60,7 @@ from dcplan.perf.serving import (
     bottleneck_label,
     decode,
     handover_streams,
+    kv_handover_share_s,
     kv_transfer_s,
     mix_sd_s,
     prefill,
@@ -1115,13 +1116,14 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
     pre = prefill(pinst, tr)
     kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
+    kv_share = kv_handover_share_s(pinst, tr, su.hw.scaleout_bytes_per_s)
     best_tpot = float(np.min(np.where(valid, tpot_p, np.inf)))
     if not ok_d.any():
         ttft0 = float(np.min(np.where(pbm >= 1, pre.alone_s + kvt + su.hw.params.ttft_overhead_s,
                                         np.inf)))
         return _no_fit(su, _slo_reason(su, ttft0, best_tpot), bottleneck="slo")
     rho = _RHO_GRID[None, :]
-    srv = prefill_server(pre, kvt, tr)
+    srv = prefill_server(pre, kv_share, tr)
     serve_b = srv.batched_s
     tail = wait_tail_mean(rho, srv.alone_s, tr.arrival_cv2,
                           srv.service_cv2(ph.prefill_service_cv2))
@@ -1250,7 +1252,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     bound_p = "compute" if comp >= mem else "memory_bandwidth"
     if float(np.asarray(pst.comm_s).ravel()[pi]) > max(comp, mem):
         bound_p = "interconnect"
-    if float(np.asarray(kvt).ravel()[pi]) > t_p:
+    if float(np.asarray(kv_share).ravel()[pi]) > t_p:
         bound_p = KV_HANDOVER
     dparts = {"compute": 0.0, "memory_bandwidth": 0.0, "interconnect": 0.0, "overhead": 0.0}
     c_at = float(np.broadcast_to(ds.compute_s, rate_d.shape)[at])

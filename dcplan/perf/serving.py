@@ -325,7 +325,7 @@ class Point:
     tokens_per_step : ndarray
         Tokens per decode step per sequence (speculative decoding).
     kv_transfer_s : ndarray
-        Disaggregated: KV-cache hand-over per request [s].
+        Disaggregated: one request's KV-cache hand-over, which its TTFT adds [s].
     interrupt_s : ndarray
         Prefill time that interrupts decoding, per prefill (aggregated) [s].
     output_tokens : ndarray
@@ -353,6 +353,9 @@ class Point:
         Time the prefill pool takes to drain the opening burst [s].
     prefill_servers : ndarray
         Prefill instances sharing the queue (1 aggregated, ``n_p`` disaggregated).
+    kv_share_s : ndarray or None
+        Disaggregated: a prefill instance's hand-over time per request
+        (:func:`kv_handover_share_s`) [s]; None: ``kv_transfer_s``.
     slot_p, slot_tail_s : ndarray
         Open loop: probability of waiting for a running-request slot, and the mean wait
         given a wait [s] (:func:`dcplan.perf.latency.slot_wait`).
@@ -393,11 +396,17 @@ class Point:
     slot_p: np.ndarray | float = 0.0
     slot_tail_s: np.ndarray | float = 0.0
     admission_s: np.ndarray | float = 0.0
+    kv_share_s: np.ndarray | float | None = None
 
     @property
     def output_tokens_per_s_per_gpu(self) -> np.ndarray:
         """Generated tokens/s per GPU of the deployment [tokens/s]."""
         return self.requests_per_s * self.output_tokens / self.gpus
+
+    @property
+    def kv_busy_s(self) -> np.ndarray:
+        """A prefill instance's hand-over time per request [s] (its queue's server)."""
+        return self.kv_transfer_s if self.kv_share_s is None else self.kv_share_s
 
     def ttft_quantile(self, percentile, within_s=None) -> np.ndarray:
         """TTFT at ``percentile`` [s] (or whether it is within ``within_s``).
@@ -421,7 +430,7 @@ class Point:
         # the queue's server is busy for the longer of the prefill and the KV hand-over
         # (disaggregated; aggregated points hand nothing over)
         tail = wait_tail_mean(self.utilisation,
-                              np.maximum(self.prefill_alone_s, self.kv_transfer_s),
+                              np.maximum(self.prefill_alone_s, self.kv_busy_s),
                               self.arrival_cv2, self.service_cv2)
         fixed = (self.kv_transfer_s + self.step_s / 2.0 + self.slot_wait_s + self.fixed_s
                  + self.admission_s)
@@ -607,15 +616,14 @@ def bottleneck_label(parts: dict, i=None) -> str:
 
 
 def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s) -> np.ndarray:
-    """Time a prefill instance takes to hand one prompt's KV cache to a decode instance [s].
+    """Time one prompt's KV cache takes to reach a decode instance [s] (its own latency).
 
-    The hand-over runs one request after another per hand-over stream of the prefill
-    instance (``Instance.handover_streams``: one per instance, or one per attention-DP
-    rank where the engine hands over per rank), at ``kv_handover_token_s`` per prompt
-    (input) token, and never faster than the instance's links carry the KV bytes
-    (``gpus x scale-out`` at the scale-out efficiency). Measured disaggregated runs
-    hand over far below the links' rate (page-wise copies, the decode side's slot
-    reservation).
+    One hand-over runs at ``kv_handover_token_s`` per prompt (input) token, and never
+    faster than the prefill instance's links carry the KV bytes (``gpus x scale-out`` at
+    the scale-out efficiency). Measured disaggregated runs hand over far below the
+    links' rate (page-wise copies, the decode side's slot reservation). This is what a
+    request's TTFT adds; how long the instance is occupied per request is
+    :func:`kv_handover_share_s`.
 
     Parameters
     ----------
@@ -631,12 +639,46 @@ def kv_transfer_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s
     ndarray
         Hand-over time of the prompt's (input tokens') KV cache [s].
     """
+    return _handover_s(prefill_inst, traffic, scaleout_bytes_per_s, 1.0)
+
+
+def kv_handover_share_s(prefill_inst: Instance, traffic: Traffic,
+                        scaleout_bytes_per_s) -> np.ndarray:
+    """Time a prefill instance spends on hand-overs per request [s] (its occupancy).
+
+    The instance hands requests over one after another per hand-over stream
+    (``Instance.handover_streams``: one per instance, or one per attention-DP rank
+    where the engine hands over per rank), so it passes ``streams`` prompts per
+    :func:`kv_transfer_s`, never faster than its links carry the bytes: ``max(kv bytes /
+    links, I x kv_handover_token_s / streams)``.
+
+    Parameters
+    ----------
+    prefill_inst : Instance
+        The prefill instance.
+    traffic : Traffic
+        The request shape (mean input and output tokens, prefix cache, lengths).
+    scaleout_bytes_per_s : float or array
+        Scale-out bandwidth per GPU of the prefill instance [bytes/s].
+
+    Returns
+    -------
+    ndarray
+        Hand-over time per request of the instance [s].
+    """
+    return _handover_s(prefill_inst, traffic, scaleout_bytes_per_s,
+                       prefill_inst.handover_streams)
+
+
+def _handover_s(prefill_inst: Instance, traffic: Traffic, scaleout_bytes_per_s,
+                streams) -> np.ndarray:
+    """``max(kv bytes / links, I x kv_handover_token_s / streams)`` [s]."""
     i_tok = np.asarray(traffic.input_tokens, dtype=float)
     kv = prefill_inst.shape.kv_bytes_seq(i_tok)
     p = prefill_inst.hw.params
     link = np.asarray(prefill_inst.par.gpus, float) * scaleout_bytes_per_s * p.scaleout_eff_frac
-    streams = np.asarray(prefill_inst.handover_streams, float)
-    return np.maximum(kv / link, i_tok * np.asarray(p.kv_handover_token_s, float) / streams)
+    return np.maximum(kv / link, i_tok * np.asarray(p.kv_handover_token_s, float)
+                      / np.asarray(streams, float))
 
 
 def handover_streams(par: Parallel, per_rank) -> np.ndarray:
@@ -662,10 +704,11 @@ def prefill_server(pre: Prefill, handover_s, traffic: Traffic) -> Prefill:
     """The prefill queue's server of a disaggregated instance: prefill, then hand-over.
 
     The instance is busy with a request for the longer of its prefill and its KV
-    hand-over (the hand-over of one request overlaps the next one's prefill), so the
-    hand-over bounds the pool's request rate when it is the slower. The server's
-    spread is taken as the prompt lengths' own: the hand-over is proportional to the
-    prompt (:func:`kv_transfer_s`), and a prefill's fixed overheads only narrow its
+    hand-over share (the hand-over of one request overlaps the next one's prefill; with
+    several hand-over streams, the instance's time per request,
+    :func:`kv_handover_share_s`), so the hand-over bounds the pool's request rate when
+    it is the slower. The server's spread is taken as the prompt lengths' own: the
+    hand-over is proportional to the prompt, and a prefill's fixed overheads only narrow its
     spread, so this bounds it from above whichever part is the slower. (Taking at each
     length node the longer part instead let faster software widen the spread at a
     fixed utilisation, and an earlier software date then predicted more throughput.)
@@ -675,7 +718,7 @@ def prefill_server(pre: Prefill, handover_s, traffic: Traffic) -> Prefill:
     pre : Prefill
         Prefill times of the traffic on the prefill instance [s].
     handover_s : array
-        :func:`kv_transfer_s` at the mean prompt [s].
+        :func:`kv_handover_share_s` at the mean prompt [s].
     traffic : Traffic
         The request shape (its input-length distribution gives the nodes).
 
@@ -702,8 +745,10 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
 
     ``batch`` is the decode batch per decode instance; the request rate is the decode
     pool's, ``lambda = n_d B / (O t_tok)``; the prefill queue runs at
-    ``rho = lambda max(t_pre, t_kv) / n_p``, where ``t_kv`` is the KV hand-over
-    (:func:`kv_transfer_s`, :func:`prefill_server`).
+    ``rho = lambda max(t_pre, t_kv / streams) / n_p``, where ``t_kv`` is one prompt's
+    KV hand-over (:func:`kv_transfer_s`), which its TTFT adds, and ``streams`` the
+    hand-overs an instance runs at once (:func:`kv_handover_share_s`,
+    :func:`prefill_server`).
 
     Parameters
     ----------
@@ -736,7 +781,8 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
     pre = prefill(pre_inst, traffic) if pre is None else pre
     lam = n_d * b / (o * dec.token_s)
     kvt = kv_transfer_s(pre_inst, traffic, pre_inst.hw.scaleout_bytes_per_s) + 0 * b
-    srv = prefill_server(pre, kvt, traffic)
+    share = kv_handover_share_s(pre_inst, traffic, pre_inst.hw.scaleout_bytes_per_s) + 0 * b
+    srv = prefill_server(pre, share, traffic)
     rho = lam * srv.batched_s / n_p
     cv2 = np.asarray(traffic.arrival_cv2, dtype=float)
     cs2 = srv.service_cv2(pre_inst.phys.prefill_service_cv2)
@@ -757,7 +803,7 @@ def disaggregated(pre_inst: Instance, dec_inst: Instance, traffic: Traffic, batc
                  cs2, dec.tokens_per_step, kvt, 0.0 * b, o + 0 * b,
                  parts, 0.0, pre_inst.hw.params.ttft_overhead_s,
                  **_dist_fields(pre, traffic, dec),
-                 prefill_servers=n_p + 0 * b)
+                 prefill_servers=n_p + 0 * b, kv_share_s=share)
 
 
 # ---------------------------------------------------------------- closed loop
@@ -836,7 +882,7 @@ def solve_closed_loop(point_of_batch, concurrency, batch_max):
         # Ramp-up: every client sends its first request at once; the prefill pool
         # drains the burst of C requests at its throughput, one batched prefill (or KV
         # hand-over, where that is the slower) each.
-        span = c * np.maximum(pt.prefill_s, pt.kv_transfer_s) / np.maximum(
+        span = c * np.maximum(pt.prefill_s, pt.kv_busy_s) / np.maximum(
             pt.prefill_servers, 1.0)
         pt = dataclasses.replace(pt, burst_span_s=span)
     if np.any(capped):
