@@ -174,3 +174,103 @@ def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(tmp_path):
     assert polled["median_ttft_s"] - free["median_ttft_s"] == pytest.approx(
         14.5 * polled["median_tpot_ms"] / 1e3, rel=0.1)
 
+
+
+def test_a_layout_entry_gives_the_prefill_dp_attention_and_no_admission():
+    """An entry that gives only ``prefill_dp_attention`` is passed over for admission
+    (the row keeps the admission entry after it); the layout comes from the first entry
+    that gives one, ``prefill_ep`` matches, and a row no layout entry matches gets None
+    (the rule)."""
+    rec = _recipes([
+        {"match": {"framework": "sglang", "prefill_ep": 1}, "prefill_dp_attention": True},
+        {"match": {"framework": "sglang", "input_tokens": 1024},
+         "prefill_dp_attention": False},
+        {"match": {"framework": "sglang"}, "poll_interval_steps": 30},
+        {"match": {"framework": "sglang"}, "prefill_dp_attention": True},
+    ])
+    assert rec.admission(**ROW).poll_interval_steps == 30          # passes the layouts
+    assert rec.prefill_dp_attention(**ROW) is True                 # prefill_ep 1 default
+    assert rec.prefill_dp_attention(**ROW, prefill_ep=8) is False  # second entry
+    assert rec.prefill_dp_attention(**{**ROW, "input_tokens": 8192}, prefill_ep=8) is True
+    assert rec.prefill_dp_attention(**{**ROW, "framework": "trt"}) is None
+    assert rec.admission(**{**ROW, "framework": "trt"}) == NO_LIMITS
+    both = _recipes([{"match": {"framework": "sglang"}, "poll_interval_steps": 4,
+                      "prefill_dp_attention": False}])
+    assert both.admission(**ROW).poll_interval_steps == 4
+    assert both.prefill_dp_attention(**ROW) is False
+    # a layout value must be a boolean; a match on prefill_ep an integer
+    _, problems = check_recipes({"recipes": [
+        {"match": {"framework": "sglang"}, "prefill_dp_attention": "yes"},
+        {"match": {"prefill_ep": "8"}, "prefill_dp_attention": True}]}, "r.yaml")
+    assert [(p.entry, p.field) for p in problems] == [
+        ("recipes[1]", "prefill_dp_attention"), ("recipes[2]", "match.prefill_ep")]
+    assert "'yes' is not true or false" in str(problems[0])
+    assert "'8' is not an integer" in str(problems[1])
+
+
+def _disagg_rows(tmp_path, prefill_tp=8, prefill_ep=8, extra=""):
+    """One synthetic B200 Dynamo SGLang fp8 disaggregated row (one prefill instance and
+    8 decode GPUs, decode TEP8)."""
+    gpus = max(prefill_tp, prefill_ep)
+    csv = tmp_path / "rows.csv"
+    head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
+    csv.write_text(head + ("," + extra.split("=")[0] if extra else "") + "\n"
+                   + f"b200,deepseek_r1,fp8,1024,1024,64,{gpus + 8},true,{gpus},8,{prefill_tp},"
+                   f"{prefill_ep},8,8,false,none,100,200,20,1.0,2.0,30,35,,dynamo-sglang,"
+                   "2026-03-01,synthetic" + ("," + extra.split("=")[1] if extra else "")
+                   + "\n")
+    return load_measurements(csv, load_catalog())
+
+
+def test_a_recipe_sets_the_prefill_layout_where_the_row_does_not(tmp_path):
+    """Prefill TP8 EP8: the rule runs it with DP attention (DEP8); a recipe saying false
+    makes it TP8 EP8; the row's own column beats the recipe; a recipe's TP attention
+    whose width does not split the heads flags the row instead of predicting it."""
+    cat = load_catalog()
+    defaults = load_perf_defaults()
+    lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
+    off = _recipes([{"match": {"framework": "dynamo-sglang", "prefill_ep": 8},
+                     "prefill_dp_attention": False}])
+
+    def config(rows, recipes):
+        sr = ServingRows(rows, cat, defaults, lengths, recipes)
+        return sr.configs[0].split(" / ")[0], sr.flags[0]
+
+    rows = _disagg_rows(tmp_path)
+    assert rows[0].prefill_dp_attention                        # the rule
+    assert config(rows, Recipes()) == ("prefill 1 x DEP8", "")
+    assert config(rows, off) == ("prefill 1 x TP8 EP8", "")
+    own = _disagg_rows(tmp_path, extra="prefill_dp_attention=true")
+    assert config(own, off) == ("prefill 1 x DEP8", "")       # the row's column wins
+    # EP 6 runs DP attention by the rule, so TP 6 loads; the recipe's TP6 attention
+    # cannot split 128 heads: flagged, not predicted
+    six = _disagg_rows(tmp_path, prefill_tp=6, prefill_ep=6)
+    six_off = _recipes([{"match": {"framework": "dynamo-sglang"},
+                         "prefill_dp_attention": False}])
+    sr = ServingRows(six, cat, defaults, lengths, six_off)
+    assert "TP 6, which does not split the 128 heads" in sr.flags[0]
+    params = {"b200": hardware_params(defaults, "b200", None)}
+    out = sr.predict(params, physics_params(defaults, None))
+    assert np.isnan(out["output_tokens_per_s_per_gpu"][0])
+
+
+def test_shipped_layout_entries_change_exactly_the_rows_they_cite():
+    """The shipped file's two layout entries cover the 13 B200 Dynamo SGLang fp8 rows
+    whose multi-node recipes the rule gets wrong (docs/perf.md): 10 1k/1k rows with TEP8
+    decode prefill TP8 EP8 without DP attention, 3 8k/1k rows prefill DP8 with EP 1."""
+    cat = load_catalog()
+    rows = load_measurements(SHIPPED / "inferencex_deepseek_r1.csv", cat)
+    b = load_perf_inputs(cat, benchmarks=True).benchmarks
+    sr = ServingRows(rows, cat, load_perf_defaults(), b.lengths, b.recipes)
+    changed = [m for m, dpa in zip(rows, sr.prefill_dpa, strict=True)
+               if dpa != m.prefill_dp_attention]
+    assert len(changed) == 13
+    assert all((m.hardware, m.framework, m.precision.value) == ("b200", "dynamo-sglang", "fp8")
+               for m in changed)
+    off = [m for m in changed if m.input_tokens == 1024]
+    on = [m for m in changed if m.input_tokens == 8192]
+    assert len(off) == 10 and all(not m.decode_dp_attention and m.prefill_ep == 8
+                                  for m in off)
+    assert len(on) == 3 and all(m.prefill_ep == 1 for m in on)
+    assert not any(sr.flags[i] for i in range(len(rows)) if rows[i].disaggregated
+                   and sr.prefill_dpa[i] != rows[i].prefill_dp_attention)

@@ -186,7 +186,9 @@ def prefill_dp_attention(disaggregated: bool, prefill_ep: int, decode_dp_attenti
     prefill; the MI355X ``server_sglang.sh`` with prefill EP and DP both on by default),
     not all: B200 SGLang fp8's 1k/1k low-latency recipes prefill ``TP8 EP8`` without DP
     attention, and its 8k/1k ones with DP attention and EP 1 (docs/perf.md, "DP
-    attention of the prefill pool").
+    attention of the prefill pool"); for rows that do not give it, their recipe may say
+    it (``serving_recipes.yaml``, applied where rows are predicted:
+    :class:`dcplan.perf.predict.ServingRows`).
 
     Parameters
     ----------
@@ -1015,7 +1017,7 @@ def summary(errors: list[float]) -> dict[str, float | None]:
 SUPPORT_FILES = {
     LENGTHS_FILE: "benchmark length distributions",
     POWER_SYSTEMS_FILE: "MLPerf power systems",
-    RECIPES_FILE: "admission settings of the serving rows' engine recipes",
+    RECIPES_FILE: "admission and layout settings of the serving rows' engine recipes",
 }
 
 

@@ -13,7 +13,8 @@ re-predict every row thousands of times.
 * Disaggregated rows: ``prefill_gpus / max(prefill_tp, prefill_ep)`` prefill instances
   and ``decode_gpus / max(decode_tp, decode_ep)`` decode instances share the
   concurrency; per-GPU figures divide by all GPUs. An expert-parallel prefill pool runs
-  DP attention (:func:`dcplan.perf.measurements.prefill_dp_attention`).
+  DP attention (:func:`dcplan.perf.measurements.prefill_dp_attention`) unless the row's
+  file or its recipe (``measurements/serving_recipes.yaml``) says otherwise.
 * Lengths: the benchmark draws each request between 80% and 100% of the nominal
   lengths; rows are predicted at the mean, ``measurement_length_frac`` (0.9) of them,
   with the distribution (latency percentiles, prefill service spread) and the opening
@@ -252,6 +253,11 @@ def scaleout_gbps(catalog: Catalog, accelerator_id: str, fallback: float) -> flo
     return max(vals) if vals else fallback
 
 
+def _given_or(value, default):
+    """``value`` unless it is None, else ``default``."""
+    return default if value is None else value
+
+
 def _take(obj, idx):
     """Index every array field of a dataclass (scalars stay)."""
     out = {}
@@ -296,7 +302,8 @@ class ServingRows:
         Request-length distribution and opening burst of the rows' benchmark
         (:attr:`dcplan.perf.benchmarks.Benchmarks.lengths`).
     recipes : Recipes
-        Admission settings of the rows' engine recipes
+        Admission settings of the rows' engine recipes, and the prefill pools' DP
+        attention where the rows do not give it
         (:attr:`dcplan.perf.benchmarks.Benchmarks.recipes`).
     """
 
@@ -313,11 +320,27 @@ class ServingRows:
         sv = self.serving
         frac = sv.measurement_length_frac
         self.lengths = lengths
-        self.admission = [recipes.admission(
-            framework=m.framework, hardware=m.hardware, precision=m.precision.value,
-            speculative=m.speculative, dp_attention=bool(m.decode_dp_attention),
-            decode_tp=m.decode_tp, input_tokens=m.input_tokens,
-            output_tokens=m.output_tokens, concurrency=m.concurrency) for m in self.rows]
+        keys = [dict(framework=m.framework, hardware=m.hardware, precision=m.precision.value,
+                     speculative=m.speculative, dp_attention=bool(m.decode_dp_attention),
+                     decode_tp=m.decode_tp, input_tokens=m.input_tokens,
+                     output_tokens=m.output_tokens, concurrency=m.concurrency,
+                     prefill_ep=m.prefill_ep if m.disaggregated else 1)
+                for m in self.rows]
+        self.admission = [recipes.admission(**k) for k in keys]
+        # the prefill pool's DP attention: the row's own column, else its recipe, else
+        # the rule (measurements.prefill_dp_attention)
+        self.prefill_dpa = [
+            m.prefill_dp_attention if (m.prefill_dp_attention_given is not None
+                                       or not m.disaggregated)
+            else _given_or(recipes.prefill_dp_attention(**k), m.prefill_dp_attention)
+            for m, k in zip(self.rows, keys, strict=True)]
+        for i, m in enumerate(self.rows):
+            heads = catalog.get("models", m.model).attention_heads
+            if m.disaggregated and not self.prefill_dpa[i] and heads % m.prefill_tp:
+                # only a recipe can get here: the loader refuses such a row's own column
+                self.flags[i] = (f"its recipe runs the prefill pool's attention at TP "
+                                 f"{m.prefill_tp}, which does not split the {heads} heads of "
+                                 f"{m.model} (prefill_dp_attention in serving_recipes.yaml)")
         # group by (model, disaggregated); precisions and speculation vary inside a group
         groups: dict[tuple, list[int]] = {}
         self._shapes: dict[tuple, ModelShape] = {}
@@ -344,7 +367,7 @@ class ServingRows:
                 pd = Parallel.from_engine(m.decode_tp, m.decode_ep, m.decode_dp_attention)
                 pars_d.append(pd)
                 if m.disaggregated:
-                    pp = Parallel.from_engine(m.prefill_tp, m.prefill_ep, m.prefill_dp_attention)
+                    pp = Parallel.from_engine(m.prefill_tp, m.prefill_ep, self.prefill_dpa[i])
                     pars_p.append(pp)
                     n_p.append(m.prefill_gpus // pp.gpus)
                     n_d.append(m.decode_gpus // pd.gpus)
@@ -372,7 +395,7 @@ class ServingRows:
             bmax = max_batch(hw, par_d, shape, sv, traffic.decode_context)
             ok = bmax >= 1
             for j, i in enumerate(idx):
-                if not ok[j]:
+                if not ok[j] and not self.flags[i]:
                     w = float(weight_bytes_per_gpu(_take(par_d, j), shapes[j])) / 1e9
                     self.flags[i] = (f"{rows[j].model} at {rows[j].precision.value} needs "
                                      f"{w:,.0f} GB of weights per GPU with "
@@ -387,6 +410,7 @@ class ServingRows:
                         self.flags[i] = (f"the prefill instance {par_p.label()} cannot hold "
                                          f"the weights ({float(wp[j]) / 1e9:,.0f} GB per GPU)")
                 ok = ok & okp
+            ok = ok & np.array([not self.flags[i] for i in idx])
             sel = np.flatnonzero(ok)
             self.groups.append(dict(
                 key=key, idx=np.array(idx)[sel], shape=_take(shape, sel), hw=_take(hw, sel),

@@ -1,11 +1,13 @@
-"""Engine admission settings of the benchmark recipes behind serving measurement rows.
+"""Engine settings of the benchmark recipes behind serving measurement rows.
 
 ``catalogs/measurements/serving_recipes.yaml`` says, for the serving engines and
 launch flags behind the InferenceX rows, how long a request waits before its prefill:
 how often the scheduler polls for new requests (in decode steps), how long attention
-data parallelism with balancing holds a prefill back, and how many requests run at once.
-The rows are predicted with their recipe's settings (:mod:`dcplan.perf.predict`); plans
-assume none of them (a deployment tuned for its latency target).
+data parallelism with balancing holds a prefill back, and how many requests run at once
+(admission settings); and, where the rows' files cannot say it, whether a disaggregated
+row's prefill instances run data-parallel attention (a layout setting). The rows are
+predicted with their recipe's settings (:mod:`dcplan.perf.predict`); plans assume none
+of them (a deployment tuned for its latency target, and the planner's own layout search).
 
 This is the data layer: it reads and checks the file; the waits themselves are physics
 (:func:`dcplan.perf.serving.with_admission`).
@@ -25,9 +27,17 @@ RECIPES_FILE = "serving_recipes.yaml"
 #: Keys an entry's ``match`` may hold, and the type of each value.
 MATCH_KEYS = {"framework": str, "hardware": list, "precision": str, "speculative": str,
               "dp_attention": bool, "decode_tp": int, "input_tokens": int,
-              "output_tokens": int, "min_concurrency": int, "max_concurrency": int}
-#: Settings an entry may give (all integers >= 1 but for the timeout, >= 0).
+              "output_tokens": int, "min_concurrency": int, "max_concurrency": int,
+              "prefill_ep": int}
+#: How a match value of each type is named in messages.
+KIND_WORDS = {str: "a string", int: "an integer", bool: "true or false",
+              list: "a list of accelerator ids"}
+#: Admission settings an entry may give (all integers >= 1 but for the timeout, >= 0).
 SETTINGS = ("poll_interval_steps", "dp_balance_timeout_steps", "max_running_requests")
+#: Layout settings an entry may give (true/false): DP attention on a disaggregated row's
+#: prefill instances, where the row's file does not say it
+#: (:func:`dcplan.perf.measurements.prefill_dp_attention`).
+LAYOUT_SETTINGS = ("prefill_dp_attention",)
 
 
 @dataclass(frozen=True)
@@ -60,14 +70,30 @@ NO_LIMITS = Admission()
 
 @dataclass(frozen=True)
 class Recipe:
-    """One entry of :data:`RECIPES_FILE`: what it matches and its settings."""
+    """One entry of :data:`RECIPES_FILE`: what it matches and its settings.
+
+    Attributes
+    ----------
+    match : tuple
+        ``(key, value)`` pairs of :data:`MATCH_KEYS`, all of which a row must meet.
+    admission : Admission
+        Its admission settings (defaults for those it does not give; ``source`` always
+        the entry's).
+    gives_admission : bool
+        Whether the entry gives any of :data:`SETTINGS`; an entry that gives only layout
+        settings is passed over when a row's admission is looked up.
+    prefill_dp_attention : bool or None
+        DP attention on a disaggregated row's prefill instances (None: not given).
+    """
 
     match: tuple
     admission: Admission
+    gives_admission: bool = True
+    prefill_dp_attention: bool | None = None
 
     def matches(self, framework: str, hardware: str, precision: str, speculative: str,
                 dp_attention: bool, decode_tp: int, input_tokens: float,
-                output_tokens: float, concurrency: int) -> bool:
+                output_tokens: float, concurrency: int, prefill_ep: int = 1) -> bool:
         """Whether a row with these values meets every key of ``match``.
 
         Parameters
@@ -90,6 +116,9 @@ class Recipe:
             Nominal output (generated) tokens per request [tokens].
         concurrency : int
             Requests in flight [requests].
+        prefill_ep : int
+            Expert parallelism of a disaggregated row's prefill instance [GPUs] (1 when
+            aggregated).
 
         Returns
         -------
@@ -98,7 +127,8 @@ class Recipe:
         """
         row = {"framework": framework, "precision": precision, "speculative": speculative,
                "dp_attention": dp_attention, "decode_tp": decode_tp,
-               "input_tokens": input_tokens, "output_tokens": output_tokens}
+               "input_tokens": input_tokens, "output_tokens": output_tokens,
+               "prefill_ep": prefill_ep}
         for key, want in self.match:
             if key == "hardware":
                 if hardware not in want:
@@ -116,29 +146,49 @@ class Recipe:
 
 @dataclass(frozen=True)
 class Recipes:
-    """The entries of :data:`RECIPES_FILE`, first match wins."""
+    """The entries of :data:`RECIPES_FILE`; for each kind of setting, first match wins."""
 
     entries: tuple = ()
 
     def admission(self, **row: Any) -> Admission:
-        """Settings of the first entry a row matches (:data:`NO_LIMITS` when none).
+        """Admission settings of the first entry a row matches that gives any.
 
         Parameters
         ----------
         **row
             ``framework``, ``hardware``, ``precision``, ``speculative``,
             ``dp_attention``, ``decode_tp``, ``input_tokens``, ``output_tokens``,
-            ``concurrency`` of the row (nominal lengths [tokens]).
+            ``concurrency`` and optionally ``prefill_ep`` of the row (nominal lengths
+            [tokens]).
 
         Returns
         -------
         Admission
-            The entry's admission settings.
+            The entry's admission settings (:data:`NO_LIMITS` when no entry matches).
         """
         for entry in self.entries:
-            if entry.matches(**row):
+            if entry.gives_admission and entry.matches(**row):
                 return entry.admission
         return NO_LIMITS
+
+    def prefill_dp_attention(self, **row: Any) -> bool | None:
+        """DP attention on a row's prefill instances, from the first entry that says it.
+
+        Parameters
+        ----------
+        **row
+            As for :meth:`admission`.
+
+        Returns
+        -------
+        bool or None
+            The entry's ``prefill_dp_attention`` (None when no matching entry gives it:
+            the rule of :func:`dcplan.perf.measurements.prefill_dp_attention` applies).
+        """
+        for entry in self.entries:
+            if entry.prefill_dp_attention is not None and entry.matches(**row):
+                return entry.prefill_dp_attention
+        return None
 
 
 def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, list[Problem]]:
@@ -191,7 +241,7 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
             continue
         n_before = len(problems)
         for key in e:
-            allowed = ("match", "source", "notes", *SETTINGS)
+            allowed = ("match", "source", "notes", *SETTINGS, *LAYOUT_SETTINGS)
             if key not in META_KEYS and key not in allowed:
                 problems.append(Problem(shown, f"unknown key{did_you_mean(str(key), allowed)}: "
                                                "rename or remove it (allowed: "
@@ -224,9 +274,8 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
                                                     line=line(m, key)))
                 value = tuple(value) if ok else value
             if not ok:
-                problems.append(Problem(shown, f"{value!r} is not a {kind.__name__}"
-                                               + (" of accelerator ids" if kind is list
-                                                  else ""), entry=where,
+                problems.append(Problem(shown, f"{value!r} is not {KIND_WORDS[kind]}",
+                                        entry=where,
                                         field=f"match.{key}", line=line(m, key)))
                 continue
             match.append((key, value))
@@ -241,12 +290,23 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
                                         entry=where, field=key, line=line(e, key)))
                 continue
             settings[key] = v
-        if not settings and len(problems) == n_before:
-            problems.append(Problem(shown, "gives no setting (" + ", ".join(SETTINGS) + ")",
+        layout = {}
+        for key in LAYOUT_SETTINGS:
+            if key not in e:
+                continue
+            if not isinstance(e[key], bool):
+                problems.append(Problem(shown, f"{e[key]!r} is not true or false",
+                                        entry=where, field=key, line=line(e, key)))
+                continue
+            layout[key] = e[key]
+        if not settings and not layout and len(problems) == n_before:
+            problems.append(Problem(shown, "gives no setting ("
+                                    + ", ".join((*SETTINGS, *LAYOUT_SETTINGS)) + ")",
                                     entry=where))
         if len(problems) == n_before:
             entries.append(Recipe(tuple(match),
-                                  Admission(**settings, source=str(e.get("source") or ""))))
+                                  Admission(**settings, source=str(e.get("source") or "")),
+                                  gives_admission=bool(settings), **layout))
     return Recipes(tuple(entries)), problems
 
 
