@@ -477,6 +477,36 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
     return removed
 
 
+def check_replaceable_file(target: Path | str) -> None:
+    """Refuse an output path that exists but is not a regular file (or a link to one).
+
+    A file is written by renaming a finished temporary onto its path, which would put a
+    regular file in place of a device, FIFO, socket or folder (``-o /dev/null`` would
+    replace the device node). Such a path is named instead, with the fix.
+
+    Raises
+    ------
+    InputError
+        If ``target`` exists and is not a regular file.
+    """
+    try:
+        st = os.stat(target)
+    except OSError:
+        return          # missing (or unreadable: the write itself reports it)
+    if stat.S_ISREG(st.st_mode):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(Problem(display_path(target), "is a folder; give a file path for "
+                                                       "this output"))
+    kind = next((name for test, name in _KINDS if test(st.st_mode)),
+                "a device, FIFO or socket")
+    raise InputError(Problem(display_path(target), f"is not a regular file but {kind}; "
+                                                   "dcplan writes an output by replacing "
+                                                   "the path with a new file, so it only "
+                                                   "writes to regular files or new paths: "
+                                                   "give a file path"))
+
+
 @contextmanager
 def atomic_path(target: Path | str, suffix: str | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``target``; rename it onto ``target`` on success.
@@ -495,8 +525,14 @@ def atomic_path(target: Path | str, suffix: str | None = None) -> Iterator[Path]
     suffix : str, optional
         Suffix of the temporary file (defaults to ``target``'s suffix, which some
         writers use to pick a format).
+
+    Raises
+    ------
+    InputError
+        If ``target`` exists and is not a regular file (:func:`check_replaceable_file`).
     """
     target = Path(target)
+    check_replaceable_file(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(target)

@@ -536,3 +536,32 @@ def test_a_saved_plan_that_is_a_special_file_is_named_as_such(tmp_path, kind):
     err, _took = _finishes(lambda: load_result(path))
     assert isinstance(err, InputError), err
     assert "not a regular file" in str(err) and "not found" not in str(err)
+
+
+def test_an_output_path_that_is_a_device_or_fifo_is_refused_and_left_alone(tmp_path):
+    """Writing renames a finished temporary onto the path, which would put a regular file
+    in place of /dev/null or a FIFO (it once did: ``perf calibrate -o /dev/null``). The
+    writer and the command line's output check refuse such a path and leave it as it was;
+    a regular file or a new path is still written."""
+    import stat as stat_mod
+
+    from typer.testing import CliRunner
+
+    from dcplan.cli import app
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (Path("/dev/null"), fifo):
+        with pytest.raises(InputError, match="is not a regular file but a"), \
+                yamlio.atomic_path(target) as tmp:
+            tmp.write_text("x")
+    assert stat_mod.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert stat_mod.S_ISFIFO(os.stat(fifo).st_mode)
+    with yamlio.atomic_path(tmp_path / "new.txt") as tmp:
+        tmp.write_text("ok")
+    assert (tmp_path / "new.txt").read_text() == "ok"
+    rows = REPO / "catalogs" / "measurements" / "mlperf_inference.csv"
+    res = CliRunner().invoke(app, ["perf", "calibrate", str(rows), "-o", str(fifo)])
+    assert res.exit_code == 1
+    assert "--output: is not a regular file but a FIFO (named pipe)" in res.output
+    assert stat_mod.S_ISFIFO(os.stat(fifo).st_mode)

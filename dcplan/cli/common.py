@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -207,6 +208,14 @@ def check_outputs(dirs: dict[str, Path | None] | None = None,
         base = writable_parent(path.parent)
         if path.is_dir():
             problems.append(Problem(str(path), f"{option}: is a folder; give a file name"))
+        elif path.exists() and not path.is_file():
+            from dcplan.yamlio import check_replaceable_file
+
+            try:
+                check_replaceable_file(path)
+            except InputError as exc:
+                problems += [dataclasses.replace(pr, message=f"{option}: {pr.message}")
+                             for pr in exc.problems]
         elif not can_write_in(base):
             problems.append(Problem(str(path), f"{option}: cannot write here (no write access "
                                                f"to '{base}'); choose another place"))
