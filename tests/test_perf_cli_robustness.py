@@ -141,3 +141,36 @@ def test_perf_says_on_how_many_streams_a_prefill_replica_hands_over(engine, per_
     assert text.exit_code == 0, text.output
     assert (f"KV hand-over on {streams} stream{'s' if streams != 1 else ''} per replica"
             in text.stdout.replace("\n", " "))
+
+
+@pytest.mark.slow
+def test_max_batch_caps_the_running_requests_and_holds_the_server_batch_below_it():
+    """--max-batch sets the engine's running-request cap per attention-DP rank. Offline
+    runs at the largest batch, so a TP8 replica (one rank) runs exactly the cap; under a
+    Server SLO the Poisson arrivals that find every slot taken wait, so the batch stays
+    below the cap and a tighter cap never gives more throughput. MLPerf's Llama 3.1 405B
+    Server on H200 ran TP8 with max_batch_size 64 (catalogs/measurements/README.md)."""
+    import json
+
+    base = ["perf", "--rack", "hgx_b200", "--model", "llama31_405b", "--precision", "fp4",
+            "--input-tokens", "9400", "--output-tokens", "680", "--tp", "8", "--json"]
+    off = run(*base, "--offline", "--max-batch", "16")
+    assert off.exit_code == 0, off.output
+    rec = json.loads(off.stdout)
+    assert (rec["batch"], rec["max_batch"], rec["max_batch_per_rank"]) == (16, 16, 16)
+    server = ["--ttft-s", "6", "--tpot-ms", "175", "--percentile", "99"]
+    got = {}
+    for cap in (None, 256, 64, 32):
+        out = run(*base, *server, *(["--max-batch", str(cap)] if cap else []))
+        assert out.exit_code == 0, out.output
+        got[cap] = json.loads(out.stdout)
+    assert got[None]["max_batch_per_rank"] == load_perf_inputs().defaults.serving \
+        .max_batch_per_rank
+    for cap in (64, 32):
+        assert got[cap]["batch"] < cap
+    tput = [got[c]["output_tokens_per_s"] for c in (None, 256, 64, 32)]
+    assert tput == sorted(tput, reverse=True) and tput[-1] < tput[0]
+    text = run(*base[:-1], *server, "--max-batch", "64")
+    assert "--max-batch 64 per attention-DP rank allow 64" in text.stdout.replace("\n", " ")
+    bad = run(*base, "--max-batch", "0")
+    assert bad.exit_code == 2 and "--max-batch" in bad.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -314,6 +315,12 @@ def perf(
     sweep: Annotated[str | None, typer.Option(
         "--sweep", help="'batch': print the throughput/latency curve over batch.")] = None,
     power_cap: PowerCapOpt = None,
+    max_batch: Annotated[int | None, typer.Option(
+        "--max-batch", min=1, help="Engine's running-request cap per attention-DP rank "
+                                   "(TensorRT-LLM max_batch_size, SGLang "
+                                   "--max-running-requests); Poisson arrivals that find "
+                                   "every slot taken wait for one. Default: "
+                                   "perf_defaults.yaml serving.max_batch_per_rank.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Goodput tokens/s and power of one rack serving a workload under its SLO.
@@ -353,6 +360,9 @@ def perf(
     _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
     pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
     defaults, cal = pin.defaults, pin.calibration
+    if max_batch is not None:
+        defaults = dataclasses.replace(defaults, serving=dataclasses.replace(
+            defaults.serving, max_batch_per_rank=max_batch))
     cap, curve = _power_cap(power_cap, catalog, rack, pin)
     if cap < 1.0 and sweep:
         fail("--sweep batch and --power-cap do not go together; use one of them", code=2)
@@ -364,7 +374,8 @@ def perf(
     lengths = _lengths_record(wl, length_dist is not None)
     record = {**perf_.as_dict(), "configuration": _configuration(perf_),
               "workload": _workload_record(wl), "software": soft,
-              "length_distribution": lengths}
+              "length_distribution": lengths,
+              "max_batch_per_rank": defaults.serving.max_batch_per_rank}
     if not perf_.fits:
         # The reason once, on stderr (the JSON on stdout carries it for scripts).
         if json_out:
@@ -378,14 +389,14 @@ def perf(
         if json_out:
             emit_json(_clean({"operating_point": record, "sweep": rows}))
         else:
-            _print_point(perf_, rack, model_id, wl, soft, lengths)
+            _print_point(perf_, rack, model_id, wl, soft, lengths, max_batch)
             typer.echo("")
             typer.echo(format_table(rows))
         return
     if json_out:
         emit_json(_clean(record))
     else:
-        _print_point(perf_, rack, model_id, wl, soft, lengths)
+        _print_point(perf_, rack, model_id, wl, soft, lengths, max_batch)
 
 
 def _configuration(p) -> dict[str, Any]:
@@ -421,7 +432,7 @@ KV_HANDOVER_CAVEAT = ("bounds the prefill pool; its time per prompt token (one s
 
 
 def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
-                 lengths: dict[str, Any] | None = None) -> None:
+                 lengths: dict[str, Any] | None = None, max_batch: int | None = None) -> None:
     loop = (f"closed loop, {wl.concurrency} in flight per instance"
             if wl.arrival.value == "closed_loop" else "Poisson arrivals")
     slo = ("offline (no latency limits)" if wl.offline else
@@ -451,7 +462,10 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
                             f"{p.total_tokens_per_s_per_gpu:,.0f} total tokens/s"),
         ("per user", f"{p.tokens_per_s_per_user:,.1f} output tokens/s (median)"),
         ("replica", replica),
-        ("batch", f"{p.batch:,} sequences per replica (memory allows {p.max_batch:,})"),
+        ("batch", f"{p.batch:,} sequences per replica ("
+                  + (f"memory and --max-batch {max_batch:,} per attention-DP rank allow "
+                     if max_batch is not None else "memory allows ")
+                  + f"{p.max_batch:,})"),
         ("speculative", spec),
         (f"TTFT p{p.percentile:g}", f"{p.ttft_s:.3g} s (median {p.ttft_median_s:.3g} s)"),
         (f"TPOT p{p.percentile:g}", f"{p.tpot_ms:.3g} ms (median {p.tpot_median_ms:.3g} ms)"),
