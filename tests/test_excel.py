@@ -713,3 +713,18 @@ def test_summary_sheet_guide_names_the_sheets_that_exist(book):
             names |= set(parts)
     sheets = set(wb.sheetnames) - {"Summary"}
     assert names == sheets, (names - sheets, sheets - names)
+
+
+def test_row_breaks_fill_each_page_from_the_top_and_repeat_the_header():
+    """Hand-computed: a 250 pt page; rows of 20 (title), then 100 each; the 20 pt header
+    row repeats after the first page. Page 1 holds 20 + 100 + 100 = 220 (the next 100
+    would make 320), page 2 the repeated 20 + 100 + 100; a row taller than a page still
+    gets a page of its own; rows that fit on one page get no break. The writer sets
+    them, so LibreOffice's pagination cannot add a page of rows that prints blank."""
+    from dcplan.export.printing import row_breaks
+
+    assert row_breaks([20, 100, 100, 100, 100], 250.0, 20.0) == [3]
+    assert row_breaks([20, 100, 100, 100, 100, 100], 250.0, 20.0) == [3, 5]
+    assert row_breaks([10, 300, 10], 250.0) == [1, 2]
+    assert row_breaks([50] * 5, 250.0) == []
+    assert row_breaks([0, 0, 250], 250.0) == []    # hidden rows take no room

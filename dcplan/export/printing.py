@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.page import PageMargins
+from openpyxl.worksheet.pagebreak import Break, RowBreak
 from openpyxl.worksheet.worksheet import Worksheet
 
 #: Margins [inch].
@@ -201,6 +202,38 @@ def page_layout(widths: Sequence[float], heights: Sequence[float], *, repeat_col
 REPEAT_SHARE = 0.6
 
 
+def row_breaks(heights: Sequence[float], page_pt: float, repeat_pt: float = 0.0) -> list[int]:
+    """Rows after which a new page starts, filling each page from the top.
+
+    LibreOffice's own pagination can disagree with its rendering near a page's end: a
+    table whose last row just fits was paginated one page of rows longer than it
+    printed, so every block of columns got a blank page (the minimal plan's Bill of
+    materials, 2026-12-05). Breaks set by the writer leave it nothing to decide.
+
+    Parameters
+    ----------
+    heights : sequence of float
+        Printed row heights [pt], first to last printed row (0 for a hidden row).
+    page_pt : float
+        Height a page holds at the print scale [pt of the sheet].
+    repeat_pt : float
+        Height of the rows repeated at the top of every page after the first [pt].
+
+    Returns
+    -------
+    list of int
+        1-based rows after which a page ends (empty when the rows fit on one page).
+    """
+    breaks: list[int] = []
+    used = 0.0
+    for r, h in enumerate(heights, start=1):
+        if used > 0.0 and used + h > page_pt:
+            breaks.append(r - 1)
+            used = repeat_pt
+        used += h
+    return breaks
+
+
 def repeated_cols(widths: Sequence[float], id_cols: int) -> int:
     """Leading identifier columns repeated on each block of a wide table.
 
@@ -263,7 +296,8 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
         ps.fitToHeight = 1
     else:
         widths = [printed_width(ws, j) for j in range(1, cols + 1)]
-        heights = [ws.row_dimensions[r].height or DEFAULT_ROW_PT for r in range(1, rows + 1)]
+        heights = [0.0 if ws.row_dimensions[r].hidden else
+                   (ws.row_dimensions[r].height or DEFAULT_ROW_PT) for r in range(1, rows + 1)]
         rep = 0.0
         if repeat_rows:
             a, b = (int(x) for x in repeat_rows.replace("$", "").split(":"))
@@ -273,6 +307,9 @@ def setup_page(ws: Worksheet, title: str, *, repeat_rows: str | None = None,
         ps.orientation = orient
         ws.sheet_properties.pageSetUpPr.fitToPage = False
         ps.scale = scale
+        ws.row_breaks = RowBreak()
+        for r in row_breaks(heights, printable(orient)[1] * 72.0 * 100.0 / scale, rep):
+            ws.row_breaks.append(Break(id=r))
         rep_cols = repeated_cols(widths, repeat_cols)
         if breaks and rep_cols:
             ws.print_title_cols = f"A:{get_column_letter(rep_cols)}"
