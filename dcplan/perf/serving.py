@@ -654,12 +654,8 @@ def kv_handover_share_s(prefill_inst: Instance, traffic: Traffic,
 
     Parameters
     ----------
-    prefill_inst : Instance
-        The prefill instance.
-    traffic : Traffic
-        The request shape (mean input and output tokens, prefix cache, lengths).
-    scaleout_bytes_per_s : float or array
-        Scale-out bandwidth per GPU of the prefill instance [bytes/s].
+    prefill_inst, traffic, scaleout_bytes_per_s
+        As :func:`kv_transfer_s`.
 
     Returns
     -------
