@@ -597,8 +597,10 @@ def test_a_level_needs_rows_inside_one_domain():
     """Levels with fewer than MIN_LEVEL_ROWS rows inside one scale-up domain are not fitted:
     GB200's three MLPerf rows, H100's three (its 29 serving rows are TP16 over two
     boards); B200's are;
-    the cross-domain level counts its spanning rows. Held out, B200 then takes NVIDIA's
-    values, not a Blackwell level set by GB200's three rows alone."""
+    the cross-domain level counts its spanning rows. A vendor level needs two
+    architectures with a level each: held out, B200 then takes the pooled values, not a
+    Blackwell level set by GB200's three rows alone nor an NVIDIA level that would be
+    half of Hopper's offset."""
     from dcplan.perf.calibration import (
         LEVEL_PRIOR,
         MIN_LEVEL_ROWS,
@@ -626,7 +628,19 @@ def test_a_level_needs_rows_inside_one_domain():
     assert ("hardware", "gb200_gpu") not in full and ("hardware", "h100_sxm") not in full
     assert ("cross_domain", "all") in full and ("architecture", "blackwell") in full
     no_b200 = levels([m for m in rows if m.hardware != "b200"], per_hardware=False)
-    assert ("architecture", "blackwell") not in no_b200 and ("vendor", "NVIDIA") in no_b200
+    assert ("vendor", "NVIDIA") in full and ("vendor", "AMD") in full
+    assert ("architecture", "hopper") in full
+    no_b200 = levels([m for m in rows if m.hardware != "b200"], per_hardware=False)
+    assert ("architecture", "blackwell") not in no_b200
+    assert ("architecture", "hopper") in no_b200 and ("vendor", "NVIDIA") not in no_b200
     no_h200 = levels([m for m in rows if m.hardware != "h200_sxm"], per_hardware=False)
     assert ("architecture", "hopper") not in no_h200
+    assert ("architecture", "blackwell") in no_h200 and ("vendor", "NVIDIA") not in no_h200
     assert ("cross_domain", "all") in no_h200
+    # AMD: without MI325X, CDNA 3 keeps MI300X's level beside CDNA 4, so AMD's is fitted;
+    # without MI355X, CDNA 3 is AMD's only architecture and AMD's level is not
+    no_mi325x = levels([m for m in rows if m.hardware != "mi325x"], per_hardware=False)
+    assert {("architecture", "cdna3"), ("architecture", "cdna4"),
+            ("vendor", "AMD")} <= no_mi325x
+    no_mi355x = levels([m for m in rows if m.hardware != "mi355x"], per_hardware=False)
+    assert ("architecture", "cdna3") in no_mi355x and ("vendor", "AMD") not in no_mi355x

@@ -23,9 +23,11 @@ space, the sum of
 plus the physics parameters (MoE, speculative decoding, latency), shared by all. A
 level whose rows are exactly those of the level above (one vendor; an architecture
 with one measured accelerator) is not fitted, so nothing splits between two names
-for the same rows. Rows are weighted so that dense and MoE models carry equal weight,
-and within a family an accelerator with many rows does not drown the others
-(:func:`balance_weights`).
+for the same rows; nor is a vendor level unless two of its architectures have a
+level (:data:`MIN_LEVEL_ROWS` rows inside one scale-up domain each), as with one it
+could not be told from that architecture's. Rows are weighted so that dense and MoE
+models carry equal weight, and within a family an accelerator with many rows does not
+drown the others (:func:`balance_weights`).
 
 An accelerator without rows takes its architecture's values when a sibling was fitted,
 else its vendor's, else the pooled ones: what :func:`leave_one_out` measures when it
@@ -776,13 +778,24 @@ class _Space:
                 p: add(f"{kind}:{key}:{p}", -OFFSET_BOUND, OFFSET_BOUND, 0.0,
                        level_prior[kind], mask, [p]) for p in THROUGHPUT_PARAMS}
 
+        def own_rows(mask) -> int:
+            return int((mask & ~self.spans).sum())
+
         for v in sorted(set(self.vendor)):
             vm = self.vendor == v
-            # A vendor whose rows are all of one architecture says nothing about what
-            # its architectures share: its rows fit that architecture's level only, and
-            # a new architecture of the vendor gets the pooled values.
+            # A vendor level carries what its architectures share, so it is fitted only
+            # where at least two of them can be told apart: two architectures with a
+            # level of their own (or one and the vendor's accelerators of no
+            # architecture). With one, the level could not be told from that
+            # architecture's, and the equal pulls would hand half of that
+            # architecture's offset to every other architecture of the vendor, a new
+            # one included; its rows then fit that architecture's level only, and a new
+            # architecture of the vendor gets the pooled values.
             archs = set(self.arch[vm])
-            own_vendor = per_vendor and not (len(archs) == 1 and "" not in archs)
+            groups = sum(own_rows(vm & (self.arch == a)) >= MIN_LEVEL_ROWS
+                         for a in archs - {""})
+            groups += own_rows(vm & (self.arch == "")) >= MIN_LEVEL_ROWS
+            own_vendor = per_vendor and groups >= 2
             if own_vendor:
                 level("vendor", v, vm, all_rows)
             for a in sorted(archs - {""}):
