@@ -174,3 +174,29 @@ def test_max_batch_caps_the_running_requests_and_holds_the_server_batch_below_it
     assert "--max-batch 64 per attention-DP rank allow 64" in text.stdout.replace("\n", " ")
     bad = run(*base, "--max-batch", "0")
     assert bad.exit_code == 2 and "--max-batch" in bad.output
+
+
+def test_frontier_max_batch_caps_every_point():
+    """perf frontier --max-batch caps every point's running requests per attention-DP
+    rank: a dense model runs no DP attention, so no point's batch per instance exceeds
+    the cap, the uncapped frontier has points above it, and the capped one's most
+    throughput per GPU is lower (a cap only removes batches)."""
+    import json
+
+    base = ["perf", "frontier", "--rack", "hgx_h200", "--model", "llama3_70b",
+            "--input-tokens", "1024", "--output-tokens", "1024", "--mode", "aggregated",
+            "--json"]
+    free, capped = run(*base), run(*base, "--max-batch", "8")
+    assert free.exit_code == 0 and capped.exit_code == 0, free.output + capped.output
+    free, capped = json.loads(free.stdout), json.loads(capped.stdout)
+    assert capped["max_batch_per_rank"] == 8
+    assert free["max_batch_per_rank"] == load_perf_inputs().defaults.serving.max_batch_per_rank
+    assert capped["points"] and max(p["batch"] for p in capped["points"]) <= 8
+    assert max(p["batch"] for p in free["points"]) > 8
+
+    def best(doc):
+        return max(p["output_tokens_per_s_per_gpu"] for p in doc["points"])
+
+    assert best(capped) < best(free)
+    text = run(*base[:-1], "--max-batch", "8")
+    assert "at most 8 running requests per attention-DP rank" in text.stdout.replace("\n", " ")

@@ -71,6 +71,12 @@ LengthOpt = Annotated[str | None, typer.Option(
 TrendOpt = Annotated[str, typer.Option(
     "--software-trend", help="After the latest fitted run: 'hold' its level or "
                              "'extrapolate' the fitted trend.")]
+MaxBatchOpt = Annotated[int | None, typer.Option(
+    "--max-batch", min=1, help="Engine's running-request cap per attention-DP rank "
+                               "(TensorRT-LLM max_batch_size, SGLang "
+                               "--max-running-requests); Poisson arrivals that find "
+                               "every slot taken wait for one. Default: "
+                               "perf_defaults.yaml serving.max_batch_per_rank.")]
 
 RackOpt = Annotated[str, typer.Option("--rack", help="Rack id.",
                                        autocompletion=ids_of("racks"))]
@@ -315,12 +321,7 @@ def perf(
     sweep: Annotated[str | None, typer.Option(
         "--sweep", help="'batch': print the throughput/latency curve over batch.")] = None,
     power_cap: PowerCapOpt = None,
-    max_batch: Annotated[int | None, typer.Option(
-        "--max-batch", min=1, help="Engine's running-request cap per attention-DP rank "
-                                   "(TensorRT-LLM max_batch_size, SGLang "
-                                   "--max-running-requests); Poisson arrivals that find "
-                                   "every slot taken wait for one. Default: "
-                                   "perf_defaults.yaml serving.max_batch_per_rank.")] = None,
+    max_batch: MaxBatchOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Goodput tokens/s and power of one rack serving a workload under its SLO.
@@ -359,10 +360,7 @@ def perf(
              "draft uses it)")
     _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
     pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
-    defaults, cal = pin.defaults, pin.calibration
-    if max_batch is not None:
-        defaults = dataclasses.replace(defaults, serving=dataclasses.replace(
-            defaults.serving, max_batch_per_rank=max_batch))
+    defaults, cal = _with_max_batch(pin.defaults, max_batch), pin.calibration
     cap, curve = _power_cap(power_cap, catalog, rack, pin)
     if cap < 1.0 and sweep:
         fail("--sweep batch and --power-cap do not go together; use one of them", code=2)
@@ -429,6 +427,14 @@ KV_HANDOVER_CAVEAT = ("bounds the prefill pool; its time per prompt token (one s
                       "so on an NVLink rack domain, another model or longer prompts it is "
                       "an extrapolation (docs/perf.md, Serving; kv_handover_token_s in a "
                       "calibration file changes it)")
+
+
+def _with_max_batch(defaults, max_batch: int | None):
+    """``defaults`` with ``--max-batch`` as the running-request cap per attention-DP rank."""
+    if max_batch is None:
+        return defaults
+    return dataclasses.replace(defaults, serving=dataclasses.replace(
+        defaults.serving, max_batch_per_rank=max_batch))
 
 
 def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
@@ -535,6 +541,7 @@ def frontier_cmd(
     png: Annotated[Path | None, typer.Option("--png", help="Draw the frontier to this PNG.",
                                              dir_okay=False)] = None,
     power_cap: PowerCapOpt = None,
+    max_batch: MaxBatchOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Pareto frontier of output tokens/s per GPU against output tokens/s per user.
@@ -570,25 +577,28 @@ def frontier_cmd(
     soft = _software(pin.calibration, catalog, rack)
     modes = (mode,) if mode else ("aggregated", "disaggregated")
     cap, curve = _power_cap(power_cap, catalog, rack, pin)
+    defaults = _with_max_batch(pin.defaults, max_batch)
     fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
                   speculative or "none", acceptance, ttft_s, percentile, modes,
-                  lengths=lengths, defaults=pin.defaults, calibration=pin.calibration,
+                  lengths=lengths, defaults=defaults, calibration=pin.calibration,
                   power_cap_frac=cap, power_curve=curve)
+    extra = {"software": soft, "max_batch_per_rank": defaults.serving.max_batch_per_rank}
     if fr.reason:
         if json_out:
-            emit_json(_clean(fr.as_dict() | {"software": soft}))
+            emit_json(_clean(fr.as_dict() | extra))
             raise typer.Exit(1)
         fail(f"no frontier for {model} on {rack} ({fr.precision}): {fr.reason}")
     if png is not None:
         plot_frontier(fr, png)
     if json_out:
-        emit_json(_clean(fr.as_dict() | {"software": soft}
-                         | ({"png": str(png)} if png else {})))
+        emit_json(_clean(fr.as_dict() | extra | ({"png": str(png)} if png else {})))
         return
     echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
                f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points; "
                f"software {soft['text']}"
-               + (f"; power cap {cap:.3g} of max accelerator power" if cap < 1.0 else ""))
+               + (f"; power cap {cap:.3g} of max accelerator power" if cap < 1.0 else "")
+               + (f"; at most {max_batch:,} running requests per attention-DP rank "
+                  "(--max-batch)" if max_batch is not None else ""))
     echo(f"request lengths: {fr.length_distribution.describe()}; TTFT: "
                + (f"p{percentile:g} at most {ttft_s:g} s" if ttft_s else fr.ttft_bound)
                + " (disaggregated points pair each decode point with its own prefill "
