@@ -582,23 +582,24 @@ def frontier_cmd(
                   speculative or "none", acceptance, ttft_s, percentile, modes,
                   lengths=lengths, defaults=defaults, calibration=pin.calibration,
                   power_cap_frac=cap, power_curve=curve)
-    extra = {"software": soft, "max_batch_per_rank": defaults.serving.max_batch_per_rank}
     if fr.reason:
         if json_out:
-            emit_json(_clean(fr.as_dict() | extra))
+            emit_json(_clean(fr.as_dict() | {"software": soft}))
             raise typer.Exit(1)
         fail(f"no frontier for {model} on {rack} ({fr.precision}): {fr.reason}")
+    caps = "; ".join(
+        ([f"power cap {cap:.3g} of max accelerator power"] if cap < 1.0 else [])
+        + ([f"at most {max_batch:,} running requests per attention-DP rank (--max-batch)"]
+           if max_batch is not None else []))
     if png is not None:
-        plot_frontier(fr, png)
+        plot_frontier(fr, png, note=caps)
     if json_out:
-        emit_json(_clean(fr.as_dict() | extra | ({"png": str(png)} if png else {})))
+        emit_json(_clean(fr.as_dict() | {"software": soft}
+                         | ({"png": str(png)} if png else {})))
         return
     echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
                f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points; "
-               f"software {soft['text']}"
-               + (f"; power cap {cap:.3g} of max accelerator power" if cap < 1.0 else "")
-               + (f"; at most {max_batch:,} running requests per attention-DP rank "
-                  "(--max-batch)" if max_batch is not None else ""))
+               f"software {soft['text']}" + (f"; {caps}" if caps else ""))
     echo(f"request lengths: {fr.length_distribution.describe()}; TTFT: "
                + (f"p{percentile:g} at most {ttft_s:g} s" if ttft_s else fr.ttft_bound)
                + " (disaggregated points pair each decode point with its own prefill "

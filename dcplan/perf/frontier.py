@@ -83,6 +83,9 @@ class Frontier:
     power_cap_frac : float
         Board power cap of the accelerators, a fraction of ``max_power_w`` [-] (1:
         uncapped; the JSON names it only below 1).
+    max_batch_per_rank : int
+        Engine's running-request cap per attention data-parallel rank the points
+        assume (``serving.max_batch_per_rank``) [sequences].
     """
 
     rack: str
@@ -96,6 +99,7 @@ class Frontier:
     length_distribution: LengthDist = FIXED
     ttft_bound: str = ""
     power_cap_frac: float = 1.0
+    max_batch_per_rank: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the cloud)."""
@@ -105,6 +109,7 @@ class Frontier:
                 "length_distribution": {**self.length_distribution.as_dict(),
                                         "text": self.length_distribution.describe()},
                 "ttft_bound": self.ttft_bound or None,
+                "max_batch_per_rank": self.max_batch_per_rank,
                 "reason": self.reason, "points": self.points}
 
 
@@ -220,6 +225,7 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
         su = _capped_frontier_setup(su, inst, tr, grid, bmax, power_cap_frac, power_curve)
         inst = Instance(su.hw, par, su.shape, ph, sv, n, acc, cost)
     out.power_cap_frac = power_cap_frac
+    out.max_batch_per_rank = int(sv.max_batch_per_rank)
     g = np.asarray(par.gpus, float)
     xs, ys, meta = [], [], []
     o = float(output_tokens)
@@ -401,7 +407,7 @@ def _config_text(p: dict[str, Any]) -> str:
     return text
 
 
-def plot_frontier(fr: Frontier, path: Path | str) -> None:
+def plot_frontier(fr: Frontier, path: Path | str, note: str = "") -> None:
     """Draw ``fr`` (cloud and frontier with its configurations) to a PNG file.
 
     The frontier is split into runs of one configuration; each run is numbered on
@@ -413,6 +419,9 @@ def plot_frontier(fr: Frontier, path: Path | str) -> None:
         The frontier (points in output tokens/s per GPU and per user [tokens/s]).
     path : Path or str
         The PNG file to write.
+    note : str, optional
+        A second title line naming what the caller set (a power cap, a running-request
+        cap).
     """
     import matplotlib
 
@@ -430,7 +439,7 @@ def plot_frontier(fr: Frontier, path: Path | str) -> None:
         else:
             runs.append((cfg, [p]))
     fig = plt.figure(figsize=(10, 7.2), dpi=110)
-    ax = fig.add_axes([0.10, 0.41, 0.86, 0.53])
+    ax = fig.add_axes([0.10, 0.41, 0.86, 0.49 if note else 0.53])   # room for 2 title lines
     colours = {"aggregated": "#4C72B0", "disaggregated": "#DD8452"}
     for mode, (x, y) in fr.cloud.items():
         ax.scatter(x, y, s=3, alpha=0.12, color=colours[mode], label=f"{mode}, every point",
@@ -449,7 +458,7 @@ def plot_frontier(fr: Frontier, path: Path | str) -> None:
     ax.set_xlabel("interactivity: output tokens/s per user (1 / median TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
     ax.set_title(f"{fr.model} on {fr.rack} ({fr.precision}), {fr.input_tokens:,.0f} input / "
-                 f"{fr.output_tokens:,.0f} output tokens")
+                 f"{fr.output_tokens:,.0f} output tokens" + (f"\n{note}" if note else ""))
     ax.grid(alpha=0.3)
     ax.set_xlim(left=0)
     ymax = max(p["output_tokens_per_s_per_gpu"] for p in fr.points)
