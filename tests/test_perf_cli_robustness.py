@@ -200,3 +200,54 @@ def test_frontier_max_batch_caps_every_point():
     assert best(capped) < best(free)
     text = run(*base[:-1], "--max-batch", "8")
     assert "at most 8 running requests per attention-DP rank" in text.stdout.replace("\n", " ")
+
+
+def test_ep_extrapolation_names_wide_expert_parallelism_inside_one_domain():
+    """Hand cases: an MoE group wider than the measured width inside one domain is an
+    extrapolation; as wide as measured, spanning domains (fitted on RDMA runs) or a
+    dense model is not."""
+    from dcplan.perf.goodput import ep_extrapolation
+
+    note = ep_extrapolation(True, 72, 72, 8)
+    assert "expert parallelism 72 inside one 72-GPU" in note and "at most 8" in note
+    assert ep_extrapolation(True, 16, 72, 8).startswith("expert parallelism 16")
+    assert ep_extrapolation(True, 8, 72, 8) == ""
+    assert ep_extrapolation(True, 16, 8, 8) == ""
+    assert ep_extrapolation(False, 72, 72, 8) == ""
+    assert ep_extrapolation(True, 72, 72, 0) == ""      # not recorded (old saved plan)
+
+
+def test_measured_domain_ep_max_is_what_the_measurement_files_hold():
+    """serving.measured_domain_ep_max is recomputed from the shipped rows: the widest
+    expert parallelism (phase ``ep``, serving ``decode_ep`` / ``prefill_ep``) of a row
+    whose group fits inside its accelerator's scale-up domain."""
+    from pathlib import Path
+
+    from dcplan.perf.measurements import load_measurement_files, scaleup_domain
+
+    root = Path(__file__).resolve().parents[1]
+    catalog = load_catalog(root / "catalogs")
+    rows = load_measurement_files(sorted((root / "catalogs" / "measurements").glob("*.csv")),
+                                  catalog)
+    widest = max(int(e) for m in rows for e in (getattr(m, k, None) for k in
+                                                 ("ep", "decode_ep", "prefill_ep"))
+                 if e and int(e) <= scaleup_domain(catalog, m.hardware))
+    assert widest == SHIPPED_PERF.defaults.serving.measured_domain_ep_max == 8
+
+
+def test_perf_says_when_wide_ep_inside_a_rack_domain_is_an_extrapolation():
+    """dcplan perf on GB200 NVL72 at DEP72 says its figure is an extrapolation (text and
+    JSON); HGX B200 at DEP8, as wide as the fitted runs, does not."""
+    import json
+
+    base = ["perf", "--model", "deepseek_r1", "--input-tokens", "1024", "--output-tokens",
+            "1024", "--precision", "fp4", "--offline", "--mode", "aggregated", "--tp", "1",
+            "--dp-attention"]
+    wide = run(*base, "--rack", "gb200_nvl72", "--ep", "72", "--json")
+    board = run(*base, "--rack", "hgx_b200", "--ep", "8", "--json")
+    assert wide.exit_code == 0 and board.exit_code == 0, wide.output + board.output
+    assert json.loads(wide.stdout)["extrapolation"].startswith("expert parallelism 72")
+    assert json.loads(board.stdout)["extrapolation"] == ""
+    text = run(*base, "--rack", "gb200_nvl72", "--ep", "72").stdout
+    assert "extrapolation" in text and "at most 8 GPUs inside a domain" in text.replace(
+        "\n", " ")

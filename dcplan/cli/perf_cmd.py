@@ -505,6 +505,8 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
 
         if p.prefill_bottleneck == KV_HANDOVER:
             lines.append(("KV hand-over", KV_HANDOVER_CAVEAT))
+    if p.extrapolation:
+        lines.append(("extrapolation", p.extrapolation))
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         typer.echo(f"  {k.ljust(width)}  {v}")

@@ -219,15 +219,15 @@ def _derived_rows(inputs: Any) -> list[dict[str, Any]]:
     """Coefficients the planner derived from the models (per rack, site, workload)."""
     rows = []
 
-    def row(kind, ident, field, value, unit, source):
+    def row(kind, ident, field, value, unit, source, estimate=""):
         rows.append(dict(section="derived coefficient", kind=kind, id=ident, name="",
                          field=field, value=value, unit=unit, source=source, as_of="",
-                         estimate="", override=""))
+                         estimate=estimate, override=""))
 
     perf_src = "dcplan performance model (docs/perf.md)"
     for (r, w), p in sorted(inputs.perf.items()):
         row("rack x workload", f"{r} / {w}", "goodput_tokens_per_s_per_rack",
-            p.goodput_tokens_per_s, "tokens/s", perf_src)
+            p.goodput_tokens_per_s, "tokens/s", perf_src, p.extrapolation)
         row("rack x workload", f"{r} / {w}", "rack_power_kw_at_operating_point", p.power_kw,
             "kW", perf_src)
         if p.power_p99_kw > 0:

@@ -209,6 +209,10 @@ class RackPerf:
     prefill_activity, decode_activity : float
         Activity of a prefill / decode step at this operating point, before a cap
         scales its power [0..1].
+    extrapolation : str
+        Why this figure lies outside what the calibration measured ('' when it does
+        not): an MoE expert-parallel group (decode or prefill) wider than
+        ``serving.measured_domain_ep_max`` inside one scale-up domain.
     """
 
     fits: bool
@@ -270,6 +274,7 @@ class RackPerf:
     decode_clock_frac: float = 1.0
     prefill_activity: float = 0.0
     decode_activity: float = 0.0
+    extrapolation: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of every field plus the per-rack aliases the CLI's JSON names.
@@ -1025,7 +1030,7 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
             prefill_gpus: int = 0, ratio: float = 0.0, power_kw: float | None = None,
             prefill_parallel: str = "", phases: tuple[float, float, float] | None = None,
             power_p99_kw: float | None = None,
-            steps: tuple[float, float] = (0.0, 0.0)) -> RackPerf:
+            steps: tuple[float, float] = (0.0, 0.0), prefill_ep: int = 0) -> RackPerf:
     wl, rack = su.workload, su.rack
     n = rack.accelerators_per_rack
     i_tok, o_tok = wl.input_tokens_mean, wl.output_tokens_mean
@@ -1063,7 +1068,41 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
         prefill_clock_frac=su.hw.prefill_clock_frac if su.hw is not None else 1.0,
         decode_clock_frac=su.hw.decode_clock_frac if su.hw is not None else 1.0,
         prefill_activity=steps[0], decode_activity=steps[1],
+        extrapolation=ep_extrapolation(su.shape.is_moe, max(sizes[2], prefill_ep),
+                                       rack.scaleup_domain, su.serving.measured_domain_ep_max),
     )
+
+
+def ep_extrapolation(is_moe: bool, ep: int, domain: int, measured_max: int) -> str:
+    """Say why an expert-parallel group lies outside the measured ones ('' if it does not).
+
+    The MoE all-to-all is fitted on rows whose groups inside one scale-up domain are
+    at most ``measured_max`` wide (wider fitted groups span domains over the
+    scale-out network); a wider group inside one domain (NVL72-class wide EP) is an
+    extrapolation of that fit.
+
+    Parameters
+    ----------
+    is_moe : bool
+        The model has routed experts.
+    ep : int
+        Widest expert-parallel group of the point (decode or prefill) [GPUs].
+    domain : int
+        The rack's scale-up domain [GPUs].
+    measured_max : int
+        ``serving.measured_domain_ep_max`` [GPUs]; 0: not recorded, nothing is named.
+
+    Returns
+    -------
+    str
+        The reason in words, or ''.
+    """
+    if not is_moe or measured_max <= 0 or ep <= measured_max or ep > domain:
+        return ""
+    return (f"expert parallelism {ep} inside one {domain}-GPU scale-up domain: the MoE "
+            f"all-to-all is fitted on groups of at most {measured_max} GPUs inside a domain "
+            "(the wider fitted runs span 8-GPU boards over RDMA), so this figure is an "
+            "extrapolation (docs/perf.md, Assumptions and known weaknesses)")
 
 
 # -------------------------------------------------------------- disaggregated
@@ -1271,7 +1310,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
                    else "memory_capacity")
     decode_limit = limit_d or bound_d
     label, t, d, e = _label(par, li, su.shape.is_moe)
-    plabel, *_ = _label(ppar, pi, su.shape.is_moe)
+    plabel, _, _, pe = _label(ppar, pi, su.shape.is_moe)
     draft = int(n[li, 0])
     tpot_med = float(tpot_quantile(dec.token_s[at], 0.0, 0.0, o_tok, ph.tpot_cv_frac, 50.0,
                                    None, 1.0, np.broadcast_to(mix, rate_d.shape)[at]))
@@ -1285,7 +1324,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         tokens_per_step=float(np.broadcast_to(dec.tokens_per_step, rate_d.shape)[at]),
         utilisation=u, concurrency=b_here, prefill_tps=rp * wl.input_tokens_mean,
         decode_tps=rd * o_tok, prefill_gpus=int(gp[pi, 0]), ratio=rd / rp, power_kw=power,
-        prefill_parallel=plabel, power_p99_kw=power_p99, steps=steps)
+        prefill_parallel=plabel, power_p99_kw=power_p99, steps=steps, prefill_ep=pe)
     streams = np.ravel(np.broadcast_to(pinst.handover_streams, np.shape(ppar.attn_dp)))
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
                                prefill_share=share_p, prefill_handover_streams=int(streams[pi]))

@@ -224,6 +224,12 @@ class ServingParams:
         ``perf frontier`` without ``--ttft-s``: most of a request's median end-to-end
         latency (median TTFT + output tokens x median TPOT) its median TTFT may take;
         bounds the prefill queue of every point [0..1).
+    measured_domain_ep_max : int
+        Widest expert parallelism inside one scale-up domain among the measurement
+        rows the shipped calibration is fitted on; a wider MoE group inside one domain
+        is an extrapolation of the all-to-all fit [GPUs]. ``perf_defaults.yaml`` must
+        give it; 0 only in perf defaults a saved plan recorded before it existed (no
+        extrapolation is then named).
     """
 
     hbm_usable_frac: float
@@ -242,6 +248,7 @@ class ServingParams:
     phase_rows_percentile: float
     measurement_scaleout_gbps: float
     frontier_ttft_share_max_frac: float
+    measured_domain_ep_max: int = 0
 
     def kv_bytes(self, precision: str) -> float:
         """Bytes per KV-cache element when serving at ``precision`` [bytes].
@@ -308,6 +315,7 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "phase_rows_percentile": ("num", 50.0, 99.99),
     "measurement_scaleout_gbps": ("num", 1.0, 100_000.0),
     "frontier_ttft_share_max_frac": ("num", 0.001, 0.9),
+    "measured_domain_ep_max": ("int", 1, 1_000_000),
 }
 
 

@@ -510,6 +510,10 @@ class PerfData:
         Rack IT power exceeded 1 % of the time at that point [kW] (the performance
         model's high percentile, :attr:`dcplan.perf.goodput.RackPerf.power_p99_kw`);
         0: not reported (inputs saved before the planner kept it).
+    extrapolation : str
+        Why the performance model extrapolates at this point
+        (:attr:`dcplan.perf.goodput.RackPerf.extrapolation`; '' when it does not, or
+        in inputs saved before the planner kept it).
     """
 
     goodput_tokens_per_s: float
@@ -519,6 +523,7 @@ class PerfData:
     output_tokens_per_s: float = 0.0
     level: tuple[tuple[float, float, float], ...] = ()
     power_p99_kw: float = 0.0
+    extrapolation: str = ""
 
     def rate(self, pool: str, p: int | None = None) -> float:
         """Tokens/s per rack in ``pool`` ("all", "prefill" or "decode") [tokens/s].
@@ -1824,7 +1829,8 @@ def _perf_at_caps(case: Any, cap_levels: dict[str, tuple[float, ...]], wl_ids: l
                     prefill_tokens_per_s=rp.prefill_tokens_per_s,
                     decode_tokens_per_s=rp.decode_tokens_per_s,
                     output_tokens_per_s=rp.output_tokens_per_s,
-                    power_p99_kw=rp.power_p99_kw, level=perf[r, w].level)
+                    power_p99_kw=rp.power_p99_kw, level=perf[r, w].level,
+                    extrapolation=rp.extrapolation)
     return out, power
 
 
@@ -1980,7 +1986,7 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
                 prefill_tokens_per_s=rp.prefill_tokens_per_s,
                 decode_tokens_per_s=rp.decode_tokens_per_s,
                 output_tokens_per_s=rp.output_tokens_per_s,
-                power_p99_kw=rp.power_p99_kw,
+                power_p99_kw=rp.power_p99_kw, extrapolation=rp.extrapolation,
                 level=_levels(catalog, r, wl.model, w, rp, levels, latest,
                               case.perf_defaults))
     cap_levels = {r: scn.caps_of(r) for r in rack_ids if scn.caps_of(r)}
