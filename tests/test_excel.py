@@ -728,3 +728,29 @@ def test_row_breaks_fill_each_page_from_the_top_and_repeat_the_header():
     assert row_breaks([10, 300, 10], 250.0) == [1, 2]
     assert row_breaks([50] * 5, 250.0) == []
     assert row_breaks([0, 0, 250], 250.0) == []    # hidden rows take no room
+
+
+@pytest.mark.slow
+def test_goodput_coefficients_name_the_performance_models_extrapolations():
+    """The minimal example serves DeepSeek-R1 (coding_agent) at rack-scale expert
+    parallelism on both racks and a dense chat model without it: the planner keeps each
+    point's extrapolation (as dcplan.perf says it) and the Assumptions table carries it
+    as the goodput coefficient's estimate note, and nothing on the others."""
+    from dcplan import perf
+    from dcplan.planner.inputs import input_tables
+
+    case = load_case(Path(__file__).resolve().parents[1] / "examples" / "minimal.yaml")
+    inputs, _ = input_tables(case)
+    df = assumptions_table(case, inputs)
+    goodput = df[df["field"] == "goodput_tokens_per_s_per_rack"].set_index("id")["estimate"]
+    flagged = set()
+    for (r, w), p in inputs.perf.items():
+        wl = case.catalog.get("workloads", w)
+        rp = perf.rack_performance(case.catalog, r, wl.model, w, defaults=case.perf_defaults,
+                                   calibration=case.calibration)
+        assert p.extrapolation == rp.extrapolation
+        assert goodput[f"{r} / {w}"] == p.extrapolation
+        if p.extrapolation:
+            flagged.add((r, w))
+            assert p.extrapolation.startswith("expert parallelism ")
+    assert flagged == {("gb200_nvl72", "coding_agent"), ("rubin_ultra_nvl576", "coding_agent")}
