@@ -251,3 +251,23 @@ def test_perf_says_when_wide_ep_inside_a_rack_domain_is_an_extrapolation():
     text = run(*base, "--rack", "gb200_nvl72", "--ep", "72").stdout
     assert "extrapolation" in text and "at most 8 GPUs inside a domain" in text.replace(
         "\n", " ")
+
+
+def test_frontier_names_the_points_that_extrapolate_wide_ep():
+    """perf frontier: on GB200 NVL72 the DeepSeek-R1 points whose expert parallelism is
+    wider than 8 inside the 72-GPU domain carry the extrapolation, and only those (the
+    point's expert_parallel says which); the answer says how many; on HGX B200 (EP at
+    most 8 inside its 8-GPU domain) no point does."""
+    import json
+
+    base = ["perf", "frontier", "--model", "deepseek_r1", "--input-tokens", "1024",
+            "--output-tokens", "1024", "--precision", "fp4", "--json"]
+    nvl, board = run(*base, "--rack", "gb200_nvl72"), run(*base, "--rack", "hgx_b200")
+    assert nvl.exit_code == 0 and board.exit_code == 0, nvl.output + board.output
+    nvl, board = json.loads(nvl.stdout), json.loads(board.stdout)
+    wide = [p for p in nvl["points"] if p["extrapolation"]]
+    assert wide and all(p["expert_parallel"] > 8 for p in wide)
+    assert all(p["expert_parallel"] <= 8 for p in nvl["points"] if not p["extrapolation"])
+    assert nvl["extrapolation"].startswith(f"{len(wide)} of {len(nvl['points'])} points")
+    assert board["extrapolation"] == "" and not any(p["extrapolation"]
+                                                    for p in board["points"])

@@ -602,6 +602,8 @@ def frontier_cmd(
     echo(f"{model} on {rack} ({fr.precision}), {input_tokens:,.0f} input / "
                f"{output_tokens:,.0f} output tokens: {len(fr.points)} frontier points; "
                f"software {soft['text']}" + (f"; {caps}" if caps else ""))
+    if fr.extrapolation:
+        echo(f"extrapolation: {fr.extrapolation}")
     echo(f"request lengths: {fr.length_distribution.describe()}; TTFT: "
                + (f"p{percentile:g} at most {ttft_s:g} s" if ttft_s else fr.ttft_bound)
                + " (disaggregated points pair each decode point with its own prefill "

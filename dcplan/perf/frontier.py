@@ -36,6 +36,7 @@ from dcplan.perf.goodput import (
     candidate_layouts,
     capped_setup,
     check_cap_input,
+    ep_extrapolation,
     slot_wait_quantile,
     workload_lengths,
 )
@@ -71,7 +72,9 @@ class Frontier:
         Frontier points, by rising interactivity: ``tokens_per_s_per_user``,
         ``output_tokens_per_s_per_gpu``, ``total_tokens_per_s_per_gpu``, ``mode``,
         ``parallel``, ``prefill_parallel``, ``batch``, ``draft_tokens``, ``speculative``,
-        ``median_ttft_s``.
+        ``median_ttft_s``, ``expert_parallel`` (widest expert-parallel group, decode or
+        prefill), ``extrapolation`` (why the point lies outside what the calibration
+        measured, '' if it does not: :func:`dcplan.perf.goodput.ep_extrapolation`).
     cloud : dict
         ``mode -> (x, y)`` arrays of every feasible point (for the plot).
     reason : str
@@ -86,6 +89,9 @@ class Frontier:
     max_batch_per_rank : int
         Engine's running-request cap per attention data-parallel rank the points
         assume (``serving.max_batch_per_rank``) [sequences].
+    extrapolation : str
+        Which points lie outside what the calibration measured, in words ('' when
+        none does).
     """
 
     rack: str
@@ -100,6 +106,7 @@ class Frontier:
     ttft_bound: str = ""
     power_cap_frac: float = 1.0
     max_batch_per_rank: int = 0
+    extrapolation: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the cloud)."""
@@ -110,6 +117,7 @@ class Frontier:
                                         "text": self.length_distribution.describe()},
                 "ttft_bound": self.ttft_bound or None,
                 "max_batch_per_rank": self.max_batch_per_rank,
+                "extrapolation": self.extrapolation,
                 "reason": self.reason, "points": self.points}
 
 
@@ -257,7 +265,7 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
         for a, b in zip(li, bi, strict=True):
             xs.append(x[a, b])
             ys.append(y[a, b])
-            meta.append(("aggregated", a, b, "", float(ttft_med[a, b])))
+            meta.append(("aggregated", a, b, "", float(ttft_med[a, b]), 0))
     if "disaggregated" in modes:
         _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o, ttft_s, percentile,
                               k_ttft, out, xs, ys, meta)
@@ -273,8 +281,8 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     thin = [int(keep[np.flatnonzero(band == b)[np.argmax(ys_a[keep][band == b])]])
             for b in np.unique(band)]
     for k in thin:
-        mode, a, b, plabel, ttft_med = meta[k]
-        label = _label(par, a, su.shape.is_moe)[0]
+        mode, a, b, plabel, ttft_med, pep = meta[k]
+        label, _, _, ep = _label(par, a, su.shape.is_moe)
         out.points.append({
             "tokens_per_s_per_user": float(xs_a[k]),
             "output_tokens_per_s_per_gpu": float(ys_a[k]),
@@ -283,7 +291,21 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "batch": int(grid[0, b]), "draft_tokens": int(n[a, 0]),
             "speculative": speculative if int(n[a, 0]) else "none",
             "median_ttft_s": ttft_med,
+            "extrapolation": ep_extrapolation(su.shape.is_moe, max(ep, pep),
+                                              su.rack.scaleup_domain,
+                                              su.serving.measured_domain_ep_max),
+            "expert_parallel": max(ep, pep),
         })
+    wide = sorted({p["expert_parallel"] for p in out.points if p["extrapolation"]})
+    if wide:
+        span = f"{wide[0]}" if len(wide) == 1 else f"{wide[0]}-{wide[-1]}"
+        out.extrapolation = (
+            f"{sum(1 for p in out.points if p['extrapolation'])} of {len(out.points)} "
+            f"points run expert parallelism {span} inside one {su.rack.scaleup_domain}-GPU "
+            f"scale-up domain, wider than any fitted row's group inside a domain (at most "
+            f"{su.serving.measured_domain_ep_max}): their MoE all-to-all is an "
+            "extrapolation (docs/perf.md, Assumptions and known weaknesses; "
+            "'extrapolation' per point)")
     return out
 
 
@@ -390,12 +412,12 @@ def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
     x = 1.0 / tpot[li, bi]
     y = blended * o
     out.cloud["disaggregated"] = (x, y)
-    labels = [_label(ppar, i, su.shape.is_moe)[0] for i in range(rate_p.shape[0])]
+    labels = [_label(ppar, i, su.shape.is_moe) for i in range(rate_p.shape[0])]
     for k in range(li.size):
         xs.append(float(x[k]))
         ys.append(float(y[k]))
-        meta.append(("disaggregated", int(li[k]), int(bi[k]), labels[int(pi[k])],
-                     float(med[k])))
+        meta.append(("disaggregated", int(li[k]), int(bi[k]), labels[int(pi[k])][0],
+                     float(med[k]), labels[int(pi[k])][3]))
 
 
 def _config_text(p: dict[str, Any]) -> str:
