@@ -99,10 +99,11 @@ def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, toke
     prefill instance, far below any prefill) makes it the prefill pool's bound; with 0
     only the links bound it and the line is absent.
     """
+    import json
     import re
 
-    from dcplan.cli.perf_cmd import KV_HANDOVER_CAVEAT
     from dcplan.paths import data_dir
+    from dcplan.perf.goodput import KV_HANDOVER_EXTRAPOLATION
     from dcplan.perf.params import CALIBRATION_FILE
 
     text = re.sub(r"(kv_handover_token_s: ).*", rf"\g<1>{token_s}",
@@ -116,7 +117,10 @@ def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, toke
     assert out.exit_code == 0, out.output
     assert ("prefill pool (" in out.stdout
             and ("): kv_handover; decode pool" in out.stdout) == bound)
-    assert (KV_HANDOVER_CAVEAT in out.stdout.replace("\n", "")) == bound
+    assert (KV_HANDOVER_EXTRAPOLATION in out.stdout.replace("\n", "")) == bound
+    # the same words in the JSON's extrapolation, with the rack-scale EP reason
+    doc = json.loads(run(*args, "--json").stdout)
+    assert (KV_HANDOVER_EXTRAPOLATION in doc["extrapolation"]) == bound
 
 
 @pytest.mark.parametrize("engine, per_rank", [("", True), ("dynamo-trt", True),

@@ -419,16 +419,6 @@ def _limit(value: float, unit: str) -> str:
     return "none" if value >= _NO_LIMIT else f"{value:g} {unit}"
 
 
-#: Printed under a disaggregated point whose prefill pool the KV hand-over bounds.
-KV_HANDOVER_CAVEAT = ("bounds the prefill pool; its time per prompt token (one stream per "
-                      "prefill instance, or per attention-DP rank for the engines of "
-                      "perf_defaults.yaml software.kv_handover_per_dp_rank) is fitted on "
-                      "DeepSeek-R1 runs with 1-8k-token prompts on 8-GPU boards over RDMA, "
-                      "so on an NVLink rack domain, another model or longer prompts it is "
-                      "an extrapolation (docs/perf.md, Serving; kv_handover_token_s in a "
-                      "calibration file changes it)")
-
-
 def _with_max_batch(defaults, max_batch: int | None):
     """``defaults`` with ``--max-batch`` as the running-request cap per attention-DP rank."""
     if max_batch is None:
@@ -501,10 +491,6 @@ def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
             ("decode pool", f"{p.decode_tokens_per_s:,.0f} output tokens/s per rack"),
             ("prefill:decode racks", f"{p.prefill_racks_per_decode_rack:.3g} : 1"),
         ]
-        from dcplan.perf.goodput import KV_HANDOVER
-
-        if p.prefill_bottleneck == KV_HANDOVER:
-            lines.append(("KV hand-over", KV_HANDOVER_CAVEAT))
     if p.extrapolation:
         lines.append(("extrapolation", p.extrapolation))
     width = max(len(k) for k, _ in lines)

@@ -84,6 +84,14 @@ from dcplan.schema import (
 #: Bottleneck label of a disaggregated prefill pool whose instances hand KV caches over
 #: more slowly than they prefill (``kv_handover_token_s``).
 KV_HANDOVER = "kv_handover"
+#: Why a point whose prefill pool the KV hand-over bounds is an extrapolation.
+KV_HANDOVER_EXTRAPOLATION = (
+    "the KV hand-over bounds the prefill pool; its time per prompt token (one stream per "
+    "prefill instance, or per attention-DP rank for the engines of perf_defaults.yaml "
+    "software.kv_handover_per_dp_rank) is fitted on DeepSeek-R1 runs with 1-8k-token "
+    "prompts on 8-GPU boards over RDMA, so on an NVLink rack domain, another model or "
+    "longer prompts it is an extrapolation (docs/perf.md, Serving; kv_handover_token_s in "
+    "a calibration file changes it)")
 
 
 @dataclass(frozen=True)
@@ -212,7 +220,9 @@ class RackPerf:
     extrapolation : str
         Why this figure lies outside what the calibration measured ('' when it does
         not): an MoE expert-parallel group (decode or prefill) wider than
-        ``serving.measured_domain_ep_max`` inside one scale-up domain.
+        ``serving.measured_domain_ep_max`` inside one scale-up domain
+        (:func:`ep_extrapolation`), and/or a prefill pool the KV hand-over bounds
+        (:data:`KV_HANDOVER_EXTRAPOLATION`), joined by "; and ".
     """
 
     fits: bool
@@ -1326,8 +1336,11 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         decode_tps=rd * o_tok, prefill_gpus=int(gp[pi, 0]), ratio=rd / rp, power_kw=power,
         prefill_parallel=plabel, power_p99_kw=power_p99, steps=steps, prefill_ep=pe)
     streams = np.ravel(np.broadcast_to(pinst.handover_streams, np.shape(ppar.attn_dp)))
+    why = [w for w in (out.extrapolation,
+                       KV_HANDOVER_EXTRAPOLATION if bound_p == KV_HANDOVER else "") if w]
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
-                               prefill_share=share_p, prefill_handover_streams=int(streams[pi]))
+                               prefill_share=share_p, prefill_handover_streams=int(streams[pi]),
+                               extrapolation="; and ".join(why))
 
 
 def best_rate_within(ttft, rate, budget, index: bool = False):
