@@ -121,6 +121,13 @@ def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, toke
     # the same words in the JSON's extrapolation, with the rack-scale EP reason
     doc = json.loads(run(*args, "--json").stdout)
     assert (KV_HANDOVER_EXTRAPOLATION in doc["extrapolation"]) == bound
+    # on an 8-GPU board with 8,192-token DeepSeek-R1 prompts, as fitted, a bounding
+    # hand-over is no extrapolation
+    board = json.loads(run(*[a if a != "gb200_nvl72" else "hgx_b200" for a in args],
+                           "--json").stdout)
+    if bound:
+        assert board["prefill_bottleneck"] == "kv_handover"
+    assert KV_HANDOVER_EXTRAPOLATION not in board["extrapolation"]
 
 
 @pytest.mark.parametrize("engine, per_rank", [("", True), ("dynamo-trt", True),
@@ -221,10 +228,29 @@ def test_ep_extrapolation_names_wide_expert_parallelism_inside_one_domain():
     assert ep_extrapolation(True, 72, 72, 0) == ""      # not recorded (old saved plan)
 
 
+def test_handover_outside_fit_hand_cases():
+    """The shipped fit's hand-over rows: DeepSeek-R1, prompts up to 8,192 tokens, 8-GPU
+    domains. Inside all three is fitted; a 72-GPU domain, a 32,000-token prompt or
+    another model is not; with the rows not recorded every point is outside."""
+    from dataclasses import replace
+
+    from dcplan.perf.goodput import handover_outside_fit
+
+    sv = SHIPPED_PERF.defaults.serving
+    assert not handover_outside_fit(sv, 8, 8192, "deepseek_r1")
+    assert handover_outside_fit(sv, 72, 1024, "deepseek_r1")
+    assert handover_outside_fit(sv, 8, 32000, "deepseek_r1")
+    assert handover_outside_fit(sv, 8, 1024, "llama3_70b")
+    assert handover_outside_fit(replace(sv, measured_handover_models=()), 8, 1024,
+                                "deepseek_r1")
+
+
 def test_measured_domain_ep_max_is_what_the_measurement_files_hold():
     """serving.measured_domain_ep_max is recomputed from the shipped rows: the widest
     expert parallelism (phase ``ep``, serving ``decode_ep`` / ``prefill_ep``) of a row
-    whose group fits inside its accelerator's scale-up domain."""
+    whose group fits inside its accelerator's scale-up domain; and the
+    measured_handover_* fields from the disaggregated rows (largest domain, longest
+    prompt, models)."""
     from pathlib import Path
 
     from dcplan.perf.measurements import load_measurement_files, scaleup_domain
@@ -236,7 +262,15 @@ def test_measured_domain_ep_max_is_what_the_measurement_files_hold():
     widest = max(int(e) for m in rows for e in (getattr(m, k, None) for k in
                                                  ("ep", "decode_ep", "prefill_ep"))
                  if e and int(e) <= scaleup_domain(catalog, m.hardware))
-    assert widest == SHIPPED_PERF.defaults.serving.measured_domain_ep_max == 8
+    sv = SHIPPED_PERF.defaults.serving
+    assert widest == sv.measured_domain_ep_max == 8
+    # the hand-over time's rows: the disaggregated serving rows
+    dis = [m for m in rows if getattr(m, "disaggregated", False)]
+    assert len(dis) > 100
+    assert max(scaleup_domain(catalog, m.hardware) for m in dis) \
+        == sv.measured_handover_domain_max
+    assert max(m.input_tokens for m in dis) == sv.measured_handover_prompt_tokens_max
+    assert sorted({m.model for m in dis}) == sorted(sv.measured_handover_models)
 
 
 def test_perf_says_when_wide_ep_inside_a_rack_domain_is_an_extrapolation():

@@ -222,7 +222,8 @@ class RackPerf:
         not): an MoE expert-parallel group (decode or prefill) wider than
         ``serving.measured_domain_ep_max`` inside one scale-up domain
         (:func:`ep_extrapolation`), and/or a prefill pool the KV hand-over bounds
-        (:data:`KV_HANDOVER_EXTRAPOLATION`), joined by "; and ".
+        outside the rows its time is fitted on (:func:`handover_outside_fit`,
+        :data:`KV_HANDOVER_EXTRAPOLATION`), joined by "; and ".
     """
 
     fits: bool
@@ -1083,6 +1084,41 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
     )
 
 
+def handover_outside_fit(sv: ServingParams, domain: int, prompt_tokens: float,
+                         model_id: str) -> bool:
+    """Whether a KV hand-over lies outside the rows its time is fitted on.
+
+    Those rows (``serving.measured_handover_*``) ran one model family on accelerators
+    of small scale-up domains with prompts up to a length; a larger domain (NVLink
+    rack hand-over), a longer prompt or another model is outside them. With any of
+    the three not recorded (perf defaults a saved plan kept from before), every
+    hand-over is taken as outside.
+
+    Parameters
+    ----------
+    sv : ServingParams
+        Serving parameters (``measured_handover_domain_max``,
+        ``measured_handover_prompt_tokens_max``, ``measured_handover_models``).
+    domain : int
+        The rack's scale-up domain [GPUs].
+    prompt_tokens : float
+        Mean prompt length of the workload [input tokens].
+    model_id : str
+        The served model's id.
+
+    Returns
+    -------
+    bool
+        True when the point is outside the fitted rows.
+    """
+    if (sv.measured_handover_domain_max <= 0 or sv.measured_handover_prompt_tokens_max <= 0
+            or not sv.measured_handover_models):
+        return True
+    return (domain > sv.measured_handover_domain_max
+            or prompt_tokens > sv.measured_handover_prompt_tokens_max
+            or model_id not in sv.measured_handover_models)
+
+
 def ep_extrapolation(is_moe: bool, ep: int, domain: int, measured_max: int) -> str:
     """Say why an expert-parallel group lies outside the measured ones ('' if it does not).
 
@@ -1337,7 +1373,10 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         prefill_parallel=plabel, power_p99_kw=power_p99, steps=steps, prefill_ep=pe)
     streams = np.ravel(np.broadcast_to(pinst.handover_streams, np.shape(ppar.attn_dp)))
     why = [w for w in (out.extrapolation,
-                       KV_HANDOVER_EXTRAPOLATION if bound_p == KV_HANDOVER else "") if w]
+                       KV_HANDOVER_EXTRAPOLATION if bound_p == KV_HANDOVER
+                       and handover_outside_fit(su.serving, rack.scaleup_domain,
+                                                wl.input_tokens_mean, su.model.id) else "")
+           if w]
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
                                prefill_share=share_p, prefill_handover_streams=int(streams[pi]),
                                extrapolation="; and ".join(why))

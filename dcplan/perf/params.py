@@ -230,6 +230,15 @@ class ServingParams:
         is an extrapolation of the all-to-all fit [GPUs]. ``perf_defaults.yaml`` must
         give it; 0 only in perf defaults a saved plan recorded before it existed (no
         extrapolation is then named).
+    measured_handover_domain_max : int
+        Largest scale-up domain of the accelerators of the disaggregated rows the KV
+        hand-over time is fitted on [GPUs] (0: not recorded).
+    measured_handover_prompt_tokens_max : float
+        Longest mean prompt of those rows [input tokens] (0: not recorded).
+    measured_handover_models : tuple of str
+        Models of those rows (empty: not recorded). A point whose prefill pool the
+        hand-over bounds outside the three is an extrapolation; with any of them not
+        recorded, every such point is named.
     """
 
     hbm_usable_frac: float
@@ -249,6 +258,9 @@ class ServingParams:
     measurement_scaleout_gbps: float
     frontier_ttft_share_max_frac: float
     measured_domain_ep_max: int = 0
+    measured_handover_domain_max: int = 0
+    measured_handover_prompt_tokens_max: float = 0.0
+    measured_handover_models: tuple[str, ...] = ()
 
     def kv_bytes(self, precision: str) -> float:
         """Bytes per KV-cache element when serving at ``precision`` [bytes].
@@ -297,7 +309,7 @@ class ServingParams:
 
 
 #: serving keys: name -> (kind, low, high); kind is "num", "int", "bool", "ints", "bytes",
-#: "prec".
+#: "prec", "strs".
 _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "hbm_usable_frac": ("num", 0.05, 1.0),
     "activation_bytes": ("num", 0.5, 8.0),
@@ -316,6 +328,9 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "measurement_scaleout_gbps": ("num", 1.0, 100_000.0),
     "frontier_ttft_share_max_frac": ("num", 0.001, 0.9),
     "measured_domain_ep_max": ("int", 1, 1_000_000),
+    "measured_handover_domain_max": ("int", 1, 1_000_000),
+    "measured_handover_prompt_tokens_max": ("num", 1.0, 1e9),
+    "measured_handover_models": ("strs", 0, 0),
 }
 
 
@@ -1169,6 +1184,12 @@ def _parse_serving(raw: Any, file: str, problems: list[Problem]) -> ServingParam
                 bad(key, f"must be true or false (got {value!r})")
             else:
                 values[key] = value
+        elif kind == "strs":
+            if (not isinstance(value, list) or not value
+                    or any(not isinstance(v, str) or not v.strip() for v in value)):
+                bad(key, f"must be a list of ids (got {value!r})")
+            else:
+                values[key] = tuple(v.strip() for v in value)
         elif kind == "ints":
             if (not isinstance(value, list) or not value or any(
                     isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi

@@ -1994,8 +1994,8 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
     if outside:
         kinds = [k for k, word in (("expert parallelism wider inside one rack's scale-up "
                                     "domain than any fitted run's", "expert parallelism"),
-                                   ("a KV hand-over that bounds the prefill pool",
-                                    "KV hand-over"))
+                                   ("a KV hand-over, outside its fitted runs, that bounds "
+                                    "the prefill pool", "KV hand-over"))
                  if any(word in why for _, why in outside)]
         notes.append(
             "goodput of " + ", ".join(p for p, _ in outside) + " is an extrapolation of "
