@@ -123,6 +123,7 @@ def test_a_time_limit_is_not_an_interrupt(minimal_inputs, path, monkeypatch):
         assert info.time_limit_hit, info
 
 
+@pytest.mark.slow
 def test_a_pending_interrupt_stops_the_next_solve_at_once(minimal_inputs, monkeypatch):
     request_interrupt()
     t0 = time.perf_counter()

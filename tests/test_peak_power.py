@@ -108,6 +108,7 @@ def test_minimal_plan_explains_its_facility_peak(written):
     check_written_power(written[1] / "csv")
 
 
+@pytest.mark.slow
 def test_peak_pue_is_the_peak_hours_and_differs_from_the_annual(written):
     # the minimal plan's racks run below their operating point on average, with
     # cooling at its annual mean: the two PUEs are different figures
@@ -129,6 +130,7 @@ def test_basis_words():
     assert power_basis_text(None, None).startswith("not recorded")
 
 
+@pytest.mark.slow
 def test_margin_is_the_high_percentile_over_serving_power_of_the_allocated_racks(written):
     # recomputed from the allocation table and the performance model's two powers
     result, _ = written

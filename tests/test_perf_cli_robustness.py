@@ -187,6 +187,7 @@ def test_max_batch_caps_the_running_requests_and_holds_the_server_batch_below_it
     assert bad.exit_code == 2 and "--max-batch" in bad.output
 
 
+@pytest.mark.slow
 def test_frontier_max_batch_caps_every_point():
     """perf frontier --max-batch caps every point's running requests per attention-DP
     rank: a dense model runs no DP attention, so no point's batch per instance exceeds

@@ -694,6 +694,7 @@ def test_more_scaleup_bandwidth_never_lowers_moe_throughput(cat, bw, factor, wor
     assert hi.output_tokens_per_s >= lo.output_tokens_per_s * (1 - 1e-9)
 
 
+@pytest.mark.slow
 @PROP
 @given(ttft=st.floats(0.2, 5.0), tpot=st.floats(10.0, 200.0), pct=st.floats(50.0, 99.0))
 def test_mtp_with_acceptance_zero_never_helps(cat, ttft, tpot, pct):

@@ -37,6 +37,7 @@ def test_small_plan_end_to_end(small):
         assert "units" in df.attrs or name in ("kpis",)
 
 
+@pytest.mark.slow
 def test_sizing_compares_exact_with_the_plan(small):
     sz = small.tables["sizing"]
     assert len(sz) and {"plan", "exact", "diff"} <= set(sz.columns)

@@ -305,6 +305,7 @@ def test_first_stage_outside_the_horizon_and_unknown_paths_all_at_once(tmp_path)
     assert all(p.file.endswith("s.yaml") for p in probs)
 
 
+@pytest.mark.slow
 def test_unknown_forecast_case_and_bad_expected_value(tmp_path):
     from dcplan.case import load_case
 
