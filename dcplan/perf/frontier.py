@@ -442,8 +442,8 @@ def plot_frontier(fr: Frontier, path: Path | str, note: str = "") -> None:
     path : Path or str
         The PNG file to write.
     note : str, optional
-        A second title line naming what the caller set (a power cap, a running-request
-        cap).
+        Title lines below the first, newline-separated: what the caller set (a power
+        cap, a running-request cap) or should know (points that extrapolate).
     """
     import matplotlib
 
@@ -461,7 +461,8 @@ def plot_frontier(fr: Frontier, path: Path | str, note: str = "") -> None:
         else:
             runs.append((cfg, [p]))
     fig = plt.figure(figsize=(10, 7.2), dpi=110)
-    ax = fig.add_axes([0.10, 0.41, 0.86, 0.49 if note else 0.53])   # room for 2 title lines
+    lines_above = note.count("\n") + 1 if note else 0
+    ax = fig.add_axes([0.10, 0.41, 0.86, 0.53 - 0.035 * lines_above])  # room for the title
     colours = {"aggregated": "#4C72B0", "disaggregated": "#DD8452"}
     for mode, (x, y) in fr.cloud.items():
         ax.scatter(x, y, s=3, alpha=0.12, color=colours[mode], label=f"{mode}, every point",
