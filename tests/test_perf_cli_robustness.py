@@ -103,7 +103,10 @@ def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, toke
     import re
 
     from dcplan.paths import data_dir
-    from dcplan.perf.goodput import KV_HANDOVER_EXTRAPOLATION
+    from dcplan.perf.goodput import kv_handover_extrapolation
+
+    words = kv_handover_extrapolation(SHIPPED_PERF.defaults.serving)
+    assert "deepseek_r1 runs with prompts of at most 8,192 tokens" in words
     from dcplan.perf.params import CALIBRATION_FILE
 
     text = re.sub(r"(kv_handover_token_s: ).*", rf"\g<1>{token_s}",
@@ -117,17 +120,17 @@ def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, toke
     assert out.exit_code == 0, out.output
     assert ("prefill pool (" in out.stdout
             and ("): kv_handover; decode pool" in out.stdout) == bound)
-    assert (KV_HANDOVER_EXTRAPOLATION in out.stdout.replace("\n", "")) == bound
+    assert (words in out.stdout.replace("\n", "")) == bound
     # the same words in the JSON's extrapolation, with the rack-scale EP reason
     doc = json.loads(run(*args, "--json").stdout)
-    assert (KV_HANDOVER_EXTRAPOLATION in doc["extrapolation"]) == bound
+    assert (words in doc["extrapolation"]) == bound
     # on an 8-GPU board with 8,192-token DeepSeek-R1 prompts, as fitted, a bounding
     # hand-over is no extrapolation
     board = json.loads(run(*[a if a != "gb200_nvl72" else "hgx_b200" for a in args],
                            "--json").stdout)
     if bound:
         assert board["prefill_bottleneck"] == "kv_handover"
-    assert KV_HANDOVER_EXTRAPOLATION not in board["extrapolation"]
+    assert words not in board["extrapolation"]
 
 
 @pytest.mark.parametrize("engine, per_rank", [("", True), ("dynamo-trt", True),
@@ -232,7 +235,7 @@ def test_ep_extrapolation_names_wide_expert_parallelism_inside_one_domain():
 def test_handover_outside_fit_hand_cases():
     """The shipped fit's hand-over rows: DeepSeek-R1, prompts up to 8,192 tokens, 8-GPU
     domains. Inside all three is fitted; a 72-GPU domain, a 32,000-token prompt or
-    another model is not; with the rows not recorded every point is outside."""
+    another model is not; with the rows not recorded nothing is named."""
     from dataclasses import replace
 
     from dcplan.perf.goodput import handover_outside_fit
@@ -242,8 +245,8 @@ def test_handover_outside_fit_hand_cases():
     assert handover_outside_fit(sv, 72, 1024, "deepseek_r1")
     assert handover_outside_fit(sv, 8, 32000, "deepseek_r1")
     assert handover_outside_fit(sv, 8, 1024, "llama3_70b")
-    assert handover_outside_fit(replace(sv, measured_handover_models=()), 8, 1024,
-                                "deepseek_r1")
+    assert not handover_outside_fit(replace(sv, measured_handover_models=()), 72, 1024,
+                                    "deepseek_r1")
 
 
 def test_measured_domain_ep_max_is_what_the_measurement_files_hold():
@@ -310,3 +313,4 @@ def test_frontier_names_the_points_that_extrapolate_wide_ep():
     assert nvl["extrapolation"].startswith(f"{len(wide)} of {len(nvl['points'])} points")
     assert board["extrapolation"] == "" and not any(p["extrapolation"]
                                                     for p in board["points"])
+

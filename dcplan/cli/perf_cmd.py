@@ -580,10 +580,9 @@ def frontier_cmd(
         + ([f"at most {max_batch:,} running requests per attention-DP rank (--max-batch)"]
            if max_batch is not None else []))
     if png is not None:
-        n_out = sum(1 for p in fr.points if p.get("extrapolation"))
-        wide = (f"{n_out} of {len(fr.points)} frontier points extrapolate the fitted runs "
-                "(rack-scale expert parallelism; --json says which)"
-                if n_out else "")
+        wide = (f"{fr.extrapolated_points} of {len(fr.points)} frontier points extrapolate "
+                "the fitted runs (rack-scale expert parallelism; --json says which)"
+                if fr.extrapolated_points else "")
         plot_frontier(fr, png, note="\n".join(t for t in (caps, wide) if t))
     if json_out:
         emit_json(_clean(fr.as_dict() | {"software": soft}

@@ -108,6 +108,11 @@ class Frontier:
     max_batch_per_rank: int = 0
     extrapolation: str = ""
 
+    @property
+    def extrapolated_points(self) -> int:
+        """Points whose ``extrapolation`` is set [count]."""
+        return sum(1 for p in self.points if p.get("extrapolation"))
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the cloud)."""
         cap = {"power_cap_frac": self.power_cap_frac} if self.power_cap_frac < 1.0 else {}
@@ -300,7 +305,7 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     if wide:
         span = f"{wide[0]}" if len(wide) == 1 else f"{wide[0]}-{wide[-1]}"
         out.extrapolation = (
-            f"{sum(1 for p in out.points if p['extrapolation'])} of {len(out.points)} "
+            f"{out.extrapolated_points} of {len(out.points)} "
             f"points run expert parallelism {span} inside one {su.rack.scaleup_domain}-GPU "
             f"scale-up domain, wider than any fitted row's group inside a domain (at most "
             f"{su.serving.measured_domain_ep_max}): their MoE all-to-all is an "

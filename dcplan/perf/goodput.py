@@ -84,14 +84,7 @@ from dcplan.schema import (
 #: Bottleneck label of a disaggregated prefill pool whose instances hand KV caches over
 #: more slowly than they prefill (``kv_handover_token_s``).
 KV_HANDOVER = "kv_handover"
-#: Why a point whose prefill pool the KV hand-over bounds is an extrapolation.
-KV_HANDOVER_EXTRAPOLATION = (
-    "the KV hand-over bounds the prefill pool; its time per prompt token (one stream per "
-    "prefill instance, or per attention-DP rank for the engines of perf_defaults.yaml "
-    "software.kv_handover_per_dp_rank) is fitted on DeepSeek-R1 runs with 1-8k-token "
-    "prompts on 8-GPU boards over RDMA, so on an NVLink rack domain, another model or "
-    "longer prompts it is an extrapolation (docs/perf.md, Serving; kv_handover_token_s in "
-    "a calibration file changes it)")
+
 
 
 @dataclass(frozen=True)
@@ -223,7 +216,7 @@ class RackPerf:
         ``serving.measured_domain_ep_max`` inside one scale-up domain
         (:func:`ep_extrapolation`), and/or a prefill pool the KV hand-over bounds
         outside the rows its time is fitted on (:func:`handover_outside_fit`,
-        :data:`KV_HANDOVER_EXTRAPOLATION`), joined by "; and ".
+        :func:`kv_handover_extrapolation`), joined by "; and ".
     """
 
     fits: bool
@@ -1091,8 +1084,8 @@ def handover_outside_fit(sv: ServingParams, domain: int, prompt_tokens: float,
     Those rows (``serving.measured_handover_*``) ran one model family on accelerators
     of small scale-up domains with prompts up to a length; a larger domain (NVLink
     rack hand-over), a longer prompt or another model is outside them. With any of
-    the three not recorded (perf defaults a saved plan kept from before), every
-    hand-over is taken as outside.
+    the three not recorded (perf defaults a saved plan kept from before), nothing is
+    named, as with :func:`ep_extrapolation`.
 
     Parameters
     ----------
@@ -1113,10 +1106,36 @@ def handover_outside_fit(sv: ServingParams, domain: int, prompt_tokens: float,
     """
     if (sv.measured_handover_domain_max <= 0 or sv.measured_handover_prompt_tokens_max <= 0
             or not sv.measured_handover_models):
-        return True
+        return False
     return (domain > sv.measured_handover_domain_max
             or prompt_tokens > sv.measured_handover_prompt_tokens_max
             or model_id not in sv.measured_handover_models)
+
+
+def kv_handover_extrapolation(sv: ServingParams) -> str:
+    """Why a hand-over-bound point outside its fitted rows is an extrapolation, in words.
+
+    For a point whose prefill pool the KV hand-over bounds outside the rows its time
+    is fitted on (:func:`handover_outside_fit`).
+
+    Parameters
+    ----------
+    sv : ServingParams
+        Serving parameters (the ``measured_handover_*`` fields).
+
+    Returns
+    -------
+    str
+        The reason.
+    """
+    return ("the KV hand-over bounds the prefill pool; its time per prompt token (one "
+            "stream per prefill instance, or per attention-DP rank for the engines of "
+            "perf_defaults.yaml software.kv_handover_per_dp_rank) is fitted on "
+            f"{', '.join(sv.measured_handover_models)} runs with prompts of at most "
+            f"{sv.measured_handover_prompt_tokens_max:,.0f} tokens on scale-up domains of "
+            f"at most {sv.measured_handover_domain_max} GPUs, so here it is an "
+            "extrapolation (docs/perf.md, Serving; kv_handover_token_s in a calibration "
+            "file changes it)")
 
 
 def ep_extrapolation(is_moe: bool, ep: int, domain: int, measured_max: int) -> str:
@@ -1147,8 +1166,8 @@ def ep_extrapolation(is_moe: bool, ep: int, domain: int, measured_max: int) -> s
         return ""
     return (f"expert parallelism {ep} inside one {domain}-GPU scale-up domain: the MoE "
             f"all-to-all is fitted on groups of at most {measured_max} GPUs inside a domain "
-            "(the wider fitted runs span 8-GPU boards over RDMA), so this figure is an "
-            "extrapolation (docs/perf.md, Assumptions and known weaknesses)")
+            "(the wider fitted groups span domains over the scale-out network), so this "
+            "figure is an extrapolation (docs/perf.md, Assumptions and known weaknesses)")
 
 
 # -------------------------------------------------------------- disaggregated
@@ -1373,7 +1392,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         prefill_parallel=plabel, power_p99_kw=power_p99, steps=steps, prefill_ep=pe)
     streams = np.ravel(np.broadcast_to(pinst.handover_streams, np.shape(ppar.attn_dp)))
     why = [w for w in (out.extrapolation,
-                       KV_HANDOVER_EXTRAPOLATION if bound_p == KV_HANDOVER
+                       kv_handover_extrapolation(su.serving) if bound_p == KV_HANDOVER
                        and handover_outside_fit(su.serving, rack.scaleup_domain,
                                                 wl.input_tokens_mean, su.model.id) else "")
            if w]

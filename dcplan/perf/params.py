@@ -238,7 +238,9 @@ class ServingParams:
     measured_handover_models : tuple of str
         Models of those rows (empty: not recorded). A point whose prefill pool the
         hand-over bounds outside the three is an extrapolation; with any of them not
-        recorded, every such point is named.
+        recorded, none is named. The ids are not checked against the catalog (a
+        catalog without the fitted model is legitimate): a mistyped id only makes every
+        hand-over count as outside the fit.
     """
 
     hbm_usable_frac: float

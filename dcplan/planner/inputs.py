@@ -1989,19 +1989,13 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
                 power_p99_kw=rp.power_p99_kw, extrapolation=rp.extrapolation,
                 level=_levels(catalog, r, wl.model, w, rp, levels, latest,
                               case.perf_defaults))
-    outside = [(f"{r} / {w}", pf.extrapolation) for (r, w), pf in perf.items()
-               if pf.extrapolation]
+    outside = [f"{r} / {w}" for (r, w), pf in perf.items() if pf.extrapolation]
     if outside:
-        kinds = [k for k, word in (("expert parallelism wider inside one rack's scale-up "
-                                    "domain than any fitted run's", "expert parallelism"),
-                                   ("a KV hand-over, outside its fitted runs, that bounds "
-                                    "the prefill pool", "KV hand-over"))
-                 if any(word in why for _, why in outside)]
         notes.append(
-            "goodput of " + ", ".join(p for p, _ in outside) + " is an extrapolation of "
-            "the performance model (" + " or ".join(kinds) + "; the estimate note on each "
-            "goodput coefficient in the workbook's Assumptions sheet says which; "
-            "docs/perf.md, Assumptions and known weaknesses)")
+            "goodput of " + ", ".join(outside) + " is an extrapolation of the performance "
+            "model (rack-scale expert parallelism or a KV hand-over outside the fitted runs: "
+            "the estimate note on each goodput coefficient in the workbook's Assumptions "
+            "sheet says which; docs/perf.md, Assumptions and known weaknesses)")
     cap_levels = {r: scn.caps_of(r) for r in rack_ids if scn.caps_of(r)}
     if scn.peak_power == "capped" and not cap_levels:
         notes.append("peak_power: capped without power_caps: every rack counts at its "
