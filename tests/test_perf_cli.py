@@ -170,6 +170,11 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     assert 0 < fit["evaluations"] <= MAX_NFEV and fit["termination"]
     assert fit["first_order_optimality"] >= 0 and fit["columns"] > 0
     assert fit["start"] == "the a-priori values"   # where the search started
+    # what the rows cover: four dense phase rows (EP 1 on an 8-GPU board), none
+    # disaggregated
+    assert yaml.safe_load(out.read_text())["basis"] == {
+        "domain_ep_max": 1, "handover_domain_max": 0, "handover_prompt_tokens_max": 0.0,
+        "handover_models": []}
     r = run("validate", str(FIX / "good_measurements.csv"), "--calibration", str(out), "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)

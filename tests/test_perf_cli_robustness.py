@@ -105,7 +105,7 @@ def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, toke
     from dcplan.paths import data_dir
     from dcplan.perf.goodput import kv_handover_extrapolation
 
-    words = kv_handover_extrapolation(SHIPPED_PERF.defaults.serving)
+    words = kv_handover_extrapolation(SHIPPED_PERF.calibration.basis)
     assert "deepseek_r1 runs with prompts of at most 8,192 tokens" in words
     from dcplan.perf.params import CALIBRATION_FILE
 
@@ -220,41 +220,47 @@ def test_frontier_max_batch_caps_every_point():
 def test_ep_extrapolation_names_wide_expert_parallelism_inside_one_domain():
     """Hand cases: an MoE group wider than the measured width inside one domain is an
     extrapolation; as wide as measured, spanning domains (fitted on RDMA runs) or a
-    dense model is not."""
+    dense model is not; with no basis recorded nothing is named."""
     from dcplan.perf.goodput import ep_extrapolation
+    from dcplan.perf.params import FitBasis
 
-    note = ep_extrapolation(True, 72, 72, 8)
+    b8 = FitBasis(domain_ep_max=8)
+    note = ep_extrapolation(True, 72, 72, b8)
     assert "expert parallelism 72 inside one 72-GPU" in note and "at most 8" in note
-    assert ep_extrapolation(True, 16, 72, 8).startswith("expert parallelism 16")
-    assert ep_extrapolation(True, 8, 72, 8) == ""
-    assert ep_extrapolation(True, 16, 8, 8) == ""
-    assert ep_extrapolation(False, 72, 72, 8) == ""
-    assert ep_extrapolation(True, 72, 72, 0) == ""      # not recorded (old saved plan)
+    assert ep_extrapolation(True, 16, 72, b8).startswith("expert parallelism 16")
+    assert ep_extrapolation(True, 8, 72, b8) == ""
+    assert ep_extrapolation(True, 16, 8, b8) == ""
+    assert ep_extrapolation(False, 72, 72, b8) == ""
+    assert ep_extrapolation(True, 72, 72, None) == ""   # not recorded (old calibration)
+    # a fit on dense rows only (every row EP 1): any in-domain MoE group is outside it
+    assert "at most 1 GPUs" in ep_extrapolation(True, 2, 8, FitBasis(domain_ep_max=1))
 
 
 def test_handover_outside_fit_hand_cases():
-    """The shipped fit's hand-over rows: DeepSeek-R1, prompts up to 8,192 tokens, 8-GPU
-    domains. Inside all three is fitted; a 72-GPU domain, a 32,000-token prompt or
-    another model is not; with the rows not recorded nothing is named."""
-    from dataclasses import replace
+    """Hand-over rows of DeepSeek-R1 with prompts up to 8,192 tokens on 8-GPU domains:
+    inside all three is fitted; a 72-GPU domain, a 32,000-token prompt or another model
+    is not; with no disaggregated row every hand-over is outside, and its reason says
+    the time is not fitted; with no basis recorded nothing is named."""
+    from dcplan.perf.goodput import handover_outside_fit, kv_handover_extrapolation
+    from dcplan.perf.params import FitBasis
 
-    from dcplan.perf.goodput import handover_outside_fit
+    b = FitBasis(8, 8, 8192.0, ("deepseek_r1",))
+    assert not handover_outside_fit(b, 8, 8192, "deepseek_r1")
+    assert handover_outside_fit(b, 72, 1024, "deepseek_r1")
+    assert handover_outside_fit(b, 8, 32000, "deepseek_r1")
+    assert handover_outside_fit(b, 8, 1024, "llama3_70b")
+    none = FitBasis(domain_ep_max=8)
+    assert handover_outside_fit(none, 8, 1024, "deepseek_r1")
+    assert "not fitted" in kv_handover_extrapolation(none)
+    assert "at most 8 GPUs" in kv_handover_extrapolation(b)
+    assert not handover_outside_fit(None, 72, 1024, "deepseek_r1")
 
-    sv = SHIPPED_PERF.defaults.serving
-    assert not handover_outside_fit(sv, 8, 8192, "deepseek_r1")
-    assert handover_outside_fit(sv, 72, 1024, "deepseek_r1")
-    assert handover_outside_fit(sv, 8, 32000, "deepseek_r1")
-    assert handover_outside_fit(sv, 8, 1024, "llama3_70b")
-    assert not handover_outside_fit(replace(sv, measured_handover_models=()), 72, 1024,
-                                    "deepseek_r1")
 
-
-def test_measured_domain_ep_max_is_what_the_measurement_files_hold():
-    """serving.measured_domain_ep_max is recomputed from the shipped rows: the widest
+def test_shipped_calibration_basis_is_what_the_measurement_files_hold():
+    """The shipped calibration's basis is recomputed from the shipped rows: the widest
     expert parallelism (phase ``ep``, serving ``decode_ep`` / ``prefill_ep``) of a row
-    whose group fits inside its accelerator's scale-up domain; and the
-    measured_handover_* fields from the disaggregated rows (largest domain, longest
-    prompt, models)."""
+    whose group fits inside its accelerator's scale-up domain; and the hand-over fields
+    from the disaggregated rows (largest domain, longest prompt, models)."""
     from pathlib import Path
 
     from dcplan.perf.measurements import load_measurement_files, scaleup_domain
@@ -265,16 +271,16 @@ def test_measured_domain_ep_max_is_what_the_measurement_files_hold():
                                   catalog)
     widest = max(int(e) for m in rows for e in (getattr(m, k, None) for k in
                                                  ("ep", "decode_ep", "prefill_ep"))
-                 if e and int(e) <= scaleup_domain(catalog, m.hardware))
-    sv = SHIPPED_PERF.defaults.serving
-    assert widest == sv.measured_domain_ep_max == 8
+                 if e and int(e) <= (scaleup_domain(catalog, m.hardware) or 8))
+    basis = SHIPPED_PERF.calibration.basis
+    assert widest == basis.domain_ep_max == 8
     # the hand-over time's rows: the disaggregated serving rows
     dis = [m for m in rows if getattr(m, "disaggregated", False)]
     assert len(dis) > 100
     assert max(scaleup_domain(catalog, m.hardware) for m in dis) \
-        == sv.measured_handover_domain_max
-    assert max(m.input_tokens for m in dis) == sv.measured_handover_prompt_tokens_max
-    assert sorted({m.model for m in dis}) == sorted(sv.measured_handover_models)
+        == basis.handover_domain_max == 8
+    assert max(m.input_tokens for m in dis) == basis.handover_prompt_tokens_max == 8192
+    assert sorted({m.model for m in dis}) == list(basis.handover_models) == ["deepseek_r1"]
 
 
 def test_perf_says_when_wide_ep_inside_a_rack_domain_is_an_extrapolation():
@@ -293,6 +299,57 @@ def test_perf_says_when_wide_ep_inside_a_rack_domain_is_an_extrapolation():
     text = run(*base, "--rack", "gb200_nvl72", "--ep", "72").stdout
     assert "extrapolation" in text and "at most 8 GPUs inside a domain" in text.replace(
         "\n", " ")
+
+
+def test_the_basis_comes_from_the_calibration_file(tmp_path):
+    """The flag follows the calibration's basis, not a setting elsewhere: a copy of the
+    shipped calibration whose basis says in-domain groups of 72 were fitted names
+    nothing at DEP72; one without a basis (written before bases were) names nothing
+    and still runs; '--calibration none' names nothing; a basis with wrong values is
+    refused with every problem named (file, entry, field), exit 1."""
+    import json
+    import re
+
+    from dcplan.paths import data_dir
+    from dcplan.perf.params import CALIBRATION_FILE
+
+    shipped = (data_dir("catalogs") / CALIBRATION_FILE).read_text()
+    assert re.search(r"^basis:\n  domain_ep_max: 8$", shipped, re.M)
+    base = ["perf", "--model", "deepseek_r1", "--input-tokens", "1024", "--output-tokens",
+            "1024", "--precision", "fp4", "--offline", "--mode", "aggregated", "--tp", "1",
+            "--dp-attention", "--rack", "gb200_nvl72", "--ep", "72", "--json",
+            "--calibration"]
+    wide = tmp_path / "wide.yaml"
+    wide.write_text(shipped.replace("  domain_ep_max: 8", "  domain_ep_max: 72"))
+    old = tmp_path / "old.yaml"
+    old.write_text(re.sub(r"^basis:\n(  .*\n)+", "", shipped, flags=re.M))
+    assert "\nbasis:" not in old.read_text() and "hardware:" in old.read_text()
+    for cal in (wide, old, "none"):
+        out = run(*base, str(cal))
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.stdout)["extrapolation"] == "", cal
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(shipped.replace("  domain_ep_max: 8", "  domain_ep_max: -3").replace(
+        "  handover_models:\n  - deepseek_r1", "  handover_models: deepseek_r1").replace(
+        "  handover_domain_max: 8", "  handover_domain_max: 8\n  handover_domain: 8"))
+    out = run(*base, str(bad))
+    assert out.exit_code == 1, out.output
+    text = " ".join(out.output.split())
+    assert "bad.yaml" in text
+    for field in ("domain_ep_max", "handover_models", "handover_domain"):
+        assert "basis" in text and field in text, field
+    assert "must be a whole number from 0" in text and "must be a list of model ids" in text
+    assert "unknown field" in text and "Traceback" not in out.output
+
+
+def test_save_and_load_keep_the_basis(tmp_path):
+    """save_calibration writes the basis and load_calibration reads the same back."""
+    from dcplan.perf.params import Calibration, FitBasis, load_calibration, save_calibration
+
+    basis = FitBasis(8, 8, 8192.0, ("deepseek_r1", "kimi_k2"))
+    cal = Calibration.from_dicts({}, {"hbm_eff_frac": 0.7}, basis=basis)
+    save_calibration(cal, tmp_path / "c.yaml")
+    assert load_calibration(tmp_path / "c.yaml").basis == basis
 
 
 def test_frontier_names_the_points_that_extrapolate_wide_ep():

@@ -59,6 +59,7 @@ from dcplan.perf.measurements import (
     Measurement,
     ServingMeasurement,
     pct_error,
+    row_domain,
     spans_scaleup,
     summary,
 )
@@ -68,6 +69,7 @@ from dcplan.perf.params import (
     PARAM_BOUNDS,
     PHYSICS_NAMES,
     Calibration,
+    FitBasis,
     HardwareParams,
     PerfDefaults,
     PhysicsParams,
@@ -1048,6 +1050,41 @@ def _calibration(space: _Space, x: np.ndarray, source: str, meta: dict) -> Calib
                                   software)
 
 
+def fit_basis(rows: Sequence, catalog: Catalog) -> FitBasis:
+    """What ``rows`` cover, for naming the figures a fit on them extrapolates.
+
+    The widest MoE expert-parallel group inside one scale-up domain (phase rows'
+    ``ep``, serving rows' ``decode_ep`` and ``prefill_ep``; a group wider than the row's
+    domain, :func:`dcplan.perf.measurements.row_domain`, spans domains over the
+    scale-out network and does not count), and of the disaggregated serving rows (the
+    KV hand-over's): the largest domain, the longest prompt and the models.
+
+    Parameters
+    ----------
+    rows : sequence of Measurement or ServingMeasurement
+        The rows a calibration is fitted on.
+    catalog : Catalog
+        Accelerators and racks (the scale-up domains).
+
+    Returns
+    -------
+    FitBasis
+        Zeros and no models where no row has such a group or hand-over.
+    """
+    widest = 0
+    for m in rows:
+        domain = row_domain(m, catalog)
+        for ep in (getattr(m, k, 0) for k in ("ep", "decode_ep", "prefill_ep")):
+            if ep and int(ep) <= domain:
+                widest = max(widest, int(ep))
+    dis = [m for m in rows if getattr(m, "disaggregated", False)]
+    return FitBasis(
+        domain_ep_max=widest,
+        handover_domain_max=max((row_domain(m, catalog) for m in dis), default=0),
+        handover_prompt_tokens_max=float(max((m.input_tokens for m in dis), default=0)),
+        handover_models=tuple(sorted({m.model for m in dis})))
+
+
 def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str = "",
               prior_weight: float = PRIOR_WEIGHT, per_hardware: bool = True,
               max_nfev: int = MAX_NFEV, per_vendor: bool = True,
@@ -1098,7 +1135,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         [count], ``termination`` (the least-squares solver's message: the evaluation
         limit, or a step or cost change below tolerance) and
         ``first_order_optimality`` (the gradient's largest component there [-]),
-        ``cost`` (the robust loss there [-]), ``start`` (where the search started).
+        ``cost`` (the robust loss there [-]), ``start`` (where the search started);
+        its ``basis`` what the rows cover (:func:`fit_basis`).
     """
     weights = balance_weights(rows, catalog, hardware_balance)
     use_power = any(m.power_w for m in rows) and per_hardware
@@ -1113,7 +1151,7 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
                       f"the a-priori values plus normal noise of sd {start_sd:g} ln units "
                       f"(seed {start_seed})"),
             "rows_per_hardware": {h: int((space.hw == h).sum()) for h in sorted(set(space.hw))}}
-    return _calibration(space, x, source, meta)
+    return replace(_calibration(space, x, source, meta), basis=fit_basis(rows, catalog))
 
 
 def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,

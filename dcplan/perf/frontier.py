@@ -298,7 +298,7 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "median_ttft_s": ttft_med,
             "extrapolation": ep_extrapolation(su.shape.is_moe, max(ep, pep),
                                               su.rack.scaleup_domain,
-                                              su.serving.measured_domain_ep_max),
+                                              su.basis),
             "expert_parallel": max(ep, pep),
         })
     wide = sorted({p["expert_parallel"] for p in out.points if p["extrapolation"]})
@@ -308,7 +308,7 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             f"{out.extrapolated_points} of {len(out.points)} "
             f"points run expert parallelism {span} inside one {su.rack.scaleup_domain}-GPU "
             f"scale-up domain, wider than any fitted row's group inside a domain (at most "
-            f"{su.serving.measured_domain_ep_max}): their MoE all-to-all is an "
+            f"{su.basis.domain_ep_max if su.basis else 0}): their MoE all-to-all is an "
             "extrapolation (docs/perf.md, Assumptions and known weaknesses; "
             "'extrapolation' per point)")
     return out

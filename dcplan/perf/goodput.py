@@ -29,6 +29,7 @@ from dcplan.lengths import FIXED, LengthDist
 from dcplan.perf.latency import slot_wait, tpot_quantile, ttft_quantile, wait_tail_mean
 from dcplan.perf.params import (
     Calibration,
+    FitBasis,
     HardwareParams,
     PerfDefaults,
     PhysicsParams,
@@ -213,7 +214,7 @@ class RackPerf:
     extrapolation : str
         Why this figure lies outside what the calibration measured ('' when it does
         not): an MoE expert-parallel group (decode or prefill) wider than
-        ``serving.measured_domain_ep_max`` inside one scale-up domain
+        the calibration's ``basis.domain_ep_max`` inside one scale-up domain
         (:func:`ep_extrapolation`), and/or a prefill pool the KV hand-over bounds
         outside the rows its time is fitted on (:func:`handover_outside_fit`,
         :func:`kv_handover_extrapolation`), joined by "; and ".
@@ -328,7 +329,9 @@ class Setup:
     scales (:func:`dcplan.perf.power.phase_clocks`); all 1 uncapped.
     ``handover_per_rank``: the calibration's engine for the accelerator hands KV caches
     over per attention-DP rank of a prefill instance
-    (:meth:`dcplan.perf.params.SoftwareSpec.handover_per_rank`).
+    (:meth:`dcplan.perf.params.SoftwareSpec.handover_per_rank`). ``basis``: what the
+    calibration's rows cover (None without a calibration or for one written without
+    it: no extrapolation is named).
     """
 
     rack: Rack
@@ -345,6 +348,7 @@ class Setup:
     prefill_power_scale: float = 1.0
     decode_power_scale: float = 1.0
     handover_per_rank: bool = False
+    basis: FitBasis | None = None
 
 
 def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Workload,
@@ -395,7 +399,8 @@ def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Wor
           if acc.dense_tflops(prec) is not None else None)
     per_rank = defaults.software.handover_per_rank(engine_at(cal, acc.vendor))
     return Setup(rack, acc, model, wl, prec, params, physics, defaults.serving, shape, hw,
-                 handover_per_rank=per_rank)
+                 handover_per_rank=per_rank,
+                 basis=cal.basis if cal is not None else None)
 
 
 def candidate_layouts(rack: Rack, model: LLM, serving: ServingParams,
@@ -1073,25 +1078,26 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
         decode_clock_frac=su.hw.decode_clock_frac if su.hw is not None else 1.0,
         prefill_activity=steps[0], decode_activity=steps[1],
         extrapolation=ep_extrapolation(su.shape.is_moe, max(sizes[2], prefill_ep),
-                                       rack.scaleup_domain, su.serving.measured_domain_ep_max),
+                                       rack.scaleup_domain, su.basis),
     )
 
 
-def handover_outside_fit(sv: ServingParams, domain: int, prompt_tokens: float,
+def handover_outside_fit(basis: FitBasis | None, domain: int, prompt_tokens: float,
                          model_id: str) -> bool:
     """Whether a KV hand-over lies outside the rows its time is fitted on.
 
-    Those rows (``serving.measured_handover_*``) ran one model family on accelerators
-    of small scale-up domains with prompts up to a length; a larger domain (NVLink
-    rack hand-over), a longer prompt or another model is outside them. With any of
-    the three not recorded (perf defaults a saved plan kept from before), nothing is
-    named, as with :func:`ep_extrapolation`.
+    Those rows (the calibration's ``basis``) ran some models on accelerators of some
+    scale-up domains with prompts up to a length; a larger domain (NVLink rack
+    hand-over), a longer prompt or another model is outside them, and with no
+    disaggregated row at all every hand-over is. With no basis recorded (no
+    calibration, or one written before bases were), nothing is named, as with
+    :func:`ep_extrapolation`.
 
     Parameters
     ----------
-    sv : ServingParams
-        Serving parameters (``measured_handover_domain_max``,
-        ``measured_handover_prompt_tokens_max``, ``measured_handover_models``).
+    basis : FitBasis or None
+        What the calibration's rows cover (``handover_domain_max``,
+        ``handover_prompt_tokens_max``, ``handover_models``).
     domain : int
         The rack's scale-up domain [GPUs].
     prompt_tokens : float
@@ -1104,15 +1110,15 @@ def handover_outside_fit(sv: ServingParams, domain: int, prompt_tokens: float,
     bool
         True when the point is outside the fitted rows.
     """
-    if (sv.measured_handover_domain_max <= 0 or sv.measured_handover_prompt_tokens_max <= 0
-            or not sv.measured_handover_models):
+    if basis is None:
         return False
-    return (domain > sv.measured_handover_domain_max
-            or prompt_tokens > sv.measured_handover_prompt_tokens_max
-            or model_id not in sv.measured_handover_models)
+    return (not basis.handover_models
+            or domain > basis.handover_domain_max
+            or prompt_tokens > basis.handover_prompt_tokens_max
+            or model_id not in basis.handover_models)
 
 
-def kv_handover_extrapolation(sv: ServingParams) -> str:
+def kv_handover_extrapolation(basis: FitBasis) -> str:
     """Why a hand-over-bound point outside its fitted rows is an extrapolation, in words.
 
     For a point whose prefill pool the KV hand-over bounds outside the rows its time
@@ -1120,29 +1126,33 @@ def kv_handover_extrapolation(sv: ServingParams) -> str:
 
     Parameters
     ----------
-    sv : ServingParams
-        Serving parameters (the ``measured_handover_*`` fields).
+    basis : FitBasis
+        What the calibration's rows cover (the ``handover_*`` fields).
 
     Returns
     -------
     str
         The reason.
     """
+    if not basis.handover_models:
+        fitted = ("is not fitted: no disaggregated run is among the calibration's rows "
+                  "(perf_defaults.yaml's value)")
+    else:
+        fitted = (f"is fitted on {', '.join(basis.handover_models)} runs with prompts of at "
+                  f"most {basis.handover_prompt_tokens_max:,.0f} tokens on scale-up domains "
+                  f"of at most {basis.handover_domain_max} GPUs")
     return ("the KV hand-over bounds the prefill pool; its time per prompt token (one "
             "stream per prefill instance, or per attention-DP rank for the engines of "
-            "perf_defaults.yaml software.kv_handover_per_dp_rank) is fitted on "
-            f"{', '.join(sv.measured_handover_models)} runs with prompts of at most "
-            f"{sv.measured_handover_prompt_tokens_max:,.0f} tokens on scale-up domains of "
-            f"at most {sv.measured_handover_domain_max} GPUs, so here it is an "
-            "extrapolation (docs/perf.md, Serving; kv_handover_token_s in a calibration "
+            f"perf_defaults.yaml software.kv_handover_per_dp_rank) {fitted}, so here it is "
+            "an extrapolation (docs/perf.md, Serving; kv_handover_token_s in a calibration "
             "file changes it)")
 
 
-def ep_extrapolation(is_moe: bool, ep: int, domain: int, measured_max: int) -> str:
+def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None) -> str:
     """Say why an expert-parallel group lies outside the measured ones ('' if it does not).
 
     The MoE all-to-all is fitted on rows whose groups inside one scale-up domain are
-    at most ``measured_max`` wide (wider fitted groups span domains over the
+    at most ``basis.domain_ep_max`` wide (wider fitted groups span domains over the
     scale-out network); a wider group inside one domain (NVL72-class wide EP) is an
     extrapolation of that fit.
 
@@ -1154,14 +1164,16 @@ def ep_extrapolation(is_moe: bool, ep: int, domain: int, measured_max: int) -> s
         Widest expert-parallel group of the point (decode or prefill) [GPUs].
     domain : int
         The rack's scale-up domain [GPUs].
-    measured_max : int
-        ``serving.measured_domain_ep_max`` [GPUs]; 0: not recorded, nothing is named.
+    basis : FitBasis or None
+        What the calibration's rows cover; None (not recorded) or a
+        ``domain_ep_max`` of 0: nothing is named.
 
     Returns
     -------
     str
         The reason in words, or ''.
     """
+    measured_max = basis.domain_ep_max if basis is not None else 0
     if not is_moe or measured_max <= 0 or ep <= measured_max or ep > domain:
         return ""
     return (f"expert parallelism {ep} inside one {domain}-GPU scale-up domain: the MoE "
@@ -1391,11 +1403,11 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
         decode_tps=rd * o_tok, prefill_gpus=int(gp[pi, 0]), ratio=rd / rp, power_kw=power,
         prefill_parallel=plabel, power_p99_kw=power_p99, steps=steps, prefill_ep=pe)
     streams = np.ravel(np.broadcast_to(pinst.handover_streams, np.shape(ppar.attn_dp)))
+    kv_outside = (bound_p == KV_HANDOVER and su.basis is not None
+                  and handover_outside_fit(su.basis, rack.scaleup_domain,
+                                           wl.input_tokens_mean, su.model.id))
     why = [w for w in (out.extrapolation,
-                       kv_handover_extrapolation(su.serving) if bound_p == KV_HANDOVER
-                       and handover_outside_fit(su.serving, rack.scaleup_domain,
-                                                wl.input_tokens_mean, su.model.id) else "")
-           if w]
+                       kv_handover_extrapolation(su.basis) if kv_outside else "") if w]
     return dataclasses.replace(out, prefill_bottleneck=bound_p, decode_bottleneck=decode_limit,
                                prefill_share=share_p, prefill_handover_streams=int(streams[pi]),
                                extrapolation="; and ".join(why))

@@ -377,6 +377,27 @@ def scaleup_domain(catalog: Catalog, accelerator_id: str) -> int | None:
     return max(doms) if doms else None
 
 
+def row_domain(m, catalog: Catalog) -> int:
+    """Scale-up domain a measurement row ran on [GPUs].
+
+    Its accelerator's (:func:`scaleup_domain`), else 8 (an 8-GPU board, as every
+    unlisted platform of the measurement files is).
+
+    Parameters
+    ----------
+    m : Measurement or ServingMeasurement
+        A measurement row.
+    catalog : Catalog
+        Accelerators and racks.
+
+    Returns
+    -------
+    int
+        GPUs of the row's scale-up domain [GPUs].
+    """
+    return scaleup_domain(catalog, m.hardware) or 8
+
+
 def spans_scaleup(m, catalog: Catalog) -> bool:
     """Whether a row's tensor- or expert-parallel group spans scale-up domains.
 
@@ -395,7 +416,7 @@ def spans_scaleup(m, catalog: Catalog) -> bool:
     bool
         True where a group is larger than the scale-up domain.
     """
-    domain = scaleup_domain(catalog, m.hardware) or 8
+    domain = row_domain(m, catalog)
     if m.kind == "phase":
         return m.gpus > domain
     return max(m.decode_tp, m.decode_ep, m.prefill_tp, m.prefill_ep) > domain

@@ -224,23 +224,6 @@ class ServingParams:
         ``perf frontier`` without ``--ttft-s``: most of a request's median end-to-end
         latency (median TTFT + output tokens x median TPOT) its median TTFT may take;
         bounds the prefill queue of every point [0..1).
-    measured_domain_ep_max : int
-        Widest expert parallelism inside one scale-up domain among the measurement
-        rows the shipped calibration is fitted on; a wider MoE group inside one domain
-        is an extrapolation of the all-to-all fit [GPUs]. ``perf_defaults.yaml`` must
-        give it; 0 only in perf defaults a saved plan recorded before it existed (no
-        extrapolation is then named).
-    measured_handover_domain_max : int
-        Largest scale-up domain of the accelerators of the disaggregated rows the KV
-        hand-over time is fitted on [GPUs] (0: not recorded).
-    measured_handover_prompt_tokens_max : float
-        Longest mean prompt of those rows [input tokens] (0: not recorded).
-    measured_handover_models : tuple of str
-        Models of those rows (empty: not recorded). A point whose prefill pool the
-        hand-over bounds outside the three is an extrapolation; with any of them not
-        recorded, none is named. The ids are not checked against the catalog (a
-        catalog without the fitted model is legitimate): a mistyped id only makes every
-        hand-over count as outside the fit.
     """
 
     hbm_usable_frac: float
@@ -259,10 +242,6 @@ class ServingParams:
     phase_rows_percentile: float
     measurement_scaleout_gbps: float
     frontier_ttft_share_max_frac: float
-    measured_domain_ep_max: int = 0
-    measured_handover_domain_max: int = 0
-    measured_handover_prompt_tokens_max: float = 0.0
-    measured_handover_models: tuple[str, ...] = ()
 
     def kv_bytes(self, precision: str) -> float:
         """Bytes per KV-cache element when serving at ``precision`` [bytes].
@@ -311,7 +290,7 @@ class ServingParams:
 
 
 #: serving keys: name -> (kind, low, high); kind is "num", "int", "bool", "ints", "bytes",
-#: "prec", "strs".
+#: "prec".
 _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "hbm_usable_frac": ("num", 0.05, 1.0),
     "activation_bytes": ("num", 0.5, 8.0),
@@ -329,10 +308,6 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "phase_rows_percentile": ("num", 50.0, 99.99),
     "measurement_scaleout_gbps": ("num", 1.0, 100_000.0),
     "frontier_ttft_share_max_frac": ("num", 0.001, 0.9),
-    "measured_domain_ep_max": ("int", 1, 1_000_000),
-    "measured_handover_domain_max": ("int", 1, 1_000_000),
-    "measured_handover_prompt_tokens_max": ("num", 1.0, 1e9),
-    "measured_handover_models": ("strs", 0, 0),
 }
 
 
@@ -621,6 +596,48 @@ class PerfDefaults:
 
 
 @dataclass(frozen=True)
+class FitBasis:
+    """What the rows a calibration is fitted on cover, so figures outside them are named.
+
+    ``dcplan perf calibrate`` works it out from the rows it fits
+    (:func:`dcplan.perf.calibration.fit_basis`) and writes it as the calibration file's
+    ``basis:`` section. A calibration without one (written before it existed, or
+    ``--calibration none``) names no extrapolation. A point outside it is still
+    computed; it says that its figure extrapolates the fit
+    (:func:`dcplan.perf.goodput.ep_extrapolation`,
+    :func:`dcplan.perf.goodput.handover_outside_fit`).
+
+    Attributes
+    ----------
+    domain_ep_max : int
+        Widest MoE expert-parallel group inside one scale-up domain among the rows
+        (phase ``ep``, serving ``decode_ep`` / ``prefill_ep`` no wider than the
+        accelerator's domain; wider groups span domains over the scale-out network)
+        [GPUs]; 0: no such row.
+    handover_domain_max : int
+        Largest scale-up domain of the accelerators of the disaggregated serving rows,
+        on which the KV hand-over time is fitted [GPUs]; 0: no such row.
+    handover_prompt_tokens_max : float
+        Longest nominal prompt of those rows [input tokens]; 0: no such row.
+    handover_models : tuple of str
+        Models of those rows (sorted). Not checked against a catalog (a catalog without
+        the fitted model is legitimate): a point serving another model is outside.
+    """
+
+    domain_ep_max: int = 0
+    handover_domain_max: int = 0
+    handover_prompt_tokens_max: float = 0.0
+    handover_models: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``basis:`` section of a calibration file (plain YAML types)."""
+        return {"domain_ep_max": self.domain_ep_max,
+                "handover_domain_max": self.handover_domain_max,
+                "handover_prompt_tokens_max": self.handover_prompt_tokens_max,
+                "handover_models": list(self.handover_models)}
+
+
+@dataclass(frozen=True)
 class Calibration:
     """Fitted parameters, as written by ``dcplan perf calibrate``.
 
@@ -647,6 +664,8 @@ class Calibration:
     software : SoftwareFit or None
         Engine and run-date adjustments (measurement rows only; the planner uses the
         stored values as they are).
+    basis : FitBasis or None
+        What the fitted rows cover (None: not recorded, no extrapolation is named).
     """
 
     hardware: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
@@ -657,6 +676,7 @@ class Calibration:
     vendor: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
     architecture: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
     software: SoftwareFit | None = None
+    basis: FitBasis | None = None
 
     @classmethod
     def from_dicts(
@@ -669,6 +689,7 @@ class Calibration:
         vendor: Mapping[str, Mapping[str, float]] | None = None,
         architecture: Mapping[str, Mapping[str, float]] | None = None,
         software: SoftwareFit | None = None,
+        basis: FitBasis | None = None,
     ) -> Calibration:
         """Build a calibration from plain dicts.
 
@@ -690,6 +711,8 @@ class Calibration:
             Architecture -> {parameter: value}.
         software : SoftwareFit, optional
             Engine and run-date adjustments.
+        basis : FitBasis, optional
+            What the fitted rows cover.
 
         Returns
         -------
@@ -703,13 +726,13 @@ class Calibration:
         dflt = tuple(sorted((k, float(v)) for k, v in (default or {}).items()))
         phys = tuple(sorted((k, float(v)) for k, v in (physics or {}).items()))
         return cls(pairs(hardware), dflt, source, tuple((meta or {}).items()), phys,
-                   pairs(vendor), pairs(architecture), software)
+                   pairs(vendor), pairs(architecture), software, basis)
 
     @property
     def key(self) -> tuple:
-        """Hashable identity of the fitted values (for caching)."""
+        """Hashable identity of the fitted values and their basis (for caching)."""
         return (self.hardware, self.default, self.physics, self.vendor, self.architecture,
-                self.software)
+                self.software, self.basis)
 
     def overrides(self, accelerator_id: str, vendor: str | None = None,
                   architecture: str | None = None) -> dict[str, float]:
@@ -1186,12 +1209,6 @@ def _parse_serving(raw: Any, file: str, problems: list[Problem]) -> ServingParam
                 bad(key, f"must be true or false (got {value!r})")
             else:
                 values[key] = value
-        elif kind == "strs":
-            if (not isinstance(value, list) or not value
-                    or any(not isinstance(v, str) or not v.strip() for v in value)):
-                bad(key, f"must be a list of ids (got {value!r})")
-            else:
-                values[key] = tuple(v.strip() for v in value)
         elif kind == "ints":
             if (not isinstance(value, list) or not value or any(
                     isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi
@@ -1252,7 +1269,7 @@ def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibr
     raw = strip_lines(raw)
     problems: list[Problem] = []
     allowed = {"kind", "source", "created", "fit", "default", "hardware", "vendor", "physics",
-               "notes", "architecture", "software"}
+               "notes", "architecture", "software", "basis"}
     for key in sorted(set(raw) - allowed):
         problems.append(Problem(shown, "unknown top-level key" + suggest(key, allowed), field=key))
     hw_raw = raw.get("hardware") or {}
@@ -1295,11 +1312,53 @@ def load_calibration(path: Path | str, known_accelerators: Any = None) -> Calibr
             archs[str(arch)] = _check_params(params, shown, f"architecture.{arch}", problems,
                                              PARAM_BOUNDS)
     software = _parse_software(raw.get("software"), shown, problems)
+    basis = _parse_basis(raw.get("basis"), shown, problems)
     if problems:
         raise InputError(problems)
     meta = raw.get("fit") if isinstance(raw.get("fit"), dict) else {}
     return Calibration.from_dicts(hardware, default, str(raw.get("source", "")), meta, physics,
-                                  vendors, archs, software)
+                                  vendors, archs, software, basis)
+
+
+def _parse_basis(raw: Any, file: str, problems: list[Problem]) -> FitBasis | None:
+    """The ``basis:`` section of a calibration file (None when absent)."""
+    if raw is None:
+        return None
+    keys = tuple(FitBasis().as_dict())
+    if not isinstance(raw, dict):
+        problems.append(Problem(file, "must be a mapping with " + ", ".join(keys),
+                                field="basis"))
+        return None
+    n_before = len(problems)
+    for key in sorted(set(raw) - set(keys)):
+        problems.append(Problem(file, "unknown field" + suggest(str(key), keys), entry="basis",
+                                field=str(key)))
+    values: dict[str, Any] = {}
+    for key in keys:
+        v = raw.get(key)
+        if key not in raw:
+            problems.append(Problem(file, "required field is missing; 'dcplan perf "
+                                          "calibrate' writes it", entry="basis", field=key))
+            continue
+        if key == "handover_models":
+            if (not isinstance(v, list)
+                    or any(not isinstance(m, str) or not m.strip() for m in v)):
+                problems.append(Problem(file, f"must be a list of model ids, empty if no "
+                                              f"row was disaggregated (got {v!r})",
+                                        entry="basis", field=key))
+            else:
+                values[key] = tuple(sorted(m.strip() for m in v))
+            continue
+        whole = key != "handover_prompt_tokens_max"
+        if (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+                or not 0 <= v <= 1e9 or (whole and v != int(v))):
+            problems.append(Problem(file, f"must be a {'whole ' if whole else ''}number "
+                                          f"from 0 (no such row) to 1e9 (got {v!r}); "
+                                          "'dcplan perf calibrate' writes it",
+                                    entry="basis", field=key))
+        else:
+            values[key] = int(v) if whole else float(v)
+    return FitBasis(**values) if len(problems) == n_before else None
 
 
 def _parse_software(raw: Any, file: str, problems: list[Problem]) -> SoftwareFit | None:
@@ -1404,8 +1463,11 @@ def save_calibration(cal: Calibration, path: Path | str, rows_per_hw: Mapping[st
                  "accelerator takes its own entry, else its architecture's, else its "
                  "vendor's, else 'default'. These values are the planner's: the vendor's "
                  "planning engine at the software reference date; 'software' moves them to "
-                 "a measured run's engine and date (docs/perf.md, Calibration).",
+                 "a measured run's engine and date (docs/perf.md, Calibration). 'basis' "
+                 "says what the fitted rows cover; a figure outside it says that it "
+                 "extrapolates the fit.",
         "fit": dict(fit or {}),
+        **({"basis": cal.basis.as_dict()} if cal.basis is not None else {}),
         "physics": {k: _round(v) for k, v in cal.physics},
         "default": {k: _round(v) for k, v in cal.default},
         "vendor": {v: {k: _round(x) for k, x in p} for v, p in cal.vendor},

@@ -318,6 +318,7 @@ def input_classes() -> dict[str, type]:
     """
     from dcplan.perf.params import (
         Calibration,
+        FitBasis,
         HardwareParams,
         PerfDefaults,
         PhysicsParams,
@@ -347,7 +348,7 @@ def input_classes() -> dict[str, type]:
                WorkloadData, ExistingData, FabricData, OperationsData, ApiOffer,
                PerfDefaults, Calibration, HardwareParams, PhysicsParams, ServingParams,
                SoftwareFit, SoftwareSpec, DemandConversion, StorageData, OnsiteData,
-               FlexData, CduData)
+               FlexData, CduData, FitBasis)
     return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
 
 
