@@ -342,6 +342,28 @@ def test_the_basis_comes_from_the_calibration_file(tmp_path):
     assert "unknown field" in text and "Traceback" not in out.output
 
 
+def test_a_retired_fit_basis_setting_says_where_it_went(tmp_path):
+    """perf_defaults.yaml of 2026-12-05 held the basis as serving settings; such a file
+    is refused with a message that names the calibration's basis section, exit 1."""
+    import shutil
+
+    from dcplan.paths import data_dir
+
+    cat = tmp_path / "catalogs"
+    shutil.copytree(data_dir("catalogs"), cat)
+    pd = cat / "perf_defaults.yaml"
+    text = pd.read_text()
+    assert "\n  measurement_scaleout_gbps: 400\n" in text
+    pd.write_text(text.replace("\n  measurement_scaleout_gbps: 400\n",
+                               "\n  measurement_scaleout_gbps: 400\n"
+                               "  measured_domain_ep_max: 8\n"))
+    out = run("--catalog-dir", str(cat), "perf", "--rack", "hgx_b200", "--workload", "chat")
+    assert out.exit_code == 1, out.output
+    text = " ".join(out.output.split())
+    assert "perf_defaults.yaml, entry 'serving', field 'measured_domain_ep_max'" in text
+    assert "'basis:' section" in text and "delete this line" in text
+
+
 def test_save_and_load_keep_the_basis(tmp_path):
     """save_calibration writes the basis and load_calibration reads the same back."""
     from dcplan.perf.params import Calibration, FitBasis, load_calibration, save_calibration
@@ -352,11 +374,48 @@ def test_save_and_load_keep_the_basis(tmp_path):
     assert load_calibration(tmp_path / "c.yaml").basis == basis
 
 
+@pytest.mark.slow
+def test_frontier_names_the_points_whose_kv_handover_is_outside_its_fit(tmp_path):
+    """perf frontier, DeepSeek-R1 with 32,000-token prompts on HGX H200 (longer than the
+    fitted hand-over rows' 8,192): disaggregated points whose prefill pool the hand-over
+    bounds say so, no aggregated point does, and the summary counts them; at 8,192
+    tokens on HGX B200 (inside the fit) no point does; a calibration whose basis covers
+    32,000-token prompts names none at 32,000."""
+    import json
+
+    from dcplan.paths import data_dir
+    from dcplan.perf.params import CALIBRATION_FILE
+
+    base = ["perf", "frontier", "--model", "deepseek_r1", "--output-tokens", "1024",
+            "--json"]
+    out = run(*base, "--rack", "hgx_h200", "--input-tokens", "32000")
+    assert out.exit_code == 0, out.output
+    fr = json.loads(out.stdout)
+    kv = [p for p in fr["points"] if "KV hand-over" in p["extrapolation"]]
+    assert kv and all(p["mode"] == "disaggregated" for p in kv)
+    assert all("prompts of at most 8,192 tokens" in p["extrapolation"] for p in kv)
+    assert f"{len(kv)} of {len(fr['points'])} points have a prefill pool" \
+        in fr["extrapolation"]
+    inside = run(*base, "--rack", "hgx_b200", "--input-tokens", "8192", "--precision", "fp4")
+    assert inside.exit_code == 0, inside.output
+    assert not any(p["extrapolation"] for p in json.loads(inside.stdout)["points"])
+    cal = tmp_path / "cal.yaml"
+    shipped = (data_dir("catalogs") / CALIBRATION_FILE).read_text()
+    assert "  handover_prompt_tokens_max: 8192.0" in shipped
+    cal.write_text(shipped.replace("  handover_prompt_tokens_max: 8192.0",
+                                   "  handover_prompt_tokens_max: 32000.0"))
+    out = run(*base, "--rack", "hgx_h200", "--input-tokens", "32000", "--calibration",
+              str(cal))
+    assert out.exit_code == 0, out.output
+    assert not any(p["extrapolation"] for p in json.loads(out.stdout)["points"])
+
+
 def test_frontier_names_the_points_that_extrapolate_wide_ep():
     """perf frontier: on GB200 NVL72 the DeepSeek-R1 points whose expert parallelism is
-    wider than 8 inside the 72-GPU domain carry the extrapolation, and only those (the
-    point's expert_parallel says which); the answer says how many; on HGX B200 (EP at
-    most 8 inside its 8-GPU domain) no point does."""
+    wider than 8 inside the 72-GPU domain carry the EP extrapolation, and only those
+    (the point's expert_parallel says which; others may carry the KV hand-over's); the
+    answer says how many; on HGX B200 (EP at most 8 inside its 8-GPU domain, 1,024-token
+    prompts inside the hand-over's rows) no point carries any."""
     import json
 
     base = ["perf", "frontier", "--model", "deepseek_r1", "--input-tokens", "1024",
@@ -364,10 +423,11 @@ def test_frontier_names_the_points_that_extrapolate_wide_ep():
     nvl, board = run(*base, "--rack", "gb200_nvl72"), run(*base, "--rack", "hgx_b200")
     assert nvl.exit_code == 0 and board.exit_code == 0, nvl.output + board.output
     nvl, board = json.loads(nvl.stdout), json.loads(board.stdout)
-    wide = [p for p in nvl["points"] if p["extrapolation"]]
+    wide = [p for p in nvl["points"] if "expert parallelism" in p["extrapolation"]]
     assert wide and all(p["expert_parallel"] > 8 for p in wide)
-    assert all(p["expert_parallel"] <= 8 for p in nvl["points"] if not p["extrapolation"])
-    assert nvl["extrapolation"].startswith(f"{len(wide)} of {len(nvl['points'])} points")
+    assert all(p["expert_parallel"] <= 8 for p in nvl["points"] if p not in wide)
+    assert nvl["extrapolation"].startswith(f"{len(wide)} of {len(nvl['points'])} points run "
+                                           "expert parallelism")
     assert board["extrapolation"] == "" and not any(p["extrapolation"]
                                                     for p in board["points"])
 

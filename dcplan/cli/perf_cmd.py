@@ -581,7 +581,7 @@ def frontier_cmd(
            if max_batch is not None else []))
     if png is not None:
         wide = (f"{fr.extrapolated_points} of {len(fr.points)} frontier points extrapolate "
-                "the fitted runs (rack-scale expert parallelism; --json says which)"
+                "the fitted runs (--json says which and why)"
                 if fr.extrapolated_points else "")
         plot_frontier(fr, png, note="\n".join(t for t in (caps, wide) if t))
     if json_out:

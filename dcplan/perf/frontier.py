@@ -37,6 +37,9 @@ from dcplan.perf.goodput import (
     capped_setup,
     check_cap_input,
     ep_extrapolation,
+    handover_bounds,
+    handover_outside_fit,
+    kv_handover_extrapolation,
     slot_wait_quantile,
     workload_lengths,
 )
@@ -74,7 +77,10 @@ class Frontier:
         ``parallel``, ``prefill_parallel``, ``batch``, ``draft_tokens``, ``speculative``,
         ``median_ttft_s``, ``expert_parallel`` (widest expert-parallel group, decode or
         prefill), ``extrapolation`` (why the point lies outside what the calibration
-        measured, '' if it does not: :func:`dcplan.perf.goodput.ep_extrapolation`).
+        measured, '' if it does not: :func:`dcplan.perf.goodput.ep_extrapolation`, and
+        for a disaggregated point whose prefill pool the KV hand-over bounds outside
+        its fitted runs :func:`dcplan.perf.goodput.kv_handover_extrapolation`, joined
+        by "; and ").
     cloud : dict
         ``mode -> (x, y)`` arrays of every feasible point (for the plot).
     reason : str
@@ -270,7 +276,7 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
         for a, b in zip(li, bi, strict=True):
             xs.append(x[a, b])
             ys.append(y[a, b])
-            meta.append(("aggregated", a, b, "", float(ttft_med[a, b]), 0))
+            meta.append(("aggregated", a, b, "", float(ttft_med[a, b]), 0, False))
     if "disaggregated" in modes:
         _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o, ttft_s, percentile,
                               k_ttft, out, xs, ys, meta)
@@ -285,9 +291,18 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     band = np.floor(np.log(xs_a[keep]) / np.log(1.03))
     thin = [int(keep[np.flatnonzero(band == b)[np.argmax(ys_a[keep][band == b])]])
             for b in np.unique(band)]
+    kv_outside = su.basis is not None and handover_outside_fit(
+        su.basis, su.rack.scaleup_domain, float(input_tokens), su.model.id)
+    wide: list[int] = []      # expert-parallel widths of the points that extrapolate EP
+    n_kv = 0
     for k in thin:
-        mode, a, b, plabel, ttft_med, pep = meta[k]
+        mode, a, b, plabel, ttft_med, pep, kv_bound = meta[k]
         label, _, _, ep = _label(par, a, su.shape.is_moe)
+        why_ep = ep_extrapolation(su.shape.is_moe, max(ep, pep), su.rack.scaleup_domain,
+                                  su.basis)
+        why_kv = kv_handover_extrapolation(su.basis) if kv_bound and kv_outside else ""
+        wide += [max(ep, pep)] if why_ep else []
+        n_kv += bool(why_kv)
         out.points.append({
             "tokens_per_s_per_user": float(xs_a[k]),
             "output_tokens_per_s_per_gpu": float(ys_a[k]),
@@ -296,21 +311,25 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "batch": int(grid[0, b]), "draft_tokens": int(n[a, 0]),
             "speculative": speculative if int(n[a, 0]) else "none",
             "median_ttft_s": ttft_med,
-            "extrapolation": ep_extrapolation(su.shape.is_moe, max(ep, pep),
-                                              su.rack.scaleup_domain,
-                                              su.basis),
+            "extrapolation": "; and ".join(w for w in (why_ep, why_kv) if w),
             "expert_parallel": max(ep, pep),
         })
-    wide = sorted({p["expert_parallel"] for p in out.points if p["extrapolation"]})
+    said = []
     if wide:
-        span = f"{wide[0]}" if len(wide) == 1 else f"{wide[0]}-{wide[-1]}"
-        out.extrapolation = (
-            f"{out.extrapolated_points} of {len(out.points)} "
-            f"points run expert parallelism {span} inside one {su.rack.scaleup_domain}-GPU "
-            f"scale-up domain, wider than any fitted row's group inside a domain (at most "
-            f"{su.basis.domain_ep_max if su.basis else 0}): their MoE all-to-all is an "
-            "extrapolation (docs/perf.md, Assumptions and known weaknesses; "
-            "'extrapolation' per point)")
+        lo, hi = min(wide), max(wide)
+        span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        said.append(
+            f"{len(wide)} of {len(out.points)} points run expert parallelism {span} inside one "
+            f"{su.rack.scaleup_domain}-GPU scale-up domain, wider than any fitted row's "
+            f"group inside a domain (at most {su.basis.domain_ep_max}): their MoE "
+            "all-to-all is an extrapolation (docs/perf.md, Assumptions and known "
+            "weaknesses)")
+    if n_kv:
+        said.append(
+            f"{n_kv} of {len(out.points)} points have a prefill pool that the KV hand-over "
+            "bounds outside the runs its time is fitted on (docs/perf.md, Serving)")
+    if said:
+        out.extrapolation = "; ".join(said) + " ('extrapolation' per point)"
     return out
 
 
@@ -388,7 +407,10 @@ def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
     kvt = kv_transfer_s(pinst, tr, su.hw.scaleout_bytes_per_s)
     pbm = max_batch(su.hw, ppar, su.shape, sv, tr.input_tokens)
     rho = _RHO_GRID[None, :]
-    srv = prefill_server(pre, kv_handover_share_s(pinst, tr, su.hw.scaleout_bytes_per_s), tr)
+    kv_share = kv_handover_share_s(pinst, tr, su.hw.scaleout_bytes_per_s)
+    kv_bound = np.ravel(np.broadcast_to(handover_bounds(kv_share, pre.batched.total_s),
+                                        (len(layouts), 1)))
+    srv = prefill_server(pre, kv_share, tr)
     serve_b = srv.batched_s
     tail = wait_tail_mean(rho, srv.alone_s, 1.0, srv.service_cv2(ph.prefill_service_cv2))
     fixed_p = kvt + su.hw.params.ttft_overhead_s
@@ -422,7 +444,7 @@ def _disaggregated_points(su, tr, inst, par, layouts, grid, bmax, o: float,
         xs.append(float(x[k]))
         ys.append(float(y[k]))
         meta.append(("disaggregated", int(li[k]), int(bi[k]), labels[int(pi[k])][0],
-                     float(med[k]), labels[int(pi[k])][3]))
+                     float(med[k]), labels[int(pi[k])][3], bool(kv_bound[int(pi[k])])))
 
 
 def _config_text(p: dict[str, Any]) -> str:

@@ -1082,6 +1082,25 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
     )
 
 
+def handover_bounds(handover_s, prefill_step_s) -> np.ndarray:
+    """Whether the KV hand-over, not the prefill step, bounds each prefill instance.
+
+    Parameters
+    ----------
+    handover_s : array
+        Hand-over time per prefill batch (:func:`dcplan.perf.serving.kv_handover_share_s`)
+        [s].
+    prefill_step_s : array
+        Prefill step time of the batch (``Prefill.batched.total_s``) [s].
+
+    Returns
+    -------
+    ndarray of bool
+        True where the hand-over takes longer than the step.
+    """
+    return np.asarray(handover_s, float) > np.asarray(prefill_step_s, float)
+
+
 def handover_outside_fit(basis: FitBasis | None, domain: int, prompt_tokens: float,
                          model_id: str) -> bool:
     """Whether a KV hand-over lies outside the rows its time is fitted on.
@@ -1368,7 +1387,7 @@ def _disaggregated(su: Setup, layouts: list[Parallel]) -> RackPerf:
     bound_p = "compute" if comp >= mem else "memory_bandwidth"
     if float(np.asarray(pst.comm_s).ravel()[pi]) > max(comp, mem):
         bound_p = "interconnect"
-    if float(np.asarray(kv_share).ravel()[pi]) > t_p:
+    if bool(np.ravel(handover_bounds(kv_share, pst.total_s))[pi]):
         bound_p = KV_HANDOVER
     dparts = {"compute": 0.0, "memory_bandwidth": 0.0, "interconnect": 0.0, "overhead": 0.0}
     c_at = float(np.broadcast_to(ds.compute_s, rate_d.shape)[at])

@@ -1180,6 +1180,11 @@ def _parse_software_spec(raw: Any, file: str, problems: list[Problem]) -> Softwa
                         tuple(sorted(e for e in per_rank if e in engines)))
 
 
+#: Serving settings of 2026-12-05 that became the calibration's :class:`FitBasis`.
+_MOVED_TO_BASIS = ("measured_domain_ep_max", "measured_handover_domain_max",
+                   "measured_handover_prompt_tokens_max", "measured_handover_models")
+
+
 def _parse_serving(raw: Any, file: str, problems: list[Problem]) -> ServingParams | None:
     if not isinstance(raw, dict):
         problems.append(Problem(file, "missing or not a mapping; add the serving section",
@@ -1192,7 +1197,12 @@ def _parse_serving(raw: Any, file: str, problems: list[Problem]) -> ServingParam
         problems.append(Problem(file, msg, entry="serving", field=key))
 
     for key in sorted(set(raw) - set(_SERVING_SPEC)):
-        bad(key, "unknown field" + suggest(key, list(_SERVING_SPEC)))
+        if key in _MOVED_TO_BASIS:
+            bad(key, "no longer a setting: what the fitted rows cover is the calibration "
+                     "file's 'basis:' section, which 'dcplan perf calibrate' writes "
+                     "(docs/perf.md, Calibration); delete this line")
+        else:
+            bad(key, "unknown field" + suggest(key, list(_SERVING_SPEC)))
     for key, (kind, lo, hi) in _SERVING_SPEC.items():
         value = raw.get(key)
         if value is None:
