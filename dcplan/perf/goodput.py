@@ -1096,7 +1096,7 @@ def handover_bounds(handover_s, prefill_step_s) -> np.ndarray:
     Returns
     -------
     ndarray of bool
-        True where the hand-over takes longer than the step.
+        True where the hand-over takes longer than the step [-].
     """
     return np.asarray(handover_s, float) > np.asarray(prefill_step_s, float)
 
