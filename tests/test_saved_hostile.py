@@ -577,6 +577,48 @@ def test_a_cooling_table_saved_before_the_milp_columns_is_upgraded(good, tmp_pat
     assert any("saved by an older dcplan" in n for n in back.notes)
 
 
+def _without_key(obj, key: str):
+    """``obj`` (decoded JSON) with every mapping's ``key`` left out."""
+    if isinstance(obj, dict):
+        return {k: _without_key(v, key) for k, v in obj.items() if k != key}
+    if isinstance(obj, list):
+        return [_without_key(v, key) for v in obj]
+    return obj
+
+
+@pytest.mark.slow
+def test_a_plan_saved_before_a_model_parameter_existed_still_loads(good, tmp_path):
+    """A plan saved before kv_handover_token_s existed (its perf inputs lack it): show,
+    export and compare work (exit 0), its notes name the parameter and where it comes
+    from now, and the rebuilt defaults hold this dcplan's a-priori value. A field
+    missing from any other input class is still damage."""
+    from dcplan.perf.params import load_perf_defaults
+
+    with zipfile.ZipFile(good) as z:
+        perf = json.loads(z.read("inputs/perf.json"))
+        inputs = json.loads(z.read("inputs/plan_inputs.json"))
+    assert "kv_handover_token_s" in json.dumps(perf)
+    old = rewrite(good, tmp_path / "old.plan", members={"inputs/perf.json": json.dumps(
+        _without_key(perf, "kv_handover_token_s")).encode()})
+    back = load_result(old)
+    note = [n for n in back.notes if "saved by an older dcplan" in n]
+    assert len(note) == 1 and "lack kv_handover_token_s" in note[0], back.notes
+    assert "perf_defaults.yaml" in note[0]
+    assert back.case.perf_defaults.default.kv_handover_token_s \
+        == load_perf_defaults().default.kv_handover_token_s
+    for args in (("show", str(old)), ("export", str(old), "-o", str(tmp_path / "x")),
+                 ("compare", str(old), str(good))):
+        r = run_cli(tmp_path, *args)
+        assert r.rc == 0, (args, r.err)
+    assert "lack kv_handover_token_s" in " ".join(run_cli(tmp_path, "show", str(old))
+                                                  .out.split())
+    # the planner's inputs are not parameter sets: a field they lack is damage
+    field = next(k for k in inputs if not k.startswith("__"))
+    bad = rewrite(good, tmp_path / "bad.plan", members={"inputs/plan_inputs.json": json.dumps(
+        {k: v for k, v in inputs.items() if k != field}).encode()})
+    assert_refused(run_cli(tmp_path, "show", str(bad)), "plan_inputs.json")
+
+
 def test_a_bill_of_materials_saved_before_purchase_is_upgraded(good, tmp_path):
     """A plan saved before the ``bom`` table had ``purchase`` (the NICs' kW and USD in
     ``kw``, ``capex_usd`` and ``new_capex_usd``) loads with the NICs set apart, as a

@@ -352,32 +352,60 @@ def input_classes() -> dict[str, type]:
     return {f"{c.__module__}.{c.__qualname__}": c for c in classes}
 
 
-def _decode(obj: Any) -> Any:
+def _decode(obj: Any, filled: set[str] | None = None) -> Any:
     """Inverse of :func:`_encode`; dataclasses only from :func:`input_classes`.
+
+    A performance-model parameter set (``HardwareParams``, ``PhysicsParams``) written by
+    an older dcplan, before a parameter existed, takes this dcplan's a-priori value of
+    it (:func:`_absent_parameters`); its name is added to ``filled`` so the plan can say
+    so.
 
     Raises
     ------
     ValueError
         For a ``__dataclass__`` name that is not one of :func:`input_classes`.
     """
+    def dec(v: Any) -> Any:
+        return _decode(v, filled)
+
     if isinstance(obj, list):
-        return [_decode(v) for v in obj]
+        return [dec(v) for v in obj]
     if not isinstance(obj, dict):
         return obj
     if "__tuple__" in obj:
-        return tuple(_decode(v) for v in obj["__tuple__"])
+        return tuple(dec(v) for v in obj["__tuple__"])
     if "__frozenset__" in obj:
-        return frozenset(_decode(v) for v in obj["__frozenset__"])
+        return frozenset(dec(v) for v in obj["__frozenset__"])
     if "__items__" in obj:
-        return {_decode(k): _decode(v) for k, v in obj["__items__"]}
+        return {dec(k): dec(v) for k, v in obj["__items__"]}
     if "__date__" in obj:
         return dt.date.fromisoformat(obj["__date__"])
     if "__dataclass__" in obj:
         cls = _dataclass(obj["__dataclass__"])
         names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: _decode(v) for k, v in obj.items() if k in names}
+        kwargs = {k: dec(v) for k, v in obj.items() if k in names}
+        absent = _absent_parameters(cls)
+        if absent and names - set(kwargs):
+            missing = sorted(names - set(kwargs))
+            kwargs |= {k: absent[k] for k in missing}
+            if filled is not None:
+                filled.update(missing)
         return cls(**kwargs)
-    return {k: _decode(v) for k, v in obj.items()}
+    return {k: dec(v) for k, v in obj.items()}
+
+
+def _absent_parameters(cls: type) -> dict[str, float]:
+    """A-priori values (this dcplan's) of ``cls``'s fields, for parameter sets only.
+
+    ``HardwareParams``: ``perf_defaults.yaml`` ``default:``; ``PhysicsParams``: its
+    ``physics:``; any other class: none (a missing field is damage).
+    """
+    from dcplan.perf.params import HardwareParams, PhysicsParams, load_perf_defaults
+
+    if cls not in (HardwareParams, PhysicsParams):
+        return {}
+    d = load_perf_defaults()
+    return dataclasses.asdict(d.default if cls is HardwareParams else d.physics)
 
 
 # ----------------------------------------------------------------------------------------
@@ -1307,8 +1335,12 @@ def read_manifest(path: Path | str) -> dict[str, Any]:
         return _checked_manifest(z, shown)[1]
 
 
-def _case_from(data: dict[str, Any], shown: str = "<saved plan>") -> Any:
+def _case_from(data: dict[str, Any], shown: str = "<saved plan>",
+               filled: set[str] | None = None) -> Any:
     """Rebuild the Case of a saved plan (entries re-validated by their schemas).
+
+    Performance-model parameters the plan's dcplan did not have yet are filled with this
+    dcplan's a-priori values and named in ``filled`` (:func:`_decode`).
 
     Raises
     ------
@@ -1343,7 +1375,8 @@ def _case_from(data: dict[str, Any], shown: str = "<saved plan>") -> Any:
             "demand_conversions": conversions})
 
     def perf(p: dict[str, Any]) -> tuple[Any, Any]:
-        defaults, calibration = _decode(p.get("perf_defaults")), _decode(p.get("calibration"))
+        defaults = _decode(p.get("perf_defaults"), filled)
+        calibration = _decode(p.get("calibration"), filled)
         if not isinstance(defaults, PerfDefaults | None) or not isinstance(
                 calibration, Calibration | None):
             raise ValueError("perf_defaults or calibration is not of its class")
@@ -1443,16 +1476,22 @@ def load_result(path: Path | str) -> PlanResult:
                 for f, d in data.items() if (names := _unknown_classes(d))]
     if problems:
         raise InputError(problems)
-    case = _case_from(data, shown) if "scenario.json" in data else None
+    filled: set[str] = set()
+    case = _case_from(data, shown, filled) if "scenario.json" in data else None
 
     def plan_inputs(d: Any) -> PlanInputs:
-        inputs = _decode(d)
+        inputs = _decode(d, filled)
         if not isinstance(inputs, PlanInputs):
             raise ValueError(f"it holds a {type(inputs).__name__}, not the planner's inputs")
         return inputs
 
     inputs = _rebuilt(shown, data, "plan_inputs.json", plan_inputs, optional=True)
     notes = list(m.notes)
+    if filled:
+        notes.append("saved by an older dcplan: its performance-model inputs lack "
+                     f"{', '.join(sorted(filled))}; where its inputs are rebuilt they take "
+                     "this dcplan's a-priori values (perf_defaults.yaml). Its tables are "
+                     "as saved; plan the scenario again to model it with them")
     cool = tables.get("cooling")
     if cool is not None and cool.attrs.pop("cdus_from_milp", False):
         if case is not None and inputs is not None and "fleet" in tables:
