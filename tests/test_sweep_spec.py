@@ -250,6 +250,9 @@ def test_sample_values_reach_the_case(minimal_case, tmp_path):
     base = minimal_case.calibration  # the base case is unchanged
     assert base is None or dict(dict(base.hardware).get("gb200_gpu", {})).get(
         "hbm_eff_frac") != pytest.approx(hw.hbm_eff_frac * 1.05)
+    # the sampled calibration keeps what its rows cover, so its plans still name their
+    # extrapolations (rack-scale EP, KV hand-over)
+    assert base is None or (c.calibration.basis == base.basis and base.basis is not None)
 
 
 def test_calibration_parameter_of_a_case_without_calibration(tmp_path):

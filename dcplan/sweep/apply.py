@@ -169,7 +169,7 @@ def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
     return Calibration.from_dicts(
         hardware, dict(base.default), base.source, dict(base.meta), dict(base.physics),
         {v: dict(p) for v, p in base.vendor}, {a: dict(p) for a, p in base.architecture},
-        base.software)
+        base.software, base.basis)
 
 
 def sample_changes(case: Any, spec: SweepSpec, values: Mapping[str, Any]
