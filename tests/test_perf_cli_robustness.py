@@ -91,6 +91,7 @@ def test_missing_input_files_exit_1(tmp_path):
     assert result.exit_code == 1, result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token_s, bound", [(5e-4, True), (0.0, False)])
 def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, token_s, bound):
     """The fitted hand-over comes from 8-GPU boards; where it bounds a point, perf says so.
@@ -283,6 +284,7 @@ def test_shipped_calibration_basis_is_what_the_measurement_files_hold():
     assert sorted({m.model for m in dis}) == list(basis.handover_models) == ["deepseek_r1"]
 
 
+@pytest.mark.slow
 def test_perf_says_when_wide_ep_inside_a_rack_domain_is_an_extrapolation():
     """dcplan perf on GB200 NVL72 at DEP72 says its figure is an extrapolation (text and
     JSON); HGX B200 at DEP8, as wide as the fitted runs, does not."""
@@ -301,6 +303,7 @@ def test_perf_says_when_wide_ep_inside_a_rack_domain_is_an_extrapolation():
         "\n", " ")
 
 
+@pytest.mark.slow
 def test_the_basis_comes_from_the_calibration_file(tmp_path):
     """The flag follows the calibration's basis, not a setting elsewhere: a copy of the
     shipped calibration whose basis says in-domain groups of 72 were fitted names

@@ -13,6 +13,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from dcplan.cli import app
@@ -28,6 +29,7 @@ def _bench():
     return mod
 
 
+@pytest.mark.slow
 def test_bench_decode_agrees_with_perf_validate_on_the_same_run(tmp_path):
     bench = _bench()
     run_level, _planner = bench.run(None)
