@@ -235,6 +235,11 @@ def test_ep_extrapolation_names_wide_expert_parallelism_inside_one_domain():
     assert ep_extrapolation(True, 72, 72, None) == ""   # not recorded (old calibration)
     # a fit on dense rows only (every row EP 1): any in-domain MoE group is outside it
     assert "at most 1 GPUs" in ep_extrapolation(True, 2, 8, FitBasis(domain_ep_max=1))
+    # no fitted row with a group inside one domain (all spanning domains): every
+    # in-domain group is outside, but EP 1 (no all-to-all) never is
+    none = FitBasis(domain_ep_max=0)
+    assert "fitted on no group inside one domain" in ep_extrapolation(True, 2, 8, none)
+    assert ep_extrapolation(True, 1, 8, none) == ""
 
 
 def test_handover_outside_fit_hand_cases():

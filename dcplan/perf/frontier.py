@@ -318,10 +318,12 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     if wide:
         lo, hi = min(wide), max(wide)
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        n_max = su.basis.domain_ep_max
+        most = f"at most {n_max}" if n_max > 0 else "no fitted row has one"
         said.append(
             f"{len(wide)} of {len(out.points)} points run expert parallelism {span} inside one "
             f"{su.rack.scaleup_domain}-GPU scale-up domain, wider than any fitted row's "
-            f"group inside a domain (at most {su.basis.domain_ep_max}): their MoE "
+            f"group inside a domain ({most}): their MoE "
             "all-to-all is an extrapolation (docs/perf.md, Assumptions and known "
             "weaknesses)")
     if n_kv:

@@ -1184,21 +1184,23 @@ def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None)
     domain : int
         The rack's scale-up domain [GPUs].
     basis : FitBasis or None
-        What the calibration's rows cover; None (not recorded) or a
-        ``domain_ep_max`` of 0: nothing is named.
+        What the calibration's rows cover; None (not recorded): nothing is named. A
+        ``domain_ep_max`` of 0 (no fitted row has a group inside one domain): every
+        expert-parallel group inside one domain is named.
 
     Returns
     -------
     str
         The reason in words, or ''.
     """
-    measured_max = basis.domain_ep_max if basis is not None else 0
-    if not is_moe or measured_max <= 0 or ep <= measured_max or ep > domain:
+    if basis is None or not is_moe or ep <= max(basis.domain_ep_max, 1) or ep > domain:
         return ""
+    fitted = (f"is fitted on groups of at most {basis.domain_ep_max} GPUs inside a domain "
+              "(the wider fitted groups span domains over the scale-out network)"
+              if basis.domain_ep_max > 0 else "is fitted on no group inside one domain")
     return (f"expert parallelism {ep} inside one {domain}-GPU scale-up domain: the MoE "
-            f"all-to-all is fitted on groups of at most {measured_max} GPUs inside a domain "
-            "(the wider fitted groups span domains over the scale-out network), so this "
-            "figure is an extrapolation (docs/perf.md, Assumptions and known weaknesses)")
+            f"all-to-all {fitted}, so this figure is an extrapolation (docs/perf.md, "
+            "Assumptions and known weaknesses)")
 
 
 # -------------------------------------------------------------- disaggregated

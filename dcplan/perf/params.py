@@ -613,10 +613,12 @@ class FitBasis:
         Widest MoE expert-parallel group inside one scale-up domain among the rows
         (phase ``ep``, serving ``decode_ep`` / ``prefill_ep`` no wider than the
         accelerator's domain; wider groups span domains over the scale-out network)
-        [GPUs]; 0: no such row.
+        [GPUs]; 0: no such row (every expert-parallel group inside one domain is then
+        outside the fit).
     handover_domain_max : int
         Largest scale-up domain of the accelerators of the disaggregated serving rows,
-        on which the KV hand-over time is fitted [GPUs]; 0: no such row.
+        on which the KV hand-over time is fitted [GPUs]; 0: no such row (every
+        bounding hand-over is then outside the fit).
     handover_prompt_tokens_max : float
         Longest nominal prompt of those rows [input tokens]; 0: no such row.
     handover_models : tuple of str
