@@ -588,30 +588,38 @@ def _without_key(obj, key: str):
 
 @pytest.mark.slow
 def test_a_plan_saved_before_a_model_parameter_existed_still_loads(good, tmp_path):
-    """A plan saved before kv_handover_token_s existed (its perf inputs lack it): show,
-    export and compare work (exit 0), its notes name the parameter and where it comes
-    from now, and the rebuilt defaults hold this dcplan's a-priori value. A field
-    missing from any other input class is still damage."""
+    """A plan saved before kv_handover_token_s and frontier_ttft_share_max_frac existed
+    (its perf inputs lack a hardware parameter and a serving setting): show, export and
+    compare work (exit 0), its notes name both and where they come from now, and the
+    rebuilt defaults hold this dcplan's a-priori values. A field missing from any other
+    input class is still damage."""
     from dcplan.perf.params import load_perf_defaults
 
     with zipfile.ZipFile(good) as z:
         perf = json.loads(z.read("inputs/perf.json"))
         inputs = json.loads(z.read("inputs/plan_inputs.json"))
     assert "kv_handover_token_s" in json.dumps(perf)
-    old = rewrite(good, tmp_path / "old.plan", members={"inputs/perf.json": json.dumps(
-        _without_key(perf, "kv_handover_token_s")).encode()})
+    assert "frontier_ttft_share_max_frac" in json.dumps(perf)
+    stripped = _without_key(_without_key(perf, "kv_handover_token_s"),
+                            "frontier_ttft_share_max_frac")
+    old = rewrite(good, tmp_path / "old.plan",
+                  members={"inputs/perf.json": json.dumps(stripped).encode()})
     back = load_result(old)
     note = [n for n in back.notes if "saved by an older dcplan" in n]
-    assert len(note) == 1 and "lack kv_handover_token_s" in note[0], back.notes
+    assert len(note) == 1, back.notes
+    assert "lack frontier_ttft_share_max_frac, kv_handover_token_s;" in note[0]
     assert "perf_defaults.yaml" in note[0]
+    shipped = load_perf_defaults()
     assert back.case.perf_defaults.default.kv_handover_token_s \
-        == load_perf_defaults().default.kv_handover_token_s
+        == shipped.default.kv_handover_token_s
+    assert back.case.perf_defaults.serving.frontier_ttft_share_max_frac \
+        == shipped.serving.frontier_ttft_share_max_frac
     for args in (("show", str(old)), ("export", str(old), "-o", str(tmp_path / "x")),
                  ("compare", str(old), str(good))):
         r = run_cli(tmp_path, *args)
         assert r.rc == 0, (args, r.err)
-    assert "lack kv_handover_token_s" in " ".join(run_cli(tmp_path, "show", str(old))
-                                                  .out.split())
+    assert "lack frontier_ttft_share_max_frac, kv_handover_token_s;" in " ".join(
+        run_cli(tmp_path, "show", str(old)).out.split())
     # the planner's inputs are not parameter sets: a field they lack is damage
     field = next(k for k in inputs if not k.startswith("__"))
     bad = rewrite(good, tmp_path / "bad.plan", members={"inputs/plan_inputs.json": json.dumps(

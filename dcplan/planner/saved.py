@@ -355,10 +355,10 @@ def input_classes() -> dict[str, type]:
 def _decode(obj: Any, filled: set[str] | None = None) -> Any:
     """Inverse of :func:`_encode`; dataclasses only from :func:`input_classes`.
 
-    A performance-model parameter set (``HardwareParams``, ``PhysicsParams``) written by
-    an older dcplan, before a parameter existed, takes this dcplan's a-priori value of
-    it (:func:`_absent_parameters`); its name is added to ``filled`` so the plan can say
-    so.
+    A performance-model set (``HardwareParams``, ``PhysicsParams``, ``ServingParams``,
+    ``SoftwareSpec``) written by an older dcplan, before one of its fields existed, takes
+    this dcplan's a-priori value of it (:func:`_absent_parameters`); its name is added to
+    ``filled`` so the plan can say so.
 
     Raises
     ------
@@ -394,18 +394,27 @@ def _decode(obj: Any, filled: set[str] | None = None) -> Any:
     return {k: dec(v) for k, v in obj.items()}
 
 
-def _absent_parameters(cls: type) -> dict[str, float]:
-    """A-priori values (this dcplan's) of ``cls``'s fields, for parameter sets only.
+def _absent_parameters(cls: type) -> dict[str, Any]:
+    """A-priori values (this dcplan's) of ``cls``'s fields, for performance-model sets only.
 
     ``HardwareParams``: ``perf_defaults.yaml`` ``default:``; ``PhysicsParams``: its
-    ``physics:``; any other class: none (a missing field is damage).
+    ``physics:``; ``ServingParams``: its ``serving:``; ``SoftwareSpec``: its
+    ``software:``; any other class: none (a missing field is damage).
     """
-    from dcplan.perf.params import HardwareParams, PhysicsParams, load_perf_defaults
+    from dcplan.perf.params import (
+        HardwareParams,
+        PhysicsParams,
+        ServingParams,
+        SoftwareSpec,
+        load_perf_defaults,
+    )
 
-    if cls not in (HardwareParams, PhysicsParams):
+    sections = {HardwareParams: "default", PhysicsParams: "physics",
+                ServingParams: "serving", SoftwareSpec: "software"}
+    if cls not in sections:
         return {}
-    d = load_perf_defaults()
-    return dataclasses.asdict(d.default if cls is HardwareParams else d.physics)
+    part = getattr(load_perf_defaults(), sections[cls])
+    return {f.name: getattr(part, f.name) for f in dataclasses.fields(part)}
 
 
 # ----------------------------------------------------------------------------------------
