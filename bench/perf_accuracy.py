@@ -20,7 +20,7 @@ aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
 * output tokens/s per GPU and median TTFT by scale-up domain (rack-scale: the
   accelerator's platform domain, catalog ``scaleup_domain``, is larger than
   :data:`BOARD_DOMAIN` GPUs, e.g. GB200 NVL72; else an 8-GPU board) and by requests in
-  flight (:data:`CONCURRENCY_BANDS`; MLPerf phase rows are their own band), each as
+  flight (:data:`CONCURRENCY_BANDS`; phase rows, MLPerf and wide EP, are their own band), each as
   signed median % (bias), median and 90th-percentile |error| %;
 * the Server/Offline throughput ratio of every MLPerf configuration with both rows,
   predicted against measured (absolute difference);
@@ -64,8 +64,8 @@ BOARD_DOMAIN = 8
 #: Bands of requests in flight of serving rows: (largest concurrency in the band or None
 #: for no limit, label).
 CONCURRENCY_BANDS = ((64, "<= 64"), (512, "65-512"), (None, "> 512"))
-#: Band of the MLPerf phase rows (no requests-in-flight figure).
-PHASE_BAND = "phase rows (MLPerf)"
+#: Band of the phase rows (MLPerf and the wide-EP runs: no requests-in-flight figure).
+PHASE_BAND = "phase rows (MLPerf, wide EP)"
 RACK_SCALE = f"rack-scale (domain > {BOARD_DOMAIN} GPUs)"
 BOARD = f"{BOARD_DOMAIN}-GPU board"
 
@@ -598,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [m for f in files for m in load_measurements(f, catalog)]
     if args.quick:
         rows = quick_subset(rows)
-    print(f"{len(rows)} rows ({sum(m.kind == 'phase' for m in rows)} MLPerf, "
+    print(f"{len(rows)} rows ({sum(m.kind == 'phase' for m in rows)} phase rows: MLPerf, wide EP; "
           f"{sum(m.kind == 'serving' for m in rows)} InferenceX) from "
           f"{', '.join(f.name for f in files)}")
     results = {"defaults": evaluate_rows(rows, catalog, defaults, benchmarks=bench)}

@@ -1,4 +1,4 @@
-"""Rack-scale wide-EP decode against a result published before 2025-09 (a check, not fitted).
+"""Rack-scale wide-EP decode on a result published before 2025-09, batch by batch.
 
 The SGLang team's GB200 NVL72 report (lmsys.org/blog/2025-06-16-gb200-part-1, 16 June
 2025) gives 7,583 output tokens/s per GPU decoding DeepSeek-V3/R1 (FP8, no MTP, no
@@ -6,8 +6,12 @@ two-batch overlap) on 48 GB200 GPUs (12 nodes of 4) at expert parallelism 48 wit
 data-parallel attention, prompts of 2,000 tokens, decode held saturated. It does not
 give the batch per GPU (its reproduction, github.com/sgl-project/sglang/issues/7116,
 leaves it to the user), so this prints the model's decode-only throughput at fixed
-batches per GPU up to what memory allows. The same team's H100 run (72 H100 at EP72
-over InfiniBand, 256 sequences per GPU) is a fitted row of ``wide_ep.csv``.
+batches per GPU up to what memory allows. Since 2026-12-06 the run is a fitted row of
+``wide_ep.csv`` at 2,048 sequences per GPU (an estimate, about the memory limit): it
+pins ``wide_ep_comm_ratio``, and this shows how far the answer moves with the batch the
+row had to guess (with the calibration before that row, ``--calibration FILE``, it
+shows the gap that row closed). The same team's H100 run (72 H100 at EP72 over
+InfiniBand, 256 sequences per GPU) is a fitted row too.
 
 The instance is built as ``dcplan perf`` builds one (:func:`dcplan.perf.goodput.build_setup`
 with the shipped calibration), at two software levels: the run's (SGLang as of

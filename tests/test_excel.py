@@ -752,7 +752,7 @@ def test_goodput_coefficients_name_the_performance_models_extrapolations():
         assert goodput[f"{r} / {w}"] == p.extrapolation
         if p.extrapolation:
             flagged.add((r, w))
-            assert p.extrapolation.startswith("expert parallelism ")
+            assert re.match(r"(decode|prefill) expert parallelism ", p.extrapolation)
     assert flagged == {("gb200_nvl72", "coding_agent"), ("rubin_ultra_nvl576", "coding_agent")}
     said = [n for n in inputs.notes if "extrapolation of the performance model" in n]
     assert len(said) == 1 and all(f"{r} / {w}" in said[0] for r, w in flagged)

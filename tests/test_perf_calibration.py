@@ -608,16 +608,24 @@ def test_a_level_needs_rows_inside_one_domain():
         THROUGHPUT_PARAMS,
         _Space,
     )
-    from dcplan.perf.measurements import spans_scaleup
+    from dcplan.perf.measurements import spans_scaleup, wide_decode_group
 
     catalog = load_catalog(ROOT / "catalogs")
     defaults = SHIPPED_PERF.defaults
     rows = load_measurement_files(sorted((ROOT / "catalogs" / "measurements").glob("*.csv")),
                                   catalog)
     assert 3 < MIN_LEVEL_ROWS < len(THROUGHPUT_PARAMS)
-    inside = {h: sum(1 for m in rows if m.hardware == h and not spans_scaleup(m, catalog))
+    board = defaults.serving.board_ep_gpus
+
+    def apart(m):
+        return spans_scaleup(m, catalog) or wide_decode_group(m, catalog, board)
+
+    inside = {h: sum(1 for m in rows if m.hardware == h and not apart(m))
               for h in {m.hardware for m in rows}}
     assert inside["gb200_gpu"] == 3 and inside["h100_sxm"] == 3 and inside["b200"] > 400
+    # GB200's fourth row, the rack-scale DEP48 decode run, is wide: it pins the wide
+    # all-to-all ratio, not a level of GB200's own
+    assert sum(m.hardware == "gb200_gpu" for m in rows) == 4
 
     def levels(rs, per_hardware=True):
         return set(_Space(rs, catalog, defaults, True, per_hardware, True, PRIOR_WEIGHT,
@@ -643,3 +651,39 @@ def test_a_level_needs_rows_inside_one_domain():
             ("vendor", "AMD")} <= no_mi325x
     no_mi355x = levels([m for m in rows if m.hardware != "mi355x"], per_hardware=False)
     assert ("architecture", "cdna3") in no_mi355x and ("vendor", "AMD") not in no_mi355x
+
+
+def test_the_wide_all_to_all_ratio_is_fitted_only_on_wide_decode_groups():
+    """wide_ep_comm_ratio is a fitted column only when some row decodes over a group wider
+    than a board inside one domain: the GB200 DEP48 row is; the H100 EP72 row (8-GPU
+    boards: a board-wide group inside each domain), DEP8 on a board and a prefill group
+    are not."""
+    from dcplan.perf.calibration import LEVEL_PRIOR, PHYSICS_PRIOR_WEIGHT, PRIOR_WEIGHT, _Space
+    from dcplan.perf.measurements import wide_decode_group
+
+    catalog = load_catalog(ROOT / "catalogs")
+    defaults = SHIPPED_PERF.defaults
+    rows = load_measurement_files([ROOT / "catalogs" / "measurements" / "wide_ep.csv"],
+                                  catalog)
+    board = defaults.serving.board_ep_gpus
+    assert board == 8
+    wide = [wide_decode_group(m, catalog, board) for m in rows]
+    assert [(m.hardware, m.phase, m.gpus) for m, w in zip(rows, wide, strict=True) if w] \
+        == [("gb200_gpu", "decode", 48)]
+    # the same row without DP attention reduces over TP attention: no all-to-all
+    gb = next(m for m, w in zip(rows, wide, strict=True) if w)
+    assert not wide_decode_group(replace(gb, dp_attention=False), catalog, board)
+    assert not wide_decode_group(replace(gb, ep=8, gpus=8), catalog, board)
+    assert wide_decode_group(replace(gb, ep=16, gpus=16), catalog, board)
+    assert not wide_decode_group(replace(gb, phase="prefill"), catalog, board)
+
+    def cols(rs):
+        sp = _Space(rs, catalog, defaults, True, True, False, PRIOR_WEIGHT, LEVEL_PRIOR)
+        return sp, {c.name: c for c in sp.cols}
+
+    sp, c = cols(rows)
+    assert c["physics:wide_ep_comm_ratio"].weight == PHYSICS_PRIOR_WEIGHT[
+        "wide_ep_comm_ratio"] < PRIOR_WEIGHT
+    assert list(sp.wide) == wide
+    _, c = cols([m for m, w in zip(rows, wide, strict=True) if not w])
+    assert not any(n.startswith("physics:wide") for n in c)

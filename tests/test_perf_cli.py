@@ -173,8 +173,8 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     # what the rows cover: four dense phase rows (EP 1 on an 8-GPU board), none
     # disaggregated
     assert yaml.safe_load(out.read_text())["basis"] == {
-        "domain_ep_max": 1, "handover_domain_max": 0, "handover_prompt_tokens_max": 0.0,
-        "handover_models": []}
+        "domain_ep_max": 1, "prefill_domain_ep_max": 1, "handover_domain_max": 0,
+        "handover_prompt_tokens_max": 0.0, "handover_models": []}
     r = run("validate", str(FIX / "good_measurements.csv"), "--calibration", str(out), "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)

@@ -227,8 +227,8 @@ def test_ep_extrapolation_names_wide_expert_parallelism_inside_one_domain():
 
     b8 = FitBasis(domain_ep_max=8)
     note = ep_extrapolation(True, 72, 72, b8)
-    assert "expert parallelism 72 inside one 72-GPU" in note and "at most 8" in note
-    assert ep_extrapolation(True, 16, 72, b8).startswith("expert parallelism 16")
+    assert "decode expert parallelism 72 inside one 72-GPU" in note and "at most 8" in note
+    assert ep_extrapolation(True, 16, 72, b8).startswith("decode expert parallelism 16")
     assert ep_extrapolation(True, 8, 72, b8) == ""
     assert ep_extrapolation(True, 16, 8, b8) == ""
     assert ep_extrapolation(False, 72, 72, b8) == ""
@@ -240,6 +240,19 @@ def test_ep_extrapolation_names_wide_expert_parallelism_inside_one_domain():
     none = FitBasis(domain_ep_max=0)
     assert "fitted on no group inside one domain" in ep_extrapolation(True, 2, 8, none)
     assert ep_extrapolation(True, 1, 8, none) == ""
+    # decode and prefill apart: decode fitted up to 48 inside a domain, prefill up to 8
+    split = FitBasis(domain_ep_max=48, prefill_domain_ep_max=8)
+    assert split.prefill_ep_max == 8 and b8.prefill_ep_max == 8   # old basis: as decode
+    assert ep_extrapolation(True, 48, 72, split, 8) == ""          # disaggregated, inside
+    pre = ep_extrapolation(True, 48, 72, split, 24)                # prefill DEP24
+    assert pre.startswith("prefill expert parallelism 24") and "decode" not in pre
+    # aggregated (no prefill pool): the instance prefills too, so DEP48 is outside
+    agg = ep_extrapolation(True, 48, 72, split)
+    assert agg.startswith("prefill expert parallelism 48") and "at most 8 GPUs" in agg
+    both = ep_extrapolation(True, 72, 72, split, 16)
+    assert "decode expert parallelism 72" in both and "at most 48" in both
+    assert "; prefill expert parallelism 16" in both and both.endswith(
+        "Assumptions and known weaknesses)")
 
 
 def test_handover_outside_fit_hand_cases():
@@ -264,8 +277,9 @@ def test_handover_outside_fit_hand_cases():
 
 def test_shipped_calibration_basis_is_what_the_measurement_files_hold():
     """The shipped calibration's basis is recomputed from the shipped rows: the widest
-    expert parallelism (phase ``ep``, serving ``decode_ep`` / ``prefill_ep``) of a row
-    whose group fits inside its accelerator's scale-up domain; and the hand-over fields
+    expert parallelism of decode and of prefill (phase ``ep`` by phase, serving
+    ``decode_ep`` / ``prefill_ep``) of a row whose group fits inside its accelerator's
+    scale-up domain; and the hand-over fields
     from the disaggregated rows (largest domain, longest prompt, models)."""
     from pathlib import Path
 
@@ -275,11 +289,16 @@ def test_shipped_calibration_basis_is_what_the_measurement_files_hold():
     catalog = load_catalog(root / "catalogs")
     rows = load_measurement_files(sorted((root / "catalogs" / "measurements").glob("*.csv")),
                                   catalog)
-    widest = max(int(e) for m in rows for e in (getattr(m, k, None) for k in
-                                                 ("ep", "decode_ep", "prefill_ep"))
-                 if e and int(e) <= (scaleup_domain(catalog, m.hardware) or 8))
+    def widest(phase):
+        eps = [m.ep if m.kind == "phase" and m.phase == phase else
+               getattr(m, f"{phase}_ep", 0) for m in rows]
+        return max(int(e) for m, e in zip(rows, eps, strict=True)
+                   if e and int(e) <= (scaleup_domain(catalog, m.hardware) or 8))
+
     basis = SHIPPED_PERF.calibration.basis
-    assert widest == basis.domain_ep_max == 8
+    # decode: the GB200 NVL72 DEP48 run (wide_ep.csv); prefill: 8-GPU boards
+    assert widest("decode") == basis.domain_ep_max == 48
+    assert widest("prefill") == basis.prefill_domain_ep_max == 8
     # the hand-over time's rows: the disaggregated serving rows
     dis = [m for m in rows if getattr(m, "disaggregated", False)]
     assert len(dis) > 100
@@ -301,11 +320,13 @@ def test_perf_says_when_wide_ep_inside_a_rack_domain_is_an_extrapolation():
     wide = run(*base, "--rack", "gb200_nvl72", "--ep", "72", "--json")
     board = run(*base, "--rack", "hgx_b200", "--ep", "8", "--json")
     assert wide.exit_code == 0 and board.exit_code == 0, wide.output + board.output
-    assert json.loads(wide.stdout)["extrapolation"].startswith("expert parallelism 72")
+    assert json.loads(wide.stdout)["extrapolation"].startswith(
+        "decode expert parallelism 72")
     assert json.loads(board.stdout)["extrapolation"] == ""
-    text = run(*base, "--rack", "gb200_nvl72", "--ep", "72").stdout
-    assert "extrapolation" in text and "at most 8 GPUs inside a domain" in text.replace(
-        "\n", " ")
+    text = " ".join(run(*base, "--rack", "gb200_nvl72", "--ep", "72").stdout.split())
+    assert "extrapolation" in text and "at most 48 GPUs inside a domain" in text
+    # aggregated DEP72 prefills on the instance too: prefill is fitted on boards only
+    assert "prefill expert parallelism 72" in text and "at most 8 GPUs inside" in text
 
 
 @pytest.mark.slow
@@ -322,22 +343,29 @@ def test_the_basis_comes_from_the_calibration_file(tmp_path):
     from dcplan.perf.params import CALIBRATION_FILE
 
     shipped = (data_dir("catalogs") / CALIBRATION_FILE).read_text()
-    assert re.search(r"^basis:\n  domain_ep_max: 8$", shipped, re.M)
+    assert re.search(r"^basis:\n  domain_ep_max: 48\n  prefill_domain_ep_max: 8$",
+                     shipped, re.M)
     base = ["perf", "--model", "deepseek_r1", "--input-tokens", "1024", "--output-tokens",
             "1024", "--precision", "fp4", "--offline", "--mode", "aggregated", "--tp", "1",
             "--dp-attention", "--rack", "gb200_nvl72", "--ep", "72", "--json",
             "--calibration"]
     wide = tmp_path / "wide.yaml"
-    wide.write_text(shipped.replace("  domain_ep_max: 8", "  domain_ep_max: 72"))
+    wide.write_text(shipped.replace("  domain_ep_max: 48", "  domain_ep_max: 72").replace(
+        "  prefill_domain_ep_max: 8", "  prefill_domain_ep_max: 72"))
+    # a basis of before 2026-12-06 (no prefill width): domain_ep_max counts for both
+    both = tmp_path / "both.yaml"
+    both.write_text(shipped.replace("  domain_ep_max: 48", "  domain_ep_max: 72").replace(
+        "  prefill_domain_ep_max: 8\n", ""))
+    assert "prefill_domain" not in both.read_text()
     old = tmp_path / "old.yaml"
     old.write_text(re.sub(r"^basis:\n(  .*\n)+", "", shipped, flags=re.M))
     assert "\nbasis:" not in old.read_text() and "hardware:" in old.read_text()
-    for cal in (wide, old, "none"):
+    for cal in (wide, both, old, "none"):
         out = run(*base, str(cal))
         assert out.exit_code == 0, out.output
         assert json.loads(out.stdout)["extrapolation"] == "", cal
     bad = tmp_path / "bad.yaml"
-    bad.write_text(shipped.replace("  domain_ep_max: 8", "  domain_ep_max: -3").replace(
+    bad.write_text(shipped.replace("  domain_ep_max: 48", "  domain_ep_max: -3").replace(
         "  handover_models:\n  - deepseek_r1", "  handover_models: deepseek_r1").replace(
         "  handover_domain_max: 8", "  handover_domain_max: 8\n  handover_domain: 8"))
     out = run(*base, str(bad))
@@ -419,11 +447,12 @@ def test_frontier_names_the_points_whose_kv_handover_is_outside_its_fit(tmp_path
 
 
 def test_frontier_names_the_points_that_extrapolate_wide_ep():
-    """perf frontier: on GB200 NVL72 the DeepSeek-R1 points whose expert parallelism is
-    wider than 8 inside the 72-GPU domain carry the EP extrapolation, and only those
-    (the point's expert_parallel says which; others may carry the KV hand-over's); the
-    answer says how many; on HGX B200 (EP at most 8 inside its 8-GPU domain, 1,024-token
-    prompts inside the hand-over's rows) no point carries any."""
+    """perf frontier: on GB200 NVL72 the DeepSeek-R1 points whose decode group is wider
+    than the fitted 48 or whose prefill group (aggregated: the instance's) is wider than
+    the fitted 8 inside the 72-GPU domain carry the EP extrapolation, and only those (the
+    point's decode_ and prefill_expert_parallel say which; others may carry the KV
+    hand-over's); the answer says how many; on HGX B200 (EP at most 8 inside its 8-GPU
+    domain, 1,024-token prompts inside the hand-over's rows) no point carries any."""
     import json
 
     base = ["perf", "frontier", "--model", "deepseek_r1", "--input-tokens", "1024",
@@ -432,8 +461,17 @@ def test_frontier_names_the_points_that_extrapolate_wide_ep():
     assert nvl.exit_code == 0 and board.exit_code == 0, nvl.output + board.output
     nvl, board = json.loads(nvl.stdout), json.loads(board.stdout)
     wide = [p for p in nvl["points"] if "expert parallelism" in p["extrapolation"]]
-    assert wide and all(p["expert_parallel"] > 8 for p in wide)
-    assert all(p["expert_parallel"] <= 8 for p in nvl["points"] if p not in wide)
+
+    def outside(p):
+        return p["decode_expert_parallel"] > 48 or p["prefill_expert_parallel"] > 8
+
+    assert wide and all(outside(p) for p in wide)
+    assert not any(outside(p) for p in nvl["points"] if p not in wide)
+    for p in nvl["points"]:
+        assert p["expert_parallel"] == max(p["decode_expert_parallel"],
+                                           p["prefill_expert_parallel"])
+        if p["mode"] == "aggregated":
+            assert p["decode_expert_parallel"] == p["prefill_expert_parallel"]
     assert nvl["extrapolation"].startswith(f"{len(wide)} of {len(nvl['points'])} points run "
                                            "expert parallelism")
     assert board["extrapolation"] == "" and not any(p["extrapolation"]

@@ -39,6 +39,7 @@ PH = PhysicsParams(
     grouped_gemm_pad_tokens=8.0, moe_imbalance_frac=0.2, mtp_acceptance_frac=0.7,
     mtp_draft_cost_frac=0.1, draft_acceptance_frac=0.6, draft_cost_frac=0.1,
     closed_loop_arrival_cv2=0.5, prefill_service_cv2=0.0, tpot_cv_frac=0.05,
+    wide_ep_comm_ratio=1.0,
 )
 LINK = 400e9       # tgpu scale-up per direction [B/s]
 
@@ -120,6 +121,38 @@ def test_ep72_decode_step_without_and_with_two_batch_overlap(r1, serving):
     one = step(72.0, True)
     assert not bool(one.tbo)
     assert float(one.total_s) == pytest.approx(float(step(72.0, False).total_s))
+
+
+def test_wide_decode_groups_take_the_wide_ep_ratio(r1, serving):
+    """Decode groups wider than a board inside one domain run their all-to-all at
+    wide_ep_comm_ratio times moe_comm_eff_frac (capped at the link); board-wide groups,
+    prefill and groups that span domains keep the board's share."""
+    shape, hw = r1
+    sv = replace(serving, two_batch_overlap=False, board_ep_gpus=8)
+    ph = replace(PH, wide_ep_comm_ratio=1.6)
+
+    def comm(ep, phys, phase="decode", h=hw, per_gpu=64.0):
+        par = Parallel(attn_tp=1, attn_dp=ep, ep=ep)
+        b = ep * per_gpu
+        return float(forward_step(h, par, shape, phys, sv, b, b / ep, shape.attended(2000.0),
+                                  per_gpu * shape.kv_bytes_seq(2000.0), phase).comm_s)
+
+    # DEP48 in a 72-GPU domain: 25 % x 1.6 = 40 % of the link, by hand
+    a2a = (64 * _imb(48 * 64.0, 48) * 8 * 7168 * 3 * 47 / 48 / (LINK * 0.25 * 1.6)
+           + 2 * 2e-5)
+    assert comm(48, ph) == pytest.approx(58 * a2a)
+    assert comm(48, PH) > comm(48, ph)
+    # EP 8 (one board) is what moe_comm_eff_frac was fitted on: unchanged
+    assert comm(8, ph) == pytest.approx(comm(8, PH))
+    # prefill's throughput kernels are not touched
+    assert comm(48, ph, "prefill") == pytest.approx(comm(48, PH, "prefill"))
+    # EP 72 over 8-GPU domains: the group inside one domain is a board, unchanged
+    hw8 = replace(hw, domain=8)
+    assert comm(72, ph, h=hw8) == pytest.approx(comm(72, PH, h=hw8))
+    # a ratio that would pass the whole link is capped at it
+    big = replace(PH, wide_ep_comm_ratio=10.0)
+    full = 64 * _imb(48 * 64.0, 48) * 8 * 7168 * 3 * 47 / 48 / LINK + 2 * 2e-5
+    assert comm(48, big) == pytest.approx(58 * full)
 
 
 def test_prefill_uses_the_throughput_kernels(r1, serving):

@@ -62,6 +62,7 @@ from dcplan.perf.measurements import (
     row_domain,
     spans_scaleup,
     summary,
+    wide_decode_group,
 )
 from dcplan.perf.params import (
     GEMM_EFF_MAX_FRAC,
@@ -99,7 +100,8 @@ THROUGHPUT_PARAMS = ("compute_eff_frac", "decode_compute_eff_frac", "attention_e
 POWER_PARAMS = ("power_base_frac", "power_compute_weight", "power_memory_weight")
 #: Physics parameters, each fitted only when some row depends on it.
 PHYSICS_FIT = ("grouped_gemm_pad_tokens", "moe_imbalance_frac", "mtp_acceptance_frac",
-               "mtp_draft_cost_frac", "closed_loop_arrival_cv2", "tpot_cv_frac")
+               "mtp_draft_cost_frac", "closed_loop_arrival_cv2", "tpot_cv_frac",
+               "wide_ep_comm_ratio")
 #: Search bounds of each fitted pooled and physics parameter (per-row values, with the
 #: levels' offsets, are kept within :data:`dcplan.perf.params.PARAM_BOUNDS`).
 FIT_BOUNDS = {
@@ -128,10 +130,17 @@ FIT_BOUNDS = {
     "ttft_overhead_s": (0.001, 2.0),
     "kv_handover_token_s": (1e-7, 5e-4),
     "tpot_cv_frac": (0.005, 1.0),
+    "wide_ep_comm_ratio": (0.2, 15.0),
 }
 #: Weight of the pull of the pooled and physics values towards the defaults (per unit of
 #: ln parameter).
 PRIOR_WEIGHT = 0.3
+#: Weights of the pull of single physics parameters towards the defaults where it is not
+#: :data:`PRIOR_WEIGHT` (per unit of ln parameter). ``wide_ep_comm_ratio`` is set by the
+#: one rack-scale decode row (wide_ep.csv): at 0.3 the pull held it at 1.23 and the fit
+#: moved Blackwell's GEMM efficiencies instead (prefill 0.50 -> 0.61, decode 0.57 ->
+#: 0.49), with 0.05 it reaches 1.43, about the row's own 1.44 (docs/perf.md).
+PHYSICS_PRIOR_WEIGHT = {"wide_ep_comm_ratio": 0.05}
 #: Fewest rows inside one scale-up domain a vendor, architecture or accelerator level
 #: needs to be fitted (the cross-domain level counts its spanning rows); a level with
 #: fewer fits nothing of its own, its rows fit the level above. Three rows cannot speak
@@ -622,7 +631,12 @@ def power_error_by_vendor(results, catalog) -> dict[str, dict]:
             for v, e in sorted(errs.items())}
 
 
-def _physics_in_use(rows: Sequence) -> list[str]:
+def _physics_in_use(rows: Sequence, wide: np.ndarray | None = None) -> list[str]:
+    """Physics parameters some row depends on.
+
+    ``wide`` marks the rows that decode over a group wider than a board inside one domain
+    (:func:`wide_decode_group`); without it ``wide_ep_comm_ratio`` is not fitted.
+    """
     names = []
     serving = [m for m in rows if m.kind == "serving"]
     moe = any(m.decode_ep > 1 or m.prefill_ep > 1 or m.model.startswith("deepseek")
@@ -633,6 +647,8 @@ def _physics_in_use(rows: Sequence) -> list[str]:
         if name.startswith("mtp") and not any(m.speculative == "mtp" for m in serving):
             continue
         if name in ("closed_loop_arrival_cv2", "tpot_cv_frac") and not serving:
+            continue
+        if name == "wide_ep_comm_ratio" and (wide is None or not np.any(wide)):
             continue
         names.append(name)
     return names
@@ -769,11 +785,18 @@ class _Space:
 
         # rows whose TP/EP group spans scale-up domains (collectives over scale-out)
         self.spans = np.array([spans_scaleup(m, catalog) for m in self.rows])
+        # rows that decode over a group wider than a board inside one domain (the rack's
+        # all-to-all, wide_ep_comm_ratio)
+        self.wide = np.array([wide_decode_group(m, catalog, defaults.serving.board_ep_gpus)
+                              for m in self.rows], dtype=bool)
+        apart = self.spans | self.wide
 
         def level(kind, key, mask, parent_mask):
             # the cross-domain level is all spanning rows; any other level counts the
-            # rows inside one domain, which alone tell its speed from that penalty
-            own = mask if kind == "cross_domain" else mask & ~self.spans
+            # rows inside one board-wide group, which alone tell its speed from the
+            # cross-domain penalty and the wide all-to-all (else one rack-scale row would
+            # give its accelerator a level of its own and take up the ratio's share)
+            own = mask if kind == "cross_domain" else mask & ~apart
             if own.sum() < MIN_LEVEL_ROWS or (mask == parent_mask).all():
                 return
             self.level[(kind, key)] = {
@@ -781,7 +804,7 @@ class _Space:
                        level_prior[kind], mask, [p]) for p in THROUGHPUT_PARAMS}
 
         def own_rows(mask) -> int:
-            return int((mask & ~self.spans).sum())
+            return int((mask & ~apart).sum())
 
         for v in sorted(set(self.vendor)):
             vm = self.vendor == v
@@ -838,11 +861,12 @@ class _Space:
                                          level_prior["trend"], moved, names, self.years)
         # physics
         self.physics_cols = {}
-        for q in _physics_in_use(self.rows):
+        for q in _physics_in_use(self.rows, self.wide):
             lo, hi = FIT_BOUNDS[q]
             self.physics_cols[q] = add(f"physics:{q}", np.log(lo), np.log(hi),
                                        np.log(max(getattr(defaults.physics, q), lo)),
-                                       prior_weight, all_rows, [])
+                                       PHYSICS_PRIOR_WEIGHT.get(q, prior_weight), all_rows,
+                                       [])
         # power curve, per accelerator with power rows
         self.power_cols: dict[str, dict[str, int]] = {}
         if use_power and per_hardware:
@@ -1053,11 +1077,12 @@ def _calibration(space: _Space, x: np.ndarray, source: str, meta: dict) -> Calib
 def fit_basis(rows: Sequence, catalog: Catalog) -> FitBasis:
     """What ``rows`` cover, for naming the figures a fit on them extrapolates.
 
-    The widest MoE expert-parallel group inside one scale-up domain (phase rows'
-    ``ep``, serving rows' ``decode_ep`` and ``prefill_ep``; a group wider than the row's
-    domain, :func:`dcplan.perf.measurements.row_domain`, spans domains over the
-    scale-out network and does not count), and of the disaggregated serving rows (the
-    KV hand-over's): the largest domain, the longest prompt and the models.
+    The widest MoE expert-parallel groups inside one scale-up domain, decode and
+    prefill apart (phase rows' ``ep`` by their phase, serving rows' ``decode_ep`` and
+    ``prefill_ep``; a group wider than the row's domain,
+    :func:`dcplan.perf.measurements.row_domain`, spans domains over the scale-out
+    network and does not count), and of the disaggregated serving rows (the KV
+    hand-over's): the largest domain, the longest prompt and the models.
 
     Parameters
     ----------
@@ -1071,15 +1096,19 @@ def fit_basis(rows: Sequence, catalog: Catalog) -> FitBasis:
     FitBasis
         Zeros and no models where no row has such a group or hand-over.
     """
-    widest = 0
+    widest = {"decode": 0, "prefill": 0}
     for m in rows:
         domain = row_domain(m, catalog)
-        for ep in (getattr(m, k, 0) for k in ("ep", "decode_ep", "prefill_ep")):
+        if m.kind == "phase":
+            groups = [(m.phase if m.phase in widest else "decode", m.ep)]
+        else:
+            groups = [("decode", m.decode_ep), ("prefill", m.prefill_ep)]
+        for phase, ep in groups:
             if ep and int(ep) <= domain:
-                widest = max(widest, int(ep))
+                widest[phase] = max(widest[phase], int(ep))
     dis = [m for m in rows if getattr(m, "disaggregated", False)]
     return FitBasis(
-        domain_ep_max=widest,
+        domain_ep_max=widest["decode"], prefill_domain_ep_max=widest["prefill"],
         handover_domain_max=max((row_domain(m, catalog) for m in dis), default=0),
         handover_prompt_tokens_max=float(max((m.input_tokens for m in dis), default=0)),
         handover_models=tuple(sorted({m.model for m in dis})))

@@ -298,8 +298,8 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     for k in thin:
         mode, a, b, plabel, ttft_med, pep, kv_bound = meta[k]
         label, _, _, ep = _label(par, a, su.shape.is_moe)
-        why_ep = ep_extrapolation(su.shape.is_moe, max(ep, pep), su.rack.scaleup_domain,
-                                  su.basis)
+        why_ep = ep_extrapolation(su.shape.is_moe, ep, su.rack.scaleup_domain, su.basis,
+                                  pep)
         why_kv = kv_handover_extrapolation(su.basis) if kv_bound and kv_outside else ""
         wide += [max(ep, pep)] if why_ep else []
         n_kv += bool(why_kv)
@@ -313,17 +313,19 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "median_ttft_s": ttft_med,
             "extrapolation": "; and ".join(w for w in (why_ep, why_kv) if w),
             "expert_parallel": max(ep, pep),
+            "decode_expert_parallel": ep, "prefill_expert_parallel": pep or ep,
         })
     said = []
     if wide:
         lo, hi = min(wide), max(wide)
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"
-        n_max = su.basis.domain_ep_max
-        most = f"at most {n_max}" if n_max > 0 else "no fitted row has one"
+        most = ", ".join(f"{phase} at most {n}" if n > 0 else f"no fitted {phase} group"
+                         for phase, n in (("decode", su.basis.domain_ep_max),
+                                          ("prefill", su.basis.prefill_ep_max)))
         said.append(
             f"{len(wide)} of {len(out.points)} points run expert parallelism {span} inside one "
-            f"{su.rack.scaleup_domain}-GPU scale-up domain, wider than any fitted row's "
-            f"group inside a domain ({most}): their MoE "
+            f"{su.rack.scaleup_domain}-GPU scale-up domain, wider than the fitted rows' "
+            f"groups of that phase inside a domain ({most}): their MoE "
             "all-to-all is an extrapolation (docs/perf.md, Assumptions and known "
             "weaknesses)")
     if n_kv:

@@ -213,8 +213,9 @@ class RackPerf:
         scales its power [0..1].
     extrapolation : str
         Why this figure lies outside what the calibration measured ('' when it does
-        not): an MoE expert-parallel group (decode or prefill) wider than
-        the calibration's ``basis.domain_ep_max`` inside one scale-up domain
+        not): an MoE expert-parallel group inside one scale-up domain wider than the
+        calibration's fitted ones of its phase (``basis.domain_ep_max`` decode,
+        ``basis.prefill_ep_max`` prefill)
         (:func:`ep_extrapolation`), and/or a prefill pool the KV hand-over bounds
         outside the rows its time is fitted on (:func:`handover_outside_fit`,
         :func:`kv_handover_extrapolation`), joined by "; and ".
@@ -1077,8 +1078,8 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
         prefill_clock_frac=su.hw.prefill_clock_frac if su.hw is not None else 1.0,
         decode_clock_frac=su.hw.decode_clock_frac if su.hw is not None else 1.0,
         prefill_activity=steps[0], decode_activity=steps[1],
-        extrapolation=ep_extrapolation(su.shape.is_moe, max(sizes[2], prefill_ep),
-                                       rack.scaleup_domain, su.basis),
+        extrapolation=ep_extrapolation(su.shape.is_moe, sizes[2], rack.scaleup_domain,
+                                       su.basis, prefill_ep),
     )
 
 
@@ -1167,40 +1168,56 @@ def kv_handover_extrapolation(basis: FitBasis) -> str:
             "file changes it)")
 
 
-def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None) -> str:
+def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None,
+                     prefill_ep: int | None = None) -> str:
     """Say why an expert-parallel group lies outside the measured ones ('' if it does not).
 
-    The MoE all-to-all is fitted on rows whose groups inside one scale-up domain are
-    at most ``basis.domain_ep_max`` wide (wider fitted groups span domains over the
-    scale-out network); a wider group inside one domain (NVL72-class wide EP) is an
-    extrapolation of that fit.
+    The MoE all-to-alls are fitted on rows whose groups inside one scale-up domain are
+    at most ``basis.domain_ep_max`` wide in decode and ``basis.prefill_ep_max`` in
+    prefill (decode and prefill run different kernels; wider fitted groups span domains
+    over the scale-out network); a wider group inside one domain (NVL72-class wide EP)
+    is an extrapolation of that fit.
 
     Parameters
     ----------
     is_moe : bool
         The model has routed experts.
     ep : int
-        Widest expert-parallel group of the point (decode or prefill) [GPUs].
+        Expert-parallel group of the decode instance (aggregated: of the instance, which
+        prefills too) [GPUs].
     domain : int
         The rack's scale-up domain [GPUs].
     basis : FitBasis or None
         What the calibration's rows cover; None (not recorded): nothing is named. A
-        ``domain_ep_max`` of 0 (no fitted row has a group inside one domain): every
-        expert-parallel group inside one domain is named.
+        width of 0 (no fitted row has such a group inside one domain): every
+        expert-parallel group of that phase inside one domain is named.
+    prefill_ep : int, optional
+        Expert-parallel group of a disaggregated prefill instance [GPUs]; None or 0
+        (aggregated): the instance ``ep`` prefills too.
 
     Returns
     -------
     str
         The reason in words, or ''.
     """
-    if basis is None or not is_moe or ep <= max(basis.domain_ep_max, 1) or ep > domain:
+    if basis is None or not is_moe:
         return ""
-    fitted = (f"is fitted on groups of at most {basis.domain_ep_max} GPUs inside a domain "
-              "(the wider fitted groups span domains over the scale-out network)"
-              if basis.domain_ep_max > 0 else "is fitted on no group inside one domain")
-    return (f"expert parallelism {ep} inside one {domain}-GPU scale-up domain: the MoE "
-            f"all-to-all {fitted}, so this figure is an extrapolation (docs/perf.md, "
-            "Assumptions and known weaknesses)")
+    groups = [("decode", ep, basis.domain_ep_max),
+              ("prefill", prefill_ep or ep, basis.prefill_ep_max)]
+    out = [(phase, n, fitted) for phase, n, fitted in groups
+           if max(fitted, 1) < n <= domain]
+    if not out:
+        return ""
+
+    def fitted_on(fitted: int) -> str:
+        return (f"is fitted on groups of at most {fitted} GPUs inside a domain"
+                if fitted > 0 else "is fitted on no group inside one domain")
+
+    parts = [f"{phase} expert parallelism {n} inside one {domain}-GPU scale-up domain: "
+             f"the {phase} all-to-all {fitted_on(fitted)}" for phase, n, fitted in out]
+    return ("; ".join(parts) + " (wider fitted groups span domains over the scale-out "
+            "network), so this figure is an extrapolation (docs/perf.md, Assumptions and "
+            "known weaknesses)")
 
 
 # -------------------------------------------------------------- disaggregated

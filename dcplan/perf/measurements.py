@@ -422,6 +422,34 @@ def spans_scaleup(m, catalog: Catalog) -> bool:
     return max(m.decode_tp, m.decode_ep, m.prefill_tp, m.prefill_ep) > domain
 
 
+def wide_decode_group(m, catalog: Catalog, board_gpus: int) -> bool:
+    """Whether a row decodes over an all-to-all group wider than a board inside a domain.
+
+    Such a group's dispatch/combine runs at ``wide_ep_comm_ratio`` times the board's
+    link share (:func:`dcplan.perf.roofline.forward_step`).
+
+    Parameters
+    ----------
+    m : Measurement or ServingMeasurement
+        A measurement row.
+    catalog : Catalog
+        Accelerators and racks (the scale-up domain).
+    board_gpus : int
+        GPUs of one board (``serving.board_ep_gpus``) [GPUs].
+
+    Returns
+    -------
+    bool
+        True where the decode expert-parallel group, with data-parallel attention,
+        holds more than ``board_gpus`` GPUs of one domain.
+    """
+    if m.kind == "phase":
+        ep, dp = (m.ep, m.dp_attention) if m.phase == "decode" else (1, False)
+    else:
+        ep, dp = m.decode_ep, m.decode_dp_attention
+    return bool(dp) and min(ep, row_domain(m, catalog)) > board_gpus
+
+
 def _read_rows(path: Path | str) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     from dcplan.scenario.schema import count_limit
 

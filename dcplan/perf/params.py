@@ -203,6 +203,10 @@ class ServingParams:
         Engines may split an expert-parallel pass into two micro-batches whose
         communication overlaps the other's compute (SGLang two-batch overlap, DeepSeek's
         dual micro-batch overlap); the faster schedule is taken.
+    board_ep_gpus : int
+        GPUs of one board: a decode expert-parallel group wider than this inside one
+        scale-up domain runs its all-to-all at ``wide_ep_comm_ratio`` times
+        ``moe_comm_eff_frac`` [GPUs].
     prefill_chunk_tokens : int
         Prompt tokens per prefill chunk [tokens].
     tensor_parallel_sizes : tuple of int
@@ -234,6 +238,7 @@ class ServingParams:
     moe_non_expert_precision: tuple[tuple[str, str], ...]
     max_batch_per_rank: int
     two_batch_overlap: bool
+    board_ep_gpus: int
     prefill_chunk_tokens: int
     tensor_parallel_sizes: tuple[int, ...]
     mtp_draft_tokens: tuple[int, ...]
@@ -300,6 +305,7 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "moe_non_expert_precision": ("prec", 0, 0),
     "max_batch_per_rank": ("int", 1, 1_000_000),
     "two_batch_overlap": ("bool", 0, 0),
+    "board_ep_gpus": ("int", 1, 1024),
     "prefill_chunk_tokens": ("int", 1, 10_000_000),
     "tensor_parallel_sizes": ("ints", 1, 1024),
     "mtp_draft_tokens": ("ints", 1, 16),
@@ -610,11 +616,16 @@ class FitBasis:
     Attributes
     ----------
     domain_ep_max : int
-        Widest MoE expert-parallel group inside one scale-up domain among the rows
-        (phase ``ep``, serving ``decode_ep`` / ``prefill_ep`` no wider than the
-        accelerator's domain; wider groups span domains over the scale-out network)
-        [GPUs]; 0: no such row (every expert-parallel group inside one domain is then
-        outside the fit).
+        Widest MoE expert-parallel group inside one scale-up domain that the rows
+        *decode* over (decode phase rows' ``ep``, serving rows' ``decode_ep``, no wider
+        than the accelerator's domain; wider groups span domains over the scale-out
+        network) [GPUs]; 0: no such row (every expert-parallel group inside one domain
+        is then outside the fit).
+    prefill_domain_ep_max : int or None
+        The same for the groups the rows *prefill* over (prefill phase rows' ``ep``,
+        serving rows' ``prefill_ep``) [GPUs]: decode and prefill run different
+        all-to-all kernels, fitted apart. None (a basis written before 2026-12-06, which
+        counted both phases in ``domain_ep_max``): as ``domain_ep_max``.
     handover_domain_max : int
         Largest scale-up domain of the accelerators of the disaggregated serving rows,
         on which the KV hand-over time is fitted [GPUs]; 0: no such row (every
@@ -630,13 +641,27 @@ class FitBasis:
     handover_domain_max: int = 0
     handover_prompt_tokens_max: float = 0.0
     handover_models: tuple[str, ...] = ()
+    prefill_domain_ep_max: int | None = None
+
+    @property
+    def prefill_ep_max(self) -> int:
+        """Widest fitted prefill group inside one domain [GPUs].
+
+        ``prefill_domain_ep_max``, else (a basis of before 2026-12-06) ``domain_ep_max``.
+        """
+        return (self.domain_ep_max if self.prefill_domain_ep_max is None
+                else self.prefill_domain_ep_max)
 
     def as_dict(self) -> dict[str, Any]:
         """The ``basis:`` section of a calibration file (plain YAML types)."""
-        return {"domain_ep_max": self.domain_ep_max,
-                "handover_domain_max": self.handover_domain_max,
-                "handover_prompt_tokens_max": self.handover_prompt_tokens_max,
-                "handover_models": list(self.handover_models)}
+        out = {"domain_ep_max": self.domain_ep_max,
+               "prefill_domain_ep_max": self.prefill_domain_ep_max,
+               "handover_domain_max": self.handover_domain_max,
+               "handover_prompt_tokens_max": self.handover_prompt_tokens_max,
+               "handover_models": list(self.handover_models)}
+        if self.prefill_domain_ep_max is None:
+            del out["prefill_domain_ep_max"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -1336,7 +1361,8 @@ def _parse_basis(raw: Any, file: str, problems: list[Problem]) -> FitBasis | Non
     """The ``basis:`` section of a calibration file (None when absent)."""
     if raw is None:
         return None
-    keys = tuple(FitBasis().as_dict())
+    keys = tuple(FitBasis(prefill_domain_ep_max=0).as_dict())
+    # optional: a basis written before decode and prefill groups were told apart
     if not isinstance(raw, dict):
         problems.append(Problem(file, "must be a mapping with " + ", ".join(keys),
                                 field="basis"))
@@ -1348,6 +1374,8 @@ def _parse_basis(raw: Any, file: str, problems: list[Problem]) -> FitBasis | Non
     values: dict[str, Any] = {}
     for key in keys:
         v = raw.get(key)
+        if key == "prefill_domain_ep_max" and key not in raw:
+            continue
         if key not in raw:
             problems.append(Problem(file, "required field is missing; 'dcplan perf "
                                           "calibrate' writes it", entry="basis", field=key))

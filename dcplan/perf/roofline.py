@@ -533,7 +533,7 @@ def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
         Routed experts per token [count].
     bytes_per_token : float
         Dispatch plus combine bytes of one token copy [bytes].
-    eff : float, optional
+    eff : float or array, optional
         Share of the scale-up link bandwidth achieved [-] (default ``moe_comm_eff_frac``).
     forward : bool
         Cross domains once and forward inside (prefill's kernels), or send every remote
@@ -659,7 +659,14 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
         # (SGLang --ep-size without an all-to-all backend, TensorRT-LLM EP under TP
         # attention).
         per_token = shape.hidden_size * (serving.dispatch_bytes + serving.activation_bytes)
-        a2a_eff = p.moe_prefill_comm_eff_frac if prefill else p.moe_comm_eff_frac
+        # decode groups wider than a board inside one domain run the rack's all-to-all
+        # (not the board's) at wide_ep_comm_ratio times the board-fitted share
+        if prefill:
+            a2a_eff = p.moe_prefill_comm_eff_frac
+        else:
+            wide = np.minimum(ep, hw.domain) > serving.board_ep_gpus
+            a2a_eff = np.minimum(p.moe_comm_eff_frac * np.where(
+                wide, phys.wide_ep_comm_ratio, 1.0), 1.0)
         a2a = (ep > 1) & (np.asarray(par.attn_dp, dtype=float) > 1)
         moe_comm = np.where(a2a, moe_alltoall_time(hw, ep, T / g * imb, shape.experts_active,
                                                       per_token, a2a_eff, forward=prefill),
@@ -709,7 +716,9 @@ def forward_step(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPa
         KV-cache bytes the busiest attention rank reads (before TP sharding) [bytes].
     phase : {"decode", "prefill"}
         Decode uses ``decode_compute_eff_frac``, absorbed MLA attention and the
-        low-latency all-to-all (``moe_comm_eff_frac``); prefill ``compute_eff_frac``,
+        low-latency all-to-all (``moe_comm_eff_frac``, times ``wide_ep_comm_ratio`` for
+        groups wider than ``serving.board_ep_gpus`` inside one domain, at most 1);
+        prefill ``compute_eff_frac``,
         the decompressed (per-head) attention and the throughput all-to-all
         (``moe_prefill_comm_eff_frac``).
     steps : float
