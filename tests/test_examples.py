@@ -183,10 +183,20 @@ def test_example_plans_and_matches_expected(name):
         assert _close(got["peak_mw_by_site"].get(s, 0.0), exp["peak_mw_by_site"].get(s, 0.0),
                       0.05, 0.25), s
 
-    def grid(b):
-        return {(x["site"], x["period"]) for x in b if x["limit"] == "grid"}
+    def grid(b, relaxed=False):
+        return {(x["site"], x["period"]) for x in b if x["limit"] == "grid"
+                and (not relaxed or x["shadow_price_relaxed"] > 0)}
 
-    assert grid(got["binding"]) == grid(exp["binding"])
+    # the same grid limits bind, up to those whose shadow price is positive only with
+    # the integers fixed: such a limit binds through the rack count of that one plan,
+    # and another plan within the gap may not touch it (2026-12-06, eleventh:
+    # disaggregated's Seoul 2033 grid, 26,556 USD per MW with the integers fixed and 0
+    # relaxed at 0.1 %, does not bind at 1 %). Every limit this solve binds is one the
+    # recorded plan binds, every one the recorded plan binds in the relaxation binds
+    # here, and a plan that binds a grid limit is matched by one that does.
+    assert grid(got["binding"]) <= grid(exp["binding"])
+    assert grid(exp["binding"], relaxed=True) <= grid(got["binding"])
+    assert bool(grid(got["binding"])) == bool(grid(exp["binding"]))
 
 
 @pytest.mark.parametrize("name", gen.EXPECT_UNSERVED)

@@ -184,7 +184,10 @@ def test_max_batch_caps_the_running_requests_and_holds_the_server_batch_below_it
     for cap in (64, 32):
         assert got[cap]["batch"] < cap
     tput = [got[c]["output_tokens_per_s"] for c in (None, 256, 64, 32)]
-    assert tput == sorted(tput, reverse=True) and tput[-1] < tput[0]
+    # never more with a tighter cap (a cap that does not bind, 256 here, gives the same
+    # throughput up to the root finder's tolerance)
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(tput, tput[1:], strict=False))
+    assert tput[-1] < tput[0] * 0.99
     text = run(*base[:-1], *server, "--max-batch", "64")
     assert "--max-batch 64 per attention-DP rank allow 64" in text.stdout.replace("\n", " ")
     bad = run(*base, "--max-batch", "0")
