@@ -602,13 +602,22 @@ def test_a_plan_saved_before_a_model_parameter_existed_still_loads(good, tmp_pat
     assert "frontier_ttft_share_max_frac" in json.dumps(perf)
     stripped = _without_key(_without_key(perf, "kv_handover_token_s"),
                             "frontier_ttft_share_max_frac")
+    # and the fields of 2026-12-06 (eleventh): a physics parameter, a serving setting
+    # and the basis's prefill width (a basis without it reads domain_ep_max for both)
+    for key in ("wide_ep_comm_ratio", "board_ep_gpus", "prefill_domain_ep_max"):
+        assert key in json.dumps(perf), key
+        stripped = _without_key(stripped, key)
     old = rewrite(good, tmp_path / "old.plan",
                   members={"inputs/perf.json": json.dumps(stripped).encode()})
     back = load_result(old)
     note = [n for n in back.notes if "saved by an older dcplan" in n]
     assert len(note) == 1, back.notes
-    assert "lack frontier_ttft_share_max_frac, kv_handover_token_s;" in note[0]
+    assert ("lack board_ep_gpus, frontier_ttft_share_max_frac, kv_handover_token_s, "
+            "wide_ep_comm_ratio;") in note[0]
     assert "perf_defaults.yaml" in note[0]
+    basis = back.case.calibration.basis
+    assert basis.prefill_domain_ep_max is None
+    assert basis.prefill_ep_max == basis.domain_ep_max
     shipped = load_perf_defaults()
     assert back.case.perf_defaults.default.kv_handover_token_s \
         == shipped.default.kv_handover_token_s
@@ -618,7 +627,7 @@ def test_a_plan_saved_before_a_model_parameter_existed_still_loads(good, tmp_pat
                  ("compare", str(old), str(good))):
         r = run_cli(tmp_path, *args)
         assert r.rc == 0, (args, r.err)
-    assert "lack frontier_ttft_share_max_frac, kv_handover_token_s;" in " ".join(
+    assert "frontier_ttft_share_max_frac, kv_handover_token_s, wide_ep_comm_ratio;" in " ".join(
         run_cli(tmp_path, "show", str(old)).out.split())
     # the planner's inputs are not parameter sets: a field they lack is damage
     field = next(k for k in inputs if not k.startswith("__"))
