@@ -56,6 +56,7 @@ from dcplan.perf.benchmarks import (
 )
 from dcplan.perf.params import year_fraction
 from dcplan.perf.recipes import RECIPES_FILE, load_recipes
+from dcplan.perf.roofline import wide_ep_group
 from dcplan.schema import Precision
 from dcplan.yamlio import read_text
 
@@ -426,7 +427,8 @@ def wide_decode_group(m, catalog: Catalog, board_gpus: int) -> bool:
     """Whether a row decodes over an all-to-all group wider than a board inside a domain.
 
     Such a group's dispatch/combine runs at ``wide_ep_comm_ratio`` times the board's
-    link share (:func:`dcplan.perf.roofline.forward_step`).
+    link share; the rule is :func:`dcplan.perf.roofline.wide_ep_group`, which the
+    forward step applies.
 
     Parameters
     ----------
@@ -447,7 +449,7 @@ def wide_decode_group(m, catalog: Catalog, board_gpus: int) -> bool:
         ep, dp = (m.ep, m.dp_attention) if m.phase == "decode" else (1, False)
     else:
         ep, dp = m.decode_ep, m.decode_dp_attention
-    return bool(dp) and min(ep, row_domain(m, catalog)) > board_gpus
+    return bool(dp) and bool(wide_ep_group(ep, row_domain(m, catalog), board_gpus))
 
 
 def _read_rows(path: Path | str) -> tuple[str, list[str], list[tuple[int, list[str]]]]:

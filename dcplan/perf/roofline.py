@@ -564,6 +564,29 @@ def moe_alltoall_time(hw: Hardware, group, tokens_per_gpu, experts_active: int,
     return np.where(n > 1, in_domain / up + remote / out + 2.0 * lat, 0.0)
 
 
+def wide_ep_group(ep, domain, board_gpus):
+    """Whether an expert-parallel group holds more than a board's GPUs of one domain.
+
+    Such a group's decode all-to-all (with data-parallel attention) runs at
+    ``wide_ep_comm_ratio`` times the board-fitted ``moe_comm_eff_frac``; a group that
+    spans domains counts its GPUs inside one domain.
+
+    Parameters
+    ----------
+    ep : int or array
+        GPUs of the expert-parallel group [GPUs].
+    domain : int
+        GPUs of the scale-up domain [GPUs].
+    board_gpus : int
+        GPUs of one board (``serving.board_ep_gpus``) [GPUs].
+
+    Returns
+    -------
+    bool or ndarray of bool
+    """
+    return np.minimum(ep, domain) > board_gpus
+
+
 # ------------------------------------------------------------------- forward step
 
 
@@ -664,7 +687,7 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
         if prefill:
             a2a_eff = p.moe_prefill_comm_eff_frac
         else:
-            wide = np.minimum(ep, hw.domain) > serving.board_ep_gpus
+            wide = wide_ep_group(ep, hw.domain, serving.board_ep_gpus)
             a2a_eff = np.minimum(p.moe_comm_eff_frac * np.where(
                 wide, phys.wide_ep_comm_ratio, 1.0), 1.0)
         a2a = (ep > 1) & (np.asarray(par.attn_dp, dtype=float) > 1)
