@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import uuid
@@ -103,21 +104,29 @@ class OutputSet:
         self.staged.append((Path(tmp), Path(target)))
 
     def commit(self) -> None:
-        """Move every staged output into place (folders replace older folders whole)."""
-        olds: list[Path] = []
-        for tmp, target in self.staged:
-            if tmp.is_dir() and not tmp.is_symlink():
-                if target.exists():
-                    old = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
-                    os.rmdir(old)
-                    os.replace(target, old)
-                    olds.append(old)
-                os.replace(tmp, target)
-            else:
-                os.replace(tmp, target)
-        self.staged.clear()
-        for old in olds:
-            shutil.rmtree(old, ignore_errors=True)
+        """Move every staged output into place (folders replace older folders whole).
+
+        SIGINT and SIGTERM arriving meanwhile are held until every output is in place
+        and the replaced folders are removed (:func:`signals_held`), then handled: a
+        signal never leaves some targets new and others old, nor a replaced folder
+        behind under a temporary name.
+        """
+        with signals_held():
+            olds: list[Path] = []
+            for tmp, target in self.staged:
+                if tmp.is_dir() and not tmp.is_symlink():
+                    if target.exists():
+                        old = Path(tempfile.mkdtemp(prefix=temp_prefix(target),
+                                                    dir=target.parent))
+                        os.rmdir(old)
+                        os.replace(target, old)
+                        olds.append(old)
+                    os.replace(tmp, target)
+                else:
+                    os.replace(tmp, target)
+            self.staged.clear()
+            for old in olds:
+                shutil.rmtree(old, ignore_errors=True)
 
     def discard(self) -> None:
         """Remove every staged temporary; the targets stay as they were."""
@@ -130,6 +139,37 @@ class OutputSet:
             except OSError:
                 pass
         self.staged.clear()
+
+
+#: Signals whose handlers :func:`signals_held` holds back while outputs are moved in.
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the block, then run their handlers as they arrived.
+
+    Python runs signal handlers in the main thread only, so elsewhere this holds
+    nothing (the handler runs in the main thread, not in the block). A signal whose
+    handler is not a Python function (ignored, default) is not touched.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {}
+    for sig in _HELD_SIGNALS:
+        handler = signal.getsignal(sig)
+        if callable(handler):
+            previous[sig] = handler
+            signal.signal(sig, lambda signum, _frame: arrived.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in arrived:
+            previous[signum](signum, None)  # may raise (KeyboardInterrupt, Terminated)
 
 
 _CURRENT: ContextVar[OutputSet | None] = ContextVar("dcplan_output_set", default=None)
@@ -192,4 +232,4 @@ def output_set(stamp: RunStamp) -> Iterator[OutputSet]:
 
 
 __all__ = ["TMP_TAG", "OutputSet", "RunStamp", "current", "current_stamp", "output_set",
-           "request_stop", "stop_requested", "temp_prefix"]
+           "request_stop", "signals_held", "stop_requested", "temp_prefix"]

@@ -219,3 +219,59 @@ def test_after_a_signal_no_output_set_is_moved_in(tmp_path, monkeypatch):
         with output_set(RunStamp.new()):
             write_text_atomic(target, "x")
     assert not target.exists() and not _temporaries(tmp_path)
+
+
+class _Stopped(KeyboardInterrupt):
+    pass
+
+
+@pytest.mark.parametrize("in_set", [True, False])
+def test_a_signal_during_the_renames_waits_until_every_output_is_in(tmp_path, monkeypatch,
+                                                                     in_set):
+    """SIGTERM arriving between two renames of the move-in (CI once caught it there: the
+    replaced folders stayed behind under temporary names) is handled once every output
+    is in place and every replaced folder is gone; then its handler runs and raises."""
+    import os
+    import signal
+
+    from dcplan import outputset
+    from dcplan.export import files
+
+    tables = _written(tmp_path / "tables", {"a.csv": "old"})
+    charts = _written(tmp_path / "charts", {"b.png": "old"})
+    report = tmp_path / "report.html"
+    report.write_text("old report")
+    renames = []
+    real_replace = os.replace
+
+    def replace_then_signal(src, dst):
+        real_replace(src, dst)
+        renames.append(dst)
+        if len(renames) == 1:  # after the first rename, before the others
+            signal.raise_signal(signal.SIGTERM)
+
+    def on_term(signum, frame):
+        raise _Stopped
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        monkeypatch.setattr(outputset.os, "replace", replace_then_signal)
+        monkeypatch.setattr(files.os, "replace", replace_then_signal)
+        with pytest.raises(_Stopped):
+            if in_set:
+                with output_set(RunStamp.new()):
+                    with replace_folder(tables) as tmp:
+                        (tmp / "a.csv").write_text("new")
+                    with replace_folder(charts) as tmp:
+                        (tmp / "b.png").write_text("new")
+                    write_text_atomic(report, "new report")
+            else:
+                with replace_folder(tables) as tmp:
+                    (tmp / "a.csv").write_text("new")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert (tables / "a.csv").read_text() == "new"
+    if in_set:
+        assert (charts / "b.png").read_text() == "new"
+        assert report.read_text() == "new report"
+    assert not _temporaries(tmp_path)
