@@ -22,7 +22,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
-SWEEP = REPO / "examples" / "sweeps" / "minimal_lhs.yaml"
+SHIPPED_SWEEP = REPO / "examples" / "sweeps" / "minimal_lhs.yaml"
 #: Longest wait for the cluster to come up, and for one command [s].
 START_S = 90
 COMMAND_S = 420
@@ -47,6 +47,19 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def sweep_file(tmp_path_factory, minimal_linear) -> Path:
+    """The shipped minimal_lhs sweep over the minimal example with the linear fabric
+    (``minimal_linear``: a sample solves in about a second instead of about ten; these
+    tests are about the cluster, Ctrl-C and resuming, not the fabric)."""
+    text = SHIPPED_SWEEP.read_text(encoding="utf-8")
+    assert "\nbase: ../minimal.yaml\n" in text
+    path = tmp_path_factory.mktemp("sweep") / "minimal_lhs.yaml"
+    path.write_text(text.replace("\nbase: ../minimal.yaml\n", f"\nbase: {minimal_linear}\n"),
+                    encoding="utf-8")
+    return path
 
 
 @pytest.fixture
@@ -93,11 +106,11 @@ def cluster(tmp_path):
             stop(p)
 
 
-def test_sweep_on_a_running_scheduler_uses_both_workers(cluster, tmp_path):
+def test_sweep_on_a_running_scheduler_uses_both_workers(cluster, tmp_path, sweep_file):
     address, workers = cluster
     assert len(workers) == 2
     out = tmp_path / "sweep"
-    done = dcplan("sweep", str(SWEEP), "--samples", "8", "--scheduler", address, "-o",
+    done = dcplan("sweep", str(sweep_file), "--samples", "8", "--scheduler", address, "-o",
                   str(out), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
@@ -119,7 +132,7 @@ def test_sweep_on_a_running_scheduler_uses_both_workers(cluster, tmp_path):
         assert (out / name).is_file(), name
 
     # resuming a complete sweep solves nothing and needs no cluster
-    again = dcplan("sweep", str(SWEEP), "--samples", "8", "-o", str(out), "--resume",
+    again = dcplan("sweep", str(sweep_file), "--samples", "8", "-o", str(out), "--resume",
                    "--json", "--no-report")
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads(again.stdout)["skipped"] == 8
@@ -127,7 +140,7 @@ def test_sweep_on_a_running_scheduler_uses_both_workers(cluster, tmp_path):
     assert shown.returncode == 0 and "8 of 8 samples solved" in shown.stdout
 
 
-def test_a_sample_equals_the_plan_of_its_changed_case(tmp_path):
+def test_a_sample_equals_the_plan_of_its_changed_case(tmp_path, sweep_file):
     """The row of a sample is exactly dcplan's plan of the base case with its values."""
     from dcplan.case import load_case
     from dcplan.planner import solve_case
@@ -135,7 +148,7 @@ def test_a_sample_equals_the_plan_of_its_changed_case(tmp_path):
     from dcplan.sweep.spec import load_sweep_spec
     from dcplan.sweep.task import plan_sample
 
-    spec = load_sweep_spec(SWEEP)
+    spec = load_sweep_spec(sweep_file)
     case = load_case(spec.base_path())
     values = make_design(spec, 4).values[2]
     row = plan_sample(case, spec, values, {"outputs": ["npv_cost_usd"], "memo_dir": None})
@@ -172,10 +185,12 @@ def test_a_sample_equals_the_plan_of_its_changed_case(tmp_path):
     assert row["row"]["npv_cost_usd"] == pytest.approx(direct.kpi("npv_cost_usd"), rel=1e-9)
 
 
-def test_ctrl_c_keeps_what_is_done_and_resume_finishes(tmp_path):
-    """Ctrl-C as a terminal sends it: SIGINT to the whole process group, workers too."""
+def test_ctrl_c_keeps_what_is_done_and_resume_finishes(tmp_path, sweep_file):
+    """Ctrl-C as a terminal sends it: SIGINT to the whole process group, workers too.
+    24 samples of about a second each: after the base case and three, most are left."""
     out = tmp_path / "sweep"
-    args = [sys.executable, "-m", "dcplan", "sweep", str(SWEEP), "--samples", "8",
+    SAMPLES = 24  # noqa: N806
+    args = [sys.executable, "-m", "dcplan", "sweep", str(sweep_file), "--samples", str(SAMPLES),
             "--workers", "2", "-o", str(out), "--no-report"]
     proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -201,18 +216,18 @@ def test_ctrl_c_keeps_what_is_done_and_resume_finishes(tmp_path):
     assert first.sample_id.is_unique
     # a sample whose worker the Ctrl-C stopped is an 'error' row, run again on resume
     solved = first[first.status.isin(["optimal", "unserved"])]
-    assert 3 <= (solved.sample_id > 0).sum() < 8
+    assert 3 <= (solved.sample_id > 0).sum() < SAMPLES
     assert set(first.status) <= {"optimal", "unserved", "error"}
     assert solved.npv_cost_usd.notna().all()
 
-    again = dcplan("sweep", str(SWEEP), "--samples", "8", "--workers", "2", "-o", str(out),
-                   "--resume", "--json", "--no-report")
+    again = dcplan("sweep", str(sweep_file), "--samples", str(SAMPLES), "--workers", "2",
+                   "-o", str(out), "--resume", "--json", "--no-report")
     assert again.returncode == 0, again.stderr[-3000:]
     report = json.loads(again.stdout)
     kept_ids = first.sample_id[(first.sample_id > 0) & (first.status != "error")]
-    assert report["skipped"] == len(kept_ids) and report["done"] == 8
+    assert report["skipped"] == len(kept_ids) and report["done"] == SAMPLES
     final = pd.read_csv(out / "samples.csv")
-    assert sorted(final.sample_id) == list(range(9))
+    assert sorted(final.sample_id) == list(range(SAMPLES + 1))
     assert final.status.isin(["optimal", "unserved"]).all()
     # the samples done before the interruption were kept as they were
     before = first.set_index("sample_id").loc[kept_ids, "npv_cost_usd"]
@@ -260,7 +275,7 @@ def test_an_unreachable_scheduler_fails_before_the_base_plan_and_leaves_no_folde
     solved = []
     monkeypatch.setattr(run, "_base_row", lambda *a, **k: solved.append(1))
     out = tmp_path / "out"
-    r = CliRunner().invoke(app, ["sweep", str(SWEEP), "--scheduler",
+    r = CliRunner().invoke(app, ["sweep", str(SHIPPED_SWEEP), "--scheduler",
                                  f"tcp://127.0.0.1:{free_port()}", "-o", str(out), "-q"])
     assert r.exit_code == 1 and "cannot reach the Dask scheduler" in r.output
     assert not out.exists() and not solved
