@@ -65,7 +65,8 @@ def test_one_plan_reads_each_file_once(monkeypatch, tmp_path):
     assumptions.assumptions.cache_clear()
     reads = _count_reads(monkeypatch)
     case = load_case(KYBER)  # extends baseline.yaml, which names a forecast file
-    result = solve_case(case, size=True)
+    # the reads do not depend on how close the solve gets: 5 %, not the file's 0.1 %
+    result = solve_case(case, size=True, gap=0.05)
     result.write_csvs(tmp_path / "csv")
     export_plan(result, xlsx=tmp_path / "plan.xlsx")
     again = {p: n for p, n in reads.items() if n > 1}

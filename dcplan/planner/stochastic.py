@@ -747,7 +747,8 @@ def plan_stochastic(case: Any, options: Any = None, *,
     shortfall = pd.DataFrame()
     message = info.message
     if unserved:
-        shortfall = pd.concat(short, ignore_index=True)
+        # cases served in full add no rows (an empty frame in concat is deprecated)
+        shortfall = pd.concat([t for t in short if len(t)] or short[:1], ignore_index=True)
         shortfall = shortfall[["case", *[c for c in shortfall.columns if c != "case"]]]
         unserved = bool(len(shortfall))
     if unserved:
