@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from dcplan.cli import app
 
 FIX = Path(__file__).parent / "fixtures" / "perf"
+ROOT = Path(__file__).resolve().parent.parent
 CAT = ["--catalog-dir", str(FIX / "catalog")]
 runner = CliRunner()
 
@@ -170,6 +171,7 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     assert 0 < fit["evaluations"] <= MAX_NFEV and fit["termination"]
     assert fit["first_order_optimality"] >= 0 and fit["columns"] > 0
     assert fit["start"] == "the a-priori values"   # where the search started
+    assert fit["cost"] > 0   # the loss, which the gradient is read against (steep_stop)
     # what the rows cover: four dense phase rows (EP 1 on an 8-GPU board), none
     # disaggregated
     assert yaml.safe_load(out.read_text())["basis"] == {
@@ -350,3 +352,44 @@ def test_calibration_none_on_every_prediction_command(args):
     if "software" in b:
         assert b["software"]["basis"] == "a-priori defaults"
         assert f["software"]["basis"] != "a-priori defaults"
+
+
+def test_steep_stop_reads_the_gradient_against_the_loss():
+    from dcplan.perf.params import STEEP_STOP_ELASTICITY, steep_stop
+
+    assert STEEP_STOP_ELASTICITY == 1.0
+    assert steep_stop({"first_order_optimality": 0.895, "cost": 19.98}) is None  # shipped
+    assert steep_stop({"first_order_optimality": 20.0, "cost": 20.0}) is None    # at the line
+    said = steep_stop({"first_order_optimality": 79.2, "cost": 21.74})           # seed 2
+    assert said and "first-order optimality 79.2 against a loss of 21.7" in said
+    assert "loss by 3.6 %" in said   # 0.01 x 79.2 / 21.74 = 3.64 %
+    # files written before the loss was recorded, or broken values: nothing is said
+    assert steep_stop({"first_order_optimality": 79.2}) is None
+    assert steep_stop({}) is None
+    assert steep_stop({"first_order_optimality": "x", "cost": 1.0}) is None
+    assert steep_stop({"first_order_optimality": float("nan"), "cost": 1.0}) is None
+    assert steep_stop({"first_order_optimality": 5.0, "cost": 0.0}) is None
+
+
+@pytest.mark.slow
+def test_a_calibration_that_stopped_on_a_steep_slope_is_named(tmp_path, minimal_linear):
+    """A calibration whose fit block has a gradient above its loss (seed 4 of the
+    alternative fits: 39.8 against 21.1) gets a note from `perf` and from `plan`; the
+    shipped calibration (0.9 against 20.0) gets none."""
+    from dcplan.perf.params import steep_stop
+
+    steep = tmp_path / "steep.yaml"
+    raw = yaml.safe_load((ROOT / "catalogs" / "perf_calibration.yaml").read_text())
+    assert steep_stop(raw["fit"]) is None
+    raw["fit"].update(first_order_optimality=39.8, cost=21.1)
+    steep.write_text(yaml.safe_dump(raw, sort_keys=False))
+    perf = ["perf", "--rack", "hgx_h200", "--model", "llama3_70b", "--workload", "chat"]
+    r = CliRunner().invoke(app, [*perf, "--calibration", str(steep)])
+    assert r.exit_code == 0, r.output
+    assert "stopped on a steep slope" in r.output and "loss by 1.9 %" in r.output
+    r = CliRunner().invoke(app, perf)
+    assert r.exit_code == 0 and "steep" not in r.output
+    r = CliRunner().invoke(app, ["plan", str(minimal_linear), "--json", "-q",
+                                 "--calibration", str(steep)])
+    assert r.exit_code == 0, r.output
+    assert any("stopped on a steep slope" in n for n in json.loads(r.stdout)["notes"])

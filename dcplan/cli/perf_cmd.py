@@ -162,6 +162,9 @@ def _perf_inputs(path: Path | None, catalog, date: str | None = None,
     inputs = load_perf_inputs(catalog, path,
                               known_accelerators=catalog.entries.get("accelerators", {}),
                               benchmarks=benchmarks)
+    steep = inputs.calibration.steep_stop() if inputs.calibration is not None else None
+    if steep:
+        note(steep)
     if dated:
         inputs = replace(inputs, calibration=as_of(inputs.calibration, date, engine, trend))
     return inputs
@@ -847,12 +850,15 @@ def calibrate_cmd(
         "ttft_median_abs_pct_after": _r(rep_after["ttft"]["median_abs_pct"]),
         "power_rows": rep_after["power"]["rows"],
         # how the least-squares fit stopped (an evaluation limit, or a step or cost
-        # change below its tolerance) and the gradient's size there
+        # change below its tolerance), the gradient's size and the loss there (steep_stop)
         **{k: (_r(v) if isinstance(v, float) else v) for k, v in dict(cal.meta).items()
            if k in ("columns", "evaluations", "termination", "first_order_optimality",
-                    "start")},
+                    "cost", "start")},
     }
+    steep = cal.steep_stop()
     save_calibration(cal, output, per_hw, fit)
+    if steep:
+        note(steep)
     table = []
     for b, a in zip(before, after, strict=True):
         d = a.as_dict()
@@ -860,7 +866,8 @@ def calibrate_cmd(
         d["error_after_pct"] = a.error("throughput")
         table.append(d)
     if json_out:
-        emit_json(_clean({"output": str(output), "fit": fit, "rows": table,
+        emit_json(_clean({"output": str(output), "fit": fit, "warnings": [steep] if steep else [],
+                          "rows": table,
                           "hardware": {h: dict(p) for h, p in cal.hardware},
                           "default": dict(cal.default), "physics": dict(cal.physics)}))
         return

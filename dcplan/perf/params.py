@@ -664,6 +664,51 @@ class FitBasis:
         return out
 
 
+#: A fit has stopped on a steep slope when its gradient, per unit of one column (the
+#: columns are ln values and ln factors), is larger than this many times its loss: by
+#: the gradient, a 1 % change of one fitted value would move the loss by more than
+#: 1 %. The least-squares search (robust loss, finite-difference Jacobian) stops
+#: there on step size (``xtol``) when the loss has a kink the gradient does not see (a
+#: layout or batch choice switching), or after too few evaluations; restarting it
+#: from that point moves nothing (tried on the shipped fit and on two such fits,
+#: 2026-12-06). Fits that reached one loss from different starts have 0.04-0.07 times
+#: their loss; the two that stopped 6-9 % above it, 1.9 and 3.6 times
+#: (catalogs/perf_calibration_alternatives/README.md) [-].
+STEEP_STOP_ELASTICITY = 1.0
+
+
+def steep_stop(fit: Mapping[str, Any]) -> str | None:
+    """Why a calibration's fit may have stopped early, or None.
+
+    Parameters
+    ----------
+    fit : mapping
+        The fit's statistics (a calibration file's ``fit`` block, :attr:`Calibration.meta`):
+        ``first_order_optimality`` (the gradient's largest component [per ln unit]) and
+        ``cost`` (the robust loss there [-]). Without both (files written before the
+        loss was recorded), None.
+
+    Returns
+    -------
+    str or None
+        A sentence when the gradient exceeds :data:`STEEP_STOP_ELASTICITY` times the loss.
+    """
+    try:
+        grad, cost = float(fit["first_order_optimality"]), float(fit["cost"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (math.isfinite(grad) and math.isfinite(cost) and cost > 0):
+        return None
+    if grad <= STEEP_STOP_ELASTICITY * cost:
+        return None
+    return (f"the calibration's fit stopped on a steep slope (first-order optimality "
+            f"{grad:.3g} against a loss of {cost:.3g}: by its gradient, a 1 % change of one "
+            f"fitted value would move the loss by {grad / cost:.1f} %); it may have stopped "
+            "early or on a kink, and its efficiencies may be far from a converged fit's: "
+            "compare its plans with the shipped calibration's (docs/perf.md, How well the "
+            "data pin the fit)")
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Fitted parameters, as written by ``dcplan perf calibrate``.
@@ -841,6 +886,10 @@ class Calibration:
         if self.software is None:
             return params
         return scale_params(params, self.software.log_factors(vendor, framework, date, spans))
+
+    def steep_stop(self) -> str | None:
+        """Why this fit may have stopped early, or None (see :func:`steep_stop`)."""
+        return steep_stop(dict(self.meta))
 
     def apply_physics(self, base: PhysicsParams) -> PhysicsParams:
         """Return ``base`` with this calibration's physics values.

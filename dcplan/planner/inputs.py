@@ -2003,6 +2003,9 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
     perf_at_cap, power_at_cap = _perf_at_caps(case, cap_levels, wl_ids, perf, latest)
     notes.append(_software_note(catalog, rack_ids, periods, levels, last_fitted,
                                 scn.paths.software_speedup is not None))
+    steep = calibration.steep_stop() if calibration is not None else None
+    if steep:
+        notes.append(steep)
 
     demand = scn.demand_tokens_per_s()
     allowed_sites: dict[str, set[str]] = {}
