@@ -109,6 +109,17 @@ class Case:
         feed(repr(getattr(self.calibration, "key", None)))
         return h.hexdigest()
 
+    @cached_property
+    def model_defaults(self) -> Any:
+        """The performance model's defaults as this plan uses them [PerfDefaults].
+
+        :attr:`perf_defaults` (the file's) with the scenario's engine settings:
+        ``serving.max_batch_per_rank`` when it is set.
+        """
+        if self.perf_defaults is None:
+            return None
+        return self.perf_defaults.with_max_batch(self.scenario.serving.max_batch_per_rank)
+
     @property
     def perf_calibration(self) -> Any:
         """The calibration the performance model takes: a Calibration, or None for none."""

@@ -24,6 +24,11 @@ MAX_SOLVER_THREADS = 256
 #: Longest solver time limit accepted (a week) [s]; "inf" or 1e400 is a typo, not a limit.
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
 
+#: Largest running-request cap per attention-DP rank an engine setting may give
+#: (``serving.max_batch_per_rank`` in perf_defaults.yaml and in a scenario, ``dcplan
+#: perf --max-batch``) [sequences].
+MAX_BATCH_PER_RANK_MAX = 1_000_000
+
 #: Default scale-out leaf oversubscription (down:up bandwidth): non-blocking [-].
 DEFAULT_OVERSUBSCRIPTION = 1.0
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +20,7 @@ from dcplan.cli.common import (
     note,
 )
 from dcplan.cli.complete import ids_of
-from dcplan.defaults import FRONTIER_PERCENTILE
+from dcplan.defaults import FRONTIER_PERCENTILE, MAX_BATCH_PER_RANK_MAX
 
 perf_app = typer.Typer(
     help="Performance model: goodput tokens/s and power per rack, the throughput-"
@@ -72,11 +71,12 @@ TrendOpt = Annotated[str, typer.Option(
     "--software-trend", help="After the latest fitted run: 'hold' its level or "
                              "'extrapolate' the fitted trend.")]
 MaxBatchOpt = Annotated[int | None, typer.Option(
-    "--max-batch", min=1, help="Engine's running-request cap per attention-DP rank "
-                               "(TensorRT-LLM max_batch_size, SGLang "
-                               "--max-running-requests); Poisson arrivals that find "
-                               "every slot taken wait for one. Default: "
-                               "perf_defaults.yaml serving.max_batch_per_rank.")]
+    "--max-batch", min=1, max=MAX_BATCH_PER_RANK_MAX,
+    help="Engine's running-request cap per attention-DP rank (TensorRT-LLM max_batch_size, "
+         "SGLang --max-running-requests, vLLM --max-num-seqs); Poisson arrivals that find "
+         "every slot taken wait for one. Default: perf_defaults.yaml "
+         "serving.max_batch_per_rank; a plan takes the scenario's "
+         "serving.max_batch_per_rank.")]
 
 RackOpt = Annotated[str, typer.Option("--rack", help="Rack id.",
                                        autocompletion=ids_of("racks"))]
@@ -363,7 +363,7 @@ def perf(
              "draft uses it)")
     _check_choice("--software-trend", software_trend, ("hold", "extrapolate"))
     pin = _perf_inputs(calibration, catalog, date, engine, software_trend)
-    defaults, cal = _with_max_batch(pin.defaults, max_batch), pin.calibration
+    defaults, cal = pin.defaults.with_max_batch(max_batch), pin.calibration
     cap, curve = _power_cap(power_cap, catalog, rack, pin)
     if cap < 1.0 and sweep:
         fail("--sweep batch and --power-cap do not go together; use one of them", code=2)
@@ -422,12 +422,6 @@ def _limit(value: float, unit: str) -> str:
     return "none" if value >= _NO_LIMIT else f"{value:g} {unit}"
 
 
-def _with_max_batch(defaults, max_batch: int | None):
-    """``defaults`` with ``--max-batch`` as the running-request cap per attention-DP rank."""
-    if max_batch is None:
-        return defaults
-    return dataclasses.replace(defaults, serving=dataclasses.replace(
-        defaults.serving, max_batch_per_rank=max_batch))
 
 
 def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
@@ -568,7 +562,7 @@ def frontier_cmd(
     soft = _software(pin.calibration, catalog, rack)
     modes = (mode,) if mode else ("aggregated", "disaggregated")
     cap, curve = _power_cap(power_cap, catalog, rack, pin)
-    defaults = _with_max_batch(pin.defaults, max_batch)
+    defaults = pin.defaults.with_max_batch(max_batch)
     fr = frontier(catalog, rack, model, input_tokens, output_tokens, precision,
                   speculative or "none", acceptance, ttft_s, percentile, modes,
                   lengths=lengths, defaults=defaults, calibration=pin.calibration,

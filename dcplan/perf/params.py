@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from dcplan.catalog import suggest
+from dcplan.defaults import MAX_BATCH_PER_RANK_MAX
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
 from dcplan.perf.benchmarks import MEASUREMENTS_FOLDER, Benchmarks, load_benchmarks
@@ -303,7 +304,7 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "kv_bytes_per_element": ("bytes", 0.25, 8.0),
     "attention_precision": ("prec", 0, 0),
     "moe_non_expert_precision": ("prec", 0, 0),
-    "max_batch_per_rank": ("int", 1, 1_000_000),
+    "max_batch_per_rank": ("int", 1, MAX_BATCH_PER_RANK_MAX),
     "two_batch_overlap": ("bool", 0, 0),
     "board_ep_gpus": ("int", 1, 1024),
     "prefill_chunk_tokens": ("int", 1, 10_000_000),
@@ -582,6 +583,20 @@ class PerfDefaults:
     serving: ServingParams
     source: str = ""
     software: SoftwareSpec = field(default_factory=SoftwareSpec)
+
+    def with_max_batch(self, max_batch_per_rank: int | None) -> PerfDefaults:
+        """These defaults with another running-request cap per attention-DP rank.
+
+        Parameters
+        ----------
+        max_batch_per_rank : int or None
+            The engine's cap (``dcplan perf --max-batch``, a scenario's
+            ``serving.max_batch_per_rank``) [sequences]; None: these defaults unchanged.
+        """
+        if max_batch_per_rank is None:
+            return self
+        return replace(self, serving=replace(self.serving,
+                                             max_batch_per_rank=int(max_batch_per_rank)))
 
     def for_hardware(self, accelerator_id: str) -> HardwareParams:
         """Default parameters of ``accelerator_id`` (before calibration).

@@ -1820,7 +1820,7 @@ def _perf_at_caps(case: Any, cap_levels: dict[str, tuple[float, ...]], wl_ids: l
                 if c < 1.0 and curve is None:
                     curve = power_curve_of(curves, rack.accelerator)
                 rp = perf_model.rack_performance(
-                    catalog, r, model, w, defaults=case.perf_defaults, calibration=latest,
+                    catalog, r, model, w, defaults=case.model_defaults, calibration=latest,
                     power_cap_frac=c, power_curve=curve)
                 if not rp.fits or rp.goodput_tokens_per_s <= 0:
                     continue
@@ -1977,7 +1977,7 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
         for w in wl_ids:
             wl = catalog.get("workloads", w)
             rp = perf_model.rack_performance(catalog, r, wl.model, w,
-                                             defaults=case.perf_defaults, calibration=latest)
+                                             defaults=case.model_defaults, calibration=latest)
             if not rp.fits or rp.goodput_tokens_per_s <= 0:
                 notes.append(f"{r} cannot serve {w}: {rp.reason or 'no goodput'}")
                 continue
@@ -1988,7 +1988,7 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
                 output_tokens_per_s=rp.output_tokens_per_s,
                 power_p99_kw=rp.power_p99_kw, extrapolation=rp.extrapolation,
                 level=_levels(catalog, r, wl.model, w, rp, levels, latest,
-                              case.perf_defaults))
+                              case.model_defaults))
     outside = [f"{r} / {w}" for (r, w), pf in perf.items() if pf.extrapolation]
     if outside:
         notes.append(
@@ -2003,6 +2003,11 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
     perf_at_cap, power_at_cap = _perf_at_caps(case, cap_levels, wl_ids, perf, latest)
     notes.append(_software_note(catalog, rack_ids, periods, levels, last_fitted,
                                 scn.paths.software_speedup is not None))
+    cap = scn.serving.max_batch_per_rank
+    if cap is not None:
+        notes.append(f"serving.max_batch_per_rank {cap:,}: every instance runs at most "
+                     f"{cap:,} requests per attention-DP rank (the engine's cap), not "
+                     f"perf_defaults.yaml's {case.perf_defaults.serving.max_batch_per_rank:,}")
     steep = calibration.steep_stop() if calibration is not None else None
     if steep:
         notes.append(steep)

@@ -36,6 +36,7 @@ from dcplan.defaults import (  # the limits and defaults the command line shows 
     DEFAULT_OVERSUBSCRIPTION,
     DEFAULT_SOLVER,
     DEFAULT_TIME_LIMIT_S,
+    MAX_BATCH_PER_RANK_MAX,
     MAX_SOLVER_THREADS,
     MAX_TIME_LIMIT_S,
     SOLVERS,
@@ -670,11 +671,19 @@ class Serving(_Strict):
     spare_racks : int or dict
         N+k: racks of each type kept spare at each site that hosts the type, one
         number for every site and type, ``{site: k}`` or ``{site: {rack: k}}``.
+    max_batch_per_rank : int or None
+        The serving engine's running-request cap per attention-DP rank (TensorRT-LLM
+        ``max_batch_size``, SGLang ``max_running_requests``, vLLM ``max_num_seqs``) for
+        every rack's performance in this plan, as ``dcplan perf --max-batch`` sets it
+        for one answer [sequences]; None (default): the catalogs' perf_defaults.yaml
+        ``serving.max_batch_per_rank``.
     """
 
     target_utilisation: Utilisation | dict[Id, Utilisation] = DEFAULT_TARGET_UTILISATION
     availability: Availability | dict[Id, Availability] = DEFAULT_AVAILABILITY
     spare_racks: Count | dict[Id, Count | dict[Id, Count]] = 0
+    max_batch_per_rank: Annotated[int, NOT_BOOL,
+                                  Field(ge=1, le=MAX_BATCH_PER_RANK_MAX)] | None = None
 
     def utilisation(self, workload: str) -> float:
         """Target peak utilisation of ``workload`` [-]."""

@@ -132,7 +132,7 @@ def _calibration(case: Any, params: list[tuple[Parameter, Any]]) -> Any:
     from dcplan.perf.predict import calibration_architecture, hardware_params
 
     base = case.perf_calibration  # None for no calibration (case.calibration may be "none")
-    defaults = case.perf_defaults
+    defaults = case.model_defaults
     accelerators = case.catalog.entries.get("accelerators", {})
     racks = case.scenario.racks or list(case.catalog.entries.get("racks", {}))
     used = sorted({case.catalog.get("racks", r).accelerator for r in racks})
