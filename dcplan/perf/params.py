@@ -592,6 +592,11 @@ class PerfDefaults:
         max_batch_per_rank : int or None
             The engine's cap (``dcplan perf --max-batch``, a scenario's
             ``serving.max_batch_per_rank``) [sequences]; None: these defaults unchanged.
+
+        Returns
+        -------
+        PerfDefaults
+            A copy with ``serving.max_batch_per_rank`` replaced (or ``self``).
         """
         if max_batch_per_rank is None:
             return self
