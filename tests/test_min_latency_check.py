@@ -1,0 +1,74 @@
+"""bench/min_latency_check.py against hand figures and an independent path.
+
+The bench builds a batch-1 decode step as ``dcplan perf`` does (build_setup, software
+as of the run); ``perf validate`` predicts a phase-level row through the calibration's
+row path. The plain (no MTP) step written as a row must come out the same; the
+acceptance the bench solves for must give the blog's accepted lengths.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dcplan.cli import app
+from dcplan.perf.speculative import expected_tokens
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench" / "min_latency_check.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("min_latency_check_bench", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_solved_acceptance_gives_the_blogs_accepted_length():
+    bench = _bench()
+    assert bench._acceptance_for(1.92, 1) == pytest.approx(0.92, abs=1e-9)  # 1 + a
+    for draft, accepted, _ in bench.MEASURED[1:]:
+        a = bench._acceptance_for(accepted, draft)
+        assert float(expected_tokens(a, draft)) == pytest.approx(accepted, abs=1e-9)
+    # 1 + a + a^2 = 2.58 by hand: a = (-1 + sqrt(1 + 4 x 1.58)) / 2 = 0.8530
+    assert bench._acceptance_for(2.58, 2) == pytest.approx(0.853, abs=5e-4)
+
+
+@pytest.mark.slow
+def test_bench_plain_step_agrees_with_perf_validate(tmp_path):
+    """At expert parallelism 8 (a phase row spreads experts over its whole replica or
+    none; the blog's EP4 is not a row's layout), the bench's layout being a constant."""
+    from dcplan.perf.goodput import Layout
+
+    bench = _bench()
+    bench.LAYOUT = Layout(8, 8, False)
+    res = bench.run(None)
+    plain = res["rows"][0]
+    assert plain["mtp_depth"] == 0
+    # deeper drafts make longer steps and, at the blog's acceptance, more tokens per user
+    steps = [r["model_step_ms"] for r in res["rows"]]
+    assert steps == sorted(steps)
+    with open(ROOT / "catalogs" / "measurements" / "wide_ep.csv", newline="") as fh:
+        header = next(csv.reader(fh))
+    row = {k: "" for k in header} | {
+        "hardware": "b200", "model": bench.MODEL, "precision": bench.PRECISION,
+        "phase": "decode", "gpus": "8", "batch": "1",
+        "context_tokens": f"{bench.CONTEXT_TOKENS:g}", "tokens_per_s": "111",
+        "source": bench.SOURCE, "as_of": bench.DATE, "notes": "test",
+        "framework": bench.ENGINE, "ep": "8", "dp_attention": "false"}
+    path = tmp_path / "run.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=header)
+        w.writeheader()
+        w.writerow(row)
+    out = CliRunner().invoke(app, ["perf", "validate", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    rec = json.loads(out.stdout)["rows"][0]
+    assert rec["predicted_tokens_per_s"] == pytest.approx(1e3 / plain["model_step_ms"],
+                                                          rel=5e-3)
