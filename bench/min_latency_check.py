@@ -1,4 +1,4 @@
-"""Single-user DeepSeek-R1 decode on one 8-GPU B200 board, against a result published before 2025-09.
+"""Single-user DeepSeek-R1 decode on one 8-GPU B200 board against a result from before 2025-09.
 
 NVIDIA's TensorRT-LLM team ("Pushing Latency Boundaries: Optimizing DeepSeek-R1
 Performance on NVIDIA B200 GPUs", tech blog 1, listed 2025-05-16 in the TensorRT-LLM
