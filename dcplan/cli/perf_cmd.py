@@ -422,8 +422,6 @@ def _limit(value: float, unit: str) -> str:
     return "none" if value >= _NO_LIMIT else f"{value:g} {unit}"
 
 
-
-
 def _print_point(p, rack: str, model: str, wl, software: dict[str, Any],
                  lengths: dict[str, Any] | None = None, max_batch: int | None = None) -> None:
     loop = (f"closed loop, {wl.concurrency} in flight per instance"

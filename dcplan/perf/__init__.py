@@ -12,7 +12,8 @@ cap (docs/perf.md, "Power caps").
 
 The model reads no file: ``defaults`` (:class:`~dcplan.perf.params.PerfDefaults`) and
 ``calibration`` (a :class:`Calibration`, or None for the a-priori defaults) come from a
-:class:`~dcplan.case.Case` (``case.perf_defaults``, ``case.perf_calibration``) or from
+:class:`~dcplan.case.Case` (``case.model_defaults``: the file's defaults with the
+scenario's engine cap, and ``case.perf_calibration``) or from
 ``load_perf_inputs(catalog, calibration=None)``, the one loader of
 ``perf_defaults.yaml`` and the calibration next to it (or the file given).
 ``load_calibration(path) -> Calibration`` reads a file written by

@@ -373,7 +373,7 @@ def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Wor
     precision : {"bf16", "fp8", "fp4"}, optional
         Serving precision (default: the workload's).
     defaults : PerfDefaults
-        The model's a-priori parameters (``Case.perf_defaults``, or
+        The model's a-priori parameters (``Case.model_defaults``, or
         :func:`dcplan.perf.params.load_perf_inputs`).
     calibration : Calibration or None
         Fitted parameters (``Case.perf_calibration``); None: the a-priori defaults.
@@ -1673,7 +1673,7 @@ def workload_performance(catalog, rack_id: str, model_id: str | None, workload: 
     layout : Layout, optional
         Fix the parallel layout (``--tp/--ep/--dp-attention``); None: search.
     defaults : PerfDefaults
-        The model's a-priori parameters (``Case.perf_defaults``, or
+        The model's a-priori parameters (``Case.model_defaults``, or
         :func:`dcplan.perf.params.load_perf_inputs`).
     calibration : Calibration or None
         Fitted parameters (``Case.perf_calibration``); None: the a-priori defaults.
@@ -1775,7 +1775,7 @@ def rack_performance(catalog, rack_id: str, model_id: str | None, workload_id: s
     precision : {"bf16", "fp8", "fp4"}, optional
         Serving precision (default: the workload's).
     defaults : PerfDefaults
-        The model's a-priori parameters (``Case.perf_defaults``, or
+        The model's a-priori parameters (``Case.model_defaults``, or
         :func:`dcplan.perf.params.load_perf_inputs`).
     calibration : Calibration or None
         Fitted parameters (``Case.perf_calibration``; ``dcplan perf calibrate`` writes
@@ -1827,7 +1827,7 @@ def batch_sweep(catalog, rack_id: str, model_id: str | None, workload: str | Wor
     layout : Layout, optional
         Fix the parallel layout (``--tp/--ep/--dp-attention``); None: search.
     defaults : PerfDefaults
-        The model's a-priori parameters (``Case.perf_defaults``, or
+        The model's a-priori parameters (``Case.model_defaults``, or
         :func:`dcplan.perf.params.load_perf_inputs`).
     calibration : Calibration or None
         Fitted parameters (``Case.perf_calibration``); None: the a-priori defaults.
