@@ -42,12 +42,10 @@ def test_the_solved_acceptance_gives_the_blogs_accepted_length():
 
 @pytest.mark.slow
 def test_bench_plain_step_agrees_with_perf_validate(tmp_path):
-    """At expert parallelism 8 (a phase row spreads experts over its whole replica or
-    none; the blog's EP4 is not a row's layout), the bench's layout being a constant."""
-    from dcplan.perf.goodput import Layout
-
+    """The blog's layout (attention TP8, MoE EP4: each expert over 2 GPUs) as a phase
+    row; a row whose ep does not divide its GPUs is named, the others still validated."""
     bench = _bench()
-    bench.LAYOUT = Layout(8, 8, False)
+    assert (bench.LAYOUT.tp, bench.LAYOUT.ep, bench.LAYOUT.dp_attention) == (8, 4, False)
     res = bench.run(None)
     plain = res["rows"][0]
     assert plain["mtp_depth"] == 0
@@ -61,14 +59,20 @@ def test_bench_plain_step_agrees_with_perf_validate(tmp_path):
         "phase": "decode", "gpus": "8", "batch": "1",
         "context_tokens": f"{bench.CONTEXT_TOKENS:g}", "tokens_per_s": "111",
         "source": bench.SOURCE, "as_of": bench.DATE, "notes": "test",
-        "framework": bench.ENGINE, "ep": "8", "dp_attention": "false"}
+        "framework": bench.ENGINE, "ep": "4", "dp_attention": "false"}
     path = tmp_path / "run.csv"
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=header)
         w.writeheader()
         w.writerow(row)
+        w.writerow(row | {"ep": "3"})
     out = CliRunner().invoke(app, ["perf", "validate", str(path), "--json"])
     assert out.exit_code == 0, out.output
-    rec = json.loads(out.stdout)["rows"][0]
+    done = json.loads(out.stdout)
+    assert len(done["rows"]) == 1
+    (skipped,) = done["skipped_rows"]
+    assert (skipped["line"], skipped["field"]) == (3, "ep")
+    assert "expert parallelism 3 must divide the replica's 8 GPUs" in skipped["message"]
+    rec = done["rows"][0]
     assert rec["predicted_tokens_per_s"] == pytest.approx(1e3 / plain["model_step_ms"],
                                                           rel=5e-3)

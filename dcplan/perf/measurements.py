@@ -728,9 +728,12 @@ def _phase_row(rec: dict, row_no: int, line_no: int, bad: Callable, *, catalog: 
     ok &= good
     ep = int(ep_v) if ep_v is not None else 1
     # checked whatever else is wrong with the row, so every problem is named at once
-    if good and values.get("gpus") and ep not in (1, int(values["gpus"])):
-        bad("ep", f"expert parallelism {ep} must be 1 or the replica's {int(values['gpus'])} "
-                  "GPUs (experts spread over the whole replica)")
+    # experts over ep GPUs, each expert tensor-parallel over gpus / ep (TensorRT-LLM's
+    # --tp 8 --ep 4: MoE TP2 x EP4)
+    if good and values.get("gpus") and int(values["gpus"]) % ep:
+        bad("ep", f"expert parallelism {ep} must divide the replica's "
+                  f"{int(values['gpus'])} GPUs (each expert tensor-parallel over GPUs / ep); "
+                  "1: every expert over all of them")
         ok = False
     model_entry = catalog.entries["models"].get(rec.get("model", ""))
     if good and ep > 1 and model_entry is not None and not model_entry.is_moe:
