@@ -1,4 +1,4 @@
-"""bench/min_latency_check.py against hand figures and an independent path.
+"""bench/trtllm_b200_check.py against hand figures and an independent path.
 
 The bench builds a batch-1 decode step as ``dcplan perf`` does (build_setup, software
 as of the run); ``perf validate`` predicts a phase-level row through the calibration's
@@ -20,11 +20,11 @@ from dcplan.cli import app
 from dcplan.perf.speculative import expected_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "bench" / "min_latency_check.py"
+BENCH = ROOT / "bench" / "trtllm_b200_check.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("min_latency_check_bench", BENCH)
+    spec = importlib.util.spec_from_file_location("trtllm_b200_check_bench", BENCH)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -76,3 +76,15 @@ def test_bench_plain_step_agrees_with_perf_validate(tmp_path):
     rec = done["rows"][0]
     assert rec["predicted_tokens_per_s"] == pytest.approx(1e3 / plain["model_step_ms"],
                                                           rel=5e-3)
+
+
+@pytest.mark.slow
+def test_throughput_run_is_the_blogs_layout_and_perfs_answer():
+    """The reproduction's settings (--tp 8 --ep 8, 3,072 in flight, 384 per rank: 3,072 =
+    384 x 8 attention-DP ranks), and the bench's figure is `dcplan perf`'s."""
+    bench = _bench()
+    assert bench.CONCURRENCY == bench.MAX_BATCH * 8
+    res = bench.run_throughput(None)
+    assert res["parallel"] == "DEP8" and res["batch"] <= bench.CONCURRENCY
+    assert res["error_pct"] == pytest.approx(
+        100 * (res["model_output_tokens_per_s_per_gpu"] / 4600 - 1))

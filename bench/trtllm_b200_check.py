@@ -1,12 +1,14 @@
-"""Single-user DeepSeek-R1 decode on one 8-GPU B200 board against a result from before 2025-09.
+"""DeepSeek-R1 on one 8-GPU B200 board against TensorRT-LLM results from before 2025-09.
 
-NVIDIA's TensorRT-LLM team ("Pushing Latency Boundaries: Optimizing DeepSeek-R1
-Performance on NVIDIA B200 GPUs", tech blog 1, listed 2025-05-16 in the TensorRT-LLM
-README; github.com/NVIDIA/TensorRT-LLM, docs/source/blogs/tech_blog/) decoded
-DeepSeek-R1 at one request in flight on 8 B200 (prompts of 1k tokens, answers of 2k;
-MoE weights NVFP4, attention BF16; attention TP8, MoE TP8 with expert parallelism 4 at
-the 253 tokens/s "before GTC 2025" stage, whose MTP table this uses). Its table of MTP
-depths gives tokens per second per user and the mean accepted length per step:
+Two operating points NVIDIA's TensorRT-LLM team published, neither a fitted row:
+
+**One user** ("Pushing Latency Boundaries: Optimizing DeepSeek-R1 Performance on NVIDIA
+B200 GPUs", tech blog 1, listed 2025-05-16 in the TensorRT-LLM README;
+github.com/NVIDIA/TensorRT-LLM, docs/source/blogs/tech_blog/). DeepSeek-R1 at one
+request in flight on 8 B200 (prompts of 1k tokens, answers of 2k; MoE weights NVFP4,
+attention BF16; attention TP8, MoE TP8 with expert parallelism 4 at the 253 tokens/s
+"before GTC 2025" stage, whose MTP table this uses). Its table of MTP depths gives
+tokens per second per user and the mean accepted length per step:
 
 =========  ==========  ================
 MTP depth  accepted    tokens/s per user
@@ -17,17 +19,27 @@ none       1.00        111
 3          2.82        253
 =========  ==========  ================
 
-None of this is a fitted row. This prints the model's answer for each depth at the
-run's software (TensorRT-LLM as of 2025-03-15, :func:`dcplan.perf.software.as_of`) and
-the shipped calibration, batch 1, KV length 2,048 tokens (the prompt plus half the
-answer), at two per-token acceptances: the fitted one (``mtp_acceptance_frac``, fitted
-on InferenceX's synthetic prompts) and the one that gives the blog's accepted length
+This prints the model's answer for each depth at the run's software (TensorRT-LLM as
+of 2025-03-15, :func:`dcplan.perf.software.as_of`) and the shipped calibration, batch 1,
+KV length 2,048 tokens (the prompt plus half the answer), at two per-token acceptances:
+the fitted one (``mtp_acceptance_frac``, fitted on InferenceX's synthetic prompts) and
+the one that gives the blog's accepted length
 (:func:`dcplan.perf.speculative.expected_tokens` solved for it). The second isolates
 the step time (the model's overheads and memory reads at batch 1) from how well drafts
 are accepted on the blog's data. The blog's step time is accepted length / tokens per
 second per user.
 
-Run: python bench/min_latency_check.py [--calibration FILE|none] [--json FILE]
+**Maximum throughput** ("Optimizing DeepSeek R1 Throughput on NVIDIA Blackwell GPUs",
+tech blog 3, listed 2025-05-30): "approximately 2000 TPS/GPU in February to 4600
+TPS/GPU on ISL/OSL 1K/2K", with attention DP8 and MoE EP8, NVFP4 MoE, FP8 KV cache, no
+MTP; its reproduction (docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-
+LLM.md, "B200 max-throughput") runs ``trtllm-bench --tp 8 --ep 8 --concurrency 3072
+--max_batch_size 384``. TPS/GPU is read as output tokens/s per GPU (trtllm-bench's "Per
+GPU Output Throughput"). This runs ``dcplan perf`` as a user would: the same layout,
+3,072 requests in flight, 384 per attention-DP rank, no latency limit, TensorRT-LLM as
+of 2025-05-30.
+
+Run: python bench/trtllm_b200_check.py [--calibration FILE|none] [--json FILE]
 (a few seconds; docs/perf.md, Assumptions and known weaknesses, quotes it).
 """
 
@@ -35,6 +47,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 
 import numpy as np
 from scipy.optimize import brentq
@@ -96,6 +110,35 @@ def run(calibration: str | None) -> dict:
             else "a-priori defaults", "rows": rows}
 
 
+#: The throughput run: output tokens/s per GPU, requests in flight, cap per rank, date.
+THROUGHPUT, CONCURRENCY, MAX_BATCH, THROUGHPUT_DATE = 4600.0, 3072, 384, "2025-05-30"
+THROUGHPUT_SOURCE = ("github.com/NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/blog3_"
+                     "Optimizing_DeepSeek_R1_Throughput_on_NVIDIA_Blackwell_GPUs.md")
+
+
+def throughput_command(calibration: str | None = None) -> list[str]:
+    """The ``dcplan perf`` command of the throughput run (no latency limit)."""
+    cmd = [sys.executable, "-m", "dcplan", "perf", "--rack", RACK, "--model", MODEL,
+           "--workload", WORKLOAD, "--precision", PRECISION, "--input-tokens", "1024",
+           "--output-tokens", "2048", "--concurrency", str(CONCURRENCY), "--tp", "8",
+           "--ep", "8", "--dp-attention", "--max-batch", str(MAX_BATCH), "--engine",
+           ENGINE, "--date", THROUGHPUT_DATE, "--speculative", "none", "--mode",
+           "aggregated", "--ttft-s", "1e5", "--tpot-ms", "1e5", "--json"]
+    return cmd + (["--calibration", calibration] if calibration else [])
+
+
+def run_throughput(calibration: str | None) -> dict:
+    """The model's output tokens/s per GPU at the throughput run's settings."""
+    done = subprocess.run(throughput_command(calibration), capture_output=True, text=True,
+                          check=True, timeout=600)
+    d = json.loads(done.stdout)
+    per_gpu = float(d["output_tokens_per_s_per_gpu"])
+    return {"measured_output_tokens_per_s_per_gpu": THROUGHPUT,
+            "model_output_tokens_per_s_per_gpu": per_gpu,
+            "error_pct": 100.0 * (per_gpu / THROUGHPUT - 1.0), "batch": d["batch"],
+            "parallel": d["parallel"], "software": d["software"]["text"]}
+
+
 def main() -> None:
     """Print the table (and write JSON with ``--json``)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -113,6 +156,13 @@ def main() -> None:
               f"({r['blog_error_pct']:+.1f} %) at the blog's acceptance, "
               f"{r['fitted_tokens_per_s_per_user']:5.0f} ({r['fitted_error_pct']:+.1f} %) "
               "at the fitted one")
+    tp = run_throughput(args.calibration)
+    res["throughput"] = tp
+    print(f"Maximum throughput, 1k/2k, {tp['parallel']}, {tp['batch']:,} sequences in flight "
+          f"({MAX_BATCH} per rank), software {tp['software']}: measured "
+          f"{THROUGHPUT:,.0f} output tokens/s per GPU, model "
+          f"{tp['model_output_tokens_per_s_per_gpu']:,.0f} ({tp['error_pct']:+.1f} %) "
+          f"({THROUGHPUT_SOURCE})")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(res, f, indent=1)
