@@ -75,7 +75,7 @@ def test_dep_prefill_row_chunks_per_rank(cat):
 
 
 @pytest.mark.parametrize("cells, field", [
-    ("8,256,2000,1,,b,2025-05,sglang,4,true", "ep"),
+    ("8,256,2000,1,,b,2025-05,sglang,3,true", "ep"),   # 3 does not divide 8 GPUs
     ("8,256,2000,1,,b,2025-05,sglang,8,yes", "dp_attention"),
 ])
 def test_bad_layout_cells_are_named(cat, tmp_path, cells, field):
@@ -89,8 +89,15 @@ def test_a_bad_ep_is_named_with_the_rows_other_problems(cat, tmp_path):
     # a bad date and dp_attention do not hide the EP that does not fit the replica
     with pytest.raises(InputError) as e:
         load_measurements(_write(tmp_path, "h100_sxm,deepseek_r1,fp8,decode,8,256,2000,1,,b,"
-                                           "20x5-05,sglang,4,yes\n"), cat)
+                                           "20x5-05,sglang,3,yes\n"), cat)
     assert {p.field for p in e.value.problems} >= {"as_of", "dp_attention", "ep"}
+
+
+def test_an_ep_dividing_the_replica_is_a_layout(cat, tmp_path):
+    """EP 4 on 8 GPUs (TensorRT-LLM --tp 8 --ep 4: each expert over 2 GPUs) loads."""
+    (m,) = load_measurements(_write(tmp_path, "h100_sxm,deepseek_r1,fp8,decode,8,256,2000,1,"
+                                              ",b,2025-05,trt,4,false\n"), cat)
+    assert (m.gpus, m.ep, m.dp_attention) == (8, 4, False)
 
 
 def test_ep_on_a_dense_model_is_refused(cat, tmp_path):
