@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 from dcplan.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("gen_demand", ROOT / "docs" / "gen_demand.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
+gen = load_script(ROOT / "docs" / "gen_demand.py", "gen_demand")
 
 
 @pytest.mark.slow

@@ -22,7 +22,6 @@ between sites), the same binding grid limits (the 1 % plans of the examples were
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from importlib.metadata import version
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scripts import load_script
 
 from dcplan.case import load_case
 from dcplan.errors import InputError
@@ -42,9 +42,7 @@ EXAMPLES = ROOT / "examples"
 FIXTURES = Path(__file__).parent / "fixtures" / "scenarios"
 EXPECTED = json.loads((Path(__file__).parent / "expected" / "examples.json").read_text())
 
-_spec = importlib.util.spec_from_file_location("gen_scenarios", ROOT / "docs" / "gen_scenarios.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
+gen = load_script(ROOT / "docs" / "gen_scenarios.py", "gen_scenarios")
 
 SAME_SOLVER = EXPECTED.get("highspy") == version("highspy")
 #: Relative MIP gap the tests solve the examples at [-] (the files and docs: 0.1 %).

@@ -23,12 +23,11 @@ p4     h200_sxm   8       phase        0           -20    Server
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from scripts import load_script
 
 from dcplan.perf.calibration import RowResult
 from dcplan.perf.predict import RowPrediction
@@ -38,10 +37,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench" / "perf_accuracy.py"
 
 @pytest.fixture(scope="module")
 def pa():
-    spec = importlib.util.spec_from_file_location("perf_accuracy_bench", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load_script(BENCH, "perf_accuracy_bench")
     return mod
 
 

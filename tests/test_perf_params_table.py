@@ -6,21 +6,18 @@ and the defaults file gives a value for each of its rows.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 from dcplan.paths import data_dir
 from dcplan.perf import params
 from dcplan.yamlio import read_yaml, strip_lines
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("gen_perf_params",
-                                               ROOT / "docs" / "gen_perf_params.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
+gen = load_script(ROOT / "docs" / "gen_perf_params.py", "gen_perf_params")
 
 
 def test_docs_table_is_the_csv():

@@ -9,11 +9,11 @@ must rise with the batch (what makes the bench's "at least 30 % slow" a bound).
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 from typer.testing import CliRunner
 
 from dcplan.cli import app
@@ -23,9 +23,7 @@ BENCH = ROOT / "bench" / "rack_scale_check.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("rack_scale_check_bench", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(BENCH, "rack_scale_check_bench")
     return mod
 
 

@@ -9,11 +9,11 @@ acceptance the bench solves for must give the blog's accepted lengths.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 from typer.testing import CliRunner
 
 from dcplan.cli import app
@@ -24,9 +24,7 @@ BENCH = ROOT / "bench" / "trtllm_b200_check.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("trtllm_b200_check_bench", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(BENCH, "trtllm_b200_check_bench")
     return mod
 
 
