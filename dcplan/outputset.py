@@ -111,22 +111,8 @@ class OutputSet:
         signal never leaves some targets new and others old, nor a replaced folder
         behind under a temporary name.
         """
-        with signals_held():
-            olds: list[Path] = []
-            for tmp, target in self.staged:
-                if tmp.is_dir() and not tmp.is_symlink():
-                    if target.exists():
-                        old = Path(tempfile.mkdtemp(prefix=temp_prefix(target),
-                                                    dir=target.parent))
-                        os.rmdir(old)
-                        os.replace(target, old)
-                        olds.append(old)
-                    os.replace(tmp, target)
-                else:
-                    os.replace(tmp, target)
-            self.staged.clear()
-            for old in olds:
-                shutil.rmtree(old, ignore_errors=True)
+        move_in(self.staged)
+        self.staged.clear()
 
     def discard(self) -> None:
         """Remove every staged temporary; the targets stay as they were."""
@@ -170,6 +156,31 @@ def signals_held() -> Iterator[None]:
             signal.signal(sig, handler)
         for signum in arrived:
             previous[signum](signum, None)  # may raise (KeyboardInterrupt, Terminated)
+
+
+def move_in(pairs: Sequence[tuple[Path, Path]]) -> None:
+    """Rename each complete temporary onto its target, with signals held.
+
+    A folder takes the place of an older folder as a whole: the old one is renamed
+    aside first and removed once every pair is in. SIGINT and SIGTERM wait until then
+    (:func:`signals_held`).
+
+    Parameters
+    ----------
+    pairs : sequence of (Path, Path)
+        ``(temporary, target)`` pairs, moved in in this order.
+    """
+    with signals_held():
+        olds: list[Path] = []
+        for tmp, target in pairs:
+            if tmp.is_dir() and not tmp.is_symlink() and target.exists():
+                old = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
+                os.rmdir(old)
+                os.replace(target, old)
+                olds.append(old)
+            os.replace(tmp, target)
+        for old in olds:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 _CURRENT: ContextVar[OutputSet | None] = ContextVar("dcplan_output_set", default=None)
@@ -231,5 +242,5 @@ def output_set(stamp: RunStamp) -> Iterator[OutputSet]:
         raise
 
 
-__all__ = ["TMP_TAG", "OutputSet", "RunStamp", "current", "current_stamp", "output_set",
-           "request_stop", "signals_held", "stop_requested", "temp_prefix"]
+__all__ = ["TMP_TAG", "OutputSet", "RunStamp", "current", "current_stamp", "move_in",
+           "output_set", "request_stop", "signals_held", "stop_requested", "temp_prefix"]

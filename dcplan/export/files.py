@@ -21,7 +21,7 @@ from typing import Any
 
 from dcplan.errors import InputError, Problem
 from dcplan.outputset import current as current_output_set
-from dcplan.outputset import signals_held
+from dcplan.outputset import move_in
 from dcplan.tableio import csv_ready, csv_safe, tidy_table, write_csv
 from dcplan.yamlio import atomic_path, remove_stale_temporaries, temp_prefix
 
@@ -212,15 +212,7 @@ def replace_folder(target: Path | str) -> Iterator[Path]:
             outputs.stage(tmp, target)
             staged = True
             return
-        with signals_held():  # a signal now would leave the old folder under a temporary name
-            old = None
-            if target.exists():
-                old = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
-                os.rmdir(old)
-                os.replace(target, old)
-            os.replace(tmp, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+        move_in([(tmp, target)])
     finally:
         if not staged and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
