@@ -173,10 +173,11 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     assert fit["start"] == "the a-priori values"   # where the search started
     assert fit["cost"] > 0   # the loss, which the gradient is read against (steep_stop)
     # what the rows cover: four dense phase rows (EP 1 on an 8-GPU board), none
-    # disaggregated
+    # disaggregated, none with a decode group wider than a board
     assert yaml.safe_load(out.read_text())["basis"] == {
         "domain_ep_max": 1, "prefill_domain_ep_max": 1, "handover_domain_max": 0,
-        "handover_prompt_tokens_max": 0.0, "handover_models": []}
+        "handover_prompt_tokens_max": 0.0, "handover_models": [],
+        "wide_decode_seqs_per_gpu_min": 0.0}
     r = run("validate", str(FIX / "good_measurements.csv"), "--calibration", str(out), "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)

@@ -309,6 +309,52 @@ def test_shipped_calibration_basis_is_what_the_measurement_files_hold():
         == basis.handover_domain_max == 8
     assert max(m.input_tokens for m in dis) == basis.handover_prompt_tokens_max == 8192
     assert sorted({m.model for m in dis}) == list(basis.handover_models) == ["deepseek_r1"]
+    # the decode rows with a group wider than a board (8) inside one domain: the GB200
+    # NVL72 DEP48 run alone (98,304 sequences on 48 GPUs); no serving row (the B200 and
+    # H200 serving rows' domain is their 8-GPU board)
+    wide = [m for m in rows if (m.ep if m.kind == "phase" and m.phase == "decode" else
+                                getattr(m, "decode_ep", 0) or 0) > 8
+            and (m.ep if m.kind == "phase" else m.decode_ep)
+            <= (scaleup_domain(catalog, m.hardware) or 8)]
+    assert [(m.hardware, m.gpus, m.batch) for m in wide] == [("gb200_gpu", 48, 98304)]
+    assert basis.wide_decode_seqs_per_gpu_min == 98304 / 48 == 2048.0
+
+
+def test_small_batch_wide_decode_is_named_by_hand():
+    """Hand cases of the small-batch note: a decode group wider than a board (8) inside
+    the domain, below the fitted wide rows' sequences per GPU, is named with both
+    figures; at or above them, as narrow as a board, spanning domains, with no batch
+    recorded (a basis of before the field) or no basis, nothing is; with no wide row
+    fitted at all every such group is named. ``ep_extrapolation`` joins it to the
+    width note."""
+    from dcplan.perf.goodput import ep_extrapolation, small_batch_extrapolation
+    from dcplan.perf.params import FitBasis
+
+    b = FitBasis(domain_ep_max=48, prefill_domain_ep_max=8,
+                 wide_decode_seqs_per_gpu_min=2048.0)
+    note = small_batch_extrapolation(48, 72, b, 100.0, 8)
+    assert note.startswith("decode at 100 sequences per GPU with expert parallelism 48 "
+                           "inside one 72-GPU scale-up domain")
+    assert "hold at least 2,048 per GPU" in note and note.endswith(
+        "Assumptions and known weaknesses)")
+    assert small_batch_extrapolation(48, 72, b, 2048.0, 8) == ""      # as fitted
+    assert small_batch_extrapolation(8, 72, b, 1.0, 8) == ""          # one board
+    assert small_batch_extrapolation(16, 8, b, 1.0, 8) == ""          # spans domains
+    assert small_batch_extrapolation(48, 72, b, None, 8) == ""        # not checked
+    assert small_batch_extrapolation(48, 72, b, 1.0, 0) == ""         # not checked
+    assert small_batch_extrapolation(48, 72, None, 1.0, 8) == ""
+    old = FitBasis(domain_ep_max=48, prefill_domain_ep_max=8)         # field absent
+    assert old.wide_decode_seqs_per_gpu_min is None
+    assert small_batch_extrapolation(48, 72, old, 1.0, 8) == ""
+    none = FitBasis(domain_ep_max=48, prefill_domain_ep_max=8, wide_decode_seqs_per_gpu_min=0)
+    assert "no fitted decode row has a group wider than a board" in \
+        small_batch_extrapolation(16, 72, none, 5000.0, 8)
+    # joined to the width note (disaggregated DEP72 decode over DEP8 prefill)
+    both = ep_extrapolation(True, 72, 72, b, 8, 100.0, 8)
+    assert both.startswith("decode expert parallelism 72 inside one 72-GPU")
+    assert "; and decode at 100 sequences per GPU with expert parallelism 72" in both
+    assert ep_extrapolation(True, 48, 72, b, 8, 100.0, 8) == note
+    assert ep_extrapolation(False, 48, 72, b, 8, 100.0, 8) == ""      # dense: no experts
 
 
 @pytest.mark.slow
@@ -455,7 +501,13 @@ def test_frontier_names_the_points_that_extrapolate_wide_ep():
     the fitted 8 inside the 72-GPU domain carry the EP extrapolation, and only those (the
     point's decode_ and prefill_expert_parallel say which; others may carry the KV
     hand-over's); the answer says how many; on HGX B200 (EP at most 8 inside its 8-GPU
-    domain, 1,024-token prompts inside the hand-over's rows) no point carries any."""
+    domain, 1,024-token prompts inside the hand-over's rows) no point carries any.
+
+    And the points whose decode group is wider than a board (8) inside the domain and
+    holds fewer sequences per GPU than the fitted wide row (2,048: the GB200 DEP48 run of
+    wide_ep.csv) carry the small-batch note, and only those: every such layout here
+    (DEPn, TPa DPb EPn) has its n GPUs in the decode group, so a point's sequences per
+    GPU are its batch over its decode expert parallelism."""
     import json
 
     base = ["perf", "frontier", "--model", "deepseek_r1", "--input-tokens", "1024",
@@ -463,7 +515,17 @@ def test_frontier_names_the_points_that_extrapolate_wide_ep():
     nvl, board = run(*base, "--rack", "gb200_nvl72"), run(*base, "--rack", "hgx_b200")
     assert nvl.exit_code == 0 and board.exit_code == 0, nvl.output + board.output
     nvl, board = json.loads(nvl.stdout), json.loads(board.stdout)
-    wide = [p for p in nvl["points"] if "expert parallelism" in p["extrapolation"]]
+    wide = [p for p in nvl["points"] if "all-to-all is fitted on" in p["extrapolation"]]
+    small = [p for p in nvl["points"] if "sequences per GPU" in p["extrapolation"]]
+    assert small and small != nvl["points"]
+    for p in nvl["points"]:
+        ep = p["decode_expert_parallel"]
+        assert (p in small) == (8 < ep <= 72 and p["batch"] / ep < 2048), p
+        if p in small:
+            assert f"decode at {p['batch'] / ep:,.0f} sequences per GPU with expert " \
+                   f"parallelism {ep} inside one 72-GPU" in p["extrapolation"]
+    assert f"; {len(small)} of {len(nvl['points'])} points decode with expert parallelism " \
+           "wider than a board inside the domain at " in nvl["extrapolation"]
 
     def outside(p):
         return p["decode_expert_parallel"] > 48 or p["prefill_expert_parallel"] > 8
@@ -480,3 +542,44 @@ def test_frontier_names_the_points_that_extrapolate_wide_ep():
     assert board["extrapolation"] == "" and not any(p["extrapolation"]
                                                     for p in board["points"])
 
+
+
+@pytest.mark.slow
+def test_perf_names_wide_decode_below_the_fitted_batch(tmp_path):
+    """dcplan perf on GB200 NVL72 at DEP36 (aggregated, offline): with the engine's cap at
+    16 sequences per rank the answer says the decode holds 16 per GPU, below the fitted
+    wide row's 2,048; uncapped (memory allows 73,728 on 36 GPUs: 2,048 per GPU) it does
+    not; a calibration whose basis has no recorded batch (written before the field)
+    names nothing of it; a negative one is refused, naming file, entry and field."""
+    import json
+
+    from dcplan.paths import data_dir
+    from dcplan.perf.params import CALIBRATION_FILE
+
+    base = ["perf", "--model", "deepseek_r1", "--input-tokens", "1024", "--output-tokens",
+            "1024", "--precision", "fp4", "--offline", "--mode", "aggregated", "--tp", "1",
+            "--dp-attention", "--rack", "gb200_nvl72", "--ep", "36", "--json"]
+    capped, free = run(*base, "--max-batch", "16"), run(*base)
+    assert capped.exit_code == 0 and free.exit_code == 0, capped.output + free.output
+    capped, free = json.loads(capped.stdout), json.loads(free.stdout)
+    assert capped["batch"] / capped["replica_gpus"] == 16
+    assert ("; and decode at 16 sequences per GPU with expert parallelism 36 inside one "
+            "72-GPU scale-up domain") in capped["extrapolation"]
+    assert "at least 2,048 per GPU" in capped["extrapolation"]
+    assert free["batch"] / free["replica_gpus"] == 2048
+    assert "sequences per GPU" not in free["extrapolation"]
+    # the prefill group's width is named either way
+    assert free["extrapolation"].startswith("prefill expert parallelism 36")
+    shipped = (data_dir("catalogs") / CALIBRATION_FILE).read_text()
+    line = "  wide_decode_seqs_per_gpu_min: 2048.0\n"
+    assert shipped.count(line) == 1
+    old, bad = tmp_path / "old.yaml", tmp_path / "bad.yaml"
+    old.write_text(shipped.replace(line, ""))
+    bad.write_text(shipped.replace(line, "  wide_decode_seqs_per_gpu_min: -1\n"))
+    out = run(*base, "--max-batch", "16", "--calibration", str(old))
+    assert out.exit_code == 0, out.output
+    assert "sequences per GPU" not in json.loads(out.stdout)["extrapolation"]
+    out = run(*base, "--calibration", str(bad))
+    assert out.exit_code == 1
+    assert (f"{bad}, entry 'basis', field 'wide_decode_seqs_per_gpu_min': must be a number "
+            "from 0 (no such row) to 1e9 (got -1)") in " ".join(out.output.split())

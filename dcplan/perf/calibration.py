@@ -1074,15 +1074,18 @@ def _calibration(space: _Space, x: np.ndarray, source: str, meta: dict) -> Calib
                                   software)
 
 
-def fit_basis(rows: Sequence, catalog: Catalog) -> FitBasis:
+def fit_basis(rows: Sequence, catalog: Catalog, board_gpus: int) -> FitBasis:
     """What ``rows`` cover, for naming the figures a fit on them extrapolates.
 
     The widest MoE expert-parallel groups inside one scale-up domain, decode and
     prefill apart (phase rows' ``ep`` by their phase, serving rows' ``decode_ep`` and
     ``prefill_ep``; a group wider than the row's domain,
     :func:`dcplan.perf.measurements.row_domain`, spans domains over the scale-out
-    network and does not count), and of the disaggregated serving rows (the KV
-    hand-over's): the largest domain, the longest prompt and the models.
+    network and does not count); the fewest sequences per GPU that a decode group wider
+    than ``board_gpus`` inside one domain runs at (serving rows: ``concurrency`` over
+    the decode GPUs, all GPUs when aggregated; decode phase rows: ``batch`` over
+    ``gpus``); and of the disaggregated serving rows (the KV hand-over's): the largest
+    domain, the longest prompt and the models.
 
     Parameters
     ----------
@@ -1090,6 +1093,8 @@ def fit_basis(rows: Sequence, catalog: Catalog) -> FitBasis:
         The rows a calibration is fitted on.
     catalog : Catalog
         Accelerators and racks (the scale-up domains).
+    board_gpus : int
+        GPUs of one board (``serving.board_ep_gpus``) [GPUs].
 
     Returns
     -------
@@ -1097,18 +1102,24 @@ def fit_basis(rows: Sequence, catalog: Catalog) -> FitBasis:
         Zeros and no models where no row has such a group or hand-over.
     """
     widest = {"decode": 0, "prefill": 0}
+    wide_seqs: list[float] = []       # sequences per GPU of wide decode groups in a domain
     for m in rows:
         domain = row_domain(m, catalog)
         if m.kind == "phase":
-            groups = [(m.phase if m.phase in widest else "decode", m.ep)]
+            phase = m.phase if m.phase in widest else "decode"
+            groups = [(phase, m.ep, m.batch / m.gpus if phase == "decode" else 0.0)]
         else:
-            groups = [("decode", m.decode_ep), ("prefill", m.prefill_ep)]
-        for phase, ep in groups:
+            seqs = m.concurrency / (m.decode_gpus if m.disaggregated else m.gpus)
+            groups = [("decode", m.decode_ep, seqs), ("prefill", m.prefill_ep, 0.0)]
+        for phase, ep, seqs in groups:
             if ep and int(ep) <= domain:
                 widest[phase] = max(widest[phase], int(ep))
+                if phase == "decode" and int(ep) > board_gpus:
+                    wide_seqs.append(float(seqs))
     dis = [m for m in rows if getattr(m, "disaggregated", False)]
     return FitBasis(
         domain_ep_max=widest["decode"], prefill_domain_ep_max=widest["prefill"],
+        wide_decode_seqs_per_gpu_min=min(wide_seqs, default=0.0),
         handover_domain_max=max((row_domain(m, catalog) for m in dis), default=0),
         handover_prompt_tokens_max=float(max((m.input_tokens for m in dis), default=0)),
         handover_models=tuple(sorted({m.model for m in dis})))
@@ -1180,7 +1191,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
                       f"the a-priori values plus normal noise of sd {start_sd:g} ln units "
                       f"(seed {start_seed})"),
             "rows_per_hardware": {h: int((space.hw == h).sum()) for h in sorted(set(space.hw))}}
-    return replace(_calibration(space, x, source, meta), basis=fit_basis(rows, catalog))
+    return replace(_calibration(space, x, source, meta),
+                   basis=fit_basis(rows, catalog, defaults.serving.board_ep_gpus))
 
 
 def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,

@@ -41,6 +41,7 @@ from dcplan.perf.goodput import (
     handover_outside_fit,
     kv_handover_extrapolation,
     slot_wait_quantile,
+    small_batch_extrapolation,
     workload_lengths,
 )
 from dcplan.perf.latency import slot_wait, tpot_quantile, ttft_quantile, wait_tail_mean
@@ -294,14 +295,21 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     kv_outside = su.basis is not None and handover_outside_fit(
         su.basis, su.rack.scaleup_domain, float(input_tokens), su.model.id)
     wide: list[int] = []      # expert-parallel widths of the points that extrapolate EP
+    small: list[float] = []   # sequences per GPU of wide decode groups below the fitted
     n_kv = 0
+    gpus = np.broadcast_to(np.asarray(par.gpus, float), n.shape)
     for k in thin:
         mode, a, b, plabel, ttft_med, pep, kv_bound = meta[k]
         label, _, _, ep = _label(par, a, su.shape.is_moe)
         why_ep = ep_extrapolation(su.shape.is_moe, ep, su.rack.scaleup_domain, su.basis,
                                   pep)
+        seqs = float(grid[0, b]) / float(gpus[a, 0])
+        why_small = (small_batch_extrapolation(ep, su.rack.scaleup_domain, su.basis, seqs,
+                                               su.serving.board_ep_gpus)
+                     if su.shape.is_moe else "")
         why_kv = kv_handover_extrapolation(su.basis) if kv_bound and kv_outside else ""
         wide += [max(ep, pep)] if why_ep else []
+        small += [seqs] if why_small else []
         n_kv += bool(why_kv)
         out.points.append({
             "tokens_per_s_per_user": float(xs_a[k]),
@@ -311,7 +319,7 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "batch": int(grid[0, b]), "draft_tokens": int(n[a, 0]),
             "speculative": speculative if int(n[a, 0]) else "none",
             "median_ttft_s": ttft_med,
-            "extrapolation": "; and ".join(w for w in (why_ep, why_kv) if w),
+            "extrapolation": "; and ".join(w for w in (why_ep, why_small, why_kv) if w),
             "expert_parallel": max(ep, pep),
             "decode_expert_parallel": ep, "prefill_expert_parallel": pep or ep,
         })
@@ -328,6 +336,13 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             f"groups of that phase inside a domain ({most}): their MoE "
             "all-to-all is an extrapolation (docs/perf.md, Assumptions and known "
             "weaknesses)")
+    if small:
+        said.append(
+            f"{len(small)} of {len(out.points)} points decode with expert parallelism wider "
+            f"than a board inside the domain at {min(small):,.0f}-{max(small):,.0f} "
+            f"sequences per GPU, {_below_wide(su.basis)}: their step's all-to-all latency "
+            "and overheads are fitted on 8-GPU boards only, and such figures may be low "
+            "(docs/perf.md, Assumptions and known weaknesses)")
     if n_kv:
         said.append(
             f"{n_kv} of {len(out.points)} points have a prefill pool that the KV hand-over "
@@ -335,6 +350,13 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
     if said:
         out.extrapolation = "; ".join(said) + " ('extrapolation' per point)"
     return out
+
+
+def _below_wide(basis) -> str:
+    """Where the fitted wide decode rows' batches stand, in words."""
+    fitted = basis.wide_decode_seqs_per_gpu_min
+    return (f"below the fitted wide rows' {fitted:,.0f}" if fitted else
+            "with no fitted decode row of such a group")
 
 
 def _capped_frontier_setup(su, inst, tr, grid, bmax, cap_frac: float, curve: PowerCurve):

@@ -1079,7 +1079,8 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
         decode_clock_frac=su.hw.decode_clock_frac if su.hw is not None else 1.0,
         prefill_activity=steps[0], decode_activity=steps[1],
         extrapolation=ep_extrapolation(su.shape.is_moe, sizes[2], rack.scaleup_domain,
-                                       su.basis, prefill_ep),
+                                       su.basis, prefill_ep, batch / gpus,
+                                       su.serving.board_ep_gpus),
     )
 
 
@@ -1169,7 +1170,8 @@ def kv_handover_extrapolation(basis: FitBasis) -> str:
 
 
 def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None,
-                     prefill_ep: int | None = None) -> str:
+                     prefill_ep: int | None = None, seqs_per_gpu: float | None = None,
+                     board_gpus: int = 0) -> str:
     """Say why an expert-parallel group lies outside the measured ones ('' if it does not).
 
     The MoE all-to-alls are fitted on rows whose groups inside one scale-up domain are
@@ -1194,6 +1196,13 @@ def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None,
     prefill_ep : int, optional
         Expert-parallel group of a disaggregated prefill instance [GPUs]; None or 0
         (aggregated): the instance ``ep`` prefills too.
+    seqs_per_gpu : float, optional
+        Sequences the decode instance holds per GPU at the operating point [sequences
+        per GPU]; with ``board_gpus``, a decode group wider than a board inside the
+        domain below ``basis.wide_decode_seqs_per_gpu_min`` is named too (None: not
+        checked).
+    board_gpus : int
+        GPUs of one board (``serving.board_ep_gpus``) [GPUs]; 0: not checked.
 
     Returns
     -------
@@ -1206,8 +1215,9 @@ def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None,
               ("prefill", prefill_ep or ep, basis.prefill_ep_max)]
     out = [(phase, n, fitted) for phase, n, fitted in groups
            if max(fitted, 1) < n <= domain]
+    small = small_batch_extrapolation(ep, domain, basis, seqs_per_gpu, board_gpus)
     if not out:
-        return ""
+        return small
 
     def fitted_on(fitted: int) -> str:
         return (f"is fitted on groups of at most {fitted} GPUs inside a domain"
@@ -1215,9 +1225,59 @@ def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None,
 
     parts = [f"{phase} expert parallelism {n} inside one {domain}-GPU scale-up domain: "
              f"the {phase} all-to-all {fitted_on(fitted)}" for phase, n, fitted in out]
-    return ("; ".join(parts) + " (wider fitted groups span domains over the scale-out "
+    wide = ("; ".join(parts) + " (wider fitted groups span domains over the scale-out "
             "network), so this figure is an extrapolation (docs/perf.md, Assumptions and "
             "known weaknesses)")
+    return "; and ".join(w for w in (wide, small) if w)
+
+
+def small_batch_extrapolation(ep: int, domain: int, basis: FitBasis | None,
+                              seqs_per_gpu: float | None, board_gpus: int) -> str:
+    """Say why a wide decode group decodes below the fitted rows' batches ('' if not).
+
+    A decode expert-parallel group wider than one board inside one scale-up domain is
+    fitted on rows that decode at least ``basis.wide_decode_seqs_per_gpu_min``
+    sequences per GPU (a throughput run); below that, its step is mostly the
+    all-to-all latency and the step and layer overheads, which only rows on 8-GPU
+    boards pin, and a check against a newer published GB200 NVL72 result at 125 tokens/s
+    per user gave about half the measured throughput (docs/perf.md, Assumptions and
+    known weaknesses).
+
+    Parameters
+    ----------
+    ep : int
+        Expert-parallel group of the decode instance [GPUs].
+    domain : int
+        The rack's scale-up domain [GPUs].
+    basis : FitBasis or None
+        What the calibration's rows cover; None, or no recorded batch (a basis of
+        before 2026-12-06, thirteenth): nothing is named.
+    seqs_per_gpu : float or None
+        Sequences the decode instance holds per GPU [sequences per GPU]; None: not
+        checked.
+    board_gpus : int
+        GPUs of one board (``serving.board_ep_gpus``) [GPUs]; 0: not checked.
+
+    Returns
+    -------
+    str
+        The reason in words, or ''.
+    """
+    if (basis is None or basis.wide_decode_seqs_per_gpu_min is None or seqs_per_gpu is None
+            or not board_gpus or not board_gpus < ep <= domain):
+        return ""
+    fitted = basis.wide_decode_seqs_per_gpu_min
+    if fitted and seqs_per_gpu >= fitted:
+        return ""
+    rows = (f"the fitted decode rows of groups wider than a board inside one domain hold "
+            f"at least {fitted:,.0f} per GPU" if fitted else
+            "no fitted decode row has a group wider than a board inside one domain")
+    return (f"decode at {seqs_per_gpu:,.0f} sequences per GPU with expert parallelism {ep} "
+            f"inside one {domain}-GPU scale-up domain: {rows}; at smaller batches the step is "
+            "the all-to-all latency and the step overheads, fitted on 8-GPU boards only, and "
+            "it may be low (a newer published GB200 NVL72 result at 125 tokens/s per user "
+            "measured about twice the model's throughput), so this figure is an "
+            "extrapolation (docs/perf.md, Assumptions and known weaknesses)")
 
 
 # -------------------------------------------------------------- disaggregated

@@ -655,6 +655,13 @@ class FitBasis:
     handover_models : tuple of str
         Models of those rows (sorted). Not checked against a catalog (a catalog without
         the fitted model is legitimate): a point serving another model is outside.
+    wide_decode_seqs_per_gpu_min : float or None
+        Fewest sequences per GPU that a row decodes at with an expert-parallel group
+        wider than one board (``serving.board_ep_gpus``) inside one scale-up domain
+        (serving rows: requests in flight over the decode GPUs; decode phase rows: the
+        batch over the GPUs) [sequences per GPU]; 0: no such row. Below it, such a
+        group's decode step is the all-to-all latency and the step overheads, fitted on
+        boards only. None (a basis written before 2026-12-06, thirteenth): not checked.
     """
 
     domain_ep_max: int = 0
@@ -662,6 +669,7 @@ class FitBasis:
     handover_prompt_tokens_max: float = 0.0
     handover_models: tuple[str, ...] = ()
     prefill_domain_ep_max: int | None = None
+    wide_decode_seqs_per_gpu_min: float | None = None
 
     @property
     def prefill_ep_max(self) -> int:
@@ -681,6 +689,8 @@ class FitBasis:
                "handover_models": list(self.handover_models)}
         if self.prefill_domain_ep_max is None:
             del out["prefill_domain_ep_max"]
+        if self.wide_decode_seqs_per_gpu_min is not None:
+            out["wide_decode_seqs_per_gpu_min"] = self.wide_decode_seqs_per_gpu_min
         return out
 
 
@@ -1430,8 +1440,10 @@ def _parse_basis(raw: Any, file: str, problems: list[Problem]) -> FitBasis | Non
     """The ``basis:`` section of a calibration file (None when absent)."""
     if raw is None:
         return None
-    keys = tuple(FitBasis(prefill_domain_ep_max=0).as_dict())
-    # optional: a basis written before decode and prefill groups were told apart
+    keys = tuple(FitBasis(prefill_domain_ep_max=0, wide_decode_seqs_per_gpu_min=0.0).as_dict())
+    # optional: a basis written before decode and prefill groups were told apart, or
+    # before the wide decode rows' batches were recorded
+    optional = ("prefill_domain_ep_max", "wide_decode_seqs_per_gpu_min")
     if not isinstance(raw, dict):
         problems.append(Problem(file, "must be a mapping with " + ", ".join(keys),
                                 field="basis"))
@@ -1443,7 +1455,7 @@ def _parse_basis(raw: Any, file: str, problems: list[Problem]) -> FitBasis | Non
     values: dict[str, Any] = {}
     for key in keys:
         v = raw.get(key)
-        if key == "prefill_domain_ep_max" and key not in raw:
+        if key in optional and key not in raw:
             continue
         if key not in raw:
             problems.append(Problem(file, "required field is missing; 'dcplan perf "
@@ -1458,7 +1470,7 @@ def _parse_basis(raw: Any, file: str, problems: list[Problem]) -> FitBasis | Non
             else:
                 values[key] = tuple(sorted(m.strip() for m in v))
             continue
-        whole = key != "handover_prompt_tokens_max"
+        whole = key not in ("handover_prompt_tokens_max", "wide_decode_seqs_per_gpu_min")
         if (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
                 or not 0 <= v <= 1e9 or (whole and v != int(v))):
             problems.append(Problem(file, f"must be a {'whole ' if whole else ''}number "
