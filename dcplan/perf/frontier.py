@@ -78,10 +78,11 @@ class Frontier:
         ``parallel``, ``prefill_parallel``, ``batch``, ``draft_tokens``, ``speculative``,
         ``median_ttft_s``, ``expert_parallel`` (widest expert-parallel group, decode or
         prefill), ``extrapolation`` (why the point lies outside what the calibration
-        measured, '' if it does not: :func:`dcplan.perf.goodput.ep_extrapolation`, and
-        for a disaggregated point whose prefill pool the KV hand-over bounds outside
-        its fitted runs :func:`dcplan.perf.goodput.kv_handover_extrapolation`, joined
-        by "; and ").
+        measured, '' if it does not: :func:`dcplan.perf.goodput.ep_extrapolation`,
+        :func:`dcplan.perf.goodput.small_batch_extrapolation` for a wide decode group
+        below the fitted batches, and for a disaggregated point whose prefill pool the
+        KV hand-over bounds outside its fitted runs
+        :func:`dcplan.perf.goodput.kv_handover_extrapolation`, joined by "; and ").
     cloud : dict
         ``mode -> (x, y)`` arrays of every feasible point (for the plot).
     reason : str
