@@ -1196,18 +1196,16 @@ def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None,
     prefill_ep : int, optional
         Expert-parallel group of a disaggregated prefill instance [GPUs]; None or 0
         (aggregated): the instance ``ep`` prefills too.
-    seqs_per_gpu : float, optional
-        Sequences the decode instance holds per GPU at the operating point [sequences
-        per GPU]; with ``board_gpus``, a decode group wider than a board inside the
-        domain below ``basis.wide_decode_seqs_per_gpu_min`` is named too (None: not
-        checked).
-    board_gpus : int
-        GPUs of one board (``serving.board_ep_gpus``) [GPUs]; 0: not checked.
+    seqs_per_gpu, board_gpus : float, int, optional
+        The decode instance's sequences per GPU at the operating point and the GPUs of
+        one board: a decode group wider than a board inside the domain below
+        ``basis.wide_decode_seqs_per_gpu_min`` is named too
+        (:func:`small_batch_extrapolation`; None or 0: not checked).
 
     Returns
     -------
     str
-        The reason in words, or ''.
+        The reasons in words, joined by "; and ", or ''.
     """
     if basis is None or not is_moe:
         return ""
