@@ -1196,11 +1196,11 @@ def ep_extrapolation(is_moe: bool, ep: int, domain: int, basis: FitBasis | None,
     prefill_ep : int, optional
         Expert-parallel group of a disaggregated prefill instance [GPUs]; None or 0
         (aggregated): the instance ``ep`` prefills too.
-    seqs_per_gpu, board_gpus : float, int, optional
-        The decode instance's sequences per GPU at the operating point and the GPUs of
-        one board: a decode group wider than a board inside the domain below
-        ``basis.wide_decode_seqs_per_gpu_min`` is named too
-        (:func:`small_batch_extrapolation`; None or 0: not checked).
+    seqs_per_gpu : float, optional
+        The decode instance's sequences per GPU at the operating point [sequences per
+        GPU], for :func:`small_batch_extrapolation` (None: not checked).
+    board_gpus : int
+        GPUs of one board [GPUs], for the same (0: not checked).
 
     Returns
     -------
