@@ -1235,11 +1235,11 @@ def small_batch_extrapolation(ep: int, domain: int, basis: FitBasis | None,
 
     A decode expert-parallel group wider than one board inside one scale-up domain is
     fitted on rows that decode at least ``basis.wide_decode_seqs_per_gpu_min``
-    sequences per GPU (a throughput run); below that, its step is mostly the
-    all-to-all latency and the step and layer overheads, which only rows on 8-GPU
-    boards pin, and a check against a newer published GB200 NVL72 result at 125 tokens/s
-    per user gave about half the measured throughput (docs/perf.md, Assumptions and
-    known weaknesses).
+    sequences per GPU (a throughput run); below that, the all-to-all latency and the
+    step and layer overheads, which only rows on 8-GPU boards pin, weigh more, and a
+    check against a newer published GB200 NVL72 result at 125 tokens/s per user, where
+    they bound the step, gave about half the measured throughput (docs/perf.md,
+    Assumptions and known weaknesses).
 
     Parameters
     ----------
@@ -1271,11 +1271,12 @@ def small_batch_extrapolation(ep: int, domain: int, basis: FitBasis | None,
             f"at least {fitted:,.0f} per GPU" if fitted else
             "no fitted decode row has a group wider than a board inside one domain")
     return (f"decode at {seqs_per_gpu:,.0f} sequences per GPU with expert parallelism {ep} "
-            f"inside one {domain}-GPU scale-up domain: {rows}; at smaller batches the step is "
-            "the all-to-all latency and the step overheads, fitted on 8-GPU boards only, and "
-            "it may be low (a newer published GB200 NVL72 result at 125 tokens/s per user "
-            "measured about twice the model's throughput), so this figure is an "
-            "extrapolation (docs/perf.md, Assumptions and known weaknesses)")
+            f"inside one {domain}-GPU scale-up domain: {rows}; at smaller batches the "
+            "all-to-all latency and the step overheads, fitted on 8-GPU boards only, weigh "
+            "more (where they bound the step the figure may be low: a newer published GB200 "
+            "NVL72 result at 125 tokens/s per user measured about twice the model's "
+            "throughput), so this figure is an extrapolation (docs/perf.md, Assumptions and "
+            "known weaknesses)")
 
 
 # -------------------------------------------------------------- disaggregated
