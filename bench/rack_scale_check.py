@@ -27,8 +27,8 @@ Run: python bench/rack_scale_check.py [--calibration FILE|none] [--json FILE]
 
 from __future__ import annotations
 
-import argparse
-import json
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
 from dcplan.perf.roofline import max_batch
 from dcplan.perf.serving import Instance, decode
 from dcplan.perf.software import as_of, describe
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import check_args  # noqa: E402
 
 #: The run: rack, expert parallelism [GPUs], measured output tokens/s per GPU, engine,
 #: date, source.
@@ -80,10 +83,7 @@ def run(calibration: str | None) -> list[dict]:
 
 def main() -> None:
     """Print the table (and write JSON with ``--json``)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calibration", default=None,
-                    help="calibration file, or 'none' (default: the shipped fit)")
-    ap.add_argument("--json", default=None, help="also write the results here")
+    ap = check_args.parser(__doc__)
     args = ap.parse_args()
     res = run(args.calibration)
     print(f"DeepSeek-R1 FP8 decode on {RACK} at DEP{EP}, KV {CONTEXT_TOKENS:,.0f} tokens: "
@@ -97,9 +97,7 @@ def main() -> None:
                   f"(communication {r['comm_ms']:6.1f}), "
                   f"{r['output_tokens_per_s_per_gpu']:7,.0f} output tokens/s per GPU "
                   f"({r['error_pct']:+.0f} %)")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=1)
+    check_args.write_json(args.json, res)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ it).
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -36,6 +35,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import check_args  # noqa: E402
 from perf_accuracy import server_offline_pairs  # noqa: E402
 
 from dcplan.catalog import load_catalog  # noqa: E402
@@ -147,10 +147,7 @@ def markdown(res: dict) -> str:
 
 def main() -> None:
     """Print the table (and write JSON with ``--json``)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calibration", default=None,
-                    help="calibration file, or 'none' (default: the shipped fit)")
-    ap.add_argument("--json", default=None, help="also write the results here")
+    ap = check_args.parser(__doc__)
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = ap.parse_args()
     res = run(args.calibration)
@@ -166,9 +163,7 @@ def main() -> None:
         if res["pairs"]:
             print(f"median (max) abs diff of the ratio: {res['median_abs_diff']:.2f} "
                   f"({res['max_abs_diff']:.2f}) over {len(res['pairs'])} pairs")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=1)
+    check_args.write_json(args.json, res)
 
 
 if __name__ == "__main__":

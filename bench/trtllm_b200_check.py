@@ -45,10 +45,10 @@ Run: python bench/trtllm_b200_check.py [--calibration FILE|none] [--json FILE]
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import brentq
@@ -59,6 +59,9 @@ from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
 from dcplan.perf.serving import Instance, decode
 from dcplan.perf.software import as_of, describe
 from dcplan.perf.speculative import expected_tokens
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import check_args  # noqa: E402
 
 RACK, MODEL, WORKLOAD, PRECISION = "hgx_b200", "deepseek_r1", "chat", "fp4"
 ENGINE, DATE = "trt", "2025-03-15"
@@ -141,10 +144,7 @@ def run_throughput(calibration: str | None) -> dict:
 
 def main() -> None:
     """Print the table (and write JSON with ``--json``)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calibration", default=None,
-                    help="calibration file, or 'none' (default: the shipped fit)")
-    ap.add_argument("--json", default=None, help="also write the results here")
+    ap = check_args.parser(__doc__)
     args = ap.parse_args()
     res = run(args.calibration)
     print(f"DeepSeek-R1 on {RACK} ({PRECISION}), one request, KV {CONTEXT_TOKENS:,.0f} tokens, "
@@ -163,9 +163,7 @@ def main() -> None:
           f"{THROUGHPUT:,.0f} output tokens/s per GPU, model "
           f"{tp['model_output_tokens_per_s_per_gpu']:,.0f} ({tp['error_pct']:+.1f} %) "
           f"({THROUGHPUT_SOURCE})")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=1)
+    check_args.write_json(args.json, res)
 
 
 if __name__ == "__main__":
