@@ -659,9 +659,10 @@ class FitBasis:
         Fewest sequences per GPU that a row decodes at with an expert-parallel group
         wider than one board (``serving.board_ep_gpus``) inside one scale-up domain
         (serving rows: requests in flight over the decode GPUs; decode phase rows: the
-        batch over the GPUs) [sequences per GPU]; 0: no such row. Below it, such a
-        group's decode step is the all-to-all latency and the step overheads, fitted on
-        boards only. None (a basis written before 2026-12-06, thirteenth): not checked.
+        batch over the GPUs) [sequences per GPU]; 0: no such row. Below it the
+        all-to-all latency and the step overheads, fitted on boards only, weigh more in
+        such a group's decode step. None (a basis written before 2026-12-06, thirteenth):
+        not checked.
     """
 
     domain_ep_max: int = 0
