@@ -564,6 +564,33 @@ def all_blocks(out: dict, methods: Sequence[str], markdown: bool) -> dict[str, t
               for what, title in MAIN_TABLES}
     return blocks | split_blocks(out["splits"], methods, markdown)
 
+def row_records(results: Mapping[str, Sequence]) -> list[dict]:
+    """Every row's measured and predicted figures under each method, row by row.
+
+    Parameters
+    ----------
+    results : mapping of str to sequence of RowResult
+        Method -> one result per row, the rows in the same order for every method.
+
+    Returns
+    -------
+    list of dict
+        Per row: its line in its file, hardware, kind, scenario, concurrency band and, per
+        method, the row's ``as_dict`` (measured and predicted figures, errors [%],
+        configuration, flag).
+    """
+    methods = list(results)
+    if not methods:
+        return []
+    out = []
+    for i, r in enumerate(results[methods[0]]):
+        m = r.m
+        out.append({"line": m.line, "hardware": m.hardware, "kind": m.kind,
+                    "scenario": _scenario(m), "band": concurrency_band(m),
+                    "methods": {k: results[k][i].as_dict() for k in methods}})
+    return out
+
+
 def quick_subset(rows: list) -> list:
     """One serving row per (hardware, precision, framework, lengths, layout,
     concurrency, speculative), the latest run; every phase row."""
@@ -585,6 +612,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fit on one row per configuration")
     ap.add_argument("--nfev", type=int, default=40, help="function evaluations per fit")
     ap.add_argument("--json", default=None, help="also write the tables as JSON")
+    ap.add_argument("--rows-json", default=None, metavar="FILE",
+                    help="also write every row's figures under each method as JSON")
     ap.add_argument("--markdown", action="store_true",
                     help="print Markdown tables between the markers docs/perf.md holds")
     ap.add_argument("--fill-doc", default=None, metavar="MD",
@@ -634,6 +663,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntime: fit {t1 - t0:.0f} s, leave-out folds {t2 - t1:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=float))
+    if args.rows_json:
+        Path(args.rows_json).write_text(json.dumps(row_records(results), indent=1,
+                                                   default=float))
     if args.fill_doc:
         doc = Path(args.fill_doc)
         md = {n: text for n, (_t, text) in all_blocks(out, list(results), True).items()}

@@ -220,3 +220,32 @@ def test_measurement_files_are_the_folder_csvs(pa, tmp_path):
     for name in ("b.csv", "a.csv", "notes.yaml"):
         (tmp_path / name).write_text("")
     assert [f.name for f in pa.measurement_files(tmp_path)] == ["a.csv", "b.csv"]
+
+
+def test_row_records_carry_each_methods_row(pa):
+    """--rows-json: one record per row, in row order, with the row's line, hardware,
+    kind, scenario and concurrency band and every method's ``as_dict`` of that row; on
+    two shipped serving rows (4 requests in flight: band <= 64) and one MLPerf row."""
+    from dcplan.catalog import load_catalog
+    from dcplan.perf.calibration import evaluate_rows
+    from dcplan.perf.measurements import load_measurements
+    from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
+
+    catalog = load_catalog()
+    pin = load_perf_inputs(catalog, NO_CALIBRATION, benchmarks=True)
+    folder = BENCH.parent.parent / "catalogs" / "measurements"
+    serving_rows = [m for m in load_measurements(folder / "inferencex_deepseek_r1.csv",
+                                                 catalog) if m.concurrency == 4][:2]
+    phase_row = load_measurements(folder / "mlperf_inference.csv", catalog)[0]
+    rows = serving_rows + [phase_row]
+    res = evaluate_rows(rows, catalog, pin.defaults, benchmarks=pin.benchmarks)
+    results = {"a": res, "b": list(reversed(res))}
+    recs = pa.row_records(results)
+    assert len(recs) == 3 and pa.row_records({}) == []
+    for i, (rec, m) in enumerate(zip(recs, rows, strict=True)):
+        assert rec["line"] == m.line and rec["hardware"] == m.hardware
+        assert rec["kind"] == m.kind
+        assert rec["methods"]["a"] == res[i].as_dict()
+        assert rec["methods"]["b"] == res[2 - i].as_dict()
+    assert [r["band"] for r in recs] == ["<= 64", "<= 64", "phase rows (MLPerf, wide EP)"]
+    assert recs[2]["scenario"] == ("server" if phase_row.tpot_ms else "offline")
