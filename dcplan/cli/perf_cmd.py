@@ -767,7 +767,7 @@ def validate(
     named (file, row, line, column) and left out; the others are still validated.
     """
     from dcplan.perf.calibration import evaluate_rows, repeat_ratios, report
-    from dcplan.perf.measurements import load_measurement_files, with_models
+    from dcplan.perf.measurements import little_ratio, load_measurement_files, with_models
 
     catalog = with_models(STATE.catalog(), models)
     skipped: list = []  # rows the model cannot take, named; the others are validated
@@ -781,11 +781,14 @@ def validate(
     from dcplan.perf.calibration import power_error_by_vendor
 
     rep["power_by_vendor"] = power_error_by_vendor(results, catalog)
+    frac = pin.defaults.serving.measurement_length_frac
+    little = [little_ratio(m, frac) for m in rows]
     if json_out:
         records = [_json_record(r) for r in results]
-        for rec, q, f in zip(records, repeat_ratios(results), files, strict=True):
+        for rec, q, f, lr in zip(records, repeat_ratios(results), files, little, strict=True):
             rec["runs_of_configuration"] = q[0] if q else None
             rec["measured_vs_runs_median"] = q[1] if q else None
+            rec["little_ratio"] = lr
             rec["file"] = f
         emit_json(_clean({"rows": records, "summary": rep,
                           "skipped_rows": [{"file": p.file, "entry": p.entry, "line": p.line,
@@ -799,6 +802,19 @@ def validate(
     _print_summary(rep)
     for p in skipped:
         note(f"not validated: {p}")
+    for line in _little_lines(rows, files, little, frac, "its figures are still compared"):
+        note(line)
+
+
+def _little_lines(rows, files, ratios, frac: float, still: str) -> list[str]:
+    """A line per serving row whose figures disagree with its concurrency (Little's law)."""
+    from dcplan.errors import display_path
+    from dcplan.perf.measurements import LITTLE_RATIO_BOUNDS, little_note
+
+    lo, hi = LITTLE_RATIO_BOUNDS
+    return [f"{display_path(f)}:{m.line}, row {m.row}: {little_note(m, r, frac)}; {still}"
+            for m, f, r in zip(rows, files, ratios, strict=True)
+            if r is not None and not lo <= r <= hi]
 
 
 @perf_app.command("calibrate")
@@ -817,14 +833,19 @@ def calibrate_cmd(
     """
     from dcplan.errors import display_path
     from dcplan.perf.calibration import calibrate, evaluate_rows, report
-    from dcplan.perf.measurements import load_measurement_files, with_models
+    from dcplan.perf.measurements import little_ratio, load_measurement_files, with_models
     from dcplan.perf.params import NO_CALIBRATION, save_calibration
 
     check_outputs(files={"--output": output})
     catalog = with_models(STATE.catalog(), models)
-    rows = load_measurement_files(measurements, catalog)
+    pairs = load_measurement_files(measurements, catalog, with_file=True)
+    rows = [m for _, m in pairs]
     pin = _perf_inputs(NO_CALIBRATION, catalog, dated=False, benchmarks=True)
     defaults, bench = pin.defaults, pin.benchmarks
+    frac = defaults.serving.measurement_length_frac
+    little = _little_lines(rows, [f for f, _ in pairs],
+                           [little_ratio(m, frac) for m in rows], frac,
+                           "it is still fitted")
     before = evaluate_rows(rows, catalog, defaults, benchmarks=bench)
     cal = calibrate(rows, catalog, defaults,
                     source=", ".join(display_path(m) for m in measurements), benchmarks=bench)
@@ -849,8 +870,9 @@ def calibrate_cmd(
     }
     steep = cal.steep_stop()
     save_calibration(cal, output, per_hw, fit)
-    if steep:
-        note(steep)
+    warnings = ([steep] if steep else []) + little
+    for w in warnings:
+        note(w)
     table = []
     for b, a in zip(before, after, strict=True):
         d = a.as_dict()
@@ -858,7 +880,7 @@ def calibrate_cmd(
         d["error_after_pct"] = a.error("throughput")
         table.append(d)
     if json_out:
-        emit_json(_clean({"output": str(output), "fit": fit, "warnings": [steep] if steep else [],
+        emit_json(_clean({"output": str(output), "fit": fit, "warnings": warnings,
                           "rows": table,
                           "hardware": {h: dict(p) for h, p in cal.hardware},
                           "default": dict(cal.default), "physics": dict(cal.physics)}))

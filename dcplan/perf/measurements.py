@@ -56,7 +56,7 @@ from dcplan.perf.benchmarks import (
 )
 from dcplan.perf.params import year_fraction
 from dcplan.perf.recipes import RECIPES_FILE, load_recipes
-from dcplan.perf.roofline import wide_ep_group
+from dcplan.perf.roofline import Parallel, wide_ep_group
 from dcplan.schema import Precision
 from dcplan.yamlio import read_text
 
@@ -376,6 +376,74 @@ def scaleup_domain(catalog: Catalog, accelerator_id: str) -> int | None:
     doms = [r.scaleup_domain for r in catalog.entries.get("racks", {}).values()
             if r.accelerator == accelerator_id]
     return max(doms) if doms else None
+
+
+#: Closed-loop serving rows whose Little's-law ratio (requests in flight that the
+#: measured throughput and median latencies imply, over the client's concurrency) lies
+#: outside these bounds are named by ``perf validate`` and ``perf calibrate``. On the
+#: shipped InferenceX rows 99 % lie within 0.62-1.04 (median 0.97: medians, not means,
+#: of the latencies); the nine outside 0.6 are runs whose throughput is a half to a
+#: fortieth of what their latencies imply (2026-12-06) [-].
+LITTLE_RATIO_BOUNDS = (0.6, 1.4)
+
+
+def little_ratio(m, length_frac: float) -> float | None:
+    """Requests in flight that a serving row's figures imply, over its concurrency.
+
+    A closed loop keeps ``concurrency`` requests in flight, so (Little's law) the
+    completed requests per second times the time a request takes should give it back:
+    requests/s = output tokens/s per GPU x the deployment's GPUs / mean output tokens;
+    time per request = median TTFT + (mean output tokens - 1) x median TPOT. The
+    deployment is the row's ``gpus`` when disaggregated, else one instance
+    (``max(decode_tp, decode_ep)`` GPUs: the rows measure one instance, whatever their
+    ``gpus``). Far from 1, the run lost requests or measured another window.
+
+    Parameters
+    ----------
+    m : ServingMeasurement
+        A serving row (phase rows: None).
+    length_frac : float
+        Mean output length over the nominal (``serving.measurement_length_frac``:
+        the benchmark client's draws) [-].
+
+    Returns
+    -------
+    float or None
+        The ratio [-]; None without throughput, both median latencies or concurrency.
+    """
+    if (m.kind != "serving" or not m.output_tokens_per_s_per_gpu or not m.concurrency
+            or m.median_ttft_s is None or m.median_tpot_ms is None):
+        return None
+    gpus = (m.gpus if m.disaggregated
+            else Parallel.from_engine(m.decode_tp, m.decode_ep, m.decode_dp_attention).gpus)
+    out = m.output_tokens * length_frac
+    per_s = m.output_tokens_per_s_per_gpu * gpus / out
+    return per_s * (m.median_ttft_s + (out - 1.0) * m.median_tpot_ms / 1e3) / m.concurrency
+
+
+def little_note(m, ratio: float, length_frac: float) -> str:
+    """Say how a serving row's figures disagree with its concurrency (Little's law).
+
+    Parameters
+    ----------
+    m : ServingMeasurement
+        The row.
+    ratio : float
+        Its :func:`little_ratio` [-].
+    length_frac : float
+        Mean output length over the nominal [-].
+
+    Returns
+    -------
+    str
+        The sentence, without the row's place.
+    """
+    return (f"its throughput ({m.output_tokens_per_s_per_gpu:,.4g} output tokens/s per GPU) "
+            f"and median latencies (TTFT {m.median_ttft_s:.3g} s, TPOT "
+            f"{m.median_tpot_ms:.3g} ms over {m.output_tokens * length_frac:,.0f} output "
+            f"tokens) keep {ratio * m.concurrency:,.0f} requests in flight by Little's law, "
+            f"where the client kept {m.concurrency:,}: the run may have lost requests or "
+            "measured another window")
 
 
 def row_domain(m, catalog: Catalog) -> int:
