@@ -19,7 +19,7 @@ predicted output tokens/s per GPU of each scenario, the layouts the search chose
 the predicted Server/Offline ratio against the measured one.
 
 Run: python bench/server_offline_search.py [--calibration FILE|none] [--json FILE]
-[--markdown] (about a minute; docs/perf.md, "Server/Offline ratio and power", quotes
+[--markdown] (under a minute; docs/perf.md, "Server/Offline ratio and power", quotes
 it).
 """
 
