@@ -8,7 +8,8 @@ replica's output tokens/s), median TPOT, median TTFT and power at the row's own
 configuration, four ways:
 
 * ``defaults``: the a-priori estimates of ``catalogs/perf_defaults.yaml`` (no fit);
-* ``in-sample``: calibrated on all rows (what ``catalogs/perf_calibration.yaml`` holds);
+* ``in-sample``: calibrated on all rows (what ``catalogs/perf_calibration.yaml`` holds, with
+  ``--starts 4`` as it was made);
 * ``leave-one-hardware-out``: each accelerator's rows predicted by a fit that never
   saw that accelerator (it gets its architecture's, vendor's or the pooled values);
 * ``leave-one-model-out``: each model's rows predicted by a fit without that model.
@@ -26,7 +27,7 @@ aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
   predicted against measured (absolute difference);
 * power error per vendor, on the rows that measured power.
 
-Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--json FILE] [--markdown]
+Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--starts N] [--json FILE] [--markdown]
 [--fill-doc docs/perf.md] (14-30 minutes on a shared 2-core machine; ``--quick``
 fits on one row per configuration and takes a few). ``--markdown`` prints every table
 between ``<!-- perf_accuracy:NAME -->`` and ``<!-- /perf_accuracy:NAME -->`` markers,
@@ -611,6 +612,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fit on one row per configuration")
     ap.add_argument("--nfev", type=int, default=40, help="function evaluations per fit")
+    ap.add_argument("--starts", type=int, default=0,
+                    help="perturbed starts of the in-sample fit, as dcplan perf calibrate "
+                         "--starts (the shipped calibration: 4); the held-out folds fit once")
     ap.add_argument("--json", default=None, help="also write the tables as JSON")
     ap.add_argument("--rows-json", default=None, metavar="FILE",
                     help="also write every row's figures under each method as JSON")
@@ -631,7 +635,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(m.kind == 'serving' for m in rows)} InferenceX) from "
           f"{', '.join(f.name for f in files)}")
     results = {"defaults": evaluate_rows(rows, catalog, defaults, benchmarks=bench)}
-    cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev, benchmarks=bench)
+    cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev, benchmarks=bench,
+                    starts=args.starts)
+    print(f"in-sample fit: {dict(cal.meta)['start']}, loss {dict(cal.meta)['cost']:.4g}")
     results["in-sample"] = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     t1 = time.perf_counter()
     results["leave-one-hardware-out"] = leave_one_out(

@@ -116,6 +116,29 @@ def test_a_perturbed_start_finds_the_same_identified_parameters(cat):
     assert dict(moved.hardware) != dict(prior.hardware)
 
 
+def test_several_starts_keep_the_lowest_loss_that_did_not_stop_steeply(cat):
+    """calibrate(starts=2) fits from the prior and seeds 1 and 2, records each, and keeps
+    the lowest loss among the fits whose gradient is not above their loss (else the
+    lowest of all): the kept calibration is that start's own fit, value for value."""
+    defaults = load_perf_defaults()
+    rows = _synthetic(cat, defaults)
+    kw = {"prior_weight": 0.0, "max_nfev": 3, "benchmarks": BENCH, "start_sd": 0.3}
+    cal = calibrate(rows, cat, defaults, starts=2, **kw)
+    meta = dict(cal.meta)
+    runs = meta["starts"]
+    assert [r["start"] for r in runs] == ["prior", "seed 1", "seed 2"]
+    for r in runs:
+        assert r["steep"] == (r["first_order_optimality"] > r["cost"])
+    best = min(runs, key=lambda r: (r["steep"], r["cost"]))
+    seed = None if best["start"] == "prior" else int(best["start"].split()[1])
+    alone = calibrate(rows, cat, defaults, start_seed=seed, **kw)
+    assert dict(alone.hardware) == dict(cal.hardware)
+    assert meta["start"] == dict(alone.meta)["start"]
+    assert meta["cost"] == pytest.approx(best["cost"], abs=1e-3)
+    # one fit records no starts
+    assert "starts" not in dict(alone.meta)
+
+
 def test_calibration_with_prior_stays_close(cat):
     defaults = load_perf_defaults()
     rows = _synthetic(cat, defaults)

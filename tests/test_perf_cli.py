@@ -186,6 +186,24 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def test_calibrate_with_starts_says_each_and_keeps_one(tmp_path):
+    out = tmp_path / "cal.yaml"
+    r = run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(out), "--starts", "2")
+    assert r.exit_code == 0, r.output
+    fit = yaml.safe_load(out.read_text())["fit"]
+    assert [f["start"] for f in fit["starts"]] == ["prior", "seed 1", "seed 2"]
+    kept = min(fit["starts"], key=lambda f: (f["steep"], f["cost"]))
+    assert fit["cost"] == pytest.approx(kept["cost"], abs=1e-3)   # the file rounds to 0.001
+    assert ("seed" in fit["start"]) == (kept["start"] != "prior")
+    line = next(x for x in r.output.splitlines() if x.startswith("starts: "))
+    assert "prior loss" in line and "seed 2 loss" in line and line.endswith(fit["start"])
+    # the file reads back
+    r = run("--rack", "track8", "--workload", "chat", "--calibration", str(out))
+    assert r.exit_code == 0, r.output
+    bad = run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(out), "--starts", "-1")
+    assert bad.exit_code == 2
+
+
 def test_validate_serving_json_one_record_per_row_in_order():
     r = run("validate", str(FIX / "good_serving.csv"), "--json")
     assert r.exit_code == 0, r.output

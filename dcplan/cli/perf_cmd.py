@@ -824,6 +824,12 @@ def calibrate_cmd(
     output: Annotated[Path, typer.Option("-o", "--output", help="Calibration YAML to write.",
                                          dir_okay=False)],
     models: ModelsOpt = None,
+    starts: Annotated[int, typer.Option(
+        "--starts", min=0, max=20,
+        help="Also fit from this many perturbed starts (seeds 1..N) and keep the fit of "
+             "lowest loss that did not stop on a steep slope (docs/perf.md, How well "
+             "the data pin the fit); each start is one more fit. Default 0: one fit "
+             "from the a-priori values.")] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit accelerator efficiencies, overheads, power curve and serving physics.
@@ -848,7 +854,8 @@ def calibrate_cmd(
                            "it is still fitted")
     before = evaluate_rows(rows, catalog, defaults, benchmarks=bench)
     cal = calibrate(rows, catalog, defaults,
-                    source=", ".join(display_path(m) for m in measurements), benchmarks=bench)
+                    source=", ".join(display_path(m) for m in measurements), benchmarks=bench,
+                    starts=starts)
     after = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     rep_before, rep_after = report(before), report(after)
     per_hw: dict[str, int] = {}
@@ -866,7 +873,7 @@ def calibrate_cmd(
         # change below its tolerance), the gradient's size and the loss there (steep_stop)
         **{k: (_r(v) if isinstance(v, float) else v) for k, v in dict(cal.meta).items()
            if k in ("columns", "evaluations", "termination", "first_order_optimality",
-                    "cost", "start")},
+                    "cost", "start", "starts")},
     }
     steep = cal.steep_stop()
     save_calibration(cal, output, per_hw, fit)
@@ -895,6 +902,10 @@ def calibrate_cmd(
     typer.echo(format_table([{"hardware": h, **dict(p)} for h, p in cal.hardware]))
     typer.echo("")
     typer.echo("physics: " + ", ".join(f"{k} {v:.4g}" for k, v in cal.physics))
+    if fit.get("starts"):
+        typer.echo("starts: " + ", ".join(
+            f"{f['start']} loss {f['cost']:.4g}" + (" (steep)" if f["steep"] else "")
+            for f in fit["starts"]) + f"; kept: {fit['start']}")
     typer.echo(f"\nwrote {output}")
 
 

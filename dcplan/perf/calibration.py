@@ -75,6 +75,7 @@ from dcplan.perf.params import (
     PerfDefaults,
     PhysicsParams,
     SoftwareFit,
+    steep_stop,
     year_fraction,
 )
 from dcplan.perf.predict import (
@@ -1130,7 +1131,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
               max_nfev: int = MAX_NFEV, per_vendor: bool = True,
               level_prior: dict[str, float] | None = None,
               hardware_balance: float = HARDWARE_BALANCE, *, benchmarks: Benchmarks,
-              start_seed: int | None = None, start_sd: float = START_SD) -> Calibration:
+              start_seed: int | None = None, start_sd: float = START_SD,
+              starts: int = 0) -> Calibration:
     """Fit the parameters to ``rows`` (phase-level and/or serving rows).
 
     Parameters
@@ -1165,6 +1167,13 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         None (default): start at the prior, as the shipped calibration does.
     start_sd : float
         Spread of that noise [ln units].
+    starts : int
+        Also fit from this many other starts (seeds 1..``starts`` with ``start_sd``,
+        after the one of ``start_seed``) and keep the fit of lowest loss among those that
+        did not stop on a steep slope (:func:`dcplan.perf.params.steep_stop`), or of
+        lowest loss if all did: the finite-difference gradient does not see the kinks
+        where a layout, batch or queue switches, and a fit from another start is the
+        remedy (docs/perf.md, How well the data pin the fit). 0: one fit [count].
 
     Returns
     -------
@@ -1183,14 +1192,29 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     pr = Predictor(rows, catalog, defaults, weights, use_power=use_power, benchmarks=benchmarks)
     space = _Space(rows, catalog, defaults, per_vendor, per_hardware, use_power, prior_weight,
                    {**LEVEL_PRIOR, **(level_prior or {})})
-    x, sol = _fit(space, pr, max_nfev, start_seed, start_sd)
+    seeds = [start_seed, *(k for k in range(1, starts + 1) if k != start_seed)]
+    fits = []
+    for seed in seeds:
+        x, sol = _fit(space, pr, max_nfev, seed, start_sd)
+        steep = steep_stop({"first_order_optimality": sol.optimality, "cost": sol.cost})
+        fits.append((steep is not None, float(sol.cost), seed, x, sol))
+    # the lowest loss among the fits that did not stop on a steep slope (else all fits)
+    _, _, seed, x, sol = min(fits, key=lambda f: (f[0], f[1]))
+
+    def start_words(k):
+        return ("the a-priori values" if k is None else
+                f"the a-priori values plus normal noise of sd {start_sd:g} ln units "
+                f"(seed {k})")
+
     meta = {"rows": len(rows), "columns": len(space.cols), "evaluations": int(sol.nfev),
             "termination": str(sol.message), "first_order_optimality": float(sol.optimality),
-            "cost": float(sol.cost),
-            "start": ("the a-priori values" if start_seed is None else
-                      f"the a-priori values plus normal noise of sd {start_sd:g} ln units "
-                      f"(seed {start_seed})"),
+            "cost": float(sol.cost), "start": start_words(seed),
             "rows_per_hardware": {h: int((space.hw == h).sum()) for h in sorted(set(space.hw))}}
+    if starts:
+        meta["starts"] = [{"start": "prior" if k is None else f"seed {k}",
+                           "cost": c,
+                           "first_order_optimality": float(so.optimality),
+                           "steep": bool(st)} for st, c, k, _, so in fits]
     return replace(_calibration(space, x, source, meta),
                    basis=fit_basis(rows, catalog, defaults.serving.board_ep_gpus))
 
