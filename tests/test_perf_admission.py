@@ -1,5 +1,6 @@
-"""Engine admission in TTFT: the scheduler's poll interval, attention-DP balancing and the
-running-request cap of a recipe (dcplan/perf/recipes.py, serving.with_admission)."""
+"""Engine admission in TTFT: the scheduler's poll interval, attention-DP balancing, the
+running-request cap and the KV cache size of a recipe (dcplan/perf/recipes.py,
+serving.with_admission, roofline.kv_pool_bytes)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from dcplan.perf.measurements import check_support_file, load_measurements
 from dcplan.perf.params import load_perf_defaults, load_perf_inputs
 from dcplan.perf.predict import ServingRows, hardware_params, physics_params
 from dcplan.perf.recipes import NO_LIMITS, Recipes, check_recipes, load_recipes
-from dcplan.perf.serving import Point, with_admission
+from dcplan.perf.roofline import ModelShape, Parallel, kv_pool_bytes, weight_bytes_per_gpu
+from dcplan.perf.serving import Point, balance_gather_s, with_admission
+from dcplan.schema import Precision
 
 SHIPPED = Path(__file__).resolve().parents[1] / "catalogs" / "measurements"
 
@@ -46,19 +49,47 @@ def test_poll_interval_adds_half_the_extra_steps():
 
 
 def test_dp_balancing_waits_for_a_group_at_most_its_timeout():
-    pt = _point(step=0.02, lam=4.0)
-    # 8 ranks at 4 requests/s: a group of 8 gathers in 7 / 4 s, members wait 7 / 8 s
-    assert float(with_admission(pt, 1, 60, 8).admission_s[0]) == pytest.approx(0.875)
-    # timeout 20 steps of 20 ms = 0.4 s caps it
-    assert float(with_admission(pt, 1, 20, 8).admission_s[0]) == pytest.approx(0.4)
+    pt = _point(step=0.02, lam=40.0)
+    # 8 ranks at 40 requests/s: arrivals land on random ranks until all 8 hold one
+    # (coupon collector, H_8 = 761/280, H2_8 = 1.527422): (8 (H2 + H^2) - 2 H) / (2 lambda H)
+    h, h2 = 761.0 / 280.0, sum(1.0 / k ** 2 for k in range(1, 9))
+    expect = (8 * (h2 + h * h) - 2 * h) / (2 * 40.0 * h)
+    assert expect == pytest.approx(0.30298, abs=1e-5)
+    assert float(with_admission(pt, 1, 60, 8).admission_s[0]) == pytest.approx(expect)
+    # timeout 10 steps of 20 ms = 0.2 s caps it
+    assert float(with_admission(pt, 1, 10, 8).admission_s[0]) == pytest.approx(0.2)
     # one rank, or no balancing: no wait
     assert float(with_admission(pt, 1, 60, 1).admission_s[0]) == 0.0
     assert float(with_admission(pt, 1, 0, 8).admission_s[0]) == 0.0
-    # two decode instances share the arrivals: 2 / s each, 7 / 4 s wait, capped at 1.2 s
-    assert float(with_admission(pt, 1, 60, 8, 2.0).admission_s[0]) == pytest.approx(1.2)
-    # both waits add
+    # two decode instances share the arrivals: 20 / s each, twice the wait
+    assert float(with_admission(pt, 1, 60, 8, 2.0).admission_s[0]) == pytest.approx(2 * expect)
+    # both waits add: (11 - 1) / 2 steps of 20 ms = 0.1 s
     both = with_admission(pt, 11, 60, 8)
-    assert float(both.admission_s[0]) == pytest.approx(0.1 + 0.875)
+    assert float(both.admission_s[0]) == pytest.approx(0.1 + expect)
+
+
+def test_balance_gather_by_hand_and_by_simulation():
+    # two ranks: K = 2 w.p. 1/2, 3 w.p. 1/4, ...: E[K] = 3, E[K (K - 1)] = 8, so the
+    # mean wait is 8 / (2 lambda 3) = 4 / (3 lambda); four ranks 68 / (15 lambda)
+    assert float(balance_gather_s(2, 1.0)) == pytest.approx(4.0 / 3.0)
+    assert float(balance_gather_s(4, 2.0)) == pytest.approx(68.0 / 15.0 / 2.0)
+    assert float(balance_gather_s(1, 5.0)) == 0.0
+    assert np.isinf(balance_gather_s(4, 0.0))
+    # dealt in turn a group of D gathers in (D - 1) / lambda: random ranks wait longer
+    d = np.arange(2, 73)
+    assert np.all(balance_gather_s(d, 1.0) > (d - 1) / 2.0)
+    # a simulation of Poisson arrivals on uniform ranks, released when all ranks hold one
+    rng = np.random.default_rng(7)
+    for ranks in (3, 8):
+        waits, t, held, pending = [], 0.0, set(), []
+        for _ in range(200_000):
+            t += rng.exponential(1.0)
+            pending.append(t)
+            held.add(int(rng.integers(ranks)))
+            if len(held) == ranks:
+                waits += [t - a for a in pending]
+                held, pending = set(), []
+        assert np.mean(waits) == pytest.approx(float(balance_gather_s(ranks, 1.0)), rel=0.02)
 
 
 def _recipes(entries):
@@ -174,6 +205,106 @@ def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(tmp_path):
     assert polled["median_ttft_s"] - free["median_ttft_s"] == pytest.approx(
         14.5 * polled["median_tpot_ms"] / 1e3, rel=0.1)
 
+
+
+def test_memory_entries_are_looked_up_apart_with_run_dates():
+    rec = _recipes([
+        {"match": {"framework": "trt", "hardware": ["b200"], "from_date": "2026-02-05",
+                   "until_date": "2026-03-26"},
+         "kv_cache_share": 0.7, "kv_cache_share_of": "free", "kv_reserve": "full"},
+        {"match": {"framework": "trt"}, "dp_balance_timeout_steps": 60},
+        {"match": {"framework": "trt"}, "kv_cache_share": 0.8, "kv_cache_share_of": "free",
+         "kv_reserve": "full", "source": "later"},
+    ])
+    trt = {**ROW, "framework": "trt"}
+    # the dates are inclusive; a row without a date meets no dated entry
+    assert rec.memory(**trt, date="2026-02-05").share == 0.7
+    assert rec.memory(**trt, date="2026-03-26").share == 0.7
+    assert rec.memory(**trt, date="2026-03-27").share == 0.8
+    assert rec.memory(**trt, date="2026-02-04").source == "later"
+    assert rec.memory(**trt).share == 0.8
+    # memory entries give no admission and admission entries no memory
+    assert rec.admission(**trt, date="2026-02-05").dp_balance_timeout_steps == 60
+    assert rec.memory(**ROW) is None
+
+
+def test_bad_memory_settings_are_named_with_their_field(tmp_path):
+    p = tmp_path / "serving_recipes.yaml"
+    p.write_text(
+        "recipes:\n"
+        "  - match: {framework: trt}\n    kv_cache_share: 0.8\n"
+        "  - match: {framework: trt}\n    kv_cache_share: 0\n    kv_cache_share_of: all\n"
+        "    kv_reserve: full\n"
+        "  - match: {framework: trt}\n    kv_cache_share: 1.5\n    kv_cache_share_of: free\n"
+        "    kv_reserve: max\n"
+        "  - match: {framework: trt, from_date: '2026-13-01'}\n    kv_cache_share: true\n"
+        "    kv_cache_share_of: hbm\n    kv_reserve: current\n")
+    with pytest.raises(InputError) as exc:
+        load_recipes(p)
+    got = {(pr.entry, pr.field) for pr in exc.value.problems}
+    assert got == {("recipes[1]", "kv_cache_share_of"), ("recipes[2]", "kv_cache_share"),
+                   ("recipes[2]", "kv_cache_share_of"), ("recipes[3]", "kv_cache_share"),
+                   ("recipes[3]", "kv_reserve"), ("recipes[4]", "match.from_date"),
+                   ("recipes[4]", "kv_cache_share")}
+    text = str(exc.value)
+    assert "come together: add kv_cache_share_of, kv_reserve" in text
+    assert "'all' is not one of hbm, free" in text and "not a date YYYY-MM-DD" in text
+
+
+def test_kv_pool_by_hand():
+    # SGLang: 0.82 of 180 GB holds 84 GB of weights and 63.6 GB of cache
+    assert float(kv_pool_bytes(180e9, 171e9, 84e9, 0.82, "hbm")) == pytest.approx(63.6e9)
+    # TensorRT-LLM: 0.8 of what 84 GB of weights leave of the usable 171 GB
+    assert float(kv_pool_bytes(180e9, 171e9, 84e9, 0.8, "free")) == pytest.approx(69.6e9)
+    # weights above the share leave no cache (never negative)
+    assert float(kv_pool_bytes(180e9, 171e9, 160e9, 0.82, "hbm")) == 0.0
+
+
+def test_a_recipe_kv_cache_holds_the_batch_and_queues_the_rest(tmp_path):
+    """A TensorRT-LLM TP8 row at 8K/1K with 256 in flight: 0.8 of the free memory and
+    each request reserving its whole length hold fewer than 256 (the recomputed count),
+    so the others wait for a slot and TTFT rises by seconds; reserving only the current
+    tokens holds more of them."""
+    cat = load_catalog()
+    defaults = load_perf_defaults()
+    csv = tmp_path / "rows.csv"
+    head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
+    csv.write_text(head + "\n" + "b200,deepseek_r1,fp8,8192,1024,256,8,false,,,8,1,8,1,false,"
+                   "none,250,2250,11,4.9,9.0,92,110,,trt,2026-05-18,synthetic\n")
+    rows = load_measurements(csv, cat)
+    params = {"b200": hardware_params(defaults, "b200", None)}
+    phys = physics_params(defaults, None)
+    lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
+
+    def run(entries):
+        sr = ServingRows(rows, cat, defaults, lengths, _recipes(entries) if entries
+                         else Recipes())
+        out = sr.predict(params, phys)
+        return {k: float(v[0]) for k, v in out.items()}, sr.notes[0]
+
+    mem = {"kv_cache_share": 0.8, "kv_cache_share_of": "free"}
+    free, _ = run([])
+    held, note = run([{"match": {"framework": "trt"}, **mem, "kv_reserve": "full"}])
+    # recompute the count: 0.8 of (usable - weights) over each request's whole length
+    shape = ModelShape.build(cat.get("models", "deepseek_r1"), Precision("fp8"),
+                             defaults.serving)
+    acc = cat.get("accelerators", "b200")
+    usable = acc.hbm_gb * 1e9 * defaults.serving.hbm_usable_frac
+    w = float(weight_bytes_per_gpu(Parallel(8, 1, 1), shape))
+    frac = defaults.serving.measurement_length_frac
+    n = np.floor(0.8 * (usable - w) / float(shape.kv_bytes_seq((8192 + 1024) * frac)))
+    assert 200 < n < 256
+    assert f"holds {n:,.0f} sequences" in note and "whole length" in note
+    assert held["batch"] <= n + 1e-9 < free["batch"]
+    # 256 - n wait for a slot: by Little's law at least (256 - n) / lambda more TTFT
+    lam = held["output_tokens_per_s_per_gpu"] * 8 / (1024 * frac)
+    assert held["median_ttft_s"] - free["median_ttft_s"] >= 0.5 * (256 - n) / lam > 1.0
+    # holding only the tokens so far (prompt and half the output), the same share holds
+    # more of them, and fewer wait
+    cur, note = run([{"match": {"framework": "trt"}, **mem, "kv_reserve": "current"}])
+    n_cur = np.floor(0.8 * (usable - w) / float(shape.kv_bytes_seq((8192 + 512) * frac)))
+    assert n < n_cur and f"holds {n_cur:,.0f} sequences" in note and "so far" in note
+    assert free["median_ttft_s"] < cur["median_ttft_s"] < held["median_ttft_s"]
 
 
 def test_a_layout_entry_gives_the_prefill_dp_attention_and_no_admission():

@@ -65,6 +65,7 @@ from dcplan.perf.roofline import (
     ModelShape,
     Parallel,
     forward_step,
+    kv_pool_bytes,
     max_batch,
     weight_bytes_per_gpu,
 )
@@ -324,9 +325,10 @@ class ServingRows:
                      speculative=m.speculative, dp_attention=bool(m.decode_dp_attention),
                      decode_tp=m.decode_tp, input_tokens=m.input_tokens,
                      output_tokens=m.output_tokens, concurrency=m.concurrency,
-                     prefill_ep=m.prefill_ep if m.disaggregated else 1)
+                     prefill_ep=m.prefill_ep if m.disaggregated else 1, date=m.date)
                 for m in self.rows]
         self.admission = [recipes.admission(**k) for k in keys]
+        self.memory = [recipes.memory(**k) for k in keys]
         # the prefill pool's DP attention: the row's own column, else its recipe, else
         # the rule (measurements.prefill_dp_attention)
         self.prefill_dpa = [
@@ -411,6 +413,7 @@ class ServingRows:
                                          f"the weights ({float(wp[j]) / 1e9:,.0f} GB per GPU)")
                 ok = ok & okp
             ok = ok & np.array([not self.flags[i] for i in idx])
+            bmax = self._recipe_kv_batch(idx, rows, hw, par_d, shape, traffic, bmax)
             sel = np.flatnonzero(ok)
             self.groups.append(dict(
                 key=key, idx=np.array(idx)[sel], shape=_take(shape, sel), hw=_take(hw, sel),
@@ -436,6 +439,44 @@ class ServingRows:
                 handover_per_rank=np.array([defaults.software.handover_per_rank(
                     self.rows[i].framework or "") for i in np.array(idx)[sel]], bool),
             ))
+
+    def _recipe_kv_batch(self, idx, rows, hw, par_d, shape, traffic, bmax) -> np.ndarray:
+        """``bmax`` with each row whose recipe sizes the KV cache held to that cache.
+
+        The recipe's memory setting (:class:`dcplan.perf.recipes.KvMemory`) gives the
+        cache (:func:`~dcplan.perf.roofline.kv_pool_bytes` of the accelerator's whole
+        memory) and what each request holds a place for: its whole length (prompt plus
+        output) when the engine reserves it at admission, else its mean context. The
+        decode instance then holds at most that many sequences (at least one); the rest
+        of the requests in flight wait for a slot. The row's notes say how many.
+        """
+        mem = [self.memory[i] for i in idx]
+        if not any(mem):
+            return bmax
+        out = np.array(bmax, dtype=float)
+        for j, (i, k) in enumerate(zip(idx, mem, strict=True)):
+            if k is None or self.flags[i]:
+                continue
+            m = rows[j]
+            par = _take(par_d, [j])
+            shp = _take(shape, [j])
+            hbm = self.catalog.get("accelerators", m.hardware).hbm_gb * 1e9
+            hw_j = _take(hw, [j])
+            pool = kv_pool_bytes(hbm, hw_j.hbm_capacity, weight_bytes_per_gpu(par, shp),
+                                 k.share, k.share_of)
+            tr = _take(traffic, [j])
+            held = (np.asarray(tr.input_tokens, float) + np.asarray(tr.output_tokens, float)
+                    if k.reserve == "full" else tr.decode_context)
+            cap = float(np.maximum(max_batch(hw_j, par, shp, self.serving, held,
+                                             kv_pool=pool), 1.0)[0])
+            out[j] = cap
+            of = "of its memory" if k.share_of == "hbm" else "of what the weights leave"
+            what = ("each request reserving its whole length" if k.reserve == "full"
+                    else "each holding its tokens so far")
+            note = (f"its recipe's KV cache ({k.share:g} {of}, {what}) holds "
+                    f"{cap:,.0f} sequences per decode instance")
+            self.notes[i] = "; ".join(x for x in (self.notes[i], note) if x)
+        return out
 
     def row_params(self, params: Mapping[str, HardwareParams]) -> HardwareParams:
         """Per-row parameter arrays from accelerator id -> parameters.

@@ -4,13 +4,16 @@
 launch flags behind the InferenceX rows, how long a request waits before its prefill:
 how often the scheduler polls for new requests (in decode steps), how long attention
 data parallelism with balancing holds a prefill back, and how many requests run at once
-(admission settings); and, where the rows' files cannot say it, whether a disaggregated
-row's prefill instances run data-parallel attention (a layout setting). The rows are
+(admission settings); how the engine sizes its KV cache (memory settings: the share of
+memory it gives the cache and what an admitted request reserves); and, where the rows'
+files cannot say it, whether a disaggregated row's prefill instances run data-parallel
+attention (a layout setting). The rows are
 predicted with their recipe's settings (:mod:`dcplan.perf.predict`); plans assume none
 of them (a deployment tuned for its latency target, and the planner's own layout search).
 
 This is the data layer: it reads and checks the file; the waits themselves are physics
-(:func:`dcplan.perf.serving.with_admission`).
+(:func:`dcplan.perf.serving.with_admission`), and so is the KV cache's size
+(:func:`dcplan.perf.roofline.kv_pool_bytes`).
 """
 
 from __future__ import annotations
@@ -28,12 +31,23 @@ RECIPES_FILE = "serving_recipes.yaml"
 MATCH_KEYS = {"framework": str, "hardware": list, "precision": str, "speculative": str,
               "dp_attention": bool, "decode_tp": int, "input_tokens": int,
               "output_tokens": int, "min_concurrency": int, "max_concurrency": int,
-              "prefill_ep": int}
+              "prefill_ep": int, "from_date": str, "until_date": str}
 #: How a match value of each type is named in messages.
 KIND_WORDS = {str: "a string", int: "an integer", bool: "true or false",
               list: "a list of accelerator ids"}
 #: Admission settings an entry may give (all integers >= 1 but for the timeout, >= 0).
 SETTINGS = ("poll_interval_steps", "dp_balance_timeout_steps", "max_running_requests")
+#: Memory settings an entry may give, all three together: the share of memory the
+#: engine gives its KV cache (0 < share <= 1), what that share is of (``hbm``: all of a
+#: GPU's memory, weights included, as SGLang's --mem-fraction-static; ``free``: what the
+#: weights leave, as TensorRT-LLM's kv_cache_config.free_gpu_memory_fraction), and what
+#: an admitted request reserves (``full``: its prompt plus its whole output, as
+#: TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler; ``current``: the
+#: tokens it holds so far, as SGLang and vLLM admit).
+MEMORY_SETTINGS = ("kv_cache_share", "kv_cache_share_of", "kv_reserve")
+#: Allowed values of the two word-valued memory settings.
+SHARE_OF = ("hbm", "free")
+RESERVE = ("full", "current")
 #: Layout settings an entry may give (true/false): DP attention on a disaggregated row's
 #: prefill instances, where the row's file does not say it
 #: (:func:`dcplan.perf.measurements.prefill_dp_attention`).
@@ -69,6 +83,32 @@ NO_LIMITS = Admission()
 
 
 @dataclass(frozen=True)
+class KvMemory:
+    """How one engine configuration sizes its KV cache.
+
+    Attributes
+    ----------
+    share : float
+        Share of memory the engine gives the KV cache [-] (0 < share <= 1).
+    share_of : {"hbm", "free"}
+        ``hbm``: of the GPU's whole memory, weights included (the KV cache gets
+        ``share x HBM - weights``); ``free``: of what the weights leave
+        (``share x (HBM - weights)``).
+    reserve : {"full", "current"}
+        What an admitted request holds a place for: ``full``, its prompt plus its whole
+        output from the start; ``current``, the tokens it holds so far (on average its
+        prompt plus half its output).
+    source : str
+        Where the settings come from.
+    """
+
+    share: float
+    share_of: str
+    reserve: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Recipe:
     """One entry of :data:`RECIPES_FILE`: what it matches and its settings.
 
@@ -84,16 +124,20 @@ class Recipe:
         settings is passed over when a row's admission is looked up.
     prefill_dp_attention : bool or None
         DP attention on a disaggregated row's prefill instances (None: not given).
+    memory : KvMemory or None
+        How the engine sizes its KV cache (None: not given).
     """
 
     match: tuple
     admission: Admission
     gives_admission: bool = True
     prefill_dp_attention: bool | None = None
+    memory: KvMemory | None = None
 
     def matches(self, framework: str, hardware: str, precision: str, speculative: str,
                 dp_attention: bool, decode_tp: int, input_tokens: float,
-                output_tokens: float, concurrency: int, prefill_ep: int = 1) -> bool:
+                output_tokens: float, concurrency: int, prefill_ep: int = 1,
+                date: str = "") -> bool:
         """Whether a row with these values meets every key of ``match``.
 
         Parameters
@@ -119,11 +163,14 @@ class Recipe:
         prefill_ep : int
             Expert parallelism of a disaggregated row's prefill instance [GPUs] (1 when
             aggregated).
+        date : str
+            Run date of the row, YYYY-MM-DD ('' unknown: an entry bounded by date does
+            not match it).
 
         Returns
         -------
         bool
-            True when every key matches.
+            True when every key matches (``from_date`` and ``until_date`` inclusive).
         """
         row = {"framework": framework, "precision": precision, "speculative": speculative,
                "dp_attention": dp_attention, "decode_tp": decode_tp,
@@ -138,6 +185,12 @@ class Recipe:
                     return False
             elif key == "max_concurrency":
                 if concurrency > want:
+                    return False
+            elif key == "from_date":
+                if not date or date < want:
+                    return False
+            elif key == "until_date":
+                if not date or date > want:
                     return False
             elif row[key] != want:
                 return False
@@ -158,8 +211,8 @@ class Recipes:
         **row
             ``framework``, ``hardware``, ``precision``, ``speculative``,
             ``dp_attention``, ``decode_tp``, ``input_tokens``, ``output_tokens``,
-            ``concurrency`` and optionally ``prefill_ep`` of the row (nominal lengths
-            [tokens]).
+            ``concurrency`` and optionally ``prefill_ep`` and ``date`` of the row
+            (nominal lengths [tokens]).
 
         Returns
         -------
@@ -170,6 +223,26 @@ class Recipes:
             if entry.gives_admission and entry.matches(**row):
                 return entry.admission
         return NO_LIMITS
+
+    def memory(self, **row: Any) -> KvMemory | None:
+        """How a row's engine sizes its KV cache, from the first entry that says it.
+
+        Parameters
+        ----------
+        **row
+            As for :meth:`admission`.
+
+        Returns
+        -------
+        KvMemory or None
+            The entry's memory settings (None when no matching entry gives them: the
+            row's KV cache is the serving default's, ``serving.hbm_usable_frac`` of
+            memory with requests holding their current tokens).
+        """
+        for entry in self.entries:
+            if entry.memory is not None and entry.matches(**row):
+                return entry.memory
+        return None
 
     def prefill_dp_attention(self, **row: Any) -> bool | None:
         """DP attention on a row's prefill instances, from the first entry that says it.
@@ -241,7 +314,8 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
             continue
         n_before = len(problems)
         for key in e:
-            allowed = ("match", "source", "notes", *SETTINGS, *LAYOUT_SETTINGS)
+            allowed = ("match", "source", "notes", *SETTINGS, *MEMORY_SETTINGS,
+                       *LAYOUT_SETTINGS)
             if key not in META_KEYS and key not in allowed:
                 problems.append(Problem(shown, f"unknown key{did_you_mean(str(key), allowed)}: "
                                                "rename or remove it (allowed: "
@@ -278,6 +352,10 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
                                         entry=where,
                                         field=f"match.{key}", line=line(m, key)))
                 continue
+            if key in ("from_date", "until_date") and not _is_date(value):
+                problems.append(Problem(shown, f"{value!r} is not a date YYYY-MM-DD",
+                                        entry=where, field=f"match.{key}", line=line(m, key)))
+                continue
             match.append((key, value))
         settings = {}
         for key in SETTINGS:
@@ -290,6 +368,7 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
                                         entry=where, field=key, line=line(e, key)))
                 continue
             settings[key] = v
+        memory = _memory(e, shown, where, line, problems)
         layout = {}
         for key in LAYOUT_SETTINGS:
             if key not in e:
@@ -299,15 +378,62 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
                                         entry=where, field=key, line=line(e, key)))
                 continue
             layout[key] = e[key]
-        if not settings and not layout and len(problems) == n_before:
+        given_memory = any(k in e for k in MEMORY_SETTINGS)
+        if not settings and not layout and not given_memory and len(problems) == n_before:
             problems.append(Problem(shown, "gives no setting ("
-                                    + ", ".join((*SETTINGS, *LAYOUT_SETTINGS)) + ")",
+                                    + ", ".join((*SETTINGS, *MEMORY_SETTINGS,
+                                                 *LAYOUT_SETTINGS)) + ")",
                                     entry=where))
         if len(problems) == n_before:
-            entries.append(Recipe(tuple(match),
-                                  Admission(**settings, source=str(e.get("source") or "")),
-                                  gives_admission=bool(settings), **layout))
+            src = str(e.get("source") or "")
+            entries.append(Recipe(tuple(match), Admission(**settings, source=src),
+                                  gives_admission=bool(settings),
+                                  memory=(KvMemory(*memory, source=src) if memory else None),
+                                  **layout))
     return Recipes(tuple(entries)), problems
+
+
+def _is_date(value: str) -> bool:
+    """Whether ``value`` is a calendar date written YYYY-MM-DD."""
+    import datetime as dt
+
+    try:
+        return dt.date.fromisoformat(value).isoformat() == value
+    except ValueError:
+        return False
+
+
+def _memory(e: dict, shown: str, where: str, line, problems: list) -> tuple | None:
+    """An entry's memory settings (share, share_of, reserve), checked; None if not given.
+
+    The three are given together or not at all; each problem is appended to
+    ``problems`` with the entry and field.
+    """
+    given = [k for k in MEMORY_SETTINGS if k in e]
+    if not given:
+        return None
+    n_before = len(problems)
+    missing = [k for k in MEMORY_SETTINGS if k not in e]
+    if missing:
+        problems.append(Problem(shown, "memory settings come together: add "
+                                + ", ".join(missing) + " (or remove " + ", ".join(given)
+                                + ")", entry=where, field=missing[0]))
+        return None
+    share, of, reserve = (e[k] for k in MEMORY_SETTINGS)
+    if (isinstance(share, bool) or not isinstance(share, int | float)
+            or not 0.0 < float(share) <= 1.0):
+        problems.append(Problem(shown, f"{share!r} is not a share 0 < x <= 1",
+                                entry=where, field="kv_cache_share",
+                                line=line(e, "kv_cache_share")))
+    for key, value, allowed in (("kv_cache_share_of", of, SHARE_OF),
+                                ("kv_reserve", reserve, RESERVE)):
+        if value not in allowed:
+            problems.append(Problem(shown, f"{value!r} is not one of "
+                                    + ", ".join(allowed), entry=where, field=key,
+                                    line=line(e, key)))
+    if len(problems) > n_before:
+        return None
+    return float(share), of, reserve
 
 
 def load_recipes(path: Path | str, catalog: Any = None) -> Recipes:

@@ -834,8 +834,44 @@ def kv_bytes_per_gpu(par: Parallel, shape: ModelShape, context_tokens) -> np.nda
     return shape.kv_bytes_seq(context_tokens) / shard
 
 
+def kv_pool_bytes(hbm_bytes, usable_bytes, weight_bytes, share, share_of: str) -> np.ndarray:
+    """KV-cache bytes per GPU an engine sets aside, by its memory setting [bytes].
+
+    ``share_of`` ``hbm``: ``share`` of the whole memory holds the weights and the cache
+    (SGLang ``--mem-fraction-static``, vLLM ``--gpu-memory-utilization``; the rest is
+    the runtime's), so the cache gets ``share x HBM - weights``. ``free``: the cache
+    takes ``share`` of the memory free once the model is loaded (TensorRT-LLM
+    ``kv_cache_config.free_gpu_memory_fraction``), taken as what the weights leave of
+    the usable memory (``serving.hbm_usable_frac`` of it, the same allowance for the
+    runtime's buffers, activations and CUDA graphs as the default's):
+    ``share x (usable - weights)``.
+
+    Parameters
+    ----------
+    hbm_bytes : float or array
+        The GPU's memory [bytes].
+    usable_bytes : float or array
+        Its usable memory (:attr:`Hardware.hbm_capacity`) [bytes].
+    weight_bytes : float or array
+        Weights per GPU (:func:`weight_bytes_per_gpu`) [bytes].
+    share : float or array
+        The engine's memory share [-] (0 < share <= 1).
+    share_of : {"hbm", "free"}
+        What the share is of.
+
+    Returns
+    -------
+    ndarray
+        KV-cache bytes per GPU, at least 0 [bytes].
+    """
+    hbm, usable, w, f = (np.asarray(x, dtype=float)
+                         for x in (hbm_bytes, usable_bytes, weight_bytes, share))
+    pool = f * hbm - w if share_of == "hbm" else f * (usable - w)
+    return np.maximum(pool, 0.0)
+
+
 def max_batch(hw: Hardware, par: Parallel, shape: ModelShape, serving: ServingParams,
-              context_tokens) -> np.ndarray:
+              context_tokens, kv_pool=None) -> np.ndarray:
     """Most sequences of ``context_tokens`` the instance holds next to its weights [-].
 
     Each attention data-parallel rank holds the KV of its own sequences and the
@@ -854,15 +890,21 @@ def max_batch(hw: Hardware, par: Parallel, shape: ModelShape, serving: ServingPa
     serving : ServingParams
         Serving parameters (``max_batch_per_rank``).
     context_tokens : float or array
-        Tokens a sequence holds: its prompt (input) plus the output tokens generated so far
+        Tokens a sequence holds a place for: its prompt (input) plus the output tokens
+        generated so far, or its whole output where the engine reserves it at admission
         [tokens].
+    kv_pool : float or array, optional
+        KV-cache bytes per GPU the engine sets aside (:func:`kv_pool_bytes`); default:
+        what the weights leave of ``hw.hbm_capacity`` (``serving.hbm_usable_frac`` of
+        memory) [bytes].
 
     Returns
     -------
     ndarray
         Sequences the instance holds [sequences].
     """
-    free = hw.hbm_capacity - weight_bytes_per_gpu(par, shape)
+    free = (hw.hbm_capacity - weight_bytes_per_gpu(par, shape) if kv_pool is None
+            else np.asarray(kv_pool, dtype=float))
     per_seq = kv_bytes_per_gpu(par, shape, context_tokens)
     per_rank = np.floor(np.maximum(free, 0.0) / np.maximum(per_seq, 1e-30))
     return (np.minimum(per_rank, serving.max_batch_per_rank)

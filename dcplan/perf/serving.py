@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize.elementwise import find_root
+from scipy.special import digamma, polygamma
 
 from dcplan.lengths import FIXED, LengthDist
 from dcplan.perf.latency import (
@@ -888,6 +889,43 @@ def solve_closed_loop(point_of_batch, concurrency, batch_max):
     return pt, capped
 
 
+def balance_gather_s(dp_ranks, requests_per_s) -> np.ndarray:
+    """Mean wait of a prefill for every attention-DP rank to hold one [s].
+
+    TensorRT-LLM's attention-DP balancing (``attention_dp_config.enable_balance``)
+    starts context requests only once every one of the ``D`` ranks has one waiting.
+    It sends each new request to the rank with the fewest active requests, and in a
+    closed loop that is the rank where a request just finished: arrivals land on
+    ranks independently and uniformly, so a group gathers when ``K`` arrivals have
+    covered all ``D`` ranks, the coupon collector's count, with
+    ``E[K] = D H`` and ``E[K (K - 1)] = D^2 (H2 + H^2) - 2 D H`` (``H``, ``H2``: the
+    ``D``-th harmonic numbers of orders 1 and 2). With Poisson arrivals at
+    ``lambda`` the ``j``-th member waits for the ``K - j`` gaps after it, so the mean
+    wait per request is ``E[K (K - 1)] / (2 lambda E[K])``
+    ``= (D (H2 + H^2) - 2 H) / (2 lambda H)``: 4.53 / lambda for four ranks, three
+    times the ``(D - 1) / (2 lambda)`` of requests dealt to the ranks in turn.
+
+    Parameters
+    ----------
+    dp_ranks : float or array
+        Attention data-parallel ranks ``D`` of the instance [-] (whole numbers >= 1).
+    requests_per_s : float or array
+        Requests arriving at the instance ``lambda`` [requests/s].
+
+    Returns
+    -------
+    ndarray
+        Mean wait [s]: 0 for one rank, infinite without arrivals.
+    """
+    d = np.maximum(np.asarray(dp_ranks, float), 1.0)
+    lam = np.asarray(requests_per_s, float)
+    h = digamma(d + 1.0) + np.euler_gamma            # H_D
+    h2 = np.pi ** 2 / 6.0 - polygamma(1, d + 1.0)    # H_D of order 2
+    pairs = d * (h2 + h * h) - 2.0 * h               # E[K (K - 1)] / D
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(lam > 0, np.maximum(pairs, 0.0) / (2.0 * lam * h), np.inf)
+
+
 def with_admission(pt: Point, poll_interval_steps, balance_timeout_steps, dp_ranks,
                    instances=1.0) -> Point:
     """``pt`` with the engine's admission waits added to its TTFT.
@@ -899,10 +937,8 @@ def with_admission(pt: Point, poll_interval_steps, balance_timeout_steps, dp_ran
       steps, so an arrival waits uniformly 0 to ``N`` steps: ``(N - 1) / 2 * t_step``
       more on average than polling every step. Its mean is used at every percentile.
     * **Attention-DP balancing** with timeout ``T`` steps over ``D`` ranks: a prefill
-      waits until every rank has one. With requests arriving at ``lambda`` per
-      instance, a group of ``D`` takes ``(D - 1) / lambda`` to gather and its members
-      wait ``(D - 1) / (2 lambda)`` on average, at most ``T t_step``:
-      ``min((D - 1) / (2 lambda), T t_step)``. No wait with ``T = 0`` or one rank.
+      waits until every rank has one (:func:`balance_gather_s`), at most ``T t_step``.
+      No wait with ``T = 0`` or one rank.
 
     Parameters
     ----------
@@ -925,9 +961,7 @@ def with_admission(pt: Point, poll_interval_steps, balance_timeout_steps, dp_ran
     d = np.asarray(dp_ranks, float)
     t = np.asarray(balance_timeout_steps, float)
     lam = np.asarray(pt.requests_per_s, float) / np.maximum(np.asarray(instances, float), 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gather = np.where(lam > 0, (d - 1.0) / (2.0 * lam), np.inf)
-    balance = np.where((t > 0) & (d > 1), np.minimum(gather, t * step), 0.0)
+    balance = np.where((t > 0) & (d > 1), np.minimum(balance_gather_s(d, lam), t * step), 0.0)
     wait = poll + balance
     return dataclasses.replace(pt, ttft_mean_s=pt.ttft_mean_s + wait,
                                admission_s=pt.admission_s + wait)
