@@ -175,23 +175,33 @@ def test_shipped_recipes_read_and_match_the_rows_they_cite():
     assert (h200.poll_interval_steps, h200.max_running_requests) == (1, 512)
 
 
-def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(tmp_path):
+def _one_row(tmp_path, line):
+    """A predictor of one InferenceX-format row under given recipe entries: entries ->
+    (predicted figures of the row, the row's notes)."""
     cat = load_catalog()
     defaults = load_perf_defaults()
     csv = tmp_path / "rows.csv"
     head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
-    csv.write_text(head + "\n" + "b200,deepseek_r1,fp8,1024,1024,256,8,false,,,8,8,8,8,false,"
-                   "none,1000,2000,20,1.0,2.0,30,35,,sglang,2026-03-01,synthetic\n")
+    csv.write_text(head + "\n" + line + "\n")
     rows = load_measurements(csv, cat)
     params = {"b200": hardware_params(defaults, "b200", None)}
     phys = physics_params(defaults, None)
-
     lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
 
     def run(entries):
         recipes = _recipes(entries) if entries else Recipes()
-        out = ServingRows(rows, cat, defaults, lengths, recipes).predict(params, phys)
-        return {k: float(v[0]) for k, v in out.items()}
+        sr = ServingRows(rows, cat, defaults, lengths, recipes)
+        out = sr.predict(params, phys)
+        return {k: float(v[0]) for k, v in out.items()}, sr.notes[0]
+    return run
+
+
+def test_a_running_request_cap_holds_the_batch_and_adds_a_slot_wait(tmp_path):
+    predict = _one_row(tmp_path, "b200,deepseek_r1,fp8,1024,1024,256,8,false,,,8,8,8,8,false,"
+                                 "none,1000,2000,20,1.0,2.0,30,35,,sglang,2026-03-01,synthetic")
+
+    def run(entries):
+        return predict(entries)[0]
 
     free = run([])
     assert free["batch"] > 64
@@ -265,23 +275,10 @@ def test_a_recipe_kv_cache_holds_the_batch_and_queues_the_rest(tmp_path):
     each request reserving its whole length hold fewer than 256 (the recomputed count),
     so the others wait for a slot and TTFT rises by seconds; reserving only the current
     tokens holds more of them."""
+    run = _one_row(tmp_path, "b200,deepseek_r1,fp8,8192,1024,256,8,false,,,8,1,8,1,false,"
+                             "none,250,2250,11,4.9,9.0,92,110,,trt,2026-05-18,synthetic")
     cat = load_catalog()
     defaults = load_perf_defaults()
-    csv = tmp_path / "rows.csv"
-    head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
-    csv.write_text(head + "\n" + "b200,deepseek_r1,fp8,8192,1024,256,8,false,,,8,1,8,1,false,"
-                   "none,250,2250,11,4.9,9.0,92,110,,trt,2026-05-18,synthetic\n")
-    rows = load_measurements(csv, cat)
-    params = {"b200": hardware_params(defaults, "b200", None)}
-    phys = physics_params(defaults, None)
-    lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
-
-    def run(entries):
-        sr = ServingRows(rows, cat, defaults, lengths, _recipes(entries) if entries
-                         else Recipes())
-        out = sr.predict(params, phys)
-        return {k: float(v[0]) for k, v in out.items()}, sr.notes[0]
-
     mem = {"kv_cache_share": 0.8, "kv_cache_share_of": "free"}
     free, _ = run([])
     held, note = run([{"match": {"framework": "trt"}, **mem, "kv_reserve": "full"}])

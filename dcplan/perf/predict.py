@@ -444,8 +444,8 @@ class ServingRows:
         """``bmax`` with each row whose recipe sizes the KV cache held to that cache.
 
         The recipe's memory setting (:class:`dcplan.perf.recipes.KvMemory`) gives the
-        cache (:func:`~dcplan.perf.roofline.kv_pool_bytes` of the accelerator's whole
-        memory) and what each request holds a place for: its whole length (prompt plus
+        cache (:func:`~dcplan.perf.roofline.kv_pool_bytes` of the accelerator's memory)
+        and what each request holds a place for: its whole length (prompt plus
         output) when the engine reserves it at admission, else its mean context. The
         decode instance then holds at most that many sequences (at least one); the rest
         of the requests in flight wait for a slot. The row's notes say how many.
@@ -474,7 +474,7 @@ class ServingRows:
             what = ("each request reserving its whole length" if k.reserve == "full"
                     else "each holding its tokens so far")
             note = (f"its recipe's KV cache ({k.share:g} {of}, {what}) holds "
-                    f"{cap:,.0f} sequences per decode instance")
+                    f"{cap:,.0f} sequence{'s' * (cap != 1)} per decode instance")
             self.notes[i] = "; ".join(x for x in (self.notes[i], note) if x)
         return out
 
