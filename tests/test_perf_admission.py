@@ -258,6 +258,12 @@ def test_bad_memory_settings_are_named_with_their_field(tmp_path):
                    ("recipes[4]", "kv_cache_share")}
     text = str(exc.value)
     assert "come together: add kv_cache_share_of, kv_reserve" in text
+    # an unquoted date (YAML reads it as a date) matches like a quoted one
+    p.write_text("recipes:\n  - match: {framework: trt, from_date: 2026-02-05}\n"
+                 "    kv_cache_share: 0.7\n    kv_cache_share_of: free\n    kv_reserve: full\n")
+    rec = load_recipes(p)
+    assert rec.memory(**{**ROW, "framework": "trt"}, date="2026-02-05").share == 0.7
+    assert rec.memory(**{**ROW, "framework": "trt"}, date="2026-02-04") is None
     assert "'all' is not one of hbm, free" in text and "not a date YYYY-MM-DD" in text
 
 

@@ -18,6 +18,7 @@ This is the data layer: it reads and checks the file; the waits themselves are p
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -330,6 +331,8 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
         match = []
         for key, value in strip_lines(m).items():
             kind = MATCH_KEYS.get(key)
+            if key in ("from_date", "until_date") and isinstance(value, dt.date):
+                value = value.isoformat()   # YAML reads an unquoted 2026-02-05 as a date
             if kind is None:
                 problems.append(Problem(shown, f"unknown match key{did_you_mean(key, MATCH_KEYS)}"
                                                " (allowed: " + ", ".join(MATCH_KEYS) + ")",
@@ -395,8 +398,6 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
 
 def _is_date(value: str) -> bool:
     """Whether ``value`` is a calendar date written YYYY-MM-DD."""
-    import datetime as dt
-
     try:
         return dt.date.fromisoformat(value).isoformat() == value
     except ValueError:
