@@ -221,9 +221,9 @@ def test_memory_entries_are_looked_up_apart_with_run_dates():
     rec = _recipes([
         {"match": {"framework": "trt", "hardware": ["b200"], "from_date": "2026-02-05",
                    "until_date": "2026-03-26"},
-         "kv_cache_share": 0.7, "kv_cache_share_of": "free", "kv_reserve": "full"},
+         "kv_cache_frac": 0.7, "kv_cache_frac_of": "free", "kv_reserve": "full"},
         {"match": {"framework": "trt"}, "dp_balance_timeout_steps": 60},
-        {"match": {"framework": "trt"}, "kv_cache_share": 0.8, "kv_cache_share_of": "free",
+        {"match": {"framework": "trt"}, "kv_cache_frac": 0.8, "kv_cache_frac_of": "free",
          "kv_reserve": "full", "source": "later"},
     ])
     trt = {**ROW, "framework": "trt"}
@@ -242,25 +242,25 @@ def test_bad_memory_settings_are_named_with_their_field(tmp_path):
     p = tmp_path / "serving_recipes.yaml"
     p.write_text(
         "recipes:\n"
-        "  - match: {framework: trt}\n    kv_cache_share: 0.8\n"
-        "  - match: {framework: trt}\n    kv_cache_share: 0\n    kv_cache_share_of: all\n"
+        "  - match: {framework: trt}\n    kv_cache_frac: 0.8\n"
+        "  - match: {framework: trt}\n    kv_cache_frac: 0\n    kv_cache_frac_of: all\n"
         "    kv_reserve: full\n"
-        "  - match: {framework: trt}\n    kv_cache_share: 1.5\n    kv_cache_share_of: free\n"
+        "  - match: {framework: trt}\n    kv_cache_frac: 1.5\n    kv_cache_frac_of: free\n"
         "    kv_reserve: max\n"
-        "  - match: {framework: trt, from_date: '2026-13-01'}\n    kv_cache_share: true\n"
-        "    kv_cache_share_of: hbm\n    kv_reserve: current\n")
+        "  - match: {framework: trt, from_date: '2026-13-01'}\n    kv_cache_frac: true\n"
+        "    kv_cache_frac_of: hbm\n    kv_reserve: current\n")
     with pytest.raises(InputError) as exc:
         load_recipes(p)
     got = {(pr.entry, pr.field) for pr in exc.value.problems}
-    assert got == {("recipes[1]", "kv_cache_share_of"), ("recipes[2]", "kv_cache_share"),
-                   ("recipes[2]", "kv_cache_share_of"), ("recipes[3]", "kv_cache_share"),
+    assert got == {("recipes[1]", "kv_cache_frac_of"), ("recipes[2]", "kv_cache_frac"),
+                   ("recipes[2]", "kv_cache_frac_of"), ("recipes[3]", "kv_cache_frac"),
                    ("recipes[3]", "kv_reserve"), ("recipes[4]", "match.from_date"),
-                   ("recipes[4]", "kv_cache_share")}
+                   ("recipes[4]", "kv_cache_frac")}
     text = str(exc.value)
-    assert "come together: add kv_cache_share_of, kv_reserve" in text
+    assert "come together: add kv_cache_frac_of, kv_reserve" in text
     # an unquoted date (YAML reads it as a date) matches like a quoted one
     p.write_text("recipes:\n  - match: {framework: trt, from_date: 2026-02-05}\n"
-                 "    kv_cache_share: 0.7\n    kv_cache_share_of: free\n    kv_reserve: full\n")
+                 "    kv_cache_frac: 0.7\n    kv_cache_frac_of: free\n    kv_reserve: full\n")
     rec = load_recipes(p)
     assert rec.memory(**{**ROW, "framework": "trt"}, date="2026-02-05").share == 0.7
     assert rec.memory(**{**ROW, "framework": "trt"}, date="2026-02-04") is None
@@ -285,7 +285,7 @@ def test_a_recipe_kv_cache_holds_the_batch_and_queues_the_rest(tmp_path):
                              "none,250,2250,11,4.9,9.0,92,110,,trt,2026-05-18,synthetic")
     cat = load_catalog()
     defaults = load_perf_defaults()
-    mem = {"kv_cache_share": 0.8, "kv_cache_share_of": "free"}
+    mem = {"kv_cache_frac": 0.8, "kv_cache_frac_of": "free"}
     free, _ = run([])
     held, note = run([{"match": {"framework": "trt"}, **mem, "kv_reserve": "full"}])
     # recompute the count: 0.8 of (usable - weights) over each request's whole length

@@ -45,7 +45,7 @@ SETTINGS = ("poll_interval_steps", "dp_balance_timeout_steps", "max_running_requ
 #: an admitted request reserves (``full``: its prompt plus its whole output, as
 #: TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler; ``current``: the
 #: tokens it holds so far, as SGLang and vLLM admit).
-MEMORY_SETTINGS = ("kv_cache_share", "kv_cache_share_of", "kv_reserve")
+MEMORY_SETTINGS = ("kv_cache_frac", "kv_cache_frac_of", "kv_reserve")
 #: Allowed values of the two word-valued memory settings.
 SHARE_OF = ("hbm", "free")
 RESERVE = ("full", "current")
@@ -424,9 +424,9 @@ def _memory(e: dict, shown: str, where: str, line, problems: list) -> tuple | No
     if (isinstance(share, bool) or not isinstance(share, int | float)
             or not 0.0 < float(share) <= 1.0):
         problems.append(Problem(shown, f"{share!r} is not a share 0 < x <= 1",
-                                entry=where, field="kv_cache_share",
-                                line=line(e, "kv_cache_share")))
-    for key, value, allowed in (("kv_cache_share_of", of, SHARE_OF),
+                                entry=where, field="kv_cache_frac",
+                                line=line(e, "kv_cache_frac")))
+    for key, value, allowed in (("kv_cache_frac_of", of, SHARE_OF),
                                 ("kv_reserve", reserve, RESERVE)):
         if value not in allowed:
             problems.append(Problem(shown, f"{value!r} is not one of "
