@@ -14,6 +14,10 @@ configuration, four ways:
   saw that accelerator (it gets its architecture's, vendor's or the pooled values);
 * ``leave-one-model-out``: each model's rows predicted by a fit without that model.
 
+Each held-out fold is fitted as the in-sample fit is (``--starts``, unless
+``--fold-starts`` says otherwise), so the held-out figures measure the procedure that
+made the shipped calibration, from its several starts.
+
 and prints median and 90th-percentile absolute % errors split by model family
 (dense / MoE), scenario (offline / server / interactive), speculative decoding,
 aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
@@ -27,9 +31,11 @@ aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
   predicted against measured (absolute difference);
 * power error per vendor, on the rows that measured power.
 
-Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--starts N] [--json FILE] [--markdown]
-[--fill-doc docs/perf.md] (14-30 minutes on a shared 2-core machine; ``--quick``
-fits on one row per configuration and takes a few). ``--markdown`` prints every table
+Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--starts N] [--fold-starts N]
+[--workers N] [--json FILE] [--markdown] [--fill-doc docs/perf.md] (one start: 14-30
+minutes on a shared 2-core machine; ``--starts 4``, as shipped, about five times the
+fits, ``--workers 2`` runs two at once; ``--quick`` fits on one row per configuration
+and takes a few). ``--markdown`` prints every table
 between ``<!-- perf_accuracy:NAME -->`` and ``<!-- /perf_accuracy:NAME -->`` markers,
 the ones the "Accuracy" section of docs/perf.md holds; ``--fill-doc`` writes them
 there (:func:`fill_doc`).
@@ -613,8 +619,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fit on one row per configuration")
     ap.add_argument("--nfev", type=int, default=40, help="function evaluations per fit")
     ap.add_argument("--starts", type=int, default=0,
-                    help="perturbed starts of the in-sample fit, as dcplan perf calibrate "
-                         "--starts (the shipped calibration: 4); the held-out folds fit once")
+                    help="perturbed starts of every fit, as dcplan perf calibrate --starts "
+                         "(the shipped calibration: 4)")
+    ap.add_argument("--fold-starts", type=int, default=None, metavar="N",
+                    help="perturbed starts of each held-out fold's fit (default: --starts)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="processes that fit side by side (starts, folds)")
     ap.add_argument("--json", default=None, help="also write the tables as JSON")
     ap.add_argument("--rows-json", default=None, metavar="FILE",
                     help="also write every row's figures under each method as JSON")
@@ -636,16 +646,18 @@ def main(argv: list[str] | None = None) -> int:
           f"{', '.join(f.name for f in files)}")
     results = {"defaults": evaluate_rows(rows, catalog, defaults, benchmarks=bench)}
     cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev, benchmarks=bench,
-                    starts=args.starts)
+                    starts=args.starts, workers=args.workers)
     print(f"in-sample fit: {dict(cal.meta)['start']}, loss {dict(cal.meta)['cost']:.4g}")
     results["in-sample"] = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     t1 = time.perf_counter()
+    fold_starts = args.starts if args.fold_starts is None else args.fold_starts
+    print(f"held-out folds: {fold_starts + 1} start(s) each")
+    folds = {"max_nfev": args.nfev, "benchmarks": bench, "starts": fold_starts,
+             "workers": args.workers}
     results["leave-one-hardware-out"] = leave_one_out(
-        rows, catalog, defaults, key=lambda m: m.hardware, per_hardware=False,
-        max_nfev=args.nfev, benchmarks=bench)
+        rows, catalog, defaults, key=lambda m: m.hardware, per_hardware=False, **folds)
     results["leave-one-model-out"] = leave_one_out(
-        rows, catalog, defaults, key=lambda m: m.model, per_hardware=True, max_nfev=args.nfev,
-        benchmarks=bench)
+        rows, catalog, defaults, key=lambda m: m.model, per_hardware=True, **folds)
     t2 = time.perf_counter()
     out: dict = {what: table(results, catalog, what) for what, _ in MAIN_TABLES}
     domains = {h: scaleup_domain(catalog, h) for h in {m.hardware for m in rows}}

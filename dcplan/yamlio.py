@@ -7,10 +7,13 @@ size limit + 1 byte.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import pickle
 import stat
 import tempfile
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +49,12 @@ MAX_YAML_DEPTH = 64
 #: Most YAML nodes that aliases (``*name``) may add to a document once followed (an
 #: alias "bomb" of nested anchors would otherwise expand to billions).
 MAX_ALIAS_NODES = 100_000
+
+
+#: Most bytes of parsed documents :func:`read_yaml` keeps in memory (pickled), so that a
+#: process that reads the same file again (a sweep's cases, a session of the Python API,
+#: the test suite) gets a copy without parsing it again [bytes].
+PARSED_CACHE_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -369,12 +378,20 @@ def read_text(path: Path | str, encoding: str = "utf-8") -> str:
         raise InputError(Problem(display_path(path), f"cannot read file ({exc})")) from None
 
 
+#: Pickled documents by (shown name, digest of the text), least recently used first.
+_parsed: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
+
+
 def read_yaml(path: Path | str) -> Any:
     """Read a YAML input file, recording where each mapping and key is.
 
     Every mapping gets its line under :data:`LINE_KEY`, its keys' lines under
     :data:`KEY_LINES` and the same with the file name under :data:`AT_KEY` and
     :data:`WHERE_KEY` (remove them with :func:`strip_lines`).
+
+    The file is read and checked every time; a text read before under the same name
+    (the same bytes) is not parsed again: the caller gets a fresh copy of that parse,
+    as its own to change (up to :data:`PARSED_CACHE_BYTES` of them are kept).
 
     Parameters
     ----------
@@ -396,6 +413,22 @@ def read_yaml(path: Path | str) -> Any:
     """
     shown = display_path(path)
     text = read_text(path)
+    key = (shown, hashlib.blake2b(text.encode("utf-8"), digest_size=20).digest())
+    if key in _parsed:
+        _parsed.move_to_end(key)
+        return pickle.loads(_parsed[key])
+    data = _parse_yaml(text, shown)
+    kept = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(kept) <= PARSED_CACHE_BYTES:
+        _parsed[key] = kept
+        size = sum(len(v) for v in _parsed.values())
+        while size > PARSED_CACHE_BYTES:
+            size -= len(_parsed.popitem(last=False)[1])
+    return data
+
+
+def _parse_yaml(text: str, shown: str) -> Any:
+    """Parse a YAML document read from the file ``shown`` (:func:`read_yaml`)."""
     loader = _LineLoader(text)
     loader.duplicate_keys = []
     loader.bad_numbers = []

@@ -195,6 +195,41 @@ def test_a_file_above_the_limit_on_disk_is_refused_unread(tmp_path, monkeypatch)
     assert yamlio.read_text(big) == big.read_text()  # a raised limit reads it
 
 
+def test_a_yaml_file_read_again_is_a_fresh_parse_of_its_current_bytes(tmp_path, monkeypatch):
+    """read_yaml keeps parses by name and content: the caller's copy is its own, a file
+    rewritten in place (same size, maybe the same time stamp) reads anew, the same text
+    under another name names that file, and the limits and checks apply every time."""
+    f = tmp_path / "a.yaml"
+    f.write_text("a: 1\nb: [1, 2]\n")
+    first = yamlio.read_yaml(f)
+    first["b"].append(3)
+    first["a"] = 9
+    again = yamlio.read_yaml(f)
+    assert (again["a"], again["b"]) == (1, [1, 2])
+    f.write_text("a: 2\nb: [1, 2]\n")
+    assert yamlio.read_yaml(f)["a"] == 2
+    g = tmp_path / "g.yaml"
+    g.write_text(f.read_text())
+    assert yamlio.read_yaml(g)[yamlio.AT_KEY][0].endswith("g.yaml")
+    assert yamlio.read_yaml(f)[yamlio.AT_KEY][0].endswith("a.yaml")
+    f.write_text("a: 1\na: 2\n")
+    with pytest.raises(InputError, match="key 'a' appears twice"):
+        yamlio.read_yaml(f)
+    f.write_text("a: 2\nb: [1, 2]\n")
+    monkeypatch.setenv(yamlio.MAX_INPUT_ENV, "0.000001")
+    with pytest.raises(InputError, match="above the"):
+        yamlio.read_yaml(f)
+    monkeypatch.delenv(yamlio.MAX_INPUT_ENV)
+    # the kept parses stay within their bound, least recently used dropped first
+    monkeypatch.setattr(yamlio, "PARSED_CACHE_BYTES", 2000)
+    for i in range(30):
+        (tmp_path / f"n{i}.yaml").write_text(f"n: {i}\nlist: {list(range(20))}\n")
+        assert yamlio.read_yaml(tmp_path / f"n{i}.yaml")["n"] == i
+    assert 0 < sum(len(v) for v in yamlio._parsed.values()) <= 2000
+    assert any(name.endswith("n29.yaml") for name, _ in yamlio._parsed)
+    assert not any(name.endswith("n0.yaml") for name, _ in yamlio._parsed)
+
+
 def test_text_limit_is_separate_and_named(tmp_path, monkeypatch):
     """Texts to count are not held to the 10 MB input limit but to their own."""
     text = tmp_path / "t.txt"

@@ -15,7 +15,7 @@ from dcplan import perf
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
 from dcplan.perf import load_calibration
-from dcplan.perf.calibration import calibrate, evaluate_rows, report
+from dcplan.perf.calibration import calibrate, evaluate_rows, leave_one_out, report
 from dcplan.perf.measurements import (
     SERVING_COLUMNS,
     Measurement,
@@ -137,6 +137,27 @@ def test_several_starts_keep_the_lowest_loss_that_did_not_stop_steeply(cat):
     assert meta["cost"] == pytest.approx(best["cost"], abs=1e-3)
     # one fit records no starts
     assert "starts" not in dict(alone.meta)
+
+
+def test_starts_and_folds_fitted_side_by_side_give_the_same_results(cat):
+    """workers=2 fits the starts (calibrate) and the folds (leave_one_out) in two
+    processes: the same calibration and the same held-out predictions as one process,
+    and each fold's predictions are those of a fit without its rows, in row order."""
+    defaults = load_perf_defaults()
+    rows = _synthetic(cat, defaults)[::4]
+    kw = {"prior_weight": 0.0, "max_nfev": 2, "benchmarks": BENCH, "start_sd": 0.3}
+    assert calibrate(rows, cat, defaults, starts=1, workers=2, **kw) == \
+        calibrate(rows, cat, defaults, starts=1, **kw)
+    key = lambda m: m.model  # noqa: E731
+    one = leave_one_out(rows, cat, defaults, key=key, starts=1, **kw)
+    two = leave_one_out(rows, cat, defaults, key=key, starts=1, workers=2, **kw)
+    assert [r.m for r in one] == rows and [r.m for r in two] == rows
+    assert [r.as_dict() for r in one] == [r.as_dict() for r in two]
+    held = [m for m in rows if m.model == "moe"]
+    rest = [m for m in rows if m.model != "moe"]
+    alone = evaluate_rows(held, cat, defaults,
+                          calibrate(rest, cat, defaults, starts=1, **kw), benchmarks=BENCH)
+    assert [r.as_dict() for r in one if r.m.model == "moe"] == [r.as_dict() for r in alone]
 
 
 def test_calibration_with_prior_stays_close(cat):

@@ -202,6 +202,14 @@ def test_calibrate_with_starts_says_each_and_keeps_one(tmp_path):
     assert r.exit_code == 0, r.output
     bad = run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(out), "--starts", "-1")
     assert bad.exit_code == 2
+    # the starts fitted in two processes: the same file
+    two = tmp_path / "cal2.yaml"
+    r = run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(two), "--starts", "2",
+            "--workers", "2")
+    assert r.exit_code == 0, r.output
+    assert yaml.safe_load(two.read_text()) == yaml.safe_load(out.read_text())
+    assert run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(two),
+               "--workers", "0").exit_code == 2
 
 
 def test_validate_serving_json_one_record_per_row_in_order():

@@ -830,6 +830,10 @@ def calibrate_cmd(
              "lowest loss that did not stop on a steep slope (docs/perf.md, How well "
              "the data pin the fit); each start is one more fit. Default 0: one fit "
              "from the a-priori values.")] = 0,
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, max=64,
+        help="Processes that fit the starts side by side (one per start at most); the "
+             "fit kept is the same as with one. Default 1.")] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit accelerator efficiencies, overheads, power curve and serving physics.
@@ -855,7 +859,7 @@ def calibrate_cmd(
     before = evaluate_rows(rows, catalog, defaults, benchmarks=bench)
     cal = calibrate(rows, catalog, defaults,
                     source=", ".join(display_path(m) for m in measurements), benchmarks=bench,
-                    starts=starts)
+                    starts=starts, workers=workers)
     after = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     rep_before, rep_after = report(before), report(after)
     per_hw: dict[str, int] = {}

@@ -46,7 +46,9 @@ predicts many parameter sets at once).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -1132,7 +1134,7 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
               level_prior: dict[str, float] | None = None,
               hardware_balance: float = HARDWARE_BALANCE, *, benchmarks: Benchmarks,
               start_seed: int | None = None, start_sd: float = START_SD,
-              starts: int = 0) -> Calibration:
+              starts: int = 0, workers: int = 1) -> Calibration:
     """Fit the parameters to ``rows`` (phase-level and/or serving rows).
 
     Parameters
@@ -1174,6 +1176,9 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         lowest loss if all did: the finite-difference gradient does not see the kinks
         where a layout, batch or queue switches, and a fit from another start is the
         remedy (docs/perf.md, How well the data pin the fit). 0: one fit [count].
+    workers : int
+        Processes that fit the starts side by side; the fits and the one kept are the
+        same as with one [count].
 
     Returns
     -------
@@ -1194,8 +1199,9 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
                    {**LEVEL_PRIOR, **(level_prior or {})})
     seeds = [start_seed, *(k for k in range(1, starts + 1) if k != start_seed)]
     fits = []
-    for seed in seeds:
-        x, sol = _fit(space, pr, max_nfev, seed, start_sd)
+    for seed, (x, sol) in zip(seeds, _map(partial(_fit, space, pr, max_nfev,
+                                                  start_sd=start_sd), seeds, workers),
+                              strict=True):
         steep = steep_stop({"first_order_optimality": sol.optimality, "cost": sol.cost})
         fits.append((steep is not None, float(sol.cost), seed, x, sol))
     # the lowest loss among the fits that did not stop on a steep slope (else all fits)
@@ -1219,10 +1225,27 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
                    basis=fit_basis(rows, catalog, defaults.serving.board_ep_gpus))
 
 
+def _map(fn: Callable, items: Sequence, workers: int) -> list:
+    """``[fn(i) for i in items]``, in up to ``workers`` processes when more than one."""
+    if workers <= 1 or len(items) <= 1:
+        return [fn(i) for i in items]
+    with ProcessPoolExecutor(min(workers, len(items))) as ex:
+        return list(ex.map(fn, items))
+
+
+def _fold(rows: list, catalog: Catalog, defaults: PerfDefaults, benchmarks: Benchmarks,
+          fit: dict, idx: list[int]) -> list[RowResult]:
+    """The rows ``idx`` predicted by a calibration fitted on the others."""
+    held = set(idx)
+    rest = [m for i, m in enumerate(rows) if i not in held]
+    cal = calibrate(rest, catalog, defaults, benchmarks=benchmarks, **fit)
+    return evaluate_rows([rows[i] for i in idx], catalog, defaults, cal, benchmarks=benchmarks)
+
+
 def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
                   key: Callable[[Any], Any] | None = None, per_hardware: bool = True,
-                  max_nfev: int = MAX_NFEV, *, benchmarks: Benchmarks, **fit
-                  ) -> list[RowResult]:
+                  max_nfev: int = MAX_NFEV, *, benchmarks: Benchmarks, workers: int = 1,
+                  **fit) -> list[RowResult]:
     """Each group of rows predicted by a calibration fitted without it.
 
     Parameters
@@ -1244,8 +1267,12 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
         Function evaluations of each fold's fit [count].
     benchmarks : Benchmarks
         What the rows' benchmarks ran (:class:`Predictor`).
+    workers : int
+        Processes that fit the folds side by side (each fold's starts one after
+        another); the results are the same as with one [count].
     **fit
-        Passed to :func:`calibrate` (``level_prior``, ``hardware_balance``, ...).
+        Passed to :func:`calibrate` (``level_prior``, ``hardware_balance``, ``starts``:
+        each fold fitted as the shipped calibration is, ...).
 
     Returns
     -------
@@ -1256,16 +1283,11 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
     groups: dict[Any, list[int]] = {}
     for i, m in enumerate(rows):
         groups.setdefault(key(m), []).append(i)
+    folds = [idx for idx in groups.values() if len(idx) < len(rows)]
+    fold = partial(_fold, rows, catalog, defaults, benchmarks,
+                   {"per_hardware": per_hardware, "max_nfev": max_nfev, **fit})
     out: list[RowResult | None] = [None] * len(rows)
-    for _g, idx in groups.items():
-        held = set(idx)
-        rest = [m for i, m in enumerate(rows) if i not in held]
-        if not rest:
-            continue
-        cal = calibrate(rest, catalog, defaults, per_hardware=per_hardware, max_nfev=max_nfev,
-                        benchmarks=benchmarks, **fit)
-        res = evaluate_rows([rows[i] for i in idx], catalog, defaults, cal,
-                            benchmarks=benchmarks)
+    for idx, res in zip(folds, _map(fold, folds, workers), strict=True):
         for i, r in zip(idx, res, strict=True):
             out[i] = r
     return [r for r in out if r is not None]
