@@ -919,8 +919,10 @@ def balance_gather_s(dp_ranks, requests_per_s) -> np.ndarray:
     """
     d = np.maximum(np.asarray(dp_ranks, float), 1.0)
     lam = np.asarray(requests_per_s, float)
-    h = digamma(d + 1.0) + np.euler_gamma            # H_D
-    h2 = np.pi ** 2 / 6.0 - polygamma(1, d + 1.0)    # H_D of order 2
+    # a few distinct rank counts over many points: the special functions once each
+    ranks, at = np.unique(d, return_inverse=True)
+    h = (digamma(ranks + 1.0) + np.euler_gamma)[at].reshape(d.shape)            # H_D
+    h2 = (np.pi ** 2 / 6.0 - polygamma(1, ranks + 1.0))[at].reshape(d.shape)    # H_D, order 2
     pairs = d * (h2 + h * h) - 2.0 * h               # E[K (K - 1)] / D
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(lam > 0, np.maximum(pairs, 0.0) / (2.0 * lam * h), np.inf)
