@@ -13,6 +13,7 @@ import os
 import pickle
 import stat
 import tempfile
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -378,8 +379,10 @@ def read_text(path: Path | str, encoding: str = "utf-8") -> str:
         raise InputError(Problem(display_path(path), f"cannot read file ({exc})")) from None
 
 
-#: Pickled documents by (shown name, digest of the text), least recently used first.
+#: Pickled documents by (shown name, digest of the text), least recently used first;
+#: :data:`_parsed_lock` guards it (a Dask worker reads cases in several threads).
 _parsed: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
+_parsed_lock = threading.Lock()
 
 
 def read_yaml(path: Path | str) -> Any:
@@ -414,16 +417,20 @@ def read_yaml(path: Path | str) -> Any:
     shown = display_path(path)
     text = read_text(path)
     key = (shown, hashlib.blake2b(text.encode("utf-8"), digest_size=20).digest())
-    if key in _parsed:
-        _parsed.move_to_end(key)
-        return pickle.loads(_parsed[key])
+    with _parsed_lock:
+        hit = _parsed.get(key)
+        if hit is not None:
+            _parsed.move_to_end(key)
+    if hit is not None:
+        return pickle.loads(hit)
     data = _parse_yaml(text, shown)
     kept = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
     if len(kept) <= PARSED_CACHE_BYTES:
-        _parsed[key] = kept
-        size = sum(len(v) for v in _parsed.values())
-        while size > PARSED_CACHE_BYTES:
-            size -= len(_parsed.popitem(last=False)[1])
+        with _parsed_lock:
+            _parsed[key] = kept
+            size = sum(len(v) for v in _parsed.values())
+            while size > PARSED_CACHE_BYTES:
+                size -= len(_parsed.popitem(last=False)[1])
     return data
 
 

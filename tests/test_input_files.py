@@ -228,6 +228,13 @@ def test_a_yaml_file_read_again_is_a_fresh_parse_of_its_current_bytes(tmp_path, 
     assert 0 < sum(len(v) for v in yamlio._parsed.values()) <= 2000
     assert any(name.endswith("n29.yaml") for name, _ in yamlio._parsed)
     assert not any(name.endswith("n0.yaml") for name, _ in yamlio._parsed)
+    # many threads reading and evicting at once (a Dask worker's threads): every read
+    # is its own file's parse, no error
+    from concurrent.futures import ThreadPoolExecutor
+    names = [tmp_path / f"n{i}.yaml" for i in range(30)] * 20
+    with ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(yamlio.read_yaml, names))
+    assert [d["n"] for d in got] == [i for _ in range(20) for i in range(30)]
 
 
 def test_text_limit_is_separate_and_named(tmp_path, monkeypatch):
