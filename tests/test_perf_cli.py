@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -420,3 +425,64 @@ def test_a_calibration_that_stopped_on_a_steep_slope_is_named(tmp_path, minimal_
                                  "--calibration", str(steep)])
     assert r.exit_code == 0, r.output
     assert any("stopped on a steep slope" in n for n in json.loads(r.stdout)["notes"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("sig, to_group, code", [(signal.SIGINT, True, 130),
+                                                 (signal.SIGTERM, False, 130)])
+def test_a_calibration_fitted_side_by_side_stops_at_once_and_whole(tmp_path, sig, to_group,
+                                                                    code):
+    """Ctrl-C (SIGINT to the terminal's whole process group) or SIGTERM to the command
+    alone while `perf calibrate --workers 2` fits: the command ends within seconds with
+    its one-line message, no traceback, no calibration file, and no worker left running
+    (before, the pool hung on Ctrl-C until killed)."""
+    out = tmp_path / "cal.yaml"
+    meas = sorted(str(p) for p in (ROOT / "catalogs" / "measurements").glob("*.csv"))
+    err = tmp_path / "stderr.txt"
+    with open(err, "w") as ferr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dcplan", "perf", "calibrate", *meas, "-o", str(out),
+             "--starts", "1", "--workers", "2"], stdout=ferr, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        # the two fits are running once the command has two children
+        deadline = time.monotonic() + 120
+        while len(_children(proc.pid)) < 2:
+            assert proc.poll() is None, err.read_text()[-2000:]
+            assert time.monotonic() < deadline, "no workers started"
+            time.sleep(0.2)
+        time.sleep(2.0)
+        if to_group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        assert proc.wait(timeout=30) == code, err.read_text()[-2000:]
+        text = err.read_text()
+        assert "Traceback" not in text, text[-2000:]
+        assert not out.exists()
+        deadline = time.monotonic() + 10
+        while True:    # every process of the group gone
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, "workers left running"
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (Linux /proc)."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids

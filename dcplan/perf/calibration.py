@@ -45,8 +45,9 @@ predicts many parameter sets at once).
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -1225,12 +1226,26 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
                    basis=fit_basis(rows, catalog, defaults.serving.board_ep_gpus))
 
 
+def _worker_signals() -> None:
+    """In a worker process: leave Ctrl-C to the parent, which stops the workers.
+
+    The worker ends quietly when the parent stops it (not through the command line's own
+    SIGTERM handler, which the worker inherited).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _map(fn: Callable, items: Sequence, workers: int) -> list:
-    """``[fn(i) for i in items]``, in up to ``workers`` processes when more than one."""
+    """``[fn(i) for i in items]``, in up to ``workers`` processes when more than one.
+
+    Ctrl-C reaches the parent alone; leaving the pool (on an interrupt or an error as
+    on success) terminates the workers, so nothing keeps running or hangs.
+    """
     if workers <= 1 or len(items) <= 1:
         return [fn(i) for i in items]
-    with ProcessPoolExecutor(min(workers, len(items))) as ex:
-        return list(ex.map(fn, items))
+    with multiprocessing.Pool(min(workers, len(items)), initializer=_worker_signals) as pool:
+        return pool.map(fn, items, chunksize=1)
 
 
 def _fold(rows: list, catalog: Catalog, defaults: PerfDefaults, benchmarks: Benchmarks,
