@@ -614,16 +614,29 @@ def quick_subset(rows: list) -> list:
     return list(keep.values())
 
 
+def _count(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``low``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below {low}")
+        return value
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fit on one row per configuration")
     ap.add_argument("--nfev", type=int, default=40, help="function evaluations per fit")
-    ap.add_argument("--starts", type=int, default=0,
+    ap.add_argument("--starts", type=_count(0), default=0,
                     help="perturbed starts of every fit, as dcplan perf calibrate --starts "
                          "(the shipped calibration: 4)")
-    ap.add_argument("--fold-starts", type=int, default=None, metavar="N",
+    ap.add_argument("--fold-starts", type=_count(0), default=None, metavar="N",
                     help="perturbed starts of each held-out fold's fit (default: --starts)")
-    ap.add_argument("--workers", type=int, default=1,
+    ap.add_argument("--workers", type=_count(1), default=1,
                     help="processes that fit side by side (starts, folds)")
     ap.add_argument("--json", default=None, help="also write the tables as JSON")
     ap.add_argument("--rows-json", default=None, metavar="FILE",

@@ -249,3 +249,14 @@ def test_row_records_carry_each_methods_row(pa):
         assert rec["methods"]["b"] == res[2 - i].as_dict()
     assert [r["band"] for r in recs] == ["<= 64", "<= 64", "phase rows (MLPerf, wide EP)"]
     assert recs[2]["scenario"] == ("server" if phase_row.tpot_ms else "offline")
+
+
+@pytest.mark.parametrize("args", [["--workers", "0"], ["--starts", "-1"],
+                                  ["--fold-starts", "two"]])
+def test_bench_counts_are_checked_before_any_fit(pa, args, capsys):
+    """A start or worker count below its minimum, or not a number, stops the bench with
+    argparse's usage error (exit 2) naming the option, before anything is loaded."""
+    with pytest.raises(SystemExit) as info:
+        pa.main(args)
+    assert info.value.code == 2
+    assert args[0] in capsys.readouterr().err
