@@ -68,7 +68,7 @@ def one_fit(seed: int | None, sd: float, folder: str, plans: bool) -> dict:
     rep = report(evaluate_rows(rows, catalog, pin.defaults, cal, benchmarks=pin.benchmarks))
     meta = dict(cal.meta)
     path = Path(folder) / f"calibration_{'prior' if seed is None else seed}.yaml"
-    fit = {"rows": len(rows),
+    fit = {"rows": meta["rows"], "left_out_rows": meta["left_out_rows"],
            "throughput_median_abs_pct_after": round(rep["throughput"]["median_abs_pct"], 3),
            "throughput_p90_abs_pct_after": round(rep["throughput"]["p90_abs_pct"], 3),
            **{k: meta[k] for k in ("columns", "evaluations", "termination",

@@ -660,7 +660,10 @@ def main(argv: list[str] | None = None) -> int:
     results = {"defaults": evaluate_rows(rows, catalog, defaults, benchmarks=bench)}
     cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev, benchmarks=bench,
                     starts=args.starts, workers=args.workers)
-    print(f"in-sample fit: {dict(cal.meta)['start']}, loss {dict(cal.meta)['cost']:.4g}")
+    meta = dict(cal.meta)
+    print(f"in-sample fit: {meta['start']}, loss {meta['cost']:.4g}; "
+          f"{meta['left_out_rows']} rows that break Little's law left out of every fit "
+          "and still compared")
     results["in-sample"] = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     t1 = time.perf_counter()
     fold_starts = args.starts if args.fold_starts is None else args.fold_starts

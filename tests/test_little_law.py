@@ -2,7 +2,8 @@
 
 ``perf validate`` and ``perf calibrate`` name a serving row whose throughput and median
 latencies imply a number of requests in flight far from the client's concurrency (a run
-that lost requests or measured another window); the row is still compared and fitted.
+that lost requests or measured another window); the row is still compared, and left out
+of the fit unless ``--keep-inconsistent-rows``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from dcplan.cli import app
@@ -100,13 +102,76 @@ def test_validate_names_the_row_and_keeps_comparing_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_calibrate_warns_and_still_fits(tmp_path):
+def test_calibrate_names_the_row_and_leaves_it_out_unless_kept(tmp_path):
     path, line = _two_rows(tmp_path)
+    runner = CliRunner()
     out = tmp_path / "cal.yaml"
-    done = CliRunner().invoke(app, ["perf", "calibrate", str(path), "-o", str(out), "--json"])
+    done = runner.invoke(app, ["perf", "calibrate", str(path), "-o", str(out), "--json"])
     assert done.exit_code == 0, done.output
     data = json.loads(done.stdout)
     little = [w for w in data["warnings"] if "Little's law" in w]
     assert len(little) == 1 and little[0].startswith(f"{path}:{line}, row 2: ")
-    assert little[0].endswith("; it is still fitted")
-    assert data["fit"]["rows"] == 2 and out.is_file()
+    assert little[0].endswith("; it is left out of the fit and still compared "
+                              "(--keep-inconsistent-rows fits it)")
+    assert data["fit"]["rows"] == 1 and data["fit"]["left_out_rows"] == 1
+    assert len(data["rows"]) == 2                      # both still compared
+    saved = yaml.safe_load(out.read_text())
+    assert saved["fit"]["rows"] == 1 and saved["fit"]["left_out_rows"] == 1
+    # only the consistent row's accelerator (b200) has a fitted entry
+    assert set(saved["hardware"]) == {"b200"}
+
+    kept = tmp_path / "kept.yaml"
+    done = runner.invoke(app, ["perf", "calibrate", str(path), "-o", str(kept), "--json",
+                               "--keep-inconsistent-rows"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    little = [w for w in data["warnings"] if "Little's law" in w]
+    assert len(little) == 1 and little[0].endswith("; it is still fitted")
+    assert data["fit"]["rows"] == 2 and data["fit"]["left_out_rows"] == 0
+
+
+def test_calibrate_with_every_row_inconsistent_says_so(tmp_path):
+    path, line = _two_rows(tmp_path)
+    lines = path.read_text().splitlines()
+    only = tmp_path / "only.csv"
+    only.write_text("\n".join([lines[0], lines[2]]) + "\n")
+    out = tmp_path / "cal.yaml"
+    done = CliRunner().invoke(app, ["perf", "calibrate", str(only), "-o", str(out)])
+    assert done.exit_code == 1, done.output
+    said = " ".join(done.output.split())
+    assert "every row of" in said and "only.csv breaks Little's law" in said
+    assert "--keep-inconsistent-rows" in said and "Traceback" not in done.output
+    assert not out.exists()
+
+
+def test_calibrate_leaves_out_exactly_the_inconsistent_rows(monkeypatch):
+    """calibrate() fits the rows within the bounds and records how many it left out;
+    the fit it makes equals a fit of those rows alone."""
+    from dcplan.catalog import load_catalog
+    from dcplan.perf import calibration as calmod
+    from dcplan.perf.measurements import breaks_little, load_measurements
+    from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
+
+    cat = load_catalog()
+    rows = load_measurements(SHIPPED, cat)
+    pin = load_perf_inputs(cat, NO_CALIBRATION, benchmarks=True)
+    frac = pin.defaults.serving.measurement_length_frac
+    bad = [m for m in rows if breaks_little(m, frac)]
+    assert len(bad) == 9
+    seen = {}
+
+    def fake_space(rows_, *a, **k):
+        seen["rows"] = list(rows_)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(calmod, "_Space", fake_space)
+    with pytest.raises(RuntimeError, match="stop here"):
+        calmod.calibrate(rows, cat, pin.defaults, benchmarks=pin.benchmarks)
+    assert len(seen["rows"]) == len(rows) - 9
+    assert not any(breaks_little(m, frac) for m in seen["rows"])
+    with pytest.raises(RuntimeError, match="stop here"):
+        calmod.calibrate(rows, cat, pin.defaults, benchmarks=pin.benchmarks,
+                         keep_inconsistent=True)
+    assert len(seen["rows"]) == len(rows)
+    with pytest.raises(calmod.InputError, match="every row breaks Little's law"):
+        calmod.calibrate(bad, cat, pin.defaults, benchmarks=pin.benchmarks)

@@ -4,6 +4,7 @@ serving.with_admission, roofline.kv_pool_bytes)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -408,3 +409,131 @@ def test_shipped_layout_entries_change_exactly_the_rows_they_cite():
     assert len(on) == 3 and all(m.prefill_ep == 1 for m in on)
     assert not any(sr.flags[i] for i in range(len(rows)) if rows[i].disaggregated
                    and sr.prefill_dpa[i] != rows[i].prefill_dp_attention)
+
+
+def test_moe_library_entries_are_looked_up_apart_and_checked():
+    """``moe_library`` alone makes an entry (no "gives no setting"), is looked up among
+    the entries that give it (first match, run dates inclusive) and must be a known
+    library; the shipped file names DeepGEMM exactly for the B200 TensorRT-LLM FP8
+    recipes of the commits it cites."""
+    rec = _recipes([
+        {"match": {"framework": "trt", "until_date": "2026-01-28"}, "moe_library": "deepgemm"},
+        {"match": {"framework": "trt"}, "dp_balance_timeout_steps": 60},
+        {"match": {"framework": "trt"}, "moe_library": "trtllm"},
+    ])
+    trt = {**ROW, "framework": "trt"}
+    assert rec.moe_library(**trt, date="2026-01-28") == "deepgemm"
+    assert rec.moe_library(**trt, date="2026-01-29") == "trtllm"
+    assert rec.moe_library(**ROW) is None
+    assert rec.admission(**trt, date="2026-01-28").dp_balance_timeout_steps == 60
+    _, problems = check_recipes({"recipes": [
+        {"match": {"framework": "trt"}, "moe_library": "deep_gemm"}]}, "r.yaml")
+    (p,) = problems
+    assert p.field == "moe_library" and "'deep_gemm' is not a MoE library" in p.message
+    assert "cutlass, trtllm, deepgemm" in p.message
+    shipped = load_recipes(SHIPPED / "serving_recipes.yaml")
+    b200 = {**ROW, "framework": "trt", "precision": "fp8"}
+    assert shipped.moe_library(**b200, date="2025-12-10") == "deepgemm"
+    assert shipped.moe_library(**b200, date="2026-01-29") == "trtllm"
+    assert shipped.moe_library(**{**b200, "input_tokens": 1024, "output_tokens": 8192,
+                                     "concurrency": 256}, date="2026-02-10") == "deepgemm"
+    mtp = {**b200, "speculative": "mtp"}
+    assert shipped.moe_library(**mtp, date="2026-02-04") == "deepgemm"
+    assert shipped.moe_library(**mtp, date="2026-02-05") == "trtllm"
+    assert shipped.moe_library(**{**mtp, "dp_attention": True}, date="2026-03-01") == "deepgemm"
+    for other in ({**b200, "precision": "fp4"}, {**b200, "hardware": "h200_sxm"},
+                  {**b200, "framework": "sglang"}):
+        assert shipped.moe_library(**other, date="2025-12-10") is None
+
+
+def test_deepgemm_rows_take_the_ratio_on_their_moe_gemms_alone(tmp_path):
+    """A row whose recipe runs DeepGEMM: its MoE GEMMs take physics.deepgemm_moe_time_ratio
+    times their time. Ratio 1 predicts exactly what no library entry does; a larger
+    ratio a longer TPOT and less throughput, monotonically; the same row under another
+    library is unchanged by the ratio."""
+    cat = load_catalog()
+    defaults = load_perf_defaults()
+    csv = tmp_path / "rows.csv"
+    head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
+    csv.write_text(head + "\nb200,deepseek_r1,fp8,1024,1024,4,8,false,,,8,8,8,8,false,"
+                   "none,100,200,20,0.1,0.2,8,9,,trt,2025-12-10,synthetic\n")
+    rows = load_measurements(csv, cat)
+    params = {"b200": hardware_params(defaults, "b200", None)}
+    lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
+
+    def run(library, ratio):
+        recipes = (_recipes([{"match": {"framework": "trt"}, "moe_library": library}])
+                   if library else Recipes())
+        phys = replace(physics_params(defaults, None), deepgemm_moe_time_ratio=ratio)
+        out = ServingRows(rows, cat, defaults, lengths, recipes).predict(params, phys)
+        return {k: float(v[0]) for k, v in out.items()}
+
+    base = run(None, 1.0)
+    assert run("deepgemm", 1.0) == base
+    got = [run("deepgemm", r) for r in (1.0, 1.3, 1.6)]
+    tpot = [g["median_tpot_ms"] for g in got]
+    tput = [g["output_tokens_per_s_per_gpu"] for g in got]
+    assert tpot[0] < tpot[1] < tpot[2] and tput[0] > tput[1] > tput[2]
+    assert run("cutlass", 1.6) == base and run(None, 1.6) == base
+
+
+def test_mtp_draft_tokens_entries_are_looked_up_apart_and_checked():
+    """``mtp_draft_tokens`` alone makes an entry, is looked up among the entries that
+    give it (first match wins), must be a whole number 1-16 and needs ``speculative:
+    mtp`` in its match."""
+    rec = _recipes([
+        {"match": {"framework": "trt", "speculative": "mtp", "dp_attention": True},
+         "mtp_draft_tokens": 1},
+        {"match": {"framework": "trt", "speculative": "mtp"}, "mtp_draft_tokens": 3},
+    ])
+    trt = {**ROW, "framework": "trt", "speculative": "mtp"}
+    assert rec.mtp_draft_tokens(**{**trt, "dp_attention": True}) == 1
+    assert rec.mtp_draft_tokens(**trt) == 3
+    assert rec.mtp_draft_tokens(**{**trt, "speculative": "none"}) is None
+    assert rec.admission(**trt).poll_interval_steps == 1      # gives no admission
+    for bad, words in ((0, "0 is not a whole number of draft tokens 1-16"),
+                       (17, "17 is not a whole number"), (2.5, "2.5 is not a whole"),
+                       (True, "True is not a whole")):
+        _, problems = check_recipes({"recipes": [
+            {"match": {"framework": "trt", "speculative": "mtp"},
+             "mtp_draft_tokens": bad}]}, "r.yaml")
+        (p,) = problems
+        assert p.field == "mtp_draft_tokens" and words in p.message, p.message
+    _, problems = check_recipes({"recipes": [
+        {"match": {"framework": "trt"}, "mtp_draft_tokens": 2}]}, "r.yaml")
+    (p,) = problems
+    assert p.field == "match.speculative" and "needs speculative: mtp" in p.message
+
+
+def test_a_recipes_draft_length_is_the_only_one_tried(tmp_path):
+    """An MTP row whose recipe sets the draft length is predicted at that length (its
+    configuration says so, and it equals the search's answer when the search picks the
+    same length); without an entry the search picks the fastest of 1-3."""
+    cat = load_catalog()
+    defaults = load_perf_defaults()
+    csv = tmp_path / "rows.csv"
+    head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
+    csv.write_text(head + "\nb200,deepseek_r1,fp8,1024,1024,4,8,false,,,8,8,8,8,false,"
+                   "mtp,100,200,20,0.1,0.2,8,9,,trt,2026-03-10,synthetic\n")
+    rows = load_measurements(csv, cat)
+    params = {"b200": hardware_params(defaults, "b200", None)}
+    phys = physics_params(defaults, None)
+    lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
+
+    def run(n):
+        recipes = (_recipes([{"match": {"framework": "trt", "speculative": "mtp"},
+                              "mtp_draft_tokens": n}]) if n else Recipes())
+        sr = ServingRows(rows, cat, defaults, lengths, recipes)
+        out = sr.predict(params, phys)
+        return {k: float(v[0]) for k, v in out.items()}
+
+    free = run(None)
+    best = int(free["draft_tokens"])
+    assert best in (1, 2, 3)
+    fixed = {n: run(n) for n in (1, 2, 3)}
+    assert all(fixed[n]["draft_tokens"] == n for n in fixed)
+    assert fixed[best] == free
+    # the search's pick is the fastest of the three
+    assert free["output_tokens_per_s_per_gpu"] == max(
+        f["output_tokens_per_s_per_gpu"] for f in fixed.values())
+    assert run(5)["draft_tokens"] == 5            # outside the search's list, still taken

@@ -731,3 +731,31 @@ def test_the_wide_all_to_all_ratio_is_fitted_only_on_wide_decode_groups():
     assert list(sp.wide) == wide
     _, c = cols([m for m, w in zip(rows, wide, strict=True) if not w])
     assert not any(n.startswith("physics:wide") for n in c)
+
+
+def test_the_deepgemm_ratio_is_a_column_only_over_rows_that_ran_deepgemm():
+    """deepgemm_moe_time_ratio is fitted only when a row's recipe ran the MoE on DeepGEMM
+    (serving_recipes.yaml moe_library), and its column touches those rows alone: the
+    B200 TensorRT-LLM FP8 runs of December 2025 do, the same runs' FP4 siblings and
+    H200's TensorRT-LLM FP8 runs do not."""
+    from dcplan.perf.calibration import LEVEL_PRIOR, PRIOR_WEIGHT, Predictor, _Space
+
+    catalog = load_catalog(ROOT / "catalogs")
+    defaults = SHIPPED_PERF.defaults
+    rows = load_measurement_files([ROOT / "catalogs" / "measurements"
+                                   / "inferencex_deepseek_r1.csv"], catalog)
+    pick = [m for m in rows if m.framework == "trt" and m.date.startswith("2025-12")
+            and m.hardware in ("b200", "h200_sxm")][::3]
+    pr = Predictor(pick, catalog, defaults, benchmarks=SHIPPED_PERF.benchmarks)
+    expect = [m.hardware == "b200" and m.precision.value == "fp8" and m.speculative == "none"
+              for m in pick]
+    assert any(expect) and not all(expect)
+    assert list(pr.deepgemm) == expect
+    sp = _Space(pick, catalog, defaults, True, True, False, PRIOR_WEIGHT, LEVEL_PRIOR,
+                deepgemm=pr.deepgemm)
+    col = next(c for c in sp.cols if c.name == "physics:deepgemm_moe_time_ratio")
+    assert list(col.support) == expect
+    none = _Space([m for m, e in zip(pick, expect, strict=True) if not e], catalog,
+                  defaults, True, True, False, PRIOR_WEIGHT, LEVEL_PRIOR,
+                  deepgemm=np.zeros(len(pick) - sum(expect), bool))
+    assert not any(c.name == "physics:deepgemm_moe_time_ratio" for c in none.cols)

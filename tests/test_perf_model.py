@@ -66,6 +66,7 @@ PH = PhysicsParams(
     mtp_draft_cost_frac=0.1, draft_acceptance_frac=0.6, draft_cost_frac=0.1,
     closed_loop_arrival_cv2=0.5, prefill_service_cv2=0.0, tpot_cv_frac=0.05,
     wide_ep_comm_ratio=1.0,
+    deepgemm_moe_time_ratio=1.0,
 )
 BW = 4.0e12 * 0.8          # tgpu effective HBM bandwidth [B/s]
 FP8 = 2000e12              # tgpu dense fp8 peak [FLOP/s]

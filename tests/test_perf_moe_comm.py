@@ -40,6 +40,7 @@ PH = PhysicsParams(
     mtp_draft_cost_frac=0.1, draft_acceptance_frac=0.6, draft_cost_frac=0.1,
     closed_loop_arrival_cv2=0.5, prefill_service_cv2=0.0, tpot_cv_frac=0.05,
     wide_ep_comm_ratio=1.0,
+    deepgemm_moe_time_ratio=1.0,
 )
 LINK = 400e9       # tgpu scale-up per direction [B/s]
 

@@ -834,16 +834,28 @@ def calibrate_cmd(
         "--workers", min=1, max=64,
         help="Processes that fit the starts side by side (one per start at most); the "
              "fit kept is the same as with one. Default 1.")] = 1,
+    keep_inconsistent: Annotated[bool, typer.Option(
+        "--keep-inconsistent-rows",
+        help="Also fit the serving rows whose throughput and median latencies break "
+             "Little's law (named in the output; left out of the fit by default, "
+             "still compared).")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit accelerator efficiencies, overheads, power curve and serving physics.
 
     Writes the per-accelerator fits, a pooled 'default' for accelerators without
     measurements, and the physics (MoE, speculative decoding, latency) parameters.
+    A serving row whose figures break Little's law is named and left out of the fit
+    (--keep-inconsistent-rows fits it); every row is still compared before and after.
     """
-    from dcplan.errors import display_path
+    from dcplan.errors import InputError, display_path
     from dcplan.perf.calibration import calibrate, evaluate_rows, report
-    from dcplan.perf.measurements import little_ratio, load_measurement_files, with_models
+    from dcplan.perf.measurements import (
+        breaks_little,
+        little_ratio,
+        load_measurement_files,
+        with_models,
+    )
     from dcplan.perf.params import NO_CALIBRATION, save_calibration
 
     check_outputs(files={"--output": output})
@@ -855,18 +867,27 @@ def calibrate_cmd(
     frac = defaults.serving.measurement_length_frac
     little = _little_lines(rows, [f for f, _ in pairs],
                            [little_ratio(m, frac) for m in rows], frac,
-                           "it is still fitted")
+                           "it is still fitted" if keep_inconsistent else
+                           "it is left out of the fit and still compared "
+                           "(--keep-inconsistent-rows fits it)")
+    fitted = rows if keep_inconsistent else [m for m in rows if not breaks_little(m, frac)]
+    if not fitted:
+        raise InputError(
+            f"every row of {', '.join(display_path(m) for m in measurements)} breaks "
+            "Little's law (dcplan perf validate names each): nothing is left to fit. "
+            "Check the runs, or fit them anyway with --keep-inconsistent-rows")
     before = evaluate_rows(rows, catalog, defaults, benchmarks=bench)
     cal = calibrate(rows, catalog, defaults,
                     source=", ".join(display_path(m) for m in measurements), benchmarks=bench,
-                    starts=starts, workers=workers)
+                    starts=starts, workers=workers, keep_inconsistent=keep_inconsistent)
     after = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     rep_before, rep_after = report(before), report(after)
     per_hw: dict[str, int] = {}
-    for m in rows:
+    for m in fitted:
         per_hw[m.hardware] = per_hw.get(m.hardware, 0) + 1
     fit = {
-        "rows": len(rows),
+        "rows": len(fitted),
+        "left_out_rows": len(rows) - len(fitted),
         "throughput_median_abs_pct_before": _r(rep_before["throughput"]["median_abs_pct"]),
         "throughput_median_abs_pct_after": _r(rep_after["throughput"]["median_abs_pct"]),
         "throughput_p90_abs_pct_after": _r(rep_after["throughput"]["p90_abs_pct"]),

@@ -56,11 +56,13 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from dcplan.catalog import Catalog
+from dcplan.errors import InputError
 from dcplan.perf.benchmarks import Benchmarks
 from dcplan.perf.measurements import (
     CONFIGURATION_COLUMNS,
     Measurement,
     ServingMeasurement,
+    breaks_little,
     pct_error,
     row_domain,
     spans_scaleup,
@@ -105,7 +107,7 @@ POWER_PARAMS = ("power_base_frac", "power_compute_weight", "power_memory_weight"
 #: Physics parameters, each fitted only when some row depends on it.
 PHYSICS_FIT = ("grouped_gemm_pad_tokens", "moe_imbalance_frac", "mtp_acceptance_frac",
                "mtp_draft_cost_frac", "closed_loop_arrival_cv2", "tpot_cv_frac",
-               "wide_ep_comm_ratio")
+               "wide_ep_comm_ratio", "deepgemm_moe_time_ratio")
 #: Search bounds of each fitted pooled and physics parameter (per-row values, with the
 #: levels' offsets, are kept within :data:`dcplan.perf.params.PARAM_BOUNDS`).
 FIT_BOUNDS = {
@@ -135,6 +137,7 @@ FIT_BOUNDS = {
     "kv_handover_token_s": (1e-7, 5e-4),
     "tpot_cv_frac": (0.005, 1.0),
     "wide_ep_comm_ratio": (0.2, 15.0),
+    "deepgemm_moe_time_ratio": (0.5, 4.0),
 }
 #: Weight of the pull of the pooled and physics values towards the defaults (per unit of
 #: ln parameter).
@@ -338,6 +341,10 @@ class Predictor:
         self.serving = (ServingRows([self.rows[i] for i in self.serving_idx], catalog, defaults,
                                     benchmarks.lengths, benchmarks.recipes)
                         if self.serving_idx else None)
+        #: Rows whose recipe ran the MoE's grouped GEMMs on DeepGEMM (serving_recipes.yaml).
+        self.deepgemm = np.zeros(len(self.rows), dtype=bool)
+        if self.serving is not None:
+            self.deepgemm[self.serving_idx] = self.serving.deepgemm
         self.hardware = sorted({m.hardware for m in self.rows})
         self.weights = np.ones(len(self.rows)) if weights is None else np.asarray(weights, float)
         self.use_power = use_power
@@ -635,11 +642,14 @@ def power_error_by_vendor(results, catalog) -> dict[str, dict]:
             for v, e in sorted(errs.items())}
 
 
-def _physics_in_use(rows: Sequence, wide: np.ndarray | None = None) -> list[str]:
+def _physics_in_use(rows: Sequence, wide: np.ndarray | None = None,
+                    deepgemm: np.ndarray | None = None) -> list[str]:
     """Physics parameters some row depends on.
 
     ``wide`` marks the rows that decode over a group wider than a board inside one domain
     (:func:`wide_decode_group`); without it ``wide_ep_comm_ratio`` is not fitted.
+    ``deepgemm`` marks the rows whose recipe ran the MoE on DeepGEMM
+    (:attr:`Predictor.deepgemm`); without it ``deepgemm_moe_time_ratio`` is not fitted.
     """
     names = []
     serving = [m for m in rows if m.kind == "serving"]
@@ -653,6 +663,8 @@ def _physics_in_use(rows: Sequence, wide: np.ndarray | None = None) -> list[str]
         if name in ("closed_loop_arrival_cv2", "tpot_cv_frac") and not serving:
             continue
         if name == "wide_ep_comm_ratio" and (wide is None or not np.any(wide)):
+            continue
+        if name == "deepgemm_moe_time_ratio" and (deepgemm is None or not np.any(deepgemm)):
             continue
         names.append(name)
     return names
@@ -743,7 +755,7 @@ class _Space:
 
     def __init__(self, rows: Sequence, catalog: Catalog, defaults: PerfDefaults,
                  per_vendor: bool, per_hardware: bool, use_power: bool, prior_weight: float,
-                 level_prior: dict[str, float]):
+                 level_prior: dict[str, float], deepgemm: np.ndarray | None = None):
         self.rows = list(rows)
         n = len(self.rows)
         self.defaults = defaults
@@ -865,11 +877,12 @@ class _Space:
                                          level_prior["trend"], moved, names, self.years)
         # physics
         self.physics_cols = {}
-        for q in _physics_in_use(self.rows, self.wide):
+        for q in _physics_in_use(self.rows, self.wide, deepgemm):
             lo, hi = FIT_BOUNDS[q]
             self.physics_cols[q] = add(f"physics:{q}", np.log(lo), np.log(hi),
                                        np.log(max(getattr(defaults.physics, q), lo)),
-                                       PHYSICS_PRIOR_WEIGHT.get(q, prior_weight), all_rows,
+                                       PHYSICS_PRIOR_WEIGHT.get(q, prior_weight),
+                                       deepgemm if q == "deepgemm_moe_time_ratio" else all_rows,
                                        [])
         # power curve, per accelerator with power rows
         self.power_cols: dict[str, dict[str, int]] = {}
@@ -1135,8 +1148,15 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
               level_prior: dict[str, float] | None = None,
               hardware_balance: float = HARDWARE_BALANCE, *, benchmarks: Benchmarks,
               start_seed: int | None = None, start_sd: float = START_SD,
-              starts: int = 0, workers: int = 1) -> Calibration:
+              starts: int = 0, workers: int = 1,
+              keep_inconsistent: bool = False) -> Calibration:
     """Fit the parameters to ``rows`` (phase-level and/or serving rows).
+
+    A serving row whose throughput and median latencies break Little's law
+    (:func:`dcplan.perf.measurements.breaks_little`: the requests in flight they imply
+    lie outside ``LITTLE_RATIO_BOUNDS`` of the client's concurrency; the run lost
+    requests or measured another window) is left out of the fit unless
+    ``keep_inconsistent``: which of its figures is wrong is unknown, so none is fitted.
 
     Parameters
     ----------
@@ -1180,24 +1200,35 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
     workers : int
         Processes that fit the starts side by side; the fits and the one kept are the
         same as with one [count].
+    keep_inconsistent : bool
+        Fit the rows that break Little's law too (default: leave them out).
 
     Returns
     -------
     Calibration
         ``default`` = pooled values, ``vendor``/``architecture``/``hardware`` = each
         level's values (all at the planning engine and date), ``physics``, ``software``;
-        its ``meta`` says how the fit went: ``rows``, ``columns``, ``evaluations``
+        its ``meta`` says how the fit went: ``rows`` (fitted), ``left_out_rows`` (rows
+        left out for breaking Little's law), ``columns``, ``evaluations``
         [count], ``termination`` (the least-squares solver's message: the evaluation
         limit, or a step or cost change below tolerance) and
         ``first_order_optimality`` (the gradient's largest component there [-]),
         ``cost`` (the robust loss there [-]), ``start`` (where the search started);
         its ``basis`` what the rows cover (:func:`fit_basis`).
     """
+    frac = defaults.serving.measurement_length_frac
+    left_out = 0 if keep_inconsistent else sum(breaks_little(m, frac) for m in rows)
+    if left_out:
+        rows = [m for m in rows if not breaks_little(m, frac)]
+    if left_out and not rows:
+        raise InputError("every row breaks Little's law (its throughput and median "
+                         "latencies disagree with its concurrency): nothing is left to "
+                         "fit; fit them anyway with keep_inconsistent")
     weights = balance_weights(rows, catalog, hardware_balance)
     use_power = any(m.power_w for m in rows) and per_hardware
     pr = Predictor(rows, catalog, defaults, weights, use_power=use_power, benchmarks=benchmarks)
     space = _Space(rows, catalog, defaults, per_vendor, per_hardware, use_power, prior_weight,
-                   {**LEVEL_PRIOR, **(level_prior or {})})
+                   {**LEVEL_PRIOR, **(level_prior or {})}, deepgemm=pr.deepgemm)
     seeds = [start_seed, *(k for k in range(1, starts + 1) if k != start_seed)]
     fits = []
     for seed, (x, sol) in zip(seeds, _map(partial(_fit, space, pr, max_nfev,
@@ -1213,7 +1244,8 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
                 f"the a-priori values plus normal noise of sd {start_sd:g} ln units "
                 f"(seed {k})")
 
-    meta = {"rows": len(rows), "columns": len(space.cols), "evaluations": int(sol.nfev),
+    meta = {"rows": len(rows), "left_out_rows": left_out, "columns": len(space.cols),
+            "evaluations": int(sol.nfev),
             "termination": str(sol.message), "first_order_optimality": float(sol.optimality),
             "cost": float(sol.cost), "start": start_words(seed),
             "rows_per_hardware": {h: int((space.hw == h).sum()) for h in sorted(set(space.hw))}}

@@ -421,6 +421,28 @@ def little_ratio(m, length_frac: float) -> float | None:
     return per_s * (m.median_ttft_s + (out - 1.0) * m.median_tpot_ms / 1e3) / m.concurrency
 
 
+def breaks_little(m, length_frac: float) -> bool:
+    """Whether a serving row's figures disagree with its concurrency (Little's law).
+
+    Its :func:`little_ratio` lies outside :data:`LITTLE_RATIO_BOUNDS`; rows without one
+    (phase rows, rows missing a latency or the throughput) do not.
+
+    Parameters
+    ----------
+    m : Measurement or ServingMeasurement
+        A measurement row.
+    length_frac : float
+        Mean output length over the nominal [-].
+
+    Returns
+    -------
+    bool
+    """
+    r = little_ratio(m, length_frac)
+    lo, hi = LITTLE_RATIO_BOUNDS
+    return r is not None and not lo <= r <= hi
+
+
 def little_note(m, ratio: float, length_frac: float) -> str:
     """Say how a serving row's figures disagree with its concurrency (Little's law).
 

@@ -30,6 +30,7 @@ from dcplan.defaults import MAX_BATCH_PER_RANK_MAX
 from dcplan.errors import InputError, Problem, display_path
 from dcplan.paths import data_dir
 from dcplan.perf.benchmarks import MEASUREMENTS_FOLDER, Benchmarks, load_benchmarks
+from dcplan.perf.recipes import DRAFT_TOKENS_MAX
 from dcplan.yamlio import read_yaml, strip_lines, write_text_atomic
 
 DEFAULTS_FILE = "perf_defaults.yaml"
@@ -309,8 +310,8 @@ _SERVING_SPEC: dict[str, tuple[str, float, float]] = {
     "board_ep_gpus": ("int", 1, 1024),
     "prefill_chunk_tokens": ("int", 1, 10_000_000),
     "tensor_parallel_sizes": ("ints", 1, 1024),
-    "mtp_draft_tokens": ("ints", 1, 16),
-    "draft_tokens": ("ints", 1, 16),
+    "mtp_draft_tokens": ("ints", 1, DRAFT_TOKENS_MAX),
+    "draft_tokens": ("ints", 1, DRAFT_TOKENS_MAX),
     "measurement_length_frac": ("num", 0.05, 1.0),
     "phase_rows_percentile": ("num", 50.0, 99.99),
     "measurement_scaleout_gbps": ("num", 1.0, 100_000.0),

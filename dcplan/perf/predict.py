@@ -20,8 +20,10 @@ re-predict every row thousands of times.
   with the distribution (latency percentiles, prefill service spread) and the opening
   burst of ``measurements/length_distributions.yaml``; MLPerf rows take their
   dataset's distribution from the same file.
-* ``mtp`` rows: the draft length (``mtp_draft_tokens``) that gives the most throughput
-  at the row's concurrency, as a tuned deployment would pick.
+* ``mtp`` rows: the draft length the row's recipe set (``mtp_draft_tokens`` in
+  ``measurements/serving_recipes.yaml``), else the one of ``serving.mtp_draft_tokens``
+  that gives the most throughput at the row's concurrency, as a tuned deployment would
+  pick.
 * Power is compared at the row's **measured** throughput: a row that measured its
   throughput gets the power curve with its compute and HBM busy shares scaled by
   ``min(1, measured / predicted)`` throughput (:func:`measured_busy_scale`), so a
@@ -329,6 +331,13 @@ class ServingRows:
                 for m in self.rows]
         self.admission = [recipes.admission(**k) for k in keys]
         self.memory = [recipes.memory(**k) for k in keys]
+        # rows whose recipe runs the MoE's grouped GEMMs on DeepGEMM
+        self.deepgemm = np.array([recipes.moe_library(**k) == "deepgemm" for k in keys],
+                                 dtype=bool)
+        # tokens an MTP row's recipe drafts per step (0: not given, the fastest is taken)
+        self.drafts = np.array([(recipes.mtp_draft_tokens(**k) or 0)
+                                if m.speculative == "mtp" else 0
+                                for m, k in zip(self.rows, keys, strict=True)], dtype=int)
         # the prefill pool's DP attention: the row's own column, else its recipe, else
         # the rule (measurements.prefill_dp_attention)
         self.prefill_dpa = [
@@ -436,6 +445,8 @@ class ServingRows:
                                   for i in np.array(idx)[sel]], float),
                 max_running=np.array([self.admission[i].max_running_requests or np.inf
                                       for i in np.array(idx)[sel]], float),
+                deepgemm=self.deepgemm[np.array(idx, int)[sel]],
+                drafts=self.drafts[np.array(idx, int)[sel]],
                 handover_per_rank=np.array([defaults.software.handover_per_rank(
                     self.rows[i].framework or "") for i in np.array(idx)[sel]], bool),
             ))
@@ -542,11 +553,12 @@ class ServingRows:
                 continue
             spec = grp["spec"]
             nrow = len(spec)
-            # Expand each row into its draft-length candidates (one for no speculation),
-            # then every candidate into the K parameter sets.
+            # Expand each row into its draft-length candidates (one for no speculation,
+            # one where its recipe sets the MTP draft length), then every candidate into
+            # the K parameter sets.
             cand_row, cand_n = [], []
-            for j, sp in enumerate(spec):
-                for n in (sv.mtp_draft_tokens if sp == "mtp" else
+            for j, (sp, fixed) in enumerate(zip(spec, grp["drafts"], strict=True)):
+                for n in ((int(fixed),) if fixed else sv.mtp_draft_tokens if sp == "mtp" else
                           sv.draft_tokens if sp == "draft" else (0,)):
                     cand_row.append(j)
                     cand_n.append(float(n))
@@ -558,7 +570,9 @@ class ServingRows:
             hp = HardwareParams(**{f: v[kk, glob] for f, v in fields_rp.items()})
             ph = PhysicsParams(**{f: (v[kk] if v.ndim else float(v))
                                   for f, v in fields_ph.items()})
-            hw = replace(_take(grp["hw"], ix), params=hp)
+            hw = replace(_take(grp["hw"], ix), params=hp,
+                         moe_gemm_time_ratio=np.where(grp["deepgemm"][ix],
+                                                      ph.deepgemm_moe_time_ratio, 1.0))
             is_mtp = spec[ix] == "mtp"
             acc = np.where(is_mtp, ph.mtp_acceptance_frac, ph.draft_acceptance_frac)
             cost = np.where(is_mtp, ph.mtp_draft_cost_frac, ph.draft_cost_frac)

@@ -53,6 +53,19 @@ RESERVE = ("full", "current")
 #: prefill instances, where the row's file does not say it
 #: (:func:`dcplan.perf.measurements.prefill_dp_attention`).
 LAYOUT_SETTINGS = ("prefill_dp_attention",)
+#: Kernel settings an entry may give: the library that runs the MoE's grouped GEMMs
+#: (TensorRT-LLM's ``moe_config.backend``). Rows without one ran the libraries most
+#: rows ran; ``deepgemm`` runs at the fitted ``physics.deepgemm_moe_time_ratio``.
+KERNEL_SETTINGS = ("moe_library",)
+#: Allowed values of ``moe_library``.
+MOE_LIBRARIES = ("cutlass", "trtllm", "deepgemm")
+#: Speculative-decoding settings an entry may give: the tokens an MTP recipe drafts per
+#: decode step (SGLang ``--speculative-num-steps``, TensorRT-LLM
+#: ``num_nextn_predict_layers``, ATOM/vLLM ``--num-speculative-tokens``). Rows without
+#: one take the draft length of ``serving.mtp_draft_tokens`` that serves them fastest.
+SPECULATIVE_SETTINGS = ("mtp_draft_tokens",)
+#: Most tokens drafted per step, in a recipe or in ``serving.mtp_draft_tokens`` [tokens].
+DRAFT_TOKENS_MAX = 16
 
 
 @dataclass(frozen=True)
@@ -127,6 +140,10 @@ class Recipe:
         DP attention on a disaggregated row's prefill instances (None: not given).
     memory : KvMemory or None
         How the engine sizes its KV cache (None: not given).
+    moe_library : str or None
+        The library of the MoE's grouped GEMMs (:data:`MOE_LIBRARIES`; None: not given).
+    mtp_draft_tokens : int or None
+        Tokens an MTP recipe drafts per decode step [tokens] (None: not given).
     """
 
     match: tuple
@@ -134,6 +151,8 @@ class Recipe:
     gives_admission: bool = True
     prefill_dp_attention: bool | None = None
     memory: KvMemory | None = None
+    moe_library: str | None = None
+    mtp_draft_tokens: int | None = None
 
     def matches(self, framework: str, hardware: str, precision: str, speculative: str,
                 dp_attention: bool, decode_tp: int, input_tokens: float,
@@ -245,6 +264,43 @@ class Recipes:
                 return entry.memory
         return None
 
+    def moe_library(self, **row: Any) -> str | None:
+        """The library of a row's MoE grouped GEMMs, from the first entry that says it.
+
+        Parameters
+        ----------
+        **row
+            As for :meth:`admission`.
+
+        Returns
+        -------
+        str or None
+            One of :data:`MOE_LIBRARIES` (None when no matching entry gives it).
+        """
+        for entry in self.entries:
+            if entry.moe_library is not None and entry.matches(**row):
+                return entry.moe_library
+        return None
+
+    def mtp_draft_tokens(self, **row: Any) -> int | None:
+        """Tokens a row's MTP recipe drafts per step, from the first entry that says it.
+
+        Parameters
+        ----------
+        **row
+            As for :meth:`admission`.
+
+        Returns
+        -------
+        int or None
+            The entry's draft length [tokens] (None when no matching entry gives it: the
+            row takes the length of ``serving.mtp_draft_tokens`` that serves it fastest).
+        """
+        for entry in self.entries:
+            if entry.mtp_draft_tokens is not None and entry.matches(**row):
+                return entry.mtp_draft_tokens
+        return None
+
     def prefill_dp_attention(self, **row: Any) -> bool | None:
         """DP attention on a row's prefill instances, from the first entry that says it.
 
@@ -316,7 +372,7 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
         n_before = len(problems)
         for key in e:
             allowed = ("match", "source", "notes", *SETTINGS, *MEMORY_SETTINGS,
-                       *LAYOUT_SETTINGS)
+                       *LAYOUT_SETTINGS, *KERNEL_SETTINGS, *SPECULATIVE_SETTINGS)
             if key not in META_KEYS and key not in allowed:
                 problems.append(Problem(shown, f"unknown key{did_you_mean(str(key), allowed)}: "
                                                "rename or remove it (allowed: "
@@ -381,17 +437,39 @@ def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, l
                                         entry=where, field=key, line=line(e, key)))
                 continue
             layout[key] = e[key]
+        library = e.get("moe_library")
+        if "moe_library" in e and library not in MOE_LIBRARIES:
+            problems.append(Problem(shown, f"{library!r} is not a MoE library ("
+                                    + ", ".join(MOE_LIBRARIES) + ")",
+                                    entry=where, field="moe_library",
+                                    line=line(e, "moe_library")))
+            library = None
+        drafts = e.get("mtp_draft_tokens")
+        if "mtp_draft_tokens" in e and (isinstance(drafts, bool) or not isinstance(drafts, int)
+                                        or not 1 <= drafts <= DRAFT_TOKENS_MAX):
+            problems.append(Problem(shown, f"{drafts!r} is not a whole number of draft "
+                                    f"tokens 1-{DRAFT_TOKENS_MAX}", entry=where,
+                                    field="mtp_draft_tokens",
+                                    line=line(e, "mtp_draft_tokens")))
+            drafts = None
+        if drafts is not None and ("speculative", "mtp") not in match:
+            problems.append(Problem(shown, "mtp_draft_tokens needs speculative: mtp in its "
+                                    "match", entry=where, field="match.speculative",
+                                    line=line(e, "match")))
         given_memory = any(k in e for k in MEMORY_SETTINGS)
-        if not settings and not layout and not given_memory and len(problems) == n_before:
+        if (not settings and not layout and not given_memory and "moe_library" not in e
+                and "mtp_draft_tokens" not in e and len(problems) == n_before):
             problems.append(Problem(shown, "gives no setting ("
                                     + ", ".join((*SETTINGS, *MEMORY_SETTINGS,
-                                                 *LAYOUT_SETTINGS)) + ")",
+                                                 *LAYOUT_SETTINGS, *KERNEL_SETTINGS,
+                                                 *SPECULATIVE_SETTINGS)) + ")",
                                     entry=where))
         if len(problems) == n_before:
             src = str(e.get("source") or "")
             entries.append(Recipe(tuple(match), Admission(**settings, source=src),
                                   gives_admission=bool(settings),
                                   memory=(KvMemory(*memory, source=src) if memory else None),
+                                  moe_library=library, mtp_draft_tokens=drafts,
                                   **layout))
     return Recipes(tuple(entries)), problems
 

@@ -356,6 +356,10 @@ class Hardware:
     prefill_mem_clock_frac, decode_mem_clock_frac : float
         HBM clock in prefill / decode steps as a fraction of the uncapped one [-]; the
         HBM bandwidth of that phase scales with it.
+    moe_gemm_time_ratio : float
+        Time of the MoE grouped GEMMs (compute and weight reads) as a multiple of the
+        libraries most measured runs used [-]: 1, or ``physics.deepgemm_moe_time_ratio``
+        where a measured row's recipe ran DeepGEMM (plans: 1).
     """
 
     gemm_flops: float
@@ -371,6 +375,7 @@ class Hardware:
     decode_clock_frac: float = 1.0
     prefill_mem_clock_frac: float = 1.0
     decode_mem_clock_frac: float = 1.0
+    moe_gemm_time_ratio: float = 1.0
 
     def clocks(self, prefill: bool) -> tuple[float, float]:
         """Core and HBM clock fractions of a prefill or a decode step.
@@ -671,6 +676,7 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
               * (hits * per_expert * imb + hits_busy * phys.grouped_gemm_pad_tokens)
               / (gemm_flops * gemm_eff))
         m4 = hits_busy * shape.expert_params * lf * shape.expert_bytes_per_param / moe_tp / bw
+        c4, m4 = c4 * hw.moe_gemm_time_ratio, m4 * hw.moe_gemm_time_ratio
         compute = compute + c4
         memory = memory + m4
         roof = roof + np.maximum(c4, m4)
