@@ -446,20 +446,27 @@ def test_moe_library_entries_are_looked_up_apart_and_checked():
         assert shipped.moe_library(**other, date="2025-12-10") is None
 
 
-def test_deepgemm_rows_take_the_ratio_on_their_moe_gemms_alone(tmp_path):
-    """A row whose recipe runs DeepGEMM: its MoE GEMMs take physics.deepgemm_moe_time_ratio
-    times their time. Ratio 1 predicts exactly what no library entry does; a larger
-    ratio a longer TPOT and less throughput, monotonically; the same row under another
-    library is unchanged by the ratio."""
+def _b200_trt_row(tmp_path, speculative: str, date: str):
+    """One synthetic B200 TensorRT-LLM FP8 row (TP8 EP8, 4 in flight, 1k/1k) as loaded,
+    with the catalog, the defaults, B200's a-priori parameters and the benchmark lengths."""
     cat = load_catalog()
     defaults = load_perf_defaults()
     csv = tmp_path / "rows.csv"
     head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
     csv.write_text(head + "\nb200,deepseek_r1,fp8,1024,1024,4,8,false,,,8,8,8,8,false,"
-                   "none,100,200,20,0.1,0.2,8,9,,trt,2025-12-10,synthetic\n")
+                   f"{speculative},100,200,20,0.1,0.2,8,9,,trt,{date},synthetic\n")
     rows = load_measurements(csv, cat)
     params = {"b200": hardware_params(defaults, "b200", None)}
     lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
+    return rows, cat, defaults, params, lengths
+
+
+def test_deepgemm_rows_take_the_ratio_on_their_moe_gemms_alone(tmp_path):
+    """A row whose recipe runs DeepGEMM: its MoE GEMMs take physics.deepgemm_moe_time_ratio
+    times their time. Ratio 1 predicts exactly what no library entry does; a larger
+    ratio a longer TPOT and less throughput, monotonically; the same row under another
+    library is unchanged by the ratio."""
+    rows, cat, defaults, params, lengths = _b200_trt_row(tmp_path, "none", "2025-12-10")
 
     def run(library, ratio):
         recipes = (_recipes([{"match": {"framework": "trt"}, "moe_library": library}])
@@ -509,16 +516,8 @@ def test_a_recipes_draft_length_is_the_only_one_tried(tmp_path):
     """An MTP row whose recipe sets the draft length is predicted at that length (its
     configuration says so, and it equals the search's answer when the search picks the
     same length); without an entry the search picks the fastest of 1-3."""
-    cat = load_catalog()
-    defaults = load_perf_defaults()
-    csv = tmp_path / "rows.csv"
-    head = (SHIPPED / "inferencex_deepseek_r1.csv").read_text().splitlines()[0]
-    csv.write_text(head + "\nb200,deepseek_r1,fp8,1024,1024,4,8,false,,,8,8,8,8,false,"
-                   "mtp,100,200,20,0.1,0.2,8,9,,trt,2026-03-10,synthetic\n")
-    rows = load_measurements(csv, cat)
-    params = {"b200": hardware_params(defaults, "b200", None)}
+    rows, cat, defaults, params, lengths = _b200_trt_row(tmp_path, "mtp", "2026-03-10")
     phys = physics_params(defaults, None)
-    lengths = load_perf_inputs(cat, benchmarks=True).benchmarks.lengths
 
     def run(n):
         recipes = (_recipes([{"match": {"framework": "trt", "speculative": "mtp"},

@@ -223,6 +223,14 @@ class Recipes:
 
     entries: tuple = ()
 
+    def _first(self, setting: str, row: dict) -> Any:
+        """``setting`` of the first entry that gives it and that ``row`` matches (None)."""
+        for entry in self.entries:
+            value = getattr(entry, setting)
+            if value is not None and entry.matches(**row):
+                return value
+        return None
+
     def admission(self, **row: Any) -> Admission:
         """Admission settings of the first entry a row matches that gives any.
 
@@ -259,10 +267,7 @@ class Recipes:
             row's KV cache is the serving default's, ``serving.hbm_usable_frac`` of
             memory with requests holding their current tokens).
         """
-        for entry in self.entries:
-            if entry.memory is not None and entry.matches(**row):
-                return entry.memory
-        return None
+        return self._first("memory", row)
 
     def moe_library(self, **row: Any) -> str | None:
         """The library of a row's MoE grouped GEMMs, from the first entry that says it.
@@ -277,10 +282,7 @@ class Recipes:
         str or None
             One of :data:`MOE_LIBRARIES` (None when no matching entry gives it).
         """
-        for entry in self.entries:
-            if entry.moe_library is not None and entry.matches(**row):
-                return entry.moe_library
-        return None
+        return self._first("moe_library", row)
 
     def mtp_draft_tokens(self, **row: Any) -> int | None:
         """Tokens a row's MTP recipe drafts per step, from the first entry that says it.
@@ -296,10 +298,7 @@ class Recipes:
             The entry's draft length [tokens] (None when no matching entry gives it: the
             row takes the length of ``serving.mtp_draft_tokens`` that serves it fastest).
         """
-        for entry in self.entries:
-            if entry.mtp_draft_tokens is not None and entry.matches(**row):
-                return entry.mtp_draft_tokens
-        return None
+        return self._first("mtp_draft_tokens", row)
 
     def prefill_dp_attention(self, **row: Any) -> bool | None:
         """DP attention on a row's prefill instances, from the first entry that says it.
@@ -315,10 +314,7 @@ class Recipes:
             The entry's ``prefill_dp_attention`` (None when no matching entry gives it:
             the rule of :func:`dcplan.perf.measurements.prefill_dp_attention` applies).
         """
-        for entry in self.entries:
-            if entry.prefill_dp_attention is not None and entry.matches(**row):
-                return entry.prefill_dp_attention
-        return None
+        return self._first("prefill_dp_attention", row)
 
 
 def check_recipes(doc: Any, shown: str, catalog: Any = None) -> tuple[Recipes, list[Problem]]:
