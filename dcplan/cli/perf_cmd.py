@@ -870,8 +870,7 @@ def calibrate_cmd(
                            "it is still fitted" if keep_inconsistent else
                            "it is left out of the fit and still compared "
                            "(--keep-inconsistent-rows fits it)")
-    fitted = rows if keep_inconsistent else [m for m in rows if not breaks_little(m, frac)]
-    if not fitted:
+    if not keep_inconsistent and all(breaks_little(m, frac) for m in rows):
         raise InputError(
             f"every row of {', '.join(display_path(m) for m in measurements)} breaks "
             "Little's law (dcplan perf validate names each): nothing is left to fit. "
@@ -882,12 +881,11 @@ def calibrate_cmd(
                     starts=starts, workers=workers, keep_inconsistent=keep_inconsistent)
     after = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     rep_before, rep_after = report(before), report(after)
-    per_hw: dict[str, int] = {}
-    for m in fitted:
-        per_hw[m.hardware] = per_hw.get(m.hardware, 0) + 1
+    meta = dict(cal.meta)       # what the fit used: rows left out are not counted
+    per_hw = dict(meta["rows_per_hardware"])
     fit = {
-        "rows": len(fitted),
-        "left_out_rows": len(rows) - len(fitted),
+        "rows": meta["rows"],
+        "left_out_rows": meta["left_out_rows"],
         "throughput_median_abs_pct_before": _r(rep_before["throughput"]["median_abs_pct"]),
         "throughput_median_abs_pct_after": _r(rep_after["throughput"]["median_abs_pct"]),
         "throughput_p90_abs_pct_after": _r(rep_after["throughput"]["p90_abs_pct"]),
