@@ -83,6 +83,33 @@ def test_the_second_stage_row_holds_the_least_shortfall():
     assert sum(v * 8760 * 3600 / 1e6 for v in _short(res).values()) == pytest.approx(5124.6)
 
 
+
+def test_the_second_stage_starts_from_the_first_stages_plan(monkeypatch):
+    """The cost stage gets the least-shortfall plan's integers as its MIP start (2026: 3
+    racks, see _grid_case), every one a variable of its own model, and HiGHS keeps that
+    plan: the start meets the shortfall row it was built for."""
+    import dcplan.planner.run as run
+
+    calls = []
+
+    def spy(prob, *args, **kwargs):
+        info = real(prob, *args, **kwargs)
+        calls.append((prob, kwargs.get("start"), info))
+        return info
+
+    real = run.solve
+    monkeypatch.setattr(run, "solve", spy)
+    res = solve_inputs(_grid_case("least_first"), EXACT, explain=False)
+    assert res.unserved
+    # the fixed-demand model (infeasible), the least shortfall, then the cost stage
+    assert [c[1] is None for c in calls] == [True, True, False]
+    least_prob, start, second = calls[1][0], calls[2][1], calls[2][0]
+    first_plan = {v.name: v.varValue for v in least_prob.variables() if v.cat == "Integer"}
+    assert {v.name: x for v, x in start.items()} == first_plan
+    assert set(start) <= set(second.variables())
+    assert first_plan["new__ra__sa__2026"] == 3.0  # the only count that serves 237.5
+    assert res.tables["fleet"].set_index("period").installed_racks["2026"] == 3
+
 def test_a_carbon_cap_that_forces_a_shortfall_is_named_as_the_binding_limit():
     """2027 capped at 8760 h x 0.5 kg/kWh x 20 kW = 87,600 kg. The 4 racks bought in 2026
     (no cap) stay in service and idle at 2 kW: 20 - 8 = 12 kW for 8 kW more per serving

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pulp
 
 from dcplan.planner.analysis import binding_limits, diagnosis, shadow_prices, unsolved_status
 from dcplan.planner.buy import build_vs_buy_table, requests_table, reserve_kpis
@@ -183,13 +184,18 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     message = info.message
     if info.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
         say("demand cannot be met within the limits; re-solving with priced unserved demand")
-        limit, least_note = None, ""
+        limit, least_note, least_plan = None, "", {}
         if d.unserved_policy == "least_first":
-            limit, least_note = _least_unserved(d, opt, t, say)
+            limit, least_note, least_plan = _least_unserved(d, opt, t, say)
         t1 = time.perf_counter()
         prob, mv = build_model(d, elastic=True, unserved_limit=limit)
         t["build"] += time.perf_counter() - t1
-        info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
+        # the first stage's plan leaves exactly the least shortfall: a plan the second
+        # stage may keep, so it starts from it (without one, HiGHS can search the tight
+        # shortfall row for minutes before its first plan)
+        start = {v: least_plan[v.name] for v in prob.variables() if v.name in least_plan}
+        info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve,
+                     start=start or None)
         t["solve"] += info.runtime_s
         prob, mv, info = _with_crossed_tiers(d, opt, prob, mv, info, t, say, on_solve,
                                              elastic=True, unserved_limit=limit)
@@ -329,7 +335,7 @@ LEAST_GAP = 1e-6
 
 
 def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
-                    ) -> tuple[float | None, str]:
+                    ) -> tuple[float | None, str, dict[str, float]]:
     """First stage of the elastic solve: the least demand the limits force unserved.
 
     Minimises :func:`~dcplan.planner.model.unserved_total` over the elastic model,
@@ -355,6 +361,10 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
     note : str
         What the plan's notes say about the first stage ('' when it proved its least
         shortfall).
+    plan : dict
+        Its plan's integer decisions, variable name -> value [in the model's units]
+        (empty without a plan): a start for the second stage, whose shortfall row
+        it meets.
     """
     t0 = time.perf_counter()
     prob, mv = build_model(d, elastic=True)
@@ -369,7 +379,7 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
     if not info.status.has_solution or info.objective is None:
         return None, ("the least shortfall could not be found "
                       f"({unsolved_status(info.status)}); unserved demand is priced at "
-                      "the penalty instead")
+                      "the penalty instead"), {}
     least = max(0.0, float(info.objective))
     say(f"least unserved demand: {least:,.0f} million tokens over the horizon")
     note = ""
@@ -377,7 +387,9 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
         note = (f"the least shortfall ({least:,.0f} million tokens) is proven only within "
                 f"{format_gap(info.gap) if info.gap is not None else 'no bound'}: up to that "
                 "much of it may be avoidable")
-    return least * (1 + LEAST_SLACK_FRAC) + LEAST_SLACK_MTOK, note
+    plan = {v.name: float(v.varValue) for v in prob.variables()
+            if v.cat == pulp.LpInteger and v.varValue is not None}
+    return least * (1 + LEAST_SLACK_FRAC) + LEAST_SLACK_MTOK, note, plan
 
 
 def _with_crossed_tiers(d: PlanInputs, opt: SolverOptions, prob, mv, info, t: dict, say,
