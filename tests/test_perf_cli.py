@@ -182,7 +182,9 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     assert yaml.safe_load(out.read_text())["basis"] == {
         "domain_ep_max": 1, "prefill_domain_ep_max": 1, "handover_domain_max": 0,
         "handover_prompt_tokens_max": 0.0, "handover_models": [],
-        "wide_decode_seqs_per_gpu_min": 0.0}
+        "wide_decode_seqs_per_gpu_min": 0.0,
+        # the fixture's accelerator names no architecture: no kinds to record
+        "architecture_kinds": {}}
     r = run("validate", str(FIX / "good_measurements.csv"), "--calibration", str(out), "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)

@@ -318,6 +318,77 @@ def test_shipped_calibration_basis_is_what_the_measurement_files_hold():
             <= (scaleup_domain(catalog, m.hardware) or 8)]
     assert [(m.hardware, m.gpus, m.batch) for m in wide] == [("gb200_gpu", 48, 98304)]
     assert basis.wide_decode_seqs_per_gpu_min == 98304 / 48 == 2048.0
+    # the kinds of model per architecture: the rows' models with and without experts
+    kinds: dict = {}
+    for m in rows:
+        acc = catalog.get("accelerators", m.hardware)
+        kinds.setdefault(acc.architecture, set()).add(
+            "dense" if catalog.get("models", m.model).experts_total is None else "moe")
+    assert {a: tuple(sorted(k)) for a, k in kinds.items()} == dict(basis.architecture_kinds)
+    # AMD's rows are DeepSeek-R1 alone; NVIDIA's include MLPerf's Llama rows
+    assert basis.kinds_on("cdna4") == basis.kinds_on("cdna3") == ("moe",)
+    assert basis.kinds_on("blackwell") == basis.kinds_on("hopper") == ("dense", "moe")
+    assert basis.kinds_on("rubin") == ()
+
+
+def test_a_model_kind_no_row_fitted_on_its_architecture_is_named():
+    """Hand cases: a dense model on an architecture whose rows are MoE only is named, and
+    the reverse; a kind with rows there, an architecture without rows (its values come
+    from elsewhere and are named apart, if at all), a basis without kinds (written
+    before them) or no basis names nothing. Through the CLI: the shipped MI355X rack
+    serving the dense chat model says so in `perf`, `perf frontier` (once, and per
+    point) and the JSON; a Blackwell rack does not."""
+    import json
+
+    from dcplan.perf.goodput import model_kind_extrapolation
+    from dcplan.perf.params import FitBasis
+
+    b = FitBasis(architecture_kinds=(("blackwell", ("dense", "moe")), ("cdna4", ("moe",)),
+                                     ("tpu", ("dense",))))
+    note = model_kind_extrapolation(False, "llama3_70b", "cdna4", b)
+    assert note.startswith("llama3_70b is a dense model, and the fitted rows on the cdna4 "
+                           "architecture run mixture-of-experts models only")
+    assert note.endswith("Assumptions and known weaknesses)")
+    assert "is a mixture-of-experts model" in model_kind_extrapolation(True, "r1", "tpu", b)
+    for args in ((True, "r1", "cdna4", b), (False, "l", "blackwell", b), (False, "l", "rubin", b),
+                 (False, "l", "cdna4", FitBasis()), (False, "l", "cdna4", None),
+                 (False, "l", None, b)):
+        assert model_kind_extrapolation(*args) == "", args
+
+    out = run("perf", "--rack", "mi355x_rack", "--workload", "chat", "--json")
+    assert out.exit_code == 0, out.output
+    said = json.loads(out.stdout)["extrapolation"]
+    assert said.startswith("llama3_70b is a dense model, and the fitted rows on the cdna4")
+    text = run("perf", "--rack", "mi355x_rack", "--workload", "chat")
+    assert "llama3_70b is a dense model" in " ".join(text.stdout.split())
+    front = run("perf", "frontier", "--rack", "mi355x_rack", "--model", "llama3_70b",
+                "--input-tokens", "1024", "--output-tokens", "1024", "--json")
+    assert front.exit_code == 0, front.output
+    f = json.loads(front.stdout)
+    assert f["extrapolation"].startswith("every point: llama3_70b is a dense model")
+    assert f["points"] and all(p["extrapolation"].startswith("llama3_70b is a dense")
+                               for p in f["points"])
+    b200 = run("perf", "--rack", "hgx_b200", "--workload", "chat", "--json")
+    assert json.loads(b200.stdout)["extrapolation"] == ""
+
+
+def test_a_basis_with_bad_model_kinds_is_refused_with_the_field(tmp_path):
+    """A calibration whose basis maps an architecture to no kind, or to a kind that is
+    not dense or moe, is refused: file, entry and field named, exit 1, no traceback."""
+    from dcplan.paths import data_dir
+    from dcplan.perf.params import CALIBRATION_FILE
+
+    shipped = (data_dir("catalogs") / CALIBRATION_FILE).read_text()
+    assert "    cdna4:\n    - moe\n" in shipped
+    for bad_kinds in ("    cdna4: []\n", "    cdna4:\n    - sparse\n"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(shipped.replace("    cdna4:\n    - moe\n", bad_kinds))
+        out = run("perf", "--rack", "mi355x_rack", "--workload", "chat", "--calibration",
+                  str(bad))
+        assert out.exit_code == 1, out.output
+        text = " ".join(out.output.split())
+        assert "bad.yaml" in text and "basis" in text and "architecture_kinds" in text
+        assert "non-empty list of dense and moe" in text and "Traceback" not in out.output
 
 
 def test_small_batch_wide_decode_is_named_by_hand():

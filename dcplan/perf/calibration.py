@@ -1098,7 +1098,8 @@ def fit_basis(rows: Sequence, catalog: Catalog, board_gpus: int) -> FitBasis:
     prefill apart (phase rows' ``ep`` by their phase, serving rows' ``decode_ep`` and
     ``prefill_ep``; a group wider than the row's domain,
     :func:`dcplan.perf.measurements.row_domain`, spans domains over the scale-out
-    network and does not count); the fewest sequences per GPU that a decode group wider
+    network and does not count); per architecture of the rows' accelerators, the kinds
+    of model (dense, MoE) they run; the fewest sequences per GPU that a decode group wider
     than ``board_gpus`` inside one domain runs at (serving rows: ``concurrency`` over
     the decode GPUs, all GPUs when aggregated; decode phase rows: ``batch`` over
     ``gpus``); and of the disaggregated serving rows (the KV hand-over's): the largest
@@ -1134,12 +1135,19 @@ def fit_basis(rows: Sequence, catalog: Catalog, board_gpus: int) -> FitBasis:
                 if phase == "decode" and int(ep) > board_gpus:
                     wide_seqs.append(float(seqs))
     dis = [m for m in rows if getattr(m, "disaggregated", False)]
+    kinds: dict[str, set[str]] = {}
+    for m in rows:
+        arch = getattr(catalog.get("accelerators", m.hardware), "architecture", None)
+        if arch:
+            kinds.setdefault(arch, set()).add(
+                "moe" if catalog.get("models", m.model).is_moe else "dense")
     return FitBasis(
         domain_ep_max=widest["decode"], prefill_domain_ep_max=widest["prefill"],
         wide_decode_seqs_per_gpu_min=min(wide_seqs, default=0.0),
         handover_domain_max=max((row_domain(m, catalog) for m in dis), default=0),
         handover_prompt_tokens_max=float(max((m.input_tokens for m in dis), default=0)),
-        handover_models=tuple(sorted({m.model for m in dis})))
+        handover_models=tuple(sorted({m.model for m in dis})),
+        architecture_kinds=tuple(sorted((a, tuple(sorted(k))) for a, k in kinds.items())))
 
 
 def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str = "",

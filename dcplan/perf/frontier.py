@@ -40,6 +40,7 @@ from dcplan.perf.goodput import (
     handover_bounds,
     handover_outside_fit,
     kv_handover_extrapolation,
+    model_kind_extrapolation,
     slot_wait_quantile,
     small_batch_extrapolation,
     workload_lengths,
@@ -78,7 +79,10 @@ class Frontier:
         ``parallel``, ``prefill_parallel``, ``batch``, ``draft_tokens``, ``speculative``,
         ``median_ttft_s``, ``expert_parallel`` (widest expert-parallel group, decode or
         prefill), ``extrapolation`` (why the point lies outside what the calibration
-        measured, '' if it does not: :func:`dcplan.perf.goodput.ep_extrapolation`,
+        measured, '' if it does not: for a model of a kind the calibration fitted no
+        row of on the accelerator's architecture
+        :func:`dcplan.perf.goodput.model_kind_extrapolation`, then
+        :func:`dcplan.perf.goodput.ep_extrapolation`,
         :func:`dcplan.perf.goodput.small_batch_extrapolation` for a wide decode group
         below the fitted batches, and for a disaggregated point whose prefill pool the
         KV hand-over bounds outside its fitted runs
@@ -295,6 +299,8 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             for b in np.unique(band)]
     kv_outside = su.basis is not None and handover_outside_fit(
         su.basis, su.rack.scaleup_domain, float(input_tokens), su.model.id)
+    why_kind = model_kind_extrapolation(su.shape.is_moe, su.model.id, su.architecture,
+                                        su.basis)
     wide: list[int] = []      # expert-parallel widths of the points that extrapolate EP
     small: list[float] = []   # sequences per GPU of wide decode groups below the fitted
     n_kv = 0
@@ -320,11 +326,12 @@ def frontier(catalog, rack_id: str, model_id: str, input_tokens: float, output_t
             "batch": int(grid[0, b]), "draft_tokens": int(n[a, 0]),
             "speculative": speculative if int(n[a, 0]) else "none",
             "median_ttft_s": ttft_med,
-            "extrapolation": "; and ".join(w for w in (why_ep, why_small, why_kv) if w),
+            "extrapolation": "; and ".join(w for w in (why_kind, why_ep, why_small, why_kv)
+                                          if w),
             "expert_parallel": max(ep, pep),
             "decode_expert_parallel": ep, "prefill_expert_parallel": pep or ep,
         })
-    said = []
+    said = [f"every point: {why_kind}"] if why_kind else []
     if wide:
         lo, hi = min(wide), max(wide)
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"

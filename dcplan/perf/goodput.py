@@ -350,6 +350,7 @@ class Setup:
     decode_power_scale: float = 1.0
     handover_per_rank: bool = False
     basis: FitBasis | None = None
+    architecture: str | None = None
 
 
 def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Workload,
@@ -391,8 +392,8 @@ def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Wor
     acc = catalog.get("accelerators", rack.accelerator)
     prec = Precision(precision) if precision else wl.precision
     cal = calibration
-    params = hardware_params(defaults, acc.id, cal, acc.vendor,
-                             calibration_architecture(acc, cal))
+    arch = calibration_architecture(acc, cal)
+    params = hardware_params(defaults, acc.id, cal, acc.vendor, arch)
     physics = physics_params(defaults, cal)
     shape = ModelShape.build(model, prec, defaults.serving)
     hw = (Hardware.build(acc, shape, params, defaults.serving,
@@ -401,7 +402,7 @@ def build_setup(catalog, rack_id: str, model_id: str | None, workload: str | Wor
     per_rank = defaults.software.handover_per_rank(engine_at(cal, acc.vendor))
     return Setup(rack, acc, model, wl, prec, params, physics, defaults.serving, shape, hw,
                  handover_per_rank=per_rank,
-                 basis=cal.basis if cal is not None else None)
+                 basis=cal.basis if cal is not None else None, architecture=arch)
 
 
 def candidate_layouts(rack: Rack, model: LLM, serving: ServingParams,
@@ -1078,10 +1079,54 @@ def _finish(su: Setup, *, req_rack: float, act: float, bottleneck: str, bound: s
         prefill_clock_frac=su.hw.prefill_clock_frac if su.hw is not None else 1.0,
         decode_clock_frac=su.hw.decode_clock_frac if su.hw is not None else 1.0,
         prefill_activity=steps[0], decode_activity=steps[1],
-        extrapolation=ep_extrapolation(su.shape.is_moe, sizes[2], rack.scaleup_domain,
-                                       su.basis, prefill_ep, batch / gpus,
-                                       su.serving.board_ep_gpus),
+        extrapolation="; and ".join(w for w in (
+            model_kind_extrapolation(su.shape.is_moe, su.model.id, su.architecture,
+                                     su.basis),
+            ep_extrapolation(su.shape.is_moe, sizes[2], rack.scaleup_domain, su.basis,
+                             prefill_ep, batch / gpus, su.serving.board_ep_gpus)) if w),
     )
+
+
+def model_kind_extrapolation(is_moe: bool, model_id: str, architecture: str | None,
+                             basis: FitBasis | None) -> str:
+    """Say why a model's kind was not fitted on its architecture ('' if it was).
+
+    Every efficiency is fitted per accelerator, architecture, vendor and pooled; where
+    an architecture's rows run only mixture-of-experts models (MI355X: DeepSeek-R1
+    alone), the efficiencies a dense model leans on there (the dense decode GEMMs, whose
+    share of an MoE step is small) are pinned by MoE rows only and may be far off
+    (docs/perf.md, Assumptions and known weaknesses). The same holds the other way round.
+
+    Parameters
+    ----------
+    is_moe : bool
+        The model has routed experts.
+    model_id : str
+        The model's id, for the message [-].
+    architecture : str or None
+        Architecture whose calibrated values the accelerator takes
+        (:func:`dcplan.perf.predict.calibration_architecture`); None: not checked.
+    basis : FitBasis or None
+        What the calibration's rows cover; None, or no kinds recorded (a basis of
+        before 2026-12-06, seventeenth): nothing is named.
+
+    Returns
+    -------
+    str
+        The reason in words, or ''.
+    """
+    if basis is None or architecture is None:
+        return ""
+    kinds = basis.kinds_on(architecture)
+    kind = "moe" if is_moe else "dense"
+    if kinds is None or not kinds or kind in kinds:
+        return ""
+    words = {"moe": "mixture-of-experts", "dense": "dense"}
+    return (f"{model_id} is a {words[kind]} model, and the fitted rows on the "
+            f"{architecture} architecture run {words[kinds[0]]} models only: the "
+            f"efficiencies a {words[kind]} model's step leans on are pinned there by "
+            f"{words[kinds[0]]} rows alone and may be far off, so this figure is an "
+            "extrapolation (docs/perf.md, Assumptions and known weaknesses)")
 
 
 def handover_bounds(handover_s, prefill_step_s) -> np.ndarray:

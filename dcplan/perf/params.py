@@ -622,6 +622,11 @@ class PerfDefaults:
         return replace(self.default, **over) if over else self.default
 
 
+#: Kinds of model a calibration's basis tells apart per architecture: without routed
+#: experts, and mixture-of-experts (:attr:`FitBasis.architecture_kinds`).
+MODEL_KINDS = ("dense", "moe")
+
+
 @dataclass(frozen=True)
 class FitBasis:
     """What the rows a calibration is fitted on cover, so figures outside them are named.
@@ -664,6 +669,13 @@ class FitBasis:
         all-to-all latency and the step overheads, fitted on boards only, weigh more in
         such a group's decode step. None (a basis written before 2026-12-06, thirteenth):
         not checked.
+    architecture_kinds : tuple of (str, tuple of str), optional
+        Per architecture of the rows' accelerators (as the calibration shares its
+        values), the kinds of model its rows run, ``"dense"`` and/or ``"moe"`` (sorted
+        pairs). A dense model on an architecture fitted on MoE rows only (or the
+        reverse) takes efficiencies no row of its kind pinned there
+        (:func:`dcplan.perf.goodput.model_kind_extrapolation`). None (a basis written
+        before 2026-12-06, seventeenth): not checked.
     """
 
     domain_ep_max: int = 0
@@ -672,6 +684,24 @@ class FitBasis:
     handover_models: tuple[str, ...] = ()
     prefill_domain_ep_max: int | None = None
     wide_decode_seqs_per_gpu_min: float | None = None
+    architecture_kinds: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+
+    def kinds_on(self, architecture: str) -> tuple[str, ...] | None:
+        """Kinds of model (``"dense"``, ``"moe"``) the rows run on ``architecture``.
+
+        Parameters
+        ----------
+        architecture : str
+            Architecture name [-].
+
+        Returns
+        -------
+        tuple of str or None
+            Sorted kinds; () when no row runs on it; None when not recorded.
+        """
+        if self.architecture_kinds is None:
+            return None
+        return dict(self.architecture_kinds).get(architecture, ())
 
     @property
     def prefill_ep_max(self) -> int:
@@ -693,6 +723,8 @@ class FitBasis:
             del out["prefill_domain_ep_max"]
         if self.wide_decode_seqs_per_gpu_min is not None:
             out["wide_decode_seqs_per_gpu_min"] = self.wide_decode_seqs_per_gpu_min
+        if self.architecture_kinds is not None:
+            out["architecture_kinds"] = {a: list(k) for a, k in self.architecture_kinds}
         return out
 
 
@@ -1442,10 +1474,13 @@ def _parse_basis(raw: Any, file: str, problems: list[Problem]) -> FitBasis | Non
     """The ``basis:`` section of a calibration file (None when absent)."""
     if raw is None:
         return None
-    keys = tuple(FitBasis(prefill_domain_ep_max=0, wide_decode_seqs_per_gpu_min=0.0).as_dict())
-    # optional: a basis written before decode and prefill groups were told apart, or
-    # before the wide decode rows' batches were recorded
-    optional = ("prefill_domain_ep_max", "wide_decode_seqs_per_gpu_min")
+    keys = tuple(FitBasis(prefill_domain_ep_max=0, wide_decode_seqs_per_gpu_min=0.0,
+                          architecture_kinds=()).as_dict())
+    # optional: a basis written before decode and prefill groups were told apart, before
+    # the wide decode rows' batches were recorded, or before the kinds of model per
+    # architecture were
+    optional = ("prefill_domain_ep_max", "wide_decode_seqs_per_gpu_min",
+                "architecture_kinds")
     if not isinstance(raw, dict):
         problems.append(Problem(file, "must be a mapping with " + ", ".join(keys),
                                 field="basis"))
@@ -1462,6 +1497,20 @@ def _parse_basis(raw: Any, file: str, problems: list[Problem]) -> FitBasis | Non
         if key not in raw:
             problems.append(Problem(file, "required field is missing; 'dcplan perf "
                                           "calibrate' writes it", entry="basis", field=key))
+            continue
+        if key == "architecture_kinds":
+            ok = isinstance(v, dict) and all(
+                isinstance(a, str) and a.strip() and isinstance(k, list) and k
+                and all(x in MODEL_KINDS for x in k) for a, k in v.items())
+            if not ok:
+                problems.append(Problem(file, "must map each architecture to the kinds of "
+                                              f"model its rows run, a non-empty list of "
+                                              f"{' and '.join(MODEL_KINDS)} (got {v!r}); "
+                                              "'dcplan perf calibrate' writes it",
+                                        entry="basis", field=key))
+            else:
+                values[key] = tuple(sorted((a.strip(), tuple(sorted(set(k))))
+                                           for a, k in v.items()))
             continue
         if key == "handover_models":
             if (not isinstance(v, list)
