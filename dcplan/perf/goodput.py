@@ -1093,9 +1093,10 @@ def model_kind_extrapolation(is_moe: bool, model_id: str, architecture: str | No
 
     Every efficiency is fitted per accelerator, architecture, vendor and pooled; where
     an architecture's rows run only mixture-of-experts models (MI355X: DeepSeek-R1
-    alone), the efficiencies a dense model leans on there (the dense decode GEMMs, whose
-    share of an MoE step is small) are pinned by MoE rows only and may be far off
-    (docs/perf.md, Assumptions and known weaknesses). The same holds the other way round.
+    alone), the efficiencies a dense model leans on there (its GEMMs are all dense,
+    while an MoE step's are mostly the experts' grouped GEMMs at a few tokens each) are
+    pinned by MoE rows only and may be far off (docs/perf.md, Assumptions and known
+    weaknesses). The same holds the other way round.
 
     Parameters
     ----------
