@@ -757,3 +757,28 @@ def test_goodput_coefficients_name_the_performance_models_extrapolations():
     said = [n for n in inputs.notes if "extrapolation of the performance model" in n]
     assert len(said) == 1 and all(f"{r} / {w}" in said[0] for r, w in flagged)
     assert "/ chat" not in said[0]
+
+
+def test_a_dense_model_on_an_moe_only_architecture_is_named_in_the_plan(tmp_path):
+    """The minimal example offered an MI355X rack: its dense chat model runs on CDNA4,
+    whose fitted rows are DeepSeek-R1 alone, so that pair's goodput coefficient carries
+    the kind note as its estimate and the plan's note names it; the GB200 chat pair
+    (Blackwell: dense rows fitted) carries none."""
+    from dcplan.planner.inputs import input_tables
+
+    scen = tmp_path / "mi355x.yaml"
+    scen.write_text(f"extends: {Path(__file__).resolve().parents[1] / 'examples' / 'minimal.yaml'}"
+                    "\nname: minimal_mi355x\nracks: [mi355x_rack, gb200_nvl72]\n")
+    case = load_case(scen)
+    inputs, _ = input_tables(case)
+    kind = inputs.perf[("mi355x_rack", "chat")].extrapolation
+    assert kind.startswith(f"{case.catalog.get('workloads', 'chat').model} is a dense model, "
+                           "and the fitted rows on the cdna4 architecture run "
+                           "mixture-of-experts models only")
+    assert inputs.perf[("gb200_nvl72", "chat")].extrapolation == ""
+    goodput = assumptions_table(case, inputs)
+    goodput = goodput[goodput["field"] == "goodput_tokens_per_s_per_rack"].set_index("id")
+    assert goodput.loc["mi355x_rack / chat", "estimate"] == kind
+    said = [n for n in inputs.notes if "extrapolation of the performance model" in n]
+    assert len(said) == 1 and "mi355x_rack / chat" in said[0]
+    assert "a kind of model, dense or MoE, that no fitted row ran" in said[0]

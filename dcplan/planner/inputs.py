@@ -1993,8 +1993,10 @@ def input_tables(case: Any, progress: Any = None) -> tuple[PlanInputs, dict]:
     if outside:
         notes.append(
             "goodput of " + ", ".join(outside) + " is an extrapolation of the performance "
-            "model (rack-scale expert parallelism, wide expert-parallel decode below the "
-            "fitted batches, or a KV hand-over outside the fitted runs: "
+            "model (a kind of model, dense or MoE, that no fitted row ran on the "
+            "accelerator's architecture, rack-scale expert parallelism, wide "
+            "expert-parallel decode below the fitted batches, or a KV hand-over outside "
+            "the fitted runs: "
             "the estimate note on each goodput coefficient in the workbook's Assumptions "
             "sheet says which; docs/perf.md, Assumptions and known weaknesses)")
     cap_levels = {r: scn.caps_of(r) for r in rack_ids if scn.caps_of(r)}
