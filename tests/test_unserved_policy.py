@@ -150,3 +150,27 @@ def test_binding_limits_without_costs_has_no_budget_rows():
     t = res.tables
     b = binding_limits(d, None, t["power"], t["fleet"], t["cooling"], None, None)
     assert "budget" not in set(b.limit)
+
+
+def test_the_least_shortfall_stage_reports_its_progress_without_usd():
+    """The first stage's progress reaches ``on_solve`` named "least shortfall", with its
+    elapsed time and gap but no USD figures (its objective is unserved tokens); the
+    cost stage's reports come after it, unnamed, in USD; the live line says which."""
+    from dcplan.cli.common import _SolveStatus
+
+    seen = []
+    res = solve_inputs(_grid_case("least_first"), EXACT, explain=False, on_solve=seen.append)
+    assert res.unserved
+    stages = [p.stage for p in seen]
+    first = [p for p in seen if p.stage == "least shortfall"]
+    assert first and stages == sorted(stages, reverse=True)  # every named report first
+    assert all(p.incumbent_usd is None and p.bound_usd is None for p in first)
+    assert any(p.gap is not None for p in first)
+    cost = [p for p in seen if p.stage == ""]
+    assert cost and cost[-1].incumbent_usd == pytest.approx(res.objective_usd, rel=1e-6)
+    line = _SolveStatus("plan")
+    line.update(next(p for p in first if p.gap is not None))
+    assert line.text().startswith("[plan] solving the least shortfall: ")
+    assert "USD" not in line.text() and line.text().endswith("%")
+    line.update(cost[-1])
+    assert line.text().startswith("[plan] solving: ") and "M USD" in line.text()

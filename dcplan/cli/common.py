@@ -275,8 +275,9 @@ class _SolveStatus:
         import time
 
         elapsed = time.perf_counter() - self.t0
-        line = f"[{self.label}] solving: {elapsed:5.1f} s"
         p = self.last
+        stage = getattr(p, "stage", "") if p is not None else ""
+        line = f"[{self.label}] solving{' the ' + stage if stage else ''}: {elapsed:5.1f} s"
         if p is not None and p.incumbent_usd is not None:
             line += f", best plan {p.incumbent_usd / 1e6:,.1f} M USD"
         if p is not None and p.bound_usd is not None:
@@ -292,10 +293,11 @@ class _SolveStatus:
 class solve_display:  # noqa: N801 - used as a context manager like a function
     """Show the solver's progress on stderr while a plan solves; yields the callback.
 
-    On a terminal: one live line (elapsed time, best plan, bound, gap) that the solver's
-    callbacks update and that disappears when the solve ends. Elsewhere (a log file, a
-    pipe): a line whenever a better plan is found, at most every 5 s. Disabled (the
-    callback is None) with ``enabled=False``.
+    On a terminal: one live line (elapsed time, best plan, bound, gap; for a stage that
+    is not the cost, such as an elastic plan's least shortfall, its name, time and gap)
+    that the solver's callbacks update and that disappears when the solve ends.
+    Elsewhere (a log file, a pipe): a line once there is a plan (or a gap), at most every
+    5 s. Disabled (the callback is None) with ``enabled=False``.
     """
 
     def __init__(self, enabled: bool, label: str = "plan"):
@@ -322,7 +324,8 @@ class solve_display:  # noqa: N801 - used as a context manager like a function
         def report(progress: Any) -> None:
             status.update(progress)
             now = time.perf_counter()
-            if progress.incumbent_usd is not None and now - state["t"] >= 5.0:
+            found = progress.incumbent_usd is not None or progress.gap is not None
+            if found and now - state["t"] >= 5.0:
                 state["t"] = now
                 typer.echo(status.text(), err=True)
 

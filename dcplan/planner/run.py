@@ -186,7 +186,7 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         say("demand cannot be met within the limits; re-solving with priced unserved demand")
         limit, least_note, least_plan = None, "", {}
         if d.unserved_policy == "least_first":
-            limit, least_note, least_plan = _least_unserved(d, opt, t, say)
+            limit, least_note, least_plan = _least_unserved(d, opt, t, say, on_solve)
         t1 = time.perf_counter()
         prob, mv = build_model(d, elastic=True, unserved_limit=limit)
         t["build"] += time.perf_counter() - t1
@@ -334,7 +334,8 @@ LEAST_SLACK_FRAC, LEAST_SLACK_MTOK = 1e-9, 1e-6
 LEAST_GAP = 1e-6
 
 
-def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
+def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say,
+                    on_solve: Callable[[SolveProgress], None] | None = None
                     ) -> tuple[float | None, str, dict[str, float]]:
     """First stage of the elastic solve: the least demand the limits force unserved.
 
@@ -352,6 +353,10 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
         Timings, updated in place [s].
     say : callable
         Receives one-line progress messages.
+    on_solve : callable, optional
+        Receives the solve's progress as :class:`~dcplan.planner.solver.SolveProgress`
+        with ``stage`` "least shortfall": elapsed time and gap only (its objective is in
+        million tokens, not USD).
 
     Returns
     -------
@@ -373,8 +378,10 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say
     say("least unserved demand first (whatever it costs)")
     # the least shortfall is proven to LEAST_GAP whatever the plan's gap: the second
     # stage's cost is only comparable between plans that leave the same demand unserved
+    progress = None if on_solve is None else (
+        lambda p: on_solve(SolveProgress(p.elapsed_s, None, None, p.gap, "least shortfall")))
     info = solve(prob, opt.updated(gap=min(opt.gap, LEAST_GAP)),
-                 rounding=rounding_start(d, mv))
+                 rounding=rounding_start(d, mv), on_progress=progress)
     t["solve"] += info.runtime_s
     if not info.status.has_solution or info.objective is None:
         return None, ("the least shortfall could not be found "

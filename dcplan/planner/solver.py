@@ -265,12 +265,18 @@ class SolveProgress:
         Best proven lower bound on the objective [USD, present value].
     gap : float or None
         Relative gap between them [-].
+    stage : str
+        What is being solved when it is not the plan's cost ('' for the cost): then the
+        objective is in other units, and ``incumbent_usd`` and ``bound_usd`` are None
+        (e.g. "least shortfall", the first stage of an elastic plan, which minimises
+        unserved tokens).
     """
 
     elapsed_s: float
     incumbent_usd: float | None
     bound_usd: float | None
     gap: float | None
+    stage: str = ""
 
 
 #: Shortest interval between two progress reports [s].
