@@ -80,6 +80,7 @@ from dcplan.perf.params import (
     PerfDefaults,
     PhysicsParams,
     SoftwareFit,
+    model_kind,
     steep_stop,
     year_fraction,
 )
@@ -1139,8 +1140,7 @@ def fit_basis(rows: Sequence, catalog: Catalog, board_gpus: int) -> FitBasis:
     for m in rows:
         arch = getattr(catalog.get("accelerators", m.hardware), "architecture", None)
         if arch:
-            kinds.setdefault(arch, set()).add(
-                "moe" if catalog.get("models", m.model).is_moe else "dense")
+            kinds.setdefault(arch, set()).add(model_kind(catalog.get("models", m.model).is_moe))
     return FitBasis(
         domain_ep_max=widest["decode"], prefill_domain_ep_max=widest["prefill"],
         wide_decode_seqs_per_gpu_min=min(wide_seqs, default=0.0),

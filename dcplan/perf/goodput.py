@@ -35,6 +35,7 @@ from dcplan.perf.params import (
     PhysicsParams,
     PowerCurve,
     ServingParams,
+    model_kind,
 )
 from dcplan.perf.power import (
     activity,
@@ -1119,7 +1120,7 @@ def model_kind_extrapolation(is_moe: bool, model_id: str, architecture: str | No
     if basis is None or architecture is None:
         return ""
     kinds = basis.kinds_on(architecture)
-    kind = "moe" if is_moe else "dense"
+    kind = model_kind(is_moe)
     if kinds is None or not kinds or kind in kinds:
         return ""
     words = {"moe": "mixture-of-experts", "dense": "dense"}

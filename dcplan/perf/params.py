@@ -627,6 +627,22 @@ class PerfDefaults:
 MODEL_KINDS = ("dense", "moe")
 
 
+def model_kind(is_moe: bool) -> str:
+    """The kind of a model as a basis records it (:data:`MODEL_KINDS`).
+
+    Parameters
+    ----------
+    is_moe : bool
+        The model has routed experts.
+
+    Returns
+    -------
+    str
+        ``"moe"`` with routed experts, else ``"dense"``.
+    """
+    return MODEL_KINDS[1] if is_moe else MODEL_KINDS[0]
+
+
 @dataclass(frozen=True)
 class FitBasis:
     """What the rows a calibration is fitted on cover, so figures outside them are named.
