@@ -16,7 +16,8 @@ cap over the accelerator's maximum power). This runs those two commands for ever
 of ``bench/perf_accuracy.py``'s ``server_offline_pairs`` (the rows of
 ``catalogs/measurements/*.csv``, fitted ones: in sample) and prints the measured and
 predicted output tokens/s per GPU of each scenario, the layouts the search chose, and
-the predicted Server/Offline ratio against the measured one.
+the predicted Server/Offline ratio against the measured one. A pair whose accelerator no
+catalog rack holds (MI300X, MI325X) cannot be asked that way and is listed as such.
 
 Run: python bench/server_offline_search.py [--calibration FILE|none] [--json FILE]
 [--markdown] (under a minute; docs/perf.md, "Server/Offline ratio and power", quotes
@@ -56,25 +57,39 @@ def length_dist_option(dist: LengthDist) -> str:
     return f"lognormal:{dist.input_cv:g},{dist.output_cv:g}"
 
 
-def rack_of(catalog, accelerator: str) -> str:
-    """The catalog's rack of ``accelerator`` (the first listed)."""
+def rack_of(catalog, accelerator: str) -> str | None:
+    """The catalog's rack of ``accelerator`` (the first listed; None when none holds it)."""
     for rid, rack in catalog.racks.items():
         if rack.accelerator == accelerator:
             return rid
-    raise ValueError(f"no rack in the catalog holds {accelerator!r}")
+    return None
+
+
+def _pairs():
+    catalog = load_catalog()
+    rows = load_measurement_files(sorted((REPO / "catalogs" / "measurements").glob("*.csv")),
+                                  catalog)
+    return catalog, rows, server_offline_pairs(rows)
+
+
+def pairs_without_rack() -> list[str]:
+    """The pairs whose accelerator no catalog rack holds: ``dcplan perf`` cannot ask them."""
+    catalog, rows, pairs = _pairs()
+    return [label for label, si, _ in pairs if rack_of(catalog, rows[si].hardware) is None]
 
 
 def commands(calibration: str | None = None) -> list[dict]:
-    """The pairs and, for each, its Offline and Server ``dcplan perf`` commands."""
-    catalog = load_catalog()
+    """The pairs a rack holds and, for each, its Offline and Server ``dcplan perf`` commands."""
+    catalog, rows, pairs = _pairs()
     pin = load_perf_inputs(catalog, None, benchmarks=True)
-    rows = load_measurement_files(sorted((REPO / "catalogs" / "measurements").glob("*.csv")),
-                                  catalog)
     out = []
-    for label, si, oi in server_offline_pairs(rows):
+    for label, si, oi in pairs:
         s, o = rows[si], rows[oi]
+        rack = rack_of(catalog, s.hardware)
+        if rack is None:
+            continue
         acc = catalog.get("accelerators", s.hardware)
-        base = [sys.executable, "-m", "dcplan", "perf", "--rack", rack_of(catalog, s.hardware),
+        base = [sys.executable, "-m", "dcplan", "perf", "--rack", rack,
                 "--model", s.model, "--precision", str(getattr(s.precision, "value",
                                                                s.precision)),
                 "--input-tokens", f"{s.prompt_tokens:g}", "--output-tokens",
@@ -123,7 +138,8 @@ def run(calibration: str | None = None) -> dict:
             "server_command": " ".join(["dcplan"] + p["server_command"][3:])})
     diffs = [p["abs_diff"] for p in pairs]
     return {"pairs": pairs, "median_abs_diff": float(np.median(diffs)) if diffs else None,
-            "max_abs_diff": max(diffs) if diffs else None}
+            "max_abs_diff": max(diffs) if diffs else None,
+            "without_rack": pairs_without_rack()}
 
 
 def markdown(res: dict) -> str:
@@ -142,6 +158,9 @@ def markdown(res: dict) -> str:
     if res["pairs"]:
         lines.append(f"| all {len(res['pairs'])} pairs: median (max) abs diff | - | - | - | - "
                      f"| {res['median_abs_diff']:.2f} ({res['max_abs_diff']:.2f}) |")
+    if res.get("without_rack"):
+        lines += ["", "Not asked (no rack in the catalog holds the accelerator): "
+                  + "; ".join(res["without_rack"]) + "."]
     return "\n".join(lines)
 
 
@@ -163,6 +182,8 @@ def main() -> None:
         if res["pairs"]:
             print(f"median (max) abs diff of the ratio: {res['median_abs_diff']:.2f} "
                   f"({res['max_abs_diff']:.2f}) over {len(res['pairs'])} pairs")
+        for label in res["without_rack"]:
+            print(f"{label}: not asked, no rack in the catalog holds the accelerator")
     check_args.write_json(args.json, res)
 
 

@@ -364,7 +364,8 @@ def test_mixed_files_load_together(cat):
 def test_shipped_mlperf_file_loads():
     real = load_catalog()
     rows = load_measurements(ROOT / "catalogs" / "measurements" / "mlperf_inference.csv", real)
-    assert {m.hardware for m in rows} == {"h100_sxm", "h200_sxm", "b200", "gb200_gpu"}
+    assert {m.hardware for m in rows} == {"h100_sxm", "h200_sxm", "b200", "gb200_gpu",
+                                          "mi300x", "mi325x"}
     assert {m.model for m in rows} == {"llama2_70b", "llama31_405b"}
     assert all(m.source and m.as_of and m.notes for m in rows)
 
@@ -376,7 +377,7 @@ def test_shipped_calibration_keeps_dense_llama_within_ten_percent():
     cal = load_calibration(ROOT / "catalogs" / "perf_calibration.yaml")
     res = report(evaluate_rows(rows, real, load_perf_defaults(), cal,
                                benchmarks=BENCH))["throughput"]
-    assert res["median_abs_pct"] <= 10.0 and res["rows"] == 18
+    assert res["median_abs_pct"] <= 10.0 and res["rows"] == 22
 
 
 @pytest.mark.slow
@@ -600,10 +601,11 @@ def test_serving_rows_whose_measurements_contradict_each_other_are_refused(tmp_p
                    ("row 3", "p99_tpot_ms")}
 
 
-def test_engine_the_fit_never_saw_takes_the_median_fitted_engine():
-    """An unfitted engine is a typical fitted engine (median per knob of the engines,
-    frameworks left out), not offset 0; a row without a framework keeps 0, and a
-    framework on an unfitted engine takes the typical one too."""
+def test_engine_the_fit_never_saw_takes_the_mean_fitted_engine():
+    """An unfitted engine is a typical fitted engine (mean per knob of the engines,
+    frameworks left out: what the fit reads an engine it cannot tell apart at), not
+    offset 0; a row without a framework keeps 0, and a framework on an unfitted engine
+    takes the typical one too."""
     sw = SoftwareFit(knobs=(("efficiency", ("hbm_eff_frac",)), ("overhead", ("step_overhead_s",))),
                      engines=(("atom", (("efficiency", -0.1), ("overhead", -0.1))),
                               ("dynamo-trt", (("efficiency", 0.5), ("overhead", 0.5))),
@@ -611,19 +613,62 @@ def test_engine_the_fit_never_saw_takes_the_median_fitted_engine():
                               ("trt", (("efficiency", 0.1), ("overhead", 0.3)))),
                      base_engine=(("dynamo-trt", "trt"), ("dynamo-vllm", "vllm")),
                      reference_date="2026-01-01", planning_engine=(("NVIDIA", "trt"),))
-    # median of atom, sglang, trt (dynamo-trt is a framework): -0.1 and 0.1 (the mean
-    # would be -0.067 and 0.1; with the framework -0.0 and 0.2)
-    assert sw.typical_offset() == pytest.approx({"efficiency": -0.1, "overhead": 0.1})
+    # mean of atom, sglang, trt (dynamo-trt is a framework): (-0.1 - 0.2 + 0.1) / 3 and
+    # (-0.1 + 0.1 + 0.3) / 3 (the median would be -0.1 and 0.1; with the framework
+    # 0.075 and 0.2)
+    assert sw.typical_offset() == pytest.approx({"efficiency": -0.2 / 3, "overhead": 0.1})
     assert sw.offset("vllm") == sw.offset("dynamo-vllm") == sw.typical_offset()
     assert sw.offset("") == {}
     assert sw.offset("dynamo-trt") == {"efficiency": 0.5, "overhead": 0.5}
-    # relative to the planning engine trt at the reference date: -0.1 - 0.1
+    # relative to the planning engine trt at the reference date: -0.2/3 - 0.1, 0.1 - 0.3
     f = sw.log_factors("NVIDIA", "vllm", "2026-01-01")
-    assert f["hbm_eff_frac"] == pytest.approx(-0.2)
+    assert f["hbm_eff_frac"] == pytest.approx(-0.2 / 3 - 0.1)
     assert f["step_overhead_s"] == pytest.approx(-0.2)
     assert sw.log_factors("NVIDIA", "", "2026-01-01")["hbm_eff_frac"] == pytest.approx(-0.1)
     assert (sw.unfitted_engine("vllm"), sw.unfitted_engine("dynamo-vllm")) == ("vllm", "vllm")
     assert sw.unfitted_engine("dynamo-trt") == sw.unfitted_engine("") == ""
+
+
+def test_an_engine_alone_on_its_work_is_read_at_the_mean_engine():
+    """vLLM ran only AMD's MLPerf Llama 2 70B rows (MI300X, MI325X), which no other
+    engine ran: its offsets could not be told from those parts' or a dense model's. It
+    gets no columns of its own and is no vendor's planning engine; each of its rows
+    carries 1/n of every separable engine's column per knob (their mean, as
+    ``typical_offset`` reads an engine the fit never saw) and no framework's."""
+    from types import SimpleNamespace as Row
+
+    from dcplan.perf.calibration import (
+        LEVEL_PRIOR,
+        PRIOR_WEIGHT,
+        _planning,
+        _Space,
+        separable_engines,
+    )
+
+    work = [Row(hardware="h200", model="a"), Row(hardware="h200", model="a"),
+            Row(hardware="mi300x", model="b"), Row(hardware="b200", model="a")]
+    assert separable_engines(work, ["trt", "sglang", "vllm", "trt"]) == ["sglang", "trt"]
+    assert separable_engines(work, ["trt", "trt", "vllm", ""]) == []
+
+    catalog = load_catalog(ROOT / "catalogs")
+    rows = load_measurement_files(sorted((ROOT / "catalogs" / "measurements").glob("*.csv")),
+                                  catalog)
+    space = _Space(rows, catalog, SHIPPED_PERF.defaults, True, True, True, PRIOR_WEIGHT,
+                   LEVEL_PRIOR)
+    bases = separable_engines(rows, space.engine)
+    assert space.unseparated == ["vllm"] and "vllm" not in bases
+    assert {"atom", "sglang", "trt"} <= set(bases) and "vllm" not in space.engine_cols
+    mine = [i for i, m in enumerate(rows) if m.framework == "vllm"]
+    assert {rows[i].hardware for i in mine} == {"mi300x", "mi325x"}
+    for knob, names in space.knobs:
+        a = space.A[names[0]]
+        for e, cols in space.engine_cols.items():
+            want = 1.0 / len(bases) if e in bases else 0.0
+            assert a[mine, cols[knob]] == pytest.approx(want)
+            if e in bases:
+                assert space.support[cols[knob]][mine].all()
+    plan, offsets = _planning(space, space.x0 + 0.1)
+    assert "vllm" not in offsets and plan["AMD"] in bases
 
 
 def test_a_row_on_an_unfitted_engine_says_so():

@@ -325,9 +325,11 @@ def test_shipped_calibration_basis_is_what_the_measurement_files_hold():
         kinds.setdefault(acc.architecture, set()).add(
             "dense" if catalog.get("models", m.model).experts_total is None else "moe")
     assert {a: tuple(sorted(k)) for a, k in kinds.items()} == dict(basis.architecture_kinds)
-    # AMD's rows are DeepSeek-R1 alone; NVIDIA's include MLPerf's Llama rows
-    assert basis.kinds_on("cdna4") == basis.kinds_on("cdna3") == ("moe",)
+    # MI355X's rows are DeepSeek-R1 alone; MLPerf's Llama rows run on NVIDIA's parts and
+    # on MI300X and MI325X (CDNA3)
+    assert basis.kinds_on("cdna4") == ("moe",)
     assert basis.kinds_on("blackwell") == basis.kinds_on("hopper") == ("dense", "moe")
+    assert basis.kinds_on("cdna3") == ("dense", "moe")
     assert basis.kinds_on("rubin") == ()
 
 

@@ -52,7 +52,8 @@ FIX = Path(__file__).parent / "fixtures" / "perf" / "catalog"
 # Parameters written out here (not read from perf_defaults.yaml) so that the
 # hand-computed expectations below do not move when the defaults are re-tuned.
 P = HardwareParams(
-    compute_eff_frac=0.5, decode_compute_eff_frac=0.4, attention_eff_frac=0.5,
+    compute_eff_frac=0.5, decode_compute_eff_frac=0.4, moe_gemm_eff_ratio=1.0,
+    attention_eff_frac=0.5,
     mla_attention_eff_frac=0.5,
     hbm_eff_frac=0.8, scaleup_eff_frac=0.5, moe_comm_eff_frac=0.25,
     moe_prefill_comm_eff_frac=0.75, scaleout_eff_frac=0.5, kv_handover_token_s=0.0,
@@ -188,6 +189,41 @@ def test_moe_decode_step_with_expert_parallelism(cat, serving):
     assert float(st_.roof_s) == pytest.approx(roof)
     assert float(st_.comm_s) == pytest.approx(comm)
     assert float(st_.total_s) == pytest.approx(roof + comm + 0.002)
+
+
+def test_grouped_gemm_efficiency_ratio_moves_the_routed_experts_alone(cat, serving):
+    """``moe_gemm_eff_ratio`` scales the routed experts' GEMM efficiency only: at 0.5
+    their compute time doubles, every other component (and the dense model) is
+    unchanged; the product is held to the GEMM bound (prefill 0.5 x 2.0 = 1.0 -> 0.8)."""
+    shape, hw = _parts(cat, serving, "moe")
+    par = Parallel(attn_tp=1, attn_dp=8, ep=8)
+    b, ctx = 128.0, 1000.0
+    serving = replace(serving, two_batch_overlap=False)
+
+    def step(ratio, phase="decode", model_hw=hw, sh=shape, p=par):
+        h = replace(model_hw, params=replace(P, moe_gemm_eff_ratio=ratio))
+        return forward_step(h, p, sh, PH, serving, b, b / 8, sh.attended(ctx),
+                            b / 8 * sh.kv_bytes_seq(ctx), phase)
+
+    e, k = 64, 4
+    expert = (70e9 - 10e9) / (e - k)
+    hit = 1 - (1 - k / e) ** b
+    hits, per_expert = e / 8 * hit, b * k / e / hit
+    imb = 1 + 0.2 * (1 - 1 / 8) + math.sqrt(2 * math.log(8) / (b * k / 8))
+    busy = min(hits + math.sqrt(2 * math.log(8)) * math.sqrt(8 * hit * (1 - hit)), 8)
+    c4 = 2 * expert * (hits * per_expert * imb + busy * 8) / (FP8 * 0.4)   # ratio 1
+    one, half = step(1.0), step(0.5)
+    assert float(half.compute_s - one.compute_s) == pytest.approx(c4)     # 2 c4 - c4
+    assert float(half.memory_s) == pytest.approx(float(one.memory_s))
+    assert float(half.comm_s) == pytest.approx(float(one.comm_s))
+    # prefill: 0.5 x 2.0 would be 1.0 of peak; held to 0.8, as 0.5 x 1.6 is
+    assert float(step(2.0, "prefill").compute_s) == pytest.approx(
+        float(step(1.6, "prefill").compute_s))
+    assert float(step(2.0, "prefill").compute_s) < float(step(1.0, "prefill").compute_s)
+    dense, dhw = _parts(cat, serving)
+    one_p = Parallel(1, 1, 1)
+    assert float(step(0.5, model_hw=dhw, sh=dense, p=one_p).total_s) == pytest.approx(
+        float(step(1.0, model_hw=dhw, sh=dense, p=one_p).total_s))
 
 
 def test_expert_parallel_under_tp_attention_sums_by_all_reduce(cat, serving):

@@ -27,7 +27,8 @@ from dcplan.perf.roofline import (
 FIX = Path(__file__).parent / "fixtures" / "perf" / "catalog"
 
 P = HardwareParams(
-    compute_eff_frac=0.5, decode_compute_eff_frac=0.4, attention_eff_frac=0.5,
+    compute_eff_frac=0.5, decode_compute_eff_frac=0.4, moe_gemm_eff_ratio=1.0,
+    attention_eff_frac=0.5,
     mla_attention_eff_frac=0.5, hbm_eff_frac=0.8, scaleup_eff_frac=0.5,
     moe_comm_eff_frac=0.25, moe_prefill_comm_eff_frac=0.75, scaleout_eff_frac=0.5,
     kv_handover_token_s=0.0,

@@ -40,6 +40,8 @@ def test_commands_carry_each_pairs_settings():
     mod = _bench()
     cmds = mod.commands()
     assert len(cmds) == 9
+    # AMD's MLPerf pairs (MI300X v4.1, MI325X v5.0): no catalog rack holds those parts
+    assert [w.split()[0] for w in mod.pairs_without_rack()] == ["mi300x", "mi325x"]
     b200 = next(c for c in cmds if c["configuration"].startswith("b200 llama31_405b"))
     assert b200["server_command"][3:] == [
         "perf", "--rack", "hgx_b200", "--model", "llama31_405b", "--precision", "fp4",

@@ -97,7 +97,8 @@ from dcplan.perf.software import faster_sign
 #: and scale-out efficiencies stay at their a-priori values: fitted together with the MoE
 #: rows they sink MoE costs and then slow dense prefills (Llama 3.1 405B) far below
 #: measurement; ``moe_comm_eff_frac`` takes the MoE communication instead.
-THROUGHPUT_PARAMS = ("compute_eff_frac", "decode_compute_eff_frac", "attention_eff_frac",
+THROUGHPUT_PARAMS = ("compute_eff_frac", "decode_compute_eff_frac", "moe_gemm_eff_ratio",
+                     "attention_eff_frac",
                      "mla_attention_eff_frac",
                      "hbm_eff_frac", "step_overhead_s", "layer_overhead_s",
                      "alltoall_latency_s", "collective_latency_s", "scaleout_latency_s",
@@ -114,6 +115,7 @@ PHYSICS_FIT = ("grouped_gemm_pad_tokens", "moe_imbalance_frac", "mtp_acceptance_
 FIT_BOUNDS = {
     "compute_eff_frac": (0.05, GEMM_EFF_MAX_FRAC),
     "decode_compute_eff_frac": (0.05, GEMM_EFF_MAX_FRAC),
+    "moe_gemm_eff_ratio": (0.1, 2.0),
     "attention_eff_frac": (0.05, 0.95),
     "mla_attention_eff_frac": (0.02, 0.95),
     "hbm_eff_frac": (0.3, 0.95),
@@ -534,7 +536,7 @@ def evaluate_rows(rows: Iterable, catalog: Catalog, defaults: PerfDefaults,
     for m, p in zip(rows, preds, strict=True):
         new = sw.unfitted_engine(getattr(m, "framework", "") or "") if sw else ""
         if new:
-            note = (f"engine '{new}' is not in the calibration: the fitted engines' median "
+            note = (f"engine '{new}' is not in the calibration: the fitted engines' mean "
                     "offsets are used")
             p = replace(p, notes=f"{p.notes}; {note}" if p.notes else note)
         out.append(RowResult(m, p))
@@ -737,6 +739,36 @@ def balance_weights(rows: Sequence, catalog: Catalog,
 # ---------------------------------------------------------------- the fit space
 
 
+def separable_engines(rows: Sequence, engines: Sequence[str]) -> list[str]:
+    """The engines whose offsets the rows can tell from the accelerators and models.
+
+    An engine is separable where some accelerator and model it ran was also run by
+    another engine: only there do the rows compare engines on the same work. An engine
+    alone on its accelerators and models (vLLM in AMD's MLPerf Llama 2 70B results, the
+    only dense AMD rows) would take up whatever its rows differ by, the accelerator's
+    or the model kind's share included, and could then become its vendor's planning
+    engine on that alone.
+
+    Parameters
+    ----------
+    rows : sequence of Measurement or ServingMeasurement
+        The fitted rows.
+    engines : sequence of str
+        Each row's engine ('' for none), in row order.
+
+    Returns
+    -------
+    list of str
+        The separable engines, sorted.
+    """
+    ran: dict[str, set[tuple[str, str]]] = {}
+    for m, e in zip(rows, engines, strict=True):
+        if e:
+            ran.setdefault(e, set()).add((m.hardware, m.model))
+    return sorted(e for e, work in ran.items()
+                  if any(work & other for o, other in ran.items() if o != e))
+
+
 @dataclass
 class _Column:
     name: str
@@ -856,7 +888,11 @@ class _Space:
         # software: engine and framework offsets per knob, trend per knob
         self.knobs = list(spec.knobs)
         self.engine_cols: dict[str, dict[str, int]] = {}
-        engines = sorted(set(self.engine) - {""})
+        engines = separable_engines(self.rows, self.engine)
+        # an engine no other engine shares an accelerator and model with cannot be told
+        # from them: its rows run at the separable engines' typical (mean) offset, as an
+        # engine the fit never saw is read (SoftwareSpec.typical_offset)
+        self.unseparated = sorted(set(self.engine) - {""} - set(engines))
         if self.knobs and len(engines) > 1:
             for e in engines:
                 em = self.engine == e
@@ -870,6 +906,15 @@ class _Space:
                     self.engine_cols[f] = {k: add(f"framework:{f}:{k}", -OFFSET_BOUND,
                                                   OFFSET_BOUND, 0.0, level_prior["framework"],
                                                   fm, names) for k, names in self.knobs}
+        um = np.isin(self.engine, self.unseparated)
+        if um.any() and len(self.engine_cols) > 1:
+            bases = [e for e in engines if e in self.engine_cols]
+            for e in bases:
+                for k, names in self.knobs:
+                    j = self.engine_cols[e][k]
+                    self.cols[j].support = self.cols[j].support | um
+                    for q in names:
+                        self.terms[q].append((j, um / len(bases)))
         self.trend_cols: dict[str, int] = {}
         if self.knobs and len(set(np.round(self.years, 3))) > 1:
             moved = self.years != 0
@@ -1014,11 +1059,11 @@ def _planning(space: _Space, x: np.ndarray) -> tuple[dict[str, str], dict[str, d
         return sum(o.get(k, 0.0) * sign[k] for k, _ in space.knobs)
 
     plan: dict[str, str] = {}
-    bases = [e for e in sorted(set(space.engine) - {""})]
+    bases = [e for e in sorted(set(space.engine) - {""}) if e in space.engine_cols]
     if bases:
         plan["default"] = max(bases, key=score)
         for v in sorted(set(space.vendor)):
-            cand = sorted(set(space.engine[space.vendor == v]) - {""})
+            cand = sorted(set(space.engine[space.vendor == v]) & set(bases))
             if cand:
                 plan[v] = max(cand, key=score)
     return plan, offsets

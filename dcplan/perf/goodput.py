@@ -1285,7 +1285,7 @@ def small_batch_extrapolation(ep: int, domain: int, basis: FitBasis | None,
     sequences per GPU (a throughput run); below that, the all-to-all latency and the
     step and layer overheads, which only rows on 8-GPU boards pin, weigh more, and a
     check against a newer published GB200 NVL72 result at 125 tokens/s per user, where
-    they bound the step, gave 58 % of the measured throughput (docs/perf.md,
+    they bound the step, gave 68 % of the measured throughput (docs/perf.md,
     Assumptions and known weaknesses).
 
     Parameters
@@ -1321,7 +1321,7 @@ def small_batch_extrapolation(ep: int, domain: int, basis: FitBasis | None,
             f"inside one {domain}-GPU scale-up domain: {rows}; at smaller batches the "
             "all-to-all latency and the step overheads, fitted on 8-GPU boards only, weigh "
             "more (where they bound the step the figure may be low: a newer published GB200 "
-            "NVL72 result at 125 tokens/s per user measured 1.7 times the model's "
+            "NVL72 result at 125 tokens/s per user measured 1.5 times the model's "
             "throughput), so this figure is an extrapolation (docs/perf.md, Assumptions and "
             "known weaknesses)")
 

@@ -485,11 +485,13 @@ class SoftwareFit:
         return "" if not framework or framework in eng or base in eng else base
 
     def typical_offset(self) -> dict[str, float]:
-        """Knob -> median log offset of the fitted engines (an engine the fit never saw).
+        """Knob -> mean log offset of the fitted engines (an engine the fit never saw).
 
         The engines' offsets and the pooled values are split only by their pulls
-        towards zero, so offset 0 is no engine in particular; the median of the fitted
-        engines (frameworks excluded) is a typical one.
+        towards zero, so offset 0 is no engine in particular; the mean of the fitted
+        engines (frameworks excluded) is a typical one. The fit reads the rows of an
+        engine it cannot tell apart (``calibration.separable_engines``) at the same
+        mean, so a calibration predicts them as it fitted them.
 
         Returns
         -------
@@ -498,7 +500,7 @@ class SoftwareFit:
         """
         bases = dict(self.base_engine)
         own = [dict(o) for e, o in self.engines if bases.get(e, e) == e]
-        return {k: float(statistics.median([o.get(k, 0.0) for o in own])) for k, _ in self.knobs
+        return {k: float(statistics.fmean([o.get(k, 0.0) for o in own])) for k, _ in self.knobs
                 } if own else {}
 
     def planning(self, vendor: str | None) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from dcplan.perf.params import HardwareParams, PhysicsParams, ServingParams
+from dcplan.perf.params import GEMM_EFF_MAX_FRAC, HardwareParams, PhysicsParams, ServingParams
 from dcplan.schema import BYTES_PER_ELEMENT, LLM, Accelerator, Precision
 
 
@@ -672,9 +672,12 @@ def _pass_times(hw: Hardware, par: Parallel, shape: ModelShape, phys: PhysicsPar
         local = e / ep
         spread = np.sqrt(np.maximum(local * hit_p * (1.0 - hit_p), 0.0))
         hits_busy = np.minimum(hits + np.sqrt(2.0 * np.log(ep)) * spread, local)
+        # grouped GEMMs at their own share of the phase's GEMM efficiency, at most the
+        # GEMM bound
+        moe_eff = np.minimum(gemm_eff * p.moe_gemm_eff_ratio, GEMM_EFF_MAX_FRAC)
         c4 = (2.0 * shape.expert_params * lf / moe_tp
               * (hits * per_expert * imb + hits_busy * phys.grouped_gemm_pad_tokens)
-              / (gemm_flops * gemm_eff))
+              / (gemm_flops * moe_eff))
         m4 = hits_busy * shape.expert_params * lf * shape.expert_bytes_per_param / moe_tp / bw
         c4, m4 = c4 * hw.moe_gemm_time_ratio, m4 * hw.moe_gemm_time_ratio
         compute = compute + c4
