@@ -1094,10 +1094,10 @@ def model_kind_extrapolation(is_moe: bool, model_id: str, architecture: str | No
 
     Every efficiency is fitted per accelerator, architecture, vendor and pooled; where
     an architecture's rows run only mixture-of-experts models (MI355X: DeepSeek-R1
-    alone), the efficiencies a dense model leans on there (its GEMMs are all dense,
-    while an MoE step's are mostly the experts' grouped GEMMs at a few tokens each) are
-    pinned by MoE rows only and may be far off (docs/perf.md, Assumptions and known
-    weaknesses). The same holds the other way round.
+    alone), a dense model's GEMM efficiencies there are set by those rows through the
+    routed experts' share of them (``moe_gemm_eff_ratio``), split by the pulls towards
+    the vendor's level, not by any dense row on that architecture (docs/perf.md,
+    Assumptions and known weaknesses). The same holds the other way round.
 
     Parameters
     ----------
@@ -1126,9 +1126,10 @@ def model_kind_extrapolation(is_moe: bool, model_id: str, architecture: str | No
     words = {"moe": "mixture-of-experts", "dense": "dense"}
     return (f"{model_id} is a {words[kind]} model, and the fitted rows on the "
             f"{architecture} architecture run {words[kinds[0]]} models only: the "
-            f"efficiencies a {words[kind]} model's step leans on are pinned there by "
-            f"{words[kinds[0]]} rows alone and may be far off, so this figure is an "
-            "extrapolation (docs/perf.md, Assumptions and known weaknesses)")
+            f"efficiencies a {words[kind]} model's step leans on come there from "
+            f"{words[kinds[0]]} rows and the vendor's other architectures, not from a "
+            f"{words[kind]} row on it, so this figure is an extrapolation (docs/perf.md, "
+            "Assumptions and known weaknesses)")
 
 
 def handover_bounds(handover_s, prefill_step_s) -> np.ndarray:
