@@ -279,7 +279,7 @@ def test_shipped_mlperf_validate():
     r = runner.invoke(app, ["perf", "validate", "catalogs/measurements/mlperf_inference.csv",
                             "--json"])
     assert r.exit_code == 0, r.output
-    assert len(json.loads(r.output)["rows"]) == 18
+    assert len(json.loads(r.output)["rows"]) == 22
 
 
 @pytest.mark.slow
