@@ -891,7 +891,7 @@ class _Space:
         engines = separable_engines(self.rows, self.engine)
         # an engine no other engine shares an accelerator and model with cannot be told
         # from them: its rows run at the separable engines' typical (mean) offset, as an
-        # engine the fit never saw is read (SoftwareSpec.typical_offset)
+        # engine the fit never saw is read (SoftwareFit.typical_offset)
         self.unseparated = sorted(set(self.engine) - {""} - set(engines))
         if self.knobs and len(engines) > 1:
             for e in engines:
