@@ -34,14 +34,17 @@ def test_length_dist_option_by_hand():
 
 
 def test_commands_carry_each_pairs_settings():
-    """Nine pairs (the accuracy table's); the 405B Server command as a user would type it
+    """Eleven pairs (the accuracy table's); the 405B Server command as a user would type it
     (9,400 / 680 tokens, the run's date, the dataset's lognormal, TTFT 6 s, TPOT 175 ms
     at p99); the MaxQ pair at 500 W of H200's 700 W; measured figures per GPU."""
     mod = _bench()
     cmds = mod.commands()
-    assert len(cmds) == 9
-    # AMD's MLPerf pairs (MI300X v4.1, MI325X v5.0): no catalog rack holds those parts
-    assert [w.split()[0] for w in mod.pairs_without_rack()] == ["mi300x", "mi325x"]
+    assert len(cmds) == 11
+    # AMD's MLPerf pairs (MI300X v4.1, MI325X v5.0) are asked on their 8-GPU server racks
+    assert mod.pairs_without_rack() == []
+    amd = {c["configuration"].split()[0]: c["offline_command"][5] for c in cmds
+           if c["configuration"].startswith("mi3")}
+    assert amd == {"mi300x": "mi300x_rack", "mi325x": "mi325x_rack"}
     b200 = next(c for c in cmds if c["configuration"].startswith("b200 llama31_405b"))
     assert b200["server_command"][3:] == [
         "perf", "--rack", "hgx_b200", "--model", "llama31_405b", "--precision", "fp4",
