@@ -221,11 +221,14 @@ def test_caps_levels_come_from_the_performance_model():
 
 @pytest.mark.slow
 def test_seoul_power_example_reports_the_chosen_caps(tmp_path):
-    """``dcplan plan examples/seoul_power.yaml --json`` lists racks per cap level."""
+    """``dcplan plan examples/seoul_power.yaml --json`` lists racks per cap level.
+
+    Solved at 1 %, not the file's 0.1 %: the table's consistency with the fleet does not
+    depend on the gap, and test_examples checks the 0.1 % figures."""
     saved = tmp_path / "p.plan"
     out = subprocess.run(
         [sys.executable, "-m", "dcplan", "plan", str(ROOT / "examples" / "seoul_power.yaml"),
-         "--json", "--outdir", str(tmp_path / "o"), "--save", str(saved)],
+         "--json", "--outdir", str(tmp_path / "o"), "--save", str(saved), "--gap", "0.01"],
         capture_output=True, text=True, cwd=ROOT,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=1800)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -351,7 +351,10 @@ def test_the_shipped_example_reports_evpi_and_vss():
     import sys
 
     done = subprocess.run([sys.executable, "-m", "dcplan", "plan",
-                           str(REPO / "examples" / "stochastic.yaml"), "--json", "-q"],
+                           str(REPO / "examples" / "stochastic.yaml"), "--json", "-q",
+                           # 1 %, not the file's 0.1 %: EVPI and VSS are checked as the
+                           # intervals the gaps prove, which hold at any gap
+                           "--gap", "0.01"],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Warning" not in done.stderr, done.stderr[-3000:]  # pandas once warned here
