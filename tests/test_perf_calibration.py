@@ -669,6 +669,14 @@ def test_an_engine_alone_on_its_work_is_read_at_the_mean_engine():
                 assert space.support[cols[knob]][mine].all()
     plan, offsets = _planning(space, space.x0 + 0.1)
     assert "vllm" not in offsets and plan["AMD"] in bases
+    # the shipped calibration reads vLLM at the mean of the engines the fit averaged
+    sw = SHIPPED_PERF.calibration.software
+    own = {e for e, _ in sw.engines if dict(sw.base_engine).get(e, e) == e}
+    assert own == set(bases) and sw.unfitted_engine("vllm") == "vllm"
+    typical = sw.typical_offset()
+    for knob, _ in sw.knobs:
+        assert sw.offset("vllm")[knob] == typical[knob] == pytest.approx(
+            np.mean([dict(o).get(knob, 0.0) for e, o in sw.engines if e in bases]))
 
 
 def test_a_row_on_an_unfitted_engine_says_so():
