@@ -112,8 +112,14 @@ def test_adverse_trend_is_held_flat_at_the_latest_fitted_level():
 def test_bad_inputs_named():
     with pytest.raises(InputError, match="not a date"):
         as_of(SHIPPED, "2025/09")
-    with pytest.raises(InputError, match="no fitted software for engine 'nope'"):
+    with pytest.raises(InputError, match="no fitted software for engine 'nope'; fitted: "
+                       "atom, .*trt, or leave --engine out"):
         as_of(SHIPPED, engine="nope")
+    # vLLM, which ran only AMD's MLPerf rows, is known but has no offsets of its own: the
+    # error says why rather than calling it unknown
+    with pytest.raises(InputError, match=r"engine 'vllm' \(a known engine without offsets "
+                       r"of its own: .*could not\s+tell it from them"):
+        as_of(SHIPPED, engine="vllm")
     with pytest.raises(InputError, match="hold or extrapolate"):
         as_of(SHIPPED, trend="forever")
     with pytest.raises(InputError, match="a-priori defaults"):
@@ -138,9 +144,10 @@ MONTHS = st.tuples(st.integers(2024, 2028), st.integers(1, 12)).map(
     lambda ym: f"{ym[0]}-{ym[1]:02d}").filter(lambda d: d >= "2024-08")
 
 
-#: Racks and workloads of the date property: NVL72 and 8-GPU boards, NVIDIA and AMD,
-#: dense and MoE, aggregated and disaggregated serving.
-DATE_RACKS = ["gb200_nvl72", "mi355x_rack", "hgx_h200", "gb300_nvl72", "hgx_b200"]
+#: Racks and workloads of the date property: NVL72 and 8-GPU boards, NVIDIA and AMD
+#: (CDNA3 and CDNA4), dense and MoE, aggregated and disaggregated serving.
+DATE_RACKS = ["gb200_nvl72", "mi355x_rack", "hgx_h200", "gb300_nvl72", "hgx_b200",
+              "mi325x_rack"]
 DATE_WORKLOADS = ["chat", "chat_disagg", "coding_agent", "rag", "reasoning_r1"]
 
 

@@ -254,8 +254,13 @@ def as_of(cal: Calibration | None, date: str | None = None, engine: str | None =
                        "--date" if date is not None else "--engine")
         return cal
     if engine and engine not in engines(cal):
-        raise _bad(f"no fitted software for engine '{engine}'; fitted: "
-                   f"{', '.join(engines(cal)) or 'none'}", "--engine")
+        known = set(dict(sw.base_engine)) | set(dict(sw.base_engine).values())
+        why = (" (a known engine without offsets of its own: no fitted row ran it, or its "
+               "rows ran no accelerator and model another engine ran, so the fit could not "
+               "tell it from them; docs/perf.md, Calibration)" if engine in known else "")
+        raise _bad(f"no fitted software for engine '{engine}'{why}; fitted: "
+                   f"{', '.join(engines(cal)) or 'none'}, or leave --engine out for each "
+                   "vendor's planning engine", "--engine")
     ref = sw.reference_date
     eff = ref
     if day:
