@@ -224,7 +224,7 @@ def test_seoul_power_example_reports_the_chosen_caps(tmp_path):
     """``dcplan plan examples/seoul_power.yaml --json`` lists racks per cap level.
 
     Solved at 1 %, not the file's 0.1 %: the table's consistency with the fleet does not
-    depend on the gap, and test_examples checks the 0.1 % figures."""
+    depend on the gap, and test_examples compares the plan with the recorded 0.1 % one."""
     saved = tmp_path / "p.plan"
     out = subprocess.run(
         [sys.executable, "-m", "dcplan", "plan", str(ROOT / "examples" / "seoul_power.yaml"),
