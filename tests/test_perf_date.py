@@ -229,6 +229,12 @@ def test_cli_date_engine_and_refusals():
     assert none.exit_code == 1 and "a-priori defaults" in none.output
     bad = r.invoke(app, [*base, "--software-trend", "up"])
     assert bad.exit_code == 2
+    # an engine the fit gave no offsets of its own: exit 1, one line, with the way out
+    vllm = r.invoke(app, ["perf", "--rack", "mi300x_rack", "--workload", "chat",
+                          "--engine", "vllm"])
+    assert vllm.exit_code == 1 and "Traceback" not in vllm.output
+    assert len(vllm.output.strip().splitlines()) == 1
+    assert "'vllm' (a known engine" in vllm.output and "leave --engine out" in vllm.output
 
 
 def test_kv_handover_per_rank_follows_the_engine_a_prediction_assumes():
