@@ -29,7 +29,11 @@ aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
   signed median % (bias), median and 90th-percentile |error| %;
 * the Server/Offline throughput ratio of every MLPerf configuration with both rows,
   predicted against measured (absolute difference);
-* power error per vendor, on the rows that measured power.
+* power error per vendor, on the rows that measured power;
+* with more than one start per fold (:func:`start_spread`), how far the held-out
+  accelerators' errors move with the start each fold's fit keeps: each fold's median
+  under each start's fit, and the family's held-out median over every choice of one
+  start per fold.
 
 Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--starts N] [--fold-starts N]
 [--workers N] [--json FILE] [--markdown] [--fill-doc docs/perf.md] (one start: 14-30
@@ -44,6 +48,7 @@ there (:func:`fill_doc`).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -54,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from dcplan.catalog import load_catalog
-from dcplan.perf.calibration import calibrate, evaluate_rows, leave_one_out
+from dcplan.perf.calibration import calibrate, evaluate_rows, leave_one_out, leave_one_out_starts
 from dcplan.perf.measurements import load_measurements, scaleup_domain
 from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
 
@@ -66,6 +71,8 @@ MEASUREMENTS = REPO / "catalogs" / "measurements"
 #: tokens/s per GPU [%]: MoE from issue 28 ("Rack-scale truth", done-when on the
 #: shipped data); dense keeps the earlier 15 / 40 (issue 28 names none for it).
 TARGETS = {"MoE": (12.0, 35.0), "dense": (15.0, 40.0)}
+#: Model families of the split tables, in table order.
+FAMILIES = ("MoE", "dense")
 #: GPUs of a board-scale scale-up domain; a larger platform domain (NVL72) is rack-scale.
 BOARD_DOMAIN = 8
 #: Bands of requests in flight of serving rows: (largest concurrency in the band or None
@@ -503,6 +510,94 @@ def split_blocks(tables: dict[str, list[dict]], methods: Sequence[str], markdown
     return out
 
 
+def start_spread(by_fold: Sequence, catalog, family: str, what: str = "throughput",
+                 chunk: int = 2048) -> dict | None:
+    """How a family's held-out error moves with the start each fold's fit keeps.
+
+    Parameters
+    ----------
+    by_fold : sequence of (group, int, list of list of RowResult)
+        :func:`~dcplan.perf.calibration.leave_one_out_starts`'s per-fold results: the
+        kept start's index and the fold's rows under each start's fit.
+    catalog : Catalog
+    family : {"MoE", "dense"}
+        Rows of this model family (:func:`_split_keys`).
+    what : str
+        Figure compared (``RowResult.error``).
+    chunk : int
+        Choices of starts whose medians are taken at once [count].
+
+    Returns
+    -------
+    dict or None
+        ``folds``: per fold with rows of the family, ``group``, ``rows``, ``kept`` (start
+        index) and ``medians`` (median |error| % under each start's fit); ``kept``: the
+        family's held-out median |error| % with each fold at its kept start, ``same``:
+        with every fold at start ``j`` (list over ``j``), ``min`` / ``max``: the least
+        and greatest over every choice of one start per fold, ``choices`` [count].
+        None when no fold has rows of the family or fewer than two starts.
+    """
+    folds = []
+    for group, kept, each in by_fold:
+        if len(each) < 2:
+            return None
+        sel = [i for i, r in enumerate(each[0])
+               if _split_keys(r.m, catalog)["family"] == family]
+        errs = np.array([[each[j][i].error(what) for i in sel] for j in range(len(each))],
+                        dtype=float)
+        errs = np.abs(errs[:, np.isfinite(errs).all(axis=0)])
+        if errs.shape[1]:
+            folds.append((group, kept, errs))
+    if not folds:
+        return None
+    n_starts = min(e.shape[0] for _, _, e in folds)
+
+    def pooled(choice: np.ndarray) -> np.ndarray:
+        """Median |error| for each row of ``choice`` (one start index per fold)."""
+        return np.median(np.concatenate([e[choice[:, f]] for f, (_, _, e) in
+                                         enumerate(folds)], axis=1), axis=1)
+
+    lo, hi, n = np.inf, -np.inf, 0
+    combos = itertools.product(range(n_starts), repeat=len(folds))
+    while block := list(itertools.islice(combos, chunk)):
+        med = pooled(np.array(block))
+        lo, hi, n = min(lo, float(med.min())), max(hi, float(med.max())), n + len(block)
+    return {
+        "folds": [{"group": g, "rows": int(e.shape[1]), "kept": int(k),
+                   "medians": [float(np.median(e[j])) for j in range(e.shape[0])]}
+                  for g, k, e in folds],
+        "kept": float(pooled(np.array([[k for _, k, _ in folds]]))[0]),
+        "same": [float(pooled(np.full((1, len(folds)), j))[0]) for j in range(n_starts)],
+        "min": lo, "max": hi, "choices": n}
+
+
+def start_block(spread: dict, family: str, markdown: bool) -> str:
+    """:func:`start_spread`'s result as a table (the kept start's median marked ``*``).
+
+    Parameters
+    ----------
+    spread : dict
+    family : str
+    markdown : bool
+
+    Returns
+    -------
+    str
+    """
+    n = len(spread["same"])
+    head = ["held out", "rows"] + ["prior" if j == 0 else f"seed {j}" for j in range(n)]
+    body = [[str(f["group"]), str(f["rows"])]
+            + [f"{m:.1f}{'*' if j == f['kept'] else ''}" for j, m in enumerate(f["medians"])]
+            for f in spread["folds"]]
+    rows = sum(f["rows"] for f in spread["folds"])
+    body.append([f"all {family} rows, every fold at this start", str(rows)]
+                + [f"{m:.1f}" for m in spread["same"]])
+    return (render(head, body, markdown)
+            + f"\n\n{family} held out, median |error| %: {spread['kept']:.1f} with each fold at "
+            f"the start its fit keeps (*); {spread['min']:.1f}-{spread['max']:.1f} over "
+            f"every choice of one start per fold ({spread['choices']:,} choices).")
+
+
 def marked(name: str, text: str) -> str:
     """``text`` between the markers of block ``name`` (what :func:`fill_doc` replaces).
 
@@ -556,19 +651,27 @@ def all_blocks(out: dict, methods: Sequence[str], markdown: bool) -> dict[str, t
     Parameters
     ----------
     out : dict
-        :func:`table`'s result per ``what`` of :data:`MAIN_TABLES`, and ``splits``:
-        :func:`split_tables`'s.
+        :func:`table`'s result per ``what`` of :data:`MAIN_TABLES`, ``splits``:
+        :func:`split_tables`'s, and ``fold_starts_<family>`` where measured:
+        :func:`start_spread`'s.
     methods : sequence of str
     markdown : bool
 
     Returns
     -------
     dict of str to (str, str)
-        ``<what>-splits`` for the main tables, then :func:`split_blocks`'s.
+        ``<what>-splits`` for the main tables, ``fold-starts-<family>``
+        (:func:`start_block`), then :func:`split_blocks`'s.
     """
     blocks = {f"{what}-splits": (f"{title}, |error| % (median / 90th percentile per method)",
                                  table_block(out[what], markdown))
               for what, title in MAIN_TABLES}
+    for fam in FAMILIES:
+        if f"fold_starts_{fam}" in out:
+            blocks[f"fold-starts-{fam}"] = (
+                f"Leave-one-hardware-out, {fam}: median |error| % of output tokens/s per "
+                "GPU under each start's fit (* the start each fold keeps)",
+                start_block(out[f"fold_starts_{fam}"], fam, markdown))
     return blocks | split_blocks(out["splits"], methods, markdown)
 
 def row_records(results: Mapping[str, Sequence]) -> list[dict]:
@@ -670,8 +773,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"held-out folds: {fold_starts + 1} start(s) each")
     folds = {"max_nfev": args.nfev, "benchmarks": bench, "starts": fold_starts,
              "workers": args.workers}
-    results["leave-one-hardware-out"] = leave_one_out(
-        rows, catalog, defaults, key=lambda m: m.hardware, per_hardware=False, **folds)
+    results["leave-one-hardware-out"], by_fold = leave_one_out_starts(
+        rows, catalog, defaults, key=lambda m: m.hardware, per_hardware=False,
+        each_start=fold_starts > 0, **folds)
     results["leave-one-model-out"] = leave_one_out(
         rows, catalog, defaults, key=lambda m: m.model, per_hardware=True, **folds)
     t2 = time.perf_counter()
@@ -679,6 +783,10 @@ def main(argv: list[str] | None = None) -> int:
     domains = {h: scaleup_domain(catalog, h) for h in {m.hardware for m in rows}}
     vendors = {h: catalog.get("accelerators", h).vendor for h in domains}
     out["splits"] = split_tables(results, domains.get, vendors.get)
+    for fam in FAMILIES:
+        spread = start_spread(by_fold, catalog, fam)
+        if spread is not None:
+            out[f"fold_starts_{fam}"] = spread
     blocks = all_blocks(out, list(results), args.markdown)
     for name, (title, text) in blocks.items():
         print_block(name, title, text, args.markdown)

@@ -260,3 +260,50 @@ def test_bench_counts_are_checked_before_any_fit(pa, args, capsys):
         pa.main(args)
     assert info.value.code == 2
     assert args[0] in capsys.readouterr().err
+
+
+def _row(model, pred):
+    """A serving row of ``model`` measured at 100 output tokens/s per GPU."""
+    r = serving("b200", 8, pred)
+    r.m.model, r.m.scenario = model, "chat"
+    return r
+
+
+def test_start_spread_by_hand(pa):
+    """Two folds, two starts each, % errors of output tokens/s per GPU:
+
+    ======  =====  ==========  ==========  =====
+    fold    model  start 0     start 1     kept
+    ======  =====  ==========  ==========  =====
+    A       moe    +10, -30    -20, +40    1
+    A       dense  +50         +5
+    B       moe    +60         -4          0
+    ======  =====  ==========  ==========  =====
+
+    MoE per fold: A 20 / 30, B 60 / 4. Pooled over one start per fold (A, B): (0, 0)
+    median(10, 30, 60) = 30, (0, 1) 10, (1, 0) 40 (the kept), (1, 1) 20. Dense: fold A
+    alone, 50 / 5, kept 5."""
+    cat = SimpleNamespace(get=lambda kind, mid: SimpleNamespace(is_moe=mid == "moe"))
+    fold_a = [[_row("moe", 110.0), _row("moe", 70.0), _row("dense", 150.0)],
+              [_row("moe", 80.0), _row("moe", 140.0), _row("dense", 105.0)]]
+    fold_b = [[_row("moe", 160.0)], [_row("moe", 96.0)]]
+    by_fold = [("A", 1, fold_a), ("B", 0, fold_b)]
+    moe = pa.start_spread(by_fold, cat, "MoE", chunk=3)   # two blocks of choices
+    assert [(f["group"], f["rows"], f["kept"]) for f in moe["folds"]] == [
+        ("A", 2, 1), ("B", 1, 0)]
+    assert moe["folds"][0]["medians"] == pytest.approx([20.0, 30.0])
+    assert moe["folds"][1]["medians"] == pytest.approx([60.0, 4.0])
+    assert moe["kept"] == pytest.approx(40.0)
+    assert moe["same"] == pytest.approx([30.0, 20.0])
+    assert (moe["min"], moe["max"], moe["choices"]) == (pytest.approx(10.0),
+                                                        pytest.approx(40.0), 4)
+    dense = pa.start_spread(by_fold, cat, "dense")
+    assert [f["group"] for f in dense["folds"]] == ["A"]
+    assert (dense["kept"], dense["min"], dense["max"], dense["choices"]) == (
+        pytest.approx(5.0), pytest.approx(5.0), pytest.approx(50.0), 2)
+    text = pa.start_block(moe, "MoE", markdown=True)
+    assert "| A | 2 | 20.0 | 30.0* |" in text and "| B | 1 | 60.0* | 4.0 |" in text
+    assert "40.0 with each fold at the start its fit keeps" in text
+    assert "10.0-40.0 over every choice of one start per fold (4 choices)" in text
+    # one start per fold: no spread to show
+    assert pa.start_spread([("A", 0, fold_a[:1])], cat, "MoE") is None

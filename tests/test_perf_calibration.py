@@ -15,7 +15,14 @@ from dcplan import perf
 from dcplan.catalog import load_catalog
 from dcplan.errors import InputError
 from dcplan.perf import load_calibration
-from dcplan.perf.calibration import calibrate, evaluate_rows, leave_one_out, report
+from dcplan.perf.calibration import (
+    calibrate,
+    calibrate_starts,
+    evaluate_rows,
+    leave_one_out,
+    leave_one_out_starts,
+    report,
+)
 from dcplan.perf.measurements import (
     SERVING_COLUMNS,
     Measurement,
@@ -158,6 +165,42 @@ def test_starts_and_folds_fitted_side_by_side_give_the_same_results(cat):
     alone = evaluate_rows(held, cat, defaults,
                           calibrate(rest, cat, defaults, starts=1, **kw), benchmarks=BENCH)
     assert [r.as_dict() for r in one if r.m.model == "moe"] == [r.as_dict() for r in alone]
+
+
+def test_each_start_of_every_fold(cat):
+    """calibrate_starts returns calibrate's fit and every start's own fit (each equal to
+    a one-start fit from that start); leave_one_out_starts returns leave_one_out's
+    predictions and, per fold, its rows under each start's fit, the kept one's among
+    them."""
+    defaults = load_perf_defaults()
+    rows = _synthetic(cat, defaults)[::4]
+    kw = {"prior_weight": 0.0, "max_nfev": 2, "benchmarks": BENCH, "start_sd": 0.3}
+    kept, each = calibrate_starts(rows, cat, defaults, starts=1, **kw)
+    assert kept == calibrate(rows, cat, defaults, starts=1, **kw)
+    assert [c is kept for c in each].count(True) == 1
+    for seed, c in zip((None, 1), each, strict=True):
+        alone = calibrate(rows, cat, defaults, start_seed=seed, **kw)
+        assert (c.hardware, c.default) == (alone.hardware, alone.default)
+    key = lambda m: m.model  # noqa: E731
+    plain = leave_one_out(rows, cat, defaults, key=key, starts=1, **kw)
+    got, by_fold = leave_one_out_starts(rows, cat, defaults, key=key, starts=1, **kw)
+    assert [r.as_dict() for r in got] == [r.as_dict() for r in plain]
+    assert sorted(g for g, _, _ in by_fold) == sorted({m.model for m in rows})
+    for g, k, per in by_fold:
+        held = [m for m in rows if m.model == g]
+        rest = [m for m in rows if m.model != g]
+        assert [r.as_dict() for r in per[k]] == [r.as_dict() for r in plain if r.m.model == g]
+        for seed, res in zip((None, 1), per, strict=True):
+            alone = evaluate_rows(held, cat, defaults,
+                                  calibrate(rest, cat, defaults, start_seed=seed, **kw),
+                                  benchmarks=BENCH)
+            assert [r.as_dict() for r in res] == [r.as_dict() for r in alone]
+    # the starts' fits differ, so the checks above tell them apart
+    assert any([r.as_dict() for r in per[0]] != [r.as_dict() for r in per[1]]
+               for _, _, per in by_fold)
+    # without each_start, no per-start predictions
+    assert leave_one_out_starts(rows, cat, defaults, key=key, starts=1, each_start=False,
+                                **kw)[1] == []
 
 
 def test_calibration_with_prior_stays_close(cat):

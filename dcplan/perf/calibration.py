@@ -1269,6 +1269,46 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         ``cost`` (the robust loss there [-]), ``start`` (where the search started);
         its ``basis`` what the rows cover (:func:`fit_basis`).
     """
+    return calibrate_starts(
+        rows, catalog, defaults, source, prior_weight, per_hardware, max_nfev, per_vendor,
+        level_prior, hardware_balance, benchmarks=benchmarks, start_seed=start_seed,
+        start_sd=start_sd, starts=starts, workers=workers,
+        keep_inconsistent=keep_inconsistent)[0]
+
+
+def calibrate_starts(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str = "",
+                     prior_weight: float = PRIOR_WEIGHT, per_hardware: bool = True,
+                     max_nfev: int = MAX_NFEV, per_vendor: bool = True,
+                     level_prior: dict[str, float] | None = None,
+                     hardware_balance: float = HARDWARE_BALANCE, *, benchmarks: Benchmarks,
+                     start_seed: int | None = None, start_sd: float = START_SD,
+                     starts: int = 0, workers: int = 1,
+                     keep_inconsistent: bool = False
+                     ) -> tuple[Calibration, list[Calibration]]:
+    """:func:`calibrate`, and the fit of every start besides the one it keeps.
+
+    How far held-out figures move with the start a fit keeps (bench/perf_accuracy.py,
+    docs/perf.md "How well the data pin the fit"): fits from other starts reach losses
+    within a few percent of each other and can predict rows they did not see quite
+    differently.
+
+    Parameters
+    ----------
+    rows, catalog, defaults, source, prior_weight, per_hardware, max_nfev, per_vendor, \
+level_prior, hardware_balance, benchmarks, start_seed, start_sd, starts, workers, \
+keep_inconsistent
+        As :func:`calibrate`.
+
+    Returns
+    -------
+    kept : Calibration
+        What :func:`calibrate` returns.
+    each : list of Calibration
+        One per start, in start order (``start_seed``'s, then seeds 1..``starts``); the
+        kept one is among them (the same object). Each other's ``meta`` holds ``start``,
+        ``cost`` [-], ``first_order_optimality`` [-] and ``evaluations`` [count] of its
+        own fit.
+    """
     frac = defaults.serving.measurement_length_frac
     left_out = 0 if keep_inconsistent else sum(breaks_little(m, frac) for m in rows)
     if left_out:
@@ -1307,8 +1347,14 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
                            "cost": c,
                            "first_order_optimality": float(so.optimality),
                            "steep": bool(st)} for st, c, k, _, so in fits]
-    return replace(_calibration(space, x, source, meta),
-                   basis=fit_basis(rows, catalog, defaults.serving.board_ep_gpus))
+    basis = fit_basis(rows, catalog, defaults.serving.board_ep_gpus)
+    kept = replace(_calibration(space, x, source, meta), basis=basis)
+    each = [kept if k == seed else replace(_calibration(
+        space, xk, source, {"start": start_words(k), "cost": c,
+                            "first_order_optimality": float(so.optimality),
+                            "evaluations": int(so.nfev)}), basis=basis)
+        for _, c, k, xk, so in fits]
+    return kept, each
 
 
 def _worker_signals() -> None:
@@ -1334,12 +1380,22 @@ def _map(fn: Callable, items: Sequence, workers: int) -> list:
 
 
 def _fold(rows: list, catalog: Catalog, defaults: PerfDefaults, benchmarks: Benchmarks,
-          fit: dict, idx: list[int]) -> list[RowResult]:
-    """The rows ``idx`` predicted by a calibration fitted on the others."""
+          fit: dict, each_start: bool, idx: list[int]
+          ) -> tuple[list[RowResult], int, list[list[RowResult]]]:
+    """The rows ``idx`` predicted by a calibration fitted on the others.
+
+    Also the kept start's index among the starts, and with ``each_start`` the rows as
+    predicted by the fit of each start (else an empty list).
+    """
     held = set(idx)
     rest = [m for i, m in enumerate(rows) if i not in held]
-    cal = calibrate(rest, catalog, defaults, benchmarks=benchmarks, **fit)
-    return evaluate_rows([rows[i] for i in idx], catalog, defaults, cal, benchmarks=benchmarks)
+    kept, each = calibrate_starts(rest, catalog, defaults, benchmarks=benchmarks, **fit)
+    mine = [rows[i] for i in idx]
+    out = evaluate_rows(mine, catalog, defaults, kept, benchmarks=benchmarks)
+    k = next(j for j, c in enumerate(each) if c is kept)
+    return out, k, ([out if c is kept else
+                     evaluate_rows(mine, catalog, defaults, c, benchmarks=benchmarks)
+                     for c in each] if each_start else [])
 
 
 def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
@@ -1379,15 +1435,49 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
     list of RowResult
         In row order.
     """
+    return leave_one_out_starts(rows, catalog, defaults, key, per_hardware, max_nfev,
+                                benchmarks=benchmarks, workers=workers, each_start=False,
+                                **fit)[0]
+
+
+def leave_one_out_starts(rows: list, catalog: Catalog, defaults: PerfDefaults,
+                         key: Callable[[Any], Any] | None = None, per_hardware: bool = True,
+                         max_nfev: int = MAX_NFEV, *, benchmarks: Benchmarks,
+                         workers: int = 1, each_start: bool = True, **fit
+                         ) -> tuple[list[RowResult], list[tuple[Any, int, list[list[RowResult]]]]]:
+    """:func:`leave_one_out`, and each fold's rows predicted by the fit of every start.
+
+    Parameters
+    ----------
+    rows, catalog, defaults, key, per_hardware, max_nfev, benchmarks, workers
+        As :func:`leave_one_out`.
+    each_start : bool
+        Also predict each fold's rows with every start's fit (False: an empty list).
+    **fit
+        As :func:`leave_one_out` (``starts``: the other starts of each fold).
+
+    Returns
+    -------
+    kept : list of RowResult
+        What :func:`leave_one_out` returns, in row order.
+    by_fold : list of (group, int, list of list of RowResult)
+        Per fold (``key``'s group): the index of the start it keeps [count from 0], and
+        its rows (in row order) as predicted by each start's fit, in start order
+        (:func:`calibrate_starts`; the kept start's are ``kept``'s).
+    """
     key = key or (lambda m: id(m))
     groups: dict[Any, list[int]] = {}
     for i, m in enumerate(rows):
         groups.setdefault(key(m), []).append(i)
-    folds = [idx for idx in groups.values() if len(idx) < len(rows)]
+    names = [g for g, idx in groups.items() if len(idx) < len(rows)]
+    folds = [groups[g] for g in names]
     fold = partial(_fold, rows, catalog, defaults, benchmarks,
-                   {"per_hardware": per_hardware, "max_nfev": max_nfev, **fit})
+                   {"per_hardware": per_hardware, "max_nfev": max_nfev, **fit}, each_start)
     out: list[RowResult | None] = [None] * len(rows)
-    for idx, res in zip(folds, _map(fold, folds, workers), strict=True):
+    by_fold = []
+    for g, idx, (res, k, each) in zip(names, folds, _map(fold, folds, workers), strict=True):
         for i, r in zip(idx, res, strict=True):
             out[i] = r
-    return [r for r in out if r is not None]
+        if each_start:
+            by_fold.append((g, k, each))
+    return [r for r in out if r is not None], by_fold
