@@ -127,10 +127,11 @@ def test_every_example_is_listed():
     # and time_to_power_grid_only (one campus, its own demand): tests/test_onsite_gen.py;
     # time_to_power_flexible: tests/test_flexgrid.py; baseline_exact and kyber_exact (the
     # exact facility, minutes to plan): tests/test_two_stage.py and
-    # bench/planner_scale.py --exact
+    # bench/planner_scale.py --exact; campus (an air-cooled hall, its own demand):
+    # tests/test_campus.py
     shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {
         "minimal", "stochastic", "requests", "time_to_power", "time_to_power_grid_only",
-        "time_to_power_flexible", "baseline_exact", "kyber_exact"}
+        "time_to_power_flexible", "baseline_exact", "kyber_exact", "campus"}
     assert shipped == set(gen.EXAMPLES)
     assert set(EXPECTED["examples"]) == set(gen.EXAMPLES)
 

@@ -30,7 +30,7 @@ from dcplan.planner.inputs import PlanInputs, label_offset_years
 from dcplan.planner.model import build_model
 from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.solver import SolverError, SolveStatus, solve
-from dcplan.planner.tables import Solution, _frame
+from dcplan.planner.tables import Solution, _frame, network_racks
 from dcplan.scenario.schema import SolverOptions
 
 #: Families whose duals are reported, with the unit of the reported value.
@@ -245,17 +245,18 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
 
     A grid limit binds when the headroom is below the facility power of the smallest
     rack the site may host (the connected capacity where connections are decisions; used:
-    the facility peak plus the UPS recharge); a
-    grid request limit when the site is connected for all the grid can give
-    (connectable) beyond what was committed; space when fewer positions are free than
-    the smallest rack needs; lead time when the built capacity is full and no new capacity can be
-    built yet; the fleet-wide carbon cap and budget when reached (:func:`_fleet_limits`,
-    site ``all sites``). A limit of zero capacity that nothing uses (no grid yet, nothing built
-    before the lead time) is not listed (see :func:`no_grid_sites`,
-    :func:`not_buildable_sites`). Ranked within grid, then space, then lead time, carbon
-    cap and budget by
-    the larger of the two shadow prices (fixed-fleet and relaxed), largest first; the
-    lead-time price is the dual of the site's building constraint.
+    the facility peak plus the UPS recharge); a grid request limit when the site is
+    connected for all the grid can give (connectable) beyond what was committed; space
+    when fewer positions are free than one more rack of any allowed type needs (its own
+    and the network racks its fabric would add: the 37th rack of a fabric may need one
+    more network rack); lead time when the built capacity is full and no new capacity
+    can be built yet; the fleet-wide carbon cap and budget when reached
+    (:func:`_fleet_limits`, site ``all sites``). A limit of zero capacity that nothing
+    uses (no grid yet, nothing built before the lead time) is not listed (see
+    :func:`no_grid_sites`, :func:`not_buildable_sites`). Ranked within grid, then space,
+    then lead time, carbon cap and budget by the larger of the two shadow prices
+    (fixed-fleet and relaxed), largest first; the lead-time price is the dual of the
+    site's building constraint.
 
     Parameters
     ----------
@@ -319,10 +320,16 @@ def binding_limits(d: PlanInputs, sol: Solution, power: pd.DataFrame, fleet: pd.
                              **_prices(sp.get(("connectable", s, p_label))),
                              shadow_unit=DUAL_UNITS["connectable"]))
         rows += _curtailment_limit(d, sol, s, p, sp.get(("curtail", s, p_label)))
+        net = float(getattr(row, "network_positions", 0.0))
         pos = float(used_pos.get((p_label, s), 0.0)) + float(cdu_pos.get((p_label, s), 0.0)) \
-            + float(getattr(row, "network_positions", 0.0))
-        step_pos = min(d.racks[r].rack_positions for r in allowed)
-        if sd.rack_positions - pos < step_pos and not (sd.rack_positions <= 0 and pos <= 0):
+            + net
+        # what one more rack of each allowed type takes: its own positions and the
+        # network racks its fabric adds (one more rack can need one more network rack)
+        step_pos = min(d.racks[r].rack_positions
+                       + (network_racks(d, sol, s, p, more=r) - net if sol is not None
+                          else 0.0) for r in allowed)
+        if sd.rack_positions - pos < step_pos - 1e-9 \
+                and not (sd.rack_positions <= 0 and pos <= 0):
             rows.append(dict(limit="space", site=s, period=p_label, value=sd.rack_positions,
                              used=pos, unit="rack positions",
                              **_prices(sp.get(("space", s, p_label))),

@@ -1080,7 +1080,8 @@ def network_items(d: PlanInputs, sol: Solution, s: str, p: int) -> dict[str, flo
     return out
 
 
-def network_racks(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
+def network_racks(d: PlanInputs, sol: Solution, s: str, p: int,
+                  more: str | None = None) -> float:
     """Network-rack positions of the plan at ``s`` in ``p`` [positions].
 
     The integer fabrics' ``ceil(switch units / units per rack)``, plus, for rack types
@@ -1097,6 +1098,8 @@ def network_racks(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
         Site id.
     p : int
         Period index (0-based) [-].
+    more : str, optional
+        With one more rack of this type in service (would one more rack fit?).
 
     Returns
     -------
@@ -1105,12 +1108,14 @@ def network_racks(d: PlanInputs, sol: Solution, s: str, p: int) -> float:
     """
     import math
 
-    units = sum(rack_network(d, r, sol.installed(d, r, s, p))["rack_units"]
-                for r in d.fabrics)
+    def n_of(r: str) -> float:
+        return sol.installed(d, r, s, p) + (1.0 if r == more else 0.0)
+
+    units = sum(rack_network(d, r, n_of(r))["rack_units"] for r in d.fabrics)
     out = float(math.ceil(units / (d.network_rack_units or 1) - 1e-9)) if units else 0.0
     for r in d.racks:
         if d.linear_network(r) and (r, s) in d.rack_site:
-            n = sol.installed(d, r, s, p)
+            n = n_of(r)
             out += d.rack_site[r, s].network_positions(p, n) * n
     return out
 
