@@ -574,6 +574,9 @@ def start_spread(by_fold: Sequence, catalog, family: str, what: str = "throughpu
 def start_block(spread: dict, family: str, markdown: bool) -> str:
     """:func:`start_spread`'s result as a table (the kept start's median marked ``*``).
 
+    Columns name the starts as the bench fits them (``calibrate`` without
+    ``start_seed``): the a-priori values ("prior"), then seeds 1..N.
+
     Parameters
     ----------
     spread : dict
