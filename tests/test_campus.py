@@ -14,11 +14,13 @@ need its own position and, past the fabric's step, one more network rack.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
 
 from dcplan.case import load_case
+from dcplan.export.html import build_html
 from dcplan.planner import solve_case
 from dcplan.planner.analysis import binding_rows
 from dcplan.planner.tables import rack_network
@@ -100,6 +102,12 @@ def test_lower_density_racks_run_out_of_floor_space(racks):
         assert 0 <= free < 1 + (net_more - net_n), period
         assert float(row.used) == n + net_n and float(row.value) == POSITIONS
         assert float(row.shadow_price_relaxed) > 0
+    # the report's headline names the limit and which price it quotes (the relaxed one:
+    # with the racks fixed one more position saves nothing)
+    headline = re.sub(r"<[^>]+>", "", build_html(res))
+    assert re.search(r"What limits the plan: space at seoul_metro in 20(29|30) \(40 rack "
+                     r"positions\): one more unit would save [\d,]+ USD per rack position "
+                     r"\(present value\) with the rack counts free \(LP relaxation\)", headline)
 
 
 def test_b200_racks_alone_serve_all_demand():

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_planner_helpers import make_inputs, rack, rack_site, site, workload
 
 from dcplan.planner import SolveStatus, solve_inputs
-from dcplan.planner.analysis import no_grid_sites, not_buildable_sites
+from dcplan.planner.analysis import PRICE_BASIS, no_grid_sites, not_buildable_sites, quoted_price
 from dcplan.planner.inputs import PerfData
 from dcplan.planner.sizing import planner_cdus
 from dcplan.planner.solver import PROVEN_GAP, SolveInfo, status_text
@@ -310,3 +310,17 @@ def test_demand_short_because_nothing_can_be_built_yet_says_so():
     assert "sa: no building can be finished before 2028" in res.message, res.message
     assert "in 2026, 2027" in res.message
     assert "not yet available" not in res.message
+
+
+def test_quoted_price_prefers_a_positive_relaxed_price():
+    """A summary quotes the relaxed price where it is positive, else the fixed-fleet one,
+    and says which; no positive price, no quote."""
+    from types import SimpleNamespace as Row
+
+    nan = float("nan")
+    assert quoted_price(Row(shadow_price=0.0, shadow_price_relaxed=35.0)) == (35.0, "relaxed")
+    assert quoted_price(Row(shadow_price=7.0, shadow_price_relaxed=12.0)) == (12.0, "relaxed")
+    assert quoted_price(Row(shadow_price=7.0, shadow_price_relaxed=0.0)) == (7.0, "fixed")
+    assert quoted_price(Row(shadow_price=7.0, shadow_price_relaxed=nan)) == (7.0, "fixed")
+    assert quoted_price(Row(shadow_price=nan, shadow_price_relaxed=0.0)) == (None, "")
+    assert set(PRICE_BASIS) == {"relaxed", "fixed"}

@@ -46,7 +46,7 @@ from dcplan.export.labels import (
 )
 from dcplan.export.printing import setup_page
 from dcplan.export.text import WIDTH, fit_lines
-from dcplan.planner.analysis import binding_rows
+from dcplan.planner.analysis import PRICE_BASIS, binding_rows, quoted_price
 from dcplan.planner.sizing import OWN
 from dcplan.planner.solver import format_gap, status_text
 from dcplan.tableio import tidy_table
@@ -448,10 +448,10 @@ def comparison_text(cmp: Comparison, width: int | None = WIDTH) -> str:
             continue
         items = []
         for rec in b.head(8).itertuples():
-            sp = rec.shadow_price_relaxed if rec.shadow_price_relaxed == rec.shadow_price_relaxed \
-                else rec.shadow_price
+            sp, kind = quoted_price(rec)
             items.append(f"{rec.limit} {rec.site} {rec.period}"
-                         + (f" ({sp:,.0f} {rec.shadow_unit})" if sp == sp and sp else ""))
+                         + (f" ({sp:,.0f} {rec.shadow_unit} {PRICE_BASIS[kind]})"
+                            if sp is not None else ""))
         more = f" (+{len(b) - 8} more)" if len(b) > 8 else ""
         out.append(f"  {n}: " + "; ".join(items) + more)
     out += ["", "Racks bought over the horizon by site and type:"]

@@ -42,7 +42,7 @@ from dcplan.export.views import (
     stack_categories,
     terminal_credit,
 )
-from dcplan.planner.analysis import binding_rows
+from dcplan.planner.analysis import PRICE_BASIS, binding_rows, quoted_price
 from dcplan.planner.cashflow import api_return_text, terminal_note
 from dcplan.planner.plan_result import POWER_BASIS_LABEL, time_to_power_line
 from dcplan.planner.sizing import IN_RACK, OWN
@@ -373,10 +373,9 @@ def headline(result: Any) -> list[str]:
     if b is not None and len(b):
         parts = []
         for rec in b.head(3).itertuples():
-            sp = rec.shadow_price_relaxed if rec.shadow_price_relaxed == rec.shadow_price_relaxed \
-                and rec.shadow_price_relaxed else rec.shadow_price
-            price = f": one more unit would save {sp:,.0f} {esc(rec.shadow_unit)}" \
-                if sp == sp and sp else ""
+            sp, kind = quoted_price(rec)
+            price = (f": one more unit would save {sp:,.0f} {esc(rec.shadow_unit)} "
+                     f"{PRICE_BASIS[kind]}" if sp is not None else "")
             parts.append(f"{esc(rec.limit)} at {esc(rec.site)} in {esc(rec.period)} "
                          f"({format_number(rec.value, '#,##0.#')} {esc(rec.unit)}){price}")
         more = f" ({len(b) - 3} more in the table below)" if len(b) > 3 else ""

@@ -428,6 +428,40 @@ def binding_rows(binding: pd.DataFrame | None) -> pd.DataFrame | None:
     return out
 
 
+#: What a quoted shadow price holds fixed, by :func:`quoted_price`'s kind.
+PRICE_BASIS = {"relaxed": "with the rack counts free (LP relaxation)",
+               "fixed": "with the chosen racks fixed"}
+
+
+def quoted_price(row) -> tuple[float | None, str]:
+    """The shadow price a one-line summary quotes for a binding limit, and its kind.
+
+    The relaxed price (rack counts free, LP relaxation) where it is positive, else the
+    price with the chosen racks fixed: the relaxed one says what the limit costs the
+    plan even where the integer plan leaves a position or a kilowatt unused.
+
+    Parameters
+    ----------
+    row : namedtuple
+        A row of :func:`binding_rows` (``shadow_price``, ``shadow_price_relaxed``) [see
+        its shadow_unit].
+
+    Returns
+    -------
+    price : float or None
+        [see shadow_unit]; None when neither price is positive.
+    kind : str
+        ``"relaxed"`` or ``"fixed"`` (:data:`PRICE_BASIS` words it); '' with no price.
+    """
+    relaxed = getattr(row, "shadow_price_relaxed", None)
+    fixed = getattr(row, "shadow_price", None)
+    if relaxed is not None and relaxed == relaxed and relaxed > 0:
+        return float(relaxed), "relaxed"
+    if fixed is not None and fixed == fixed and fixed > 0:
+        return float(fixed), "fixed"
+    return None, ""
+
+
 def no_grid_sites(power: pd.DataFrame | None) -> dict[str, list[str]]:
     """Sites with no grid capacity (and nothing running) by period.
 
