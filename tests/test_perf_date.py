@@ -278,3 +278,36 @@ def test_a_bad_per_rank_engine_is_named(tmp_path):
     msg = str(e.value)
     assert "kv_handover_per_dp_rank" in msg and "'tensorrt' is not an engine" in msg
     assert "give one of atom, sglang, trt, vllm" in msg
+
+
+def test_mi300x_v50_rows_never_fitted_follow_the_date_trend():
+    """MangoBoost's MLPerf v5.0 MI300X rows (2025-04, never fitted) from AMD's v4.1 ones.
+
+    The shipped calibration fits AMD's own v4.1 MI300X Llama 2 70B rows (2024-08) and a
+    software trend per year of run date taken from the InferenceX runs (2025-10 on). The
+    validation file holds the same part, model and engine family eight months later:
+    measured Offline 3,224.44 / 2,939.35 = 1.097x, Server/Offline 2,907.50 / 3,224.44 =
+    0.902. The date is what moves the prediction between the two pairs (same accelerator,
+    model, precision, lengths and engine), so this is a held-out check of the trend.
+    """
+    from dcplan.perf.calibration import evaluate_rows
+    from dcplan.perf.measurements import load_measurements
+
+    meas = Path(__file__).resolve().parent.parent / "catalogs" / "measurements"
+    new = load_measurements(meas / "validation" / "mlperf_v50_mi300x.csv", CAT)
+    old = [m for m in load_measurements(meas / "mlperf_inference.csv", CAT)
+           if m.hardware == "mi300x"]
+    assert [m.as_of[:7] for m in new] == ["2025-04"] * 2
+    assert [m.as_of[:7] for m in old] == ["2024-08"] * 2
+    bench = load_perf_inputs(CAT, benchmarks=True).benchmarks
+    pred = {k: [r.pred.tokens_per_s for r in evaluate_rows(
+        rows, CAT, SHIPPED_PERF.defaults, SHIPPED, benchmarks=bench)]
+        for k, rows in (("new", new), ("old", old))}
+    for m, p in zip(new, pred["new"], strict=True):
+        assert abs(p / m.tokens_per_s - 1) < 0.10, (m.row, p, m.tokens_per_s)
+    # the rise between the two dates, Offline: measured 1.097x
+    rise = pred["new"][0] / pred["old"][0]
+    assert rise == pytest.approx(3224.44 / 2939.35, abs=0.04)
+    assert rise > 1.03                      # the dates do move it
+    # Server/Offline at v5.0: measured 0.902
+    assert pred["new"][1] / pred["new"][0] == pytest.approx(2907.50 / 3224.44, abs=0.05)
