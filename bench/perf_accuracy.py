@@ -59,7 +59,13 @@ from pathlib import Path
 import numpy as np
 
 from dcplan.catalog import load_catalog
-from dcplan.perf.calibration import calibrate, evaluate_rows, leave_one_out, leave_one_out_starts
+from dcplan.perf.calibration import (
+    calibrate,
+    evaluate_rows,
+    leave_one_out,
+    leave_one_out_starts,
+    server_offline_ratios,
+)
 from dcplan.perf.measurements import load_measurements, scaleup_domain
 from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
 
@@ -271,59 +277,11 @@ def _ordered(groups: dict[tuple[str, str], list[int]], splits: Sequence[str],
     return [(s, v, idx) for (s, v), idx in sorted(groups.items(), key=rank)]
 
 
-def server_offline_pairs(rows: Sequence) -> list[tuple[str, int, int]]:
-    """MLPerf configurations measured in both the Server and the Offline scenario.
-
-    A phase row with a TPOT limit (``tpot_ms``) is a Server (or Interactive) row, one
-    without an Offline row. Rows of one configuration share accelerator, model,
-    precision, run date (``as_of``) and power cap (MLPerf Power MaxQ runs pair among
-    themselves); where a configuration has several Offline rows, the one with the
-    Server row's GPUs per replica is taken, and none if that is not one row.
-
-    Parameters
-    ----------
-    rows : sequence of Measurement or ServingMeasurement
-        Serving rows are ignored.
-
-    Returns
-    -------
-    list of (str, int, int)
-        (label, index of the Server row, index of the Offline row), in row order.
-    """
-    def key(m) -> tuple:
-        return (m.hardware, m.model, str(getattr(m.precision, "value", m.precision)),
-                m.date, getattr(m, "power_cap_w", None))
-
-    offline: dict[tuple, list[int]] = {}
-    for i, m in enumerate(rows):
-        if m.kind == "phase" and not m.tpot_ms:
-            offline.setdefault(key(m), []).append(i)
-    out = []
-    for i, m in enumerate(rows):
-        if m.kind != "phase" or not m.tpot_ms:
-            continue
-        cand = offline.get(key(m), [])
-        if len(cand) > 1:
-            cand = [j for j in cand if rows[j].gpus == m.gpus]
-        if len(cand) != 1:
-            continue
-        hw, model, prec, date, cap = key(m)
-        label = f"{hw} {model} {prec} {date}" + (f" MaxQ {cap:g} W" if cap else "")
-        out.append((f"{label}, TPOT {m.tpot_ms:g} ms", i, cand[0]))
-    return out
-
-
-def _per_gpu(value: float | None, gpus: int) -> float | None:
-    if value is None or not np.isfinite(value) or value <= 0:
-        return None
-    return value / gpus
-
-
 def server_offline_table(results: Mapping[str, Sequence]) -> list[dict]:
     """Server/Offline throughput ratio, predicted against measured, per configuration.
 
-    Throughput per GPU of each row (a configuration's two rows may run replicas of
-    different sizes); pairs from :func:`server_offline_pairs`.
+    Each method's pairs from :func:`dcplan.perf.calibration.server_offline_ratios` (the
+    same pairs for every method: they depend on the rows and their measured figures).
 
     Parameters
     ----------
@@ -339,21 +297,13 @@ def server_offline_table(results: Mapping[str, Sequence]) -> list[dict]:
         ``configuration: "all pairs"`` with ``<method> median abs diff`` and ``<method>
         max abs diff``.
     """
-    first = next(iter(results.values()))
-    rows = [r.m for r in first]
+    per = {meth: server_offline_ratios(res) for meth, res in results.items()}
     out = []
-    for label, s, o in server_offline_pairs(rows):
-        ms = _per_gpu(first[s].measured_throughput, rows[s].gpus)
-        mo = _per_gpu(first[o].measured_throughput, rows[o].gpus)
-        if ms is None or mo is None:
-            continue
-        row: dict = {"configuration": label, "measured": ms / mo}
-        for meth, res in results.items():
-            ps = _per_gpu(res[s].predicted_throughput, rows[s].gpus)
-            po = _per_gpu(res[o].predicted_throughput, rows[o].gpus)
-            ratio = None if ps is None or po is None else ps / po
-            row[f"{meth} predicted"] = ratio
-            row[f"{meth} abs diff"] = None if ratio is None else abs(ratio - row["measured"])
+    for k, base in enumerate(next(iter(per.values()))):
+        row: dict = {"configuration": base["configuration"], "measured": base["measured"]}
+        for meth, pairs in per.items():
+            row[f"{meth} predicted"] = pairs[k]["predicted"]
+            row[f"{meth} abs diff"] = pairs[k]["abs_diff"]
         out.append(row)
     if out:
         summ: dict = {"configuration": "all pairs", "measured": None}

@@ -29,7 +29,7 @@ from types import SimpleNamespace
 import pytest
 from scripts import load_script
 
-from dcplan.perf.calibration import RowResult
+from dcplan.perf.calibration import RowResult, server_offline_pairs
 from dcplan.perf.predict import RowPrediction
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "perf_accuracy.py"
@@ -164,7 +164,7 @@ def test_server_offline_ratio(tables):
     assert so[2]["a max abs diff"] == pytest.approx(0.25)
 
 
-def test_pairs_respect_power_cap_and_replica_size(pa):
+def test_pairs_respect_power_cap_and_replica_size():
     rows = [
         phase("h200_sxm", 1, 10.0, 10.0).m,                      # Offline, uncapped
         phase("h200_sxm", 1, 9.0, 9.0, tpot_ms=200, cap=500).m,   # MaxQ Server: no pair
@@ -173,7 +173,7 @@ def test_pairs_respect_power_cap_and_replica_size(pa):
         phase("b200", 8, 9.0, 9.0, tpot_ms=200).m,               # pairs the 8-GPU one
         phase("b200", 4, 9.0, 9.0, tpot_ms=40).m,                # ambiguous: no pair
     ]
-    assert [(s, o) for _l, s, o in pa.server_offline_pairs(rows)] == [(4, 3)]
+    assert [(s, o) for _l, s, o in server_offline_pairs(rows)] == [(4, 3)]
 
 
 def test_bands_and_domains(pa):
@@ -307,3 +307,26 @@ def test_start_spread_by_hand(pa):
     assert "10.0-40.0 over every choice of one start per fold (4 choices)" in text
     # one start per fold: no spread to show
     assert pa.start_spread([("A", 0, fold_a[:1])], cat, "MoE") is None
+
+
+def test_server_offline_ratios_by_hand():
+    """Per GPU: a 4-GPU Server replica against a 1-GPU Offline one; a missing prediction."""
+    from dcplan.perf.calibration import server_offline_ratios
+
+    res = [
+        phase("b200", 1, 1000.0, 900.0),                       # Offline, 1 GPU per replica
+        phase("b200", 4, 2000.0, 2700.0, tpot_ms=175),         # Server, 4 GPUs
+        phase("h200_sxm", 1, 400.0, 500.0, date="2024-08-28"),
+        phase("h200_sxm", 1, 300.0, None, tpot_ms=200, date="2024-08-28"),
+        phase("mi300x", 1, 300.0, 300.0, tpot_ms=200),         # no Offline row: no pair
+    ]
+    got = server_offline_ratios(res)
+    assert [(g["server_row"], g["offline_row"]) for g in got] == [(1, 0), (3, 2)]
+    # measured (2000 / 4) / 1000 = 0.5, predicted (2700 / 4) / 900 = 0.75
+    assert got[0]["measured"] == pytest.approx(0.5)
+    assert got[0]["predicted"] == pytest.approx(0.75)
+    assert got[0]["abs_diff"] == pytest.approx(0.25)
+    assert got[0]["configuration"] == "b200 llama fp4 2025-04-02, TPOT 175 ms"
+    # measured 300 / 400 = 0.75; the Server row has no prediction
+    assert got[1]["measured"] == pytest.approx(0.75)
+    assert got[1]["predicted"] is None and got[1]["abs_diff"] is None

@@ -175,3 +175,26 @@ def test_prefill_dp_attention_column_overrides_the_rule(tmp_path):
     assert "entry 'row 2', field 'prefill_tp': tensor parallelism 24 does not divide" in msg
     assert ("entry 'row 3', field 'prefill_dp_attention': differs from decode_dp_attention "
             "on an aggregated row") in msg
+
+
+def test_perf_validate_reports_server_offline_pairs():
+    """MangoBoost's MLPerf v5.0 MI300X Server and Offline rows make one pair: measured
+    2,907.50 / 3,224.44 = 0.902 per GPU; the text names it, --json carries it."""
+    from dcplan.cli import app
+
+    path = REPO / "catalogs" / "measurements" / "validation" / "mlperf_v50_mi300x.csv"
+    res = runner.invoke(app, ["perf", "validate", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    (pair,) = json.loads(res.stdout)["summary"]["server_offline"]
+    assert (pair["server_row"], pair["offline_row"]) == (1, 0)
+    assert pair["measured"] == pytest.approx(2907.50 / 3224.44)
+    rows = json.loads(res.stdout)["rows"]
+    pred = rows[1]["predicted_tokens_per_s"] / rows[0]["predicted_tokens_per_s"]
+    assert pair["predicted"] == pytest.approx(pred)
+    assert pair["abs_diff"] == pytest.approx(abs(pred - 2907.50 / 3224.44))
+    res = runner.invoke(app, ["perf", "validate", str(path)])
+    assert res.exit_code == 0, res.output
+    assert ("Server/Offline throughput per GPU: 1 MLPerf configuration with both rows, "
+            f"|predicted - measured| median {pair['abs_diff']:.2f}") in res.stdout
+    assert (f"mi300x llama2_70b fp8 2025-04-02, TPOT 200 ms: measured 0.90, predicted "
+            f"{pred:.2f}") in res.stdout

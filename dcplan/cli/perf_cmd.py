@@ -726,6 +726,19 @@ def _print_summary(rep: dict, prefix: str = "") -> None:
     for vendor, s in rep.get("power_by_vendor", {}).items():
         typer.echo(prefix + _fmt_summary(f"  power {vendor} (operating point)", s)
                    + f", signed median {s['median_signed_pct']:+.1f}%")
+    import statistics
+
+    so = rep.get("server_offline") or []
+    diffs = [p["abs_diff"] for p in so if p["abs_diff"] is not None]
+    if so:
+        typer.echo(prefix + f"Server/Offline throughput per GPU: {len(so)} MLPerf "
+                   f"configuration{'s' * (len(so) != 1)} with both rows"
+                   + (f", |predicted - measured| median {statistics.median(diffs):.2f}, "
+                      f"max {max(diffs):.2f}" if diffs else ", none predicted"))
+        for p in so:
+            pred = "-" if p["predicted"] is None else f"{p['predicted']:.2f}"
+            typer.echo(prefix + f"  {p['configuration']}: measured {p['measured']:.2f}, "
+                       f"predicted {pred}")
     if rep["flagged"]:
         typer.echo(prefix + f"{rep['flagged']} rows the model cannot express (see 'flag')")
     if rep.get("low_repeats"):
@@ -778,9 +791,10 @@ def validate(
     results = evaluate_rows(rows, catalog, pin.defaults, pin.calibration,
                             benchmarks=pin.benchmarks)
     rep = report(results)
-    from dcplan.perf.calibration import power_error_by_vendor
+    from dcplan.perf.calibration import power_error_by_vendor, server_offline_ratios
 
     rep["power_by_vendor"] = power_error_by_vendor(results, catalog)
+    rep["server_offline"] = server_offline_ratios(results)
     frac = pin.defaults.serving.measurement_length_frac
     little = [little_ratio(m, frac) for m in rows]
     if json_out:

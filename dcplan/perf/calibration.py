@@ -618,6 +618,90 @@ def report(results: list[RowResult]) -> dict[str, Any]:
         "throughput_without_low_repeats": summary([r.error("throughput") for r in rest])}
 
 
+def server_offline_pairs(rows: Sequence) -> list[tuple[str, int, int]]:
+    """MLPerf configurations measured in both the Server and the Offline scenario.
+
+    A phase row with a TPOT limit (``tpot_ms``) is a Server (or Interactive) row, one
+    without an Offline row. Rows of one configuration share accelerator, model,
+    precision, run date (``as_of``) and power cap (MLPerf Power MaxQ runs pair among
+    themselves); where a configuration has several Offline rows, the one with the
+    Server row's GPUs per replica is taken, and none if that is not one row.
+
+    Parameters
+    ----------
+    rows : sequence of Measurement or ServingMeasurement
+        Serving rows are ignored.
+
+    Returns
+    -------
+    list of (str, int, int)
+        (label, index of the Server row, index of the Offline row), in row order.
+    """
+    def key(m) -> tuple:
+        return (m.hardware, m.model, str(getattr(m.precision, "value", m.precision)),
+                m.date, getattr(m, "power_cap_w", None))
+
+    offline: dict[tuple, list[int]] = {}
+    for i, m in enumerate(rows):
+        if m.kind == "phase" and not m.tpot_ms:
+            offline.setdefault(key(m), []).append(i)
+    out = []
+    for i, m in enumerate(rows):
+        if m.kind != "phase" or not m.tpot_ms:
+            continue
+        cand = offline.get(key(m), [])
+        if len(cand) > 1:
+            cand = [j for j in cand if rows[j].gpus == m.gpus]
+        if len(cand) != 1:
+            continue
+        hw, model, prec, date, cap = key(m)
+        label = f"{hw} {model} {prec} {date}" + (f" MaxQ {cap:g} W" if cap else "")
+        out.append((f"{label}, TPOT {m.tpot_ms:g} ms", i, cand[0]))
+    return out
+
+
+def _per_gpu(value: float | None, gpus: int) -> float | None:
+    if value is None or not np.isfinite(value) or value <= 0:
+        return None
+    return value / gpus
+
+
+def server_offline_ratios(results: Sequence[RowResult]) -> list[dict[str, Any]]:
+    """Server/Offline throughput ratio per GPU, predicted against measured, per pair.
+
+    Throughput per GPU of each row (a configuration's two rows may run replicas of
+    different sizes); the pairs of :func:`server_offline_pairs`. A pair whose measured
+    throughput is missing is left out.
+
+    Parameters
+    ----------
+    results : sequence of RowResult
+        Predicted rows.
+
+    Returns
+    -------
+    list of dict
+        Per pair, in row order: ``configuration`` (label), ``server_row`` and
+        ``offline_row`` (indices into ``results``), ``measured`` and ``predicted``
+        (ratios [-]; ``predicted`` None where a row has no prediction) and ``abs_diff``
+        (|predicted - measured| [-], or None).
+    """
+    rows = [r.m for r in results]
+    out = []
+    for label, s, o in server_offline_pairs(rows):
+        ms = _per_gpu(results[s].measured_throughput, rows[s].gpus)
+        mo = _per_gpu(results[o].measured_throughput, rows[o].gpus)
+        if ms is None or mo is None:
+            continue
+        ps = _per_gpu(results[s].predicted_throughput, rows[s].gpus)
+        po = _per_gpu(results[o].predicted_throughput, rows[o].gpus)
+        ratio = None if ps is None or po is None else ps / po
+        out.append({"configuration": label, "server_row": s, "offline_row": o,
+                    "measured": ms / mo, "predicted": ratio,
+                    "abs_diff": None if ratio is None else abs(ratio - ms / mo)})
+    return out
+
+
 def power_error_by_vendor(results, catalog) -> dict[str, dict]:
     """Power error of measured rows per accelerator vendor (basis: operating point).
 
