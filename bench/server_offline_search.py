@@ -13,7 +13,7 @@ with the Server row's TTFT and TPOT limits, the run's date, and the benchmark da
 length distribution (``catalogs/measurements/length_distributions.yaml``, ``phase_rows``;
 the mean lengths are the rows'). MaxQ rows add their power cap (``--power-cap``, the
 cap over the accelerator's maximum power). This runs those two commands for every pair
-of ``bench/perf_accuracy.py``'s ``server_offline_pairs`` (the rows of
+of ``dcplan.perf.calibration.server_offline_pairs`` (the rows of
 ``catalogs/measurements/*.csv``, fitted ones: in sample) and prints the measured and
 predicted output tokens/s per GPU of each scenario, the layouts the search chose, and
 the predicted Server/Offline ratio against the measured one. A pair whose accelerator no
@@ -37,10 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import check_args  # noqa: E402
-from perf_accuracy import server_offline_pairs  # noqa: E402
 
 from dcplan.catalog import load_catalog  # noqa: E402
 from dcplan.lengths import LengthDist  # noqa: E402
+from dcplan.perf.calibration import server_offline_pairs  # noqa: E402
 from dcplan.perf.measurements import load_measurement_files  # noqa: E402
 from dcplan.perf.params import load_perf_inputs  # noqa: E402
 

@@ -635,7 +635,8 @@ def server_offline_pairs(rows: Sequence) -> list[tuple[str, int, int]]:
     Returns
     -------
     list of (str, int, int)
-        (label, index of the Server row, index of the Offline row), in row order.
+        (label, index of the Server row [-], index of the Offline row [-]), in row
+        order.
     """
     def key(m) -> tuple:
         return (m.hardware, m.model, str(getattr(m.precision, "value", m.precision)),
