@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -726,8 +727,6 @@ def _print_summary(rep: dict, prefix: str = "") -> None:
     for vendor, s in rep.get("power_by_vendor", {}).items():
         typer.echo(prefix + _fmt_summary(f"  power {vendor} (operating point)", s)
                    + f", signed median {s['median_signed_pct']:+.1f}%")
-    import statistics
-
     so = rep.get("server_offline") or []
     diffs = [p["abs_diff"] for p in so if p["abs_diff"] is not None]
     if so:
