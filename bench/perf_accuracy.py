@@ -22,10 +22,11 @@ and prints median and 90th-percentile absolute % errors split by model family
 (dense / MoE), scenario (offline / server / interactive), speculative decoding,
 aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
 
-* output tokens/s per GPU and median TTFT by scale-up domain (rack-scale: the
-  accelerator's platform domain, catalog ``scaleup_domain``, is larger than
-  :data:`BOARD_DOMAIN` GPUs, e.g. GB200 NVL72; else an 8-GPU board) and by requests in
-  flight (:data:`CONCURRENCY_BANDS`; phase rows, MLPerf and wide EP, are their own band), each as
+* output tokens/s per GPU and median TTFT by scale-up domain and by requests in flight
+  (:func:`dcplan.perf.calibration.error_groups`: rack-scale where the accelerator's
+  platform domain, catalog ``scaleup_domain``, is larger than an 8-GPU board, e.g.
+  GB200 NVL72; bands of requests in flight, phase rows, MLPerf and wide EP, their own
+  band), each as
   signed median % (bias), median and 90th-percentile |error| %;
 * the Server/Offline throughput ratio of every MLPerf configuration with both rows,
   predicted against measured (absolute difference);
@@ -61,10 +62,13 @@ import numpy as np
 from dcplan.catalog import load_catalog
 from dcplan.perf.calibration import (
     calibrate,
+    concurrency_band,
+    error_groups,
     evaluate_rows,
     leave_one_out,
     leave_one_out_starts,
     server_offline_ratios,
+    signed_stats,
 )
 from dcplan.perf.measurements import load_measurements, scaleup_domain
 from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
@@ -79,15 +83,6 @@ MEASUREMENTS = REPO / "catalogs" / "measurements"
 TARGETS = {"MoE": (12.0, 35.0), "dense": (15.0, 40.0)}
 #: Model families of the split tables, in table order.
 FAMILIES = ("MoE", "dense")
-#: GPUs of a board-scale scale-up domain; a larger platform domain (NVL72) is rack-scale.
-BOARD_DOMAIN = 8
-#: Bands of requests in flight of serving rows: (largest concurrency in the band or None
-#: for no limit, label).
-CONCURRENCY_BANDS = ((64, "<= 64"), (512, "65-512"), (None, "> 512"))
-#: Band of the phase rows (MLPerf and the wide-EP runs: no requests-in-flight figure).
-PHASE_BAND = "phase rows (MLPerf, wide EP)"
-RACK_SCALE = f"rack-scale (domain > {BOARD_DOMAIN} GPUs)"
-BOARD = f"{BOARD_DOMAIN}-GPU board"
 
 
 def measurement_files(folder: Path = MEASUREMENTS) -> list[Path]:
@@ -188,66 +183,6 @@ def print_block(name: str, title: str, text: str, markdown: bool) -> None:
     print(f"\n{title}:\n")
     print(marked(name, text) if markdown else text)
 
-def domain_class(domain: int | None) -> str:
-    """Scale-up class of a platform domain: :data:`RACK_SCALE` or :data:`BOARD`.
-
-    Parameters
-    ----------
-    domain : int or None
-        GPUs of the accelerator's scale-up domain (None: unknown, read as a board, as
-        :func:`dcplan.perf.measurements.spans_scaleup` reads it).
-
-    Returns
-    -------
-    str
-    """
-    return RACK_SCALE if (domain or BOARD_DOMAIN) > BOARD_DOMAIN else BOARD
-
-
-def concurrency_band(m) -> str:
-    """Band of requests in flight of a row (:data:`CONCURRENCY_BANDS`).
-
-    Parameters
-    ----------
-    m : Measurement or ServingMeasurement
-        A row (``kind`` and, for serving rows, ``concurrency``).
-
-    Returns
-    -------
-    str
-        The band's label; :data:`PHASE_BAND` for phase rows.
-    """
-    if m.kind != "serving":
-        return PHASE_BAND
-    for top, label in CONCURRENCY_BANDS:
-        if top is None or m.concurrency <= top:
-            return label
-    raise AssertionError("the last band has no limit")
-
-
-def signed_stats(errors: Sequence[float | None]) -> dict[str, float | int | None]:
-    """Signed median, median and 90th-percentile |error| of signed % errors.
-
-    Parameters
-    ----------
-    errors : sequence of float or None
-        Signed % errors (predicted / measured - 1, in %); None and non-finite ones are
-        left out.
-
-    Returns
-    -------
-    dict
-        ``signed`` (median signed %, the bias), ``median``, ``p90`` (of |error|; None
-        without errors) and ``n`` (errors used).
-    """
-    e = np.array([x for x in errors if x is not None and np.isfinite(x)], float)
-    if not len(e):
-        return {"signed": None, "median": None, "p90": None, "n": 0}
-    a = np.abs(e)
-    return {"signed": float(np.median(e)), "median": float(np.median(a)),
-            "p90": float(np.percentile(a, 90)), "n": int(len(e))}
-
-
 def _group_rows(results: Mapping[str, Sequence], what: str,
                 groups: Sequence[tuple[str, str, Sequence[int]]]) -> list[dict]:
     """Per group: ``split``, ``value``, ``rows`` and each method's signed/median/p90."""
@@ -263,18 +198,6 @@ def _group_rows(results: Mapping[str, Sequence], what: str,
         if row["rows"]:
             out.append(row)
     return out
-
-
-def _ordered(groups: dict[tuple[str, str], list[int]], splits: Sequence[str],
-             values: Sequence[str]) -> list[tuple[str, str, list[int]]]:
-    """Groups sorted by split (``splits`` order), then by value (``values`` order of
-    each ``, ``-separated part, unknown parts last, then by name)."""
-    def rank(item) -> tuple:
-        (split, value), _ = item
-        parts = value.split(", ")
-        return (splits.index(split),
-                tuple(values.index(p) if p in values else len(values) for p in parts), value)
-    return [(s, v, idx) for (s, v), idx in sorted(groups.items(), key=rank)]
 
 
 def server_offline_table(results: Mapping[str, Sequence]) -> list[dict]:
@@ -351,22 +274,16 @@ def split_tables(results: Mapping[str, Sequence], domain_of: Callable[[str], int
     if len(lens) > 1:
         raise ValueError(f"methods hold different numbers of rows: {sorted(lens)}")
     first = next(iter(results.values()))
-    groups: dict[tuple[str, str], list[int]] = {("all", "all"): list(range(len(first)))}
-    vendors: dict[tuple[str, str], list[int]] = {("all", "all"): list(range(len(first)))}
+    ordered = error_groups([r.m for r in first], domain_of)
+    vendors: dict[str, list[int]] = {}
     for i, r in enumerate(first):
-        dom = domain_class(domain_of(r.m.hardware))
-        band = concurrency_band(r.m)
-        for key in (("domain", dom), ("concurrency", band),
-                    ("domain x concurrency", f"{dom}, {band}")):
-            groups.setdefault(key, []).append(i)
-        vendors.setdefault(("vendor", vendor_of(r.m.hardware)), []).append(i)
-    order = [BOARD, RACK_SCALE] + [lab for _, lab in CONCURRENCY_BANDS] + [PHASE_BAND]
-    ordered = _ordered(groups, ["all", "domain", "concurrency", "domain x concurrency"],
-                       order)
+        vendors.setdefault(vendor_of(r.m.hardware), []).append(i)
+    by_vendor = [("all", "all", list(range(len(first))))] + [
+        ("vendor", v, idx) for v, idx in sorted(vendors.items())]
     return {
         "throughput": _group_rows(results, "throughput", ordered),
         "ttft": _group_rows(results, "ttft", ordered),
-        "power": _group_rows(results, "power", _ordered(vendors, ["all", "vendor"], [])),
+        "power": _group_rows(results, "power", by_vendor),
         "server_offline": server_offline_table(results),
     }
 

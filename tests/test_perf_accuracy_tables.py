@@ -29,7 +29,15 @@ from types import SimpleNamespace
 import pytest
 from scripts import load_script
 
-from dcplan.perf.calibration import RowResult, server_offline_pairs
+from dcplan.perf.calibration import (
+    BOARD,
+    PHASE_BAND,
+    RACK_SCALE,
+    RowResult,
+    concurrency_band,
+    domain_class,
+    server_offline_pairs,
+)
 from dcplan.perf.predict import RowPrediction
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "perf_accuracy.py"
@@ -112,7 +120,7 @@ def check(row, rows, signed, median, p90):
 
 def test_throughput_by_domain_and_concurrency(pa, tables):
     t = by_value(tables["throughput"])
-    board, rack = pa.BOARD, pa.RACK_SCALE
+    board, rack = BOARD, RACK_SCALE
     check(t[("all", "all")], 10, 5.0, 22.5, 41.0)
     # board: -25 -20 -5 0 10 30; |.| 0 5 10 20 25 30
     check(t[("domain", board)], 6, -2.5, 15.0, 27.5)
@@ -121,7 +129,7 @@ def test_throughput_by_domain_and_concurrency(pa, tables):
     check(t[("concurrency", "<= 64")], 2, -5.0, 15.0, 19.0)
     check(t[("concurrency", "65-512")], 2, -5.0, 35.0, 39.0)
     check(t[("concurrency", "> 512")], 2, 22.5, 27.5, 45.5)
-    check(t[("concurrency", pa.PHASE_BAND)], 4, 5.0, 17.5, 25 + 0.7 * 10 / 3)
+    check(t[("concurrency", PHASE_BAND)], 4, 5.0, 17.5, 25 + 0.7 * 10 / 3)
     check(t[("domain x concurrency", f"{rack}, 65-512")], 1, -40.0, 40.0, 40.0)
     check(t[("domain x concurrency", f"{board}, 65-512")], 1, 30.0, 30.0, 30.0)
     # no board row above 512 but s6; no rack-scale serving row at <= 64
@@ -130,15 +138,15 @@ def test_throughput_by_domain_and_concurrency(pa, tables):
     order = [(r["split"], r["value"]) for r in tables["throughput"]]
     assert order[:7] == [("all", "all"), ("domain", board), ("domain", rack),
                          ("concurrency", "<= 64"), ("concurrency", "65-512"),
-                         ("concurrency", "> 512"), ("concurrency", pa.PHASE_BAND)]
+                         ("concurrency", "> 512"), ("concurrency", PHASE_BAND)]
 
 
 def test_ttft_only_rows_that_measured_it(pa, tables):
     t = by_value(tables["ttft"])
     check(t[("all", "all")], 2, 5.0, 95.0, 99.0)
-    check(t[("domain", pa.RACK_SCALE)], 1, -90.0, 90.0, 90.0)
+    check(t[("domain", RACK_SCALE)], 1, -90.0, 90.0, 90.0)
     check(t[("concurrency", "<= 64")], 1, 100.0, 100.0, 100.0)
-    assert ("concurrency", pa.PHASE_BAND) not in t
+    assert ("concurrency", PHASE_BAND) not in t
 
 
 def test_power_per_vendor(tables):
@@ -176,12 +184,12 @@ def test_pairs_respect_power_cap_and_replica_size():
     assert [(s, o) for _l, s, o in server_offline_pairs(rows)] == [(4, 3)]
 
 
-def test_bands_and_domains(pa):
-    assert [pa.concurrency_band(SimpleNamespace(kind="serving", concurrency=c))
+def test_bands_and_domains():
+    assert [concurrency_band(SimpleNamespace(kind="serving", concurrency=c))
             for c in (1, 64, 65, 512, 513)] == ["<= 64", "<= 64", "65-512", "65-512", "> 512"]
-    assert pa.concurrency_band(SimpleNamespace(kind="phase")) == pa.PHASE_BAND
-    assert pa.domain_class(72) == pa.RACK_SCALE
-    assert pa.domain_class(8) == pa.domain_class(None) == pa.BOARD
+    assert concurrency_band(SimpleNamespace(kind="phase")) == PHASE_BAND
+    assert domain_class(72) == RACK_SCALE
+    assert domain_class(8) == domain_class(None) == BOARD
 
 
 def test_methods_of_different_lengths_are_refused(pa):
@@ -204,7 +212,7 @@ def test_blocks_render_every_table(pa, tables):
     assert list(blocks) == ["throughput-domain-concurrency", "ttft-domain-concurrency",
                             "power-vendor", "server-offline"]
     _title, text = blocks["throughput-domain-concurrency"]
-    assert f"| domain: {pa.RACK_SCALE} | 4 | +19.2 / 34.2 / 47.0 | +0.0 / 0.0 / 0.0 |" in text
+    assert f"| domain: {RACK_SCALE} | 4 | +19.2 / 34.2 / 47.0 | +0.0 / 0.0 / 0.0 |" in text
     _title, text = blocks["server-offline"]
     assert "| all 2 pairs: median (max) abs diff | - | 0.17 (0.25) | 0.00 (0.00) |" in text
 
@@ -330,3 +338,22 @@ def test_server_offline_ratios_by_hand():
     # measured 300 / 400 = 0.75; the Server row has no prediction
     assert got[1]["measured"] == pytest.approx(0.75)
     assert got[1]["predicted"] is None and got[1]["abs_diff"] is None
+
+
+def test_error_splits_read_the_domain_from_the_catalog():
+    """The library's one-method table (what `dcplan perf validate` prints) on the same
+    rows: the catalog puts gb200_gpu at rack scale, and the figures are the hand-computed
+    ones of method ``a`` above."""
+    from dcplan.catalog import load_catalog
+    from dcplan.perf.calibration import error_splits
+
+    t = {(g["split"], g["value"]): g for g in error_splits(rows_a(), load_catalog())["throughput"]}
+    for key, (rows, signed, median, p90) in {
+            ("all", "all"): (10, 5.0, 22.5, 41.0),
+            ("domain", BOARD): (6, -2.5, 15.0, 27.5),
+            ("domain", RACK_SCALE): (4, (10 + 85 / 3) / 2, (85 / 3 + 40) / 2, 47.0),
+            ("concurrency", "> 512"): (2, 22.5, 27.5, 45.5)}.items():
+        g = t[key]
+        assert g["rows"] == rows
+        assert (g["median_signed_pct"], g["median_abs_pct"], g["p90_abs_pct"]) == (
+            pytest.approx(signed), pytest.approx(median), pytest.approx(p90))

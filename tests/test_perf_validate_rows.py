@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -198,3 +199,50 @@ def test_perf_validate_reports_server_offline_pairs():
             f"|predicted - measured| median {pair['abs_diff']:.2f}") in res.stdout
     assert (f"mi300x llama2_70b fp8 2025-04-02, TPOT 200 ms: measured 0.90, predicted "
             f"{pred:.2f}") in res.stdout
+
+
+def test_perf_validate_splits_errors_by_domain_and_load(tmp_path):
+    """The held-out check's figures in one command: error by scale-up domain (GB200 NVL72
+    is rack scale, B200 a board) and by requests in flight, signed median beside |error|.
+    Every group is recomputed here from the rows' own errors in --json."""
+    from dcplan.cli import app
+
+    rows = [_row(concurrency="64"), _row(concurrency="200"), _row(),
+            _row(hardware="gb200_gpu", gpus="52", prefill_gpus="4", decode_gpus="48",
+                 decode_tp="48", decode_ep="48", concurrency="4096"),
+            _row(hardware="gb200_gpu", concurrency="32")]
+    path = _csv(tmp_path, *rows)
+    res = runner.invoke(app, ["perf", "validate", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    errs = [r["output_tokens_error_pct"] for r in data["rows"]]
+    assert all(e is not None for e in errs)
+    members = {("all", "all"): [0, 1, 2, 3, 4],
+               ("domain", "8-GPU board"): [0, 1, 2],
+               ("domain", "rack-scale (domain > 8 GPUs)"): [3, 4],
+               ("concurrency", "<= 64"): [0, 4], ("concurrency", "65-512"): [1],
+               ("concurrency", "> 512"): [2, 3],
+               ("domain x concurrency", "8-GPU board, <= 64"): [0],
+               ("domain x concurrency", "8-GPU board, 65-512"): [1],
+               ("domain x concurrency", "8-GPU board, > 512"): [2],
+               ("domain x concurrency", "rack-scale (domain > 8 GPUs), <= 64"): [4],
+               ("domain x concurrency", "rack-scale (domain > 8 GPUs), > 512"): [3]}
+    groups = data["summary"]["splits"]["throughput"]
+    assert [(g["split"], g["value"]) for g in groups] == list(members)
+    for g in groups:
+        e = np.array([errs[i] for i in members[(g["split"], g["value"])]])
+        assert g["rows"] == len(e)
+        assert g["median_signed_pct"] == pytest.approx(np.median(e))
+        assert g["median_abs_pct"] == pytest.approx(np.median(np.abs(e)))
+        assert g["p90_abs_pct"] == pytest.approx(np.percentile(np.abs(e), 90))
+    summ = data["summary"]["throughput"]
+    assert summ["median_signed_pct"] == pytest.approx(np.median(errs))
+    text = runner.invoke(app, ["perf", "validate", str(path)]).stdout
+    assert "error % by scale-up domain and requests in flight" in text
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("  rack scale (domain > 8")]
+    g = groups[2]
+    assert (f"2: {g['median_signed_pct']:+.1f} / {g['median_abs_pct']:.1f} / "
+            f"{g['p90_abs_pct']:.1f}") in line
+    assert f"signed median {summ['median_signed_pct']:+.1f}%" in text
+    assert max(len(ln) for ln in text.splitlines()
+               if ln.startswith(("  boards", "  rack", "  all", "  group"))) <= 100

@@ -691,7 +691,59 @@ def _fmt_summary(label: str, s: dict) -> str:
     if not s["rows"]:
         return f"{label}: no rows with a measured and predicted value"
     return (f"{label}: median |error| {s['median_abs_pct']:.1f}%, p90 {s['p90_abs_pct']:.1f}%, "
-            f"max {s['max_abs_pct']:.1f}% over {s['rows']} rows")
+            f"max {s['max_abs_pct']:.1f}% over {s['rows']} rows, signed median "
+            f"{s['median_signed_pct']:+.1f}%")
+
+
+def _split_lines(splits: dict[str, list[dict]]) -> list[str]:
+    """Lines of the error table by scale-up domain and requests in flight.
+
+    One column per figure (``throughput``, ``ttft``), one line per group of
+    :func:`dcplan.perf.calibration.error_groups`; the domain x band groups only where
+    the rows span both domain classes (else they repeat the bands).
+    """
+    names = {"throughput": "output tokens/s per GPU", "tpot": "median TPOT",
+             "ttft": "median TTFT"}
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for what, groups in splits.items():
+        for g in groups:
+            cells.setdefault((g["split"], g["value"]), {})[what] = (
+                f"{g['rows']}: {g['median_signed_pct']:+.1f} / {g['median_abs_pct']:.1f} / "
+                f"{g['p90_abs_pct']:.1f}")
+    both = sum(1 for split, _ in cells if split == "domain") > 1
+    keys = [k for k in cells if k[0] != "domain x concurrency" or both]
+    if len(keys) < 2:
+        return []
+    from dcplan.perf.calibration import BOARD, BOARD_DOMAIN, RACK_SCALE
+
+    short = {BOARD: "boards", RACK_SCALE: "rack scale"}
+    long = {BOARD: BOARD + "s", RACK_SCALE: f"rack scale (domain > {BOARD_DOMAIN} GPUs)"}
+
+    def band(v: str) -> str:
+        return v if v.startswith("phase") else f"{v} in flight"
+
+    def name(k: tuple[str, str]) -> str:
+        split, value = k
+        if split == "all":
+            return "all rows"
+        if split == "domain":
+            return long.get(value, value)
+        if split == "concurrency":
+            return band(value)
+        dom, _, rest = value.partition(", ")
+        return f"{short.get(dom, dom)}, {band(rest)}"
+
+    label = {k: name(k) for k in keys}
+    w0 = max(len(v) for v in label.values())
+    cols = [c for c in splits if splits[c]]  # a figure no row measured: no column
+    widths = {c: max([len(names[c])] + [len(cells[k].get(c, "-")) for k in keys]) for c in cols}
+    lines = ["error % by scale-up domain and requests in flight",
+             "(each cell: rows: signed median / median |error| / p90 |error|):",
+             "  " + "group".ljust(w0) + "".join("  " + names[c].ljust(widths[c]) for c in cols)]
+    for k in keys:
+        lines.append("  " + label[k].ljust(w0)
+                     + "".join("  " + cells[k].get(c, "-").ljust(widths[c]) for c in cols))
+    return [ln.rstrip() for ln in lines]
 
 
 def _json_record(r) -> dict[str, Any]:
@@ -725,8 +777,9 @@ def _print_summary(rep: dict, prefix: str = "") -> None:
     typer.echo(prefix + _fmt_summary("median TTFT", rep["ttft"]))
     typer.echo(prefix + _fmt_summary("power", rep["power"]))
     for vendor, s in rep.get("power_by_vendor", {}).items():
-        typer.echo(prefix + _fmt_summary(f"  power {vendor} (operating point)", s)
-                   + f", signed median {s['median_signed_pct']:+.1f}%")
+        typer.echo(prefix + _fmt_summary(f"  power {vendor} (operating point)", s))
+    for line in _split_lines(rep.get("splits", {})):
+        typer.echo(prefix + line)
     so = rep.get("server_offline") or []
     diffs = [p["abs_diff"] for p in so if p["abs_diff"] is not None]
     if so:
@@ -790,9 +843,14 @@ def validate(
     results = evaluate_rows(rows, catalog, pin.defaults, pin.calibration,
                             benchmarks=pin.benchmarks)
     rep = report(results)
-    from dcplan.perf.calibration import power_error_by_vendor, server_offline_ratios
+    from dcplan.perf.calibration import (
+        error_splits,
+        power_error_by_vendor,
+        server_offline_ratios,
+    )
 
     rep["power_by_vendor"] = power_error_by_vendor(results, catalog)
+    rep["splits"] = error_splits(results, catalog)
     rep["server_offline"] = server_offline_ratios(results)
     frac = pin.defaults.serving.measurement_length_frac
     little = [little_ratio(m, frac) for m in rows]

@@ -65,6 +65,7 @@ from dcplan.perf.measurements import (
     breaks_little,
     pct_error,
     row_domain,
+    scaleup_domain,
     spans_scaleup,
     summary,
     wide_decode_group,
@@ -716,8 +717,7 @@ def power_error_by_vendor(results, catalog) -> dict[str, dict]:
     Returns
     -------
     dict
-        Vendor -> ``summary`` of the signed % errors (``median_abs_pct``,
-        ``p90_abs_pct``, ``max_abs_pct``, ``rows``) plus ``median_signed_pct``.
+        Vendor -> :func:`~dcplan.perf.measurements.summary` of the signed % errors.
     """
     errs: dict[str, list[float]] = {}
     for r in results:
@@ -726,8 +726,159 @@ def power_error_by_vendor(results, catalog) -> dict[str, dict]:
             continue
         vendor = catalog.get("accelerators", r.m.hardware).vendor
         errs.setdefault(vendor, []).append(float(e))
-    return {v: summary(e) | {"median_signed_pct": float(np.median(e))}
-            for v, e in sorted(errs.items())}
+    return {v: summary(e) for v, e in sorted(errs.items())}
+
+
+# ------------------------------------------------ errors by scale-up domain and load
+
+#: GPUs of a board-scale scale-up domain; an accelerator whose platform domain is
+#: larger (NVL72 and up) is rack-scale in :func:`error_splits`.
+BOARD_DOMAIN = 8
+#: Bands of requests in flight of serving rows: (largest concurrency in the band, or
+#: None for no limit; label).
+CONCURRENCY_BANDS = ((64, "<= 64"), (512, "65-512"), (None, "> 512"))
+#: Band of the phase rows (MLPerf and the wide-EP runs: no requests-in-flight figure).
+PHASE_BAND = "phase rows (MLPerf, wide EP)"
+RACK_SCALE = f"rack-scale (domain > {BOARD_DOMAIN} GPUs)"
+BOARD = f"{BOARD_DOMAIN}-GPU board"
+#: Splits of :func:`error_groups`, in their order.
+ERROR_SPLITS = ("all", "domain", "concurrency", "domain x concurrency")
+
+
+def domain_class(domain: int | None) -> str:
+    """Scale-up class of a platform domain: :data:`RACK_SCALE` or :data:`BOARD`.
+
+    Parameters
+    ----------
+    domain : int or None
+        GPUs of the accelerator's scale-up domain [GPUs] (None: unknown, read as a
+        board, as :func:`dcplan.perf.measurements.row_domain` reads it).
+
+    Returns
+    -------
+    str
+    """
+    return RACK_SCALE if (domain or BOARD_DOMAIN) > BOARD_DOMAIN else BOARD
+
+
+def concurrency_band(m) -> str:
+    """Band of requests in flight of a row (:data:`CONCURRENCY_BANDS`).
+
+    Parameters
+    ----------
+    m : Measurement or ServingMeasurement
+        A row (``kind`` and, for serving rows, ``concurrency`` [requests]).
+
+    Returns
+    -------
+    str
+        The band's label; :data:`PHASE_BAND` for phase rows.
+    """
+    if m.kind != "serving":
+        return PHASE_BAND
+    for top, label in CONCURRENCY_BANDS:
+        if top is None or m.concurrency <= top:
+            return label
+    raise AssertionError("the last band has no limit")
+
+
+def signed_stats(errors: Sequence[float | None]) -> dict[str, float | int | None]:
+    """Signed median, median and 90th-percentile |error| of signed % errors.
+
+    Parameters
+    ----------
+    errors : sequence of float or None
+        Signed errors (predicted / measured - 1) [%]; None and non-finite ones are left
+        out.
+
+    Returns
+    -------
+    dict
+        ``signed`` (median signed error, the bias), ``median``, ``p90`` (of |error|)
+        [%], None without errors, and ``n`` (errors used) [count].
+    """
+    e = np.array([x for x in errors if x is not None and np.isfinite(x)], float)
+    if not len(e):
+        return {"signed": None, "median": None, "p90": None, "n": 0}
+    a = np.abs(e)
+    return {"signed": float(np.median(e)), "median": float(np.median(a)),
+            "p90": float(np.percentile(a, 90)), "n": int(len(e))}
+
+
+def error_groups(rows: Sequence, domain_of: Callable[[str], int | None]
+                 ) -> list[tuple[str, str, list[int]]]:
+    """Rows grouped by scale-up domain, by requests in flight and by both.
+
+    Parameters
+    ----------
+    rows : sequence of Measurement or ServingMeasurement
+        The rows (``hardware``, ``kind``, serving rows' ``concurrency``).
+    domain_of : callable
+        Accelerator id -> GPUs of its platform's scale-up domain [GPUs] (None: unknown).
+
+    Returns
+    -------
+    list of (str, str, list of int)
+        (split, value, row indices): split ``all`` (every row), ``domain``
+        (:data:`BOARD`, :data:`RACK_SCALE`), ``concurrency`` (:data:`CONCURRENCY_BANDS`,
+        then :data:`PHASE_BAND`) and ``domain x concurrency`` (value ``"<domain>,
+        <band>"``), in that order; within a split boards before rack scale and bands in
+        order. Groups without rows are left out.
+    """
+    groups: dict[tuple[str, str], list[int]] = {("all", "all"): list(range(len(rows)))}
+    for i, m in enumerate(rows):
+        dom = domain_class(domain_of(m.hardware))
+        band = concurrency_band(m)
+        for key in (("domain", dom), ("concurrency", band),
+                    ("domain x concurrency", f"{dom}, {band}")):
+            groups.setdefault(key, []).append(i)
+    values = [BOARD, RACK_SCALE] + [lab for _, lab in CONCURRENCY_BANDS] + [PHASE_BAND]
+
+    def rank(item) -> tuple:
+        (split, value), _ = item
+        parts = value.split(", ")
+        return (ERROR_SPLITS.index(split),
+                tuple(values.index(p) if p in values else len(values) for p in parts), value)
+
+    return [(s, v, idx) for (s, v), idx in sorted(groups.items(), key=rank)]
+
+
+def error_splits(results: Sequence[RowResult], catalog: Catalog,
+                 what: Sequence[str] = ("throughput", "ttft")) -> dict[str, list[dict]]:
+    """Signed median, median and p90 |error| by scale-up domain and requests in flight.
+
+    What a held-out check reads beside the overall figures: whether the model is biased
+    (signed median) at rack scale or under load, not only how far off it is.
+
+    Parameters
+    ----------
+    results : sequence of RowResult
+        Predicted rows.
+    catalog : Catalog
+        Accelerators and racks (each accelerator's scale-up domain,
+        :func:`~dcplan.perf.measurements.scaleup_domain`).
+    what : sequence of str
+        Figures to split (:meth:`RowResult.error`): ``throughput``, ``tpot``, ``ttft``.
+
+    Returns
+    -------
+    dict of str to list of dict
+        Per figure, per group of :func:`error_groups` with an error: ``split``,
+        ``value``, ``rows`` [count] and ``median_signed_pct``, ``median_abs_pct``,
+        ``p90_abs_pct`` [%].
+    """
+    domains = {h: scaleup_domain(catalog, h) for h in {r.m.hardware for r in results}}
+    groups = error_groups([r.m for r in results], domains.get)
+    out: dict[str, list[dict]] = {}
+    for w in what:
+        out[w] = []
+        for split, value, idx in groups:
+            st = signed_stats([results[i].error(w) for i in idx])
+            if st["n"]:
+                out[w].append({"split": split, "value": value, "rows": st["n"],
+                               "median_signed_pct": st["signed"],
+                               "median_abs_pct": st["median"], "p90_abs_pct": st["p90"]})
+    return out
 
 
 def _physics_in_use(rows: Sequence, wide: np.ndarray | None = None,

@@ -1133,25 +1133,30 @@ def pct_error(predicted: float, measured: float) -> float:
 
 
 def summary(errors: list[float]) -> dict[str, float | None]:
-    """Median, 90th percentile and max absolute percentage error (None when empty).
+    """Median, 90th percentile and max absolute percentage error, and the signed median.
 
     Parameters
     ----------
     errors : list of float
-        Signed errors [%]; None and non-finite entries are left out.
+        Signed errors (predicted / measured - 1) [%]; None and non-finite entries are
+        left out.
 
     Returns
     -------
     dict
-        ``median_abs_pct``, ``p90_abs_pct``, ``max_abs_pct`` [%] (None when empty) and
-        ``rows`` [count].
+        ``median_abs_pct``, ``p90_abs_pct``, ``max_abs_pct`` and ``median_signed_pct``
+        (the bias: positive where the model predicts too much) [%], None when empty,
+        and ``rows`` [count].
     """
     errors = [e for e in errors if e is not None and np.isfinite(e)]
     if not errors:
-        return {"median_abs_pct": None, "p90_abs_pct": None, "max_abs_pct": None, "rows": 0}
-    a = np.abs(np.asarray(errors, dtype=float))
+        return {"median_abs_pct": None, "p90_abs_pct": None, "max_abs_pct": None,
+                "median_signed_pct": None, "rows": 0}
+    e = np.asarray(errors, dtype=float)
+    a = np.abs(e)
     return {"median_abs_pct": float(np.median(a)), "p90_abs_pct": float(np.percentile(a, 90)),
-            "max_abs_pct": float(a.max()), "rows": len(errors)}
+            "max_abs_pct": float(a.max()), "median_signed_pct": float(np.median(e)),
+            "rows": len(errors)}
 
 
 # ------------------------------------------------ files beside the measurement CSVs
