@@ -819,7 +819,7 @@ def error_groups(rows: Sequence, domain_of: Callable[[str], int | None]
     Returns
     -------
     list of (str, str, list of int)
-        (split, value, row indices): split ``all`` (every row), ``domain``
+        (split, value, row indices [index from 0]): split ``all`` (every row), ``domain``
         (:data:`BOARD`, :data:`RACK_SCALE`), ``concurrency`` (:data:`CONCURRENCY_BANDS`,
         then :data:`PHASE_BAND`) and ``domain x concurrency`` (value ``"<domain>,
         <band>"``), in that order; within a split boards before rack scale and bands in
