@@ -59,6 +59,7 @@ from dcplan.catalog import Catalog
 from dcplan.errors import InputError
 from dcplan.perf.benchmarks import Benchmarks
 from dcplan.perf.measurements import (
+    BOARD_DOMAIN,
     CONFIGURATION_COLUMNS,
     Measurement,
     ServingMeasurement,
@@ -731,9 +732,9 @@ def power_error_by_vendor(results, catalog) -> dict[str, dict]:
 
 # ------------------------------------------------ errors by scale-up domain and load
 
-#: GPUs of a board-scale scale-up domain; an accelerator whose platform domain is
-#: larger (NVL72 and up) is rack-scale in :func:`error_splits`.
-BOARD_DOMAIN = 8
+# An accelerator whose platform domain is larger than a board (BOARD_DOMAIN, from
+# dcplan.perf.measurements: NVL72 and up) is rack-scale in error_splits.
+
 #: Bands of requests in flight of serving rows: (largest concurrency in the band, or
 #: None for no limit; label).
 CONCURRENCY_BANDS = ((64, "<= 64"), (512, "65-512"), (None, "> 512"))

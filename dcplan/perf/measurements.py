@@ -468,11 +468,17 @@ def little_note(m, ratio: float, length_frac: float) -> str:
             "measured another window")
 
 
+#: GPUs of a board-scale scale-up domain (an HGX or MI-series 8-GPU board): the domain
+#: of a row whose accelerator names none (:func:`row_domain`), and the line between
+#: boards and rack scale in the accuracy splits (``dcplan.perf.calibration``).
+BOARD_DOMAIN = 8
+
+
 def row_domain(m, catalog: Catalog) -> int:
     """Scale-up domain a measurement row ran on [GPUs].
 
-    Its accelerator's (:func:`scaleup_domain`), else 8 (an 8-GPU board, as every
-    unlisted platform of the measurement files is).
+    Its accelerator's (:func:`scaleup_domain`), else :data:`BOARD_DOMAIN` (an 8-GPU
+    board, as every unlisted platform of the measurement files is).
 
     Parameters
     ----------
@@ -486,7 +492,7 @@ def row_domain(m, catalog: Catalog) -> int:
     int
         GPUs of the row's scale-up domain [GPUs].
     """
-    return scaleup_domain(catalog, m.hardware) or 8
+    return scaleup_domain(catalog, m.hardware) or BOARD_DOMAIN
 
 
 def spans_scaleup(m, catalog: Catalog) -> bool:

@@ -52,7 +52,12 @@ import numpy as np
 
 from dcplan.catalog import Catalog
 from dcplan.perf.benchmarks import BenchmarkLengths
-from dcplan.perf.measurements import Measurement, ServingMeasurement, scaleup_domain
+from dcplan.perf.measurements import (
+    Measurement,
+    ServingMeasurement,
+    row_domain,
+    scaleup_domain,
+)
 from dcplan.perf.params import (
     HW_PARAM_NAMES,
     PHYSICS_NAMES,
@@ -371,7 +376,7 @@ class ServingRows:
             for i, shp in zip(idx, shapes, strict=True):
                 m = self.rows[i]
                 acc = catalog.get("accelerators", m.hardware)
-                domain = scaleup_domain(catalog, m.hardware) or 8
+                domain = row_domain(m, catalog)
                 hws.append(Hardware.build(acc, shp, defaults.for_hardware(m.hardware), sv,
                                           scaleout_gbps(catalog, m.hardware,
                                                         sv.measurement_scaleout_gbps), domain))
