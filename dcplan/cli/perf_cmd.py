@@ -714,13 +714,13 @@ def _split_lines(splits: dict[str, list[dict]]) -> list[str]:
     keys = [k for k in cells if k[0] != "domain x concurrency" or both]
     if len(keys) < 2:
         return []
-    from dcplan.perf.calibration import BOARD, BOARD_DOMAIN, RACK_SCALE
+    from dcplan.perf.calibration import BOARD, BOARD_DOMAIN, PHASE_BAND, RACK_SCALE
 
     short = {BOARD: "boards", RACK_SCALE: "rack scale"}
     long = {BOARD: BOARD + "s", RACK_SCALE: f"rack scale (domain > {BOARD_DOMAIN} GPUs)"}
 
     def band(v: str) -> str:
-        return v if v.startswith("phase") else f"{v} in flight"
+        return v if v == PHASE_BAND else f"{v} in flight"
 
     def name(k: tuple[str, str]) -> str:
         split, value = k
