@@ -5,18 +5,20 @@ session); every hostile variant is that file rewritten. Each variant goes throug
 ``python -m dcplan show`` (and ``export`` or ``compare`` for some) in its own process,
 whose processor time and peak resident memory are measured (``os.wait4``: its own
 rusage, see :data:`MEASURE`): exit 1, "damaged or not a dcplan plan" and the member or
-field on stderr, no traceback, under 5 s of processor time and 300 MB.
+field on stderr, no traceback, within :func:`cpu_limit_s` of processor time and 300 MB.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import typing
 import zipfile
@@ -52,8 +54,20 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "wait4") or not hasattr(os, "for
 #: shared 2-core machine the same refusal took 1.0 to 4.1 s of wall time and a genuine
 #: ``show`` 2.2 to 8.3 s (measured while other test runs competed for the cores),
 #: while the processor time stays put. Wall time only has to stay below
-#: :data:`HANG_LIMIT_S`.
+#: :data:`HANG_LIMIT_S`. The processor-time bound is :func:`cpu_limit_s`: at least
+#: ``CPU_LIMIT_S``, and :data:`CPU_LIMIT_IMPORTS` times what merely importing the
+#: commands costs on the machine running the tests.
 CPU_LIMIT_S = 5.0
+#: Multiple of the import cost allowed to a command on a saved plan [-]. Most of a
+#: refusal is Python importing pandas, scipy and dcplan's command line: 3.0-3.1 s of
+#: processor time on a 2-core machine of 2026-12-07, where a genuine ``compare`` of two
+#: plans took 4.5-4.7 s (CI's run of a fixed 5 s bound failed on ``compare`` at 5.2-5.4 s
+#: that day); the refusals took 1.1-1.8 s on the faster machine of 2026-12-03. Three
+#: times the import cost still fails the filed defect's 89 s by far.
+CPU_LIMIT_IMPORTS = 3.0
+#: What a command on a saved plan imports before it opens the file (dcplan/cli/saved_cmd.py
+#: and compare_cmd.py import these when they run).
+COMMAND_IMPORTS = "import dcplan.cli, dcplan.api, dcplan.export.compare, dcplan.export.terminal"
 RSS_LIMIT_MB = 300.0
 HANG_LIMIT_S = 60.0
 #: The 1.5 GiB member of zeros of the filed defect [bytes].
@@ -78,10 +92,10 @@ class Run(NamedTuple):
 #: across exec.
 MEASURE = """
 import os, sys
-report, args = sys.argv[1], sys.argv[2:]
+report, argv = sys.argv[1], sys.argv[2:]
 pid = os.fork()
 if pid == 0:
-    os.execv(sys.executable, [sys.executable, "-m", "dcplan", *args])
+    os.execv(sys.executable, [sys.executable, *argv])
 _, status, usage = os.wait4(pid, 0)
 with open(report, "w") as f:
     f.write(f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
@@ -91,10 +105,15 @@ sys.exit(os.waitstatus_to_exitcode(status) % 256)
 
 def run_cli(tmp: Path, *args: str) -> Run:
     """Run ``python -m dcplan ARGS``; measure its wall time, processor time and peak RSS."""
+    return run_python(tmp, "-m", "dcplan", *args)
+
+
+def run_python(tmp: Path, *argv: str) -> Run:
+    """Run ``python ARGV``; measure its wall time, processor time and peak RSS."""
     out, err, report = tmp / "stdout.txt", tmp / "stderr.txt", tmp / "maxrss.txt"
     with open(out, "wb") as fo, open(err, "wb") as fe:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", MEASURE, str(report), *args],
+        proc = subprocess.Popen([sys.executable, "-c", MEASURE, str(report), *argv],
                                 stdout=fo, stderr=fe, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         try:
@@ -110,6 +129,28 @@ def run_cli(tmp: Path, *args: str) -> Run:
                err.read_text(errors="replace"), wall, float(cpu), rss)
 
 
+@functools.cache
+def cpu_limit_s() -> float:
+    """Processor time a command on a saved plan may take here [s].
+
+    The larger of :data:`CPU_LIMIT_S` and :data:`CPU_LIMIT_IMPORTS` times the processor
+    time of a process that only imports :data:`COMMAND_IMPORTS`, measured once per test
+    process on this machine, so that the bound is a ratio measured in the same run and
+    not a machine's speed.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_python(Path(tmp), "-c", COMMAND_IMPORTS)
+    assert run.rc == 0, run
+    print(f"importing the commands: {run.cpu_s:.2f} s CPU")
+    return max(CPU_LIMIT_S, CPU_LIMIT_IMPORTS * run.cpu_s)
+
+
+def test_cpu_limit_stays_far_below_the_defect():
+    """The machine-relative bound still catches the filed defect (89 s before "damaged"):
+    it fails once importing the commands alone costs a third of that."""
+    assert CPU_LIMIT_S <= cpu_limit_s() < 89.0 / 3
+
+
 def assert_refused(run: Run, *words: str) -> None:
     """Exit 1 with a clear "damaged" message naming ``words``, fast and small."""
     print(f"exit {run.rc}, {run.cpu_s:.2f} s CPU, {run.wall_s:.2f} s wall, {run.rss_mb:.0f} MB: "
@@ -119,7 +160,7 @@ def assert_refused(run: Run, *words: str) -> None:
     assert "Traceback" not in run.err and "internal error" not in run.err, run.err
     for w in words:
         assert w in run.err, (w, run.err)
-    assert run.cpu_s < CPU_LIMIT_S and run.wall_s < HANG_LIMIT_S, run
+    assert run.cpu_s < cpu_limit_s() and run.wall_s < HANG_LIMIT_S, run
     assert run.rss_mb < RSS_LIMIT_MB, run
 
 
@@ -379,7 +420,7 @@ def test_genuine_plan_is_shown_within_the_same_bounds(good, tmp_path):
           f"{run.rss_mb:.0f} MB")
     assert run.rc == 0, run
     assert "NPV of costs" in run.out and DAMAGED not in run.err
-    assert run.cpu_s < CPU_LIMIT_S and run.rss_mb < RSS_LIMIT_MB, run
+    assert run.cpu_s < cpu_limit_s() and run.rss_mb < RSS_LIMIT_MB, run
 
 
 def test_plan_tables_are_read_without_the_dataset_scanner(good, monkeypatch):
@@ -438,7 +479,7 @@ def test_plan_without_solution_is_shown_as_no_plan_and_never_exported(no_plan, t
     cmp = run_cli(tmp_path, "compare", str(no_plan), str(no_plan), "-q")
     assert cmp.rc == 1 and "nothing to compare" in cmp.err and not cmp.out.strip(), cmp
     for run in (show, export, cmp):
-        assert "Traceback" not in run.err and run.cpu_s < CPU_LIMIT_S
+        assert "Traceback" not in run.err and run.cpu_s < cpu_limit_s()
 
 
 # --- in process ---------------------------------------------------------------------------

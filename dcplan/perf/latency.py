@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize.elementwise import find_root
-from scipy.special import gammaincc, gammaln, ndtr
-from scipy.stats import norm
+from scipy.special import gammaincc, gammaln, ndtr, ndtri
 
 # One definition of a length distribution, shared with the workload catalog
 # (dcplan/lengths.py keeps it free of numpy/scipy at import time).
@@ -128,7 +127,7 @@ def normal_z(percentile) -> float:
     float
         ``z`` with ``P(Z <= z) = percentile / 100`` [-] (0 at the median).
     """
-    return float(norm.ppf(float(percentile) / 100.0))
+    return float(ndtri(float(percentile) / 100.0))
 
 
 def tpot_quantile(tpot_mean_s, prefill_s, arrivals_per_s, output_tokens, tpot_cv_frac,

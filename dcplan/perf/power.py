@@ -41,7 +41,6 @@ and checked by :func:`dcplan.perf.benchmarks.load_power_systems`).
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
 
 from dcplan.perf.params import HardwareParams, PowerCurve
 from dcplan.schema import Accelerator, Rack
@@ -151,6 +150,10 @@ def rack_power_percentile_kw(rack: Rack, acc: Accelerator, act_prefill: float,
     float
         Rack IT power [kW].
     """
+    # Imported here: scipy.stats takes over a second to import, and the commands that
+    # only read a saved plan import this module without ever calling this function.
+    from scipy.stats import binom
+
     k = max(1, int(round(instances)))
     rho = float(np.clip(prefill_frac, 0.0, 1.0))
     m = float(binom.ppf(percentile / 100.0, k, rho)) if 0.0 < rho < 1.0 else k * rho
