@@ -855,3 +855,31 @@ def test_the_deepgemm_ratio_is_a_column_only_over_rows_that_ran_deepgemm():
                   defaults, True, True, False, PRIOR_WEIGHT, LEVEL_PRIOR,
                   deepgemm=np.zeros(len(pick) - sum(expect), bool))
     assert not any(c.name == "physics:deepgemm_moe_time_ratio" for c in none.cols)
+
+
+def test_disaggregated_ttft_is_fitted_only_where_no_admission_limit_binds():
+    """The fit's TTFT residuals take every aggregated row, and a disaggregated row only
+    at up to DISAGGREGATED_TTFT_MAX_CONCURRENCY (64) requests in flight, at
+    DISAGGREGATED_TTFT_WEIGHT times the aggregated rows' weight; throughput takes all."""
+    from dcplan.perf.calibration import (
+        DISAGGREGATED_TTFT_MAX_CONCURRENCY,
+        DISAGGREGATED_TTFT_WEIGHT,
+        TTFT_WEIGHT,
+        Predictor,
+    )
+
+    assert DISAGGREGATED_TTFT_MAX_CONCURRENCY == 64 and DISAGGREGATED_TTFT_WEIGHT == 1.0
+    catalog = load_catalog(ROOT / "catalogs")
+    rows = load_measurement_files([ROOT / "catalogs" / "measurements"
+                                   / "inferencex_deepseek_r1.csv"], catalog)
+    pick = []
+    for dis, conc in ((True, 64), (True, 128), (False, 64), (False, 256)):
+        pick.append(next(m for m in rows if m.disaggregated == dis and m.concurrency == conc
+                         and m.median_ttft_s))
+    pr = Predictor(pick, catalog, SHIPPED_PERF.defaults, benchmarks=SHIPPED_PERF.benchmarks)
+    layout = {key: (list(sel), list(w)) for key, sel, _meas, w, _pos in pr._serving_layout}
+    sel, w = layout["median_ttft_s"]
+    assert sel == [0, 2, 3]                       # not the disaggregated row at 128
+    assert w == pytest.approx([TTFT_WEIGHT * DISAGGREGATED_TTFT_WEIGHT, TTFT_WEIGHT,
+                               TTFT_WEIGHT])
+    assert layout["output_tokens_per_s_per_gpu"][0] == [0, 1, 2, 3]

@@ -33,6 +33,7 @@ from dcplan.perf.serving import (
     aggregated,
     decode,
     disaggregated,
+    kv_handover_share_s,
     kv_transfer_s,
     prefill,
     solve_closed_loop,
@@ -57,6 +58,7 @@ P = HardwareParams(
     mla_attention_eff_frac=0.5,
     hbm_eff_frac=0.8, scaleup_eff_frac=0.5, moe_comm_eff_frac=0.25,
     moe_prefill_comm_eff_frac=0.75, scaleout_eff_frac=0.5, kv_handover_token_s=0.0,
+    kv_handover_latency_s=0.0,
     step_overhead_s=0.002,
     layer_overhead_s=0.0, collective_latency_s=1e-5, scaleout_latency_s=3e-5,
     alltoall_latency_s=2e-5, comm_overlap_frac=0.0, ttft_overhead_s=0.0,
@@ -422,8 +424,9 @@ def test_closed_loop_obeys_littles_law(cat, serving):
     assert 0 < pt.batch[0] < 1
 
 
-def test_kv_handover_is_per_token_within_the_links(cat, serving):
-    """Hand-over time = max(KV bytes / (gpus x NIC x scale-out eff), tokens x per-token time)."""
+def test_kv_handover_occupies_per_token_within_the_links(cat, serving):
+    """Occupancy = max(KV bytes / (gpus x NIC x scale-out eff), tokens x per-token time);
+    a request's own hand-over (its TTFT) = fixed latency + KV bytes / links."""
     shape = ModelShape.build(cat.get("models", "dense70"), "fp8", serving)
     tr = Traffic(1000.0, 250.0)
     # dense70: 80 layers x (K, V) x 8 KV heads x 128 x 1 B = 163,840 B per token
@@ -431,11 +434,12 @@ def test_kv_handover_is_per_token_within_the_links(cat, serving):
     assert float(shape.kv_bytes_seq(1000.0)) == kv
     nic = 400e9 / 8                                   # 400 Gb/s -> 5e10 B/s
 
-    def handover(token_s, tp):
+    def handover(token_s, tp, latency_s=0.0, f=kv_handover_share_s):
         hw = Hardware.build(cat.get("accelerators", "tgpu"), shape,
-                            replace(P, kv_handover_token_s=token_s), serving, 400.0, 8)
-        return float(kv_transfer_s(Instance(hw, Parallel(tp, 1, 1), shape, PH, serving), tr,
-                                   hw.scaleout_bytes_per_s))
+                            replace(P, kv_handover_token_s=token_s,
+                                    kv_handover_latency_s=latency_s), serving, 400.0, 8)
+        return float(f(Instance(hw, Parallel(tp, 1, 1), shape, PH, serving), tr,
+                       hw.scaleout_bytes_per_s))
     # no per-token time: the links (x 0.5), faster with more GPUs
     assert handover(0.0, 1) == pytest.approx(kv / (nic * 0.5))
     assert handover(0.0, 4) == pytest.approx(kv / (4 * nic * 0.5))
@@ -445,6 +449,11 @@ def test_kv_handover_is_per_token_within_the_links(cat, serving):
     assert kv / (nic * 0.5) < 1000 * 1e-5
     assert handover(1e-5, 1) == pytest.approx(1000 * 1e-5)
     assert handover(1e-6, 1) == pytest.approx(kv / (nic * 0.5))
+    # what a request's TTFT adds: 0.08 s + 163.84 MB / (4 x 5e10 x 0.5 B/s) = 0.08164 s,
+    # whatever the per-token occupancy, and the same fixed 0.08 s at any prompt length
+    assert handover(1e-5, 4, 0.08, kv_transfer_s) == pytest.approx(0.08 + 1.6384e-3)
+    assert handover(0.0, 4, 0.08, kv_transfer_s) == pytest.approx(0.08 + 1.6384e-3)
+    assert handover(1e-5, 1, 0.0, kv_transfer_s) == pytest.approx(6.5536e-3)
 
 
 def test_kv_handover_runs_per_dp_rank_where_the_engine_does(cat, serving):
@@ -466,8 +475,6 @@ def test_kv_handover_runs_per_dp_rank_where_the_engine_does(cat, serving):
     assert float(handover_streams(tp8, True)) == 1.0
     np.testing.assert_array_equal(handover_streams(dep8, np.array([True, False])), [8.0, 1.0])
 
-    from dcplan.perf.serving import kv_handover_share_s
-
     def t(par, per_rank, f=kv_handover_share_s):
         inst = Instance(hw, par, shape, PH, serving,
                         handover_streams=handover_streams(par, per_rank))
@@ -475,8 +482,10 @@ def test_kv_handover_runs_per_dp_rank_where_the_engine_does(cat, serving):
     assert t(dep8, False) == pytest.approx(0.1)
     assert t(dep8, True) == pytest.approx(0.0125)
     assert t(tp8, True) == pytest.approx(0.1)
-    # one request's own hand-over (what its TTFT adds) is one stream's, however many
-    assert t(dep8, True, kv_transfer_s) == pytest.approx(0.1)
+    # one request's own hand-over (what its TTFT adds: P has no fixed latency) is its
+    # bytes over the links, however many streams and whatever the per-token occupancy
+    assert t(dep8, True, kv_transfer_s) == t(dep8, False, kv_transfer_s) == pytest.approx(
+        8.192e-4)
     # never faster than the links carry the bytes, however many streams
     assert 1000 * 80 * 2 * 8 * 128 / (8 * 5e10 * 0.5) == pytest.approx(8.192e-4)
     hw0 = replace(hw, params=replace(hw.params, kv_handover_token_s=1e-7))
@@ -500,7 +509,7 @@ def test_a_slow_kv_handover_caps_the_prefill_pool(cat, serving):
     tr = Traffic(1000.0, 250.0, 0.0, 0.5)
     pre = prefill(inst, tr)
     t_kv = 1000 * 3.2768e-3
-    assert float(kv_transfer_s(inst, tr, hw.scaleout_bytes_per_s)) == pytest.approx(t_kv)
+    assert float(kv_handover_share_s(inst, tr, hw.scaleout_bytes_per_s)) == pytest.approx(t_kv)
     assert float(pre.batched_s) < t_kv
     n_p = 2.0
     pt = disaggregated(inst, inst, tr, np.array([1.0]), n_p, 3.0, pre)
@@ -548,7 +557,7 @@ def test_the_prefill_server_spread_is_the_prompt_lengths(cat, serving):
                             replace(P, kv_handover_token_s=token_s), serving, 400.0, 8)
         inst = Instance(hw, Parallel(1, 1, 1), shape, PH, serving)
         pre = prefill(inst, tr)
-        kvt = float(kv_transfer_s(inst, tr, hw.scaleout_bytes_per_s))
+        kvt = float(kv_handover_share_s(inst, tr, hw.scaleout_bytes_per_s))
         srv = prefill_server(pre, kvt, tr)
         assert (kvt > float(pre.alone_s)) == handover_binds
         assert float(srv.alone_s) == pytest.approx(max(float(pre.alone_s), kvt))

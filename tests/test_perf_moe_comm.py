@@ -32,6 +32,7 @@ P = HardwareParams(
     mla_attention_eff_frac=0.5, hbm_eff_frac=0.8, scaleup_eff_frac=0.5,
     moe_comm_eff_frac=0.25, moe_prefill_comm_eff_frac=0.75, scaleout_eff_frac=0.5,
     kv_handover_token_s=0.0,
+    kv_handover_latency_s=0.0,
     step_overhead_s=0.002, layer_overhead_s=0.0, collective_latency_s=1e-5,
     scaleout_latency_s=3e-5, alltoall_latency_s=2e-5, comm_overlap_frac=0.0, ttft_overhead_s=0.0,
     power_base_frac=0.3, power_compute_weight=0.5, power_memory_weight=0.4,

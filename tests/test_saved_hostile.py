@@ -645,7 +645,9 @@ def test_a_plan_saved_before_a_model_parameter_existed_still_loads(good, tmp_pat
                             "frontier_ttft_share_max_frac")
     # and the fields of 2026-12-06 (eleventh): a physics parameter, a serving setting
     # and the basis's prefill width (a basis without it reads domain_ep_max for both)
-    for key in ("wide_ep_comm_ratio", "board_ep_gpus", "prefill_domain_ep_max"):
+    # and of 2026-12-07 (twenty-third): the hand-over's fixed latency
+    for key in ("wide_ep_comm_ratio", "board_ep_gpus", "prefill_domain_ep_max",
+                "kv_handover_latency_s"):
         assert key in json.dumps(perf), key
         stripped = _without_key(stripped, key)
     old = rewrite(good, tmp_path / "old.plan",
@@ -653,8 +655,8 @@ def test_a_plan_saved_before_a_model_parameter_existed_still_loads(good, tmp_pat
     back = load_result(old)
     note = [n for n in back.notes if "saved by an older dcplan" in n]
     assert len(note) == 1, back.notes
-    assert ("lack board_ep_gpus, frontier_ttft_share_max_frac, kv_handover_token_s, "
-            "wide_ep_comm_ratio;") in note[0]
+    assert ("lack board_ep_gpus, frontier_ttft_share_max_frac, kv_handover_latency_s, "
+            "kv_handover_token_s, wide_ep_comm_ratio;") in note[0]
     assert "perf_defaults.yaml" in note[0]
     basis = back.case.calibration.basis
     assert basis.prefill_domain_ep_max is None
@@ -662,13 +664,16 @@ def test_a_plan_saved_before_a_model_parameter_existed_still_loads(good, tmp_pat
     shipped = load_perf_defaults()
     assert back.case.perf_defaults.default.kv_handover_token_s \
         == shipped.default.kv_handover_token_s
+    assert back.case.perf_defaults.default.kv_handover_latency_s \
+        == shipped.default.kv_handover_latency_s == 0.08
     assert back.case.perf_defaults.serving.frontier_ttft_share_max_frac \
         == shipped.serving.frontier_ttft_share_max_frac
     for args in (("show", str(old)), ("export", str(old), "-o", str(tmp_path / "x")),
                  ("compare", str(old), str(good))):
         r = run_cli(tmp_path, *args)
         assert r.rc == 0, (args, r.err)
-    assert "frontier_ttft_share_max_frac, kv_handover_token_s, wide_ep_comm_ratio;" in " ".join(
+    assert ("frontier_ttft_share_max_frac, kv_handover_latency_s, kv_handover_token_s, "
+            "wide_ep_comm_ratio;") in " ".join(
         run_cli(tmp_path, "show", str(old)).out.split())
     # the planner's inputs are not parameter sets: a field they lack is damage
     field = next(k for k in inputs if not k.startswith("__"))
