@@ -44,8 +44,10 @@ def test_golden_lp(name):
 
 
 @cache
-def _model(builder, elastic: bool, unserved_limit: float | None = None):
-    return build_model(builder(), elastic=elastic, unserved_limit=unserved_limit)
+def _model(builder, elastic: bool, unserved_limit: float | None = None,
+           unserved_floor: float | None = None):
+    return build_model(builder(), elastic=elastic, unserved_limit=unserved_limit,
+                       unserved_floor=unserved_floor)
 
 
 def test_every_registered_family_has_a_golden_case_and_file():
@@ -57,7 +59,7 @@ def test_every_registered_family_has_a_golden_case_and_file():
 
 def test_each_case_writes_its_family_and_only_registered_families():
     for name, case in CASES.items():
-        _prob, mv = _model(case.build, case.elastic, case.unserved_limit)
+        _prob, mv = _model(case.build, case.elastic, case.unserved_limit, case.unserved_floor)
         written = {family_of(f) for f in mv.constraints if mv.constraints[f]}
         assert None not in written, \
             f"{case.build.__name__}() writes unregistered families: " \

@@ -110,6 +110,65 @@ def test_the_second_stage_starts_from_the_first_stages_plan(monkeypatch):
     assert first_plan["new__ra__sa__2026"] == 3.0  # the only count that serves 237.5
     assert res.tables["fleet"].set_index("period").installed_racks["2026"] == 3
 
+def test_the_second_stage_floor_is_the_first_stages_proven_bound(monkeypatch):
+    """The cost stage gets the row ``unserved_floor``: total shortfall >= the first
+    stage's proven bound less the slack. Here the first stage proves 162.5 tokens/s x
+    8760 h x 3600 s / 1e6 = 5,124.6 million tokens exactly (gap 0), so the floor is
+    5,124.6 (1 - 1e-9) - 1e-6 and the limit 5,124.6 (1 + 1e-9) + 1e-6."""
+    import dcplan.planner.run as run
+
+    built = []
+
+    def spy(d, **kwargs):
+        built.append(kwargs)
+        return real(d, **kwargs)
+
+    real = run.build_model
+    monkeypatch.setattr(run, "build_model", spy)
+    res = solve_inputs(_grid_case("least_first"), EXACT, explain=False)
+    assert res.unserved
+    least = 162.5 * 8760 * 3600 / 1e6
+    second = built[-1]
+    assert second["unserved_floor"] == pytest.approx(least * (1 - 1e-9) - 1e-6, rel=1e-9)
+    assert second["unserved_limit"] == pytest.approx(least * (1 + 1e-9) + 1e-6, rel=1e-9)
+    assert second["unserved_floor"] < least < second["unserved_limit"]
+
+
+def test_the_floor_tightens_the_relaxation_and_keeps_the_plan():
+    """The floor cuts off no plan: the cost stage's optimum is the same with and without
+    it (3 racks in 2026, see _grid_case). It cuts off the relaxation's fractional racks:
+    with racks of 1 USD and unserved tokens at 1 USD, the LP leaves as little unserved
+    as it can, and without the floor it serves 2.5 racks x 100 = 250 tokens/s in 2026
+    (25 kW / 10 kW, all serving), leaving 150 tokens/s, less than any plan; with it,
+    162.5."""
+    from dcplan.planner.solver import solve
+
+    d = make_inputs(n=2, racks=[rack(capex=1.0, kw_max=10.0, kw_idle=2.0)],
+                    sites=[site(n=2, grid_kw=(25.0, 1e6), positions=10)],
+                    workloads=[workload(demand=(400.0, 400.0))],
+                    unserved_usd_per_token=1.0, unserved_policy="least_first")
+    least = 162.5 * 8760 * 3600 / 1e6
+    row_total = {}
+    objectives = {}
+    for floor in (None, least * (1 - 1e-9)):
+        for mip in (True, False):
+            prob, mv = build_model(d, elastic=True, unserved_limit=least * (1 + 1e-9),
+                                   unserved_floor=floor)
+            info = solve(prob, EXACT, mip=mip)
+            objectives[floor is not None, mip] = info.objective
+            row_total[floor is not None, mip] = unserved_total(mv).value()
+    # the same optimum to the solver's tolerances (1e-9 of the shortfall is 10 USD here)
+    assert objectives[True, True] == pytest.approx(objectives[False, True], rel=1e-8)
+    assert row_total[False, False] == pytest.approx(150 * 8760 * 3600 / 1e6, rel=1e-6)
+    assert row_total[True, False] == pytest.approx(least, rel=1e-6)
+    assert objectives[True, False] > objectives[False, False]
+    _prob, mv = build_model(d, elastic=True, unserved_limit=least, unserved_floor=2 * least)
+    row = mv.constraints["unserved_floor"][()]
+    assert -row.constant == pytest.approx(least)  # never above the limit
+    _prob, mv = build_model(d, elastic=True, unserved_limit=least, unserved_floor=0.0)
+    assert "unserved_floor" not in mv.constraints
+
+
 def test_a_carbon_cap_that_forces_a_shortfall_is_named_as_the_binding_limit():
     """2027 capped at 8760 h x 0.5 kg/kWh x 20 kW = 87,600 kg. The 4 racks bought in 2026
     (no cap) stay in service and idle at 2 kW: 20 - 8 = 12 kW for 8 kW more per serving

@@ -89,6 +89,8 @@ CONSTRAINT_FAMILIES: dict[str, Family] = {
     "demand": _F("add_demand", "sum rate * alloc (/ M_j) (+ unserved) >= D M share"),
     "unserved_total": _F("add_unserved_limit",
                          "sum_{w,k,p} tokens[w,p] unserved[w,k,p] / 1e6 <= least shortfall"),
+    "unserved_floor": _F("add_unserved_limit",
+                         "sum_{w,k,p} tokens[w,p] unserved[w,k,p] / 1e6 >= its proven bound"),
     # power
     "power_mix": _F("add_power_expressions",
                     "pmix[s,w,key,p] - sum (1 + loss)(1 + cool)(P - idle) alloc = 0"),

@@ -47,6 +47,7 @@ CAPEX_CATEGORIES = tuple(k for k, v in CATEGORIES.items() if v == "capex")
 
 def build_model(d: PlanInputs, elastic: bool = False,
                 unserved_limit: float | None = None,
+                unserved_floor: float | None = None,
                 fabric_envelope: str | None = None) -> tuple[pulp.LpProblem, ModelVars]:
     """Build the fleet-planning MILP.
 
@@ -59,6 +60,10 @@ def build_model(d: PlanInputs, elastic: bool = False,
         Elastic model only: at most this many tokens unserved over the horizon (row
         ``unserved_total``, :func:`add_unserved_limit`) [million tokens, of each demand
         row's kind: input, output or both].
+    unserved_floor : float, optional
+        Elastic model with ``unserved_limit`` only: at least this many tokens unserved
+        (row ``unserved_floor``): the least shortfall's proven lower bound, a valid row
+        that tightens the relaxation [million tokens].
     fabric_envelope : {None, "regimes", "pieces"}
         Integer fabrics as the envelopes of
         :func:`~dcplan.planner.network_rows.add_fabric_envelope` (one per regime, or
@@ -96,7 +101,7 @@ def build_model(d: PlanInputs, elastic: bool = False,
     add_water_limit(prob, d, mv)
     add_budget(prob, d, mv)
     if elastic and unserved_limit is not None:
-        add_unserved_limit(prob, mv, unserved_limit)
+        add_unserved_limit(prob, mv, unserved_limit, unserved_floor)
     set_objective(prob, d, mv)
     return prob, mv
 
@@ -122,23 +127,34 @@ def unserved_total(mv: ModelVars) -> pulp.LpAffineExpression:
                  for key, var in mv.unserved_tokens_per_s.items()])
 
 
-def add_unserved_limit(prob: pulp.LpProblem, mv: ModelVars, limit: float) -> None:
-    """Least shortfall first: ``sum unserved x tokens per row / 1e6 <= limit``.
+def add_unserved_limit(prob: pulp.LpProblem, mv: ModelVars, limit: float,
+                       floor: float | None = None) -> None:
+    """Least shortfall first: ``floor <= sum unserved x tokens per row / 1e6 <= limit``.
 
     The second stage of the elastic solve (:func:`dcplan.planner.run.solve_inputs`):
     the cheapest plan among those that leave no more tokens unserved than the least
-    shortfall the first stage found.
+    shortfall the first stage found (row ``unserved_total``). ``floor`` (row
+    ``unserved_floor``) is the first stage's proven lower bound on any plan's shortfall:
+    it cuts off no plan, but without it the LP relaxation serves fractional racks' worth
+    of tokens, leaves less unserved than any plan can and prices that gap at the
+    penalty, a bound HiGHS then spends minutes closing (docs/planner.md).
 
     Parameters
     ----------
     prob : pulp.LpProblem
-        The model the row is added to.
+        The model the rows are added to.
     mv : ModelVars
         The variables, expressions and rows built so far, updated in place.
     limit : float
         Tokens that may go unserved over the horizon [million tokens].
+    floor : float, optional
+        Tokens every plan leaves unserved over the horizon, at least [million tokens];
+        no row when None or not positive.
     """
-    mv.add(prob, "unserved_total", (), unserved_total(mv) <= limit)
+    total = unserved_total(mv)
+    mv.add(prob, "unserved_total", (), total <= limit)
+    if floor is not None and floor > 0:
+        mv.add(prob, "unserved_floor", (), total >= min(floor, limit))
 
 
 def _pairs(d: PlanInputs) -> list[tuple[str, str]]:

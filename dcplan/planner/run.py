@@ -184,11 +184,11 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
     message = info.message
     if info.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
         say("demand cannot be met within the limits; re-solving with priced unserved demand")
-        limit, least_note, least_plan = None, "", {}
+        limit, floor, least_note, least_plan = None, None, "", {}
         if d.unserved_policy == "least_first":
-            limit, least_note, least_plan = _least_unserved(d, opt, t, say, on_solve)
+            limit, floor, least_note, least_plan = _least_unserved(d, opt, t, say, on_solve)
         t1 = time.perf_counter()
-        prob, mv = build_model(d, elastic=True, unserved_limit=limit)
+        prob, mv = build_model(d, elastic=True, unserved_limit=limit, unserved_floor=floor)
         t["build"] += time.perf_counter() - t1
         # the first stage's plan leaves exactly the least shortfall: a plan the second
         # stage may keep, so it starts from it (without one, HiGHS can search the tight
@@ -198,7 +198,8 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
                      start=start or None)
         t["solve"] += info.runtime_s
         prob, mv, info = _with_crossed_tiers(d, opt, prob, mv, info, t, say, on_solve,
-                                             elastic=True, unserved_limit=limit)
+                                             elastic=True, unserved_limit=limit,
+                                             unserved_floor=floor)
         if limit is not None and info.status in (SolveStatus.INFEASIBLE,
                                                  SolveStatus.UNBOUNDED):
             # the network tiers settled after the first stage made its shortfall
@@ -336,7 +337,7 @@ LEAST_GAP = 1e-6
 
 def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say,
                     on_solve: Callable[[SolveProgress], None] | None = None
-                    ) -> tuple[float | None, str, dict[str, float]]:
+                    ) -> tuple[float | None, float | None, str, dict[str, float]]:
     """First stage of the elastic solve: the least demand the limits force unserved.
 
     Minimises :func:`~dcplan.planner.model.unserved_total` over the elastic model,
@@ -363,6 +364,9 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say,
     limit : float or None
         The shortfall the second stage may not exceed [million tokens]; None when the
         first stage found no plan (the second stage then prices unserved demand).
+    floor : float or None
+        The shortfall every plan leaves at least: the first stage's proven lower bound,
+        less the same slack [million tokens]; None without a bound (CBC) or a plan.
     note : str
         What the plan's notes say about the first stage ('' when it proved its least
         shortfall).
@@ -384,7 +388,7 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say,
                  rounding=rounding_start(d, mv), on_progress=progress)
     t["solve"] += info.runtime_s
     if not info.status.has_solution or info.objective is None:
-        return None, ("the least shortfall could not be found "
+        return None, None, ("the least shortfall could not be found "
                       f"({unsolved_status(info.status)}); unserved demand is priced at "
                       "the penalty instead"), {}
     least = max(0.0, float(info.objective))
@@ -396,19 +400,25 @@ def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say,
                 "much of it may be avoidable")
     plan = {v.name: float(v.varValue) for v in prob.variables()
             if v.cat == pulp.LpInteger and v.varValue is not None}
-    return least * (1 + LEAST_SLACK_FRAC) + LEAST_SLACK_MTOK, note, plan
+    floor = None
+    if info.bound is not None:
+        floor = min(info.bound, least) * (1 - LEAST_SLACK_FRAC) - LEAST_SLACK_MTOK
+    return least * (1 + LEAST_SLACK_FRAC) + LEAST_SLACK_MTOK, floor, note, plan
 
 
 def _with_crossed_tiers(d: PlanInputs, opt: SolverOptions, prob, mv, info, t: dict, say,
                         on_solve, elastic: bool = False,
-                        unserved_limit: float | None = None):
+                        unserved_limit: float | None = None,
+                        unserved_floor: float | None = None):
     """Solve again while a plan passes a collapsed network tier (see ``network_collapsed``).
 
     A pair priced at its lower tier without binaries is a relaxation of its tiers: a
     plan within them is exactly priced and its gap holds for the model with every tier.
     Where the plan holds more racks than the lower tier, that pair gets its tiers and
-    the model is solved again (each pair at most once). ``unserved_limit`` [million
-    tokens] is passed to :func:`~dcplan.planner.model.build_model`.
+    the model is solved again (each pair at most once). ``unserved_limit`` and
+    ``unserved_floor`` [million tokens] are passed to
+    :func:`~dcplan.planner.model.build_model` (the floor stays valid: the first stage
+    solved a relaxation of the model with more tiers).
     """
     from dcplan.planner.network_rows import collapsed_over
 
@@ -417,7 +427,8 @@ def _with_crossed_tiers(d: PlanInputs, opt: SolverOptions, prob, mv, info, t: di
         say("network tiers for " + ", ".join(f"{r} at {s}" for r, s in sorted(over))
             + " (the plan passed the lower tier); solving again")
         t0 = time.perf_counter()
-        prob, mv = build_model(d, elastic=elastic, unserved_limit=unserved_limit)
+        prob, mv = build_model(d, elastic=elastic, unserved_limit=unserved_limit,
+                               unserved_floor=unserved_floor)
         t["build"] += time.perf_counter() - t0
         info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve)
         t["solve"] += info.runtime_s

@@ -226,6 +226,7 @@ class Case:
     check: str
     elastic: bool = False
     unserved_limit: float | None = None
+    unserved_floor: float | None = None
 
     @property
     def lp(self) -> Path:
@@ -290,6 +291,9 @@ CASES: dict[str, Case] = {c.family: c for c in (
     Case("unserved_total", disaggregated, "elastic, least shortfall 10 million tokens: "
          "each unserved tokens/s of a row counts 8760 h x 3600 s / 1.5 peak / 1e6 = "
          "21.024 million tokens <= 10", elastic=True, unserved_limit=10.0),
+    Case("unserved_floor", disaggregated, "elastic, least shortfall proven at least 8 "
+         "million tokens: the same 21.024 million tokens per unserved tokens/s >= 8",
+         elastic=True, unserved_limit=10.0, unserved_floor=8.0),
     Case("power_mix", profiles, "pmix wa: (1.1 x 1.2 x (10 - 2) = 10.56) alloc ra, "
          "(1.1 x 1.2 x (10 - 1) = 11.88) alloc rb"),
     Case("peak_power", profiles, "idle: ra 1.1 x 1.2 x 2 = 2.64 kW, rb 1.1 x 1.2 x 1 = "
@@ -372,7 +376,8 @@ def golden_text(name: str) -> str:
     """The golden LP text of case ``name`` (what its ``.lp`` file must hold)."""
     case = CASES[name]
     d = case.build()
-    prob, mv = build_model(d, elastic=case.elastic, unserved_limit=case.unserved_limit)
+    prob, mv = build_model(d, elastic=case.elastic, unserved_limit=case.unserved_limit,
+                           unserved_floor=case.unserved_floor)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.lp"
         prob.writeLP(str(path))
@@ -386,7 +391,8 @@ def golden_text(name: str) -> str:
     bins = [v for v in sec.get("Binaries", []) if v in used]
     doc = " ".join((case.build.__doc__ or "").split())
     head = [f"family {case.family}: {case.build.__name__}(){' elastic' if case.elastic else ''}"
-            f"{'' if case.unserved_limit is None else f' unserved_limit={case.unserved_limit:g}'}",
+            f"{'' if case.unserved_limit is None else f' unserved_limit={case.unserved_limit:g}'}"
+            f"{'' if case.unserved_floor is None else f' unserved_floor={case.unserved_floor:g}'}",
             f"instance: {doc}", f"hand check: {case.check}",
             "regenerate: python tests/golden/regen.py"]
     out = [f"\\* {part} *\\" for h in head for part in textwrap.wrap(h, 84)]
