@@ -169,6 +169,40 @@ def test_the_floor_tightens_the_relaxation_and_keeps_the_plan():
     assert "unserved_floor" not in mv.constraints
 
 
+def test_the_grids_shadow_price_counts_the_shortfall_it_would_save(monkeypatch):
+    """The floor holds for the limits as they are, so the shadow prices go without it.
+    Racks of 1 USD, unserved tokens at 1 USD: in 2026 the 3 racks idle at 2 kW and one
+    more kW of grid serves 1/8 rack more, 12.5 tokens/s x 8760 h x 3600 s x 1 USD = 3.942e8
+    USD per kW (discount factor 1; the energy it costs, under 1e3 USD, is within the
+    tolerance): 3.942e11 USD per MW. Here HiGHS puts the price on the grid either way,
+    but where the floor binds as well (seoul_power) the LP is degenerate and its price of
+    the 2035 grid came out 0.6 M USD per MW instead of 91 with the floor in the LP: so
+    the fixed LP's floor row is checked to be 0."""
+    import dcplan.planner.analysis as analysis
+
+    floors = []
+
+    def spy(prob, *args, **kwargs):
+        floors.append([c.constant for c in prob.constraints()
+                       if c.name and c.name.startswith("unserved_floor")])
+        return real(prob, *args, **kwargs)
+
+    real = analysis.solve
+    monkeypatch.setattr(analysis, "solve", spy)
+    d = make_inputs(n=2, racks=[rack(capex=1.0, kw_max=10.0, kw_idle=2.0)],
+                    sites=[site(n=2, grid_kw=(25.0, 1e6), positions=10)],
+                    workloads=[workload(demand=(400.0, 400.0))],
+                    unserved_usd_per_token=1.0, unserved_policy="least_first")
+    assert d.df_opex(0) == 1.0
+    res = solve_inputs(d, EXACT, explain=True)
+    assert res.unserved and _short(res) == pytest.approx({"2026": 162.5})
+    sp = res.tables["shadow_prices"].set_index(["family", "period"])
+    assert sp.loc[("grid", "2026"), "shadow_price"] == pytest.approx(
+        12.5 * 8760 * 3600 * 1.0 * 1000, rel=1e-5)
+    # the relaxation is built afresh (no stage rows); the fixed LP is the plan's model
+    assert floors[0] == [] and len(floors[1]) == 1 and floors[1][0] == 0.0
+
+
 def test_a_carbon_cap_that_forces_a_shortfall_is_named_as_the_binding_limit():
     """2027 capped at 8760 h x 0.5 kg/kWh x 20 kW = 87,600 kg. The 4 racks bought in 2026
     (no cap) stay in service and idle at 2 kW: 20 - 8 = 12 kW for 8 kW more per serving
