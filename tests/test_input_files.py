@@ -237,6 +237,43 @@ def test_a_yaml_file_read_again_is_a_fresh_parse_of_its_current_bytes(tmp_path, 
     assert [d["n"] for d in got] == [i for _ in range(20) for i in range(30)]
 
 
+def test_yaml_is_read_by_libyaml_with_the_same_lines_and_refusals(tmp_path):
+    """The loader scans with libyaml (C) under PyYAML's composer: the same documents and
+    lines as PyYAML's own loader on every shipped file, and a control character, a
+    broken flow list and nesting past the limit are each one problem with its line."""
+    import yaml
+
+    assert yaml.__with_libyaml__ and issubclass(yamlio._LineLoader, yaml.cyaml.CParser)
+
+    class Pure(yamlio._LineChecks, yaml.SafeLoader):
+        pass
+
+    Pure.add_constructor("tag:yaml.org,2002:float", Pure.construct_yaml_float)
+    Pure.yaml_implicit_resolvers = yamlio._LineLoader.yaml_implicit_resolvers
+    shipped = sorted([*(REPO / "catalogs").rglob("*.yaml"), *(REPO / "examples").glob("*.yaml")])
+    assert len(shipped) > 30
+    for path in shipped:
+        text = path.read_text(encoding="utf-8")
+        loader = Pure(text)
+        loader.duplicate_keys, loader.bad_numbers, loader.shown, loader.depth = [], [], "x", 0
+        try:
+            pure = loader.get_single_data()
+        finally:
+            loader.dispose()
+        assert yamlio._parse_yaml(text, "x") == pure, path
+    cases = {"a: 1\nb: 'é é é'\nc: x\x07y\n": (3, "control characters are not allowed"),
+             "a: [1, 2\n": (2, "did not find expected ',' or ']'"),
+             "a: 1\n" + "b:\n" + "".join(" " * (i + 1) + f"k{i}:\n"
+                                        for i in range(yamlio.MAX_YAML_DEPTH + 1)):
+             (None, f"nesting deeper than {yamlio.MAX_YAML_DEPTH} levels")}
+    for text, (line, words) in cases.items():
+        with pytest.raises(InputError) as err:
+            yamlio._parse_yaml(text, "f.yaml")
+        (problem,) = err.value.problems
+        assert words in problem.message and problem.file == "f.yaml", problem
+        assert line is None or problem.line == line, problem
+
+
 def test_text_limit_is_separate_and_named(tmp_path, monkeypatch):
     """Texts to count are not held to the 10 MB input limit but to their own."""
     text = tmp_path / "t.txt"

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.stats import binom
 
 from dcplan import perf
 from dcplan.catalog import load_catalog
@@ -16,6 +19,7 @@ from dcplan.perf.calibration import evaluate_rows, power_error_by_vendor
 from dcplan.perf.measurements import load_measurements
 from dcplan.perf.params import load_perf_inputs
 from dcplan.perf.power import (
+    binomial_quantile,
     gpu_share_w,
     rack_power_kw,
     rack_power_percentile_kw,
@@ -73,6 +77,21 @@ def test_p99_sixteen_instances_counts_prefills_at_once(catalog):
     # no prefill: the decode activity (0.5 -> 25.4 kW); all prefill: 0.9 -> 37.72 kW
     assert rack_power_percentile_kw(rack, acc, 0.9, 0.5, 0.0, 16) == pytest.approx(25.4)
     assert rack_power_percentile_kw(rack, acc, 0.9, 0.5, 1.0, 16) == pytest.approx(37.72)
+
+
+def test_binomial_quantile_by_hand():
+    # Binomial(16, 0.1): P(X<=4) = 0.98300, P(X<=5) = 0.99670 -> 5 at 99 %, 4 at 98 %
+    assert binomial_quantile(0.99, 16, 0.1) == 5
+    assert binomial_quantile(0.98, 16, 0.1) == 4
+    # Binomial(1, 0.3): P(X<=0) = 0.7 -> 0 at 70 %, 1 above
+    assert binomial_quantile(0.7, 1, 0.3) == 0
+    assert binomial_quantile(0.7001, 1, 0.3) == 1
+    assert binomial_quantile(0.0, 5, 0.5) == 0 and binomial_quantile(1.0, 5, 0.5) == 5
+
+
+@given(q=st.floats(1e-6, 1 - 1e-6), n=st.integers(0, 600), p=st.floats(1e-6, 1 - 1e-6))
+def test_binomial_quantile_is_scipys(q, n, p):
+    assert binomial_quantile(q, n, p) == binom.ppf(q, n, p)
 
 
 def test_rackperf_reports_nameplate_operating_point_and_p99(catalog):

@@ -41,6 +41,7 @@ and checked by :func:`dcplan.perf.benchmarks.load_power_systems`).
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import bdtr
 
 from dcplan.perf.params import HardwareParams, PowerCurve
 from dcplan.schema import Accelerator, Rack
@@ -119,6 +120,31 @@ def rack_power_kw(rack: Rack, acc: Accelerator, act) -> np.ndarray:
     return np.clip(total, rack.it_power_idle_kw, rack.it_power_max_kw)
 
 
+def binomial_quantile(q: float, n: int, p: float) -> int:
+    """Least ``m`` with P(Binomial(``n``, ``p``) <= m) >= ``q`` [count].
+
+    As ``scipy.stats.binom.ppf`` for ``0 < q < 1``, from the distribution function
+    ``scipy.special.bdtr``: scipy.stats takes about a second to import, which every
+    ``dcplan plan`` paid for this one quantile.
+
+    Parameters
+    ----------
+    q : float
+        Probability [0..1]; 0 gives 0 and 1 gives ``n``.
+    n : int
+        Trials [count], >= 0.
+    p : float
+        Success probability of each trial [0..1].
+
+    Returns
+    -------
+    int
+        The quantile [count], 0..``n``.
+    """
+    cdf = bdtr(np.arange(n + 1), n, p)
+    return int(min(np.searchsorted(cdf >= q, True), n)) if q > 0.0 else 0
+
+
 def rack_power_percentile_kw(rack: Rack, acc: Accelerator, act_prefill: float,
                              act_decode: float, prefill_frac: float, instances: float,
                              percentile: float = 99.0) -> float:
@@ -150,13 +176,9 @@ def rack_power_percentile_kw(rack: Rack, acc: Accelerator, act_prefill: float,
     float
         Rack IT power [kW].
     """
-    # Imported here: scipy.stats takes over a second to import, and the commands that
-    # only read a saved plan import this module without ever calling this function.
-    from scipy.stats import binom
-
     k = max(1, int(round(instances)))
     rho = float(np.clip(prefill_frac, 0.0, 1.0))
-    m = float(binom.ppf(percentile / 100.0, k, rho)) if 0.0 < rho < 1.0 else k * rho
+    m = binomial_quantile(percentile / 100.0, k, rho) if 0.0 < rho < 1.0 else k * rho
     mean_act = rho * act_prefill + (1.0 - rho) * act_decode
     act = max((m * act_prefill + (k - m) * act_decode) / k, mean_act)
     return float(rack_power_kw(rack, acc, min(act, 1.0)))
