@@ -1,6 +1,7 @@
 """The elastic plan's second stage with and without the least shortfall's floor.
 
-Usage: python bench/elastic_floor.py [--gap G] [--time-limit S] [NAME ...]
+Usage: python bench/elastic_floor.py [--gap G] [--time-limit S] [--effort E] [--seed N]
+[--no-compare] [NAME ...]
 
 For each example that leaves demand unserved (default: seoul_only, seoul_power,
 seoul_oversub, carbon_cap), the first stage (least shortfall, proven to ``LEAST_GAP``)
@@ -9,6 +10,12 @@ the first stage's plan as solve_inputs starts it) is solved with the row
 ``unserved_floor`` (the first stage's proven bound) and without it. Prints per example
 and variant: the LP relaxation's objective at the root (before cuts), the second stage's
 solve time [s, wall and process], its objective and gap.
+
+The second stage runs with the planner's options (:func:`dcplan.planner.run.
+second_stage_options`: HiGHS's ``mip_heuristic_effort`` at
+:data:`~dcplan.planner.run.SECOND_STAGE_HEURISTIC_EFFORT`); ``--effort`` sets another
+value, ``--seed`` HiGHS's random seed (the planner fixes it at 0), and ``--no-compare``
+leaves out the run without the floor.
 
 The floor cuts off no plan (its objectives must agree within the gaps); it raises the
 relaxation, which otherwise serves fractional racks' worth of tokens and prices less
@@ -29,7 +36,7 @@ from dcplan.case import load_case
 from dcplan.cli.common import format_table
 from dcplan.planner import prepare_inputs
 from dcplan.planner.model import build_model
-from dcplan.planner.run import _least_unserved
+from dcplan.planner.run import _least_unserved, second_stage_options
 from dcplan.planner.solver import solve
 from dcplan.planner.start import rounding_start
 from dcplan.scenario import SolverOptions
@@ -42,6 +49,7 @@ def _second_stage(d, opt: SolverOptions, limit: float, floor: float | None,
                   plan: dict[str, float]) -> dict:
     """The second stage as :func:`dcplan.planner.run.solve_inputs` solves it: the rounding
     start and the first stage's plan as MIP start."""
+    opt = second_stage_options(opt)
     root, _ = build_model(d, elastic=True, unserved_limit=limit, unserved_floor=floor)
     lp = solve(root, opt, mip=False)
     prob, mv = build_model(d, elastic=True, unserved_limit=limit, unserved_floor=floor)
@@ -51,7 +59,8 @@ def _second_stage(d, opt: SolverOptions, limit: float, floor: float | None,
     return {"root LP [M USD]": lp.objective / 1e6,
             "solve [s]": time.perf_counter() - t0, "process [s]": time.process_time() - c0,
             "objective [M USD]": None if info.objective is None else info.objective / 1e6,
-            "gap": info.gap, "status": info.status.value}
+            "gap": info.gap, "status": info.status.value,
+            "effort": opt.highs_options.get("mip_heuristic_effort", 0.05)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,10 +68,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("names", nargs="*", default=list(DEFAULT))
     ap.add_argument("--gap", type=float, default=0.01, help="relative MIP gap (the tests' 1 %%)")
     ap.add_argument("--time-limit", type=float, default=1200.0, help="per solve [s]")
+    ap.add_argument("--effort", type=float, default=None,
+                    help="HiGHS mip_heuristic_effort of the second stage (default: the "
+                         "planner's, SECOND_STAGE_HEURISTIC_EFFORT)")
+    ap.add_argument("--seed", type=int, default=0, help="HiGHS random_seed (the planner's: 0)")
+    ap.add_argument("--no-compare", action="store_true",
+                    help="solve the second stage with the floor only")
     args = ap.parse_args(argv)
+    if args.seed:
+        import dcplan.planner.highs as highs_mod
+
+        init = highs_mod.HighsDirect.__init__
+
+        def seeded(self, *a, **k):
+            init(self, *a, **{**k, "random_seed": args.seed})
+
+        highs_mod.HighsDirect.__init__ = seeded
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
           f"({os.cpu_count()} cores)")
     opt = SolverOptions(gap=args.gap, time_limit_s=args.time_limit)
+    second = opt if args.effort is None else opt.updated(
+        highs_options={"mip_heuristic_effort": args.effort})
     rows = []
     for name in args.names:
         case = load_case(EXAMPLES / f"{name}.yaml").with_changes(
@@ -73,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         if limit is None:
             print(f"{name}: the first stage found no plan")
             continue
-        for variant, fl in (("floor", floor), ("none", None)):
-            r = _second_stage(d, opt, limit, fl, plan)
+        variants = (("floor", floor),) if args.no_compare else (("floor", floor),
+                                                                   ("none", None))
+        for variant, fl in variants:
+            r = _second_stage(d, second, limit, fl, plan)
             rows.append({
                 "example": name, "floor": variant, "first stage [s]": f"{t['solve']:.0f}",
                 "root LP [M USD]": f"{r['root LP [M USD]']:,.1f}",
@@ -82,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                 "process [s]": f"{r['process [s]']:.0f}",
                 "objective [M USD]": "-" if r["objective [M USD]"] is None
                 else f"{r['objective [M USD]']:,.1f}",
-                "gap": "-" if r["gap"] is None else f"{r['gap']:.3%}", "status": r["status"]})
+                "gap": "-" if r["gap"] is None else f"{r['gap']:.3%}", "status": r["status"],
+                "effort": f"{r['effort']:g}", "seed": str(args.seed)})
             print(" | ".join(rows[-1].values()), flush=True)
     print(format_table(rows, width=None))
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())

@@ -110,6 +110,35 @@ def test_the_second_stage_starts_from_the_first_stages_plan(monkeypatch):
     assert first_plan["new__ra__sa__2026"] == 3.0  # the only count that serves 237.5
     assert res.tables["fleet"].set_index("period").installed_racks["2026"] == 3
 
+def test_only_the_second_stage_searches_harder_for_plans(monkeypatch):
+    """HiGHS's mip_heuristic_effort is SECOND_STAGE_HEURISTIC_EFFORT in the cost stage of
+    least_first and HiGHS's own elsewhere; a scenario's own value is kept; CBC gets
+    nothing it does not know."""
+    import dcplan.planner.run as run
+
+    efforts = []
+
+    def spy(prob, opt, *args, **kwargs):
+        efforts.append(opt.highs_options.get("mip_heuristic_effort"))
+        return real(prob, opt, *args, **kwargs)
+
+    real = run.solve
+    monkeypatch.setattr(run, "solve", spy)
+    assert solve_inputs(_grid_case("least_first"), EXACT, explain=False).unserved
+    assert run.SECOND_STAGE_HEURISTIC_EFFORT == 0.3
+    # the fixed-demand model, the least shortfall, then the cost stage
+    assert efforts == [None, None, 0.3]
+    efforts.clear()
+    own = EXACT.updated(highs_options={"mip_heuristic_effort": 0.1})
+    assert solve_inputs(_grid_case("least_first"), own, explain=False).unserved
+    assert efforts == [0.1, 0.1, 0.1]
+    cbc = SolverOptions(name="cbc")
+    assert run.second_stage_options(cbc) is cbc
+    efforts.clear()
+    assert solve_inputs(_grid_case("priced"), EXACT, explain=False).unserved
+    assert efforts == [None, None]  # no least shortfall: the priced plan as it was
+
+
 def test_the_second_stage_floor_is_the_first_stages_proven_bound(monkeypatch):
     """The cost stage gets the row ``unserved_floor``: total shortfall >= the first
     stage's proven bound less the slack. Here the first stage proves 162.5 tokens/s x

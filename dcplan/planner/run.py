@@ -194,10 +194,11 @@ def solve_inputs(d: PlanInputs, options: SolverOptions | None = None, *,
         # stage may keep, so it starts from it (without one, HiGHS can search the tight
         # shortfall row for minutes before its first plan)
         start = {v: least_plan[v.name] for v in prob.variables() if v.name in least_plan}
-        info = solve(prob, opt, rounding=rounding_start(d, mv), on_progress=on_solve,
+        second = second_stage_options(opt) if limit is not None else opt
+        info = solve(prob, second, rounding=rounding_start(d, mv), on_progress=on_solve,
                      start=start or None)
         t["solve"] += info.runtime_s
-        prob, mv, info = _with_crossed_tiers(d, opt, prob, mv, info, t, say, on_solve,
+        prob, mv, info = _with_crossed_tiers(d, second, prob, mv, info, t, say, on_solve,
                                              elastic=True, unserved_limit=limit,
                                              unserved_floor=floor)
         if limit is not None and info.status in (SolveStatus.INFEASIBLE,
@@ -333,6 +334,37 @@ LEAST_SLACK_FRAC, LEAST_SLACK_MTOK = 1e-9, 1e-6
 #: Relative gap to which the first stage proves the least shortfall [-] (the plan's own
 #: gap applies to the second stage, the cost).
 LEAST_GAP = 1e-6
+#: HiGHS's ``mip_heuristic_effort`` in the second stage of ``least_first`` (HiGHS's
+#: default: 0.05). Its search is for plans, not for the bound (the floor row and the
+#: first stage's plan leave a root gap of about 0.6 %): bench/elastic_floor.py
+#: ``--effort``, seeds 0-2 at 1 % (2026-12-07, docs/planner.md "Demand that cannot be
+#: met"): seoul_oversub 147 / 55 / 111 s at 0.05 and 50 / 50 / 86 s at 0.3, carbon_cap
+#: 55 / 42 / 10 s and 57 / 30 / 9 s. Not the planner's default: across ten examples
+#: (direct solves) 0.3 saved nothing (docs/planner.md, "The examples at 0.1 %").
+SECOND_STAGE_HEURISTIC_EFFORT = 0.3
+
+
+def second_stage_options(opt: SolverOptions) -> SolverOptions:
+    """Solver options of ``least_first``'s second stage.
+
+    The second stage finds the cheapest plan within the least shortfall. HiGHS's
+    heuristics run at :data:`SECOND_STAGE_HEURISTIC_EFFORT` unless the scenario sets
+    ``mip_heuristic_effort`` itself.
+
+    Parameters
+    ----------
+    opt : SolverOptions
+        The plan's solver options.
+
+    Returns
+    -------
+    SolverOptions
+        ``opt`` itself for CBC or when ``solver.highs_options`` names the option.
+    """
+    if opt.name != "highs" or "mip_heuristic_effort" in opt.highs_options:
+        return opt
+    return opt.updated(highs_options={**opt.highs_options,
+                                      "mip_heuristic_effort": SECOND_STAGE_HEURISTIC_EFFORT})
 
 
 def _least_unserved(d: PlanInputs, opt: SolverOptions, t: dict, say,
