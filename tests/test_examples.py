@@ -68,7 +68,8 @@ SITE_SPLIT_TIES = {"disaggregated", "baseline", "regional", "cache", "cpo", "car
 #: (bench/planner_scale.py measures that). The files' 300 s stopped seoul_oversub short
 #: of its gap (status feasible) in a suite run at load 5 (2026-12-07, 411 s), where it
 #: took 180-260 s at load 1-2; with the elastic floor (docs/planner.md) 197 s in a suite
-#: at load 0.7-1.3 and 385 s in one at load 4.7.
+#: at load 0.7-1.3 and 385 s in one at load 4.7; with the second stage's heuristics at
+#: 0.3 (docs/planner.md) 123 s alone at load 4 beside a bench.
 TEST_TIME_LIMIT_S = 1200.0
 _cache: dict = {}
 
