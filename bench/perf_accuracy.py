@@ -37,18 +37,24 @@ aggregated / disaggregated serving and accelerator; then (:func:`split_tables`):
   start per fold.
 
 Run: python bench/perf_accuracy.py [--quick] [--nfev N] [--starts N] [--fold-starts N]
-[--workers N] [--json FILE] [--markdown] [--fill-doc docs/perf.md] (one start: 14-30
-minutes on a shared 2-core machine; ``--starts 4``, as shipped, about five times the
-fits, ``--workers 2`` runs two at once; ``--quick`` fits on one row per configuration
-and takes a few). ``--markdown`` prints every table
-between ``<!-- perf_accuracy:NAME -->`` and ``<!-- /perf_accuracy:NAME -->`` markers,
-the ones the "Accuracy" section of docs/perf.md holds; ``--fill-doc`` writes them
-there (:func:`fill_doc`).
+[--workers N] [--in-sample-from YAML] [--cache DIR] [--json FILE] [--markdown]
+[--fill-doc docs/perf.md] (one start: 14-30 minutes on a shared 2-core machine;
+``--starts 4``, as shipped, about five times the fits, about three hours of two cores;
+``--workers 2`` runs two fits at once, each one fold from one start; ``--quick`` fits on
+one row per configuration and takes a few). ``--in-sample-from
+catalogs/perf_calibration.yaml`` takes the in-sample figures from the shipped file
+instead of fitting it again (half an hour of the run), and ``--cache DIR`` keeps every
+fold's fit from every start as it ends, so that a run stopped part way (a session's end)
+goes on where it stopped when started again with the same code, files and settings.
+``--markdown`` prints every table between ``<!-- perf_accuracy:NAME -->`` and
+``<!-- /perf_accuracy:NAME -->`` markers, the ones the "Accuracy" section of
+docs/perf.md holds; ``--fill-doc`` writes them there (:func:`fill_doc`).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import re
@@ -61,17 +67,17 @@ import numpy as np
 
 from dcplan.catalog import load_catalog
 from dcplan.perf.calibration import (
+    FoldCache,
     calibrate,
     concurrency_band,
     error_groups,
     evaluate_rows,
-    leave_one_out,
     leave_one_out_starts,
     server_offline_ratios,
     signed_stats,
 )
 from dcplan.perf.measurements import load_measurements, scaleup_domain
-from dcplan.perf.params import NO_CALIBRATION, load_perf_inputs
+from dcplan.perf.params import NO_CALIBRATION, load_calibration, load_perf_inputs
 
 REPO = Path(__file__).resolve().parent.parent
 #: Folder of the shipped measurement files; every ``*.csv`` in it is used, as the
@@ -571,6 +577,32 @@ def row_records(results: Mapping[str, Sequence]) -> list[dict]:
     return out
 
 
+def source_fingerprint(files: Sequence[Path], nfev: int, starts: int) -> str:
+    """A digest of what a held-out fit depends on besides its fold and start.
+
+    The package's code, the catalogs, the measurement files and the fit's settings
+    (:class:`dcplan.perf.calibration.FoldCache`).
+
+    Parameters
+    ----------
+    files : sequence of Path
+        The measurement files.
+    nfev, starts : int
+        Function evaluations and perturbed starts of each fold's fit [count].
+
+    Returns
+    -------
+    str
+    """
+    h = hashlib.blake2b(f"nfev {nfev} starts {starts}".encode(), digest_size=16)
+    paths = sorted([*(REPO / "dcplan").rglob("*.py"), *(REPO / "dcplan").rglob("*.csv"),
+                    *(p for p in (REPO / "catalogs").rglob("*") if p.is_file()), *files])
+    for p in paths:
+        h.update(str(p.relative_to(REPO)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
 def quick_subset(rows: list) -> list:
     """One serving row per (hardware, precision, framework, lengths, layout,
     concurrency, speculative), the latest run; every phase row."""
@@ -618,6 +650,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="print Markdown tables between the markers docs/perf.md holds")
     ap.add_argument("--fill-doc", default=None, metavar="MD",
                     help="replace the marked tables of this Markdown file (docs/perf.md)")
+    ap.add_argument("--in-sample-from", default=None, metavar="YAML",
+                    help="take the in-sample figures from this calibration file (the "
+                         "shipped catalogs/perf_calibration.yaml was fitted on these rows "
+                         "with --starts 4) instead of fitting again")
+    ap.add_argument("--cache", default=None, metavar="DIR",
+                    help="keep each held-out fold's fit from each start in DIR, and read "
+                         "back those of an earlier run of the same code, rows and settings "
+                         "(a stopped run goes on where it stopped)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     catalog = load_catalog()
@@ -631,23 +671,33 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(m.kind == 'serving' for m in rows)} InferenceX) from "
           f"{', '.join(f.name for f in files)}")
     results = {"defaults": evaluate_rows(rows, catalog, defaults, benchmarks=bench)}
-    cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev, benchmarks=bench,
-                    starts=args.starts, workers=args.workers)
-    meta = dict(cal.meta)
-    print(f"in-sample fit: {meta['start']}, loss {meta['cost']:.4g}; "
-          f"{meta['left_out_rows']} rows that break Little's law left out of every fit "
-          "and still compared")
+    if args.in_sample_from:
+        cal = load_calibration(args.in_sample_from)
+        meta = dict(cal.meta)
+        print(f"in-sample figures of {args.in_sample_from} (not fitted again): "
+              f"{meta.get('start', '?')}, loss {meta.get('cost', float('nan')):.4g}")
+    else:
+        cal = calibrate(rows, catalog, defaults, max_nfev=args.nfev, benchmarks=bench,
+                        starts=args.starts, workers=args.workers)
+        meta = dict(cal.meta)
+        print(f"in-sample fit: {meta['start']}, loss {meta['cost']:.4g}; "
+              f"{meta['left_out_rows']} rows that break Little's law left out of every "
+              "fit and still compared")
     results["in-sample"] = evaluate_rows(rows, catalog, defaults, cal, benchmarks=bench)
     t1 = time.perf_counter()
     fold_starts = args.starts if args.fold_starts is None else args.fold_starts
     print(f"held-out folds: {fold_starts + 1} start(s) each")
     folds = {"max_nfev": args.nfev, "benchmarks": bench, "starts": fold_starts,
              "workers": args.workers}
+    tag = source_fingerprint(files, args.nfev, fold_starts)
+    cache = {k: FoldCache(args.cache, f"{tag} {k}") if args.cache else None
+             for k in ("hardware", "model")}
     results["leave-one-hardware-out"], by_fold = leave_one_out_starts(
         rows, catalog, defaults, key=lambda m: m.hardware, per_hardware=False,
-        each_start=fold_starts > 0, **folds)
-    results["leave-one-model-out"] = leave_one_out(
-        rows, catalog, defaults, key=lambda m: m.model, per_hardware=True, **folds)
+        each_start=fold_starts > 0, cache=cache["hardware"], **folds)
+    results["leave-one-model-out"] = leave_one_out_starts(
+        rows, catalog, defaults, key=lambda m: m.model, per_hardware=True,
+        each_start=False, cache=cache["model"], **folds)[0]
     t2 = time.perf_counter()
     out: dict = {what: table(results, catalog, what) for what, _ in MAIN_TABLES}
     domains = {h: scaleup_domain(catalog, h) for h in {m.hardware for m in rows}}

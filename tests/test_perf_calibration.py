@@ -203,6 +203,44 @@ def test_each_start_of_every_fold(cat):
                                 **kw)[1] == []
 
 
+def test_kept_start_is_the_lowest_loss_off_a_steep_slope():
+    from dcplan.perf.calibration import kept_start
+
+    assert kept_start([(False, 3.0), (True, 1.0), (False, 2.0)]) == 2
+    assert kept_start([(True, 3.0), (True, 1.0)]) == 1  # all steep: the lowest loss
+    assert kept_start([(False, 2.0), (False, 2.0)]) == 0  # a tie: the first start
+
+
+def test_folds_kept_on_disk_are_read_back_and_not_fitted_again(cat, tmp_path, monkeypatch):
+    """A run with a FoldCache writes one file per fold and start; a second run with the
+    same fingerprint fits nothing and gives the same predictions; another fingerprint
+    fits again."""
+    from dcplan.perf import calibration as calmod
+
+    defaults = load_perf_defaults()
+    rows = _synthetic(cat, defaults)[::4]
+    kw = {"prior_weight": 0.0, "max_nfev": 2, "benchmarks": BENCH, "start_sd": 0.3}
+    key = lambda m: m.model  # noqa: E731
+    cache = calmod.FoldCache(tmp_path / "folds", "code and rows v1")
+    first, by_fold = leave_one_out_starts(rows, cat, defaults, key=key, starts=1,
+                                          cache=cache, **kw)
+    folds = {m.model for m in rows}
+    assert len(list((tmp_path / "folds").glob("fold-*.pkl"))) == 2 * len(folds)
+    assert not list((tmp_path / "folds").glob(".*"))  # no temporary left
+
+    def no_fit(*_a, **_k):
+        raise AssertionError("fitted again")
+
+    monkeypatch.setattr(calmod, "calibrate", no_fit)
+    again, by_fold2 = leave_one_out_starts(rows, cat, defaults, key=key, starts=1,
+                                           cache=cache, **kw)
+    assert [r.as_dict() for r in again] == [r.as_dict() for r in first]
+    assert [(g, k) for g, k, _ in by_fold2] == [(g, k) for g, k, _ in by_fold]
+    other = calmod.FoldCache(tmp_path / "folds", "code and rows v2")
+    with pytest.raises(AssertionError, match="fitted again"):
+        leave_one_out_starts(rows, cat, defaults, key=key, starts=1, cache=other, **kw)
+
+
 def test_calibration_with_prior_stays_close(cat):
     defaults = load_perf_defaults()
     rows = _synthetic(cat, defaults)

@@ -45,11 +45,15 @@ predicts many parameter sets at once).
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
+import os
+import pickle
 import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -1521,6 +1525,27 @@ def calibrate(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str 
         keep_inconsistent=keep_inconsistent)[0]
 
 
+def kept_start(fits: Sequence[tuple[bool, float]]) -> int:
+    """Which of several starts' fits a calibration keeps.
+
+    The lowest loss among the fits that did not stop on a steep slope
+    (:func:`dcplan.perf.params.steep_stop`), else the lowest of all; the first such in
+    start order on a tie.
+
+    Parameters
+    ----------
+    fits : sequence of (bool, float)
+        Per start, in start order: whether its fit stopped on a steep slope, and its
+        robust loss [-].
+
+    Returns
+    -------
+    int
+        The kept start's index [count from 0].
+    """
+    return min(range(len(fits)), key=lambda i: (fits[i][0], fits[i][1]))
+
+
 def calibrate_starts(rows: list, catalog: Catalog, defaults: PerfDefaults, source: str = "",
                      prior_weight: float = PRIOR_WEIGHT, per_hardware: bool = True,
                      max_nfev: int = MAX_NFEV, per_vendor: bool = True,
@@ -1574,8 +1599,7 @@ keep_inconsistent
                               strict=True):
         steep = steep_stop({"first_order_optimality": sol.optimality, "cost": sol.cost})
         fits.append((steep is not None, float(sol.cost), seed, x, sol))
-    # the lowest loss among the fits that did not stop on a steep slope (else all fits)
-    _, _, seed, x, sol = min(fits, key=lambda f: (f[0], f[1]))
+    _, _, seed, x, sol = fits[kept_start([(f[0], f[1]) for f in fits])]
 
     def start_words(k):
         return ("the a-priori values" if k is None else
@@ -1624,23 +1648,75 @@ def _map(fn: Callable, items: Sequence, workers: int) -> list:
         return pool.map(fn, items, chunksize=1)
 
 
-def _fold(rows: list, catalog: Catalog, defaults: PerfDefaults, benchmarks: Benchmarks,
-          fit: dict, each_start: bool, idx: list[int]
-          ) -> tuple[list[RowResult], int, list[list[RowResult]]]:
-    """The rows ``idx`` predicted by a calibration fitted on the others.
+def _fold_start(rows: list, catalog: Catalog, defaults: PerfDefaults,
+                benchmarks: Benchmarks, fit: dict, cache: FoldCache | None,
+                task: tuple[Any, list[int], int | None]
+                ) -> tuple[bool, float, list[RowResult]]:
+    """One start's fit without the rows ``idx`` of ``task = (group, idx, seed)``.
 
-    Also the kept start's index among the starts, and with ``each_start`` the rows as
-    predicted by the fit of each start (else an empty list).
+    Returns whether the fit stopped on a steep slope, its loss [-] and the rows ``idx``
+    as it predicts them; read from and written to ``cache`` when given.
     """
+    group, idx, seed = task
+    if cache is not None:
+        hit = cache.get(group, seed)
+        if hit is not None:
+            return hit
     held = set(idx)
     rest = [m for i, m in enumerate(rows) if i not in held]
-    kept, each = calibrate_starts(rest, catalog, defaults, benchmarks=benchmarks, **fit)
-    mine = [rows[i] for i in idx]
-    out = evaluate_rows(mine, catalog, defaults, kept, benchmarks=benchmarks)
-    k = next(j for j, c in enumerate(each) if c is kept)
-    return out, k, ([out if c is kept else
-                     evaluate_rows(mine, catalog, defaults, c, benchmarks=benchmarks)
-                     for c in each] if each_start else [])
+    cal = calibrate(rest, catalog, defaults, benchmarks=benchmarks, start_seed=seed,
+                    **{**fit, "starts": 0})
+    meta = dict(cal.meta)
+    steep = steep_stop({"first_order_optimality": meta["first_order_optimality"],
+                        "cost": meta["cost"]}) is not None
+    out = (steep, float(meta["cost"]),
+           evaluate_rows([rows[i] for i in idx], catalog, defaults, cal,
+                         benchmarks=benchmarks))
+    if cache is not None:
+        cache.put(group, seed, out)
+    return out
+
+
+class FoldCache:
+    """Each fold's fit from each start, kept on disk by :func:`leave_one_out_starts`.
+
+    A run stopped part way then goes on where it stopped.
+
+    One pickle per fold and start in ``folder``, named by a digest of ``fingerprint``
+    (what the caller fitted: the code, the rows, the settings; a changed fingerprint
+    finds nothing), the fold's group and the start. The files are the caller's own:
+    pickles are read back as they were written, so the folder must not be shared with
+    anyone else.
+
+    Parameters
+    ----------
+    folder : Path
+        Folder of the pickles (made when missing).
+    fingerprint : str
+        Everything the fits depend on besides the fold and the start.
+    """
+
+    def __init__(self, folder: Path | str, fingerprint: str):
+        self.folder = Path(folder)
+        self.fingerprint = fingerprint
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, group: Any, seed: int | None) -> Path:
+        key = hashlib.blake2b(repr((self.fingerprint, str(group), seed)).encode(),
+                              digest_size=16).hexdigest()
+        return self.folder / f"fold-{key}.pkl"
+
+    def get(self, group: Any, seed: int | None):
+        """The kept result of ``group``'s fit from ``seed``, or None."""
+        path = self._path(group, seed)
+        return pickle.loads(path.read_bytes()) if path.is_file() else None
+
+    def put(self, group: Any, seed: int | None, value) -> None:
+        """Keep ``value`` (written whole or not at all)."""
+        path = self._path(group, seed)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
 
 
 def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
@@ -1669,8 +1745,8 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
     benchmarks : Benchmarks
         What the rows' benchmarks ran (:class:`Predictor`).
     workers : int
-        Processes that fit the folds side by side (each fold's starts one after
-        another); the results are the same as with one [count].
+        Processes that fit side by side, each fit one fold from one start; the results
+        are the same as with one [count].
     **fit
         Passed to :func:`calibrate` (``level_prior``, ``hardware_balance``, ``starts``:
         each fold fitted as the shipped calibration is, ...).
@@ -1688,7 +1764,8 @@ def leave_one_out(rows: list, catalog: Catalog, defaults: PerfDefaults,
 def leave_one_out_starts(rows: list, catalog: Catalog, defaults: PerfDefaults,
                          key: Callable[[Any], Any] | None = None, per_hardware: bool = True,
                          max_nfev: int = MAX_NFEV, *, benchmarks: Benchmarks,
-                         workers: int = 1, each_start: bool = True, **fit
+                         workers: int = 1, each_start: bool = True,
+                         cache: FoldCache | None = None, **fit
                          ) -> tuple[list[RowResult], list[tuple[Any, int, list[list[RowResult]]]]]:
     """:func:`leave_one_out`, and each fold's rows predicted by the fit of every start.
 
@@ -1698,6 +1775,9 @@ def leave_one_out_starts(rows: list, catalog: Catalog, defaults: PerfDefaults,
         As :func:`leave_one_out`.
     each_start : bool
         Also predict each fold's rows with every start's fit (False: an empty list).
+    cache : FoldCache, optional
+        Keeps each fold's fit from each start as it ends, and gives back those kept
+        before (a run stopped part way goes on where it stopped).
     **fit
         As :func:`leave_one_out` (``starts``: the other starts of each fold).
 
@@ -1708,21 +1788,27 @@ def leave_one_out_starts(rows: list, catalog: Catalog, defaults: PerfDefaults,
     by_fold : list of (group, int, list of list of RowResult)
         Per fold (``key``'s group): the index of the start it keeps [count from 0], and
         its rows (in row order) as predicted by each start's fit, in start order
-        (:func:`calibrate_starts`; the kept start's are ``kept``'s).
+        (:func:`calibrate_starts`, whose rule :func:`kept_start` picks the kept one;
+        the kept start's are ``kept``'s).
     """
     key = key or (lambda m: id(m))
     groups: dict[Any, list[int]] = {}
     for i, m in enumerate(rows):
         groups.setdefault(key(m), []).append(i)
     names = [g for g, idx in groups.items() if len(idx) < len(rows)]
-    folds = [groups[g] for g in names]
-    fold = partial(_fold, rows, catalog, defaults, benchmarks,
-                   {"per_hardware": per_hardware, "max_nfev": max_nfev, **fit}, each_start)
+    first = fit.pop("start_seed", None)
+    seeds = [first, *(k for k in range(1, fit.get("starts", 0) + 1) if k != first)]
+    tasks = [(g, groups[g], seed) for g in names for seed in seeds]
+    fold = partial(_fold_start, rows, catalog, defaults, benchmarks,
+                   {"per_hardware": per_hardware, "max_nfev": max_nfev, **fit}, cache)
+    done = iter(_map(fold, tasks, workers))
     out: list[RowResult | None] = [None] * len(rows)
     by_fold = []
-    for g, idx, (res, k, each) in zip(names, folds, _map(fold, folds, workers), strict=True):
-        for i, r in zip(idx, res, strict=True):
+    for g in names:
+        fits = [next(done) for _ in seeds]
+        k = kept_start([(steep, cost) for steep, cost, _ in fits])
+        for i, r in zip(groups[g], fits[k][2], strict=True):
             out[i] = r
         if each_start:
-            by_fold.append((g, k, each))
+            by_fold.append((g, k, [res for _, _, res in fits]))
     return [r for r in out if r is not None], by_fold
