@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from dcplan.case import Case, load_case
-from dcplan.planner import PlanResult, solve_case
+from dcplan.planner import PlanResult
 from dcplan.planner.saved import is_saved_plan, load_result, save_result
 
 #: Units of columns that count whole things (converted to integers when they are).
@@ -256,6 +256,8 @@ def plan(scenario: Path | str | Case, **options: Any) -> Plan:
     Plan
         The solved (or diagnosed) plan.
     """
+    from dcplan.planner import solve_case  # the MILP's modules: not for saved plans
+
     return Plan(solve_case(scenario, **options))
 
 

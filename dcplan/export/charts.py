@@ -29,7 +29,7 @@ import pandas as pd  # noqa: E402
 from dcplan.export.files import atomic_file  # noqa: E402
 from dcplan.export.labels import category_label  # noqa: E402
 from dcplan.export.views import hosting_sites, stack_categories, terminal_credit  # noqa: E402
-from dcplan.planner.model import CATEGORIES  # noqa: E402
+from dcplan.planner.categories import CATEGORIES  # noqa: E402
 from dcplan.units import HOURS_PER_YEAR  # noqa: E402
 
 #: File names of the plan charts.

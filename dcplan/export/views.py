@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from dcplan.planner.model import CATEGORIES
+from dcplan.planner.categories import CATEGORIES
 
 
 def periods(result: Any) -> list[str]:

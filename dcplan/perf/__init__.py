@@ -35,30 +35,27 @@ fitting). docs/perf.md explains the equations.
 
 from __future__ import annotations
 
-from dcplan.perf.goodput import (
-    Layout,
-    RackPerf,
-    batch_sweep,
-    rack_performance,
-    workload_performance,
-)
-from dcplan.perf.params import (
-    Calibration,
-    PerfInputs,
-    load_calibration,
-    load_perf_defaults,
-    load_perf_inputs,
-)
+import importlib
 
-__all__ = [
-    "Calibration",
-    "Layout",
-    "RackPerf",
-    "batch_sweep",
-    "load_calibration",
-    "PerfInputs",
-    "load_perf_defaults",
-    "load_perf_inputs",
-    "rack_performance",
-    "workload_performance",
-]
+#: Public name -> the module that defines it, imported when first asked for (PEP 562):
+#: reading a calibration or a saved plan needs :mod:`~dcplan.perf.params`, not the
+#: model and scipy's solvers.
+_HOMES = {
+    "Layout": "goodput", "RackPerf": "goodput", "batch_sweep": "goodput",
+    "rack_performance": "goodput", "workload_performance": "goodput",
+    "Calibration": "params", "PerfInputs": "params", "load_calibration": "params",
+    "load_perf_defaults": "params", "load_perf_inputs": "params",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

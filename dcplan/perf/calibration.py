@@ -1707,12 +1707,36 @@ class FoldCache:
         return self.folder / f"fold-{key}.pkl"
 
     def get(self, group: Any, seed: int | None):
-        """The kept result of ``group``'s fit from ``seed``, or None."""
+        """The kept result of ``group``'s fit from ``seed``.
+
+        Parameters
+        ----------
+        group : Any
+            The fold's group (``key``'s value of its rows).
+        seed : int or None
+            The start's seed (None: the a-priori values) [-].
+
+        Returns
+        -------
+        tuple or None
+            What :func:`_fold_start` returned: (stopped on a steep slope, loss [-], the
+            fold's rows as predicted); None when nothing was kept.
+        """
         path = self._path(group, seed)
         return pickle.loads(path.read_bytes()) if path.is_file() else None
 
     def put(self, group: Any, seed: int | None, value) -> None:
-        """Keep ``value`` (written whole or not at all)."""
+        """Keep ``value``, written whole or not at all.
+
+        Parameters
+        ----------
+        group : Any
+            The fold's group.
+        seed : int or None
+            The start's seed [-].
+        value : tuple
+            What :func:`_fold_start` returned.
+        """
         path = self._path(group, seed)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))

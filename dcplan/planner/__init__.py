@@ -27,22 +27,29 @@ tables of :mod:`~dcplan.planner.inputs`, the linear network's fit of
 
 from __future__ import annotations
 
-from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import build_model
-from dcplan.planner.names import lp_name, parse_lp_name
-from dcplan.planner.plan_result import TABLES, PlanResult, result_info
-from dcplan.planner.prepare import prepare_inputs
-from dcplan.planner.run import model_size, solve_case, solve_inputs
-from dcplan.planner.solver import (
-    SolveInfo,
-    SolverError,
-    SolveStatus,
-    is_proven_optimal,
-    solve,
-    status_text,
-)
+import importlib
 
-__all__ = ["TABLES", "PlanInputs", "PlanResult", "SolveInfo", "SolveStatus", "SolverError",
-           "build_model", "is_proven_optimal", "lp_name", "model_size", "parse_lp_name",
-           "prepare_inputs", "result_info", "solve", "solve_case", "solve_inputs",
-           "status_text"]
+#: Public name -> the module that defines it, imported when first asked for (PEP 562):
+#: the commands that only read a saved plan (show, compare, export) need
+#: :mod:`~dcplan.planner.saved` and the tables, not the MILP, its solver or pulp.
+_HOMES = {
+    "PlanInputs": "inputs", "build_model": "model", "lp_name": "names",
+    "parse_lp_name": "names", "TABLES": "plan_result", "PlanResult": "plan_result",
+    "result_info": "plan_result", "prepare_inputs": "prepare", "model_size": "run",
+    "solve_case": "run", "solve_inputs": "run", "SolveInfo": "solver",
+    "SolverError": "solver", "SolveStatus": "solver", "is_proven_optimal": "solver",
+    "solve": "solver", "status_text": "solver",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 import pulp
 
+from dcplan.planner.categories import CATEGORIES
 from dcplan.planner.flexgrid import add_curtailment
 from dcplan.planner.inputs import PlanInputs
 from dcplan.planner.model_vars import ModelVars, _lin, _merged
@@ -28,17 +29,6 @@ from dcplan.planner.network_rows import (
 )
 from dcplan.planner.supply import add_supply, onsite_emission_terms, supply_cost_terms
 
-#: Cost categories and when they are paid ("capex": period start, "opex": middle,
-#: "end": end of the horizon).
-CATEGORIES = {
-    "rack_capex": "capex", "network_capex": "capex", "cooling_capex": "capex",
-    "cdu_capex": "capex", "redundancy_capex": "capex", "building_shell": "capex",
-    "building_electrical": "capex", "building_mechanical": "capex", "building_capex": "capex",
-    "grid_connection": "capex", "storage_capex": "capex", "onsite_capex": "capex",
-    "maintenance": "opex", "staff": "opex", "software": "opex", "energy": "opex",
-    "onsite_fuel": "opex", "demand_charge": "opex", "carbon": "opex",
-    "unserved_penalty": "opex", "terminal_value": "end",
-}
 #: Models with at least this many (rack, site, period) keys use the sparse stock recursion.
 SPARSE_STOCK_MIN = 5_000
 

@@ -16,8 +16,9 @@ from typing import Any
 import pandas as pd
 import pulp
 
+from dcplan.planner.categories import CATEGORIES
 from dcplan.planner.inputs import PlanInputs
-from dcplan.planner.model import CATEGORIES, discount
+from dcplan.planner.model import discount
 from dcplan.planner.model_vars import ModelVars
 from dcplan.planner.network_rows import network_owned
 from dcplan.units import SECONDS_PER_MONTH
