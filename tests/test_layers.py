@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parent.parent / "dcplan"
 #: the data modules of the perf and facility packages sit below their physics.
 LAYERS = [
     ("base", ["dcplan.errors", "dcplan.units", "dcplan.paths", "dcplan.defaults",
-              "dcplan.outputset", "dcplan.yamlio", "dcplan.tableio"]),
+              "dcplan.outputset", "dcplan.yamlio", "dcplan.tableio", "dcplan.lazy"]),
     ("data", ["dcplan.schema", "dcplan.catalog", "dcplan.sites", "dcplan.scenario",
               "dcplan.perf.params", "dcplan.perf.benchmarks", "dcplan.perf.recipes",
               "dcplan.facility.assumptions", "dcplan.tokens", "dcplan.lengths"]),

@@ -35,7 +35,7 @@ fitting). docs/perf.md explains the equations.
 
 from __future__ import annotations
 
-import importlib
+from dcplan.lazy import attach
 
 #: Public name -> the module that defines it, imported when first asked for (PEP 562):
 #: reading a calibration or a saved plan needs :mod:`~dcplan.perf.params`, not the
@@ -48,14 +48,4 @@ _HOMES = {
 }
 
 __all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = attach(__name__, _HOMES)
