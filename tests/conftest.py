@@ -12,10 +12,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True, scope="session")
 def _bytecode_for_subprocesses():
-    """Let the commands the tests start (``python -m dcplan ...``, some 400 of them) keep
-    compiled bytecode, in a folder of the system's temporary directory rather than in
-    the source tree. With ``PYTHONDONTWRITEBYTECODE`` set (as on CI) and a fresh clone,
-    every one of them compiled dcplan's modules again: tests/test_saved_hostile.py
+    """Let the commands the tests start (``python -m dcplan ...``) keep compiled
+    bytecode, in a folder of the system's temporary directory, not in the source tree.
+
+    With ``PYTHONDONTWRITEBYTECODE`` set (as on this project's machines) and a fresh
+    clone, every one of them compiled dcplan's modules again: tests/test_saved_hostile.py
     took 183 s without compiled modules, 166 s with this folder empty (the first
     commands compile what they import into it, the installed packages' too) and 159 s
     with it filled (2 workers, load 3.6-3.9 beside a bench, 2026-12-07). Python checks
