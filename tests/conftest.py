@@ -2,18 +2,58 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
+#: Where the suite keeps compiled bytecode when ``PYTHONDONTWRITEBYTECODE`` is set: a
+#: folder of the system's temporary directory, never the source tree.
+PYCACHE = Path(tempfile.gettempdir()) / f"dcplan-tests-pycache-{os.getuid()}"
+
+if sys.dont_write_bytecode:
+    # With PYTHONDONTWRITEBYTECODE set (as on this project's machines), every pytest
+    # worker compiled the test modules again, with their assertions rewritten, and the
+    # dcplan modules they import: about 10 s of each worker's collection. Kept in
+    # PYCACHE instead (Python checks each cached file against its source, pytest its
+    # rewritten modules too, so a stale one is never used).
+    sys.pycache_prefix = str(PYCACHE)
+    sys.dont_write_bytecode = False
+
+
+#: Test files whose tests take longest together, longest first (seconds of test time in
+#: the twenty-fifth session's full run, 2026-12-07: 324, 152, 142, 121, 121, 119, 97, 76,
+#: then 31-49). pytest-xdist hands each worker one whole file at a time (``--dist
+#: loadfile``) in collection order (``--no-loadscope-reorder``), so these go first and
+#: the many short files fill the workers' ends: by xdist's own order (most tests first)
+#: the fresh install (one test, two minutes here) and the Dask, stochastic and memo files
+#: came last, and one worker ran alone for about a minute. A file missing from this list
+#: only runs later; tests/test_lint.py checks that each one named exists.
+LONGEST_FIRST = (
+    "test_examples.py", "test_saved_plans.py", "test_sweep_dask.py", "test_stochastic.py",
+    "test_fresh_install.py", "test_saved_hostile.py", "test_interrupt.py",
+    "test_perf_calibration.py", "test_excel.py", "test_hostile_inputs.py",
+    "test_sweep_memo.py", "test_perf_import.py", "test_input_files.py", "test_two_stage.py",
+    "test_perf_model.py", "test_perf_cli.py", "test_bom_purchase.py",
+    "test_sweep_calibration_file.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the files of :data:`LONGEST_FIRST` first, in its order; the others after,
+    in collection order (a stable sort keeps each file's tests together and in order)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _bytecode_for_subprocesses():
     """Let the commands the tests start (``python -m dcplan ...``) keep compiled
-    bytecode, in a folder of the system's temporary directory, not in the source tree.
+    bytecode in :data:`PYCACHE`, not in the source tree.
 
     With ``PYTHONDONTWRITEBYTECODE`` set (as on this project's machines) and a fresh
     clone, every one of them compiled dcplan's modules again: tests/test_saved_hostile.py
@@ -21,12 +61,8 @@ def _bytecode_for_subprocesses():
     commands compile what they import into it, the installed packages' too) and 159 s
     with it filled (2 workers, load 3.6-3.9 beside a bench, 2026-12-07). Python checks
     each cached file against its source, so a stale one is never used."""
-    import os
-    import tempfile
-
-    folder = Path(tempfile.gettempdir()) / f"dcplan-tests-pycache-{os.getuid()}"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PYTHONPYCACHEPREFIX", str(folder))
+        mp.setenv("PYTHONPYCACHEPREFIX", str(PYCACHE))
         mp.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
         yield
 

@@ -21,3 +21,12 @@ def test_ruff_clean():
     done = subprocess.run([ruff, "check", "--no-cache", "."], cwd=REPO, capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_longest_first_files_exist():
+    """A renamed test file in conftest.py's LONGEST_FIRST would silently run late."""
+    from conftest import LONGEST_FIRST
+
+    tests = Path(__file__).parent
+    assert [n for n in LONGEST_FIRST if not (tests / n).is_file()] == []
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
