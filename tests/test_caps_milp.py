@@ -129,6 +129,7 @@ def test_lower_cap_never_raises_site_peak_for_the_same_allocation(capped):
 @given(demand=st.integers(50, 600), goodput_80=st.floats(60.0, 100.0),
        kw_80=st.floats(5.0, 10.0), price=st.sampled_from([0.0, 0.1, 0.5]),
        capped=st.booleans())
+@pytest.mark.slow
 def test_caps_offered_never_make_the_plan_dearer(demand, goodput_80, kw_80, price, capped):
     """Caps add operating choices (1.0 is the uncapped point): the optimum cannot rise."""
     base = make_inputs(n=1, sites=[site(n=1, grid_kw=1000.0, price=price)],

@@ -132,6 +132,7 @@ def minimal():
     return result
 
 
+@pytest.mark.slow
 def test_minimal_plan_cdus_are_the_cooling_models(minimal):
     assert _check_one_answer(minimal) > 0   # the planning scale's model is not the fleet's
     _check_notes(minimal)

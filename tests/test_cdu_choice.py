@@ -143,6 +143,7 @@ def test_large_model_path_finds_the_same_choice(monkeypatch):
        prices=st.lists(st.integers(5, 60), min_size=3, max_size=3),
        racks=st.tuples(st.integers(1, 8), st.integers(1, 8)),
        red=st.integers(0, 2))
+@pytest.mark.slow
 def test_chosen_model_is_the_cheapest_by_brute_force(caps, prices, racks, red):
     """The plan holds the model whose purchases cost least in present value, counted by
     brute force over the models: per period ceil(heat / cap) + red, never fewer than
@@ -251,6 +252,7 @@ def _run(*args):
     return CliRunner().invoke(app, ["cooling", "--site", "seoul_metro", *args])
 
 
+@pytest.mark.slow
 def test_cooling_fleet_and_forced_cdu():
     """A mixed fleet: GB200 liquid heat 12 x 120 kW x 0.85 = 1,224 kW; forced to the
     600 kW in-row CDU: ceil(1224 / 600) + 1 = 4 units; the single-rack form agrees."""
@@ -302,6 +304,7 @@ def test_fleet_text_parses():
      ["either --fleet or --rack"]),
     (("--fleet", "gb200_nvl72=300,hgx_b200=100"), ["rack positions", "fewer racks"]),
 ])
+@pytest.mark.slow
 def test_cooling_bad_fleet_or_cdu_is_named(args, words):
     """Exit 1, no traceback, the bad entry named (unknown ids all at once)."""
     out = _run(*args)

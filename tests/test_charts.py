@@ -45,6 +45,7 @@ def _outside(fig, legend, ax) -> bool:
     return lb.x0 >= ax.get_window_extent().x1 - 1
 
 
+@pytest.mark.slow
 def test_plan_charts_are_non_empty_pngs(result, tmp_path):
     paths = write_plan_charts(result, tmp_path / "png")
     assert [p.name for p in paths] == list(PLAN_CHARTS)
@@ -54,6 +55,7 @@ def test_plan_charts_are_non_empty_pngs(result, tmp_path):
     assert sorted(x.name for x in (tmp_path / "png").iterdir()) == sorted(PLAN_CHARTS)
 
 
+@pytest.mark.slow
 def test_facility_chart_only_hosting_sites_and_readable_axis(result):
     import dataclasses
 
@@ -114,6 +116,7 @@ def test_sites_without_racks_are_left_out(result):
             plt.close(f)
 
 
+@pytest.mark.slow
 def test_cost_stack_credit_apart_and_words(result, figures):
     fig = figures["cost_stack.png"]
     main, side = fig.axes[0], fig.axes[1]
@@ -136,6 +139,7 @@ def test_cost_stack_credit_apart_and_words(result, figures):
     assert [tops[i] for i in sorted(tops)] == pytest.approx(list(paid), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_legends_outside_the_plot(figures):
     for name in ("racks_by_type.png", "usd_per_million_tokens.png"):
         fig = figures[name]
@@ -143,6 +147,7 @@ def test_legends_outside_the_plot(figures):
         assert _outside(fig, ax.get_legend(), ax), name
 
 
+@pytest.mark.slow
 def test_comparison_charts_one_shared_legend(result, tmp_path):
     results, names = [result, result], ["a", "b"]
     figs = comparison_figures(results, names)
@@ -194,6 +199,7 @@ def test_failed_chart_write_leaves_no_partial_file(result, tmp_path, monkeypatch
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+@pytest.mark.slow
 def test_unit_cost_chart_draws_the_annualised_cost_of_the_cashflow_table(result, figures):
     ax = figures[PLAN_CHARTS[3]].axes[0]
     lines = {ln.get_label(): ln for ln in ax.get_lines()}

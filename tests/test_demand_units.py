@@ -21,6 +21,7 @@ def _write(tmp_path: Path, body: str, name: str = "s.yaml") -> Path:
     return p
 
 
+@pytest.mark.slow
 def test_requests_and_characters_convert_by_hand(tmp_path):
     sample = tmp_path / "ko.txt"
     sample.write_text("데이터센터 계획은 토큰 수요에서 시작한다.\n")

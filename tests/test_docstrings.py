@@ -191,6 +191,7 @@ def _param(rel: str):
 
 
 @pytest.mark.parametrize("rel", [_param(r) for r in module_files()])
+@pytest.mark.slow
 def test_public_functions_document_parameters_with_units(rel: str) -> None:
     failures = [f"  {rel}:{fn.line} {fn.name}: " + "; ".join(p)
                 for fn in public_functions(REPO / rel) if (p := problems_of(fn))]

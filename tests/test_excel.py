@@ -105,6 +105,7 @@ def recalculated(book, tmp_path_factory):
     return openpyxl.load_workbook(out, data_only=True)
 
 
+@pytest.mark.slow
 def test_sheets_layout_units_formats(book, solved):
     result, _ = solved
     wb = openpyxl.load_workbook(book)
@@ -134,6 +135,7 @@ def test_sheets_layout_units_formats(book, solved):
         "=SUM(")
 
 
+@pytest.mark.slow
 def test_headers_and_kpis_in_words(book, solved):
     """Every column of every table the plan has is named in words (no 'Kw [kW]' or
     'Capex usd [USD]' made up from the column name), and the KPIs sheet shows KPI names,
@@ -162,6 +164,7 @@ def test_headers_and_kpis_in_words(book, solved):
     assert category_label("rack_capex") in texts and "rack_capex" not in texts
 
 
+@pytest.mark.slow
 def test_periods_numbers_counts_integers(book, solved):
     """Yearly periods are stored as numbers, rack and CDU counts as integers with an
     integer format, and no cell holds float noise."""
@@ -261,6 +264,7 @@ def test_every_sheet_reads_back_with_pandas(book, solved):
     assert grid.unit.iloc[0] == "MW"
 
 
+@pytest.mark.slow
 def test_page_setup_on_every_sheet(book, solved):
     """A4 at a stated scale (not squeezed to the page width), body text at 8 pt or more,
     one page wide unless the table prints in column blocks (then with its id columns
@@ -342,6 +346,7 @@ def test_text_width_and_fit_widths_hand_computed():
     assert fit_widths(ws, [1], 10) == float("inf") and ws.column_dimensions["A"].width == 11
 
 
+@pytest.mark.slow
 def test_constant_columns_hidden_and_named(book):
     """A hidden column of a data table holds one value in every row of the table and
     the description names it with that value; the Power sheet's Peak hour (always the
@@ -366,6 +371,7 @@ def test_constant_columns_hidden_and_named(book):
     assert "Peak hour: peak" in power.cell(2, 1).value and seen >= 3
 
 
+@pytest.mark.slow
 def test_every_id_column_has_its_name_beside_it(book, solved):
     """Each id column with names in the catalogs or site files (site, rack type,
     workload, catalog entry, switch, CDU...) has a name column just left of it, headed
@@ -405,6 +411,7 @@ def test_page_header_escapes_ampersand(solved, tmp_path):
     assert len(hf_text("x" * 500)) <= 60
 
 
+@pytest.mark.slow
 def test_user_text_is_never_a_formula(book):
     wb = openpyxl.load_workbook(book)
     found = []
@@ -461,6 +468,7 @@ def test_opex_check_of_a_plan_with_unserved_demand(tmp_path):
     assert text[0].startswith("Demand NOT fully met (elastic plan)")
 
 
+@pytest.mark.slow
 def test_summary_status_wording(book, solved):
     result, _ = solved
     ws = openpyxl.load_workbook(book)["Summary"]
@@ -696,6 +704,7 @@ def test_header_row_repeats_on_every_printed_page(book, printed):
             assert first in body, (name, k, first)
 
 
+@pytest.mark.slow
 def test_summary_sheet_guide_names_the_sheets_that_exist(book):
     """Every sheet of the workbook is in the Summary's guide, and the guide names no other."""
     wb = openpyxl.load_workbook(book)
@@ -759,6 +768,7 @@ def test_goodput_coefficients_name_the_performance_models_extrapolations():
     assert "/ chat" not in said[0]
 
 
+@pytest.mark.slow
 def test_a_dense_model_on_an_moe_only_architecture_is_named_in_the_plan(tmp_path):
     """The minimal example offered an MI355X rack: its dense chat model runs on CDNA4,
     whose fitted rows are DeepSeek-R1 alone, so that pair's goodput coefficient carries

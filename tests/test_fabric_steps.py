@@ -23,6 +23,7 @@ def shipped():
     ("hgx_b200", 36, {"switch_id": "nvidia_qm9700"}),
     ("hgx_h100", 20, {"oversubscription": 3.0}),
 ])
+@pytest.mark.slow
 def test_steps_equal_the_graph_for_every_rack_count(shipped, rack, n_max, kw):
     steps = fabric_steps(shipped, rack, **kw)
     for n in range(1, n_max + 1):

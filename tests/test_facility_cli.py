@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from dcplan.cli import app
@@ -67,6 +68,7 @@ def test_cooling_shipped_seoul():
     assert 1.0 < data["pue_annual"] < data["pue_peak"]
 
 
+@pytest.mark.slow
 def test_cooling_impossible_requests():
     base = ("--catalog-dir", str(FX / "catalog"), "--sites-dir", str(FX / "sites"), "cooling")
     r = run(*base, "--rack", "fx_kyber", "--racks", "1", "--site", "small_air")

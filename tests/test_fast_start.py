@@ -84,6 +84,7 @@ def _ids(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"]])
+@pytest.mark.slow
 def test_version_and_help_load_no_heavy_library(args):
     done, modules = _dcplan(args)
     assert done.returncode == 0, done.stderr
@@ -104,6 +105,7 @@ def test_command_help_loads_no_schema(args):
     assert not modules & (HEAVY | SCHEMAS), sorted(modules & (HEAVY | SCHEMAS))
 
 
+@pytest.mark.slow
 def test_a_command_still_loads_what_it_needs():
     # The check above is not vacuous: a command that reads the catalog loads pydantic.
     done, modules = _dcplan(["catalog", "list", "racks", "--json"])
@@ -112,6 +114,7 @@ def test_a_command_still_loads_what_it_needs():
     assert {r["id"] for r in json.loads(done.stdout)} == set(_ids(REPO / "catalogs/racks.yaml"))
 
 
+@pytest.mark.slow
 def test_rack_completion_gives_the_catalog_ids_and_loads_no_heavy_library():
     got, modules = _complete("dcplan perf --rack gb2")
     expected = [i for i in _ids(REPO / "catalogs/racks.yaml") if i.startswith("gb2")]
@@ -138,6 +141,7 @@ def test_id_completion_of_each_kind(words, kind):
     assert sorted(got) == sorted(expected)
 
 
+@pytest.mark.slow
 def test_site_completion_reads_every_site_file():
     got, modules = _complete("dcplan cooling --rack gb200_nvl72 --racks 10 --site ")
     expected = [yaml.safe_load(p.read_text())["id"] for p in (REPO / "sites").glob("*.yaml")]
@@ -146,6 +150,7 @@ def test_site_completion_reads_every_site_file():
     assert not modules & (HEAVY | SCHEMAS)
 
 
+@pytest.mark.slow
 def test_completion_uses_the_catalog_the_command_would(tmp_path):
     (tmp_path / "racks.yaml").write_text("- id: my_rack\n  name: mine\n- id: other\n")
     got, _ = _complete(f"dcplan --catalog-dir {tmp_path} perf --rack m")
@@ -154,6 +159,7 @@ def test_completion_uses_the_catalog_the_command_would(tmp_path):
     assert sorted(got) == ["my_rack", "other"]
 
 
+@pytest.mark.slow
 def test_an_unreadable_catalog_completes_nothing_without_an_error(tmp_path):
     (tmp_path / "racks.yaml").write_text("- id: [unclosed\n")
     got, _ = _complete(f"dcplan --catalog-dir {tmp_path} perf --rack ")
@@ -162,6 +168,7 @@ def test_an_unreadable_catalog_completes_nothing_without_an_error(tmp_path):
     assert got == []
 
 
+@pytest.mark.slow
 def test_catalog_show_and_list_completion():
     got, _ = _complete("dcplan catalog show gb")
     expected = [i for kind in ("accelerators", "racks")
@@ -172,6 +179,7 @@ def test_catalog_show_and_list_completion():
     assert sorted(got) == ["salaries", "sites", "software", "staffing", "storage", "switches"]
 
 
+@pytest.mark.slow
 def test_scenario_completion_in_the_repository():
     got, modules = _complete("dcplan plan examples/min")
     assert got == ["examples/minimal.yaml"]
@@ -222,6 +230,7 @@ def _kind_ids(kind: str) -> set[str]:
     return set(_ids(REPO / "catalogs" / f"{kind}.yaml"))
 
 
+@pytest.mark.slow
 def test_every_id_option_completes_its_kind():
     from dcplan.cli import app
 

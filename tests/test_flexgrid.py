@@ -237,6 +237,7 @@ def test_offering_a_flexible_connection_never_makes_a_plan_dearer(first, depth, 
     assert offered.objective_usd <= without.objective_usd * (1 + 1e-7) + 1e-6
 
 
+@pytest.mark.slow
 def test_bad_curtailment_from_the_cli_exits_1_without_a_traceback(tmp_path):
     import shutil
     from pathlib import Path
@@ -314,6 +315,7 @@ def test_flexible_requests_are_first_stage_decisions_of_a_stochastic_plan():
     assert ("req_flex", ("sa", 1)) not in first
 
 
+@pytest.mark.slow
 def test_deferred_tokens_reach_the_console_json_and_html():
     """The tokens deferred in the hand-computed event (50 tokens/s x 3600 s x 200 h) in
     the console text, --json's grid_connections and the HTML grid section."""

@@ -29,6 +29,7 @@ REGEN = "python tests/golden/regen.py"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.slow
 def test_golden_lp(name):
     path = CASES[name].lp
     assert path.exists(), f"{path.name} is missing: run {REGEN} {name}"

@@ -62,6 +62,7 @@ def test_plan_report_is_self_contained(report, minimal_plan):
     assert [p.name for p in report.parent.iterdir()] == ["plan.html"]  # no temporary left
 
 
+@pytest.mark.slow
 def test_comparison_report_is_self_contained(compare_report, minimal_plan):
     result, _ = minimal_plan
     cmp, path = compare_report
@@ -124,6 +125,7 @@ def test_browser_check_sees_errors(tmp_path):
     assert page.checks["scripts"] == 1 and page.checks["external"]
 
 
+@pytest.mark.slow
 def test_headline_peak_names_the_sites_drawing_power_then(report, minimal_plan):
     """The peak period's sites are those with facility power in it, and the grid is theirs."""
     result, _ = minimal_plan

@@ -195,6 +195,7 @@ def test_a_file_above_the_limit_on_disk_is_refused_unread(tmp_path, monkeypatch)
     assert yamlio.read_text(big) == big.read_text()  # a raised limit reads it
 
 
+@pytest.mark.slow
 def test_a_yaml_file_read_again_is_a_fresh_parse_of_its_current_bytes(tmp_path, monkeypatch):
     """read_yaml keeps parses by name and content: the caller's copy is its own, a file
     rewritten in place (same size, maybe the same time stamp) reads anew, the same text
@@ -237,6 +238,7 @@ def test_a_yaml_file_read_again_is_a_fresh_parse_of_its_current_bytes(tmp_path, 
     assert [d["n"] for d in got] == [i for _ in range(20) for i in range(30)]
 
 
+@pytest.mark.slow
 def test_yaml_is_read_by_libyaml_with_the_same_lines_and_refusals(tmp_path):
     """The loader scans with libyaml (C) under PyYAML's composer: the same documents and
     lines as PyYAML's own loader on every shipped file, and a control character, a
@@ -291,6 +293,7 @@ def test_text_limit_is_separate_and_named(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- through the CLI
 
 
+@pytest.mark.slow
 def test_cli_tokens_count_refuses_specials_all_at_once(tmp_path, specials):
     (tmp_path / "ok.txt").write_text("Some text to count.\n")
     (tmp_path / "folder").mkdir()
@@ -316,6 +319,7 @@ def _catalog_with(tmp_path: Path, name: str, target: str | None = None) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_cli_catalog_file_linked_to_dev_zero(tmp_path):
     cat = _catalog_with(tmp_path, "racks.yaml", "/dev/zero")
     rc, out, _ = dcplan("--catalog-dir", str(cat), "catalog", "list", "racks", cwd=tmp_path)
@@ -471,6 +475,7 @@ def test_counts_in_pieces_equal_whole_text_counts(loaded, monkeypatch, text, bom
         assert s.tokens == want[tid], (tid, len(pieces), text)
 
 
+@pytest.mark.slow
 def test_forced_cuts_change_a_count_by_at_most_one_token_each(loaded, tmp_path, monkeypatch):
     """A text with no safe cut (Chinese without spaces or line breaks, minified JSON) is
     cut anyway once a piece is full: measured, at most one token per forced cut."""
@@ -577,6 +582,7 @@ def test_tokens_count_of_60_mb_in_bounded_memory(tmp_path):
 # --- data folders: a special file named like data is refused, never skipped -------------
 
 
+@pytest.mark.slow
 def test_a_site_file_linked_to_a_device_is_refused_not_dropped(tmp_path):
     """A site folder's *.yaml linked to /dev/zero used to be skipped silently, so the site
     dropped out of the plan; it is now refused by the reader, naming the file."""
@@ -617,6 +623,7 @@ def test_a_saved_plan_that_is_a_special_file_is_named_as_such(tmp_path, kind):
     assert "not a regular file" in str(err) and "not found" not in str(err)
 
 
+@pytest.mark.slow
 def test_an_output_path_that_is_a_device_or_fifo_is_refused_and_left_alone(tmp_path):
     """Writing renames a finished temporary onto the path, which would put a regular file
     in place of /dev/null or a FIFO (it once did: ``perf calibrate -o /dev/null``). The

@@ -322,6 +322,7 @@ def test_a_site_file_as_base_is_named(tmp_path):
     assert "seoul_metro.yaml is a site file, not a scenario" in p.message
 
 
+@pytest.mark.slow
 def test_a_measurement_row_with_1e15_gpus_is_refused(tmp_path):
     src = (REPO / "catalogs" / "measurements" / "inferencex_deepseek_r1.csv")
     header, row = src.read_text().splitlines()[:2]

@@ -75,6 +75,7 @@ def test_figures_are_the_facility_model_at_the_racks_the_relaxation_holds(linear
                     rs.network_capex(p), rel=SCALE_TOLERANCE), (r, s, p, held, n)
 
 
+@pytest.mark.slow
 def test_fewer_racks_than_the_planning_scale_get_the_two_tier_figures(linear_inputs):
     """GB200 NVL72 at the minimal example's sites: tens of racks, two tiers, well under the
     three-tier figure of the planning scale (about 313,000 vs 493,000 USD per rack)."""
@@ -113,6 +114,7 @@ def test_the_plans_network_is_the_exact_sizing_of_its_fleet_within_10_percent(mi
     assert off.empty, off.to_string()
 
 
+@pytest.mark.slow
 def test_the_assumptions_list_each_periods_network_figures_and_their_rack_count(
         linear_inputs):
     from dcplan.export.sources import assumptions_table

@@ -144,6 +144,7 @@ def test_calibrate_with_every_row_inconsistent_says_so(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_calibrate_leaves_out_exactly_the_inconsistent_rows(monkeypatch):
     """calibrate() fits the rows within the bounds and records how many it left out;
     the fit it makes equals a fit of those rows alone."""

@@ -299,6 +299,7 @@ def test_shipped_optics_comparison(shipped):
     assert cpo.cpo_ports == 3696  # 2 x 1,152 + 1,152 + (576 + 2 x 192) / 4
 
 
+@pytest.mark.slow
 def test_no_switch_exceeds_its_ports(cat, shipped):
     cases = [(cat, "fx_air", 8, None), (cat, "fx_air", 40, None), (cat, "fx_rail", 4, None),
              (shipped, "gb200_nvl72", 128, "nvidia_q3400"),
@@ -544,6 +545,7 @@ def test_twin_port_module_carries_four_200g_front_end_links():
     assert by_end["back-end switch ends"]["pluggable_800g_sr8"] == 252
 
 
+@pytest.mark.slow
 def test_a_frontend_port_speed_no_switch_carries_names_the_rack_entry(tmp_path):
     """A rack entry's frontend_port_gbps that no catalog switch carries is reported on
     that entry and field of racks.yaml, with the fix (not as a generic network error)."""
@@ -564,6 +566,7 @@ def test_a_frontend_port_speed_no_switch_carries_names_the_rack_entry(tmp_path):
     assert "1000 Gb/s" in problem.message and "set frontend_port_gbps" in problem.message
 
 
+@pytest.mark.slow
 def test_a_plan_with_such_a_rack_stops_on_the_rack_entry(tmp_path):
     """The same bad entry in a plan's catalogs stops the plan with that error and exit 1
     (it used to make every site 'unable to host' the rack type, and the plan then

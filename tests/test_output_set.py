@@ -84,6 +84,7 @@ def test_a_folder_without_dcplans_marker_is_never_replaced(tmp_path):
     assert foreign_entries(empty) == [] and foreign_entries(tmp_path / "new") == []
 
 
+@pytest.mark.slow
 def test_export_twice_keeps_a_users_notes_and_exits_1(minimal_plan, tmp_path):
     """The filed case: export -o out; add notes and a folder; export -o out again."""
     result, _case = minimal_plan

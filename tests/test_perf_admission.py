@@ -69,6 +69,7 @@ def test_dp_balancing_waits_for_a_group_at_most_its_timeout():
     assert float(both.admission_s[0]) == pytest.approx(0.1 + expect)
 
 
+@pytest.mark.slow
 def test_balance_gather_by_hand_and_by_simulation():
     # two ranks: K = 2 w.p. 1/2, 3 w.p. 1/4, ...: E[K] = 3, E[K (K - 1)] = 8, so the
     # mean wait is 8 / (2 lambda 3) = 4 / (3 lambda); four ranks 68 / (15 lambda)

@@ -70,6 +70,7 @@ def test_grid_has_every_small_batch_and_2_percent_steps():
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+@pytest.mark.slow
 def test_refined_answer_beats_every_integer_batch_and_binds(monkeypatch, case):
     rack, wl_id, date, engine = case
     wl = _workload(wl_id)
@@ -132,6 +133,7 @@ def test_every_integer_alone_is_a_sawtooth_in_the_date(monkeypatch):
 @settings(max_examples=80, deadline=None)
 @given(st.floats(0.0, 0.95), st.floats(0.0, 0.9), st.floats(0.0, 0.5), st.floats(0.0, 1.0),
        st.floats(50.0, 99.9), st.floats(0.0, 8.0), st.booleans())
+@pytest.mark.slow
 def test_within_a_limit_is_the_percentile_compared_with_it(rho, slot_p, share, s1, p,
                                                            limit, one_node):
     # the refinement compares each percentile with its limit by the distribution at the

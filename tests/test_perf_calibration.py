@@ -123,6 +123,7 @@ def test_a_perturbed_start_finds_the_same_identified_parameters(cat):
     assert dict(moved.hardware) != dict(prior.hardware)
 
 
+@pytest.mark.slow
 def test_several_starts_keep_the_lowest_loss_that_did_not_stop_steeply(cat):
     """calibrate(starts=2) fits from the prior and seeds 1 and 2, records each, and keeps
     the lowest loss among the fits whose gradient is not above their loss (else the
@@ -146,6 +147,7 @@ def test_several_starts_keep_the_lowest_loss_that_did_not_stop_steeply(cat):
     assert "starts" not in dict(alone.meta)
 
 
+@pytest.mark.slow
 def test_starts_and_folds_fitted_side_by_side_give_the_same_results(cat):
     """workers=2 fits the starts (calibrate) and the folds (leave_one_out) in two
     processes: the same calibration and the same held-out predictions as one process,
@@ -167,6 +169,7 @@ def test_starts_and_folds_fitted_side_by_side_give_the_same_results(cat):
     assert [r.as_dict() for r in one if r.m.model == "moe"] == [r.as_dict() for r in alone]
 
 
+@pytest.mark.slow
 def test_each_start_of_every_fold(cat):
     """calibrate_starts returns calibrate's fit and every start's own fit (each equal to
     a one-start fit from that start); leave_one_out_starts returns leave_one_out's
@@ -241,6 +244,7 @@ def test_folds_kept_on_disk_are_read_back_and_not_fitted_again(cat, tmp_path, mo
         leave_one_out_starts(rows, cat, defaults, key=key, starts=1, cache=other, **kw)
 
 
+@pytest.mark.slow
 def test_calibration_with_prior_stays_close(cat):
     defaults = load_perf_defaults()
     rows = _synthetic(cat, defaults)
@@ -626,6 +630,7 @@ def test_runs_far_below_their_repeats_are_counted_apart(tmp_path):
     assert recs[1]["measured_vs_runs_median"] == pytest.approx(100 / 295)
 
 
+@pytest.mark.slow
 def test_low_repeats_of_the_shipped_file_recomputed_from_the_csv():
     """The count of runs below 60 % of their configuration's median, recomputed with pandas."""
     import pandas as pd

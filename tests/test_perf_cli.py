@@ -143,6 +143,7 @@ def test_perf_sweep_batch():
     assert any(not row["meets_slo"] for row in d["sweep"]) or d["operating_point"]["bottleneck"]
 
 
+@pytest.mark.slow
 def test_frontier_json_and_png(tmp_path):
     png = tmp_path / "f.png"
     r = run("frontier", "--rack", "track8", "--model", "moe", "--input-tokens", "1024",
@@ -164,6 +165,7 @@ def test_frontier_says_why_not():
     assert r.exit_code == 1 and "2,000 GB" in r.output
 
 
+@pytest.mark.slow
 def test_validate_and_calibrate_round_trip(tmp_path):
     out = tmp_path / "cal.yaml"
     r = run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(out))
@@ -193,6 +195,7 @@ def test_validate_and_calibrate_round_trip(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+@pytest.mark.slow
 def test_calibrate_with_starts_says_each_and_keeps_one(tmp_path):
     out = tmp_path / "cal.yaml"
     r = run("calibrate", str(FIX / "good_measurements.csv"), "-o", str(out), "--starts", "2")
@@ -234,6 +237,7 @@ def test_validate_serving_json_one_record_per_row_in_order():
         assert rec["predicted_output_tokens_per_s_per_gpu"] > 0
 
 
+@pytest.mark.slow
 def test_validate_both_schemas_together():
     r = run("validate", str(FIX / "good_measurements.csv"), str(FIX / "good_serving.csv"))
     assert r.exit_code == 0, r.output
@@ -328,6 +332,7 @@ def test_batch_sweep_of_a_disaggregated_workload_says_it_is_aggregated_only():
     assert json.loads(r.output)["sweep"]
 
 
+@pytest.mark.slow
 def test_options_that_do_not_apply_say_so():
     r = runner.invoke(app, [*CAT, "perf", "--rack", "track8", "--workload", "chat", "--offline",
                             "--ttft-s", "1"])
@@ -355,6 +360,7 @@ def test_offline_runs_at_the_largest_batch_memory_allows():
 
 
 @pytest.mark.parametrize("fixture", ["good_measurements.csv", "good_serving.csv"])
+@pytest.mark.slow
 def test_validate_without_calibration_through_the_cli(fixture):
     """`--calibration none` on the validate path (it exited 3: AttributeError on False)."""
     path = str(FIX / fixture)

@@ -136,6 +136,7 @@ def test_a_kv_handover_bound_prefill_pool_says_it_is_extrapolated(tmp_path, toke
 
 @pytest.mark.parametrize("engine, per_rank", [("", True), ("dynamo-trt", True),
                                                ("dynamo-sglang", False)])
+@pytest.mark.slow
 def test_perf_says_on_how_many_streams_a_prefill_replica_hands_over(engine, per_rank):
     """TensorRT-LLM (NVIDIA's planning engine) hands KV over per attention-DP rank, so a
     DEP prefill replica has as many streams as DP ranks; SGLang one per replica. The
@@ -333,6 +334,7 @@ def test_shipped_calibration_basis_is_what_the_measurement_files_hold():
     assert basis.kinds_on("rubin") == ()
 
 
+@pytest.mark.slow
 def test_a_model_kind_no_row_fitted_on_its_architecture_is_named():
     """Hand cases: a dense model on an architecture whose rows are MoE only is named, and
     the reverse; a kind with rows there, an architecture without rows (its values come
@@ -500,6 +502,7 @@ def test_the_basis_comes_from_the_calibration_file(tmp_path):
     assert "unknown field" in text and "Traceback" not in out.output
 
 
+@pytest.mark.slow
 def test_a_retired_fit_basis_setting_says_where_it_went(tmp_path):
     """perf_defaults.yaml of 2026-12-05 held the basis as serving settings; such a file
     is refused with a message that names the calibration's basis section, exit 1."""

@@ -160,6 +160,7 @@ def _date_property(d1, d2, engine, rack, workload):
 @settings(max_examples=20, deadline=None, derandomize=True)
 @given(d1=MONTHS, d2=MONTHS, engine=st.sampled_from([None, "trt", "atom"]),
        rack=st.sampled_from(DATE_RACKS), workload=st.sampled_from(DATE_WORKLOADS))
+@pytest.mark.slow
 def test_earlier_date_never_predicts_more_shipped(d1, d2, engine, rack, workload):
     # derandomized: the same 20 cases on every run (a failure names a case that stays);
     # the slow suite adds 200 new ones below
@@ -186,6 +187,7 @@ ADVERSE = replace(SHIPPED, software=replace(SHIPPED.software, trend_per_year=(
 
 @settings(max_examples=20, deadline=None)
 @given(d1=MONTHS, d2=MONTHS)
+@pytest.mark.slow
 def test_earlier_date_never_predicts_more_with_an_adverse_trend(d1, d2):
     # efficiency and overlap fitted as falling: without the best-level-so-far rule an
     # earlier date would predict more on these knobs

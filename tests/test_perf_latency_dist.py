@@ -167,6 +167,7 @@ def test_nodes_have_mean_one(min_frac, icv, ocv):
 @settings(max_examples=60, deadline=None)
 @given(st.floats(0.0, 0.95), st.floats(0.0, 0.9), st.floats(0.0, 0.5),
        st.floats(0.0, 1.0), st.floats(50.0, 99.9), st.floats(50.0, 99.9))
+@pytest.mark.slow
 def test_ttft_quantile_monotone_and_bounded(rho, slot_p, share, s1, p_a, p_b):
     lo_p, hi_p = sorted((p_a, p_b))
     nodes = (np.array(0.1), np.array(0.1 + s1))

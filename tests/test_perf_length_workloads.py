@@ -291,6 +291,7 @@ def _cli(*args):
     return runner.invoke(app, ["--catalog-dir", str(FIX / "catalog"), "perf", *args])
 
 
+@pytest.mark.slow
 def test_cli_length_dist_is_shown_and_applied():
     r = _cli("--rack", "track8", "--workload", "chat", "--length-dist", "lognormal:0.5,1.0",
              "--json")

@@ -707,6 +707,7 @@ WORKLOADS = st.sampled_from(["chat", "chat_disagg", "moe_chat", "moe_mtp"])
 
 @PROP
 @given(ttft=st.floats(0.05, 5.0), tpot=st.floats(5.0, 200.0), workload=WORKLOADS)
+@pytest.mark.slow
 def test_goodput_never_violates_its_slo(cat, ttft, tpot, workload):
     c = cat.replace("workloads", workload, ttft_s=ttft, tpot_ms=tpot)
     p = rack_performance(c, "track8", None, workload)
@@ -719,6 +720,7 @@ def test_goodput_never_violates_its_slo(cat, ttft, tpot, workload):
 
 @PROP
 @given(p1=st.floats(50.0, 99.9), p2=st.floats(50.0, 99.9), workload=WORKLOADS)
+@pytest.mark.slow
 def test_higher_percentile_never_raises_goodput(cat, p1, p2, workload):
     lo_p, hi_p = sorted((p1, p2))
     lo = rack_performance(cat.replace("workloads", workload, percentile=lo_p), "track8", None,
@@ -765,6 +767,7 @@ def test_acceptance_zero_never_shortens_tpot(cat, serving, b, ctx, n):
 
 @PROP
 @given(bw=st.floats(1.0, 20.0), factor=st.floats(1.0, 3.0), workload=WORKLOADS)
+@pytest.mark.slow
 def test_more_hbm_bandwidth_never_lowers_throughput(cat, bw, factor, workload):
     lo = rack_performance(cat.replace("accelerators", "tgpu", hbm_tb_per_s=bw), "track8", None,
                           workload)
@@ -777,6 +780,7 @@ def test_more_hbm_bandwidth_never_lowers_throughput(cat, bw, factor, workload):
 
 @PROP
 @given(h1=st.floats(0.0, 0.95), h2=st.floats(0.0, 0.95), workload=WORKLOADS)
+@pytest.mark.slow
 def test_higher_cache_hit_never_lowers_goodput(cat, h1, h2, workload):
     lo_h, hi_h = sorted((h1, h2))
     lo = rack_performance(cat.replace("workloads", workload, cache_hit_frac=lo_h), "track8",

@@ -39,6 +39,7 @@ def _smallest_within(within, t):
 @given(st.floats(0.0, 0.99), st.floats(0.0, 0.9), st.floats(0.0, 0.5),
        st.floats(0.01, 3.0), st.floats(0.0, 2.0), st.floats(0.5, 10.0),
        st.floats(50.0, 99.9), st.integers(0, 2**31 - 1))
+@pytest.mark.slow
 def test_ttft_percentile_is_the_smallest_time_within(rho, slot_p, share, tail, spread, span,
                                                       p, seed):
     # ten prompt-length nodes of random prefill times, queue, slot wait and burst: the

@@ -68,6 +68,7 @@ def test_perf_validate_predicts_a_wide_dp_attention_row(tmp_path):
     assert len(data["rows"]) == 2
 
 
+@pytest.mark.slow
 def test_a_bad_row_is_named_and_the_others_are_validated(tmp_path):
     from dcplan.cli import app
 

@@ -115,6 +115,7 @@ def test_brute_force_two_racks_one_site():
     check_plan_from_tables(res, d)
 
 
+@pytest.mark.slow
 def test_brute_force_one_rack_two_sites():
     s1 = site("sa", grid_kw=[20, 20, 20], price=0.30, positions=2)
     s2 = site("sb", grid_kw=[0, 40, 40], price=0.05, positions=5)
@@ -301,6 +302,7 @@ def test_scaling_all_prices_scales_objective(p, k):
 
 @PROP
 @given(tiny)
+@pytest.mark.slow
 def test_plans_meet_demand_and_limits_and_costs_add_up(p):
     d = _tiny(p)
     res = solve_inputs(d, EXACT, explain=False)

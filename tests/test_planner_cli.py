@@ -44,6 +44,7 @@ def test_sizing_compares_exact_with_the_plan(small):
     assert set(sz.site) <= {"seoul_metro", "honam_haenam"}
 
 
+@pytest.mark.slow
 def test_heat_split_and_cdus_of_a_real_rack(small):
     """GB200 NVL72 sends a fixed share of its heat to liquid; the rest, and the network's
     heat, goes to air (the cooling table used to compare nameplate liquid heat with
@@ -62,6 +63,7 @@ def test_heat_split_and_cdus_of_a_real_rack(small):
         assert c.air_heat_kw[key] > 0
 
 
+@pytest.mark.slow
 def test_sizing_counts_are_the_plans_and_big_differences_are_noted(small):
     from dcplan.planner.sizing import COUNTS, planner_cdus
 
@@ -86,6 +88,7 @@ def test_sizing_counts_are_the_plans_and_big_differences_are_noted(small):
         assert any(n.startswith(f"CDUs at {site}:") for n in small.notes), site
 
 
+@pytest.mark.slow
 def test_equipment_reconciles_with_the_exact_sizing(small):
     eq, sz = small.tables["equipment"], small.tables["sizing"]
     assert eq.attrs["units"] == {"count": "units", "kw": "kW", "capex_usd": "USD"}
@@ -118,6 +121,7 @@ def test_cli_json_and_csvs(tmp_path):
     assert [p.name for p in out.glob(".*")] == [MARKER]
 
 
+@pytest.mark.slow
 def test_cli_text_summary_and_lp(tmp_path):
     lp = tmp_path / "m.lp"
     res = runner.invoke(app, ["plan", str(FIX / "small_linear.yaml"), "--write-lp", str(lp),

@@ -23,6 +23,7 @@ shape = st.lists(st.floats(0.0, 5.0), min_size=H, max_size=H).filter(lambda v: s
 @settings(max_examples=40, deadline=None)
 @given(st.lists(shape, min_size=1, max_size=4),
        st.lists(st.floats(0.0, 10.0), min_size=4, max_size=4))
+@pytest.mark.slow
 def test_representative_hours_keep_every_peak(shapes, weights):
     """The largest nonnegative combination over the kept hours is the largest over all."""
     sch = [pr.profile_schedule(_norm(v)) for v in shapes]

@@ -144,6 +144,7 @@ def test_energy_integrates_the_shape():
     assert p.energy_kwh == pytest.approx(p.facility_kw_avg * HOURS_PER_YEAR)
 
 
+@pytest.mark.slow
 def test_flexible_batch_fills_the_valley_and_lowers_the_peak():
     day, _ = _two_shapes()
     chat = dataclasses.replace(workload("chat", demand=(100.0,) * 3, peak=max(day)),

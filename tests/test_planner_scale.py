@@ -30,6 +30,7 @@ def _solve(d, monkeypatch, large: bool, mip: bool = True):
 
 
 @pytest.mark.parametrize("size", [(2, 4, 2, 1, False), (2, 6, 3, 2, True)])
+@pytest.mark.slow
 def test_large_model_path_same_optimum(size, monkeypatch):
     d = generate(*size, seed=3)
     plain, _ = _solve(d, monkeypatch, large=False)

@@ -126,6 +126,7 @@ def _gb200_gpu():
 
 @given(act=st.floats(0.0, 1.0), cap=st.floats(0.5, 1.0))
 @settings(max_examples=200, deadline=None)
+@pytest.mark.slow
 def test_accelerator_power_never_exceeds_the_cap(act, cap):
     acc = _gb200_gpu()
     c = PERF_IN.power_curve("gb200_gpu")
@@ -233,6 +234,7 @@ def test_a_lower_cap_never_raises_goodput_or_power(rack, wl, a, b):
     assert p_lo.power_kw <= p_lo.power_at_cap_kw + 1e-9
 
 
+@pytest.mark.slow
 def test_sweep_best_cap_and_unthrottled_caps(catalog):
     wl = catalog.get("workloads", "chat")
     rows = cap_sweep(catalog, "hgx_h200", None, wl, PERF_IN.power_curve("h200_sxm"),

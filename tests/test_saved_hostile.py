@@ -145,6 +145,7 @@ def cpu_limit_s() -> float:
     return max(CPU_LIMIT_S, CPU_LIMIT_IMPORTS * run.cpu_s)
 
 
+@pytest.mark.slow
 def test_cpu_limit_stays_far_below_the_defect():
     """The machine-relative bound still catches the filed defect (89 s before "damaged"):
     it fails once importing the commands alone costs a third of that."""
@@ -423,6 +424,7 @@ def test_genuine_plan_is_shown_within_the_same_bounds(good, tmp_path):
     assert run.cpu_s < cpu_limit_s() and run.rss_mb < RSS_LIMIT_MB, run
 
 
+@pytest.mark.slow
 def test_plan_tables_are_read_without_the_dataset_scanner(good, monkeypatch):
     """Each table is read by ParquetFile, never by pq.read_table (pd.read_parquet uses it).
 
@@ -485,6 +487,7 @@ def test_plan_without_solution_is_shown_as_no_plan_and_never_exported(no_plan, t
 # --- in process ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_no_module_named_by_the_file_is_imported(good, tmp_path, monkeypatch):
     import importlib
 
@@ -527,6 +530,7 @@ def _reachable(roots) -> set[str]:
     return set(seen)
 
 
+@pytest.mark.slow
 def test_allow_list_holds_every_class_a_plan_writes(good):
     from dcplan.perf.params import Calibration, PerfDefaults
     from dcplan.planner.fabric import FabricData

@@ -43,6 +43,7 @@ def saved(tmp_path_factory, minimal_linear):
 # --- saved plans -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_show_gives_the_same_npv_without_solving(saved, monkeypatch):
     path, solved, _scenario = saved
     import dcplan.planner.run as run
@@ -58,6 +59,7 @@ def test_show_gives_the_same_npv_without_solving(saved, monkeypatch):
     assert "NPV of costs" in text and "read from a saved plan" in text
 
 
+@pytest.mark.slow
 def test_saved_file_is_an_inspectable_zip(saved):
     path, _, _scenario = saved
     with zipfile.ZipFile(path) as z:
@@ -72,6 +74,7 @@ def test_saved_file_is_an_inspectable_zip(saved):
     assert len(fleet) == manifest["tables"]["fleet"]["rows"]
 
 
+@pytest.mark.slow
 def test_round_trip_keeps_every_table_and_the_inputs(minimal_plan, tmp_path):
     result, case = minimal_plan
     back = load_result(save_result(result, tmp_path / "a.plan"))
@@ -91,6 +94,7 @@ def test_round_trip_keeps_every_table_and_the_inputs(minimal_plan, tmp_path):
     ("bad_manifest", "manifest.json is not valid JSON"),
     ("missing_table", "damaged or incomplete"),
 ])
+@pytest.mark.slow
 def test_bad_saved_files_are_refused_clearly(saved, tmp_path, damage, words):
     path, _, _scenario = saved
     bad = tmp_path / "bad.plan"
@@ -141,6 +145,7 @@ def test_compare_reads_saved_plans_and_scenarios_alike(saved):
 # --- the Python API ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_python_api_typed_tables(minimal_plan, tmp_path):
     r = dcplan.api.Plan(minimal_plan[0])
     fleet = r.fleet
@@ -159,6 +164,7 @@ def test_python_api_typed_tables(minimal_plan, tmp_path):
         r.plot_nothing  # noqa: B018
 
 
+@pytest.mark.slow
 def test_bom_new_is_the_increase_of_installed(minimal_plan):
     """Recomputed from the table itself: new - removed = installed - installed before."""
     bom = minimal_plan[0].tables["bom"]
@@ -318,6 +324,7 @@ def test_sigterm_handler_is_installed():
     assert f"{int(signal.SIGTERM)} _on_sigterm" in out.stdout, out
 
 
+@pytest.mark.slow
 def test_json_and_comparison_workbook_carry_cooling_network_costs_and_bom(saved, tmp_path):
     path, solved, _scenario = saved
     for key in ("cooling", "network", "costs", "bill_of_materials"):

@@ -281,6 +281,7 @@ def test_probabilities_must_sum_to_one(tmp_path):
     assert "sum to 0.9" in p.message and "slow 0.4" in p.message and p.line is not None
 
 
+@pytest.mark.slow
 def test_first_stage_outside_the_horizon_and_unknown_paths_all_at_once(tmp_path):
     body = CASES.replace("first_stage_until: 2028", "first_stage_until: 2040").replace(
         "demand.growth.coding_agent.annual_growth: 0.5",

@@ -192,6 +192,7 @@ def test_each_representative_day_cycles_on_its_own():
     assert hour_weight(d, None) == 1.0
 
 
+@pytest.mark.slow
 def test_power_sources_chart_stacks_the_sources_table():
     import matplotlib.pyplot as plt
 

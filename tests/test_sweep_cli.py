@@ -128,6 +128,7 @@ def test_sweep_report_in_headless_chromium(tmp_path):
     assert "NPV of costs: P10 190" in page.text
 
 
+@pytest.mark.slow
 def test_dcplan_show_reads_a_sweep_folder_too(tmp_path):
     folder, _ = _folder(tmp_path)
     done = runner.invoke(app, ["show", str(folder)])

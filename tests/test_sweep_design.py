@@ -56,6 +56,7 @@ def test_random_is_not_stratified_but_reproducible():
 
 @pytest.mark.parametrize("method, n", [("lhs", 16), ("morris", 24), ("sobol", 48),
                                        ("random", 9)])
+@pytest.mark.slow
 def test_same_seed_same_design(method, n):
     params = [U, {"distribution": "normal", "mean": 1.0, "sd": 0.1},
               {"distribution": "choice", "values": [0, 1, 2]}]

@@ -146,6 +146,7 @@ def test_partial_results_are_percentiles_of_the_solved_with_the_count(tmp_path):
     assert any(isinstance(c, str) and c.startswith("3 of 5 samples solved") for c in cells)
 
 
+@pytest.mark.slow
 def test_a_sweep_with_unsolved_samples_exits_1_after_writing(tmp_path, monkeypatch):
     import dcplan.sweep as sweep_pkg
     from dcplan.sweep.run import SweepOutcome

@@ -140,6 +140,7 @@ def test_morris_indices_of_a_linear_function(tmp_path):
     assert set(s[s.method == "morris"].blocks) == {d.size // 3 - 1}
 
 
+@pytest.mark.slow
 def test_sobol_indices_of_a_one_parameter_function(tmp_path):
     spec = make_spec("sobol", n=3, samples=64 * 5)
     d = make_design(spec)

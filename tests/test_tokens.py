@@ -60,6 +60,7 @@ def test_deepseek_counts_equal_the_libraries(loaded):
     assert loaded["deepseek_v3"].count(SENTENCE) == len(want)
 
 
+@pytest.mark.slow
 def test_llama3_counts_equal_meta_tokenizer(loaded):
     from llama_models.llama3.tokenizer import Tokenizer
 
@@ -67,6 +68,7 @@ def test_llama3_counts_equal_meta_tokenizer(loaded):
     assert loaded["llama3"].encode(SENTENCE) == want
 
 
+@pytest.mark.slow
 def test_o200k_counts_equal_tiktoken(loaded, monkeypatch):
     import tiktoken
 
@@ -94,6 +96,7 @@ def test_tokenizers_load_without_network(catalog, monkeypatch):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from(["데이터센터", "rack", "  ", "\n", "\n\n", "72", "🙂", "kW.",
                                  " the", "캐시", "\t"]), min_size=1, max_size=120))
+@pytest.mark.slow
 def test_long_texts_counted_in_pieces_exactly(loaded, words):
     text = "".join(words)
     for tid in ("llama3", "o200k_harmony"):
@@ -107,6 +110,7 @@ def test_long_texts_counted_in_pieces_exactly(loaded, words):
             tokens.TIKTOKEN_PIECE_CHARS = old
 
 
+@pytest.mark.slow
 def test_measure_counts_characters_words_and_ratios(loaded):
     s = loaded["llama3"].measure("ab cd\nef", "x")
     assert (s.characters, s.non_space_characters, s.words) == (8, 6, 3)
@@ -132,6 +136,7 @@ def test_korean_needs_more_tokens_than_english_for_the_same_text(loaded):
         assert tok.measure(ko).tokens_per_character > 2 * tok.measure(en).tokens_per_character
 
 
+@pytest.mark.slow
 def test_wrong_vocabulary_is_refused(catalog):
     entry = catalog.get("tokenizers", "deepseek_v3")
     with pytest.raises(InputError) as info:
@@ -177,6 +182,7 @@ def test_cli_counts_samples_with_real_tokenizer():
     assert block["total"]["characters"] == ko["characters"] + en["characters"]
 
 
+@pytest.mark.slow
 def test_cli_table_shows_tokens_per_character_and_word():
     result = run("tokens", "count", "-m", "gpt_oss_120b", "-m", "llama33_70b",
                  str(SAMPLES / "ko.txt"), str(SAMPLES / "en.txt"))

@@ -78,6 +78,7 @@ def test_envelopes_are_below_the_least_counts_of_the_exact_rows(rack):
 
 
 @pytest.mark.parametrize("rack", ["gb200_nvl72", "rubin_ultra_nvl576"])
+@pytest.mark.slow
 def test_least_counts_are_the_minimum_the_exact_rows_allow(rack):
     # each count minimised alone over the exact rows at a fixed rack count: no lower
     # value than least_counts (which the envelope is built on) is feasible
@@ -104,6 +105,7 @@ def test_least_counts_are_the_minimum_the_exact_rows_allow(rack):
 # --- the two-stage plan and its bound --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_stage_plan_equals_the_direct_optimum():
     d = _tiny(2, 2, 1, seed=0)
     direct = solve_inputs(d, EXACT.updated(strategy="direct"), explain=False)
@@ -165,6 +167,7 @@ def test_a_saved_two_stage_plan_keeps_its_bound(tmp_path):
         text.stdout.split())
 
 
+@pytest.mark.slow
 def test_strategy_auto_keeps_small_models_direct():
     d = _tiny(2, 2, 1, seed=0)
     _prob, mv = build_model(d)
@@ -176,6 +179,7 @@ def test_strategy_auto_keeps_small_models_direct():
     assert not use_two_stage(SolverOptions(strategy="two_stage"), mv_linear)
 
 
+@pytest.mark.slow
 def test_a_dearer_polish_is_undone(monkeypatch):
     # the least fabric counts of each period can cost more over the horizon than the
     # solved ones (items kept in service through a dip are bought again when the racks

@@ -33,6 +33,7 @@ def test_scaled_path_sits_beside_the_raw_file():
     assert scaled_path(Path("m")) == Path("m.scaled.mps")
 
 
+@pytest.mark.slow
 def test_write_mps_writes_both_models_that_solve_to_the_same_plan(tmp_path):
     mps = tmp_path / "m.mps"
     lp = tmp_path / "m.lp"
