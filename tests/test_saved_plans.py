@@ -254,8 +254,9 @@ def test_killed_runs_leave_old_or_new_outputs_and_no_temporaries(tmp_path, sig, 
     folder (or absent), never a mix; no temporary file stays (SIGTERM removes its own;
     after SIGKILL the next run removes them). The points are spread over the whole run
     (loading, solving, writing) as fractions of the first run's own duration, the two
-    signals taking turns (each signal still meets each stage); the plan is the minimal
-    example with the linear fabric (a few seconds, most of it writing)."""
+    signals taking turns over them (SIGTERM at the first, third, fifth and seventh,
+    SIGKILL at the others, so that together they meet every point); the plan is the
+    minimal example with the linear fabric (a few seconds, most of it writing)."""
     out = tmp_path / "run"
     out.mkdir()
     t0 = time.monotonic()
