@@ -142,7 +142,7 @@ def test_validate_classifies_folders_by_content():
 
 
 def test_validate_checks_calibration_files_by_their_kind(tmp_path):
-    good = ROOT / "catalogs" / "perf_calibration_alternatives" / "start_seed_1.yaml"
+    good = ROOT / "catalogs" / "perf_calibration_alternatives" / "start_seed_2.yaml"
     (tmp_path / "fit_a.yaml").write_text(good.read_text())
     (tmp_path / "fit_b.yaml").write_text(good.read_text().replace(
         "physics:", "phisics: {}\nphysics:", 1))
