@@ -34,7 +34,8 @@ def _fresh_env(tmp_path_factory) -> Path:
     venv.EnvBuilder(with_pip=True).create(env_dir)
     # --no-compile: pip compiles every installed module (pandas, scipy, matplotlib...),
     # where the commands below import a small share of them (78 against 40 s of CPU for
-    # the install, +6 s for the first command to compile what it imports; 2026-12-07)
+    # the install, +6 s for the first command to compile what it imports; one run each,
+    # side by side, load 3.2-3.5 beside a two-process bench, 2026-12-07)
     done = subprocess.run([str(_python(env_dir)), "-m", "pip", "install", "-q",
                            "--no-compile", "-e", str(REPO)],
                           capture_output=True, text=True, timeout=1500)
